@@ -1,0 +1,48 @@
+# metad build, test and benchmark entry points. Every target installs or builds what it needs.
+# `make test` is what CI runs (through .ci/run); keep it under 15 minutes on 2 cores.
+
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+BENCHTIME ?= 1x
+BENCHCPU  ?= 1,2
+
+.PHONY: all build test race unit lint bench bench-store proto tools clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/... 2>/dev/null || true
+	$(GO) build $(PKGS)
+
+## test: lint, then every test with the race detector (what CI runs).
+test: lint race
+
+## race: all tests under the race detector.
+race:
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+## unit: all tests without the race detector (quicker while editing).
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+## lint: gofmt (generated code excepted) and go vet.
+lint:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -name '*.pb.go' -not -path './bin/*')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## bench: every benchmark table of docs/performance.md.
+bench: bench-store
+
+## bench-store: the store against the old shard-lock design, same process, ratios printed.
+bench-store:
+	$(GO) test -run '^$$' -bench . -benchmem -cpu $(BENCHCPU) -timeout 60m ./store/ | tee bench-store.txt
+	$(GO) run ./store/internal/benchratio < bench-store.txt
+
+## proto: regenerate the committed protobuf and gRPC code with pinned generators.
+proto:
+	./proto/generate.sh
+
+clean:
+	rm -rf $(BIN) bench-*.txt

@@ -1,0 +1,36 @@
+package alloc
+
+import "errors"
+
+// Errors returned by this package. They are always wrapped with context
+// (fmt.Errorf("...: %w")); match them with errors.Is. The server maps them to
+// status codes in one place; this package knows nothing of gRPC.
+var (
+	// ErrInvalidID: a string is not a UUID (8-4-4-4-12 hex or 32 hex digits).
+	ErrInvalidID = errors.New("invalid id")
+	// ErrInvalidTier: a tier name or value is not MEMORY or NOF.
+	ErrInvalidTier = errors.New("invalid tier")
+	// ErrInvalidStrategy: a placement strategy name or value is unknown.
+	ErrInvalidStrategy = errors.New("invalid placement strategy")
+	// ErrInvalidSegment: a segment to mount fails validation; the message
+	// names the field.
+	ErrInvalidSegment = errors.New("invalid segment")
+	// ErrInvalidRequest: a placement request is out of the limits of
+	// SEMANTICS section 1 (size, replica counts, strategy).
+	ErrInvalidRequest = errors.New("invalid placement request")
+	// ErrSegmentOwned: the segment id is mounted by another client.
+	ErrSegmentOwned = errors.New("segment owned by another client")
+	// ErrSegmentConflict: the segment id is mounted by the same client with
+	// different fields.
+	ErrSegmentConflict = errors.New("segment already mounted with different fields")
+	// ErrSegmentNotFound: no mounted segment has that id.
+	ErrSegmentNotFound = errors.New("segment not found")
+	// ErrNotAllocated: a range to free is not entirely allocated (part of it
+	// is free, misaligned, empty or outside the segment).
+	ErrNotAllocated = errors.New("range not allocated")
+	// ErrNotFree: a range to reserve is not entirely free (part of it is
+	// allocated, misaligned, empty or outside the segment).
+	ErrNotFree = errors.New("range not free")
+	// ErrNoSpace: no segment of a requested tier could hold one replica.
+	ErrNoSpace = errors.New("no space")
+)

@@ -1,0 +1,302 @@
+package alloc
+
+import (
+	"container/heap"
+	"fmt"
+	"math/bits"
+)
+
+// Limits of SEMANTICS section 1 that Place enforces.
+const (
+	MaxObjectSize = 1 << 40 // bytes
+	MaxReplicas   = 8       // per tier
+)
+
+// Strategy is an immutable value, safe to share. It orders the
+// non-preferred candidate segments of a placement. The zero value is
+// StrategyRandom, the default.
+type Strategy uint8
+
+// Placement strategies.
+const (
+	// StrategyRandom: a Fisher-Yates shuffle of the tier's ID-sorted
+	// segments driven by splitmix64 seeded with PlaceRequest.Seed.
+	StrategyRandom Strategy = 0
+	// StrategyFreeRatioFirst: descending free/size ratio, ties by ID.
+	StrategyFreeRatioFirst Strategy = 1
+)
+
+// ParseStrategy accepts "random" or "free_ratio_first"; anything else fails
+// with ErrInvalidStrategy.
+func ParseStrategy(s string) (Strategy, error) {
+	switch s {
+	case "random":
+		return StrategyRandom, nil
+	case "free_ratio_first":
+		return StrategyFreeRatioFirst, nil
+	default:
+		return 0, fmt.Errorf("parse strategy %q: want random or free_ratio_first: %w", s, ErrInvalidStrategy)
+	}
+}
+
+// String returns the name ParseStrategy accepts, or "Strategy(n)".
+func (s Strategy) String() string {
+	switch s {
+	case StrategyRandom:
+		return "random"
+	case StrategyFreeRatioFirst:
+		return "free_ratio_first"
+	default:
+		return fmt.Sprintf("Strategy(%d)", uint8(s))
+	}
+}
+
+// PlaceRequest is a plain value, safe to share if not mutated. It asks for
+// Memory replicas (1..MaxReplicas) on MEMORY segments and NOF replicas
+// (0..MaxReplicas) on NOF segments of an object of Size bytes
+// (1..MaxObjectSize). Preferred segments are tried first, in order; Seed
+// (chosen by the leader and carried in the command) drives StrategyRandom.
+type PlaceRequest struct {
+	Size      uint64
+	Memory    int
+	NOF       int
+	Preferred []ID
+	Strategy  Strategy
+	Seed      uint64
+}
+
+func (q *PlaceRequest) validate() error {
+	switch {
+	case q.Size == 0 || q.Size > MaxObjectSize:
+		return fmt.Errorf("place: size %d not in 1..%d: %w", q.Size, uint64(MaxObjectSize), ErrInvalidRequest)
+	case q.Memory < 1 || q.Memory > MaxReplicas:
+		return fmt.Errorf("place: memory replicas %d not in 1..%d: %w", q.Memory, MaxReplicas, ErrInvalidRequest)
+	case q.NOF < 0 || q.NOF > MaxReplicas:
+		return fmt.Errorf("place: nof replicas %d not in 0..%d: %w", q.NOF, MaxReplicas, ErrInvalidRequest)
+	case q.Strategy != StrategyRandom && q.Strategy != StrategyFreeRatioFirst:
+		return fmt.Errorf("place: strategy %s: %w", q.Strategy, ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Placement is a plain value owned by the caller. Memory and NOF list the
+// extents allocated, in candidate order, each in a distinct segment. Short
+// counts the replicas asked for but not placed (both tiers together).
+type Placement struct {
+	Memory []Extent
+	NOF    []Extent
+	Short  int
+}
+
+// Place allocates the replicas of one object, each in a distinct segment.
+// Per tier asked (MEMORY always, NOF when req.NOF > 0) the candidates are the
+// mounted Preferred segments of that tier in the given order (duplicates
+// ignored), then every other segment of that tier in strategy order; each
+// replica takes the next candidate whose allocator can hold RoundUp(Size).
+// A tier that gets no replica fails the whole call with ErrNoSpace naming
+// the tier, and everything this call allocated is freed: nothing changes.
+// Fewer replicas than asked, but at least one per tier, is success with
+// Short > 0. Invalid requests fail with ErrInvalidRequest.
+//
+// The result depends only on the registry state and req.
+func (r *Registry) Place(req PlaceRequest) (Placement, error) {
+	if err := req.validate(); err != nil {
+		return Placement{}, err
+	}
+	size := RoundUp(req.Size)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epoch++
+	mem, err := r.placeTierLocked(TierMemory, size, req.Memory, &req)
+	if err != nil {
+		return Placement{}, err
+	}
+	var nof []Extent
+	if req.NOF > 0 {
+		nof, err = r.placeTierLocked(TierNOF, size, req.NOF, &req)
+		if err != nil {
+			for _, e := range mem {
+				if ferr := r.freeLocked(e); ferr != nil {
+					panic(fmt.Sprintf("alloc: rollback of %+v: %v", e, ferr))
+				}
+			}
+			return Placement{}, err
+		}
+	}
+	return Placement{
+		Memory: mem,
+		NOF:    nof,
+		Short:  req.Memory - len(mem) + req.NOF - len(nof),
+	}, nil
+}
+
+// placeTierLocked allocates up to want extents of size (already rounded) on
+// tier t. It allocates nothing and returns ErrNoSpace if no candidate fits.
+func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequest) ([]Extent, error) {
+	out := make([]Extent, 0, want)
+	tried := 0
+	try := func(seg *segment) {
+		seg.mark = r.epoch
+		tried++
+		if off, ok := seg.alloc.Alloc(size); ok {
+			r.used[t] += size
+			out = append(out, Extent{Segment: seg.info.ID, Offset: off, Size: size})
+		}
+	}
+	for _, id := range req.Preferred {
+		if len(out) == want {
+			break
+		}
+		seg, ok := r.segs[id]
+		if !ok || seg.info.Tier != t || seg.mark == r.epoch {
+			continue
+		}
+		try(seg)
+	}
+	if len(out) < want {
+		next := r.candidatesLocked(t, req)
+		for len(out) < want {
+			seg := next()
+			if seg == nil {
+				break
+			}
+			if seg.mark != r.epoch {
+				try(seg)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("place %d bytes on tier %s: none of %d mounted segments (%d tried) has a free span that large: %w",
+			size, t, len(r.byTier[t]), tried, ErrNoSpace)
+	}
+	return out, nil
+}
+
+// candidatesLocked returns an iterator over every segment of tier t in the
+// request's strategy order; it returns nil when exhausted. Both orders are
+// produced lazily, so a placement that succeeds on its first candidates costs
+// O(1) (random) or O(n) (free_ratio_first) rather than a full sort.
+func (r *Registry) candidatesLocked(t Tier, req *PlaceRequest) func() *segment {
+	list := r.byTier[t]
+	if req.Strategy == StrategyFreeRatioFirst {
+		h := make(ratioHeap, len(list))
+		copy(h, list)
+		heap.Init(&h)
+		return func() *segment {
+			if len(h) == 0 {
+				return nil
+			}
+			return heap.Pop(&h).(*segment)
+		}
+	}
+	s := shuffle{n: len(list), rng: splitmix64{state: req.Seed}}
+	return func() *segment {
+		i, ok := s.next()
+		if !ok {
+			return nil
+		}
+		return list[i]
+	}
+}
+
+// freeRatioBefore reports whether a comes before b in free_ratio_first order:
+// a higher free/size ratio, compared exactly as a.free*b.size > b.free*a.size
+// in 128 bits, then the lower ID.
+func freeRatioBefore(a, b *segment) bool {
+	ah, al := bits.Mul64(a.alloc.FreeBytes(), b.alloc.Capacity())
+	bh, bl := bits.Mul64(b.alloc.FreeBytes(), a.alloc.Capacity())
+	if ah != bh {
+		return ah > bh
+	}
+	if al != bl {
+		return al > bl
+	}
+	return Compare(a.info.ID, b.info.ID) < 0
+}
+
+// ratioHeap is a container/heap of segments in free_ratio_first order. The
+// order is total (IDs are unique), so pops are deterministic.
+type ratioHeap []*segment
+
+func (h ratioHeap) Len() int           { return len(h) }
+func (h ratioHeap) Less(i, j int) bool { return freeRatioBefore(h[i], h[j]) }
+func (h ratioHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *ratioHeap) Push(x any)        { *h = append(*h, x.(*segment)) }
+func (h *ratioHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}
+
+// shuffle yields a Fisher-Yates permutation of 0..n-1 lazily, one position
+// at a time. Step i (0 <= i < n-1) draws j = i + rng.below(n-i) and swaps
+// positions i and j, then yields position i; the last position draws
+// nothing. This is exactly the prefix of the eager forward shuffle
+//
+//	for i := 0; i < n-1; i++ { j := i + below(n-i); p[i], p[j] = p[j], p[i] }
+//
+// applied to the identity, but only the displaced positions are stored.
+type shuffle struct {
+	n, i int
+	rng  splitmix64
+	// moved holds the value at positions >= i that differ from the
+	// identity; lookups only, never iterated.
+	moved map[int]int
+}
+
+func (s *shuffle) at(p int) int {
+	if v, ok := s.moved[p]; ok {
+		return v
+	}
+	return p
+}
+
+func (s *shuffle) next() (int, bool) {
+	if s.i >= s.n {
+		return 0, false
+	}
+	i := s.i
+	s.i++
+	if i == s.n-1 {
+		return s.at(i), true
+	}
+	j := i + int(s.rng.below(uint64(s.n-i)))
+	vi, vj := s.at(i), s.at(j)
+	if j != i {
+		if s.moved == nil {
+			s.moved = make(map[int]int)
+		}
+		s.moved[j] = vi
+	}
+	delete(s.moved, i) // position i is never read again
+	return vj, true
+}
+
+// splitmix64 is Vigna's SplitMix64 generator, written out here so that the
+// sequence for a seed never changes with the Go version. Not safe for
+// concurrent use; each Place makes its own.
+type splitmix64 struct{ state uint64 }
+
+func (g *splitmix64) next() uint64 {
+	g.state += 0x9e3779b97f4a7c15
+	z := g.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// below returns a uniform value in [0, n), n > 0, by Lemire's
+// multiply-and-reject method: the high word of next()*n, redrawing while the
+// low word falls under (2^64 mod n).
+func (g *splitmix64) below(n uint64) uint64 {
+	hi, lo := bits.Mul64(g.next(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(g.next(), n)
+		}
+	}
+	return hi
+}

@@ -1,0 +1,321 @@
+package alloc
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Segment is an immutable value, safe to copy and share. It is what a client
+// mounts: a region of its memory (or NOF device) of Size bytes at address
+// Base, reachable at Endpoint. Extents inside it are relative to its start,
+// not to Base.
+type Segment struct {
+	ID       ID
+	Name     string
+	Base     uint64
+	Size     uint64
+	Endpoint string
+	Tier     Tier
+	Owner    ID // the client that mounted it
+}
+
+// SegmentInfo is an immutable snapshot value, safe to share: a segment with
+// its allocation state at the time of the call.
+type SegmentInfo struct {
+	Segment
+	Used      uint64 // allocated bytes
+	FreeSpans int    // number of free spans (1 when empty, 0 when full)
+}
+
+// Extent is an immutable value, safe to share. It is one replica's place:
+// [Offset, Offset+Size) inside Segment, relative to the segment's start.
+// Size is the allocated (rounded) size.
+type Extent struct {
+	Segment ID
+	Offset  uint64
+	Size    uint64
+}
+
+// Registry is safe for concurrent use. It holds every mounted segment and its
+// RangeAllocator behind one mutex, "the allocator's own lock".
+//
+// Lock order: Registry.mu is a leaf outside the store's lock order. Callers
+// never hold another metadata lock (registry shard, route, group catalog,
+// group, object) while calling a Registry method, and the Registry calls out
+// to nothing while holding mu. Every method takes mu for its whole duration,
+// so each call is atomic: a Place either allocates all its extents or none.
+type Registry struct {
+	// mu guards every field below it. It is a leaf lock (see above):
+	// nothing else is acquired while it is held.
+	mu sync.Mutex
+
+	// segs indexes segments by ID. Only used for lookups: nothing iterates
+	// it, so map order never reaches a result.
+	segs map[ID]*segment
+	// all holds every segment sorted by ID bytes.
+	all []*segment
+	// byTier[t] holds the segments of tier t sorted by ID bytes.
+	byTier [numTiers][]*segment
+	// byOwner maps a client to its segment IDs, sorted (lookups only).
+	byOwner map[ID][]ID
+	// capacity[t] and used[t] are the sums of Size and allocated bytes
+	// over the mounted segments of tier t, kept incrementally.
+	capacity [numTiers]uint64
+	used     [numTiers]uint64
+	// epoch counts Place calls; a segment whose mark equals the current
+	// epoch has already been tried by the running Place.
+	epoch uint64
+}
+
+// segment is one mounted segment; all fields are guarded by Registry.mu.
+type segment struct {
+	info  Segment
+	alloc *RangeAllocator
+	mark  uint64
+}
+
+func (s *segment) infoLocked() SegmentInfo {
+	return SegmentInfo{Segment: s.info, Used: s.alloc.Used(), FreeSpans: s.alloc.NumFreeSpans()}
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{segs: make(map[ID]*segment), byOwner: make(map[ID][]ID)}
+}
+
+// ValidateSegment checks the fields Mount checks: non-zero ID and Owner, Base
+// and Size non-zero and Align-aligned, Base+Size not wrapping, Tier valid.
+// The error wraps ErrInvalidSegment and names the field.
+func ValidateSegment(s Segment) error {
+	var field, why string
+	switch {
+	case s.ID.IsZero():
+		field, why = "id", "zero"
+	case s.Owner.IsZero():
+		field, why = "owner", "zero"
+	case s.Base == 0:
+		field, why = "base", "zero"
+	case s.Base%Align != 0:
+		field, why = "base", fmt.Sprintf("%#x not %d-byte aligned", s.Base, Align)
+	case s.Size == 0:
+		field, why = "size", "zero"
+	case s.Size%Align != 0:
+		field, why = "size", fmt.Sprintf("%d not %d-byte aligned", s.Size, Align)
+	case s.Base+s.Size < s.Base:
+		field, why = "size", fmt.Sprintf("base %#x + size %d wraps the address space", s.Base, s.Size)
+	case !s.Tier.Valid():
+		field, why = "tier", fmt.Sprintf("%s, want MEMORY or NOF", s.Tier)
+	default:
+		return nil
+	}
+	return fmt.Errorf("segment %s: %s %s: %w", s.ID, field, why, ErrInvalidSegment)
+}
+
+// Mount adds s with an empty allocator. Mounting the same ID again by the
+// same owner with identical fields is a no-op returning created=false. It
+// fails with ErrInvalidSegment (see ValidateSegment), ErrSegmentOwned if
+// another owner holds the ID, or ErrSegmentConflict if the same owner holds it
+// with different fields; nothing changes on error.
+func (r *Registry) Mount(s Segment) (created bool, err error) {
+	if err := ValidateSegment(s); err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.segs[s.ID]; ok {
+		switch {
+		case old.info.Owner != s.Owner:
+			return false, fmt.Errorf("mount segment %s by client %s: owned by client %s: %w",
+				s.ID, s.Owner, old.info.Owner, ErrSegmentOwned)
+		case old.info != s:
+			return false, fmt.Errorf("mount segment %s by client %s: %w", s.ID, s.Owner, ErrSegmentConflict)
+		default:
+			return false, nil
+		}
+	}
+	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size)}
+	r.segs[s.ID] = seg
+	r.all = insertSorted(r.all, seg)
+	r.byTier[s.Tier] = insertSorted(r.byTier[s.Tier], seg)
+	ids := r.byOwner[s.Owner]
+	i, _ := slices.BinarySearchFunc(ids, s.ID, Compare)
+	r.byOwner[s.Owner] = slices.Insert(ids, i, s.ID)
+	r.capacity[s.Tier] += s.Size
+	return true, nil
+}
+
+// Unmount forgets the segment and its allocator and returns it. The caller
+// drops the replicas that lived there. ErrSegmentNotFound if not mounted.
+func (r *Registry) Unmount(id ID) (Segment, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[id]
+	if !ok {
+		return Segment{}, fmt.Errorf("unmount segment %s: %w", id, ErrSegmentNotFound)
+	}
+	t := seg.info.Tier
+	delete(r.segs, id)
+	r.all = removeSorted(r.all, id)
+	r.byTier[t] = removeSorted(r.byTier[t], id)
+	ids := r.byOwner[seg.info.Owner]
+	if i, found := slices.BinarySearchFunc(ids, id, Compare); found {
+		ids = slices.Delete(ids, i, i+1)
+	}
+	if len(ids) == 0 {
+		delete(r.byOwner, seg.info.Owner)
+	} else {
+		r.byOwner[seg.info.Owner] = ids
+	}
+	r.capacity[t] -= seg.info.Size
+	r.used[t] -= seg.alloc.Used()
+	return seg.info, nil
+}
+
+// Get returns the segment and its allocation state.
+func (r *Registry) Get(id ID) (SegmentInfo, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[id]
+	if !ok {
+		return SegmentInfo{}, false
+	}
+	return seg.infoLocked(), true
+}
+
+// Len returns the number of mounted segments.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.all)
+}
+
+// List returns every mounted segment sorted by ID bytes.
+func (r *Registry) List() []SegmentInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]SegmentInfo, len(r.all))
+	for i, seg := range r.all {
+		out[i] = seg.infoLocked()
+	}
+	return out
+}
+
+// SegmentsOf returns the IDs of the segments mounted by owner, sorted.
+func (r *Registry) SegmentsOf(owner ID) []ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.byOwner[owner])
+}
+
+// FreeSpans returns a copy of the segment's free spans sorted by offset.
+func (r *Registry) FreeSpans(id ID) ([]Span, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[id]
+	if !ok {
+		return nil, false
+	}
+	return seg.alloc.FreeSpans(), true
+}
+
+// Capacity returns the summed Size of the mounted segments of tier t (0 for
+// an invalid tier). For TierMemory this is the quota capacity of SEMANTICS
+// section 6.
+func (r *Registry) Capacity(t Tier) uint64 {
+	if !t.Valid() {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.capacity[t]
+}
+
+// Used returns the allocated bytes summed over the mounted segments of tier t
+// (0 for an invalid tier).
+func (r *Registry) Used(t Tier) uint64 {
+	if !t.Valid() {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.used[t]
+}
+
+// Free releases an extent. ErrSegmentNotFound if its segment is no longer
+// mounted (the caller ignores that case: the space went with the segment);
+// otherwise the allocator's error (ErrNotAllocated), with nothing changed.
+func (r *Registry) Free(e Extent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.freeLocked(e)
+}
+
+// Reserve marks an extent used; snapshot restore mounts the segments and then
+// reserves every recorded extent. ErrSegmentNotFound or ErrNotFree, with
+// nothing changed.
+func (r *Registry) Reserve(e Extent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[e.Segment]
+	if !ok {
+		return fmt.Errorf("reserve extent in segment %s: %w", e.Segment, ErrSegmentNotFound)
+	}
+	if err := seg.alloc.Reserve(e.Offset, e.Size); err != nil {
+		return fmt.Errorf("segment %s: %w", e.Segment, err)
+	}
+	r.used[seg.info.Tier] += RoundUp(e.Size)
+	return nil
+}
+
+func (r *Registry) freeLocked(e Extent) error {
+	seg, ok := r.segs[e.Segment]
+	if !ok {
+		return fmt.Errorf("free extent in segment %s: %w", e.Segment, ErrSegmentNotFound)
+	}
+	if err := seg.alloc.Free(e.Offset, e.Size); err != nil {
+		return fmt.Errorf("segment %s: %w", e.Segment, err)
+	}
+	r.used[seg.info.Tier] -= RoundUp(e.Size)
+	return nil
+}
+
+// Clone returns a deep copy: later changes to either registry do not affect
+// the other. Allocators are cloned copy-on-write, so this is O(segments).
+func (r *Registry) Clone() *Registry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := &Registry{
+		segs:     make(map[ID]*segment, len(r.segs)),
+		all:      make([]*segment, len(r.all)),
+		byOwner:  make(map[ID][]ID, len(r.byOwner)),
+		capacity: r.capacity,
+		used:     r.used,
+		epoch:    r.epoch,
+	}
+	for i, seg := range r.all {
+		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark}
+		c.all[i] = cs
+		c.segs[cs.info.ID] = cs
+		c.byTier[cs.info.Tier] = append(c.byTier[cs.info.Tier], cs)
+	}
+	for owner, ids := range r.byOwner { // builds a map; order does not matter
+		c.byOwner[owner] = slices.Clone(ids)
+	}
+	return c
+}
+
+func insertSorted(list []*segment, seg *segment) []*segment {
+	i, _ := slices.BinarySearchFunc(list, seg.info.ID, cmpSegmentID)
+	return slices.Insert(list, i, seg)
+}
+
+func removeSorted(list []*segment, id ID) []*segment {
+	i, found := slices.BinarySearchFunc(list, id, cmpSegmentID)
+	if !found {
+		return list
+	}
+	return slices.Delete(list, i, i+1)
+}
+
+func cmpSegmentID(s *segment, id ID) int { return Compare(s.info.ID, id) }

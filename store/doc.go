@@ -1,0 +1,61 @@
+// Package store is metad's tenant-first metadata store: the state the Raft state machine applies every
+// command to, and the state the read path serves every Get from. It is an ordinary data structure:
+// it imports nothing of Raft, gRPC or protobuf, reads no clock and draws no randomness.
+//
+// # Ownership
+//
+//	Store
+//	 ├─ TenantRegistry        tenant id -> *TenantState   (sharded, copy-on-write, lock-free reads)
+//	 │   └─ TenantState       instance id, lifecycle, QuotaAccount, gate
+//	 │       └─ GroupDirectory route shards (key -> *ObjectEntry), group catalog, id counters
+//	 │           ├─ GroupEntry   explicit group: members, lifecycle
+//	 │           └─ ObjectEntry  one object: mutex, lifecycle, leader soft state, *ObjectState
+//	 └─ alloc.Registry        segments, range allocators, placement (package store/alloc)
+//
+// The mutation boundary is one lock per object: unrelated objects never wait for each other, also
+// when their keys share a route shard, since a route shard's lock is held only for one map access.
+// An explicit group member points back to its GroupEntry, so a member is found by one route lookup
+// and its group in O(1), without a second lookup or the group's lock.
+//
+// # Lock order
+//
+// Written once, here; every function that takes more than one lock follows it:
+//
+//	registry shard writer  <  tenant gate  <  group  <  objects in canonical (byte-wise key) order
+//
+// Route shard locks and the group catalog lock are leaves: held for one map access, with nothing
+// acquired under them, so they may be taken anywhere. The segment registry's lock (alloc.Registry)
+// is never taken while a group or object lock is held: allocation happens before an object is
+// locked, freeing after its lock is released. No store lock is ever held across a Raft proposal or
+// any I/O (the store does none).
+//
+// # Lifetimes and fencing
+//
+// An ObjectEntry goes creating -> active -> removing; removing is final and the entry is then
+// unlinked from its route by a matched unlink (EraseIfMatch), so stale work can never unlink an
+// object created again under the same key. Work that outlives a lock keeps an ObjectToken (tenant
+// instance, key, object id, version) or an ObjectHandle and revalidates. A tenant's instance id is
+// new on every registration, so a token of a removed-and-registered-again tenant matches nothing.
+//
+// Create: the new entry is locked, published in its route in creating state (serializing the key),
+// joins its group, then turns active; readers that find it block on its lock and see it whole.
+// Erase: under the object lock the entry turns removing; after the lock is released it leaves its
+// group (an empty group is dropped), its route is unlinked if it still points at it, and its extents
+// and quota are freed.
+//
+// # Replicated state and leader soft state
+//
+// ObjectState is immutable and replaced (Version+1) on every replicated change, so a census or a
+// snapshot capture can hold it with no lock. Read leases and the pending-unlink mark are leader soft
+// state kept in the entry's meta word: they never reach a snapshot and never decide a replicated
+// outcome. Removal is therefore two steps: the leader prepares (checks the lease, marks) and the
+// replicated step erases the prepared incarnation (see ops_remove.go).
+//
+// # Call sequence on the apply path
+//
+// The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
+// SetQuota, MountSegment, UnmountSegment, UnmountClient, PutStart, PutEnd, PutRevoke, UpsertStart,
+// UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens and EraseGroup, each with the
+// leader's time and seed from the log entry. The leader additionally calls Get, Exist, BatchGet,
+// Prepare*, ClearMarks and ResetSoftState.
+package store

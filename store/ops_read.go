@@ -1,0 +1,140 @@
+package store
+
+import (
+	"slices"
+	"time"
+)
+
+// GetResult is what a reader gets: the COMPLETE replicas and the lease it now holds.
+type GetResult struct {
+	Replicas []Replica
+	LeaseTTL time.Duration
+}
+
+// Get returns the COMPLETE replicas of an object and grants a read lease (leader soft state):
+// lease = max(lease, now + ttl). Absent (or marked for unlink by the leader): OBJECT_NOT_FOUND;
+// present with nothing COMPLETE: REPLICA_IS_NOT_READY. Reading an explicit group's member whose lease
+// is within half a ttl of expiry, or of a group that gained a member since the last refresh, leases
+// every member of the group. Reads of an unknown tenant find nothing.
+func (s *Store) Get(now int64, tenant, key string) (GetResult, error) {
+	tenant = NormalizeTenant(tenant)
+	t := s.tenants.Lookup(tenant)
+	if t == nil {
+		return GetResult{}, objErr(ObjectNotFound, tenant, key, "object not found")
+	}
+	reps, err := s.read(now, t, key, true)
+	if err != nil {
+		return GetResult{}, err
+	}
+	return GetResult{Replicas: reps, LeaseTTL: s.cfg.LeaseTTL}, nil
+}
+
+// Exist reports, per key, whether the object has a COMPLETE replica, leasing each one that does.
+// Never an error for a missing key or tenant.
+func (s *Store) Exist(now int64, tenant string, keys []string) []bool {
+	out := make([]bool, len(keys))
+	t := s.tenants.Lookup(NormalizeTenant(tenant))
+	if t == nil {
+		return out
+	}
+	for i, k := range keys {
+		_, err := s.read(now, t, k, false)
+		out[i] = err == nil
+	}
+	return out
+}
+
+// BatchGet is Get for many keys of one tenant; results in request order.
+func (s *Store) BatchGet(now int64, tenant string, keys []string) ([]GetResult, []error) {
+	res := make([]GetResult, len(keys))
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		res[i], errs[i] = s.Get(now, tenant, k)
+	}
+	return res, errs
+}
+
+// read is the read path: one route lookup, then the object lock alone (never the group's, never a
+// route lock), so a read waits only for a change of the same object.
+func (s *Store) read(now int64, t *TenantState, key string, want bool) ([]Replica, error) {
+	e := t.dir.lookup(key)
+	if e == nil {
+		return nil, objErr(ObjectNotFound, t.name, key, "object not found")
+	}
+	e.mu.Lock()
+	if e.Life() != Active || e.markedLocked() {
+		e.mu.Unlock()
+		return nil, objErr(ObjectNotFound, t.name, key, "object not found")
+	}
+	st := e.State()
+	var reps []Replica
+	ready := false
+	for _, r := range st.Replicas {
+		if r.Status == Complete {
+			ready = true
+			if !want {
+				break
+			}
+			reps = append(reps, r)
+		}
+	}
+	if !ready {
+		e.mu.Unlock()
+		return nil, objErr(ReplicaIsNotReady, t.name, key, "no COMPLETE replica")
+	}
+	until := now + s.leaseTTL
+	old := e.leaseLocked()
+	e.extendLeaseLocked(until)
+	e.mu.Unlock()
+	if g := e.group; g != nil && (old < now+s.leaseTTL/2 || g.gen.Load() != g.leasedGen.Load()) {
+		s.leaseGroup(g, until)
+	}
+	return reps, nil
+}
+
+// leaseGroup leases every live member of g until `until`: a group transaction that holds g.mu and
+// one member lock at a time.
+func (s *Store) leaseGroup(g *GroupEntry, until int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gen := g.gen.Load()
+	for _, m := range g.members {
+		m.mu.Lock()
+		if m.Life() == Active && !m.markedLocked() {
+			m.extendLeaseLocked(until)
+		}
+		m.mu.Unlock()
+	}
+	g.leasedGen.Store(gen)
+}
+
+// ListGroup returns the member keys of a tenant's explicit group in key order.
+func (s *Store) ListGroup(tenant, group string) ([]string, error) {
+	tenant = NormalizeTenant(tenant)
+	t := s.tenants.Lookup(tenant)
+	if t == nil {
+		return nil, errf(ObjectNotFound, "tenant %q group %q: group not found", tenant, group)
+	}
+	g := t.dir.group(group)
+	if g == nil {
+		return nil, errf(ObjectNotFound, "tenant %q group %q: group not found", tenant, group)
+	}
+	g.mu.Lock()
+	keys := make([]string, 0, len(g.members))
+	for _, m := range g.members {
+		keys = append(keys, m.key)
+	}
+	g.mu.Unlock()
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// leased reports whether e holds a read lease at now (e.mu held): its own lease, or the floor a new
+// leader sets so that no lease granted by the old leader is broken.
+func (s *Store) leasedLocked(e *ObjectEntry, now int64) bool {
+	return now < max(e.leaseLocked(), s.leaseFloor.Load())
+}
+
+// LeasedLocked is leasedLocked for callers outside the package that hold the object through
+// WithObject.
+func (o *LockedObject) Leased(now int64) bool { o.check(); return o.s.leasedLocked(o.e, now) }

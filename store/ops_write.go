@@ -1,0 +1,398 @@
+package store
+
+import (
+	"time"
+
+	"metad/store/alloc"
+)
+
+// SoftPinAction is the soft pin requested at PutStart.
+type SoftPinAction uint8
+
+const (
+	SoftPinNone SoftPinAction = iota
+	SoftPinEnable
+	SoftPinDisable
+)
+
+// ReplicaConfig is how many replicas of each tier a put wants, where, and how the object is pinned.
+type ReplicaConfig struct {
+	Memory     int        // MEMORY replicas, 1..8
+	NOF        int        // NOF replicas, 0..8
+	Preferred  []alloc.ID // segments to try first, in order
+	SoftPin    SoftPinAction
+	SoftPinTTL time.Duration // with SoftPinEnable: 0 < ttl <= 24 h (0 = 30 min)
+	HardPin    bool
+	DataType   uint32
+}
+
+// PutStartRequest starts a write (or, through UpsertStart, an overwrite). Strategy and DiscardAfter
+// are cluster settings the leader stamps into the command, so every replica decides alike.
+type PutStartRequest struct {
+	Tenant       string
+	Client       alloc.ID
+	Key          string
+	Group        string // empty: a singleton
+	Size         uint64
+	Config       ReplicaConfig
+	Strategy     alloc.Strategy
+	DiscardAfter time.Duration // 0 = DefaultDiscardAfter
+}
+
+// PutEndRequest completes (PutEnd) or revokes (PutRevoke) a write, for one tier or all (Tier 0).
+type PutEndRequest struct {
+	Tenant string
+	Client alloc.ID
+	Key    string
+	Tier   alloc.Tier
+}
+
+func (r *PutStartRequest) validate() error {
+	r.Tenant = NormalizeTenant(r.Tenant)
+	if err := ValidateTenant(r.Tenant); err != nil {
+		return err
+	}
+	if err := ValidateClient(r.Client); err != nil {
+		return err
+	}
+	if err := ValidateKey(r.Key); err != nil {
+		return err
+	}
+	if err := ValidateGroup(r.Group); err != nil {
+		return err
+	}
+	if err := ValidateSize(r.Size); err != nil {
+		return err
+	}
+	if r.DiscardAfter < 0 {
+		return errf(InvalidParams, "discard_after: negative")
+	}
+	if r.DiscardAfter == 0 {
+		r.DiscardAfter = DefaultDiscardAfter
+	}
+	return r.Config.Validate()
+}
+
+func (r *PutEndRequest) validate() error {
+	r.Tenant = NormalizeTenant(r.Tenant)
+	if err := ValidateTenant(r.Tenant); err != nil {
+		return err
+	}
+	if err := ValidateClient(r.Client); err != nil {
+		return err
+	}
+	if err := ValidateKey(r.Key); err != nil {
+		return err
+	}
+	if r.Tier != 0 && r.Tier != alloc.TierMemory && r.Tier != alloc.TierNOF {
+		return errf(InvalidParams, "tier: unknown %d", r.Tier)
+	}
+	return nil
+}
+
+// PutStart validates, charges quota, allocates the replicas as PROCESSING and returns them. A key that
+// is present is OBJECT_ALREADY_EXISTS unless its previous write has no COMPLETE replica and started
+// more than DiscardAfter before now: that attempt is then discarded and the put proceeds.
+func (s *Store) PutStart(now int64, seed uint64, req PutStartRequest) ([]Replica, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	return s.putStart(now, seed, t, &req)
+}
+
+// putStart is PutStart on a validated request with t's gate held.
+func (s *Store) putStart(now int64, seed uint64, t *TenantState, req *PutStartRequest) ([]Replica, error) {
+	if e := t.dir.lookup(req.Key); e != nil {
+		if err := s.discardStale(now, t, e, req); err != nil {
+			return nil, err
+		}
+	}
+	st, err := s.allocate(t, seed, req)
+	if err != nil {
+		return nil, err
+	}
+	st.ID = t.dir.nextObjectID.Add(1)
+	st.Version = 1
+	st.Writer = req.Client
+	st.PutStart = now
+	e, ok := s.create(t, req.Key, req.Group, st)
+	if !ok {
+		s.freeReplicas(t, st.Replicas, st.Size)
+		return nil, objErr(ObjectAlreadyExists, t.name, req.Key, "object already exists")
+	}
+	return cloneReplicas(e.State().Replicas), nil
+}
+
+// discardStale checks an existing entry for a PutStart: a live object is OBJECT_ALREADY_EXISTS unless
+// its write is stale, in which case it is erased here.
+func (s *Store) discardStale(now int64, t *TenantState, e *ObjectEntry, req *PutStartRequest) error {
+	e.mu.Lock()
+	if e.Life() != Active {
+		e.mu.Unlock()
+		return nil
+	}
+	st := e.State()
+	if st.HasComplete() || now-st.PutStart <= int64(req.DiscardAfter) {
+		e.mu.Unlock()
+		return objErr(ObjectAlreadyExists, t.name, req.Key, "object already exists")
+	}
+	e.setLifeLocked(Removing)
+	e.mu.Unlock()
+	s.finishErase(t, e, st)
+	return nil
+}
+
+// allocate charges the tenant's quota and places the replicas; on failure nothing is left charged
+// or allocated. It returns a state with Size, pins and PROCESSING replicas filled in.
+func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*ObjectState, error) {
+	c := &req.Config
+	want := uint64(c.Memory) * req.Size
+	if !t.quota.TryCharge(want) {
+		return nil, objErr(TenantQuotaExceeded, t.name, req.Key, quotaMsg(t, want))
+	}
+	pl, err := s.segs.Place(alloc.PlaceRequest{Size: req.Size, Memory: c.Memory, NOF: c.NOF,
+		Preferred: c.Preferred, Strategy: req.Strategy, Seed: seed})
+	if err != nil {
+		t.quota.Release(want)
+		s.evictWanted.Store(true)
+		return nil, objErr(NoAvailableHandle, t.name, req.Key, err.Error())
+	}
+	if short := uint64(c.Memory-len(pl.Memory)) * req.Size; short > 0 {
+		t.quota.Release(short)
+	}
+	st := &ObjectState{Size: req.Size, DataType: c.DataType, HardPin: c.HardPin}
+	if c.SoftPin == SoftPinEnable {
+		st.SoftPinTTL = int64(c.SoftPinTTL)
+	}
+	st.Replicas = make([]Replica, 0, len(pl.Memory)+len(pl.NOF))
+	for _, x := range pl.Memory {
+		st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierMemory, Status: Processing})
+	}
+	for _, x := range pl.NOF {
+		st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierNOF, Status: Processing})
+	}
+	return st, nil
+}
+
+func quotaMsg(t *TenantState, want uint64) string {
+	q := &t.quota
+	return "tenant quota exceeded: needs " + itoa(want) + " bytes, charged " + itoa(q.Charged()) +
+		" of effective " + itoa(q.Effective())
+}
+
+func itoa(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+func cloneReplicas(rs []Replica) []Replica { return append([]Replica(nil), rs...) }
+
+// writeTarget looks up the entry of a PutEnd/PutRevoke and locks it; the caller unlocks e.mu.
+func (s *Store) writeTarget(t *TenantState, req *PutEndRequest) (*ObjectEntry, *ObjectState, error) {
+	e := t.dir.lookup(req.Key)
+	if e == nil {
+		return nil, nil, objErr(ObjectNotFound, t.name, req.Key, "object not found")
+	}
+	e.mu.Lock()
+	if e.Life() != Active {
+		e.mu.Unlock()
+		return nil, nil, objErr(ObjectNotFound, t.name, req.Key, "object not found")
+	}
+	st := e.State()
+	if st.Writer != req.Client {
+		e.mu.Unlock()
+		return nil, nil, objErr(IllegalClient, t.name, req.Key, "written by client "+st.Writer.String()+", not "+req.Client.String())
+	}
+	return e, st, nil
+}
+
+func tierMatch(tier alloc.Tier, r Replica) bool { return tier == 0 || r.Tier == tier }
+
+// PutEnd turns the PROCESSING replicas of the tier (or all) COMPLETE and commits a staged soft pin on
+// the first completion. Repeating a PutEnd whose replicas are all COMPLETE is OK. Quota needs no
+// settling: PutStart charged exactly the MEMORY replicas it placed.
+func (s *Store) PutEnd(now int64, req PutEndRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	e, st, err := s.writeTarget(t, &req)
+	if err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
+	selected, processing := 0, 0
+	for _, r := range st.Replicas {
+		if tierMatch(req.Tier, r) {
+			selected++
+			if r.Status == Processing {
+				processing++
+			}
+		}
+	}
+	if processing == 0 {
+		if selected > 0 {
+			return nil // a repeated PutEnd: every selected replica is already COMPLETE
+		}
+		return objErr(InvalidWrite, t.name, req.Key, "no write in progress for that tier")
+	}
+	ns := st.next()
+	for i := range ns.Replicas {
+		if r := &ns.Replicas[i]; tierMatch(req.Tier, *r) && r.Status == Processing {
+			r.Status = Complete
+		}
+	}
+	if !st.HasComplete() && ns.SoftPinTTL > 0 {
+		ns.SoftPinDeadline = now + ns.SoftPinTTL
+		ns.SoftPinTTL = 0
+	}
+	e.state.Store(ns)
+	return nil
+}
+
+// PutRevoke drops the PROCESSING replicas of the tier (or all), refunds their quota and frees their
+// extents; the object is erased when nothing is left.
+func (s *Store) PutRevoke(now int64, req PutEndRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	e, st, err := s.writeTarget(t, &req)
+	if err != nil {
+		return err
+	}
+	ns := st.next()
+	ns.Replicas = ns.Replicas[:0]
+	var dropped []Replica
+	for _, r := range st.Replicas {
+		if tierMatch(req.Tier, r) && r.Status == Processing {
+			dropped = append(dropped, r)
+		} else {
+			ns.Replicas = append(ns.Replicas, r)
+		}
+	}
+	if len(dropped) == 0 {
+		e.mu.Unlock()
+		return objErr(InvalidWrite, t.name, req.Key, "no write in progress for that tier")
+	}
+	if len(ns.Replicas) == 0 {
+		e.setLifeLocked(Removing)
+		e.mu.Unlock()
+		s.finishErase(t, e, st)
+		return nil
+	}
+	e.state.Store(ns)
+	e.mu.Unlock()
+	s.freeReplicas(t, dropped, st.Size)
+	return nil
+}
+
+// UpsertStart inserts or overwrites. An absent key is a PutStart. A present object must have no write
+// in progress and the same group; with the same size its extents are reused (all replicas turn
+// PROCESSING, so it is unreadable until UpsertEnd), with another size new replicas are placed by the
+// request's config and the old ones freed.
+func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Replica, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	e := t.dir.lookup(req.Key)
+	if e == nil {
+		return s.putStart(now, seed, t, &req)
+	}
+	e.mu.Lock()
+	if e.Life() != Active {
+		e.mu.Unlock()
+		return s.putStart(now, seed, t, &req)
+	}
+	st := e.State()
+	if g := groupName(e); g != req.Group {
+		e.mu.Unlock()
+		return nil, objErr(ObjectAlreadyExists, t.name, req.Key, "object exists in group "+quote(g))
+	}
+	if st.HasProcessing() {
+		e.mu.Unlock()
+		return nil, objErr(InvalidWrite, t.name, req.Key, "a write is already in progress")
+	}
+	restart := func(ns *ObjectState) {
+		ns.Writer = req.Client
+		ns.PutStart = now
+		ns.HardPin = req.Config.HardPin
+		ns.DataType = req.Config.DataType
+		ns.SoftPinTTL, ns.SoftPinDeadline = 0, 0
+		if req.Config.SoftPin == SoftPinEnable {
+			ns.SoftPinTTL = int64(req.Config.SoftPinTTL)
+		}
+		for i := range ns.Replicas {
+			ns.Replicas[i].Status = Processing
+		}
+	}
+	if st.Size == req.Size {
+		ns := st.next()
+		restart(ns)
+		e.state.Store(ns)
+		e.mu.Unlock()
+		return cloneReplicas(ns.Replicas), nil
+	}
+	// Another size: place new replicas with no object lock held, then swap if nothing moved.
+	e.mu.Unlock()
+	fresh, err := s.allocate(t, seed, &req)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.Life() != Active || e.State() != st {
+		e.mu.Unlock()
+		s.freeReplicas(t, fresh.Replicas, fresh.Size)
+		return nil, objErr(InvalidWrite, t.name, req.Key, "object changed during upsert")
+	}
+	ns := st.next()
+	ns.Size = req.Size
+	ns.Replicas = fresh.Replicas
+	restart(ns)
+	e.state.Store(ns)
+	e.mu.Unlock()
+	s.freeReplicas(t, st.Replicas, st.Size)
+	return cloneReplicas(ns.Replicas), nil
+}
+
+// UpsertEnd completes an upsert (the same transition as PutEnd).
+func (s *Store) UpsertEnd(now int64, req PutEndRequest) error { return s.PutEnd(now, req) }
+
+// UpsertRevoke abandons an upsert (the same transition as PutRevoke): the overwritten replicas are
+// dropped, since their old bytes may already be gone.
+func (s *Store) UpsertRevoke(now int64, req PutEndRequest) error { return s.PutRevoke(now, req) }
+
+func groupName(e *ObjectEntry) string {
+	if e.group == nil {
+		return ""
+	}
+	return e.group.name
+}
+
+func quote(s string) string { return "\"" + s + "\"" }

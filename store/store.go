@@ -1,0 +1,429 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"metad/store/alloc"
+)
+
+// Config holds the store's local settings. None of them reaches the replicated state: settings that
+// change the outcome of a replicated operation (discard timeout, placement strategy) travel in the
+// operation's request, stamped by the leader.
+type Config struct {
+	// LeaseTTL is the read lease granted by Get and Exist (leader soft state). Default 10 s.
+	LeaseTTL time.Duration
+}
+
+// DefaultConfig returns the defaults of SEMANTICS section 4.
+func DefaultConfig() Config { return Config{LeaseTTL: 10 * time.Second} }
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	if c.LeaseTTL <= 0 {
+		return fmt.Errorf("store: lease_ttl must be positive, got %s", c.LeaseTTL)
+	}
+	return nil
+}
+
+// DefaultDiscardAfter is put_discard_timeout: a PutStart on a key whose previous write has no COMPLETE
+// replica and started longer ago than this discards that attempt.
+const DefaultDiscardAfter = 30 * time.Second
+
+// Store is the tenant-first metadata store: the Raft state machine's state and the read path's
+// source. Safe for concurrent use. It reads no clock and draws no randomness: every operation that
+// depends on time or chance takes `now` (unix ns, the leader's time) and a seed as arguments.
+//
+// Methods fall in two sets. Replicated operations (tenants, segments, PutStart/End/Revoke, upserts,
+// EraseTokens, EraseGroup, RemoveObject) depend only on the replicated state and their arguments;
+// the FSM calls them on every node. Leader operations (Get, Exist, Prepare*, ClearMarks,
+// ResetSoftState and the Remove composites) read or write leader soft state: read leases and
+// pending-unlink marks, which never reach the replicated state.
+//
+// Lock order, written once (see doc.go): registry shard writer < tenant gate < group < objects in key
+// order. Route shard and catalog locks are leaves: held for one map access, nothing taken under
+// them. The segment registry's lock (alloc.Registry) is never taken while an object or group lock is
+// held.
+type Store struct {
+	cfg      Config
+	tenants  *TenantRegistry
+	segs     *alloc.Registry
+	leaseTTL int64
+
+	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
+	quotaMu      sync.Mutex    // serializes effective-quota recomputation
+
+	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
+	evictWanted atomic.Bool  // soft: an allocation failed; the memory eviction loop should run
+}
+
+// New returns an empty store with the tenant `default` registered (instance 1, no quota), as every
+// new cluster has it.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := newEmpty(cfg, alloc.NewRegistry())
+	if _, err := s.RegisterTenant(DefaultTenant, 0); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newEmpty(cfg Config, segs *alloc.Registry) *Store {
+	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL)}
+}
+
+// Tenants returns the tenant registry.
+func (s *Store) Tenants() *TenantRegistry { return s.tenants }
+
+// Segments returns the segment registry (its own lock; never call it under an object lock).
+func (s *Store) Segments() *alloc.Registry { return s.segs }
+
+// LeaseTTL returns the configured read lease.
+func (s *Store) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
+
+// NextInstance returns the last tenant instance id handed out (replicated counter).
+func (s *Store) NextInstance() uint64 { return s.nextInstance.Load() }
+
+// EvictionWanted reports and clears the flag raised when a placement found no space.
+func (s *Store) EvictionWanted() bool { return s.evictWanted.Swap(false) }
+
+// writable looks up an open tenant for a write and takes its gate shared; the caller must call
+// t.release() when it returns a tenant.
+func (s *Store) writable(name string) (*TenantState, error) {
+	t := s.tenants.Lookup(name)
+	if t == nil {
+		return nil, errf(TenantNotRegistered, "tenant %q is not registered", name)
+	}
+	if !t.admit() {
+		t.release()
+		return nil, errf(TenantNotRegistered, "tenant %q is being unregistered", name)
+	}
+	return t, nil
+}
+
+// ---- tenants -------------------------------------------------------------------------------------
+
+// RegisterTenant registers a tenant with a requested quota in bytes (0 = none) and returns its new
+// instance id.
+func (s *Store) RegisterTenant(name string, quota uint64) (uint64, error) {
+	name = NormalizeTenant(name)
+	if err := ValidateTenant(name); err != nil {
+		return 0, err
+	}
+	if s.tenants.Lookup(name) != nil {
+		return 0, errf(TenantAlreadyExists, "tenant %q is already registered", name)
+	}
+	t := &TenantState{name: name, instance: s.nextInstance.Add(1), dir: newGroupDirectory()}
+	t.quota.requested.Store(quota)
+	if !s.tenants.insert(t) {
+		return 0, errf(TenantAlreadyExists, "tenant %q is already registered", name)
+	}
+	s.recomputeQuotas()
+	return t.instance, nil
+}
+
+// UnregisterTenant tears a tenant down: it closes admission and waits for writes in flight (the gate),
+// refuses with TENANT_NOT_EMPTY unless force or empty, erases every object and group, and unregisters
+// that instance. It returns the number of objects erased.
+func (s *Store) UnregisterTenant(name string, force bool) (int, error) {
+	name = NormalizeTenant(name)
+	t := s.tenants.Lookup(name)
+	if t == nil {
+		return 0, errf(TenantNotRegistered, "tenant %q is not registered", name)
+	}
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	if t.Life() != TenantOpen {
+		return 0, errf(TenantNotRegistered, "tenant %q is not registered", name)
+	}
+	if n := t.dir.Objects(); n > 0 && !force {
+		return 0, errf(TenantNotEmpty, "tenant %q still has %d objects", name, n)
+	}
+	t.life.Store(uint32(TenantClosing))
+	erased := 0
+	t.dir.visit(t, nil, func(hs []ObjectHandle) bool {
+		for _, h := range hs {
+			if s.eraseEntry(t, h.Entry) {
+				erased++
+			}
+		}
+		return true
+	})
+	t.life.Store(uint32(TenantRemoved))
+	s.tenants.removeIfMatch(t)
+	s.recomputeQuotas()
+	return erased, nil
+}
+
+// SetQuota changes a tenant's requested quota (0 = none) and recomputes effective quotas.
+func (s *Store) SetQuota(name string, quota uint64) error {
+	name = NormalizeTenant(name)
+	t := s.tenants.Lookup(name)
+	if t == nil {
+		return errf(TenantNotRegistered, "tenant %q is not registered", name)
+	}
+	t.quota.requested.Store(quota)
+	s.recomputeQuotas()
+	return nil
+}
+
+// recomputeQuotas derives every tenant's effective quota from the requests and the mounted MEMORY
+// capacity (SEMANTICS section 6).
+func (s *Store) recomputeQuotas() {
+	s.quotaMu.Lock()
+	defer s.quotaMu.Unlock()
+	ts := s.tenants.List()
+	reqs := make([]alloc.QuotaRequest, len(ts))
+	for i, t := range ts {
+		reqs[i] = alloc.QuotaRequest{Tenant: t.name, Requested: t.quota.requested.Load()}
+	}
+	eff := alloc.EffectiveQuotas(s.segs.Capacity(alloc.TierMemory), reqs)
+	for i, t := range ts {
+		t.quota.effective.Store(eff[i])
+	}
+}
+
+// ---- segments ------------------------------------------------------------------------------------
+
+// MountSegment mounts a segment for its owner client. Idempotent for the same id, owner and fields.
+func (s *Store) MountSegment(seg alloc.Segment) (created bool, err error) {
+	created, err = s.segs.Mount(seg)
+	switch {
+	case errors.Is(err, alloc.ErrSegmentOwned):
+		return false, errf(SegmentOwnedByOtherClient, "segment %s: %v", seg.ID, err)
+	case err != nil:
+		return false, errf(InvalidParams, "segment %s: %v", seg.ID, err)
+	}
+	if created {
+		s.recomputeQuotas()
+	}
+	return created, nil
+}
+
+// UnmountResult says what an unmount dropped.
+type UnmountResult struct {
+	Segments int // segments unmounted
+	Replicas int // replicas dropped
+	Erased   int // objects erased because no replica was left
+}
+
+// UnmountSegment unmounts one segment: its replicas are dropped at once, an object left with no
+// replica is erased, quota is released and effective quotas are recomputed.
+func (s *Store) UnmountSegment(id alloc.ID) (UnmountResult, error) {
+	if _, err := s.segs.Unmount(id); err != nil {
+		return UnmountResult{}, errf(SegmentNotFound, "segment %s is not mounted", id)
+	}
+	r := s.dropReplicasOn(map[alloc.ID]struct{}{id: {}})
+	r.Segments = 1
+	s.recomputeQuotas()
+	return r, nil
+}
+
+// UnmountClient unmounts every segment the client owns (explicit, or the client expired).
+func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
+	ids := s.segs.SegmentsOf(client)
+	gone := make(map[alloc.ID]struct{}, len(ids))
+	for _, id := range ids {
+		if _, err := s.segs.Unmount(id); err == nil {
+			gone[id] = struct{}{}
+		}
+	}
+	if len(gone) == 0 {
+		return UnmountResult{}
+	}
+	r := s.dropReplicasOn(gone)
+	r.Segments = len(gone)
+	s.recomputeQuotas()
+	return r
+}
+
+// dropReplicasOn removes, from every object, the replicas that live on the given (already unmounted)
+// segments. The outcome does not depend on visiting order: each object is changed on its own.
+func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
+	var r UnmountResult
+	on := func(rep Replica) bool { _, ok := gone[rep.Extent.Segment]; return ok }
+	s.VisitHandles(0, func(hs []ObjectHandle) bool {
+		for _, h := range hs {
+			st := h.State()
+			if st == nil || !anyReplica(st, on) {
+				continue
+			}
+			t, e := h.Tenant, h.Entry
+			e.mu.Lock()
+			st = e.State()
+			if e.Life() != Active {
+				e.mu.Unlock()
+				continue
+			}
+			ns := st.next()
+			ns.Replicas = ns.Replicas[:0]
+			var dropped []Replica
+			for _, rep := range st.Replicas {
+				if on(rep) {
+					dropped = append(dropped, rep)
+				} else {
+					ns.Replicas = append(ns.Replicas, rep)
+				}
+			}
+			r.Replicas += len(dropped)
+			if len(ns.Replicas) == 0 {
+				e.setLifeLocked(Removing)
+				e.mu.Unlock()
+				s.finishErase(t, e, st)
+				r.Erased++
+				continue
+			}
+			e.state.Store(ns)
+			e.mu.Unlock()
+			s.freeReplicas(t, dropped, st.Size)
+		}
+		return true
+	})
+	return r
+}
+
+func anyReplica(st *ObjectState, pred func(Replica) bool) bool {
+	for _, r := range st.Replicas {
+		if pred(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- erase ---------------------------------------------------------------------------------------
+
+// eraseEntry erases e if it is active. It reports whether this call erased it. The caller holds no
+// group or object lock.
+func (s *Store) eraseEntry(t *TenantState, e *ObjectEntry) bool {
+	e.mu.Lock()
+	if e.Life() != Active {
+		e.mu.Unlock()
+		return false
+	}
+	st := e.State()
+	e.setLifeLocked(Removing)
+	e.mu.Unlock()
+	s.finishErase(t, e, st)
+	return true
+}
+
+// finishErase completes an erase after e was marked removing and its lock released: leave the group
+// (dropping it when empty), then unlinkErased. The caller holds no group or object lock.
+func (s *Store) finishErase(t *TenantState, e *ObjectEntry, st *ObjectState) {
+	if g := e.group; g != nil {
+		g.mu.Lock()
+		if g.removeMemberLocked(e) && g.life == groupActive {
+			t.dir.dropGroupLocked(g)
+		}
+		g.mu.Unlock()
+	}
+	s.unlinkErased(t, e, st)
+}
+
+// unlinkErased unlinks the route of an erased entry if it still points at it, then frees its extents
+// and quota. The entry has already left its group.
+func (s *Store) unlinkErased(t *TenantState, e *ObjectEntry, st *ObjectState) {
+	t.dir.EraseIfMatch(e.key, e)
+	t.dir.objects.Add(-1)
+	s.freeReplicas(t, st.Replicas, st.Size)
+}
+
+// freeReplicas returns replicas' extents to their segments and their memory charge to the tenant.
+// A segment already unmounted has nothing to free; any other allocator error means the replicated
+// state is broken.
+func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64) {
+	var mem uint64
+	for _, r := range reps {
+		if r.Tier == alloc.TierMemory {
+			mem += size
+		}
+		if err := s.segs.Free(r.Extent); err != nil && !errors.Is(err, alloc.ErrSegmentNotFound) {
+			panic(fmt.Sprintf("store: tenant %q: free of replica %d extent %+v: %v", t.name, r.ID, r.Extent, err))
+		}
+	}
+	if mem > 0 {
+		t.quota.Release(mem)
+	}
+}
+
+// create publishes a new entry for key with state st, joining the explicit group if groupName is not
+// empty. It returns false, changing nothing, when a live entry already holds the key. Order: group
+// (get or create, lock), then the new object's lock, then the route (a leaf) inserted in creating
+// state; readers that find it block on the object lock and see it active.
+func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) (*ObjectEntry, bool) {
+	d := t.dir
+	var g *GroupEntry
+	if groupName != "" {
+		for {
+			g, _ = d.groupGetOrCreate(groupName)
+			g.mu.Lock()
+			if g.life == groupActive {
+				break
+			}
+			g.mu.Unlock()
+		}
+	}
+	e := &ObjectEntry{key: key, group: g}
+	e.state.Store(st)
+	e.mu.Lock()
+	if !d.publish(e) {
+		e.setLifeLocked(Removing)
+		e.mu.Unlock()
+		if g != nil {
+			if len(g.members) == 0 {
+				d.dropGroupLocked(g)
+			}
+			g.mu.Unlock()
+		}
+		return nil, false
+	}
+	d.objects.Add(1)
+	if g != nil {
+		g.members = append(g.members, e)
+		g.gen.Add(1)
+	}
+	e.setLifeLocked(Active)
+	e.mu.Unlock()
+	if g != nil {
+		g.mu.Unlock()
+	}
+	return e, true
+}
+
+// ---- census --------------------------------------------------------------------------------------
+
+// DefaultCensusChunk is the number of handles VisitHandles hands to its callback at once.
+const DefaultCensusChunk = 1024
+
+// VisitHandles is the census: it copies the handles of every tenant's objects, one route shard at a
+// time under that shard's read lock (no other lock), and hands them to fn in chunks of at most chunk
+// (0 = DefaultCensusChunk), tenants in id order. fn runs with no lock held and may lock objects; it
+// returns false to stop. Objects created or erased during the census may or may not be seen.
+func (s *Store) VisitHandles(chunk int, fn func([]ObjectHandle) bool) {
+	if chunk <= 0 {
+		chunk = DefaultCensusChunk
+	}
+	var buf []ObjectHandle
+	for _, t := range s.tenants.List() {
+		var ok bool
+		buf, ok = t.dir.visit(t, buf, func(hs []ObjectHandle) bool {
+			for len(hs) > 0 {
+				n := min(chunk, len(hs))
+				if !fn(hs[:n:n]) {
+					return false
+				}
+				hs = hs[n:]
+			}
+			return true
+		})
+		if !ok {
+			return
+		}
+	}
+}
