@@ -1,0 +1,234 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"metad/store/alloc"
+)
+
+// Capture is a point-in-time copy of the replicated state, cheap to take: it holds pointers to the
+// objects' immutable states, not copies. Take it where no replicated change runs concurrently (the
+// FSM's Snapshot runs on the apply goroutine); then Sort and read it on any goroutine while the
+// store moves on. Leader soft state (leases, marks) is not part of it.
+type Capture struct {
+	NextInstance uint64
+	Segments     []alloc.SegmentInfo // by id
+	Tenants      []TenantCapture     // by name
+}
+
+// TenantCapture is one tenant of a Capture.
+type TenantCapture struct {
+	Name          string
+	Instance      uint64
+	Requested     uint64
+	NextObjectID  uint64
+	NextGroupID   uint64
+	NextReplicaID uint64
+	Groups        int
+	Objects       []CapturedObject // key order after Sort
+}
+
+// CapturedObject is one object of a Capture.
+type CapturedObject struct {
+	Key     string
+	Group   string // "" = singleton
+	GroupID uint64
+	State   *ObjectState
+}
+
+// Capture takes a Capture of the replicated state through the census.
+func (s *Store) Capture() *Capture {
+	c := &Capture{NextInstance: s.nextInstance.Load(), Segments: s.segs.List()}
+	for _, t := range s.tenants.List() {
+		d := t.dir
+		tc := TenantCapture{Name: t.name, Instance: t.instance, Requested: t.quota.requested.Load(),
+			Groups: d.Groups(), Objects: make([]CapturedObject, 0, d.Objects())}
+		tc.NextObjectID, tc.NextGroupID, tc.NextReplicaID = d.Counters()
+		d.visit(t, nil, func(hs []ObjectHandle) bool {
+			for _, h := range hs {
+				e := h.Entry
+				st := e.State()
+				if st == nil || e.Life() != Active {
+					continue
+				}
+				o := CapturedObject{Key: e.key, State: st}
+				if g := e.group; g != nil {
+					o.Group, o.GroupID = g.name, g.id
+				}
+				tc.Objects = append(tc.Objects, o)
+			}
+			return true
+		})
+		c.Tenants = append(c.Tenants, tc)
+	}
+	return c
+}
+
+// Sort puts every tenant's objects in key order, the order of a snapshot file.
+func (c *Capture) Sort() {
+	for i := range c.Tenants {
+		slices.SortFunc(c.Tenants[i].Objects, func(a, b CapturedObject) int { return strings.Compare(a.Key, b.Key) })
+	}
+}
+
+// Objects returns the number of captured objects.
+func (c *Capture) Objects() int {
+	n := 0
+	for _, t := range c.Tenants {
+		n += len(t.Objects)
+	}
+	return n
+}
+
+// Groups returns the number of captured explicit groups.
+func (c *Capture) Groups() int {
+	n := 0
+	for _, t := range c.Tenants {
+		n += t.Groups
+	}
+	return n
+}
+
+// Builder rebuilds a store from a snapshot's records: segments first, then each tenant followed by
+// its objects. It checks what it is given (extents must be free and on a mounted segment, ids
+// unique, counters ahead of every id) and Finish verifies the store's invariants, so a snapshot that
+// decodes but does not make sense is refused before it replaces anything.
+type Builder struct {
+	s      *Store
+	tenant *TenantState
+	ids    map[uint64]struct{} // object ids seen for the current tenant
+	last   string              // last key of the current tenant (keys must ascend)
+	nobj   int
+}
+
+// NewBuilder starts an empty store (no default tenant: the snapshot has its own tenants).
+func NewBuilder(cfg Config, nextInstance uint64) (*Builder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := newEmpty(cfg, alloc.NewRegistry())
+	s.nextInstance.Store(nextInstance)
+	return &Builder{s: s}, nil
+}
+
+// AddSegment mounts a segment with nothing allocated.
+func (b *Builder) AddSegment(seg alloc.Segment) error {
+	created, err := b.s.segs.Mount(seg)
+	if err != nil {
+		return fmt.Errorf("segment %s: %w", seg.ID, err)
+	}
+	if !created {
+		return fmt.Errorf("segment %s: listed twice", seg.ID)
+	}
+	return nil
+}
+
+// AddTenant registers a tenant with its instance id, requested quota and id counters; its objects
+// follow.
+func (b *Builder) AddTenant(tc TenantCapture) error {
+	if err := ValidateTenant(tc.Name); err != nil {
+		return err
+	}
+	if tc.Instance == 0 || tc.Instance > b.s.nextInstance.Load() {
+		return fmt.Errorf("tenant %q: instance %d not in 1..%d", tc.Name, tc.Instance, b.s.nextInstance.Load())
+	}
+	t := &TenantState{name: tc.Name, instance: tc.Instance, dir: newGroupDirectory()}
+	t.quota.requested.Store(tc.Requested)
+	t.dir.nextObjectID.Store(tc.NextObjectID)
+	t.dir.nextGroupID.Store(tc.NextGroupID)
+	t.dir.nextReplicaID.Store(tc.NextReplicaID)
+	if !b.s.tenants.insert(t) {
+		return fmt.Errorf("tenant %q: listed twice", tc.Name)
+	}
+	b.tenant, b.ids, b.last = t, map[uint64]struct{}{}, ""
+	return nil
+}
+
+// AddObject adds one object of the current tenant. Keys must ascend.
+func (b *Builder) AddObject(o CapturedObject) error {
+	t := b.tenant
+	if t == nil {
+		return fmt.Errorf("object %q before any tenant", o.Key)
+	}
+	who := fmt.Sprintf("tenant %q object %q", t.name, o.Key)
+	if err := ValidateKey(o.Key); err != nil {
+		return fmt.Errorf("%s: %w", who, err)
+	}
+	if o.Key <= b.last && b.nobj > 0 {
+		return fmt.Errorf("%s: keys out of order", who)
+	}
+	st := o.State
+	d := t.dir
+	switch {
+	case st.ID == 0 || st.ID > d.nextObjectID.Load():
+		return fmt.Errorf("%s: object id %d not in 1..%d", who, st.ID, d.nextObjectID.Load())
+	case st.Version == 0:
+		return fmt.Errorf("%s: version 0", who)
+	case ValidateSize(st.Size) != nil:
+		return fmt.Errorf("%s: size %d", who, st.Size)
+	case len(st.Replicas) == 0:
+		return fmt.Errorf("%s: no replica", who)
+	case (o.Group == "") != (o.GroupID == 0) || ValidateGroup(o.Group) != nil || o.GroupID > d.nextGroupID.Load():
+		return fmt.Errorf("%s: group %q id %d", who, o.Group, o.GroupID)
+	}
+	if _, dup := b.ids[st.ID]; dup {
+		return fmt.Errorf("%s: object id %d used twice", who, st.ID)
+	}
+	for i, r := range st.Replicas {
+		if r.ID == 0 || r.ID > d.nextReplicaID.Load() || !r.Tier.Valid() ||
+			(r.Status != Processing && r.Status != Complete) || r.Extent.Size != alloc.RoundUp(st.Size) {
+			return fmt.Errorf("%s: replica %d malformed: %+v", who, i, r)
+		}
+		info, ok := b.s.segs.Get(r.Extent.Segment)
+		if !ok || info.Tier != r.Tier {
+			return fmt.Errorf("%s: replica %d on unknown segment %s or wrong tier", who, i, r.Extent.Segment)
+		}
+		if err := b.s.segs.Reserve(r.Extent); err != nil {
+			return fmt.Errorf("%s: replica %d extent: %w", who, i, err)
+		}
+	}
+	var g *GroupEntry
+	if o.Group != "" {
+		d.catalogMu.Lock()
+		g = d.groups[o.Group]
+		if g == nil {
+			g = &GroupEntry{name: o.Group, id: o.GroupID}
+			d.groups[o.Group] = g
+		}
+		d.catalogMu.Unlock()
+		if g.id != o.GroupID {
+			return fmt.Errorf("%s: group %q has id %d and %d", who, o.Group, g.id, o.GroupID)
+		}
+	}
+	e := &ObjectEntry{key: o.Key, group: g}
+	e.state.Store(st)
+	e.setLifeLocked(Active) // not yet published: no other goroutine can see e
+	if !d.publish(e) {
+		return fmt.Errorf("%s: listed twice", who)
+	}
+	if g != nil {
+		g.members = append(g.members, e)
+		g.gen.Add(1)
+	}
+	d.objects.Add(1)
+	t.quota.charged.Add(st.MemoryBytes())
+	b.ids[st.ID] = struct{}{}
+	b.last = o.Key
+	b.nobj++
+	return nil
+}
+
+// Finish recomputes effective quotas, verifies the invariants and returns the store.
+func (b *Builder) Finish() (*Store, error) {
+	if b.s.tenants.Lookup(DefaultTenant) == nil {
+		// A snapshot without the default tenant is legal (an operator removed it); nothing to add.
+		_ = b
+	}
+	b.s.recomputeQuotas()
+	if err := b.s.CheckInvariants(); err != nil {
+		return nil, fmt.Errorf("restored state is inconsistent: %w", err)
+	}
+	return b.s, nil
+}
