@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build test race unit lint bench bench-store proto tools clean
+.PHONY: all build test race unit lint fuzz-short bench bench-store proto tools clean
 
 all: build
 
@@ -15,8 +15,15 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/... 2>/dev/null || true
 	$(GO) build $(PKGS)
 
-## test: lint, then every test with the race detector (what CI runs).
-test: lint race
+## test: lint, every test with the race detector, and a short run of each fuzz target (what CI runs).
+test: lint race fuzz-short
+
+FUZZTIME ?= 10s
+
+## fuzz-short: each fuzz target for FUZZTIME (garbage must give clear errors, never a panic).
+fuzz-short:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAndApply$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./fsm/
+	$(GO) test -run '^$$' -fuzz '^FuzzSnapshotReader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./fsm/
 
 ## race: all tests under the race detector.
 race:

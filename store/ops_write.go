@@ -282,11 +282,17 @@ func (s *Store) PutRevoke(now int64, req PutEndRequest) error {
 	if err != nil {
 		return err
 	}
+	return s.revokeLocked(t, e, st, req.Tier)
+}
+
+// revokeLocked drops the PROCESSING replicas of the tier (or all) of e, whose lock the caller holds
+// and which it releases; st is e's current state.
+func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, tier alloc.Tier) error {
 	ns := st.next()
 	ns.Replicas = ns.Replicas[:0]
 	var dropped []Replica
 	for _, r := range st.Replicas {
-		if tierMatch(req.Tier, r) && r.Status == Processing {
+		if tierMatch(tier, r) && r.Status == Processing {
 			dropped = append(dropped, r)
 		} else {
 			ns.Replicas = append(ns.Replicas, r)
@@ -294,7 +300,7 @@ func (s *Store) PutRevoke(now int64, req PutEndRequest) error {
 	}
 	if len(dropped) == 0 {
 		e.mu.Unlock()
-		return objErr(InvalidWrite, t.name, req.Key, "no write in progress for that tier")
+		return objErr(InvalidWrite, t.name, e.key, "no write in progress for that tier")
 	}
 	if len(ns.Replicas) == 0 {
 		e.setLifeLocked(Removing)

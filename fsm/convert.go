@@ -1,0 +1,178 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// Conversions between the wire messages and the store's types. A malformed value (an id that is not
+// 16 bytes, an unknown enum) becomes a value the store rejects with INVALID_PARAMS, the same way on
+// every node; it never panics.
+
+// ID16 converts 16 bytes to an id; any other length gives the zero id, which the store refuses.
+func ID16(b []byte) alloc.ID {
+	var id alloc.ID
+	if len(b) == len(id) {
+		copy(id[:], b)
+	}
+	return id
+}
+
+// TierFrom converts a wire tier; TIER_UNSPECIFIED is 0 ("all tiers" where a filter is meant).
+func TierFrom(t metadv1.Tier) alloc.Tier {
+	switch t {
+	case metadv1.Tier_TIER_UNSPECIFIED:
+		return 0
+	case metadv1.Tier_TIER_MEMORY:
+		return alloc.TierMemory
+	case metadv1.Tier_TIER_NOF:
+		return alloc.TierNOF
+	}
+	return alloc.Tier(0xff) // unknown: the store rejects it
+}
+
+// TierTo converts a store tier to the wire.
+func TierTo(t alloc.Tier) metadv1.Tier {
+	switch t {
+	case alloc.TierMemory:
+		return metadv1.Tier_TIER_MEMORY
+	case alloc.TierNOF:
+		return metadv1.Tier_TIER_NOF
+	}
+	return metadv1.Tier_TIER_UNSPECIFIED
+}
+
+// StatusTo converts a replica status to the wire.
+func StatusTo(s store.ReplicaStatus) metadv1.ReplicaStatus {
+	switch s {
+	case store.Processing:
+		return metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING
+	case store.Complete:
+		return metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE
+	}
+	return metadv1.ReplicaStatus_REPLICA_STATUS_UNSPECIFIED
+}
+
+func statusFrom(s metadv1.ReplicaStatus) store.ReplicaStatus {
+	switch s {
+	case metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING:
+		return store.Processing
+	case metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE:
+		return store.Complete
+	}
+	return 0
+}
+
+// StrategyFrom converts a placement strategy; unspecified means random.
+func StrategyFrom(p metadv1.PlacementStrategy) alloc.Strategy {
+	if p == metadv1.PlacementStrategy_PLACEMENT_STRATEGY_FREE_RATIO_FIRST {
+		return alloc.StrategyFreeRatioFirst
+	}
+	return alloc.StrategyRandom
+}
+
+// ReplicaConfigFrom converts a replica config.
+func ReplicaConfigFrom(c *metadv1.ReplicaConfig) store.ReplicaConfig {
+	out := store.ReplicaConfig{
+		Memory:     int(min(c.GetMemoryReplicas(), 1<<16)),
+		NOF:        int(min(c.GetNofReplicas(), 1<<16)),
+		SoftPin:    store.SoftPinAction(c.GetSoftPin()),
+		SoftPinTTL: time.Duration(min(c.GetSoftPinTtlMs(), 1<<40)) * time.Millisecond,
+		HardPin:    c.GetHardPin(),
+		DataType:   c.GetDataType(),
+	}
+	for _, p := range c.GetPreferredSegmentIds() {
+		out.Preferred = append(out.Preferred, ID16(p))
+	}
+	return out
+}
+
+func putStartFrom(tenant string, client, key, group []byte, size uint64, cfg *metadv1.ReplicaConfig,
+	p metadv1.PlacementStrategy, discardMs uint64) store.PutStartRequest {
+	return store.PutStartRequest{
+		Tenant: tenant, Client: ID16(client), Key: string(key), Group: string(group), Size: size,
+		Config: ReplicaConfigFrom(cfg), Strategy: StrategyFrom(p),
+		DiscardAfter: time.Duration(min(discardMs, 1<<40)) * time.Millisecond,
+	}
+}
+
+// SegmentFrom converts a segment descriptor.
+func SegmentFrom(d *metadv1.SegmentDesc) alloc.Segment {
+	return alloc.Segment{ID: ID16(d.GetId()), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
+		Endpoint: d.GetEndpoint(), Tier: TierFrom(d.GetTier()), Owner: ID16(d.GetOwnerClientId())}
+}
+
+// SegmentTo converts a segment to its descriptor.
+func SegmentTo(s alloc.Segment) *metadv1.SegmentDesc {
+	return &metadv1.SegmentDesc{Id: s.ID[:], Name: s.Name, Base: s.Base, Size: s.Size, Endpoint: s.Endpoint,
+		Tier: TierTo(s.Tier), OwnerClientId: s.Owner[:]}
+}
+
+func tokenFrom(t *metadv1.ObjectToken) store.ObjectToken {
+	return store.ObjectToken{Tenant: store.NormalizeTenant(t.GetTenant()), Instance: t.GetTenantInstanceId(),
+		Key: string(t.GetKey()), ObjectID: t.GetObjectId(), Version: t.GetVersion()}
+}
+
+// TokenTo converts a store token to the wire.
+func TokenTo(t store.ObjectToken) *metadv1.ObjectToken {
+	return &metadv1.ObjectToken{Tenant: t.Tenant, TenantInstanceId: t.Instance, Key: []byte(t.Key),
+		ObjectId: t.ObjectID, Version: t.Version}
+}
+
+// objectRecord encodes one captured object; segIndex maps segment ids to their 1-based position
+// among the snapshot's segment records.
+func objectRecord(o store.CapturedObject, segIndex map[alloc.ID]uint32) (*metadv1.ObjectRecord, error) {
+	st := o.State
+	r := &metadv1.ObjectRecord{
+		Key: []byte(o.Key), ObjectId: st.ID, Version: st.Version, Size: st.Size,
+		WriterClientId: st.Writer[:], PutStartUnixNano: st.PutStart,
+		Group: []byte(o.Group), GroupId: o.GroupID, DataType: st.DataType, HardPin: st.HardPin,
+		SoftPinTtlMs: uint64(st.SoftPinTTL / int64(time.Millisecond)), SoftPinDeadlineUnixNano: st.SoftPinDeadline,
+		Replicas: make([]*metadv1.ReplicaRecord, len(st.Replicas)),
+	}
+	rounded := alloc.RoundUp(st.Size)
+	for i, rep := range st.Replicas {
+		idx, ok := segIndex[rep.Extent.Segment]
+		if !ok {
+			return nil, fmt.Errorf("object %q: replica %d on segment %s that is not mounted", o.Key, rep.ID, rep.Extent.Segment)
+		}
+		rr := &metadv1.ReplicaRecord{ReplicaId: rep.ID, SegmentIndex: idx, Offset: rep.Extent.Offset,
+			Status: StatusTo(rep.Status), Tier: TierTo(rep.Tier)}
+		if rep.Extent.Size != rounded {
+			rr.Size = rep.Extent.Size
+		}
+		r.Replicas[i] = rr
+	}
+	return r, nil
+}
+
+// objectFrom decodes one object record; segs lists the snapshot's segment ids by position.
+func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (store.CapturedObject, error) {
+	st := &store.ObjectState{
+		ID: r.GetObjectId(), Version: r.GetVersion(), Size: r.GetSize(), Writer: ID16(r.GetWriterClientId()),
+		PutStart: r.GetPutStartUnixNano(), DataType: r.GetDataType(), HardPin: r.GetHardPin(),
+		SoftPinTTL:      int64(min(r.GetSoftPinTtlMs(), 1<<40)) * int64(time.Millisecond),
+		SoftPinDeadline: r.GetSoftPinDeadlineUnixNano(),
+		Replicas:        make([]store.Replica, len(r.GetReplicas())),
+	}
+	for i, rr := range r.GetReplicas() {
+		idx := int(rr.GetSegmentIndex()) - 1
+		if idx < 0 || idx >= len(segs) {
+			return store.CapturedObject{}, fmt.Errorf("object %q: replica on segment #%d of %d", r.GetKey(), idx+1, len(segs))
+		}
+		size := rr.GetSize()
+		if size == 0 {
+			size = alloc.RoundUp(st.Size)
+		}
+		st.Replicas[i] = store.Replica{ID: rr.GetReplicaId(), Tier: TierFrom(rr.GetTier()), Status: statusFrom(rr.GetStatus()),
+			Extent: alloc.Extent{Segment: segs[idx], Offset: rr.GetOffset(), Size: size}}
+	}
+	if st.MemoryBytes() != r.GetChargedBytes() && r.GetChargedBytes() != 0 {
+		return store.CapturedObject{}, fmt.Errorf("object %q: charged %d bytes, replicas hold %d", r.GetKey(), r.GetChargedBytes(), st.MemoryBytes())
+	}
+	return store.CapturedObject{Key: string(r.GetKey()), Group: string(r.GetGroup()), GroupID: r.GetGroupId(), State: st}, nil
+}

@@ -1,0 +1,34 @@
+// Package fsm is metad's Raft state machine: a thin translator between Raft log entries and the
+// store. It implements raft.FSM and raft.BatchingFSM.
+//
+// # Entries and commands
+//
+// A log entry of type LogCommand holds one metadv1.Envelope: the leader's time, a seed, and the
+// commands that the proposer coalesced into that entry. Command i of an entry draws its seed from
+// store.ItemSeed(envelope seed, i). Each command is dispatched through an explicit table, built in
+// New and indexed by the Command oneof's field number; a test checks every command type has a
+// handler. Apply returns an *EntryResult with one typed Result per command.
+//
+// # Three kinds of failure
+//
+//   - A deterministic rejection (exists, over quota, not found...) is a value: Result.Reason and
+//     Result.Message. Every replica rejects the same command the same way.
+//   - Raft failures (not leader, timeout, shutdown) never reach this package: the proposer sees them
+//     on the future.
+//   - An entry that cannot be decoded, carries a newer format, or breaks a store invariant panics
+//     with the log index: a replica must stop rather than diverge silently.
+//
+// # Determinism
+//
+// Apply depends only on (state, entry): handlers call replicated store operations only, with the
+// time and seed from the envelope; nothing here reads the clock, draws randomness, reads local
+// configuration that changes an outcome, or lets map order reach the state.
+//
+// # Snapshots
+//
+// Snapshot runs on the apply goroutine and only captures pointers to the objects' immutable states
+// (store.Capture). Persist sorts and streams them through package snapshot on Raft's snapshot
+// goroutine while apply continues. Restore reads a whole snapshot into a new store, verifying the
+// checksum and the store invariants, and swaps it in only if everything holds; on any error the FSM
+// is unchanged.
+package fsm

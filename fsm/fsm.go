@@ -1,0 +1,171 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// env is what every handler gets from its log entry: the leader's time and this command's seed.
+type env struct {
+	index uint64
+	now   int64
+	seed  uint64
+}
+
+type handler func(s *store.Store, e env, c *metadv1.Command) Result
+
+// FSM is metad's state machine. Concurrency contract: Raft calls Apply, ApplyBatch, Snapshot and
+// Restore from one goroutine; Store, Applied and LastTime may be called from any goroutine. The
+// store pointer is swapped atomically by Restore, so a reader holds one store for its whole read.
+type FSM struct {
+	cfg      store.Config
+	log      *slog.Logger
+	st       atomic.Pointer[store.Store]
+	handlers map[protoreflect.FieldNumber]handler
+
+	// Applied position, written by the apply goroutine only.
+	applied  atomic.Uint64 // index of the last entry applied
+	term     atomic.Uint64 // its term
+	lastTime atomic.Int64  // its leader time (unix ns), for snapshot headers
+}
+
+// New returns an FSM over a new store (tenant `default` registered).
+func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
+	s, err := store.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f := &FSM{cfg: cfg, log: log}
+	f.st.Store(s)
+	f.handlers = f.dispatchTable()
+	return f, nil
+}
+
+// Store returns the current store.
+func (f *FSM) Store() *store.Store { return f.st.Load() }
+
+// Applied returns the index and term of the last entry applied.
+func (f *FSM) Applied() (index, term uint64) { return f.applied.Load(), f.term.Load() }
+
+// Apply applies one log entry.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	return f.apply(l)
+}
+
+// ApplyBatch applies committed entries in order; one response per entry.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	for i, l := range logs {
+		out[i] = f.apply(l)
+	}
+	return out
+}
+
+func (f *FSM) apply(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		f.advance(l, f.lastTime.Load())
+		return nil
+	}
+	envl, err := DecodeEnvelope(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, err))
+	}
+	res := &EntryResult{Index: l.Index, Results: make([]Result, len(envl.GetCommands()))}
+	s := f.st.Load()
+	defer func() {
+		if r := recover(); r != nil {
+			panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, r))
+		}
+	}()
+	for i, c := range envl.GetCommands() {
+		e := env{index: l.Index, now: envl.GetLeaderTimeUnixNano(), seed: store.ItemSeed(envl.GetSeed(), i)}
+		res.Results[i] = f.dispatch(s, e, c)
+	}
+	f.advance(l, envl.GetLeaderTimeUnixNano())
+	return res
+}
+
+func (f *FSM) advance(l *raft.Log, now int64) {
+	f.applied.Store(l.Index)
+	f.term.Store(l.Term)
+	f.lastTime.Store(now)
+}
+
+func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.ProtoReflect()
+	fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("op"))
+	if fd == nil {
+		panic(fmt.Sprintf("fsm: log index %d: command with no operation (unknown to this binary?)", e.index))
+	}
+	h, ok := f.handlers[fd.Number()]
+	if !ok {
+		panic(fmt.Sprintf("fsm: log index %d: no handler for command %s", e.index, fd.Name()))
+	}
+	return h(s, e, c)
+}
+
+// DecodeEnvelope decodes one log entry's data. It returns an error, never panics, for garbage, for a
+// newer format and for a command this binary does not know.
+func DecodeEnvelope(data []byte) (*metadv1.Envelope, error) {
+	envl := &metadv1.Envelope{}
+	if err := proto.Unmarshal(data, envl); err != nil {
+		return nil, fmt.Errorf("undecodable entry (%d bytes): %w", len(data), err)
+	}
+	if v := envl.GetFormatVersion(); v > metadv1.EnvelopeFormatVersion {
+		return nil, fmt.Errorf("envelope format version %d, this binary applies up to %d", v, metadv1.EnvelopeFormatVersion)
+	}
+	for i, c := range envl.GetCommands() {
+		m := c.ProtoReflect()
+		if m.WhichOneof(m.Descriptor().Oneofs().ByName("op")) == nil {
+			return nil, fmt.Errorf("command %d has no operation known to this binary", i)
+		}
+	}
+	return envl, nil
+}
+
+// EncodeEnvelope encodes one log entry's data (deterministic encoding).
+func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
+	if e.FormatVersion == 0 {
+		e.FormatVersion = metadv1.EnvelopeFormatVersion
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(e)
+}
+
+// Snapshot captures the replicated state; it runs on the apply goroutine and only copies pointers.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	c := f.st.Load().Capture()
+	return &fsmSnapshot{capture: c, index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
+}
+
+// Restore replaces the state with a snapshot's: it reads and verifies the whole snapshot into a new
+// store and swaps it in only if everything holds. On error the FSM is unchanged.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	s, h, err := ReadStore(f.cfg, rc)
+	if err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	f.st.Store(s)
+	f.applied.Store(h.GetIndex())
+	f.term.Store(h.GetTerm())
+	f.lastTime.Store(h.GetCreatedAtUnixNano())
+	f.log.Info("restored snapshot", "index", h.GetIndex(), "term", h.GetTerm(), "objects", h.GetObjects(), "tenants", h.GetTenants())
+	return nil
+}

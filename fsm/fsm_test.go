@@ -1,0 +1,383 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
+	"metad/store"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden-v1.snap")
+
+// applyCmds encodes commands into one log entry at index and applies it.
+func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.Command) []Result {
+	t.Helper()
+	data, err := EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: now, Seed: index, Commands: cmds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := f.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}).(*EntryResult)
+	if !ok || res.Index != index || len(res.Results) != len(cmds) {
+		t.Fatalf("Apply returned %#v", res)
+	}
+	return res.Results
+}
+
+func TestEveryCommandHasHandler(t *testing.T) {
+	f := newFSM(t)
+	od := (&metadv1.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("op")
+	fields := od.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if _, ok := f.handlers[fd.Number()]; !ok {
+			t.Errorf("command %s (field %d) has no handler", fd.Name(), fd.Number())
+		}
+	}
+	if len(f.handlers) != fields.Len() {
+		t.Errorf("%d handlers for %d command types", len(f.handlers), fields.Len())
+	}
+	_ = protoreflect.FieldNumber(0)
+}
+
+func TestApplyTable(t *testing.T) {
+	f := newFSM(t)
+	c1, seg := uuid(0xc1, 1), uuid(0x5e, 1)
+	mountCmd := &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
+		Id: seg, Name: "s", Base: 1 << 32, Size: 1 << 20, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY, OwnerClientId: c1}}}}
+	putStart := func(key string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: c1, Key: []byte(key), Size: 100,
+			Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}}
+	}
+	putEnd := func(key string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: c1, Key: []byte(key)}}}
+	}
+	cases := []struct {
+		name  string
+		cmd   *metadv1.Command
+		want  store.Reason
+		check func(t *testing.T, r Result)
+	}{
+		{"put without segments", putStart("k"), store.NoAvailableHandle, nil},
+		{"mount", mountCmd, store.OK, func(t *testing.T, r Result) {
+			if !r.Created {
+				t.Fatal("mount not created")
+			}
+		}},
+		{"mount again", mountCmd, store.OK, func(t *testing.T, r Result) {
+			if r.Created {
+				t.Fatal("repeat mount reported created")
+			}
+		}},
+		{"put start", putStart("k"), store.OK, func(t *testing.T, r Result) {
+			if len(r.Replicas) != 1 || r.Replicas[0].Status != store.Processing {
+				t.Fatalf("replicas %+v", r.Replicas)
+			}
+		}},
+		{"put start exists", putStart("k"), store.ObjectAlreadyExists, nil},
+		{"put end", putEnd("k"), store.OK, nil},
+		{"put end missing", putEnd("nope"), store.ObjectNotFound, nil},
+		{"put start bad client", &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: []byte{1}, Key: []byte("x"),
+			Size: 1, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}}, store.InvalidParams, nil},
+		{"register", &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}}, store.OK,
+			func(t *testing.T, r Result) {
+				if r.Instance != 2 {
+					t.Fatalf("instance %d", r.Instance)
+				}
+			}},
+		{"register again", &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}},
+			store.TenantAlreadyExists, nil},
+		{"quota unknown", &metadv1.Command{Op: &metadv1.Command_SetQuota{SetQuota: &metadv1.SetQuota{Tenant: "zz", QuotaBytes: 1}}},
+			store.TenantNotRegistered, nil},
+		{"remove stale id", &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{Key: []byte("k"), TenantInstanceId: 1,
+			ObjectId: 99}}}, store.ObjectNotFound, nil},
+		{"remove", &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{Key: []byte("k"), TenantInstanceId: 1,
+			ObjectId: 1}}}, store.OK, nil},
+		{"unmount other owner", &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+			ClientId: uuid(0xc1, 9), SegmentIds: [][]byte{seg}}}}, store.SegmentOwnedByOtherClient, nil},
+		{"unmount", &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+			ClientId: c1, SegmentIds: [][]byte{seg}}}}, store.OK, func(t *testing.T, r Result) {
+			if r.Unmount.Segments != 1 {
+				t.Fatalf("unmount %+v", r.Unmount)
+			}
+		}},
+		{"unmount gone", &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+			ClientId: c1, SegmentIds: [][]byte{seg}}}}, store.SegmentNotFound, nil},
+	}
+	for i, c := range cases {
+		r := applyCmds(t, f, uint64(i+1), int64(i+1)*1e9, c.cmd)[0]
+		if r.Reason != c.want {
+			t.Fatalf("%s: reason %s (%s), want %s", c.name, r.Reason, r.Message, c.want)
+		}
+		if c.check != nil {
+			c.check(t, r)
+		}
+		if idx, _ := f.Applied(); idx != uint64(i+1) {
+			t.Fatalf("%s: applied index %d", c.name, idx)
+		}
+	}
+	if err := f.Store().CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBatchResultsInOrder(t *testing.T) {
+	f := newFSM(t)
+	logs := genLogs(t, 1, 1) // setup only
+	f.Apply(logs[0])
+	c1 := genClients[0]
+	rs := applyCmds(t, f, 2, 2e9, &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+		ClientId: c1, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1},
+		Items: []*metadv1.BatchPutStart_Item{{Key: []byte("a"), Size: 1}, {Key: []byte("a"), Size: 1}, {Key: []byte("b"), Size: 1}}}}})
+	items := rs[0].Items
+	if len(items) != 3 || items[0].Reason != store.OK || items[1].Reason != store.ObjectAlreadyExists || items[2].Reason != store.OK {
+		t.Fatalf("batch items %+v", items)
+	}
+}
+
+func TestUndecodableEntryPanicsWithIndex(t *testing.T) {
+	f := newFSM(t)
+	for _, data := range [][]byte{{0xff, 0xff, 0xff}, mustEncode(t, &metadv1.Envelope{FormatVersion: 99})} {
+		func() {
+			defer func() {
+				r := recover()
+				if r == nil || !strings.Contains(r.(string), "log index 7") {
+					t.Fatalf("panic %v does not name the index", r)
+				}
+			}()
+			f.Apply(&raft.Log{Index: 7, Term: 1, Type: raft.LogCommand, Data: data})
+		}()
+	}
+	if f.Apply(&raft.Log{Index: 8, Type: raft.LogNoop}) != nil {
+		t.Fatal("a non-command entry returned a result")
+	}
+}
+
+func mustEncode(t *testing.T, e *metadv1.Envelope) []byte {
+	t.Helper()
+	b, err := EncodeEnvelope(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDeterminism applies one seeded log to two FSMs, one entry at a time and in random batches,
+// and requires identical results and byte-identical snapshots.
+func TestDeterminism(t *testing.T) {
+	n := 4000
+	if testing.Short() {
+		n = 1000
+	}
+	for _, seed := range []uint64{1, 2, 3} {
+		logs := genLogs(t, seed, n)
+		a, b := newFSM(t), newFSM(t)
+		var ra, rb []interface{}
+		for _, l := range logs {
+			ra = append(ra, a.Apply(l))
+		}
+		r := rand.New(rand.NewPCG(seed, 99))
+		for i := 0; i < len(logs); {
+			k := min(len(logs)-i, 1+r.IntN(64))
+			rb = append(rb, b.ApplyBatch(logs[i:i+k])...)
+			i += k
+		}
+		okCount := 0
+		for i := range ra {
+			x, y := ra[i].(*EntryResult), rb[i].(*EntryResult)
+			for j := range x.Results {
+				if x.Results[j].Reason != y.Results[j].Reason || x.Results[j].Message != y.Results[j].Message {
+					t.Fatalf("seed %d entry %d command %d: %v vs %v", seed, i, j, x.Results[j], y.Results[j])
+				}
+				if x.Results[j].Reason == store.OK {
+					okCount++
+				}
+			}
+		}
+		sa, sb := snapshotBytes(t, a), snapshotBytes(t, b)
+		if !bytes.Equal(sa, sb) {
+			t.Fatalf("seed %d: snapshots differ (%d vs %d bytes)", seed, len(sa), len(sb))
+		}
+		if err := a.Store().CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		info, err := snapshot.Inspect(bytes.NewReader(sa))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Objects == 0 || okCount < n/4 {
+			t.Fatalf("seed %d: the log did too little: %d objects, %d commands applied OK", seed, info.Objects, okCount)
+		}
+		t.Logf("seed %d: %d entries, %d OK commands, %d objects, %d groups, snapshot %d bytes", seed, n, okCount, info.Objects, info.Groups, len(sa))
+	}
+}
+
+// TestSnapshotRoundTrip: Snapshot -> Persist -> Restore into a fresh FSM gives equal state and a
+// byte-identical snapshot, and the restored FSM goes on applying exactly like the original.
+func TestSnapshotRoundTrip(t *testing.T) {
+	logs := genLogs(t, 7, 3000)
+	a := newFSM(t)
+	a.ApplyBatch(logs[:2000])
+	data := snapshotBytes(t, a)
+	b := newFSM(t)
+	if err := b.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if ia, _ := a.Applied(); func() uint64 { ib, _ := b.Applied(); return ib }() != ia {
+		t.Fatal("restored applied index differs")
+	}
+	if again := snapshotBytes(t, b); !bytes.Equal(data, again) {
+		t.Fatal("re-snapshot after restore differs")
+	}
+	ra, rb := a.ApplyBatch(logs[2000:]), b.ApplyBatch(logs[2000:])
+	for i := range ra {
+		x, y := ra[i].(*EntryResult), rb[i].(*EntryResult)
+		for j := range x.Results {
+			if x.Results[j].Reason != y.Results[j].Reason {
+				t.Fatalf("after restore, entry %d command %d: %s vs %s", 2000+i, j, x.Results[j].Reason, y.Results[j].Reason)
+			}
+		}
+	}
+	if !bytes.Equal(snapshotBytes(t, a), snapshotBytes(t, b)) {
+		t.Fatal("states diverged after restore")
+	}
+}
+
+func TestGoldenSnapshotV1(t *testing.T) {
+	path := filepath.Join("testdata", "golden-v1.snap")
+	if *update {
+		f := newFSM(t)
+		f.ApplyBatch(genLogs(t, 42, 300))
+		if err := os.WriteFile(path, snapshotBytes(t, f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./fsm -run Golden -update to create it)", err)
+	}
+	info, err := snapshot.Inspect(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FormatVersion != 1 || info.Index != 300 || info.Objects == 0 || len(info.Tenants) != 3 || len(info.Segments) == 0 {
+		t.Fatalf("golden snapshot reads as %+v", info)
+	}
+	f := newFSM(t)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, f), data) {
+		t.Fatal("golden snapshot does not re-encode to the same bytes")
+	}
+}
+
+// TestBadSnapshotsAreRefused: every kind of damage is refused with an error naming it, and the FSM
+// keeps its state.
+func TestBadSnapshotsAreRefused(t *testing.T) {
+	src := newFSM(t)
+	src.ApplyBatch(genLogs(t, 5, 500))
+	good := snapshotBytes(t, src)
+	if len(good) < 1000 {
+		t.Fatalf("source snapshot of %d bytes is too small to damage meaningfully", len(good))
+	}
+
+	f := newFSM(t)
+	f.ApplyBatch(genLogs(t, 6, 200))
+	before := snapshotBytes(t, f)
+
+	flip := bytes.Clone(good)
+	flip[len(flip)/2] ^= 0x40
+	future := bytes.Clone(good)
+	future[11] = 9 // format version 9
+	trailing := append(bytes.Clone(good), 0)
+	cases := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, snapshot.ErrTruncated},
+		{"truncated", good[:len(good)-100], snapshot.ErrTruncated},
+		{"no checksum", good[:len(good)-4], snapshot.ErrTruncated},
+		{"wrong magic", append([]byte("ETCDSNAP"), good[8:]...), snapshot.ErrBadMagic},
+		{"future version", future, snapshot.ErrFutureVersion},
+		{"bit flip", flip, nil}, // corrupt or checksum, depending on where the bit lands
+		{"trailing bytes", trailing, snapshot.ErrCorrupt},
+	}
+	for _, c := range cases {
+		err := f.Restore(io.NopCloser(bytes.NewReader(c.data)))
+		if err == nil {
+			t.Fatalf("%s: accepted", c.name)
+		}
+		if c.want != nil && !errors.Is(err, c.want) {
+			t.Fatalf("%s: error %v, want %v", c.name, err, c.want)
+		}
+		if c.want == nil && !errors.Is(err, snapshot.ErrCorrupt) && !errors.Is(err, snapshot.ErrChecksum) {
+			t.Fatalf("%s: error %v is neither corrupt nor checksum", c.name, err)
+		}
+		t.Logf("%s: %v", c.name, err)
+		if !bytes.Equal(snapshotBytes(t, f), before) {
+			t.Fatalf("%s: a refused restore changed the FSM", c.name)
+		}
+	}
+}
+
+func FuzzDecodeAndApply(f *testing.F) {
+	for _, l := range genLogs(f, 11, 40) {
+		f.Add(l.Data)
+	}
+	setup := genLogs(f, 11, 1)[0]
+	f.Fuzz(func(t *testing.T, data []byte) {
+		envl, err := DecodeEnvelope(data)
+		if err != nil {
+			return // garbage is a clear error; the FSM would panic with the index, by design
+		}
+		m := newFSM(t)
+		m.Apply(setup)
+		// Any decodable command must apply without breaking the store: rejections are values.
+		m.Apply(&raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: mustEncodeT(t, envl)})
+		if err := m.Store().CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func mustEncodeT(t *testing.T, e *metadv1.Envelope) []byte {
+	b, err := EncodeEnvelope(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func FuzzSnapshotReader(f *testing.F) {
+	src := newFSM(f)
+	src.ApplyBatch(genLogs(f, 3, 60))
+	var sink memSink
+	snap, _ := src.Snapshot()
+	if err := snap.Persist(&sink); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sink.Bytes())
+	f.Add([]byte("METADSNP"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, _, err := ReadStore(store.DefaultConfig(), bytes.NewReader(data))
+		if err == nil {
+			if ierr := s.CheckInvariants(); ierr != nil {
+				t.Fatalf("accepted a snapshot that breaks invariants: %v", ierr)
+			}
+		}
+		_, _ = snapshot.Inspect(bytes.NewReader(data))
+	})
+}

@@ -1,0 +1,257 @@
+package fsm
+
+import (
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// dispatchTable maps each Command oneof field number to its handler. A command type without an
+// entry here makes apply panic; TestEveryCommandHasHandler keeps the table complete.
+func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
+	fields := (&metadv1.Command{}).ProtoReflect().Descriptor().Fields()
+	num := func(name protoreflect.Name) protoreflect.FieldNumber {
+		fd := fields.ByName(name)
+		if fd == nil {
+			panic("fsm: Command has no field " + string(name))
+		}
+		return fd.Number()
+	}
+	return map[protoreflect.FieldNumber]handler{
+		num("put_start"):         applyPutStart,
+		num("put_end"):           applyPutEnd,
+		num("put_revoke"):        applyPutRevoke,
+		num("upsert_start"):      applyUpsertStart,
+		num("upsert_end"):        applyUpsertEnd,
+		num("upsert_revoke"):     applyUpsertRevoke,
+		num("remove"):            applyRemove,
+		num("remove_all"):        applyRemoveAll,
+		num("remove_group"):      applyRemoveGroup,
+		num("batch_put_start"):   applyBatchPutStart,
+		num("batch_put_end"):     applyBatchPutEnd,
+		num("batch_put_revoke"):  applyBatchPutRevoke,
+		num("batch_remove"):      applyBatchRemove,
+		num("evict"):             applyEvict,
+		num("revoke_expired"):    applyRevokeExpired,
+		num("mount_segment"):     applyMountSegment,
+		num("unmount_segment"):   applyUnmountSegment,
+		num("register_tenant"):   applyRegisterTenant,
+		num("unregister_tenant"): applyUnregisterTenant,
+		num("set_quota"):         applySetQuota,
+	}
+}
+
+func applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetPutStart()
+	reps, err := s.PutStart(e.now, e.seed, putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+	r := fromErr(err)
+	r.Replicas = reps
+	return r
+}
+
+func applyUpsertStart(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetUpsertStart()
+	reps, err := s.UpsertStart(e.now, e.seed, putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+	r := fromErr(err)
+	r.Replicas = reps
+	return r
+}
+
+func endReq(tenant string, client, key []byte, tier metadv1.Tier) store.PutEndRequest {
+	return store.PutEndRequest{Tenant: tenant, Client: ID16(client), Key: string(key), Tier: TierFrom(tier)}
+}
+
+func applyPutEnd(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetPutEnd()
+	return fromErr(s.PutEnd(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+}
+
+func applyPutRevoke(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetPutRevoke()
+	return fromErr(s.PutRevoke(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+}
+
+func applyUpsertEnd(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetUpsertEnd()
+	return fromErr(s.UpsertEnd(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+}
+
+func applyUpsertRevoke(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetUpsertRevoke()
+	return fromErr(s.UpsertRevoke(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+}
+
+// eraseRefs erases the objects the leader prepared: each ref must still be that object of that
+// tenant instance (instance 0: the current instance).
+func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.ObjectRef) []Result {
+	tenant = store.NormalizeTenant(tenant)
+	if instance == 0 {
+		if t := s.Tenants().Lookup(tenant); t != nil {
+			instance = t.Instance()
+		}
+	}
+	toks := make([]store.ObjectToken, len(refs))
+	for i, ref := range refs {
+		toks[i] = store.ObjectToken{Tenant: tenant, Instance: instance, Key: string(ref.GetKey()), ObjectID: ref.GetObjectId()}
+	}
+	return items(s.EraseTokens(toks, false))
+}
+
+func applyRemove(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetRemove()
+	if m.GetObjectId() == 0 && m.GetTenantInstanceId() == 0 {
+		return fromErr(s.RemoveObject(m.GetTenant(), string(m.GetKey()), 0))
+	}
+	return eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), []*metadv1.ObjectRef{{Key: m.GetKey(), ObjectId: m.GetObjectId()}})[0]
+}
+
+// applyRemoveAll erases exactly the targets the leader prepared (with or without force the leader
+// lists them: leases and PROCESSING checks need its soft state and the census).
+func applyRemoveAll(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetRemoveAll()
+	if s.Tenants().Lookup(store.NormalizeTenant(m.GetTenant())) == nil {
+		return fromErr(&store.Error{Reason: store.TenantNotRegistered, Msg: "tenant " + m.GetTenant() + " is not registered"})
+	}
+	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetTargets())
+	return Result{Count: countOK(rs), Items: rs}
+}
+
+func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetRemoveGroup()
+	if inst := m.GetTenantInstanceId(); inst != 0 {
+		if t := s.Tenants().Lookup(store.NormalizeTenant(m.GetTenant())); t != nil && t.Instance() != inst {
+			return Result{Reason: store.ObjectNotFound, Message: "tenant instance changed"}
+		}
+	}
+	n, err := s.EraseGroup(m.GetTenant(), string(m.GetGroup()), m.GetGroupId())
+	r := fromErr(err)
+	r.Count = n
+	return r
+}
+
+func applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetBatchPutStart()
+	reqs := make([]store.PutStartRequest, len(m.GetItems()))
+	for i, it := range m.GetItems() {
+		reqs[i] = putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
+			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
+	}
+	res := s.BatchPutStart(e.now, e.seed, reqs)
+	out := Result{Items: make([]Result, len(res))}
+	for i, r := range res {
+		out.Items[i] = fromErr(r.Err)
+		out.Items[i].Replicas = r.Replicas
+	}
+	return out
+}
+
+func endReqs(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) []store.PutEndRequest {
+	reqs := make([]store.PutEndRequest, len(keys))
+	for i, k := range keys {
+		reqs[i] = endReq(tenant, client, k, tier)
+	}
+	return reqs
+}
+
+func applyBatchPutEnd(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetBatchPutEnd()
+	return Result{Items: items(s.BatchPutEnd(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
+}
+
+func applyBatchPutRevoke(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetBatchPutRevoke()
+	return Result{Items: items(s.BatchPutRevoke(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
+}
+
+func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetBatchRemove()
+	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetItems())
+	return Result{Count: countOK(rs), Items: rs}
+}
+
+func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
+	out := make([]store.ObjectToken, len(ts))
+	for i, t := range ts {
+		out[i] = tokenFrom(t)
+	}
+	return out
+}
+
+func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetEvict()
+	tier := TierFrom(m.GetTier())
+	if tier == 0 {
+		tier = alloc.TierMemory
+	}
+	errs, freed := s.EvictTokens(tokens(m.GetTokens()), tier)
+	rs := items(errs)
+	return Result{Count: countOK(rs), Bytes: freed, Items: rs}
+}
+
+func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) Result {
+	rs := items(s.RevokeTokens(tokens(c.GetRevokeExpired().GetTokens())))
+	return Result{Count: countOK(rs), Items: rs}
+}
+
+func applyMountSegment(s *store.Store, e env, c *metadv1.Command) Result {
+	created, err := s.MountSegment(SegmentFrom(c.GetMountSegment().GetSegment()))
+	r := fromErr(err)
+	r.Created = created
+	return r
+}
+
+// applyUnmountSegment unmounts the listed segments of the client (all of them when none is listed).
+// A listed segment the client does not own is refused, and nothing is unmounted.
+func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetUnmountSegment()
+	client := ID16(m.GetClientId())
+	if len(m.GetSegmentIds()) == 0 {
+		return Result{Unmount: s.UnmountClient(client)}
+	}
+	for _, raw := range m.GetSegmentIds() {
+		id := ID16(raw)
+		info, ok := s.Segments().Get(id)
+		if !ok {
+			return Result{Reason: store.SegmentNotFound, Message: "segment " + id.String() + " is not mounted"}
+		}
+		if info.Owner != client {
+			return Result{Reason: store.SegmentOwnedByOtherClient, Message: "segment " + id.String() + " is owned by client " + info.Owner.String()}
+		}
+	}
+	var total store.UnmountResult
+	for _, raw := range m.GetSegmentIds() {
+		r, err := s.UnmountSegment(ID16(raw))
+		if err != nil { // a segment listed twice
+			continue
+		}
+		total.Segments += r.Segments
+		total.Replicas += r.Replicas
+		total.Erased += r.Erased
+	}
+	return Result{Unmount: total}
+}
+
+func applyRegisterTenant(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetRegisterTenant()
+	inst, err := s.RegisterTenant(m.GetName(), m.GetQuotaBytes())
+	r := fromErr(err)
+	r.Instance = inst
+	return r
+}
+
+func applyUnregisterTenant(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetUnregisterTenant()
+	n, err := s.UnregisterTenant(m.GetName(), m.GetForce())
+	r := fromErr(err)
+	r.Count = n
+	return r
+}
+
+func applySetQuota(s *store.Store, e env, c *metadv1.Command) Result {
+	m := c.GetSetQuota()
+	return fromErr(s.SetQuota(m.GetTenant(), m.GetQuotaBytes()))
+}

@@ -1,0 +1,58 @@
+package fsm
+
+import "metad/store"
+
+// Result is the typed outcome of one command. Reason OK means applied; any other reason is a
+// deterministic rejection and Message says why. Only the payload fields of the command's kind are
+// set.
+type Result struct {
+	Reason  store.Reason
+	Message string
+
+	Replicas []store.Replica     // PutStart, UpsertStart: the replicas to write
+	Count    int                 // RemoveAll, RemoveGroup, UnregisterTenant, Evict, RevokeExpired: objects affected
+	Bytes    uint64              // Evict: bytes freed
+	Instance uint64              // RegisterTenant: the new instance id
+	Created  bool                // MountSegment: false when the mount was a repeat
+	Unmount  store.UnmountResult // UnmountSegment
+	Items    []Result            // batch forms and token lists: one per item, in request order
+}
+
+// Err returns the rejection as an error (nil when OK).
+func (r *Result) Err() error {
+	if r.Reason == store.OK {
+		return nil
+	}
+	return &store.Error{Reason: r.Reason, Msg: r.Message}
+}
+
+// EntryResult is what Apply returns for one log entry: one Result per command of its envelope.
+type EntryResult struct {
+	Index   uint64
+	Results []Result
+}
+
+func fromErr(err error) Result {
+	if err == nil {
+		return Result{}
+	}
+	return Result{Reason: store.ReasonOf(err), Message: err.Error()}
+}
+
+func items(errs []error) []Result {
+	out := make([]Result, len(errs))
+	for i, err := range errs {
+		out[i] = fromErr(err)
+	}
+	return out
+}
+
+func countOK(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Reason == store.OK {
+			n++
+		}
+	}
+	return n
+}
