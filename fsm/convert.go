@@ -123,35 +123,55 @@ func TokenTo(t store.ObjectToken) *metadv1.ObjectToken {
 		ObjectId: t.ObjectID, Version: t.Version}
 }
 
-// objectRecord encodes one captured object; segIndex maps segment ids to their 1-based position
-// among the snapshot's segment records.
-func objectRecord(o store.CapturedObject, segIndex map[alloc.ID]uint32) (*metadv1.ObjectRecord, error) {
+// recordEncoder turns captured objects into records, reusing one ObjectRecord and its replica
+// records for every object (Persist encodes a million of them).
+type recordEncoder struct {
+	segIndex map[alloc.ID]uint32 // segment id -> 1-based position among the segment records
+	rec      metadv1.ObjectRecord
+	reps     []metadv1.ReplicaRecord
+	ptrs     []*metadv1.ReplicaRecord
+	keyBuf   []byte
+}
+
+// encode fills and returns the shared record for o; it is valid until the next call.
+func (x *recordEncoder) encode(o *store.CapturedObject) (*metadv1.ObjectRecord, error) {
 	st := o.State
-	r := &metadv1.ObjectRecord{
-		Key: []byte(o.Key), ObjectId: st.ID, Version: st.Version, Size: st.Size,
+	group, gid := o.Group()
+	x.keyBuf = append(x.keyBuf[:0], o.Key...)
+	r := &x.rec
+	*r = metadv1.ObjectRecord{
+		Key: x.keyBuf, ObjectId: st.ID, Version: st.Version, Size: st.Size,
 		WriterClientId: st.Writer[:], PutStartUnixNano: st.PutStart,
-		Group: []byte(o.Group), GroupId: o.GroupID, DataType: st.DataType, HardPin: st.HardPin,
+		GroupId: gid, DataType: st.DataType, HardPin: st.HardPin,
 		SoftPinTtlMs: uint64(st.SoftPinTTL / int64(time.Millisecond)), SoftPinDeadlineUnixNano: st.SoftPinDeadline,
-		Replicas: make([]*metadv1.ReplicaRecord, len(st.Replicas)),
+	}
+	if group != "" {
+		r.Group = []byte(group)
+	}
+	if n := len(st.Replicas); cap(x.reps) < n {
+		x.reps = make([]metadv1.ReplicaRecord, n)
+		x.ptrs = make([]*metadv1.ReplicaRecord, n)
 	}
 	rounded := alloc.RoundUp(st.Size)
 	for i, rep := range st.Replicas {
-		idx, ok := segIndex[rep.Extent.Segment]
+		idx, ok := x.segIndex[rep.Extent.Segment]
 		if !ok {
 			return nil, fmt.Errorf("object %q: replica %d on segment %s that is not mounted", o.Key, rep.ID, rep.Extent.Segment)
 		}
-		rr := &metadv1.ReplicaRecord{ReplicaId: rep.ID, SegmentIndex: idx, Offset: rep.Extent.Offset,
+		rr := &x.reps[i]
+		*rr = metadv1.ReplicaRecord{ReplicaId: rep.ID, SegmentIndex: idx, Offset: rep.Extent.Offset,
 			Status: StatusTo(rep.Status), Tier: TierTo(rep.Tier)}
 		if rep.Extent.Size != rounded {
 			rr.Size = rep.Extent.Size
 		}
-		r.Replicas[i] = rr
+		x.ptrs[i] = rr
 	}
+	r.Replicas = x.ptrs[:len(st.Replicas)]
 	return r, nil
 }
 
 // objectFrom decodes one object record; segs lists the snapshot's segment ids by position.
-func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (store.CapturedObject, error) {
+func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, error) {
 	st := &store.ObjectState{
 		ID: r.GetObjectId(), Version: r.GetVersion(), Size: r.GetSize(), Writer: ID16(r.GetWriterClientId()),
 		PutStart: r.GetPutStartUnixNano(), DataType: r.GetDataType(), HardPin: r.GetHardPin(),
@@ -162,7 +182,7 @@ func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (store.CapturedObject,
 	for i, rr := range r.GetReplicas() {
 		idx := int(rr.GetSegmentIndex()) - 1
 		if idx < 0 || idx >= len(segs) {
-			return store.CapturedObject{}, fmt.Errorf("object %q: replica on segment #%d of %d", r.GetKey(), idx+1, len(segs))
+			return nil, fmt.Errorf("object %q: replica on segment #%d of %d", r.GetKey(), idx+1, len(segs))
 		}
 		size := rr.GetSize()
 		if size == 0 {
@@ -172,7 +192,7 @@ func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (store.CapturedObject,
 			Extent: alloc.Extent{Segment: segs[idx], Offset: rr.GetOffset(), Size: size}}
 	}
 	if st.MemoryBytes() != r.GetChargedBytes() && r.GetChargedBytes() != 0 {
-		return store.CapturedObject{}, fmt.Errorf("object %q: charged %d bytes, replicas hold %d", r.GetKey(), r.GetChargedBytes(), st.MemoryBytes())
+		return nil, fmt.Errorf("object %q: charged %d bytes, replicas hold %d", r.GetKey(), r.GetChargedBytes(), st.MemoryBytes())
 	}
-	return store.CapturedObject{Key: string(r.GetKey()), Group: string(r.GetGroup()), GroupID: r.GetGroupId(), State: st}, nil
+	return st, nil
 }

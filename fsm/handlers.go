@@ -89,11 +89,6 @@ func applyUpsertRevoke(s *store.Store, e env, c *metadv1.Command) Result {
 // tenant instance (instance 0: the current instance).
 func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.ObjectRef) []Result {
 	tenant = store.NormalizeTenant(tenant)
-	if instance == 0 {
-		if t := s.Tenants().Lookup(tenant); t != nil {
-			instance = t.Instance()
-		}
-	}
 	toks := make([]store.ObjectToken, len(refs))
 	for i, ref := range refs {
 		toks[i] = store.ObjectToken{Tenant: tenant, Instance: instance, Key: string(ref.GetKey()), ObjectID: ref.GetObjectId()}
@@ -103,10 +98,8 @@ func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.O
 
 func applyRemove(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetRemove()
-	if m.GetObjectId() == 0 && m.GetTenantInstanceId() == 0 {
-		return fromErr(s.RemoveObject(m.GetTenant(), string(m.GetKey()), 0))
-	}
-	return eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), []*metadv1.ObjectRef{{Key: m.GetKey(), ObjectId: m.GetObjectId()}})[0]
+	return fromErr(s.RemoveObject(store.ObjectToken{Tenant: m.GetTenant(), Instance: m.GetTenantInstanceId(),
+		Key: string(m.GetKey()), ObjectID: m.GetObjectId()}))
 }
 
 // applyRemoveAll erases exactly the targets the leader prepared (with or without force the leader
@@ -122,12 +115,8 @@ func applyRemoveAll(s *store.Store, e env, c *metadv1.Command) Result {
 
 func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetRemoveGroup()
-	if inst := m.GetTenantInstanceId(); inst != 0 {
-		if t := s.Tenants().Lookup(store.NormalizeTenant(m.GetTenant())); t != nil && t.Instance() != inst {
-			return Result{Reason: store.ObjectNotFound, Message: "tenant instance changed"}
-		}
-	}
-	n, err := s.EraseGroup(m.GetTenant(), string(m.GetGroup()), m.GetGroupId())
+	n, err := s.EraseGroup(store.GroupToken{Tenant: m.GetTenant(), Instance: m.GetTenantInstanceId(),
+		Group: string(m.GetGroup()), GroupID: m.GetGroupId(), MaxObjectID: m.GetMaxObjectId()})
 	r := fromErr(err)
 	r.Count = n
 	return r

@@ -59,9 +59,9 @@ func WriteCapture(w io.Writer, c *store.Capture, index, term uint64, createdAt i
 	if err != nil {
 		return 0, err
 	}
-	segIndex := make(map[alloc.ID]uint32, len(c.Segments))
+	enc := &recordEncoder{segIndex: make(map[alloc.ID]uint32, len(c.Segments))}
 	for i, seg := range c.Segments {
-		segIndex[seg.ID] = uint32(i + 1)
+		enc.segIndex[seg.ID] = uint32(i + 1)
 		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Segment{Segment: &metadv1.SegmentRecord{Segment: SegmentTo(seg.Segment)}}}); err != nil {
 			return sw.Size(), err
 		}
@@ -77,8 +77,8 @@ func WriteCapture(w io.Writer, c *store.Capture, index, term uint64, createdAt i
 		if err := sw.WriteRecord(rec); err != nil {
 			return sw.Size(), err
 		}
-		for _, o := range t.Objects {
-			or, err := objectRecord(o, segIndex)
+		for i := range t.Objects {
+			or, err := enc.encode(&t.Objects[i])
 			if err != nil {
 				return sw.Size(), fmt.Errorf("tenant %q: %w", t.Name, err)
 			}
@@ -137,15 +137,16 @@ func ReadStore(cfg store.Config, r io.Reader) (*store.Store, *metadv1.SnapshotHe
 				return nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Object:
-			o, err := objectFrom(x.Object, segs)
+			o := x.Object
+			st, err := objectFrom(o, segs)
 			if err == nil {
-				err = b.AddObject(o)
+				err = b.AddObject(string(o.GetKey()), string(o.GetGroup()), o.GetGroupId(), st)
 			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
-			if o.GroupID != 0 {
-				seenGroups[o.GroupID] = struct{}{}
+			if o.GetGroupId() != 0 {
+				seenGroups[o.GetGroupId()] = struct{}{}
 			}
 		}
 	}

@@ -30,15 +30,24 @@ type TenantCapture struct {
 	Objects       []CapturedObject // key order after Sort
 }
 
-// CapturedObject is one object of a Capture.
+// CapturedObject is one object of a Capture: its key, its state, and its explicit group (nil for a
+// singleton). 24 bytes, so a 1M-object capture is one 24 MB slice.
 type CapturedObject struct {
-	Key     string
-	Group   string // "" = singleton
-	GroupID uint64
-	State   *ObjectState
+	Key   string
+	State *ObjectState
+	group *GroupEntry
 }
 
-// Capture takes a Capture of the replicated state through the census.
+// Group returns the object's explicit group id and numeric group id ("" and 0 for a singleton).
+func (o *CapturedObject) Group() (string, uint64) {
+	if o.group == nil {
+		return "", 0
+	}
+	return o.group.name, o.group.id
+}
+
+// Capture takes a Capture of the replicated state: the census of every route shard under its read
+// lock, copying only a key, a state pointer and a group pointer per object.
 func (s *Store) Capture() *Capture {
 	c := &Capture{NextInstance: s.nextInstance.Load(), Segments: s.segs.List()}
 	for _, t := range s.tenants.List() {
@@ -46,21 +55,16 @@ func (s *Store) Capture() *Capture {
 		tc := TenantCapture{Name: t.name, Instance: t.instance, Requested: t.quota.requested.Load(),
 			Groups: d.Groups(), Objects: make([]CapturedObject, 0, d.Objects())}
 		tc.NextObjectID, tc.NextGroupID, tc.NextReplicaID = d.Counters()
-		d.visit(t, nil, func(hs []ObjectHandle) bool {
-			for _, h := range hs {
-				e := h.Entry
-				st := e.State()
-				if st == nil || e.Life() != Active {
-					continue
+		for i := range d.routes {
+			sh := &d.routes[i]
+			sh.mu.RLock()
+			for k, e := range sh.m {
+				if st := e.State(); st != nil && e.Life() == Active {
+					tc.Objects = append(tc.Objects, CapturedObject{Key: k, State: st, group: e.group})
 				}
-				o := CapturedObject{Key: e.key, State: st}
-				if g := e.group; g != nil {
-					o.Group, o.GroupID = g.name, g.id
-				}
-				tc.Objects = append(tc.Objects, o)
 			}
-			return true
-		})
+			sh.mu.RUnlock()
+		}
 		c.Tenants = append(c.Tenants, tc)
 	}
 	return c
@@ -146,67 +150,73 @@ func (b *Builder) AddTenant(tc TenantCapture) error {
 	return nil
 }
 
-// AddObject adds one object of the current tenant. Keys must ascend.
-func (b *Builder) AddObject(o CapturedObject) error {
+// AddObject adds one object of the current tenant (group "" and groupID 0 for a singleton). Keys
+// must ascend.
+func (b *Builder) AddObject(key, group string, groupID uint64, st *ObjectState) error {
 	t := b.tenant
 	if t == nil {
-		return fmt.Errorf("object %q before any tenant", o.Key)
+		return fmt.Errorf("object %q before any tenant", key)
 	}
-	who := fmt.Sprintf("tenant %q object %q", t.name, o.Key)
-	if err := ValidateKey(o.Key); err != nil {
-		return fmt.Errorf("%s: %w", who, err)
+	if err := b.addObject(t, key, group, groupID, st); err != nil {
+		return fmt.Errorf("tenant %q object %q: %w", t.name, key, err)
 	}
-	if o.Key <= b.last && b.nobj > 0 {
-		return fmt.Errorf("%s: keys out of order", who)
+	return nil
+}
+
+func (b *Builder) addObject(t *TenantState, key, group string, groupID uint64, st *ObjectState) error {
+	if err := ValidateKey(key); err != nil {
+		return err
 	}
-	st := o.State
+	if key <= b.last && b.nobj > 0 {
+		return fmt.Errorf("keys out of order")
+	}
 	d := t.dir
 	switch {
 	case st.ID == 0 || st.ID > d.nextObjectID.Load():
-		return fmt.Errorf("%s: object id %d not in 1..%d", who, st.ID, d.nextObjectID.Load())
+		return fmt.Errorf("object id %d not in 1..%d", st.ID, d.nextObjectID.Load())
 	case st.Version == 0:
-		return fmt.Errorf("%s: version 0", who)
+		return fmt.Errorf("version 0")
 	case ValidateSize(st.Size) != nil:
-		return fmt.Errorf("%s: size %d", who, st.Size)
+		return fmt.Errorf("size %d", st.Size)
 	case len(st.Replicas) == 0:
-		return fmt.Errorf("%s: no replica", who)
-	case (o.Group == "") != (o.GroupID == 0) || ValidateGroup(o.Group) != nil || o.GroupID > d.nextGroupID.Load():
-		return fmt.Errorf("%s: group %q id %d", who, o.Group, o.GroupID)
+		return fmt.Errorf("no replica")
+	case (group == "") != (groupID == 0) || ValidateGroup(group) != nil || groupID > d.nextGroupID.Load():
+		return fmt.Errorf("group %q id %d", group, groupID)
 	}
 	if _, dup := b.ids[st.ID]; dup {
-		return fmt.Errorf("%s: object id %d used twice", who, st.ID)
+		return fmt.Errorf("object id %d used twice", st.ID)
 	}
 	for i, r := range st.Replicas {
 		if r.ID == 0 || r.ID > d.nextReplicaID.Load() || !r.Tier.Valid() ||
 			(r.Status != Processing && r.Status != Complete) || r.Extent.Size != alloc.RoundUp(st.Size) {
-			return fmt.Errorf("%s: replica %d malformed: %+v", who, i, r)
+			return fmt.Errorf("replica %d malformed: %+v", i, r)
 		}
 		info, ok := b.s.segs.Get(r.Extent.Segment)
 		if !ok || info.Tier != r.Tier {
-			return fmt.Errorf("%s: replica %d on unknown segment %s or wrong tier", who, i, r.Extent.Segment)
+			return fmt.Errorf("replica %d on unknown segment %s or wrong tier", i, r.Extent.Segment)
 		}
 		if err := b.s.segs.Reserve(r.Extent); err != nil {
-			return fmt.Errorf("%s: replica %d extent: %w", who, i, err)
+			return fmt.Errorf("replica %d extent: %w", i, err)
 		}
 	}
 	var g *GroupEntry
-	if o.Group != "" {
+	if group != "" {
 		d.catalogMu.Lock()
-		g = d.groups[o.Group]
+		g = d.groups[group]
 		if g == nil {
-			g = &GroupEntry{name: o.Group, id: o.GroupID}
-			d.groups[o.Group] = g
+			g = &GroupEntry{name: group, id: groupID}
+			d.groups[group] = g
 		}
 		d.catalogMu.Unlock()
-		if g.id != o.GroupID {
-			return fmt.Errorf("%s: group %q has id %d and %d", who, o.Group, g.id, o.GroupID)
+		if g.id != groupID {
+			return fmt.Errorf("group %q has id %d and %d", group, g.id, groupID)
 		}
 	}
-	e := &ObjectEntry{key: o.Key, group: g}
+	e := &ObjectEntry{key: key, group: g}
 	e.state.Store(st)
 	e.setLifeLocked(Active) // not yet published: no other goroutine can see e
 	if !d.publish(e) {
-		return fmt.Errorf("%s: listed twice", who)
+		return fmt.Errorf("listed twice")
 	}
 	if g != nil {
 		g.members = append(g.members, e)
@@ -215,17 +225,13 @@ func (b *Builder) AddObject(o CapturedObject) error {
 	d.objects.Add(1)
 	t.quota.charged.Add(st.MemoryBytes())
 	b.ids[st.ID] = struct{}{}
-	b.last = o.Key
+	b.last = key
 	b.nobj++
 	return nil
 }
 
 // Finish recomputes effective quotas, verifies the invariants and returns the store.
 func (b *Builder) Finish() (*Store, error) {
-	if b.s.tenants.Lookup(DefaultTenant) == nil {
-		// A snapshot without the default tenant is legal (an operator removed it); nothing to add.
-		_ = b
-	}
 	b.s.recomputeQuotas()
 	if err := b.s.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("restored state is inconsistent: %w", err)

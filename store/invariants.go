@@ -21,8 +21,10 @@ import (
 func (s *Store) CheckInvariants() error {
 	type ext struct {
 		off, size uint64
-		who       string
+		t         *TenantState
+		key       string
 	}
+	who := func(x ext) string { return fmt.Sprintf("tenant %q key %q", x.t.name, x.key) }
 	extents := map[alloc.ID][]ext{}
 	for _, t := range s.tenants.List() {
 		d := t.dir
@@ -34,19 +36,18 @@ func (s *Store) CheckInvariants() error {
 			sh.mu.RLock()
 			for k, e := range sh.m {
 				entries++
-				who := fmt.Sprintf("tenant %q key %q", t.name, k)
 				if e.key != k {
 					sh.mu.RUnlock()
-					return fmt.Errorf("%s: entry has key %q", who, e.key)
+					return fmt.Errorf("tenant %q key %q: entry has key %q", t.name, k, e.key)
 				}
 				if e.Life() != Active {
 					sh.mu.RUnlock()
-					return fmt.Errorf("%s: route entry is %s", who, e.Life())
+					return fmt.Errorf("tenant %q key %q: route entry is %s", t.name, k, e.Life())
 				}
 				st := e.State()
 				charged += st.MemoryBytes()
 				for _, r := range st.Replicas {
-					extents[r.Extent.Segment] = append(extents[r.Extent.Segment], ext{r.Extent.Offset, r.Extent.Size, who})
+					extents[r.Extent.Segment] = append(extents[r.Extent.Segment], ext{r.Extent.Offset, r.Extent.Size, t, k})
 				}
 				if e.group != nil {
 					members[e.group]++
@@ -99,10 +100,10 @@ func (s *Store) CheckInvariants() error {
 		for i, e := range es {
 			used += e.size
 			if e.off+e.size > info.Size {
-				return fmt.Errorf("segment %s: extent [%d,+%d) of %s past its size %d", info.ID, e.off, e.size, e.who, info.Size)
+				return fmt.Errorf("segment %s: extent [%d,+%d) of %s past its size %d", info.ID, e.off, e.size, who(e), info.Size)
 			}
 			if i > 0 && es[i-1].off+es[i-1].size > e.off {
-				return fmt.Errorf("segment %s: extents of %s and %s overlap", info.ID, es[i-1].who, e.who)
+				return fmt.Errorf("segment %s: extents of %s and %s overlap", info.ID, who(es[i-1]), who(e))
 			}
 		}
 		if used != info.Used {
@@ -110,7 +111,7 @@ func (s *Store) CheckInvariants() error {
 		}
 	}
 	for id, es := range extents {
-		return fmt.Errorf("segment %s: not mounted, but %s has a replica there", id, es[0].who)
+		return fmt.Errorf("segment %s: not mounted, but %s has a replica there", id, who(es[0]))
 	}
 	return nil
 }

@@ -13,17 +13,21 @@ import (
 
 // ---- replicated steps ----------------------------------------------------------------------------
 
-// RemoveObject erases the object under key if its id is objectID (0 = whatever object is there).
-// OBJECT_NOT_FOUND if absent or another incarnation; REPLICA_IS_NOT_READY while a replica is
-// PROCESSING. A hard pin does not protect from removal.
-func (s *Store) RemoveObject(tenant, key string, objectID uint64) error {
-	tenant = NormalizeTenant(tenant)
+// RemoveObject erases the token's object: the object under tok.Key, if it belongs to tenant
+// instance tok.Instance (0 = the current instance) and has id tok.ObjectID (0 = whatever object is
+// there). OBJECT_NOT_FOUND if absent or another incarnation; REPLICA_IS_NOT_READY while a replica
+// is PROCESSING. A hard pin does not protect from removal. Version is not checked.
+func (s *Store) RemoveObject(tok ObjectToken) error {
+	tenant := NormalizeTenant(tok.Tenant)
 	t, err := s.writable(tenant)
 	if err != nil {
 		return err
 	}
 	defer t.release()
-	return s.removeObject(t, key, objectID)
+	if tok.Instance != 0 && tok.Instance != t.instance {
+		return objErr(ObjectNotFound, tenant, tok.Key, "tenant instance changed")
+	}
+	return s.removeObject(t, tok.Key, tok.ObjectID)
 }
 
 func (s *Store) removeObject(t *TenantState, key string, objectID uint64) error {
@@ -58,7 +62,7 @@ func (s *Store) EraseTokens(tokens []ObjectToken, matchVersion bool) []error {
 			errs[i] = err
 			continue
 		}
-		if t.instance != tok.Instance {
+		if tok.Instance != 0 && t.instance != tok.Instance {
 			errs[i] = objErr(ObjectNotFound, tok.Tenant, tok.Key, "tenant instance changed")
 		} else if matchVersion {
 			errs[i] = s.eraseVersion(t, tok)
@@ -87,18 +91,31 @@ func (s *Store) eraseVersion(t *TenantState, tok ObjectToken) error {
 	return nil
 }
 
-// EraseGroup erases an explicit group and all its members as one step, if its id is groupID (0 = any).
-// OBJECT_NOT_FOUND if absent; REPLICA_IS_NOT_READY if a member is PROCESSING (nothing erased then).
-// It returns the number of members erased.
-func (s *Store) EraseGroup(tenant, group string, groupID uint64) (int, error) {
-	tenant = NormalizeTenant(tenant)
+// GroupToken names one incarnation of an explicit group as the leader prepared its removal:
+// the tenant instance (0 = current), the group id (0 = any), and MaxObjectID, the tenant's object id
+// counter at prepare time. A member with a larger id joined after the leader checked the leases, so
+// EraseGroup refuses rather than erase an object nobody checked.
+type GroupToken struct {
+	Tenant      string
+	Instance    uint64
+	Group       string
+	GroupID     uint64
+	MaxObjectID uint64 // 0 = no limit
+}
+
+// EraseGroup erases an explicit group and all its members as one step, if it is still the token's
+// incarnation. OBJECT_NOT_FOUND if absent or another incarnation; REPLICA_IS_NOT_READY if a member
+// is PROCESSING; OBJECT_ALREADY_EXISTS if a member joined after the token was prepared (nothing is
+// erased then). It returns the number of members erased.
+func (s *Store) EraseGroup(tok GroupToken) (int, error) {
+	tenant, group := NormalizeTenant(tok.Tenant), tok.Group
 	t, err := s.writable(tenant)
 	if err != nil {
 		return 0, err
 	}
 	defer t.release()
 	g := t.dir.group(group)
-	if g == nil || (groupID != 0 && g.id != groupID) {
+	if g == nil || (tok.Instance != 0 && tok.Instance != t.instance) || (tok.GroupID != 0 && g.id != tok.GroupID) {
 		return 0, errf(ObjectNotFound, "tenant %q group %q: group not found", tenant, group)
 	}
 	g.mu.Lock()
@@ -111,12 +128,20 @@ func (s *Store) EraseGroup(tenant, group string, groupID uint64) (int, error) {
 		m.mu.Lock()
 	}
 	for _, m := range ms {
-		if m.Life() == Active && m.State().HasProcessing() {
-			for _, m := range ms {
-				m.mu.Unlock()
-			}
+		if m.Life() != Active {
+			continue
+		}
+		var err error
+		switch st := m.State(); {
+		case tok.MaxObjectID != 0 && st.ID > tok.MaxObjectID:
+			err = errf(ObjectAlreadyExists, "tenant %q group %q: member %q joined after the removal was prepared", tenant, group, m.key)
+		case st.HasProcessing():
+			err = errf(ReplicaIsNotReady, "tenant %q group %q: member %q is still PROCESSING", tenant, group, m.key)
+		}
+		if err != nil {
+			unlockAll(ms)
 			g.mu.Unlock()
-			return 0, errf(ReplicaIsNotReady, "tenant %q group %q: member %q is still PROCESSING", tenant, group, m.key)
+			return 0, err
 		}
 	}
 	type gone struct {
@@ -207,15 +232,16 @@ func (s *Store) PrepareRemoveAll(now int64, tenant string, force bool) ([]Object
 }
 
 // PrepareRemoveGroup checks, on the leader, that a group can be removed (no member leased unless
-// force, none PROCESSING), marks every member and returns the group id and the members' tokens.
-func (s *Store) PrepareRemoveGroup(now int64, tenant, group string, force bool) (uint64, []ObjectToken, error) {
+// force, none PROCESSING), marks every member and returns the group's token and the members' tokens
+// (to clear the marks if the proposal fails).
+func (s *Store) PrepareRemoveGroup(now int64, tenant, group string, force bool) (GroupToken, []ObjectToken, error) {
 	tenant = NormalizeTenant(tenant)
 	t := s.tenants.Lookup(tenant)
 	if t == nil || t.Life() != TenantOpen {
-		return 0, nil, errf(TenantNotRegistered, "tenant %q is not registered", tenant)
+		return GroupToken{}, nil, errf(TenantNotRegistered, "tenant %q is not registered", tenant)
 	}
 	var toks []ObjectToken
-	var gid uint64
+	var gt GroupToken
 	err := s.withGroup(t, group, func(ms []*ObjectEntry, g *GroupEntry) error {
 		for _, m := range ms {
 			if err := s.removableLocked(now, t, m, force); err != nil {
@@ -226,10 +252,11 @@ func (s *Store) PrepareRemoveGroup(now int64, tenant, group string, force bool) 
 			m.setMarkLocked(true)
 			toks = append(toks, tokenOf(t, m))
 		}
-		gid = g.id
+		// Under g.mu no member can join, so every member with an id up to the counter was checked.
+		gt = GroupToken{Tenant: tenant, Instance: t.instance, Group: group, GroupID: g.id, MaxObjectID: t.dir.nextObjectID.Load()}
 		return nil
 	})
-	return gid, toks, err
+	return gt, toks, err
 }
 
 // ClearMarks clears the unlink marks of the tokens' objects (a proposal failed). A token whose object
@@ -275,7 +302,7 @@ func (s *Store) Remove(now int64, tenant, key string, force bool) error {
 	if err != nil {
 		return err
 	}
-	if err := s.RemoveObject(tok.Tenant, tok.Key, tok.ObjectID); err != nil {
+	if err := s.RemoveObject(tok); err != nil {
 		s.ClearMarks([]ObjectToken{tok})
 		return err
 	}
@@ -311,11 +338,11 @@ func (s *Store) RemoveAll(now int64, tenant string, force bool) (int, error) {
 // RemoveGroup erases an explicit group and all its members (OBJECT_HAS_LEASE if a member is leased,
 // unless force) and returns how many objects it erased.
 func (s *Store) RemoveGroup(now int64, tenant, group string, force bool) (int, error) {
-	gid, toks, err := s.PrepareRemoveGroup(now, tenant, group, force)
+	gt, toks, err := s.PrepareRemoveGroup(now, tenant, group, force)
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.EraseGroup(tenant, group, gid)
+	n, err := s.EraseGroup(gt)
 	if err != nil {
 		s.ClearMarks(toks)
 	}

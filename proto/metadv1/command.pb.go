@@ -1491,7 +1491,10 @@ type RemoveGroup struct {
 	// Tenant instance the leader checked; 0 with force.
 	TenantInstanceId uint64 `protobuf:"varint,4,opt,name=tenant_instance_id,json=tenantInstanceId,proto3" json:"tenant_instance_id,omitempty"`
 	// Numeric group id the leader checked (its members were unleased); 0 with force.
-	GroupId       uint64 `protobuf:"varint,5,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	GroupId uint64 `protobuf:"varint,5,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	// The tenant's object id counter when the leader checked the members: a member with a larger id
+	// joined afterwards and was never checked, so the removal is refused. 0 = no limit.
+	MaxObjectId   uint64 `protobuf:"varint,6,opt,name=max_object_id,json=maxObjectId,proto3" json:"max_object_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1557,6 +1560,13 @@ func (x *RemoveGroup) GetTenantInstanceId() uint64 {
 func (x *RemoveGroup) GetGroupId() uint64 {
 	if x != nil {
 		return x.GroupId
+	}
+	return 0
+}
+
+func (x *RemoveGroup) GetMaxObjectId() uint64 {
+	if x != nil {
+		return x.MaxObjectId
 	}
 	return 0
 }
@@ -2420,13 +2430,14 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12-\n" +
-	"\atargets\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\atargets\"\x9a\x01\n" +
+	"\atargets\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\atargets\"\xbe\x01\n" +
 	"\vRemoveGroup\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\fR\x05group\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x04 \x01(\x04R\x10tenantInstanceId\x12\x19\n" +
-	"\bgroup_id\x18\x05 \x01(\x04R\agroupId\"\xdd\x02\n" +
+	"\bgroup_id\x18\x05 \x01(\x04R\agroupId\x12\"\n" +
+	"\rmax_object_id\x18\x06 \x01(\x04R\vmaxObjectId\"\xdd\x02\n" +
 	"\rBatchPutStart\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12/\n" +
