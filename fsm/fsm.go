@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -28,6 +29,9 @@ type env struct {
 
 type handler func(s *store.Store, e env, c *metadv1.Command) Result
 
+// fsmHandler is a handler of FSM-level state (cluster members) rather than the store.
+type fsmHandler func(e env, c *metadv1.Command) Result
+
 // FSM is metad's state machine. Concurrency contract: Raft calls Apply, ApplyBatch, Snapshot and
 // Restore from one goroutine; Store, Applied and LastTime may be called from any goroutine. The
 // store pointer is swapped atomically by Restore, so a reader holds one store for its whole read.
@@ -35,6 +39,7 @@ type FSM struct {
 	cfg      store.Config
 	log      *slog.Logger
 	st       atomic.Pointer[store.Store]
+	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
 	handlers map[protoreflect.FieldNumber]handler
 
 	// Applied position, written by the apply goroutine only.
@@ -54,9 +59,24 @@ func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
 	}
 	f := &FSM{cfg: cfg, log: log}
 	f.st.Store(s)
+	f.members.Store(&map[string]Member{})
 	f.handlers = f.dispatchTable()
 	return f, nil
 }
+
+// Member is one cluster member's recorded addresses.
+type Member struct {
+	Name       string
+	PeerAddr   string
+	ClientAddr string
+}
+
+// Members returns the recorded members (a copy, any order).
+func (f *FSM) Members() map[string]Member {
+	return maps.Clone(*f.members.Load())
+}
+
+func (f *FSM) setMembers(m map[string]Member) { f.members.Store(&m) }
 
 // Store returns the current store.
 func (f *FSM) Store() *store.Store { return f.st.Load() }
@@ -151,18 +171,19 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 // Snapshot captures the replicated state; it runs on the apply goroutine and only copies pointers.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	c := f.st.Load().Capture()
-	return &fsmSnapshot{capture: c, index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
+	return &fsmSnapshot{capture: c, members: sortedMembers(*f.members.Load()), index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
 }
 
 // Restore replaces the state with a snapshot's: it reads and verifies the whole snapshot into a new
 // store and swaps it in only if everything holds. On error the FSM is unchanged.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, h, err := ReadStore(f.cfg, rc)
+	s, members, h, err := ReadSnapshot(f.cfg, rc)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	f.st.Store(s)
+	f.setMembers(members)
 	f.applied.Store(h.GetIndex())
 	f.term.Store(h.GetTerm())
 	f.lastTime.Store(h.GetCreatedAtUnixNano())

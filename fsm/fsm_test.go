@@ -271,7 +271,7 @@ func TestGoldenSnapshotV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.FormatVersion != 1 || info.Index != 300 || info.Objects == 0 || len(info.Tenants) != 3 || len(info.Segments) == 0 {
+	if info.FormatVersion != 1 || info.Index != 300 || info.Objects == 0 || len(info.Tenants) != 3 || len(info.Segments) == 0 || len(info.Members) != 3 {
 		t.Fatalf("golden snapshot reads as %+v", info)
 	}
 	f := newFSM(t)
@@ -372,7 +372,7 @@ func FuzzSnapshotReader(f *testing.F) {
 	f.Add(sink.Bytes())
 	f.Add([]byte("METADSNP"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, _, err := ReadStore(store.DefaultConfig(), bytes.NewReader(data))
+		s, _, _, err := ReadSnapshot(store.DefaultConfig(), bytes.NewReader(data))
 		if err == nil {
 			if ierr := s.CheckInvariants(); ierr != nil {
 				t.Fatalf("accepted a snapshot that breaks invariants: %v", ierr)

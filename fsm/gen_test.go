@@ -66,6 +66,10 @@ func (g *gen) setup() []*metadv1.Command {
 			Segment: &metadv1.SegmentDesc{Id: uuid(0x5e, byte(i+1)), Name: fmt.Sprintf("seg%d", i), Base: uint64(i+1) << 32,
 				Size: 256 << 10, Endpoint: "127.0.0.1:7000", Tier: tier, OwnerClientId: genClients[i%2]}}}})
 	}
+	for i := 1; i <= 3; i++ {
+		cmds = append(cmds, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{Name: fmt.Sprintf("n%d", i),
+			PeerAddress: fmt.Sprintf("127.0.0.1:610%d", i), ClientAddress: fmt.Sprintf("127.0.0.1:600%d", i)}}})
+	}
 	return cmds
 }
 

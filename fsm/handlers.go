@@ -40,7 +40,27 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("register_tenant"):   applyRegisterTenant,
 		num("unregister_tenant"): applyUnregisterTenant,
 		num("set_quota"):         applySetQuota,
+		num("set_member"):        f.applySetMember,
+		num("forget_member"):     f.applyForgetMember,
 	}
+}
+
+func (f *FSM) applySetMember(_ *store.Store, _ env, c *metadv1.Command) Result {
+	m := c.GetSetMember()
+	if m.GetName() == "" {
+		return Result{Reason: store.InvalidParams, Message: "member: empty name"}
+	}
+	ms := f.Members()
+	ms[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
+	f.setMembers(ms)
+	return Result{}
+}
+
+func (f *FSM) applyForgetMember(_ *store.Store, _ env, c *metadv1.Command) Result {
+	ms := f.Members()
+	delete(ms, c.GetForgetMember().GetName())
+	f.setMembers(ms)
+	return Result{}
 }
 
 func applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -21,6 +24,7 @@ var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
 // while apply continues: it only reads immutable object states.
 type fsmSnapshot struct {
 	capture   *store.Capture
+	members   []Member
 	index     uint64
 	term      uint64
 	createdAt int64
@@ -30,7 +34,7 @@ type fsmSnapshot struct {
 // Persist streams the snapshot into the sink and closes it (cancels it on error).
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	n, err := WriteCapture(sink, s.capture, s.index, s.term, s.createdAt)
+	n, err := WriteCapture(sink, s.capture, s.members, s.index, s.term, s.createdAt)
 	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot at index %d: %w", s.index, err)
@@ -46,9 +50,16 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 // Release drops the capture.
 func (s *fsmSnapshot) Release() { s.capture = nil }
 
-// WriteCapture writes a capture as a snapshot file (segments by id, then each tenant and its objects
-// by key) and returns the bytes written. The same state always gives the same bytes.
-func WriteCapture(w io.Writer, c *store.Capture, index, term uint64, createdAt int64) (int64, error) {
+func sortedMembers(m map[string]Member) []Member {
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// WriteCapture writes a capture and the cluster members as a snapshot file (segments by id, each
+// tenant and its objects by key, members by name) and returns the bytes written. The same state
+// always gives the same bytes.
+func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term uint64, createdAt int64) (int64, error) {
 	c.Sort()
 	h := &metadv1.SnapshotHeader{
 		FormatVersion: metadv1.SnapshotFormatVersion, Index: index, Term: term, CreatedAtUnixNano: createdAt,
@@ -89,24 +100,31 @@ func WriteCapture(w io.Writer, c *store.Capture, index, term uint64, createdAt i
 			}
 		}
 	}
+	for _, m := range members {
+		rec.Record = &metadv1.Record_Member{Member: &metadv1.MemberRecord{Name: m.Name, PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr}}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
 	if err := sw.Close(); err != nil {
 		return sw.Size(), err
 	}
 	return sw.Size(), nil
 }
 
-// ReadStore reads a whole snapshot into a new store and verifies it: the file (magic, version,
-// frames, counts, checksum) and the state it describes (store.Builder). Nothing is returned unless
-// everything holds.
-func ReadStore(cfg store.Config, r io.Reader) (*store.Store, *metadv1.SnapshotHeader, error) {
+// ReadSnapshot reads a whole snapshot into a new store and member map and verifies it: the file
+// (magic, version, frames, counts, checksum) and the state it describes (store.Builder). Nothing is
+// returned unless everything holds.
+func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Member, *metadv1.SnapshotHeader, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	members := map[string]Member{}
 	h := sr.Header()
 	b, err := store.NewBuilder(cfg, h.GetNextTenantInstanceId())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var segs []alloc.ID
 	groups := uint64(0)
@@ -118,13 +136,13 @@ func ReadStore(cfg store.Config, r io.Reader) (*store.Store, *metadv1.SnapshotHe
 			break
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			seg := SegmentFrom(x.Segment.GetSegment())
 			if err := b.AddSegment(seg); err != nil {
-				return nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			segs = append(segs, seg.ID)
 		case *metadv1.Record_Tenant:
@@ -134,7 +152,7 @@ func ReadStore(cfg store.Config, r io.Reader) (*store.Store, *metadv1.SnapshotHe
 			if err := b.AddTenant(store.TenantCapture{Name: t.GetName(), Instance: t.GetInstanceId(),
 				Requested: t.GetRequestedQuotaBytes(), NextObjectID: t.GetNextObjectId(), NextGroupID: t.GetNextGroupId(),
 				NextReplicaID: t.GetNextReplicaId()}); err != nil {
-				return nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Object:
 			o := x.Object
@@ -143,20 +161,26 @@ func ReadStore(cfg store.Config, r io.Reader) (*store.Store, *metadv1.SnapshotHe
 				err = b.AddObject(string(o.GetKey()), string(o.GetGroup()), o.GetGroupId(), st)
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			if o.GetGroupId() != 0 {
 				seenGroups[o.GetGroupId()] = struct{}{}
 			}
+		case *metadv1.Record_Member:
+			m := x.Member
+			if m.GetName() == "" {
+				return nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
+			}
+			members[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
 		}
 	}
 	groups += uint64(len(seenGroups))
 	if groups != h.GetGroups() {
-		return nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
+		return nil, nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
 	}
 	s, err := b.Finish()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+		return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 	}
-	return s, h, nil
+	return s, members, h, nil
 }

@@ -20,6 +20,14 @@ type Info struct {
 	Groups        uint64        `json:"groups"`
 	Tenants       []TenantInfo  `json:"tenants"`
 	Segments      []SegmentInfo `json:"segments"`
+	Members       []MemberInfo  `json:"members"`
+}
+
+// MemberInfo is one recorded cluster member of a snapshot.
+type MemberInfo struct {
+	Name       string `json:"name"`
+	PeerAddr   string `json:"peer_address"`
+	ClientAddr string `json:"client_address"`
 }
 
 // TenantInfo is one tenant of a snapshot.
@@ -76,6 +84,9 @@ func Inspect(r io.Reader) (*Info, error) {
 			s := x.Segment.GetSegment()
 			info.Segments = append(info.Segments, SegmentInfo{ID: uuidString(s.GetId()), Name: s.GetName(),
 				Tier: tierName(s.GetTier()), Size: s.GetSize(), Endpoint: s.GetEndpoint(), Owner: uuidString(s.GetOwnerClientId())})
+		case *metadv1.Record_Member:
+			m := x.Member
+			info.Members = append(info.Members, MemberInfo{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()})
 		case *metadv1.Record_Tenant:
 			closeTenant()
 			t := x.Tenant

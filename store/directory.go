@@ -104,9 +104,11 @@ func newGroupDirectory() *GroupDirectory {
 	return d
 }
 
-func (d *GroupDirectory) shard(key string) *routeShard {
-	return &d.routes[maphash.String(routeSeed, key)%routeShardCount]
+func (d *GroupDirectory) shardIndex(key string) int {
+	return int(maphash.String(routeSeed, key) % routeShardCount)
 }
+
+func (d *GroupDirectory) shard(key string) *routeShard { return &d.routes[d.shardIndex(key)] }
 
 // lookup is the route lookup: one hash and one shard read lock, released before the caller takes any
 // object lock. It may return an entry that is creating or removing; the caller checks under e.mu.

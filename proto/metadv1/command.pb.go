@@ -304,6 +304,8 @@ type Command struct {
 	//	*Command_RegisterTenant
 	//	*Command_UnregisterTenant
 	//	*Command_SetQuota
+	//	*Command_SetMember
+	//	*Command_ForgetMember
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -526,6 +528,24 @@ func (x *Command) GetSetQuota() *SetQuota {
 	return nil
 }
 
+func (x *Command) GetSetMember() *SetMember {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetMember); ok {
+			return x.SetMember
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetForgetMember() *ForgetMember {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ForgetMember); ok {
+			return x.ForgetMember
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -630,6 +650,16 @@ type Command_SetQuota struct {
 	SetQuota *SetQuota `protobuf:"bytes,20,opt,name=set_quota,json=setQuota,proto3,oneof"`
 }
 
+type Command_SetMember struct {
+	// Record a cluster member's addresses (the leader's own on taking office; a node's own at start).
+	SetMember *SetMember `protobuf:"bytes,21,opt,name=set_member,json=setMember,proto3,oneof"`
+}
+
+type Command_ForgetMember struct {
+	// Forget a removed member's addresses.
+	ForgetMember *ForgetMember `protobuf:"bytes,22,opt,name=forget_member,json=forgetMember,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -669,6 +699,10 @@ func (*Command_RegisterTenant) isCommand_Op() {}
 func (*Command_UnregisterTenant) isCommand_Op() {}
 
 func (*Command_SetQuota) isCommand_Op() {}
+
+func (*Command_SetMember) isCommand_Op() {}
+
+func (*Command_ForgetMember) isCommand_Op() {}
 
 // ObjectToken names one object as the leader saw it, so apply can tell whether it changed since:
 // a token whose tenant instance, object id or version no longer matches is skipped.
@@ -2273,6 +2307,118 @@ func (x *SetQuota) GetQuotaBytes() uint64 {
 	return 0
 }
 
+// SetMember records the addresses of one cluster member, so that any node can name the leader's
+// client address in NOT_LEADER errors and forward writes to it. Raft's configuration holds only the
+// peer address; this is the rest of what clients and operators need.
+type SetMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft server name (ID).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Raft peer address, host:port.
+	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// gRPC client address, host:port.
+	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetMember) Reset() {
+	*x = SetMember{}
+	mi := &file_metadv1_command_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetMember) ProtoMessage() {}
+
+func (x *SetMember) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
+func (*SetMember) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SetMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetMember) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *SetMember) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+// ForgetMember drops a removed member's recorded addresses.
+type ForgetMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft server name (ID).
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetMember) Reset() {
+	*x = ForgetMember{}
+	mi := &file_metadv1_command_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetMember) ProtoMessage() {}
+
+func (x *ForgetMember) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
+func (*ForgetMember) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ForgetMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2288,7 +2434,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2446,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2492,8 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x121\n" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
-	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\"\xa8\t\n" +
+	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\"\x9d\n" +
+	"\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -2371,7 +2518,10 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x0funmount_segment\x18\x11 \x01(\v2\x18.metad.v1.UnmountSegmentH\x00R\x0eunmountSegment\x12C\n" +
 	"\x0fregister_tenant\x18\x12 \x01(\v2\x18.metad.v1.RegisterTenantH\x00R\x0eregisterTenant\x12I\n" +
 	"\x11unregister_tenant\x18\x13 \x01(\v2\x1a.metad.v1.UnregisterTenantH\x00R\x10unregisterTenant\x121\n" +
-	"\tset_quota\x18\x14 \x01(\v2\x12.metad.v1.SetQuotaH\x00R\bsetQuotaB\x04\n" +
+	"\tset_quota\x18\x14 \x01(\v2\x12.metad.v1.SetQuotaH\x00R\bsetQuota\x124\n" +
+	"\n" +
+	"set_member\x18\x15 \x01(\v2\x13.metad.v1.SetMemberH\x00R\tsetMember\x12=\n" +
+	"\rforget_member\x18\x16 \x01(\v2\x16.metad.v1.ForgetMemberH\x00R\fforgetMemberB\x04\n" +
 	"\x02op\"\x9c\x01\n" +
 	"\vObjectToken\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
@@ -2487,7 +2637,13 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\bSetQuota\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
 	"\vquota_bytes\x18\x02 \x01(\x04R\n" +
-	"quotaBytes*\x7f\n" +
+	"quotaBytes\"i\n" +
+	"\tSetMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"\"\n" +
+	"\fForgetMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -2515,7 +2671,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -2544,10 +2700,12 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*RegisterTenant)(nil),     // 24: metad.v1.RegisterTenant
 	(*UnregisterTenant)(nil),   // 25: metad.v1.UnregisterTenant
 	(*SetQuota)(nil),           // 26: metad.v1.SetQuota
-	(*BatchPutStart_Item)(nil), // 27: metad.v1.BatchPutStart.Item
-	(*ReplicaConfig)(nil),      // 28: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 29: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 30: metad.v1.SegmentDesc
+	(*SetMember)(nil),          // 27: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 28: metad.v1.ForgetMember
+	(*BatchPutStart_Item)(nil), // 29: metad.v1.BatchPutStart.Item
+	(*ReplicaConfig)(nil),      // 30: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 31: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 32: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -2571,32 +2729,34 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	24, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
 	25, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
 	26, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	28, // 21: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 22: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	29, // 23: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	29, // 24: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	28, // 25: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 26: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	29, // 27: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	29, // 28: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	6,  // 29: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	28, // 30: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	27, // 31: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 32: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	29, // 33: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	29, // 34: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	6,  // 35: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	5,  // 36: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	29, // 37: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 38: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	5,  // 39: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	30, // 40: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 41: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	27, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	28, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	30, // 23: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 24: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	31, // 25: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	31, // 26: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	30, // 27: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 28: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	31, // 29: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	31, // 30: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	6,  // 31: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	30, // 32: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	29, // 33: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 34: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	31, // 35: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	31, // 36: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	6,  // 37: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	5,  // 38: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	31, // 39: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 40: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	5,  // 41: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	32, // 42: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 43: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -2626,6 +2786,8 @@ func file_metadv1_command_proto_init() {
 		(*Command_RegisterTenant)(nil),
 		(*Command_UnregisterTenant)(nil),
 		(*Command_SetQuota)(nil),
+		(*Command_SetMember)(nil),
+		(*Command_ForgetMember)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2633,7 +2795,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

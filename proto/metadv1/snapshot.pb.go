@@ -567,6 +567,7 @@ type Record struct {
 	//	*Record_Tenant
 	//	*Record_Segment
 	//	*Record_Object
+	//	*Record_Member
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -636,6 +637,15 @@ func (x *Record) GetObject() *ObjectRecord {
 	return nil
 }
 
+func (x *Record) GetMember() *MemberRecord {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Member); ok {
+			return x.Member
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -655,11 +665,82 @@ type Record_Object struct {
 	Object *ObjectRecord `protobuf:"bytes,3,opt,name=object,proto3,oneof"`
 }
 
+type Record_Member struct {
+	// A cluster member's addresses; member records come after every tenant, sorted by name.
+	Member *MemberRecord `protobuf:"bytes,4,opt,name=member,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
 
 func (*Record_Object) isRecord_Record() {}
+
+func (*Record_Member) isRecord_Record() {}
+
+// MemberRecord is one cluster member's recorded addresses (SetMember).
+type MemberRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft server name (ID).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Raft peer address, host:port.
+	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// gRPC client address, host:port.
+	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberRecord) Reset() {
+	*x = MemberRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberRecord) ProtoMessage() {}
+
+func (x *MemberRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberRecord.ProtoReflect.Descriptor instead.
+func (*MemberRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MemberRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MemberRecord) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *MemberRecord) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
 
 var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
@@ -710,12 +791,17 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tdata_type\x18\v \x01(\rR\bdataType\x12\x19\n" +
 	"\bhard_pin\x18\f \x01(\bR\ahardPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\r \x01(\x04R\fsoftPinTtlMs\x12<\n" +
-	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\xab\x01\n" +
+	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\xdd\x01\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
-	"\x06object\x18\x03 \x01(\v2\x16.metad.v1.ObjectRecordH\x00R\x06objectB\b\n" +
-	"\x06recordB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x06object\x18\x03 \x01(\v2\x16.metad.v1.ObjectRecordH\x00R\x06object\x120\n" +
+	"\x06member\x18\x04 \x01(\v2\x16.metad.v1.MemberRecordH\x00R\x06memberB\b\n" +
+	"\x06record\"l\n" +
+	"\fMemberRecord\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddressB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_snapshot_proto_rawDescOnce sync.Once
@@ -729,7 +815,7 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_metadv1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil), // 0: metad.v1.SnapshotHeader
 	(*TenantRecord)(nil),   // 1: metad.v1.TenantRecord
@@ -737,25 +823,27 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(*ReplicaRecord)(nil),  // 3: metad.v1.ReplicaRecord
 	(*ObjectRecord)(nil),   // 4: metad.v1.ObjectRecord
 	(*Record)(nil),         // 5: metad.v1.Record
-	(TenantState)(0),       // 6: metad.v1.TenantState
-	(*SegmentDesc)(nil),    // 7: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),     // 8: metad.v1.ReplicaStatus
-	(Tier)(0),              // 9: metad.v1.Tier
+	(*MemberRecord)(nil),   // 6: metad.v1.MemberRecord
+	(TenantState)(0),       // 7: metad.v1.TenantState
+	(*SegmentDesc)(nil),    // 8: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),     // 9: metad.v1.ReplicaStatus
+	(Tier)(0),              // 10: metad.v1.Tier
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	6, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	7, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	8, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	9, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
-	3, // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
-	1, // 5: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
-	2, // 6: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
-	4, // 7: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	7,  // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	8,  // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	9,  // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	10, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
+	1,  // 5: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
+	2,  // 6: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
+	4,  // 7: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
+	6,  // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -768,6 +856,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Tenant)(nil),
 		(*Record_Segment)(nil),
 		(*Record_Object)(nil),
+		(*Record_Member)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -775,7 +864,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
