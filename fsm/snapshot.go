@@ -47,6 +47,9 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return nil
 }
 
+// Capture returns the captured state (for digests in tests).
+func (s *fsmSnapshot) Capture() *store.Capture { return s.capture }
+
 // Release drops the capture.
 func (s *fsmSnapshot) Release() { s.capture = nil }
 

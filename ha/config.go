@@ -1,0 +1,123 @@
+package ha
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Peer is one member of the initial cluster.
+type Peer struct {
+	Name     string
+	PeerAddr string
+}
+
+// Config configures one Node. Durations are wall-clock; addresses are host:port.
+type Config struct {
+	Name       string // Raft server name (ID); unique in the cluster
+	DataDir    string // raft.db (bolt log and stable store) and snapshots/ live here
+	PeerListen string // address the Raft transport binds
+	PeerAddr   string // address other members dial (defaults to PeerListen)
+	ClientAddr string // this node's gRPC address, recorded so others can name and reach the leader
+
+	InitialCluster []Peer // members of a new cluster (must include this node when bootstrapping)
+	Bootstrap      bool   // true for --initial-cluster-state new: bootstrap if the data dir is empty
+
+	HeartbeatTimeout   time.Duration // follower -> candidate after this silence (randomized up to 2x). Default 500ms
+	ElectionTimeout    time.Duration // candidate's election timeout. Default 500ms
+	LeaderLeaseTimeout time.Duration // leader steps down without quorum contact for this long. Default 250ms
+	CommitTimeout      time.Duration // heartbeat when idle. Default 20ms
+	ApplyTimeout       time.Duration // bound on enqueueing one entry to Raft. Default 5s
+
+	SnapshotThreshold uint64        // entries between snapshots. Default 65536
+	SnapshotInterval  time.Duration // how often to check the threshold. Default 30s
+	TrailingLogs      uint64        // entries kept after a snapshot. Default 10240
+	SnapshotRetain    int           // snapshot files kept. Default 2
+
+	MaxInflight   int // proposer slots: commands proposed but not yet applied. Default 4096
+	MaxBatch      int // commands coalesced into one log entry at most. Default 256
+	MaxEntriesOut int // log entries in flight from the proposer at once. Default 4
+}
+
+// DefaultConfig returns the defaults documented on Config; the caller sets names and addresses.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		CommitTimeout:      20 * time.Millisecond,
+		ApplyTimeout:       5 * time.Second,
+		SnapshotThreshold:  65536,
+		SnapshotInterval:   30 * time.Second,
+		TrailingLogs:       10240,
+		SnapshotRetain:     2,
+		MaxInflight:        4096,
+		MaxBatch:           256,
+		MaxEntriesOut:      4,
+	}
+}
+
+// Validate checks the config and fills PeerAddr from PeerListen.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("name: must be set"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: must be set"))
+	}
+	if _, _, err := net.SplitHostPort(c.PeerListen); err != nil {
+		errs = append(errs, fmt.Errorf("listen_peer %q: %v", c.PeerListen, err))
+	}
+	if c.PeerAddr == "" {
+		c.PeerAddr = c.PeerListen
+	}
+	if c.Bootstrap && len(c.InitialCluster) > 0 {
+		found := false
+		seen := map[string]bool{}
+		for _, p := range c.InitialCluster {
+			if seen[p.Name] {
+				errs = append(errs, fmt.Errorf("initial_cluster: %s named twice", p.Name))
+			}
+			seen[p.Name] = true
+			if p.Name == c.Name {
+				found = true
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("initial_cluster: does not include this node %q", c.Name))
+		}
+	}
+	if c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < 5*time.Millisecond {
+		errs = append(errs, errors.New("heartbeat_timeout and election_timeout: at least 5ms"))
+	}
+	if c.LeaderLeaseTimeout <= 0 || c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		errs = append(errs, errors.New("leader_lease_timeout: must be positive and at most heartbeat_timeout"))
+	}
+	if c.MaxInflight < 1 || c.MaxBatch < 1 || c.MaxEntriesOut < 1 {
+		errs = append(errs, errors.New("max_inflight, max_batch, max_entries_out: at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseInitialCluster parses "n1=127.0.0.1:6101,n2=127.0.0.1:6102".
+func ParseInitialCluster(s string) ([]Peer, error) {
+	var out []Peer
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, addr, ok := strings.Cut(part, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("initial_cluster: %q is not name=host:port", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("initial_cluster: %q: %v", part, err)
+		}
+		out = append(out, Peer{Name: name, PeerAddr: addr})
+	}
+	return out, nil
+}

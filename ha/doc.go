@@ -1,0 +1,41 @@
+// Package ha turns the state machine into a replicated service: one Node per metad process, over
+// hashicorp/raft with raft-boltdb (log and stable store in <data-dir>/raft.db), a file snapshot
+// store (<data-dir>/snapshots) and the TCP transport.
+//
+// # Writes: the proposer
+//
+// A write becomes a metadv1.Command and goes through the Proposer: take a slot (at most MaxInflight
+// commands in flight), queue, and wait. One loop goroutine coalesces every queued command (up to
+// MaxBatch) into one log entry, an Envelope stamped with the leader's wall-clock time and a random
+// seed — the only clock and randomness in the write path, read here and never during apply — and
+// hands it to Raft, keeping at most MaxEntriesOut entries in flight. While those commit, new
+// commands queue and form the next entry, so under load one fsync carries many commands; a lone
+// command still goes out at once, since nothing waits for a batch to fill.
+//
+// Eviction reserves a slot (TryReserve) before it takes any metadata lock and gives up the round
+// when none is free or the node is not the leader, so it never holds a lock while waiting for the
+// pipeline.
+//
+// # Reads: the read barrier
+//
+// A linearizable read on the leader waits for a barrier round: record the commit index, confirm
+// leadership with one heartbeat round (VerifyLeader), wait until the FSM has applied that index.
+// Reads that arrive while a round runs share the next round. A node serves such reads only after
+// its term-start Raft barrier has been applied (so the state includes everything the previous
+// leader committed). Stale reads skip all of this and may be served by any node.
+//
+// # Leader soft state
+//
+// On gaining leadership the node resets the store's soft state conservatively (every object counts
+// as leased for one lease ttl, no unlink mark survives), runs the term-start barrier, and records
+// its own client address in the replicated member list (SetMember) so that followers can name and
+// reach it. Hooks registered with OnLeadership (client liveness, the eviction loop) run after that.
+//
+// # Failures
+//
+// Raft failures come back as this package's errors: *NotLeaderError (with the leader's name and
+// client address when known), ErrUnknown (leadership lost after the entry was sent: it may yet
+// commit), ErrTimeout, ErrShutdown. Deterministic rejections are never errors here; they are
+// fsm.Result values. Shutdown transfers leadership first when this node leads, so a planned stop
+// costs clients a short pause rather than an election timeout.
+package ha

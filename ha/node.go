@@ -1,0 +1,463 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"metad/fsm"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// Node is one metad cluster member: hashicorp/raft over a raft-boltdb log and stable store, a file
+// snapshot store and the TCP transport, with the proposer, the read barrier and leader soft state
+// on top. Concurrency contract: every exported method is safe for concurrent use; Shutdown may be
+// called once, after which calls fail with ErrShutdown.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	fsm  *fsm.FSM
+	raft *raft.Raft
+
+	bolt      *raftboltdb.BoltStore
+	snaps     *raft.FileSnapshotStore
+	transport *raft.NetworkTransport
+
+	proposer *Proposer
+	barrier  *readBarrier
+	applied  *appliedWaiter
+
+	ready    atomic.Bool   // leader whose term-start barrier is applied: may serve linearizable reads
+	stop     chan struct{} // closed by Shutdown
+	wg       sync.WaitGroup
+	shutOnce sync.Once
+
+	leaderHooks []func(isLeader bool) // run on the leadership goroutine, in order
+}
+
+// applyNotifier wraps the FSM so the read barrier learns what has been applied.
+type applyNotifier struct {
+	*fsm.FSM
+	applied *appliedWaiter
+}
+
+var _ raft.BatchingFSM = applyNotifier{}
+
+func (a applyNotifier) Apply(l *raft.Log) interface{} {
+	r := a.FSM.Apply(l)
+	a.applied.advance(l.Index)
+	return r
+}
+
+func (a applyNotifier) ApplyBatch(logs []*raft.Log) []interface{} {
+	r := a.FSM.ApplyBatch(logs)
+	if len(logs) > 0 {
+		a.applied.advance(logs[len(logs)-1].Index)
+	}
+	return r
+}
+
+func (a applyNotifier) Restore(rc io.ReadCloser) error {
+	if err := a.FSM.Restore(rc); err != nil {
+		return err
+	}
+	idx, _ := a.FSM.Applied()
+	a.applied.advance(idx)
+	return nil
+}
+
+// NewNode opens (or creates) the data dir, starts Raft, and bootstraps a new cluster when
+// cfg.Bootstrap is set and the data dir holds no Raft state yet.
+func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("ha: data dir: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), stop: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeStores()
+		}
+	}()
+	var err error
+	if n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")}); err != nil {
+		return nil, fmt.Errorf("ha: open raft.db: %w", err)
+	}
+	hlog := newRaftLogger(log)
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, "snapshots"), cfg.SnapshotRetain, hlog); err != nil {
+		return nil, fmt.Errorf("ha: snapshot store: %w", err)
+	}
+	// A port of 0 (tests) binds any free port and advertises what it bound.
+	var adv net.Addr
+	if !strings.HasSuffix(cfg.PeerAddr, ":0") {
+		if adv, err = net.ResolveTCPAddr("tcp", cfg.PeerAddr); err != nil {
+			return nil, fmt.Errorf("ha: peer address %q: %w", cfg.PeerAddr, err)
+		}
+	}
+	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.PeerListen, adv, 5, 10*time.Second, hlog); err != nil {
+		return nil, fmt.Errorf("ha: listen on %s: %w", cfg.PeerListen, err)
+	}
+	n.cfg.PeerAddr = string(n.transport.LocalAddr())
+	rc := n.raftConfig(hlog)
+	if cfg.Bootstrap && len(cfg.InitialCluster) > 0 {
+		has, err := raft.HasExistingState(n.bolt, n.bolt, n.snaps)
+		if err != nil {
+			return nil, fmt.Errorf("ha: read raft state: %w", err)
+		}
+		if !has {
+			servers := make([]raft.Server, len(cfg.InitialCluster))
+			for i, p := range cfg.InitialCluster {
+				servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.PeerAddr)}
+			}
+			if err := raft.BootstrapCluster(rc, n.bolt, n.bolt, n.snaps, n.transport, raft.Configuration{Servers: servers}); err != nil {
+				return nil, fmt.Errorf("ha: bootstrap: %w", err)
+			}
+			log.Info("bootstrapped a new cluster", "members", len(servers))
+		}
+	}
+	if n.raft, err = raft.NewRaft(rc, applyNotifier{FSM: f, applied: n.applied}, n.bolt, n.bolt, n.snaps, n.transport); err != nil {
+		return nil, fmt.Errorf("ha: start raft: %w", err)
+	}
+	idx, _ := f.Applied()
+	n.applied.advance(idx)
+	n.proposer = newProposer(n.raft, cfg, n.Leader)
+	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, ready: n.readReady, stop: n.stop}
+	n.wg.Add(1)
+	go n.watchLeadership()
+	ok = true
+	return n, nil
+}
+
+func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.Name)
+	rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = n.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = n.cfg.CommitTimeout
+	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	rc.SnapshotInterval = n.cfg.SnapshotInterval
+	rc.TrailingLogs = n.cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.Logger = hlog
+	return rc
+}
+
+// PeerAddr returns the address other members dial (the bound one when the config asked for port 0).
+func (n *Node) PeerAddr() string { return n.cfg.PeerAddr }
+
+// BootstrapCluster makes this node, which must hold no Raft state, bootstrap a cluster of peers.
+// Used when addresses are known only after the nodes have started (tests); a daemon bootstraps
+// from Config.InitialCluster instead.
+func (n *Node) BootstrapCluster(peers []Peer) error {
+	servers := make([]raft.Server, len(peers))
+	for i, p := range peers {
+		servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.PeerAddr)}
+	}
+	return n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+}
+
+// OnLeadership registers a hook run (on one goroutine, in registration order) whenever this node
+// gains (true) or loses (false) leadership. Register hooks before the node can become leader.
+func (n *Node) OnLeadership(fn func(isLeader bool)) { n.leaderHooks = append(n.leaderHooks, fn) }
+
+// watchLeadership starts leader soft state conservatively on gaining leadership and drops it on
+// losing it: the store's leases count as held for one ttl, the term-start barrier is applied before
+// linearizable reads are served, and the leader records its own client address.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	ch := n.raft.LeaderCh()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case isLeader := <-ch:
+			n.ready.Store(false)
+			if isLeader {
+				n.takeOffice()
+			}
+			for _, h := range n.leaderHooks {
+				h(isLeader)
+			}
+		}
+	}
+}
+
+func (n *Node) takeOffice() {
+	n.fsm.Store().ResetSoftState(time.Now().UnixNano())
+	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+		n.log.Warn("term-start barrier failed; not serving reads until the next term", "err", err)
+		return
+	}
+	n.applied.advance(n.raft.AppliedIndex())
+	n.ready.Store(n.raft.State() == raft.Leader)
+	n.log.Info("leader ready", "term", n.raft.CurrentTerm())
+	if m, ok := n.fsm.Members()[n.cfg.Name]; !ok || m.ClientAddr != n.cfg.ClientAddr || m.PeerAddr != n.cfg.PeerAddr {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+		defer cancel()
+		_, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
+			Name: n.cfg.Name, PeerAddress: n.cfg.PeerAddr, ClientAddress: n.cfg.ClientAddr}}})
+		if err != nil {
+			n.log.Warn("could not record this leader's addresses", "err", err)
+		}
+	}
+}
+
+func (n *Node) readReady() error {
+	select {
+	case <-n.stop:
+		return ErrShutdown
+	default:
+	}
+	if !n.ready.Load() || n.raft.State() != raft.Leader {
+		name, addr := n.Leader()
+		return &NotLeaderError{LeaderName: name, LeaderAddr: addr}
+	}
+	return nil
+}
+
+// Propose replicates one command through the proposer and returns its typed result.
+func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
+	return n.proposer.Propose(ctx, cmd)
+}
+
+// Proposer returns the proposer (eviction reserves slots on it).
+func (n *Node) Proposer() *Proposer { return n.proposer }
+
+// ReadBarrier returns once a linearizable read may be served from this node's state.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	err := n.barrier.wait(ctx)
+	if err != nil && (errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost)) {
+		name, addr := n.Leader()
+		return &NotLeaderError{LeaderName: name, LeaderAddr: addr}
+	}
+	return err
+}
+
+// FSM returns the state machine.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Store returns the current store.
+func (n *Node) Store() *store.Store { return n.fsm.Store() }
+
+// IsLeader reports whether this node is the leader.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the leader's name and client address as far as this node knows ("" if none).
+func (n *Node) Leader() (name, clientAddr string) {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return "", ""
+	}
+	name = string(id)
+	if name == n.cfg.Name {
+		return name, n.cfg.ClientAddr
+	}
+	return name, n.fsm.Members()[name].ClientAddr
+}
+
+// WaitLeader polls until some leader is known or ctx ends.
+func (n *Node) WaitLeader(ctx context.Context) (string, error) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if name, _ := n.Leader(); name != "" {
+			return name, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Status returns this node's view of itself and the cluster.
+func (n *Node) Status() Status {
+	name, addr := n.Leader()
+	st := Status{Name: n.cfg.Name, ClientAddr: n.cfg.ClientAddr, PeerAddr: n.cfg.PeerAddr,
+		Role: roleOf(n.raft.State()), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
+		LeaderName: name, LeaderAddr: addr}
+	st.AppliedIndex, _ = n.fsm.Applied()
+	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
+		st.LastSnapshotIndex = metas[0].Index
+	}
+	for _, t := range n.Store().Tenants().List() {
+		st.Objects += t.Directory().Objects()
+	}
+	return st
+}
+
+func roleOf(s raft.RaftState) Role {
+	switch s {
+	case raft.Leader:
+		return RoleLeader
+	case raft.Candidate:
+		return RoleCandidate
+	case raft.Shutdown:
+		return RoleShutdown
+	}
+	return RoleFollower
+}
+
+// Members lists the cluster members from Raft's configuration, with recorded client addresses.
+func (n *Node) Members() ([]Member, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	recorded := n.fsm.Members()
+	leader, _ := n.Leader()
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		name := string(s.ID)
+		out = append(out, Member{Name: name, PeerAddr: string(s.Address), ClientAddr: recorded[name].ClientAddr,
+			Voter: s.Suffrage == raft.Voter, Leader: name == leader})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (n *Node) leaderOnly() error {
+	if n.raft.State() != raft.Leader {
+		name, addr := n.Leader()
+		return &NotLeaderError{LeaderName: name, LeaderAddr: addr}
+	}
+	return nil
+}
+
+// AddMember adds a voter; the new node must have been started with the existing cluster's state
+// (--initial-cluster-state existing) at peerAddr.
+func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
+	if err := n.leaderOnly(); err != nil {
+		return err
+	}
+	if _, _, err := net.SplitHostPort(peerAddr); err != nil || name == "" {
+		return fmt.Errorf("ha: add member %q at %q: need a name and host:port", name, peerAddr)
+	}
+	return n.mapRaftErr(n.raft.AddVoter(raft.ServerID(name), raft.ServerAddress(peerAddr), 0, timeoutOf(ctx, n.cfg.ApplyTimeout)).Error())
+}
+
+// RemoveMember removes a member and forgets its recorded addresses.
+func (n *Node) RemoveMember(ctx context.Context, name string) error {
+	if err := n.leaderOnly(); err != nil {
+		return err
+	}
+	if err := n.mapRaftErr(n.raft.RemoveServer(raft.ServerID(name), 0, timeoutOf(ctx, n.cfg.ApplyTimeout)).Error()); err != nil {
+		return err
+	}
+	if name == n.cfg.Name {
+		return nil // this node just left; it cannot propose any more
+	}
+	_, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_ForgetMember{ForgetMember: &metadv1.ForgetMember{Name: name}}})
+	return err
+}
+
+// TransferLeader hands leadership to the named member (any up-to-date one when to is empty) and
+// returns the new leader's name.
+func (n *Node) TransferLeader(ctx context.Context, to string) (string, error) {
+	if err := n.leaderOnly(); err != nil {
+		return "", err
+	}
+	var f raft.Future
+	if to == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		ms, err := n.Members()
+		if err != nil {
+			return "", err
+		}
+		i := slices.IndexFunc(ms, func(m Member) bool { return m.Name == to })
+		if i < 0 {
+			return "", fmt.Errorf("ha: no member named %q", to)
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(ms[i].PeerAddr))
+	}
+	if err := f.Error(); err != nil {
+		return "", n.mapRaftErr(err)
+	}
+	name, err := n.WaitLeader(ctx)
+	return name, err
+}
+
+func (n *Node) mapRaftErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return n.proposer.mapErr(err)
+}
+
+func timeoutOf(ctx context.Context, def time.Duration) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return def
+}
+
+// Shutdown transfers leadership away if this node leads (so clients see a short pause, not an
+// election timeout), stops Raft and closes the stores.
+func (n *Node) Shutdown() error {
+	var err error
+	n.shutOnce.Do(func() {
+		if n.raft.State() == raft.Leader && n.hasPeers() {
+			if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
+				n.log.Warn("leadership transfer before shutdown failed", "err", terr)
+			}
+		}
+		close(n.stop)
+		n.proposer.Close()
+		err = n.raft.Shutdown().Error()
+		n.wg.Wait()
+		n.closeStores()
+	})
+	return err
+}
+
+// kill stops the node abruptly, as a crash would: no leadership transfer. For tests.
+func (n *Node) kill() error {
+	var err error
+	n.shutOnce.Do(func() {
+		close(n.stop)
+		n.proposer.Close()
+		err = n.raft.Shutdown().Error()
+		n.wg.Wait()
+		n.closeStores()
+	})
+	return err
+}
+
+func (n *Node) hasPeers() bool {
+	ms, err := n.Members()
+	return err == nil && len(ms) > 1
+}
+
+func (n *Node) closeStores() {
+	if n.transport != nil {
+		n.transport.CloseStreams() // pooled outgoing connections; Close alone leaves them open
+		_ = n.transport.Close()
+	}
+	if n.bolt != nil {
+		_ = n.bolt.Close()
+	}
+}

@@ -1,0 +1,36 @@
+package ha
+
+// Role is a node's Raft role.
+type Role string
+
+const (
+	RoleLeader    Role = "leader"
+	RoleFollower  Role = "follower"
+	RoleCandidate Role = "candidate"
+	RoleShutdown  Role = "shutdown"
+)
+
+// Member is one member of the cluster as Raft's configuration and the replicated member records
+// describe it.
+type Member struct {
+	Name       string
+	PeerAddr   string
+	ClientAddr string // "" until the member has recorded it
+	Voter      bool
+	Leader     bool
+}
+
+// Status is one node's view of itself and the cluster.
+type Status struct {
+	Name              string
+	ClientAddr        string
+	PeerAddr          string
+	Role              Role
+	Term              uint64
+	CommitIndex       uint64
+	AppliedIndex      uint64
+	LastSnapshotIndex uint64
+	LeaderName        string
+	LeaderAddr        string // client address
+	Objects           int64
+}
