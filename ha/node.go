@@ -40,6 +40,7 @@ type Node struct {
 
 	proposer *Proposer
 	barrier  *readBarrier
+	metrics  *metrics
 	applied  *appliedWaiter
 
 	ready    atomic.Bool   // leader whose term-start barrier is applied: may serve linearizable reads
@@ -93,7 +94,7 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("ha: data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), stop: make(chan struct{}), metrics: newMetrics()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -142,6 +143,8 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 	idx, _ := f.Applied()
 	n.applied.advance(idx)
 	n.proposer = newProposer(n.raft, cfg, n.Leader)
+	n.proposer.onEntry = func(c int) { n.metrics.entryCommands.Observe(float64(c)) }
+	n.proposer.onDone = func(d time.Duration) { n.metrics.commitApply.Observe(d.Seconds()) }
 	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, ready: n.readReady, stop: n.stop}
 	n.wg.Add(1)
 	go n.watchLeadership()
@@ -194,6 +197,7 @@ func (n *Node) watchLeadership() {
 			return
 		case isLeader := <-ch:
 			n.ready.Store(false)
+			n.metrics.leaderChanges.Inc()
 			if isLeader {
 				n.takeOffice()
 			}
@@ -415,16 +419,24 @@ func timeoutOf(ctx context.Context, def time.Duration) time.Duration {
 	return def
 }
 
+// TransferIfLeader hands leadership to another member if this node leads and has peers (the second
+// step of a graceful stop, after health turns NOT_SERVING and before the gRPC server stops).
+func (n *Node) TransferIfLeader() {
+	if n.raft.State() == raft.Leader && n.hasPeers() {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer before shutdown failed", "err", err)
+		} else {
+			n.log.Info("handed leadership over before shutdown")
+		}
+	}
+}
+
 // Shutdown transfers leadership away if this node leads (so clients see a short pause, not an
 // election timeout), stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
 	var err error
 	n.shutOnce.Do(func() {
-		if n.raft.State() == raft.Leader && n.hasPeers() {
-			if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
-				n.log.Warn("leadership transfer before shutdown failed", "err", terr)
-			}
-		}
+		n.TransferIfLeader()
 		close(n.stop)
 		n.proposer.Close()
 		err = n.raft.Shutdown().Error()

@@ -35,8 +35,9 @@ type Proposer struct {
 	entries  chan struct{} // a token per entry that may be in flight
 	stop     chan struct{} // closed by Close
 	wg       sync.WaitGroup
-	onEntry  func(commands int) // metrics hook (commands per entry); may be nil
-	rnd      *rand.Rand         // seeds; only the loop goroutine uses it
+	onEntry  func(commands int)       // metrics hook (commands per entry); may be nil
+	onDone   func(took time.Duration) // metrics hook (entry committed and applied); may be nil
+	rnd      *rand.Rand               // seeds; only the loop goroutine uses it
 	stopOnce sync.Once
 	clock    func() time.Time
 }
@@ -210,10 +211,14 @@ func (p *Proposer) send(batch []*proposal) {
 	if p.onEntry != nil {
 		p.onEntry(len(batch))
 	}
+	start := time.Now()
 	f := p.raft.Apply(data, p.applyTO)
 	go func() {
 		err := f.Error()
 		p.entries <- struct{}{}
+		if err == nil && p.onDone != nil {
+			p.onDone(time.Since(start))
+		}
 		if err != nil {
 			p.finish(batch, nil, p.mapErr(err))
 			return

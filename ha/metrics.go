@@ -1,0 +1,88 @@
+package ha
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the Raft node and its proposer, all declared here and registered on an injected
+// registry (never in init). Names: metad_raft_* and metad_proposer_*.
+type metrics struct {
+	commitApply   prometheus.Histogram // entry handed to Raft -> committed and applied
+	entryCommands prometheus.Histogram // commands per log entry
+	leaderChanges prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		commitApply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "metad_raft_commit_apply_seconds",
+			Help:    "Time from handing a log entry to Raft until it is committed and applied on the leader.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		entryCommands: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "metad_proposer_commands_per_entry",
+			Help:    "Commands coalesced into one log entry.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_raft_leadership_changes_total",
+			Help: "Times this node gained or lost leadership.",
+		}),
+	}
+}
+
+// RegisterMetrics registers the node's metrics on reg.
+func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{n.metrics.commitApply, n.metrics.entryCommands, n.metrics.leaderChanges, &raftCollector{n: n}} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	descTerm      = prometheus.NewDesc("metad_raft_term", "Current Raft term.", nil, nil)
+	descCommit    = prometheus.NewDesc("metad_raft_commit_index", "Raft commit index.", nil, nil)
+	descApplied   = prometheus.NewDesc("metad_raft_applied_index", "Index of the last entry the state machine applied.", nil, nil)
+	descLeader    = prometheus.NewDesc("metad_raft_is_leader", "1 if this node is the leader.", nil, nil)
+	descContact   = prometheus.NewDesc("metad_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).", nil, nil)
+	descSlotsUsed = prometheus.NewDesc("metad_proposer_inflight_slots", "Proposer slots in use (commands proposed, not yet applied).", nil, nil)
+	descSlotsCap  = prometheus.NewDesc("metad_proposer_slots", "Proposer slots in all.", nil, nil)
+)
+
+// raftCollector reads Raft's state on scrape.
+type raftCollector struct{ n *Node }
+
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTerm, descCommit, descApplied, descLeader, descContact, descSlotsUsed, descSlotsCap} {
+		ch <- d
+	}
+}
+
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.n.raft
+	applied, _ := c.n.fsm.Applied()
+	leader := 0.0
+	if r.State() == raft.Leader {
+		leader = 1
+	}
+	contact := 0.0
+	if leader == 0 {
+		if lc := r.LastContact(); !lc.IsZero() {
+			contact = time.Since(lc).Seconds()
+		}
+	}
+	p := c.n.proposer
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	gauge(descTerm, float64(r.CurrentTerm()))
+	gauge(descCommit, float64(r.CommitIndex()))
+	gauge(descApplied, float64(applied))
+	gauge(descLeader, leader)
+	gauge(descContact, contact)
+	gauge(descSlotsUsed, float64(cap(p.slots)-len(p.slots)))
+	gauge(descSlotsCap, float64(cap(p.slots)))
+}
