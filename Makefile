@@ -7,13 +7,22 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build test race unit lint fuzz-short bench bench-store proto tools clean
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store proto tools clean
 
 all: build
 
+## build: the binaries (bin/metad, bin/metactl) and every package.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/... 2>/dev/null || true
+	$(GO) build -o $(BIN)/ ./cmd/...
 	$(GO) build $(PKGS)
+
+## run: a local 3-node cluster on loopback with a simulated worker; Ctrl-C stops it.
+run: build
+	./scripts/run-cluster.sh
+
+## clean-data: forget the local cluster's state.
+clean-data:
+	rm -rf data
 
 ## test: lint, every test with the race detector, and a short run of each fuzz target (what CI runs).
 test: lint race fuzz-short

@@ -40,6 +40,7 @@ type FSM struct {
 	log      *slog.Logger
 	st       atomic.Pointer[store.Store]
 	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
+	spare    atomic.Pointer[store.Capture]     // a released capture's storage, reused by the next Snapshot
 	handlers map[protoreflect.FieldNumber]handler
 
 	// Applied position, written by the apply goroutine only.
@@ -170,8 +171,8 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 
 // Snapshot captures the replicated state; it runs on the apply goroutine and only copies pointers.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	c := f.st.Load().Capture()
-	return &fsmSnapshot{capture: c, members: sortedMembers(*f.members.Load()), index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
+	c := f.st.Load().CaptureInto(f.spare.Swap(nil))
+	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
 }
 
 // Restore replaces the state with a snapshot's: it reads and verifies the whole snapshot into a new

@@ -23,6 +23,7 @@ var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
 // fsmSnapshot is a captured state waiting to be persisted. Persist runs on Raft's snapshot goroutine
 // while apply continues: it only reads immutable object states.
 type fsmSnapshot struct {
+	fsm       *FSM
 	capture   *store.Capture
 	members   []Member
 	index     uint64
@@ -50,8 +51,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 // Capture returns the captured state (for digests in tests).
 func (s *fsmSnapshot) Capture() *store.Capture { return s.capture }
 
-// Release drops the capture.
-func (s *fsmSnapshot) Release() { s.capture = nil }
+// Release recycles the capture's storage for the next snapshot.
+func (s *fsmSnapshot) Release() {
+	if s.capture != nil && s.fsm != nil {
+		s.fsm.spare.Store(s.capture.Recycle())
+	}
+	s.capture = nil
+}
 
 func sortedMembers(m map[string]Member) []Member {
 	out := slices.Collect(maps.Values(m))

@@ -2,8 +2,11 @@ package store
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"metad/store/alloc"
 )
@@ -16,6 +19,8 @@ type Capture struct {
 	NextInstance uint64
 	Segments     []alloc.SegmentInfo // by id
 	Tenants      []TenantCapture     // by name
+
+	pool []CapturedObject // backing storage of every tenant's Objects
 }
 
 // TenantCapture is one tenant of a Capture.
@@ -48,26 +53,120 @@ func (o *CapturedObject) Group() (string, uint64) {
 
 // Capture takes a Capture of the replicated state: the census of every route shard under its read
 // lock, copying only a key, a state pointer and a group pointer per object.
-func (s *Store) Capture() *Capture {
+func (s *Store) Capture() *Capture { return s.CaptureInto(nil) }
+
+// CaptureInto is Capture reusing buf's storage (a Capture that is no longer needed, see Recycle):
+// a million-object capture then costs no fresh allocation on the apply goroutine.
+func (s *Store) CaptureInto(buf *Capture) *Capture {
+	var pool []CapturedObject
+	if buf != nil {
+		pool = buf.pool[:0]
+	}
 	c := &Capture{NextInstance: s.nextInstance.Load(), Segments: s.segs.List()}
-	for _, t := range s.tenants.List() {
+	ts := s.tenants.List()
+	total := 0
+	for _, t := range ts {
+		total += int(t.dir.Objects())
+	}
+	if cap(pool) < total {
+		pool = make([]CapturedObject, 0, total+total/8)
+	}
+	for _, t := range ts {
 		d := t.dir
-		tc := TenantCapture{Name: t.name, Instance: t.instance, Requested: t.quota.requested.Load(),
-			Groups: d.Groups(), Objects: make([]CapturedObject, 0, d.Objects())}
+		tc := TenantCapture{Name: t.name, Instance: t.instance, Requested: t.quota.requested.Load(), Groups: d.Groups()}
 		tc.NextObjectID, tc.NextGroupID, tc.NextReplicaID = d.Counters()
-		for i := range d.routes {
-			sh := &d.routes[i]
-			sh.mu.RLock()
-			for k, e := range sh.m {
-				if st := e.State(); st != nil && e.Life() == Active {
-					tc.Objects = append(tc.Objects, CapturedObject{Key: k, State: st, group: e.group})
-				}
-			}
-			sh.mu.RUnlock()
-		}
+		start := len(pool)
+		pool = d.capture(pool)
+		tc.Objects = pool[start:len(pool):len(pool)]
 		c.Tenants = append(c.Tenants, tc)
 	}
+	c.pool = pool
 	return c
+}
+
+// Recycle drops the capture's references to object states (so they can be collected) and keeps
+// its storage for the next CaptureInto. The capture must not be used afterwards.
+func (c *Capture) Recycle() *Capture {
+	clear(c.pool)
+	c.Tenants, c.Segments = nil, nil
+	return c
+}
+
+// capture copies the directory's objects, its route shards split over a few goroutines: Snapshot
+// runs on the apply goroutine, so this is the part of a snapshot that holds up writes. Route maps
+// change only on the apply path, so the shard sizes read first still hold while the shards are
+// copied; if one does not (a caller broke that rule), the copy falls back to one goroutine.
+func (d *GroupDirectory) capture(pool []CapturedObject) []CapturedObject {
+	var off [routeShardCount + 1]int
+	for i := range d.routes {
+		sh := &d.routes[i]
+		sh.mu.RLock()
+		off[i+1] = off[i] + len(sh.m)
+		sh.mu.RUnlock()
+	}
+	base := len(pool)
+	pool = slices.Grow(pool, off[routeShardCount])
+	out := pool[base : base+off[routeShardCount]]
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	var next atomic.Int32
+	var broken atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < routeShardCount; i = int(next.Add(1) - 1) {
+				if !d.routes[i].copyInto(out[off[i]:off[i+1]]) {
+					broken.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if broken.Load() {
+		pool = pool[:base]
+		for i := range d.routes {
+			pool = d.routes[i].appendTo(pool)
+		}
+		return pool
+	}
+	// Drop the slots of entries that were not active (none between applies).
+	live := out[:0]
+	for _, o := range out {
+		if o.State != nil {
+			live = append(live, o)
+		}
+	}
+	clear(out[len(live):])
+	return pool[:base+len(live)]
+}
+
+// copyInto fills dst with the shard's active objects; false if the shard holds more than dst.
+func (sh *routeShard) copyInto(dst []CapturedObject) bool {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if len(sh.m) > len(dst) {
+		return false
+	}
+	i := 0
+	for k, e := range sh.m {
+		if st := e.State(); st != nil && e.Life() == Active {
+			dst[i] = CapturedObject{Key: k, State: st, group: e.group}
+			i++
+		}
+	}
+	return true
+}
+
+func (sh *routeShard) appendTo(out []CapturedObject) []CapturedObject {
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	for k, e := range sh.m {
+		if st := e.State(); st != nil && e.Life() == Active {
+			out = append(out, CapturedObject{Key: k, State: st, group: e.group})
+		}
+	}
+	return out
 }
 
 // Sort puts every tenant's objects in key order, the order of a snapshot file.
