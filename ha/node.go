@@ -252,11 +252,15 @@ func (n *Node) Proposer() *Proposer { return n.proposer }
 // ReadBarrier returns once a linearizable read may be served from this node's state.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	err := n.barrier.wait(ctx)
-	if err != nil && (errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost)) {
+	switch {
+	case err == nil, errors.Is(err, ErrNotLeader), errors.Is(err, ErrShutdown), ctx.Err() != nil:
+		return err
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		// A read is never applied, so losing leadership during the round is plainly not-leader.
 		name, addr := n.Leader()
 		return &NotLeaderError{LeaderName: name, LeaderAddr: addr}
 	}
-	return err
+	return n.mapRaftErr(err)
 }
 
 // FSM returns the state machine.

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"metad/ha"
+	"metad/store/alloc"
+)
+
+// Config is everything `metad` reads at start. Every field has one name, used alike as a flag
+// (--data-dir), an environment variable (METAD_DATA_DIR) and a key of the YAML file given with
+// --config (data-dir: ...). Precedence: defaults < YAML < environment < flags.
+type Config struct {
+	Name                string
+	DataDir             string
+	ListenClient        string
+	AdvertiseClient     string
+	ListenPeer          string
+	AdvertisePeer       string
+	ListenMetrics       string
+	InitialCluster      string
+	InitialClusterState string // new | existing
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+
+	LeaseTTL          time.Duration
+	ClientTTL         time.Duration
+	PutDiscardTimeout time.Duration
+	Placement         string
+
+	LogLevel string
+}
+
+// DefaultConfig returns the defaults: a single node n1 on the first of the loopback ports that
+// `make run` uses.
+func DefaultConfig() Config {
+	hc := ha.DefaultConfig()
+	return Config{
+		Name:                "n1",
+		DataDir:             "data/n1",
+		ListenClient:        "127.0.0.1:6001",
+		ListenPeer:          "127.0.0.1:6101",
+		ListenMetrics:       "127.0.0.1:6201",
+		InitialClusterState: "new",
+		HeartbeatTimeout:    hc.HeartbeatTimeout,
+		ElectionTimeout:     hc.ElectionTimeout,
+		LeaderLeaseTimeout:  hc.LeaderLeaseTimeout,
+		SnapshotThreshold:   hc.SnapshotThreshold,
+		SnapshotInterval:    hc.SnapshotInterval,
+		LeaseTTL:            10 * time.Second,
+		ClientTTL:           10 * time.Second,
+		PutDiscardTimeout:   30 * time.Second,
+		Placement:           "random",
+		LogLevel:            "info",
+	}
+}
+
+// flags binds every field to fs under its one name.
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Name, "name", c.Name, "this member's name (Raft server id), unique in the cluster")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for raft.db and snapshots/")
+	fs.StringVar(&c.ListenClient, "listen-client", c.ListenClient, "gRPC address for clients and operators (host:port)")
+	fs.StringVar(&c.AdvertiseClient, "advertise-client", c.AdvertiseClient, "client address others are told (default: --listen-client)")
+	fs.StringVar(&c.ListenPeer, "listen-peer", c.ListenPeer, "Raft transport address (host:port)")
+	fs.StringVar(&c.AdvertisePeer, "advertise-peer", c.AdvertisePeer, "peer address others dial (default: --listen-peer)")
+	fs.StringVar(&c.ListenMetrics, "listen-metrics", c.ListenMetrics, "HTTP address for /metrics and /healthz (empty: off)")
+	fs.StringVar(&c.InitialCluster, "initial-cluster", c.InitialCluster, "members of a new cluster: n1=127.0.0.1:6101,n2=...")
+	fs.StringVar(&c.InitialClusterState, "initial-cluster-state", c.InitialClusterState, "new (bootstrap when the data dir is empty) or existing (wait to be added)")
+	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "follower turns candidate after this silence")
+	fs.DurationVar(&c.ElectionTimeout, "election-timeout", c.ElectionTimeout, "candidate's election timeout")
+	fs.DurationVar(&c.LeaderLeaseTimeout, "leader-lease-timeout", c.LeaderLeaseTimeout, "leader steps down without quorum contact for this long")
+	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", c.SnapshotThreshold, "log entries between snapshots")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often to check the snapshot threshold")
+	fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "read lease granted by Get and Exist")
+	fs.DurationVar(&c.ClientTTL, "client-ttl", c.ClientTTL, "a client silent this long is expired and its segments unmounted")
+	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
+	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// Validate checks the config with messages that name the setting.
+func (c *Config) Validate() error {
+	var errs []error
+	addr := func(name, v string, optional bool) {
+		if v == "" && optional {
+			return
+		}
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, v))
+		}
+	}
+	if c.Name == "" {
+		errs = append(errs, errors.New("name: must not be empty"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data-dir: must not be empty"))
+	}
+	addr("listen-client", c.ListenClient, false)
+	addr("advertise-client", c.AdvertiseClient, true)
+	addr("listen-peer", c.ListenPeer, false)
+	addr("advertise-peer", c.AdvertisePeer, true)
+	addr("listen-metrics", c.ListenMetrics, true)
+	switch c.InitialClusterState {
+	case "new", "existing":
+	default:
+		errs = append(errs, fmt.Errorf("initial-cluster-state %q: want new or existing", c.InitialClusterState))
+	}
+	if c.InitialCluster != "" {
+		if _, err := ha.ParseInitialCluster(c.InitialCluster); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"heartbeat-timeout", c.HeartbeatTimeout}, {"election-timeout", c.ElectionTimeout}, {"leader-lease-timeout", c.LeaderLeaseTimeout},
+		{"lease-ttl", c.LeaseTTL}, {"client-ttl", c.ClientTTL}, {"put-discard-timeout", c.PutDiscardTimeout}, {"snapshot-interval", c.SnapshotInterval}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive, got %s", d.name, d.v))
+		}
+	}
+	if _, err := alloc.ParseStrategy(c.Placement); err != nil {
+		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+// envName is the environment variable of a setting: METAD_ and the name in upper case with
+// underscores.
+func envName(flagName string) string {
+	return "METAD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// loadConfig builds the config from defaults, the YAML file (--config or METAD_CONFIG), the
+// environment and the flags, in that order of precedence.
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("metad", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.flags(fs)
+	var file string
+	fs.StringVar(&file, "config", getenv("METAD_CONFIG"), "YAML file with the same names as the flags")
+	// Find --config first; the real parse comes last so that flags win over the file.
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--config" || a == "-config" {
+			if i+1 < len(args) {
+				file = args[i+1]
+			}
+		} else if v, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "config="); ok && strings.HasPrefix(a, "-") {
+			file = v
+		}
+	}
+	if file != "" {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return c, fmt.Errorf("config file: %w", err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(raw, &m); err != nil {
+			return c, fmt.Errorf("config file %s: %w", file, err)
+		}
+		for k, v := range m {
+			if fs.Lookup(k) == nil || k == "config" {
+				return c, fmt.Errorf("config file %s: unknown setting %q", file, k)
+			}
+			if err := fs.Set(k, fmt.Sprint(v)); err != nil {
+				return c, fmt.Errorf("config file %s: %s: %w", file, k, err)
+			}
+		}
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && f.Name != "config" {
+			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s: %w", envName(f.Name), err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c, c.Validate()
+}

@@ -1,0 +1,177 @@
+// Command metad is one member of a metad cluster: the Raft node, the gRPC services for clients and
+// operators, and the metrics endpoint.
+//
+//	metad --name n1 --data-dir data/n1 --listen-client 127.0.0.1:6001 --listen-peer 127.0.0.1:6101 \
+//	      --listen-metrics 127.0.0.1:6201 --initial-cluster n1=127.0.0.1:6101,n2=127.0.0.1:6102,n3=127.0.0.1:6103
+//
+// Every flag is also an environment variable (METAD_DATA_DIR) and a key of the YAML file named by
+// --config. On SIGINT or SIGTERM it stops in this order: health NOT_SERVING, leadership handed to
+// another member if this one leads, gRPC graceful stop, Raft shutdown, stores closed.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	"metad/fsm"
+	"metad/ha"
+	"metad/server"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stderr io.Writer) int {
+	cfg, err := loadConfig(args, getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "metad: %v\n", err)
+		return 2
+	}
+	log := newLogger(stderr, cfg.LogLevel).With("node", cfg.Name)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("metad stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	clientAddr := cfg.AdvertiseClient
+	if clientAddr == "" {
+		clientAddr = cfg.ListenClient
+	}
+	f, err := fsm.New(store.Config{LeaseTTL: cfg.LeaseTTL}, log)
+	if err != nil {
+		return err
+	}
+	hc := ha.DefaultConfig()
+	hc.Name, hc.DataDir, hc.ClientAddr = cfg.Name, cfg.DataDir, clientAddr
+	hc.PeerListen, hc.PeerAddr = cfg.ListenPeer, cfg.AdvertisePeer
+	hc.HeartbeatTimeout, hc.ElectionTimeout, hc.LeaderLeaseTimeout = cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout
+	hc.SnapshotThreshold, hc.SnapshotInterval = cfg.SnapshotThreshold, cfg.SnapshotInterval
+	hc.Bootstrap = cfg.InitialClusterState == "new"
+	if cfg.InitialCluster != "" {
+		if hc.InitialCluster, err = ha.ParseInitialCluster(cfg.InitialCluster); err != nil {
+			return err
+		}
+	} else if hc.Bootstrap {
+		peer := cfg.AdvertisePeer
+		if peer == "" {
+			peer = cfg.ListenPeer
+		}
+		hc.InitialCluster = []ha.Peer{{Name: cfg.Name, PeerAddr: peer}}
+	}
+	node, err := ha.NewNode(hc, f, log)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := node.RegisterMetrics(reg); err != nil {
+		_ = node.Shutdown()
+		return err
+	}
+	strategy, _ := alloc.ParseStrategy(cfg.Placement)
+	sc := server.DefaultConfig()
+	sc.LeaseTTL, sc.ClientTTL, sc.PutDiscardTimeout, sc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
+	srv, err := server.New(node, sc, reg, log)
+	if err != nil {
+		_ = node.Shutdown()
+		return err
+	}
+	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
+	gs := grpc.NewServer(opts...)
+	srv.Register(gs)
+	lis, err := net.Listen("tcp", cfg.ListenClient)
+	if err != nil {
+		_ = node.Shutdown()
+		return fmt.Errorf("listen-client: %w", err)
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	runDone := make(chan struct{})
+	go func() { srv.Run(runCtx); close(runDone) }()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- gs.Serve(lis) }()
+
+	var hs *http.Server
+	if cfg.ListenMetrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			st := node.Status()
+			if st.LeaderName == "" {
+				http.Error(w, "no leader known", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintf(w, "ok: %s is %s, leader %s\n", st.Name, st.Role, st.LeaderName)
+		})
+		mlis, err := net.Listen("tcp", cfg.ListenMetrics)
+		if err != nil {
+			gs.Stop()
+			cancelRun()
+			_ = node.Shutdown()
+			return fmt.Errorf("listen-metrics: %w", err)
+		}
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(mlis) }()
+	}
+	log.Info("metad started", "client", clientAddr, "peer", node.PeerAddr(), "metrics", cfg.ListenMetrics, "data_dir", cfg.DataDir)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-serveErr:
+	}
+	log.Info("stopping")
+	// 1. health NOT_SERVING, 2. leadership handed over, 3. gRPC graceful stop, 4. Raft, 5. stores.
+	srv.SetNotServing()
+	node.TransferIfLeader()
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		gs.Stop()
+	}
+	srv.Close()
+	cancelRun()
+	<-runDone
+	if err := node.Shutdown(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if hs != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
+	}
+	log.Info("stopped")
+	if errors.Is(runErr, grpc.ErrServerStopped) {
+		return nil
+	}
+	return runErr
+}

@@ -1,0 +1,317 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sort"
+
+	"google.golang.org/grpc"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// adminService is safe for concurrent use (it keeps no state of its own). It implements
+// metadv1.AdminServer: tenants and quotas go through the Raft log like any
+// write; reads are linearizable unless stale; membership and leadership changes run on the leader
+// (forwarded there); Status describes the node that answers.
+type adminService struct {
+	metadv1.UnimplementedAdminServer
+	s *Server
+}
+
+var _ metadv1.AdminServer = (*adminService)(nil)
+
+// RegisterTenant creates a tenant instance.
+func (a *adminService) RegisterTenant(ctx context.Context, req *metadv1.RegisterTenantRequest) (*metadv1.RegisterTenantResponse, error) {
+	s := a.s
+	name, err := tenantNamed("name", req.GetName())
+	if err != nil {
+		return nil, toStatus(err, req.GetName(), nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RegisterTenantResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{
+			Name: name, QuotaBytes: req.GetQuotaBytes()}}}
+		res, err := s.propose(ctx, cmd, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.RegisterTenantResponse{InstanceId: res.Instance}, nil
+	})
+}
+
+// UnregisterTenant closes a tenant (with force, erasing its objects and groups).
+func (a *adminService) UnregisterTenant(ctx context.Context, req *metadv1.UnregisterTenantRequest) (*metadv1.UnregisterTenantResponse, error) {
+	s := a.s
+	name, err := tenantNamed("name", req.GetName())
+	if err != nil {
+		return nil, toStatus(err, req.GetName(), nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.UnregisterTenantResponse, error) {
+		// The command's result counts objects only; the groups are counted just before, which is
+		// exact unless a put races with the teardown.
+		var groups int
+		if t := s.b.Store().Tenants().Lookup(name); t != nil && req.GetForce() {
+			groups = t.Directory().Groups()
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_UnregisterTenant{UnregisterTenant: &metadv1.UnregisterTenant{
+			Name: name, Force: req.GetForce()}}}
+		res, err := s.propose(ctx, cmd, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.UnregisterTenantResponse{ObjectsRemoved: uint64(res.Count), GroupsRemoved: uint64(groups)}, nil
+	})
+}
+
+func tenantStateTo(l store.TenantLife) metadv1.TenantState {
+	switch l {
+	case store.TenantOpen:
+		return metadv1.TenantState_TENANT_STATE_OPEN
+	case store.TenantClosing:
+		return metadv1.TenantState_TENANT_STATE_CLOSING
+	case store.TenantRemoved:
+		return metadv1.TenantState_TENANT_STATE_REMOVED
+	}
+	return metadv1.TenantState_TENANT_STATE_UNSPECIFIED
+}
+
+// ListTenants lists the registered tenants sorted by name.
+func (a *adminService) ListTenants(ctx context.Context, req *metadv1.ListTenantsRequest) (*metadv1.ListTenantsResponse, error) {
+	return linearRead(ctx, a.s, req, req.GetStale(), func(st *store.Store, _ bool) (*metadv1.ListTenantsResponse, error) {
+		out := &metadv1.ListTenantsResponse{}
+		for _, t := range st.Tenants().List() {
+			if t.Life() == store.TenantRemoved {
+				continue
+			}
+			q := t.Quota()
+			out.Tenants = append(out.Tenants, &metadv1.TenantInfo{
+				Name: t.Name(), InstanceId: t.Instance(), RequestedQuotaBytes: q.Requested(),
+				EffectiveQuotaBytes: q.Effective(), ChargedBytes: q.Charged(),
+				Objects: uint64(max(t.Directory().Objects(), 0)), Groups: uint64(t.Directory().Groups()),
+				State: tenantStateTo(t.Life())})
+		}
+		return out, nil
+	})
+}
+
+// SetQuota changes a tenant's requested quota and reports the effective quota after it.
+func (a *adminService) SetQuota(ctx context.Context, req *metadv1.SetQuotaRequest) (*metadv1.SetQuotaResponse, error) {
+	s := a.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.SetQuotaResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_SetQuota{SetQuota: &metadv1.SetQuota{Tenant: tenant, QuotaBytes: req.GetQuotaBytes()}}}
+		if _, err := s.propose(ctx, cmd, tenant, nil); err != nil {
+			return nil, err
+		}
+		out := &metadv1.SetQuotaResponse{RequestedQuotaBytes: req.GetQuotaBytes()}
+		if t := s.b.Store().Tenants().Lookup(tenant); t != nil {
+			out.RequestedQuotaBytes, out.EffectiveQuotaBytes = t.Quota().Requested(), t.Quota().Effective()
+		}
+		return out, nil
+	})
+}
+
+// GetQuota reports a tenant's quota and usage.
+func (a *adminService) GetQuota(ctx context.Context, req *metadv1.GetQuotaRequest) (*metadv1.GetQuotaResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	return linearRead(ctx, a.s, req, req.GetStale(), func(st *store.Store, _ bool) (*metadv1.GetQuotaResponse, error) {
+		t := st.Tenants().Lookup(tenant)
+		if t == nil || t.Life() == store.TenantRemoved {
+			return nil, toStatus(&store.Error{Reason: store.TenantNotRegistered, Msg: fmt.Sprintf("tenant %q is not registered", tenant)}, tenant, nil)
+		}
+		q := t.Quota()
+		return &metadv1.GetQuotaResponse{RequestedQuotaBytes: q.Requested(), EffectiveQuotaBytes: q.Effective(),
+			ChargedBytes: q.Charged(), CapacityBytes: st.Segments().Capacity(alloc.TierMemory)}, nil
+	})
+}
+
+// ListSegments lists the mounted segments, optionally of one tier or one client, sorted by id.
+func (a *adminService) ListSegments(ctx context.Context, req *metadv1.ListSegmentsRequest) (*metadv1.ListSegmentsResponse, error) {
+	if err := tierOf("tier", req.GetTier()); err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	var owner alloc.ID
+	if len(req.GetClientId()) > 0 {
+		c, err := clientOf("client_id", req.GetClientId())
+		if err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		owner = c
+	}
+	tier := fsm.TierFrom(req.GetTier())
+	return linearRead(ctx, a.s, req, req.GetStale(), func(st *store.Store, _ bool) (*metadv1.ListSegmentsResponse, error) {
+		var segs []alloc.SegmentInfo
+		for _, sg := range st.Segments().List() {
+			if (tier == 0 || sg.Tier == tier) && (owner.IsZero() || sg.Owner == owner) {
+				segs = append(segs, sg)
+			}
+		}
+		counts := replicaCounts(st, segs)
+		out := &metadv1.ListSegmentsResponse{Segments: make([]*metadv1.SegmentInfo, len(segs))}
+		for i, sg := range segs {
+			out.Segments[i] = &metadv1.SegmentInfo{Segment: fsm.SegmentTo(sg.Segment), UsedBytes: sg.Used, Replicas: counts[sg.ID]}
+		}
+		return out, nil
+	})
+}
+
+// replicaCounts counts the replicas placed in each of segs: a census of every object (an operator
+// call, O(objects)), skipped when there is no segment to report.
+func replicaCounts(st *store.Store, segs []alloc.SegmentInfo) map[alloc.ID]uint64 {
+	counts := make(map[alloc.ID]uint64, len(segs))
+	if len(segs) == 0 {
+		return counts
+	}
+	for _, sg := range segs {
+		counts[sg.ID] = 0
+	}
+	st.VisitHandles(0, func(hs []store.ObjectHandle) bool {
+		for _, h := range hs {
+			os := h.State()
+			if os == nil {
+				continue
+			}
+			for _, r := range os.Replicas {
+				if n, ok := counts[r.Extent.Segment]; ok {
+					counts[r.Extent.Segment] = n + 1
+				}
+			}
+		}
+		return true
+	})
+	return counts
+}
+
+func memberTo(m ha.Member) *metadv1.Member {
+	return &metadv1.Member{Name: m.Name, PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr, Voter: m.Voter, Leader: m.Leader}
+}
+
+// ListMembers lists the Raft configuration as the leader sees it.
+func (a *adminService) ListMembers(ctx context.Context, req *metadv1.ListMembersRequest) (*metadv1.ListMembersResponse, error) {
+	s := a.s
+	return onLeader(ctx, s, req, func() (*metadv1.ListMembersResponse, error) {
+		ms, err := s.b.Members()
+		if err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+		out := &metadv1.ListMembersResponse{Members: make([]*metadv1.Member, len(ms))}
+		for i, m := range ms {
+			out.Members[i] = memberTo(m)
+		}
+		return out, nil
+	})
+}
+
+// AddMember adds a voter.
+func (a *adminService) AddMember(ctx context.Context, req *metadv1.AddMemberRequest) (*metadv1.AddMemberResponse, error) {
+	s := a.s
+	if req.GetName() == "" {
+		return nil, toStatus(badf("name", "must not be empty"), "", nil)
+	}
+	if req.GetPeerAddress() == "" {
+		return nil, toStatus(badf("peer_address", "must not be empty"), "", nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.AddMemberResponse, error) {
+		if err := s.b.AddMember(ctx, req.GetName(), req.GetPeerAddress()); err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		return &metadv1.AddMemberResponse{}, nil
+	})
+}
+
+// RemoveMember removes a member.
+func (a *adminService) RemoveMember(ctx context.Context, req *metadv1.RemoveMemberRequest) (*metadv1.RemoveMemberResponse, error) {
+	s := a.s
+	if req.GetName() == "" {
+		return nil, toStatus(badf("name", "must not be empty"), "", nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RemoveMemberResponse, error) {
+		if err := s.b.RemoveMember(ctx, req.GetName()); err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		return &metadv1.RemoveMemberResponse{}, nil
+	})
+}
+
+// TransferLeader hands leadership to another member and names the new leader.
+func (a *adminService) TransferLeader(ctx context.Context, req *metadv1.TransferLeaderRequest) (*metadv1.TransferLeaderResponse, error) {
+	s := a.s
+	return onLeader(ctx, s, req, func() (*metadv1.TransferLeaderResponse, error) {
+		name, err := s.b.TransferLeader(ctx, req.GetTarget())
+		if err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		out := &metadv1.TransferLeaderResponse{LeaderName: name}
+		if ms, err := s.b.Members(); err == nil {
+			for _, m := range ms {
+				if m.Name == name {
+					out.LeaderAddress = m.ClientAddr
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+func roleTo(r ha.Role) metadv1.NodeRole {
+	switch r {
+	case ha.RoleLeader:
+		return metadv1.NodeRole_NODE_ROLE_LEADER
+	case ha.RoleFollower:
+		return metadv1.NodeRole_NODE_ROLE_FOLLOWER
+	case ha.RoleCandidate:
+		return metadv1.NodeRole_NODE_ROLE_CANDIDATE
+	case ha.RoleShutdown:
+		return metadv1.NodeRole_NODE_ROLE_SHUTDOWN
+	}
+	return metadv1.NodeRole_NODE_ROLE_UNSPECIFIED
+}
+
+// buildVersion is the main module's version as the Go toolchain recorded it.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return ""
+}
+
+// Status describes the node that answers (never forwarded).
+func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
+	s := a.s
+	hs := s.b.Status()
+	st := s.b.Store()
+	var objects int64
+	tenants := st.Tenants().List()
+	for _, t := range tenants {
+		objects += t.Directory().Objects()
+	}
+	return &metadv1.StatusResponse{
+		Name: hs.Name, ClientAddress: hs.ClientAddr, PeerAddress: hs.PeerAddr, Role: roleTo(hs.Role),
+		Term: hs.Term, AppliedIndex: hs.AppliedIndex, CommitIndex: hs.CommitIndex,
+		LeaderName: hs.LeaderName, LeaderAddress: hs.LeaderAddr,
+		Objects: uint64(max(objects, 0)), Tenants: uint64(len(tenants)), Segments: uint64(st.Segments().Len()),
+		LastSnapshotIndex: hs.LastSnapshotIndex, Version: buildVersion(),
+	}, nil
+}
+
+// SnapshotSave is not served through the API yet.
+func (a *adminService) SnapshotSave(*metadv1.SnapshotSaveRequest, grpc.ServerStreamingServer[metadv1.SnapshotChunk]) error {
+	return unimplementedStatus("SnapshotSave")
+}
+
+// SnapshotRestore is not served through the API yet.
+func (a *adminService) SnapshotRestore(grpc.ClientStreamingServer[metadv1.SnapshotChunk, metadv1.SnapshotRestoreResponse]) error {
+	return unimplementedStatus("SnapshotRestore")
+}

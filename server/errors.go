@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// This file is the one place where errors become gRPC statuses. Every status the services return
+// is built here, and every one that carries a reason has a metadv1.ErrorDetail attached.
+
+// errNoLeader is the message when this node is not the leader and knows of none.
+const errNoLeader = "not the leader, and no leader is known (election in progress or no quorum)"
+
+// mapReason gives a store reason's wire reason and gRPC code; ok is false for a reason this
+// table does not know (a test checks every store.Reason is here).
+func mapReason(r store.Reason) (wire metadv1.Reason, code codes.Code, ok bool) {
+	switch r {
+	case store.OK:
+		return metadv1.Reason_REASON_UNSPECIFIED, codes.OK, true
+	case store.InvalidParams:
+		return metadv1.Reason_REASON_INVALID_PARAMS, codes.InvalidArgument, true
+	case store.TenantNotRegistered:
+		return metadv1.Reason_REASON_TENANT_NOT_REGISTERED, codes.NotFound, true
+	case store.TenantNotEmpty:
+		return metadv1.Reason_REASON_TENANT_NOT_EMPTY, codes.FailedPrecondition, true
+	case store.TenantQuotaExceeded:
+		return metadv1.Reason_REASON_TENANT_QUOTA_EXCEEDED, codes.ResourceExhausted, true
+	case store.TenantAlreadyExists:
+		return metadv1.Reason_REASON_TENANT_ALREADY_EXISTS, codes.AlreadyExists, true
+	case store.ObjectNotFound:
+		return metadv1.Reason_REASON_OBJECT_NOT_FOUND, codes.NotFound, true
+	case store.ObjectAlreadyExists:
+		return metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS, codes.AlreadyExists, true
+	case store.ObjectHasLease:
+		return metadv1.Reason_REASON_OBJECT_HAS_LEASE, codes.FailedPrecondition, true
+	case store.ReplicaIsNotReady:
+		return metadv1.Reason_REASON_REPLICA_IS_NOT_READY, codes.FailedPrecondition, true
+	case store.InvalidWrite:
+		return metadv1.Reason_REASON_INVALID_WRITE, codes.FailedPrecondition, true
+	case store.IllegalClient:
+		return metadv1.Reason_REASON_ILLEGAL_CLIENT, codes.PermissionDenied, true
+	case store.NoAvailableHandle:
+		return metadv1.Reason_REASON_NO_AVAILABLE_HANDLE, codes.ResourceExhausted, true
+	case store.SegmentNotFound:
+		return metadv1.Reason_REASON_SEGMENT_NOT_FOUND, codes.NotFound, true
+	case store.SegmentOwnedByOtherClient:
+		return metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, codes.PermissionDenied, true
+	}
+	return metadv1.Reason_REASON_UNSPECIFIED, codes.Internal, false
+}
+
+// withDetail builds a status carrying an ErrorDetail.
+func withDetail(code codes.Code, msg string, d *metadv1.ErrorDetail) error {
+	st := status.New(code, msg)
+	if sd, err := st.WithDetails(d); err == nil {
+		st = sd
+	}
+	return st.Err()
+}
+
+// reasonStatus is the status of a rejection: reason r with message msg, about tenant and key.
+func reasonStatus(r store.Reason, msg, tenant string, key []byte) error {
+	wire, code, ok := mapReason(r)
+	if !ok {
+		return status.Errorf(codes.Internal, "unmapped store reason %s: %s", r, msg)
+	}
+	if code == codes.OK {
+		return nil
+	}
+	return withDetail(code, msg, &metadv1.ErrorDetail{Reason: wire, Tenant: tenant, Key: key})
+}
+
+// resultErr is the status of a command's result (nil when it was applied).
+func resultErr(res *fsm.Result, tenant string, key []byte) error {
+	if res.Reason == store.OK {
+		return nil
+	}
+	return reasonStatus(res.Reason, res.Reason.String()+": "+res.Message, tenant, key)
+}
+
+// itemStatus is one item's Status in a batch response.
+func itemStatus(r store.Reason, msg string) *metadv1.Status {
+	if r == store.OK {
+		return &metadv1.Status{}
+	}
+	wire, _, ok := mapReason(r)
+	if !ok {
+		wire = metadv1.Reason_REASON_UNSPECIFIED
+		msg = "unmapped store reason " + r.String() + ": " + msg
+	}
+	return &metadv1.Status{Reason: wire, Message: r.String() + ": " + msg}
+}
+
+// errItem is itemStatus of a store error (nil = OK).
+func errItem(err error) *metadv1.Status {
+	if err == nil {
+		return &metadv1.Status{}
+	}
+	var se *store.Error
+	if errors.As(err, &se) {
+		return itemStatus(se.Reason, se.Msg)
+	}
+	return itemStatus(store.InvalidParams, err.Error())
+}
+
+// notLeaderStatus is NOT_LEADER naming the leader, or UNAVAILABLE when no leader is known.
+func notLeaderStatus(name, addr string) error {
+	if addr == "" {
+		return withDetail(codes.Unavailable, errNoLeader,
+			&metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_UNAVAILABLE})
+	}
+	return withDetail(codes.Unavailable, fmt.Sprintf("not the leader; the leader is %s at %s", name, addr),
+		&metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_NOT_LEADER, LeaderName: name, LeaderAddress: addr})
+}
+
+// unavailableStatus is UNAVAILABLE with a message.
+func unavailableStatus(msg string) error {
+	return withDetail(codes.Unavailable, msg, &metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_UNAVAILABLE})
+}
+
+// toStatus translates any error a service meets into a status: store rejections by reason, Raft
+// failures (package ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and
+// statuses (from a forwarded call) unchanged. tenant and key go into the ErrorDetail.
+func toStatus(err error, tenant string, key []byte) error {
+	if err == nil {
+		return nil
+	}
+	var se *store.Error
+	if errors.As(err, &se) {
+		return reasonStatus(se.Reason, se.Error(), tenant, key)
+	}
+	var nl *ha.NotLeaderError
+	switch {
+	case errors.As(err, &nl):
+		return notLeaderStatus(nl.LeaderName, nl.LeaderAddr)
+	case errors.Is(err, ha.ErrNotLeader):
+		return notLeaderStatus("", "")
+	case errors.Is(err, ha.ErrUnknown):
+		return unavailableStatus("the outcome is unknown (leadership was lost after the command was sent); check before retrying: " + err.Error())
+	case errors.Is(err, ha.ErrTimeout):
+		return unavailableStatus("the outcome is unknown: " + err.Error())
+	case errors.Is(err, ha.ErrShutdown), errors.Is(err, ha.ErrNoSlot):
+		return unavailableStatus(err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// forwardErr translates the error of a call forwarded to the leader. The leader's own answers
+// pass through unchanged; a transport failure (Unavailable with no ErrorDetail) becomes NOT_LEADER
+// naming the leader, so the client can go there itself.
+func forwardErr(err error, leaderName, leaderAddr string) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return toStatus(err, "", nil)
+	}
+	if st.Code() != codes.Unavailable || len(st.Details()) > 0 {
+		return st.Err()
+	}
+	return withDetail(codes.Unavailable,
+		fmt.Sprintf("not the leader; forwarding to the leader %s at %s failed: %s", leaderName, leaderAddr, st.Message()),
+		&metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_NOT_LEADER, LeaderName: leaderName, LeaderAddress: leaderAddr})
+}
+
+// unimplementedStatus answers the snapshot RPCs.
+func unimplementedStatus(what string) error {
+	return status.Errorf(codes.Unimplemented, "%s through the API is not implemented yet: snapshots through the API come later; use the snapshot files in the data directory", what)
+}
+
+// internalStatus reports a broken expectation (a result of the wrong shape).
+func internalStatus(format string, args ...any) error {
+	return status.Errorf(codes.Internal, format, args...)
+}

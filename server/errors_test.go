@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+var errTimeoutForTest = ha.ErrTimeout
+
+// TestEveryStoreReasonMaps: every store.Reason has a wire reason of the same name and a gRPC code.
+func TestEveryStoreReasonMaps(t *testing.T) {
+	seen := map[metadv1.Reason]store.Reason{}
+	for _, r := range store.Reasons() {
+		wire, code, ok := mapReason(r)
+		if !ok {
+			t.Fatalf("store reason %s has no mapping", r)
+		}
+		if r == store.OK {
+			if wire != metadv1.Reason_REASON_UNSPECIFIED || code != codes.OK {
+				t.Fatalf("OK maps to %s/%s", wire, code)
+			}
+			continue
+		}
+		if code == codes.OK || code == codes.Unknown || code == codes.Internal {
+			t.Fatalf("store reason %s maps to code %s", r, code)
+		}
+		if want := "REASON_" + r.String(); wire.String() != want {
+			t.Fatalf("store reason %s maps to %s, want %s", r, wire, want)
+		}
+		if prev, dup := seen[wire]; dup {
+			t.Fatalf("store reasons %s and %s both map to %s", prev, r, wire)
+		}
+		seen[wire] = r
+	}
+}
+
+func TestRaftErrorsMap(t *testing.T) {
+	cases := []struct {
+		err    error
+		code   codes.Code
+		reason metadv1.Reason
+		msg    string
+	}{
+		{&ha.NotLeaderError{LeaderName: "n2", LeaderAddr: "127.0.0.1:6002"}, codes.Unavailable, rNotLeader, "127.0.0.1:6002"},
+		{fmt.Errorf("propose: %w", &ha.NotLeaderError{LeaderName: "n2", LeaderAddr: "h:1"}), codes.Unavailable, rNotLeader, "n2"},
+		{&ha.NotLeaderError{}, codes.Unavailable, rUnavail, "no leader"},
+		{ha.ErrNotLeader, codes.Unavailable, rUnavail, "no leader"},
+		{ha.ErrShutdown, codes.Unavailable, rUnavail, "shutting down"},
+		{ha.ErrTimeout, codes.Unavailable, rUnavail, "unknown"},
+		{ha.ErrUnknown, codes.Unavailable, rUnavail, "outcome is unknown"},
+		{fmt.Errorf("x: %w", ha.ErrNoSlot), codes.Unavailable, rUnavail, "full"},
+	}
+	for _, tc := range cases {
+		err := toStatus(tc.err, "t", []byte("k"))
+		d := wantErr(t, err, tc.code, tc.reason)
+		if !strings.Contains(status.Convert(err).Message(), tc.msg) {
+			t.Errorf("%v: message %q lacks %q", tc.err, status.Convert(err).Message(), tc.msg)
+		}
+		if tc.reason == rNotLeader && (d.GetLeaderName() == "" || d.GetLeaderAddress() == "") {
+			t.Errorf("%v: NOT_LEADER without the leader: %v", tc.err, d)
+		}
+	}
+	if c := status.Code(toStatus(context.DeadlineExceeded, "", nil)); c != codes.DeadlineExceeded {
+		t.Errorf("deadline: %s", c)
+	}
+	if c := status.Code(toStatus(errors.New("boom"), "", nil)); c != codes.Unknown {
+		t.Errorf("other error: %s", c)
+	}
+}
+
+// TestStoreReasonsReachClient provokes every store rejection through gRPC and checks the code
+// and ErrorDetail the client gets.
+func TestStoreReasonsReachClient(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.put(t, "", "done", 64)
+	if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("pending"), Size: 64}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "small", QuotaBytes: 64}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("done")}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		reason store.Reason
+		key    string
+		call   func() error
+	}{
+		{store.InvalidParams, "", func() error {
+			_, err := h.meta.Get(ctx, &metadv1.GetRequest{})
+			return err
+		}},
+		{store.TenantNotRegistered, "k", func() error {
+			_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: "ghost", ClientId: idb(clientA), Key: []byte("k"), Size: 1})
+			return err
+		}},
+		{store.TenantNotEmpty, "", func() error {
+			_, err := h.admin.UnregisterTenant(ctx, &metadv1.UnregisterTenantRequest{Name: "default"})
+			return err
+		}},
+		{store.TenantQuotaExceeded, "big", func() error {
+			_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: "small", ClientId: idb(clientA), Key: []byte("big"), Size: 128})
+			return err
+		}},
+		{store.TenantAlreadyExists, "", func() error {
+			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "default"})
+			return err
+		}},
+		{store.ObjectNotFound, "missing", func() error {
+			_, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("missing")})
+			return err
+		}},
+		{store.ObjectAlreadyExists, "done", func() error {
+			_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("done"), Size: 1})
+			return err
+		}},
+		{store.ObjectHasLease, "done", func() error {
+			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("done")})
+			return err
+		}},
+		{store.ReplicaIsNotReady, "pending", func() error {
+			_, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("pending")})
+			return err
+		}},
+		{store.InvalidWrite, "done", func() error {
+			_, err := h.meta.PutRevoke(ctx, &metadv1.PutRevokeRequest{ClientId: idb(clientA), Key: []byte("done")})
+			return err
+		}},
+		{store.IllegalClient, "pending", func() error {
+			_, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientB), Key: []byte("pending")})
+			return err
+		}},
+		{store.NoAvailableHandle, "huge", func() error {
+			_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("huge"), Size: 4 << 20})
+			return err
+		}},
+		{store.SegmentNotFound, "", func() error {
+			_, err := h.meta.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientA), SegmentId: idb(segB)})
+			return err
+		}},
+		{store.SegmentOwnedByOtherClient, "", func() error {
+			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: &metadv1.SegmentDesc{
+				Id: idb(segA), Base: 1 << 20, Size: 1 << 20, Tier: metadv1.Tier_TIER_MEMORY}})
+			return err
+		}},
+	}
+	covered := map[store.Reason]bool{store.OK: true}
+	for _, tc := range cases {
+		t.Run(tc.reason.String(), func(t *testing.T) {
+			wire, code, _ := mapReason(tc.reason)
+			err := tc.call()
+			d := wantErr(t, err, code, wire)
+			if string(d.GetKey()) != tc.key {
+				t.Errorf("detail key %q, want %q", d.GetKey(), tc.key)
+			}
+			if !strings.HasPrefix(status.Convert(err).Message(), tc.reason.String()+": ") {
+				t.Errorf("message %q does not start with the reason", status.Convert(err).Message())
+			}
+			covered[tc.reason] = true
+		})
+	}
+	for _, r := range store.Reasons() {
+		if !covered[r] {
+			t.Errorf("store reason %s not provoked through gRPC", r)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store/alloc"
+)
+
+// TestClientExpiry: with a fake clock and a 1 s client_ttl, a client that stops pinging has its
+// segments unmounted by the leader; a client that keeps pinging keeps its segments.
+func TestClientExpiry(t *testing.T) {
+	clk := newFakeClock()
+	cfg := clk.config(testConfig())
+	cfg.ClientTTL = time.Second
+	h := start(t, newFakeBackend(t, clk.Now), cfg)
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.mount(t, clientB, segB)
+	h.put(t, "", "obj", 64)
+	for _, c := range []alloc.ID{clientA, clientB} {
+		if _, err := h.meta.Ping(ctx, &metadv1.PingRequest{ClientId: idb(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := func(c alloc.ID) []alloc.ID { return h.b.Store().Segments().SegmentsOf(c) }
+	deadline := time.Now().Add(10 * time.Second)
+	for len(segs(clientA)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("client A was never expired (fake clock at +%s)", clk.Now().Sub(newFakeClock().Now()))
+		}
+		clk.Advance(100 * time.Millisecond) // B pings every fake 100 ms; A is silent
+		if _, err := h.meta.Ping(ctx, &metadv1.PingRequest{ClientId: idb(clientB)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // poll interval, not synchronisation: the loop below re-checks
+	}
+	if got := segs(clientB); !slices.Equal(got, []alloc.ID{segB}) {
+		t.Fatalf("client B, which kept pinging, has segments %v", got)
+	}
+	p, err := h.meta.Ping(ctx, &metadv1.PingRequest{ClientId: idb(clientA)})
+	if err != nil || len(p.GetSegmentIds()) != 0 {
+		t.Fatalf("expired client's Ping: %v %v", p, err)
+	}
+	if got := counterValue(t, h, "metad_server_clients_expired_total", nil); got != 1 {
+		t.Fatalf("clients expired counter %v, want 1", got)
+	}
+}
+
+func TestLivenessGraceOnLeadership(t *testing.T) {
+	const ttl = int64(time.Second)
+	l := newLiveness()
+	a := []alloc.ID{clientA}
+	if got := l.expired(a, 0, ttl); len(got) != 0 {
+		t.Fatalf("an owner seen for the first time is expired: %v", got)
+	}
+	if got := l.expired(a, 2*ttl, ttl); len(got) != 1 {
+		t.Fatal("a silent owner is not expired")
+	}
+	l.leadershipChanged(true, 2*ttl) // a new leader: fresh grace for every known client
+	if got := l.expired(a, 2*ttl+ttl/2, ttl); len(got) != 0 {
+		t.Fatalf("expired within the new leader's grace: %v", got)
+	}
+	if got := l.expired(a, 3*ttl, ttl); len(got) != 1 {
+		t.Fatal("not expired after the grace")
+	}
+	l.leadershipChanged(false, 3*ttl)
+	if got := l.expired(a, 10*ttl, ttl); len(got) != 0 {
+		t.Fatalf("the table survived the loss of leadership: %v", got)
+	}
+	l.touch(clientB, 10*ttl)
+	if got := l.expired(a, 11*ttl, ttl); len(got) != 1 || len(l.last) != 1 {
+		t.Fatalf("a client that owns nothing and went silent is kept: %v %v", got, l.last)
+	}
+}

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// fakeBackend is safe for concurrent use. It is a Backend over a real fsm.FSM with no Raft: Propose encodes the command in an
+// envelope and applies it as the next log entry. It is the leader unless told otherwise.
+type fakeBackend struct {
+	f   *fsm.FSM
+	now func() time.Time
+
+	mu    sync.Mutex // serializes apply, as Raft's single apply goroutine does; guards index
+	index uint64
+
+	proposals atomic.Int64
+	barriers  atomic.Int64
+	leader    atomic.Bool
+	failNext  atomic.Pointer[error] // the next Propose fails with this error
+
+	leaderMu   sync.Mutex // guards leaderName and leaderAddr
+	leaderName string
+	leaderAddr string
+}
+
+var _ Backend = (*fakeBackend)(nil)
+
+func newFakeBackend(t *testing.T, now func() time.Time) *fakeBackend {
+	t.Helper()
+	f, err := fsm.New(store.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	b := &fakeBackend{f: f, now: now}
+	b.leader.Store(true)
+	return b
+}
+
+// setLeader makes the backend a follower that knows the leader (name, addr), or the leader.
+func (b *fakeBackend) setLeader(isLeader bool, name, addr string) {
+	b.leader.Store(isLeader)
+	b.leaderMu.Lock()
+	b.leaderName, b.leaderAddr = name, addr
+	b.leaderMu.Unlock()
+}
+
+func (b *fakeBackend) failNextPropose(err error) { b.failNext.Store(&err) }
+
+func (b *fakeBackend) notLeader() error {
+	name, addr := b.Leader()
+	return &ha.NotLeaderError{LeaderName: name, LeaderAddr: addr}
+}
+
+func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
+	b.proposals.Add(1)
+	if errp := b.failNext.Swap(nil); errp != nil {
+		return fsm.Result{}, *errp
+	}
+	if !b.IsLeader() {
+		return fsm.Result{}, b.notLeader()
+	}
+	if err := ctx.Err(); err != nil {
+		return fsm.Result{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.index++
+	data, err := fsm.EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: b.now().UnixNano(), Seed: b.index,
+		Commands: []*metadv1.Command{cmd}})
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	out := b.f.Apply(&raft.Log{Index: b.index, Term: 1, Type: raft.LogCommand, Data: data})
+	return out.(*fsm.EntryResult).Results[0], nil
+}
+
+func (b *fakeBackend) ReadBarrier(ctx context.Context) error {
+	b.barriers.Add(1)
+	if !b.IsLeader() {
+		return b.notLeader()
+	}
+	return ctx.Err()
+}
+
+func (b *fakeBackend) Store() *store.Store { return b.f.Store() }
+func (b *fakeBackend) IsLeader() bool      { return b.leader.Load() }
+
+func (b *fakeBackend) Leader() (string, string) {
+	if b.IsLeader() {
+		return "self", "self-addr"
+	}
+	b.leaderMu.Lock()
+	defer b.leaderMu.Unlock()
+	return b.leaderName, b.leaderAddr
+}
+
+func (b *fakeBackend) Status() ha.Status {
+	role := ha.RoleFollower
+	if b.IsLeader() {
+		role = ha.RoleLeader
+	}
+	name, addr := b.Leader()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return ha.Status{Name: "self", ClientAddr: "self-addr", Role: role, Term: 1, AppliedIndex: b.index,
+		CommitIndex: b.index, LeaderName: name, LeaderAddr: addr}
+}
+
+func (b *fakeBackend) Members() ([]ha.Member, error) {
+	return []ha.Member{{Name: "self", PeerAddr: "self-peer", ClientAddr: "self-addr", Voter: true, Leader: b.IsLeader()}}, nil
+}
+
+func (b *fakeBackend) AddMember(context.Context, string, string) error { return nil }
+func (b *fakeBackend) RemoveMember(context.Context, string) error      { return nil }
+func (b *fakeBackend) TransferLeader(context.Context, string) (string, error) {
+	return "self", nil
+}
+
+// fakeClock is a settable clock for tests.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time           { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration)  { c.ns.Add(int64(d)) }
+func (c *fakeClock) config(cfg Config) Config { cfg.Now = c.Now; return cfg }
+
+// harness is one Server on a real gRPC server on a loopback port, with clients.
+type harness struct {
+	b     *fakeBackend
+	srv   *Server
+	reg   *prometheus.Registry
+	addr  string
+	meta  metadv1.MetadataClient
+	admin metadv1.AdminClient
+	cc    *grpc.ClientConn
+}
+
+// testConfig is DefaultConfig with a fast sweep and a client ttl long enough that tests which
+// move the fake clock past leases do not expire their clients.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.SweepInterval = 5 * time.Millisecond
+	cfg.ClientTTL = time.Hour
+	return cfg
+}
+
+// start serves a Server over b with cfg; the Run loop runs until the test ends.
+func start(t *testing.T, b *fakeBackend, cfg Config) *harness {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	srv, err := New(b, cfg, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(append(ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
+	srv.Register(g)
+	go func() { _ = g.Serve(lis) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = cc.Close()
+		g.Stop()
+		srv.Close()
+	})
+	return &harness{b: b, srv: srv, reg: reg, addr: lis.Addr().String(), meta: metadv1.NewMetadataClient(cc),
+		admin: metadv1.NewAdminClient(cc), cc: cc}
+}
+
+// tctx returns a context that ends with the test or after 10 s.
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var (
+	clientA = alloc.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
+	clientB = alloc.MustParseID("0b0b0b0b-0000-4000-8000-00000000000b")
+	segA    = alloc.MustParseID("5a5a5a5a-0000-4000-8000-00000000005a")
+	segB    = alloc.MustParseID("5b5b5b5b-0000-4000-8000-00000000005b")
+)
+
+func idb(id alloc.ID) []byte { return id[:] }
+
+// mount mounts a 1 MiB MEMORY segment for client.
+func (h *harness) mount(t *testing.T, client, seg alloc.ID) {
+	t.Helper()
+	_, err := h.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(client), Segment: &metadv1.SegmentDesc{
+		Id: idb(seg), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep-" + seg.String()[:4], Tier: metadv1.Tier_TIER_MEMORY}})
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+}
+
+// put writes a complete object of size bytes.
+func (h *harness) put(t *testing.T, tenant, key string, size uint64) {
+	t.Helper()
+	ctx := tctx(t)
+	if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(key), Size: size}); err != nil {
+		t.Fatalf("PutStart %q: %v", key, err)
+	}
+	if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(key)}); err != nil {
+		t.Fatalf("PutEnd %q: %v", key, err)
+	}
+}

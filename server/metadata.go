@@ -1,0 +1,837 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"metad/fsm"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// metadataService is safe for concurrent use (it keeps no state of its own). It implements
+// metadv1.MetadataServer. Each handler validates, then runs on the
+// leader (onLeader, linearRead) or is forwarded there; see doc.go for the request path.
+type metadataService struct {
+	metadv1.UnimplementedMetadataServer
+	s *Server
+}
+
+var _ metadv1.MetadataServer = (*metadataService)(nil)
+
+// Page size of ListGroup: the default and the largest page a request may ask for.
+const (
+	defaultListPage = 1024
+	maxListPage     = store.MaxBatch
+)
+
+// ms converts a duration to the wire's milliseconds.
+func ms(d time.Duration) uint64 { return uint64(d / time.Millisecond) }
+
+// ---- writes ---------------------------------------------------------------------------------
+
+// putStartOf validates a PutStart (or UpsertStart) and builds its command, stamped with the
+// cluster settings of this node (the leader's when it is proposed).
+func (s *Server) putStartOf(tenant string, client, key, group []byte, size uint64, cfg *metadv1.ReplicaConfig) (*metadv1.PutStart, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := keyOf(key); err != nil {
+		return nil, err
+	}
+	if _, err := groupOf(group); err != nil {
+		return nil, err
+	}
+	if err := sizeOf(size); err != nil {
+		return nil, err
+	}
+	rc, err := configOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.PutStart{Tenant: t, ClientId: c[:], Key: key, Group: group, Size: size, Config: rc,
+		Placement: strategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}, nil
+}
+
+// endOf validates the fields shared by PutEnd, PutRevoke, UpsertEnd and UpsertRevoke.
+func endOf(tenant string, client, key []byte, tier metadv1.Tier) (string, alloc.ID, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	if _, err := keyOf(key); err != nil {
+		return "", alloc.ID{}, err
+	}
+	return t, c, tierOf("tier", tier)
+}
+
+// propose commits cmd and returns its result, or the status of a Raft failure or a rejection.
+func (s *Server) propose(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte) (fsm.Result, error) {
+	res, err := s.b.Propose(ctx, cmd)
+	if err != nil {
+		return res, toStatus(err, tenant, key)
+	}
+	return res, resultErr(&res, tenant, key)
+}
+
+// replicasTo describes replicas to a client: where they are (segment endpoint and base) and the
+// object size.
+func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.Replica {
+	out := make([]*metadv1.Replica, len(reps))
+	for i, r := range reps {
+		id := r.Extent.Segment
+		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: fsm.TierTo(r.Tier), SegmentId: id[:],
+			Offset: r.Extent.Offset, Size: size, Status: fsm.StatusTo(r.Status)}
+		if info, ok := st.Segments().Get(id); ok {
+			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
+		}
+		out[i] = rp
+	}
+	return out
+}
+
+// tenantOpen fails with TENANT_NOT_REGISTERED unless the tenant is registered and open: the
+// whole-request check of a batch write, made on the leader before proposing.
+func tenantOpen(st *store.Store, tenant string) error {
+	if t := st.Tenants().Lookup(tenant); t == nil || t.Life() != store.TenantOpen {
+		return &store.Error{Reason: store.TenantNotRegistered, Msg: fmt.Sprintf("tenant %q is not registered", tenant)}
+	}
+	return nil
+}
+
+// PutStart places a new object.
+func (m *metadataService) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
+	s := m.s
+	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.PutStartResponse, error) {
+		res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key)
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.PutStartResponse{Replicas: replicasTo(s.b.Store(), res.Replicas, ps.Size)}, nil
+	})
+}
+
+// PutEnd commits a write.
+func (m *metadataService) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	s := m.s
+	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.PutEndResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{
+			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
+		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+			return nil, err
+		}
+		return &metadv1.PutEndResponse{}, nil
+	})
+}
+
+// PutRevoke abandons a write.
+func (m *metadataService) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
+	s := m.s
+	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.PutRevokeResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{
+			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
+		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+			return nil, err
+		}
+		return &metadv1.PutRevokeResponse{}, nil
+	})
+}
+
+// UpsertStart inserts or rewrites an object.
+func (m *metadataService) UpsertStart(ctx context.Context, req *metadv1.UpsertStartRequest) (*metadv1.UpsertStartResponse, error) {
+	s := m.s
+	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.UpsertStartResponse, error) {
+		// Extents are reused exactly when the result keeps the replica ids the object had:
+		// replica ids come from a counter, so a new placement never repeats one.
+		st := s.b.Store()
+		var before []uint64
+		_ = st.WithObject(ps.Tenant, string(ps.Key), func(o *store.LockedObject) error {
+			for _, r := range o.State().Replicas {
+				before = append(before, r.ID)
+			}
+			return nil
+		})
+		cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
+			Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
+			Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
+		res, err := s.propose(ctx, cmd, ps.Tenant, ps.Key)
+		if err != nil {
+			return nil, err
+		}
+		reused := len(before) > 0 && len(before) == len(res.Replicas)
+		for i := 0; reused && i < len(before); i++ {
+			reused = before[i] == res.Replicas[i].ID
+		}
+		return &metadv1.UpsertStartResponse{Replicas: replicasTo(st, res.Replicas, ps.Size), Reused: reused}, nil
+	})
+}
+
+// UpsertEnd commits an upsert.
+func (m *metadataService) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
+	s := m.s
+	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.UpsertEndResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{
+			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
+		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+			return nil, err
+		}
+		return &metadv1.UpsertEndResponse{}, nil
+	})
+}
+
+// UpsertRevoke abandons an upsert.
+func (m *metadataService) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
+	s := m.s
+	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.UpsertRevokeResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{
+			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
+		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+			return nil, err
+		}
+		return &metadv1.UpsertRevokeResponse{}, nil
+	})
+}
+
+// BatchPutStart is PutStart for many keys in one command.
+func (m *metadataService) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	if err := batchOf("items", len(req.GetItems())); err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	items := make([]*metadv1.BatchPutStart_Item, len(req.GetItems()))
+	for i, it := range req.GetItems() {
+		if _, err := keyOf(it.GetKey()); err != nil {
+			return nil, toStatus(within("items", i, err), tenant, it.GetKey())
+		}
+		if _, err := groupOf(it.GetGroup()); err != nil {
+			return nil, toStatus(within("items", i, err), tenant, it.GetKey())
+		}
+		if err := sizeOf(it.GetSize()); err != nil {
+			return nil, toStatus(within("items", i, err), tenant, it.GetKey())
+		}
+		items[i] = &metadv1.BatchPutStart_Item{Key: it.GetKey(), Group: it.GetGroup(), Size: it.GetSize()}
+	}
+	rc, err := configOf(req.GetConfig())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.BatchPutStartResponse, error) {
+		st := s.b.Store()
+		if err := tenantOpen(st, tenant); err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+			Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
+			Placement: strategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Items) != len(items) {
+			return nil, internalStatus("BatchPutStart: %d results for %d items", len(res.Items), len(items))
+		}
+		out := &metadv1.BatchPutStartResponse{Results: make([]*metadv1.BatchPutStartResponse_Result, len(items))}
+		for i, r := range res.Items {
+			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: itemStatus(r.Reason, r.Message)}
+			if r.Reason == store.OK {
+				out.Results[i].Replicas = replicasTo(st, r.Replicas, items[i].Size)
+			}
+		}
+		return out, nil
+	})
+}
+
+// batchEndOf validates BatchPutEnd and BatchPutRevoke.
+func batchEndOf(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) (string, alloc.ID, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	if _, err := keysOf("keys", keys); err != nil {
+		return "", alloc.ID{}, err
+	}
+	return t, c, tierOf("tier", tier)
+}
+
+// statuses maps per-item results to Statuses, checking there is one per item.
+func statuses(method string, items []fsm.Result, n int) ([]*metadv1.Status, error) {
+	if len(items) != n {
+		return nil, internalStatus("%s: %d results for %d items", method, len(items), n)
+	}
+	out := make([]*metadv1.Status, n)
+	for i, r := range items {
+		out[i] = itemStatus(r.Reason, r.Message)
+	}
+	return out, nil
+}
+
+// BatchPutEnd is PutEnd for many keys in one command.
+func (m *metadataService) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	s := m.s
+	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.BatchPutEndResponse, error) {
+		if err := tenantOpen(s.b.Store(), tenant); err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{
+			Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			return nil, err
+		}
+		sts, err := statuses("BatchPutEnd", res.Items, len(req.GetKeys()))
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.BatchPutEndResponse{Results: sts}, nil
+	})
+}
+
+// BatchPutRevoke is PutRevoke for many keys in one command.
+func (m *metadataService) BatchPutRevoke(ctx context.Context, req *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error) {
+	s := m.s
+	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.BatchPutRevokeResponse, error) {
+		if err := tenantOpen(s.b.Store(), tenant); err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
+			Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			return nil, err
+		}
+		sts, err := statuses("BatchPutRevoke", res.Items, len(req.GetKeys()))
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.BatchPutRevokeResponse{Results: sts}, nil
+	})
+}
+
+// ---- reads ----------------------------------------------------------------------------------
+
+// objView is a plain value: what a reader is told about one object.
+type objView struct {
+	replicas []store.Replica // COMPLETE only
+	size     uint64
+	dataType uint32
+}
+
+// peekObject reads an object without granting a lease: stale reads, and the size and data type
+// that store.Get does not return. Marked (being removed) or absent: OBJECT_NOT_FOUND; nothing
+// COMPLETE: REPLICA_IS_NOT_READY.
+func peekObject(st *store.Store, tenant, key string) (objView, error) {
+	var v objView
+	err := st.WithObject(tenant, key, func(o *store.LockedObject) error {
+		if o.Marked() {
+			return &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: object not found", tenant, key)}
+		}
+		os := o.State()
+		for _, r := range os.Replicas {
+			if r.Status == store.Complete {
+				v.replicas = append(v.replicas, r)
+			}
+		}
+		if len(v.replicas) == 0 {
+			return &store.Error{Reason: store.ReplicaIsNotReady, Msg: fmt.Sprintf("tenant %q key %q: no COMPLETE replica", tenant, key)}
+		}
+		v.size, v.dataType = os.Size, os.DataType
+		return nil
+	})
+	return v, err
+}
+
+// sameReplicas reports whether a and b list the same replicas.
+func sameReplicas(a, b []store.Replica) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Extent != b[i].Extent {
+			return false
+		}
+	}
+	return true
+}
+
+// getObject reads an object; with lease (linearizable reads on the leader) it grants a read lease
+// through store.Get. Get does not return the size and data type, so they are read right after
+// under the object lock, and the pair is retried if the object changed in between.
+func getObject(st *store.Store, now int64, tenant, key string, lease bool) (objView, error) {
+	if !lease {
+		return peekObject(st, tenant, key)
+	}
+	var v objView
+	for range 3 {
+		res, err := st.Get(now, tenant, key)
+		if err != nil {
+			return objView{}, err
+		}
+		p, err := peekObject(st, tenant, key)
+		if err != nil {
+			return objView{}, err
+		}
+		v = objView{replicas: res.Replicas, size: p.size, dataType: p.dataType}
+		if sameReplicas(res.Replicas, p.replicas) {
+			break
+		}
+	}
+	return v, nil
+}
+
+// readKeyOf validates the tenant and key of a read.
+func readKeyOf(tenant string, key []byte) (string, string, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return "", "", err
+	}
+	k, err := keyOf(key)
+	return t, k, err
+}
+
+// Get returns where to read an object and grants a read lease (not on a stale read).
+func (m *metadataService) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.GetResponse, error) {
+	s := m.s
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.GetResponse, error) {
+		v, err := getObject(st, s.cfg.nowNano(), tenant, key, linear)
+		if err != nil {
+			return nil, toStatus(err, tenant, req.GetKey())
+		}
+		resp := &metadv1.GetResponse{Replicas: replicasTo(st, v.replicas, v.size), Size: v.size, DataType: v.dataType}
+		if linear {
+			resp.LeaseTtlMs = ms(st.LeaseTTL())
+		}
+		return resp, nil
+	})
+}
+
+// Exist reports whether an object is readable, leasing it if so (not on a stale read).
+func (m *metadataService) Exist(ctx context.Context, req *metadv1.ExistRequest) (*metadv1.ExistResponse, error) {
+	s := m.s
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.ExistResponse, error) {
+		var ok bool
+		if linear {
+			ok = st.Exist(s.cfg.nowNano(), tenant, []string{key})[0]
+		} else {
+			_, err := peekObject(st, tenant, key)
+			ok = err == nil
+		}
+		resp := &metadv1.ExistResponse{Exists: ok}
+		if ok && linear {
+			resp.LeaseTtlMs = ms(st.LeaseTTL())
+		}
+		return resp, nil
+	})
+}
+
+// BatchGet is Get for many keys; one result per key in request order.
+func (m *metadataService) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.BatchGetResponse, error) {
+		now := s.cfg.nowNano()
+		out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, len(keys))}
+		found := false
+		for i, k := range keys {
+			v, err := getObject(st, now, tenant, k, linear)
+			r := &metadv1.BatchGetResponse_Result{Status: errItem(err)}
+			if err == nil {
+				found = true
+				r.Replicas, r.Size, r.DataType = replicasTo(st, v.replicas, v.size), v.size, v.dataType
+			}
+			out.Results[i] = r
+		}
+		if found && linear {
+			out.LeaseTtlMs = ms(st.LeaseTTL())
+		}
+		return out, nil
+	})
+}
+
+// BatchExist is Exist for many keys; one answer per key in request order.
+func (m *metadataService) BatchExist(ctx context.Context, req *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.BatchExistResponse, error) {
+		var exists []bool
+		if linear {
+			exists = st.Exist(s.cfg.nowNano(), tenant, keys)
+		} else {
+			exists = make([]bool, len(keys))
+			for i, k := range keys {
+				_, err := peekObject(st, tenant, k)
+				exists[i] = err == nil
+			}
+		}
+		out := &metadv1.BatchExistResponse{Exists: exists}
+		if linear {
+			for _, e := range exists {
+				if e {
+					out.LeaseTtlMs = ms(st.LeaseTTL())
+					break
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+// ListGroup returns one page of a group's member keys in byte order.
+func (m *metadataService) ListGroup(ctx context.Context, req *metadv1.ListGroupRequest) (*metadv1.ListGroupResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	group, err := namedGroupOf(req.GetGroup())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	if n := len(req.GetStartAfter()); n > store.MaxKeyLen {
+		return nil, toStatus(badf("start_after", "length %d over %d", n, store.MaxKeyLen), tenant, nil)
+	}
+	limit := int(req.GetLimit())
+	if limit == 0 {
+		limit = defaultListPage
+	}
+	if limit > maxListPage {
+		return nil, toStatus(badf("limit", "%d over %d", limit, maxListPage), tenant, nil)
+	}
+	after := string(req.GetStartAfter())
+	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, _ bool) (*metadv1.ListGroupResponse, error) {
+		keys, err := st.ListGroup(tenant, group)
+		if err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		i := 0
+		if after != "" {
+			i = sort.SearchStrings(keys, after)
+			if i < len(keys) && keys[i] == after {
+				i++
+			}
+		}
+		page := keys[i:]
+		out := &metadv1.ListGroupResponse{}
+		if len(page) > limit {
+			page, out.Truncated = page[:limit], true
+		}
+		out.Keys = make([][]byte, len(page))
+		for j, k := range page {
+			out.Keys[j] = []byte(k)
+		}
+		return out, nil
+	})
+}
+
+// ---- removal --------------------------------------------------------------------------------
+
+// Removal runs in two steps on the leader (see store/ops_remove.go): the leader prepares (checks
+// leases unless force and PROCESSING replicas, marks the objects so its reads find them gone), then
+// proposes a command fenced by what it checked (tenant instance, object id). Items the prepare
+// step rejects are answered without proposing; marks are cleared when the proposal fails or apply
+// rejects the item.
+
+// Remove erases one object.
+func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error) {
+	s := m.s
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), req.GetKey())
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RemoveResponse, error) {
+		st := s.b.Store()
+		tok, err := st.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+		if err != nil {
+			return nil, toStatus(err, tenant, req.GetKey())
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
+			Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID}}}
+		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+			st.ClearMarks([]store.ObjectToken{tok})
+			return nil, err
+		}
+		return &metadv1.RemoveResponse{}, nil
+	})
+}
+
+// BatchRemove is Remove for many keys in one command; one status per key in request order.
+func (m *metadataService) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.BatchRemoveResponse, error) {
+		st := s.b.Store()
+		if err := tenantOpen(st, tenant); err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		now := s.cfg.nowNano()
+		out := &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+		var (
+			toks []store.ObjectToken
+			pos  []int // request position of each token
+			refs []*metadv1.ObjectRef
+		)
+		for i, k := range keys {
+			tok, err := st.PrepareRemove(now, tenant, k, req.GetForce())
+			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
+				// The tenant was registered again during the loop: this key belongs to another instance.
+				st.ClearMarks([]store.ObjectToken{tok})
+				err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
+			}
+			if err != nil {
+				out.Results[i] = errItem(err)
+				continue
+			}
+			toks, pos = append(toks, tok), append(pos, i)
+			refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+		}
+		if len(toks) == 0 {
+			return out, nil
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
+			Tenant: tenant, Force: req.GetForce(), TenantInstanceId: toks[0].Instance, Items: refs}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err == nil && len(res.Items) != len(toks) {
+			err = internalStatus("BatchRemove: %d results for %d items", len(res.Items), len(toks))
+		}
+		if err != nil {
+			st.ClearMarks(toks)
+			return nil, err
+		}
+		for j, r := range res.Items {
+			out.Results[pos[j]] = itemStatus(r.Reason, r.Message)
+			if r.Reason != store.OK {
+				st.ClearMarks(toks[j : j+1])
+			}
+		}
+		return out, nil
+	})
+}
+
+// RemoveAll erases every removable object of a tenant: the leader prepares them all and proposes
+// them in commands of at most 4096 targets.
+func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RemoveAllResponse, error) {
+		st := s.b.Store()
+		t := st.Tenants().Lookup(tenant)
+		var before int64
+		if t != nil {
+			before = t.Directory().Objects()
+		}
+		toks, err := st.PrepareRemoveAll(s.cfg.nowNano(), tenant, req.GetForce())
+		if err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		var removed uint64
+		for off := 0; off < len(toks); off += store.MaxBatch {
+			chunk := toks[off:min(off+store.MaxBatch, len(toks))]
+			refs := make([]*metadv1.ObjectRef, len(chunk))
+			for i, tok := range chunk {
+				refs[i] = &metadv1.ObjectRef{Key: []byte(tok.Key), ObjectId: tok.ObjectID}
+			}
+			cmd := &metadv1.Command{Op: &metadv1.Command_RemoveAll{RemoveAll: &metadv1.RemoveAll{
+				Tenant: tenant, Force: req.GetForce(), TenantInstanceId: chunk[0].Instance, Targets: refs}}}
+			res, err := s.propose(ctx, cmd, tenant, nil)
+			if err != nil {
+				st.ClearMarks(toks[off:]) // this chunk and every one not proposed yet
+				return nil, err
+			}
+			for i, r := range res.Items {
+				if r.Reason != store.OK && i < len(chunk) {
+					st.ClearMarks(chunk[i : i+1])
+				}
+			}
+			removed += uint64(res.Count)
+		}
+		return &metadv1.RemoveAllResponse{Removed: removed, Skipped: uint64(max(before-int64(removed), 0))}, nil
+	})
+}
+
+// RemoveGroup erases an explicit group and all its members in one command.
+func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error) {
+	s := m.s
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, toStatus(err, req.GetTenant(), nil)
+	}
+	group, err := namedGroupOf(req.GetGroup())
+	if err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RemoveGroupResponse, error) {
+		st := s.b.Store()
+		gt, toks, err := st.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+		if err != nil {
+			return nil, toStatus(err, tenant, nil)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
+			Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),
+			TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			st.ClearMarks(toks)
+			return nil, err
+		}
+		return &metadv1.RemoveGroupResponse{Removed: uint64(res.Count)}, nil
+	})
+}
+
+// ---- segments and clients -------------------------------------------------------------------
+
+// MountSegment mounts a segment of the calling client.
+func (m *metadataService) MountSegment(ctx context.Context, req *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error) {
+	s := m.s
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	seg, err := segmentOf(client, req.GetSegment())
+	if err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.MountSegmentResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: seg}}}
+		if _, err := s.propose(ctx, cmd, "", nil); err != nil {
+			return nil, err
+		}
+		s.live.touch(client, s.cfg.nowNano())
+		return &metadv1.MountSegmentResponse{}, nil
+	})
+}
+
+// UnmountSegment drops a segment of the calling client.
+func (m *metadataService) UnmountSegment(ctx context.Context, req *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error) {
+	s := m.s
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	if _, err := segmentIDOf("segment_id", req.GetSegmentId()); err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.UnmountSegmentResponse, error) {
+		cmd := &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+			ClientId: client[:], SegmentIds: [][]byte{req.GetSegmentId()}, Reason: metadv1.UnmountReason_UNMOUNT_REASON_CLIENT_REQUEST}}}
+		res, err := s.propose(ctx, cmd, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.UnmountSegmentResponse{ReplicasDropped: uint64(res.Unmount.Replicas), ObjectsErased: uint64(res.Unmount.Erased)}, nil
+	})
+}
+
+// Ping records that the client is alive (leader soft state) and returns its view of the cluster.
+func (m *metadataService) Ping(ctx context.Context, req *metadv1.PingRequest) (*metadv1.PingResponse, error) {
+	s := m.s
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.PingResponse, error) {
+		s.live.touch(client, s.cfg.nowNano())
+		ids := s.b.Store().Segments().SegmentsOf(client)
+		out := &metadv1.PingResponse{SegmentIds: make([][]byte, len(ids)), ClientTtlMs: ms(s.cfg.ClientTTL)}
+		for i, id := range ids {
+			out.SegmentIds[i] = id[:]
+		}
+		st := s.b.Status()
+		out.LeaderName, out.LeaderAddress, out.Term = st.Name, st.ClientAddr, st.Term
+		if members, err := s.b.Members(); err == nil {
+			for _, mb := range members {
+				if mb.ClientAddr != "" {
+					out.MemberAddresses = append(out.MemberAddresses, mb.ClientAddr)
+				}
+			}
+			sort.Strings(out.MemberAddresses)
+		}
+		return out, nil
+	})
+}

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"metad/fsm"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// Request validation: SEMANTICS section 1, checked before anything is proposed or forwarded. Every
+// failure is an INVALID_PARAMS *store.Error whose message starts with the request field it is about
+// (in the proto's spelling: "tenant", "client_id", "key", "config.memory_replicas", "keys[3]"...).
+// The store checks the same limits again on apply; these checks exist so that bad input costs no
+// log entry and gets a message naming the field.
+
+// maxSoftPinTTLms is 24 h in milliseconds.
+const maxSoftPinTTLms = uint64(store.MaxSoftPinTTL / time.Millisecond)
+
+func badf(field, format string, args ...any) error {
+	return &store.Error{Reason: store.InvalidParams, Msg: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// within prefixes a validation error with the position of a batch item.
+func within(field string, i int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return badf(fmt.Sprintf("%s[%d]", field, i), "%s", msgOf(err))
+}
+
+// tenantOf normalizes ("" = default) and checks a tenant id.
+func tenantOf(raw string) (string, error) {
+	t := store.NormalizeTenant(raw)
+	return t, store.ValidateTenant(t)
+}
+
+// tenantNamed checks a tenant name given in a field other than "tenant" (Admin's "name").
+func tenantNamed(field, raw string) (string, error) {
+	t := store.NormalizeTenant(raw)
+	if err := store.ValidateTenant(t); err != nil {
+		return "", badf(field, "%s", msgOf(err))
+	}
+	return t, nil
+}
+
+// clientOf parses a client id: 16 bytes, or the UUID's string form (36 characters with dashes, or
+// 32 hex digits). The zero UUID is refused.
+func clientOf(field string, raw []byte) (alloc.ID, error) {
+	var id alloc.ID
+	switch len(raw) {
+	case len(id):
+		copy(id[:], raw)
+	case 32, 36:
+		p, err := alloc.ParseID(string(raw))
+		if err != nil {
+			return alloc.ID{}, badf(field, "not a UUID: %v", err)
+		}
+		id = p
+	default:
+		return alloc.ID{}, badf(field, "%d bytes, want a 16-byte UUID (or its 36-character string form)", len(raw))
+	}
+	if id.IsZero() {
+		return alloc.ID{}, badf(field, "must be a non-zero UUID")
+	}
+	return id, nil
+}
+
+// segmentIDOf checks a segment id: exactly 16 bytes, not zero.
+func segmentIDOf(field string, raw []byte) (alloc.ID, error) {
+	var id alloc.ID
+	if len(raw) != len(id) {
+		return id, badf(field, "%d bytes, want a 16-byte UUID", len(raw))
+	}
+	copy(id[:], raw)
+	if id.IsZero() {
+		return id, badf(field, "must be a non-zero UUID")
+	}
+	return id, nil
+}
+
+// keyOf checks an object key.
+func keyOf(raw []byte) (string, error) {
+	k := string(raw)
+	return k, store.ValidateKey(k)
+}
+
+// keysOf checks a batch of keys: 1..4096 of them, each a valid key.
+func keysOf(field string, raw [][]byte) ([]string, error) {
+	if err := batchOf(field, len(raw)); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(raw))
+	for i, r := range raw {
+		k, err := keyOf(r)
+		if err != nil {
+			return nil, within(field, i, err)
+		}
+		keys[i] = k
+	}
+	return keys, nil
+}
+
+// groupOf checks a group id; empty means a singleton.
+func groupOf(raw []byte) (string, error) {
+	g := string(raw)
+	return g, store.ValidateGroup(g)
+}
+
+// namedGroupOf checks a group id that must name an explicit group (RemoveGroup, ListGroup).
+func namedGroupOf(raw []byte) (string, error) {
+	if len(raw) == 0 {
+		return "", badf("group", "must not be empty")
+	}
+	return groupOf(raw)
+}
+
+// batchOf checks the number of items of a batch.
+func batchOf(field string, n int) error {
+	if n < 1 || n > store.MaxBatch {
+		return badf(field, "%d items not in 1..%d", n, store.MaxBatch)
+	}
+	return nil
+}
+
+// tierOf checks a tier filter: TIER_UNSPECIFIED (every tier), MEMORY or NOF.
+func tierOf(field string, t metadv1.Tier) error {
+	switch t {
+	case metadv1.Tier_TIER_UNSPECIFIED, metadv1.Tier_TIER_MEMORY, metadv1.Tier_TIER_NOF:
+		return nil
+	}
+	return badf(field, "unknown tier %d", int32(t))
+}
+
+// configOf checks a replica config and returns it normalized as the log command carries it:
+// memory_replicas >= 1 (0 means 1), the soft pin ttl resolved (0 with ENABLE means 30 min).
+func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
+	mem := c.GetMemoryReplicas()
+	if mem == 0 {
+		mem = 1
+	}
+	if mem > store.MaxMemReplicas {
+		return nil, badf("config.memory_replicas", "%d not in 1..%d", mem, store.MaxMemReplicas)
+	}
+	if n := c.GetNofReplicas(); n > store.MaxNOFReplicas {
+		return nil, badf("config.nof_replicas", "%d not in 0..%d", n, store.MaxNOFReplicas)
+	}
+	seen := make(map[alloc.ID]struct{}, len(c.GetPreferredSegmentIds()))
+	for i, raw := range c.GetPreferredSegmentIds() {
+		id, err := segmentIDOf(fmt.Sprintf("config.preferred_segment_ids[%d]", i), raw)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := seen[id]; dup {
+			return nil, badf(fmt.Sprintf("config.preferred_segment_ids[%d]", i),
+				"segment %s named twice (at most one replica of an object per segment)", id)
+		}
+		seen[id] = struct{}{}
+	}
+	ttl := c.GetSoftPinTtlMs()
+	switch c.GetSoftPin() {
+	case metadv1.SoftPinAction_SOFT_PIN_ACTION_NONE, metadv1.SoftPinAction_SOFT_PIN_ACTION_DISABLE:
+		if ttl != 0 {
+			return nil, badf("config.soft_pin_ttl_ms", "%d set without soft_pin SOFT_PIN_ACTION_ENABLE", ttl)
+		}
+	case metadv1.SoftPinAction_SOFT_PIN_ACTION_ENABLE:
+		if ttl > maxSoftPinTTLms {
+			return nil, badf("config.soft_pin_ttl_ms", "%d not in (0, %d] (24 h)", ttl, maxSoftPinTTLms)
+		}
+		if ttl == 0 {
+			ttl = uint64(store.DefaultSoftPin / time.Millisecond)
+		}
+	default:
+		return nil, badf("config.soft_pin", "unknown action %d", int32(c.GetSoftPin()))
+	}
+	out := &metadv1.ReplicaConfig{
+		MemoryReplicas:      mem,
+		NofReplicas:         c.GetNofReplicas(),
+		PreferredSegmentIds: c.GetPreferredSegmentIds(),
+		SoftPin:             c.GetSoftPin(),
+		SoftPinTtlMs:        ttl,
+		HardPin:             c.GetHardPin(),
+		DataType:            c.GetDataType(),
+	}
+	// The store's own check, as a backstop: it must agree with the checks above.
+	rc := fsm.ReplicaConfigFrom(out)
+	if err := rc.Validate(); err != nil {
+		return nil, badf("config", "%s", msgOf(err))
+	}
+	return out, nil
+}
+
+// sizeOf checks an object size.
+func sizeOf(n uint64) error { return store.ValidateSize(n) }
+
+// segmentOf checks a segment to mount and returns it with its owner set to client.
+func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, error) {
+	if d == nil {
+		return nil, badf("segment", "missing")
+	}
+	if _, err := segmentIDOf("segment.id", d.GetId()); err != nil {
+		return nil, err
+	}
+	switch {
+	case d.GetBase() == 0:
+		return nil, badf("segment.base", "must be non-zero")
+	case d.GetBase()%alloc.Align != 0:
+		return nil, badf("segment.base", "%#x not %d-byte aligned", d.GetBase(), alloc.Align)
+	case d.GetSize() == 0:
+		return nil, badf("segment.size", "must be non-zero")
+	case d.GetSize()%alloc.Align != 0:
+		return nil, badf("segment.size", "%d not %d-byte aligned", d.GetSize(), alloc.Align)
+	case d.GetBase()+d.GetSize() < d.GetBase():
+		return nil, badf("segment.size", "base %#x + size %d wraps the address space", d.GetBase(), d.GetSize())
+	case d.GetTier() != metadv1.Tier_TIER_MEMORY && d.GetTier() != metadv1.Tier_TIER_NOF:
+		return nil, badf("segment.tier", "%s, want TIER_MEMORY or TIER_NOF", d.GetTier())
+	}
+	out := &metadv1.SegmentDesc{Id: d.GetId(), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
+		Endpoint: d.GetEndpoint(), Tier: d.GetTier(), OwnerClientId: client[:]}
+	if err := alloc.ValidateSegment(fsm.SegmentFrom(out)); err != nil {
+		return nil, badf("segment", "%v", err)
+	}
+	return out, nil
+}
+
+// strategyTo is the configured placement strategy as a command carries it.
+func strategyTo(s alloc.Strategy) metadv1.PlacementStrategy {
+	if s == alloc.StrategyFreeRatioFirst {
+		return metadv1.PlacementStrategy_PLACEMENT_STRATEGY_FREE_RATIO_FIRST
+	}
+	return metadv1.PlacementStrategy_PLACEMENT_STRATEGY_RANDOM
+}
+
+// msgOf is an error's message without its reason prefix.
+func msgOf(err error) string {
+	var se *store.Error
+	if errors.As(err, &se) {
+		return se.Msg
+	}
+	return err.Error()
+}

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	metadv1 "metad/proto/metadv1"
+)
+
+// TestBadInputIsInvalidArgument drives every rule of SEMANTICS section 1 through gRPC: each
+// breach is InvalidArgument with INVALID_PARAMS, a message naming the field, and nothing proposed.
+func TestBadInputIsInvalidArgument(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	h.mount(t, clientA, segA)
+	h.put(t, "", "exists", 64)
+
+	cl := idb(clientA)
+	key := []byte("k")
+	long := func(n int, c byte) string { return strings.Repeat(string(c), n) }
+	put := func(mod func(r *metadv1.PutStartRequest)) func(context.Context) error {
+		return func(ctx context.Context) error {
+			r := &metadv1.PutStartRequest{ClientId: cl, Key: key, Size: 1}
+			mod(r)
+			_, err := h.meta.PutStart(ctx, r)
+			return err
+		}
+	}
+	cfg := func(c *metadv1.ReplicaConfig) func(context.Context) error {
+		return put(func(r *metadv1.PutStartRequest) { r.Config = c })
+	}
+	keys := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = []byte{'k', byte(i), byte(i >> 8)}
+		}
+		return out
+	}
+	seg := func(mod func(d *metadv1.SegmentDesc)) func(context.Context) error {
+		return func(ctx context.Context) error {
+			d := &metadv1.SegmentDesc{Id: idb(segB), Base: 4096, Size: 4096, Tier: metadv1.Tier_TIER_MEMORY}
+			mod(d)
+			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: cl, Segment: d})
+			return err
+		}
+	}
+	const (
+		enable = metadv1.SoftPinAction_SOFT_PIN_ACTION_ENABLE
+		none   = metadv1.SoftPinAction_SOFT_PIN_ACTION_NONE
+	)
+	cases := []struct {
+		name, field string
+		call        func(context.Context) error
+	}{
+		{"tenant starts with _", "tenant", put(func(r *metadv1.PutStartRequest) { r.Tenant = "_sys" })},
+		{"tenant too long", "tenant", put(func(r *metadv1.PutStartRequest) { r.Tenant = long(257, 't') })},
+		{"tenant control byte", "tenant", put(func(r *metadv1.PutStartRequest) { r.Tenant = "a\x01b" })},
+		{"tenant DEL byte", "tenant", put(func(r *metadv1.PutStartRequest) { r.Tenant = "a\x7fb" })},
+		{"tenant bad on read", "tenant", func(ctx context.Context) error {
+			_, err := h.meta.Get(ctx, &metadv1.GetRequest{Tenant: "_x", Key: key})
+			return err
+		}},
+		{"key empty", "key", put(func(r *metadv1.PutStartRequest) { r.Key = nil })},
+		{"key too long", "key", put(func(r *metadv1.PutStartRequest) { r.Key = []byte(long(4097, 'k')) })},
+		{"key with NUL", "key", put(func(r *metadv1.PutStartRequest) { r.Key = []byte("a\x00b") })},
+		{"key empty on Get", "key", func(ctx context.Context) error {
+			_, err := h.meta.Get(ctx, &metadv1.GetRequest{})
+			return err
+		}},
+		{"key NUL on Remove", "key", func(ctx context.Context) error {
+			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte{0}, Force: true})
+			return err
+		}},
+		{"group too long", "group", put(func(r *metadv1.PutStartRequest) { r.Group = []byte(long(257, 'g')) })},
+		{"group with NUL", "group", put(func(r *metadv1.PutStartRequest) { r.Group = []byte("g\x00") })},
+		{"group empty on RemoveGroup", "group", func(ctx context.Context) error {
+			_, err := h.meta.RemoveGroup(ctx, &metadv1.RemoveGroupRequest{Force: true})
+			return err
+		}},
+		{"client id missing", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = nil })},
+		{"client id 15 bytes", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = make([]byte, 15) })},
+		{"client id zero", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = make([]byte, 16) })},
+		{"client id not a UUID string", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = []byte(long(36, 'z')) })},
+		{"client id on Ping", "client_id", func(ctx context.Context) error {
+			_, err := h.meta.Ping(ctx, &metadv1.PingRequest{ClientId: []byte("x")})
+			return err
+		}},
+		{"size zero", "size", put(func(r *metadv1.PutStartRequest) { r.Size = 0 })},
+		{"size over 2^40", "size", put(func(r *metadv1.PutStartRequest) { r.Size = 1<<40 + 1 })},
+		{"memory replicas 9", "config.memory_replicas", cfg(&metadv1.ReplicaConfig{MemoryReplicas: 9})},
+		{"nof replicas 9", "config.nof_replicas", cfg(&metadv1.ReplicaConfig{NofReplicas: 9})},
+		{"preferred segment twice", "config.preferred_segment_ids", cfg(&metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(segA), idb(segA)}})},
+		{"preferred segment not 16 bytes", "config.preferred_segment_ids", cfg(&metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{{1, 2}}})},
+		{"soft pin ttl over 24h", "config.soft_pin_ttl_ms", cfg(&metadv1.ReplicaConfig{SoftPin: enable, SoftPinTtlMs: 24*3600*1000 + 1})},
+		{"soft pin ttl without ENABLE", "config.soft_pin_ttl_ms", cfg(&metadv1.ReplicaConfig{SoftPin: none, SoftPinTtlMs: 1000})},
+		{"soft pin ttl with DISABLE", "config.soft_pin_ttl_ms", cfg(&metadv1.ReplicaConfig{SoftPin: metadv1.SoftPinAction_SOFT_PIN_ACTION_DISABLE, SoftPinTtlMs: 1})},
+		{"soft pin unknown action", "config.soft_pin", cfg(&metadv1.ReplicaConfig{SoftPin: 256})},
+		{"tier unknown", "tier", func(ctx context.Context) error {
+			_, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: cl, Key: []byte("exists"), Tier: 9})
+			return err
+		}},
+		{"batch empty", "keys", func(ctx context.Context) error {
+			_, err := h.meta.BatchGet(ctx, &metadv1.BatchGetRequest{})
+			return err
+		}},
+		{"batch over 4096", "keys", func(ctx context.Context) error {
+			_, err := h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: keys(4097), Force: true})
+			return err
+		}},
+		{"batch put over 4096", "items", func(ctx context.Context) error {
+			ks := keys(4097)
+			items := make([]*metadv1.BatchPutStartRequest_Item, len(ks))
+			for i := range items {
+				items[i] = &metadv1.BatchPutStartRequest_Item{Key: ks[i], Size: 1}
+			}
+			_, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl, Items: items})
+			return err
+		}},
+		{"batch item with a bad key", "keys[1]", func(ctx context.Context) error {
+			_, err := h.meta.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{ClientId: cl, Keys: [][]byte{key, nil}})
+			return err
+		}},
+		{"batch item with a bad size", "items[0]", func(ctx context.Context) error {
+			_, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl,
+				Items: []*metadv1.BatchPutStartRequest_Item{{Key: key}}})
+			return err
+		}},
+		{"segment base zero", "segment.base", seg(func(d *metadv1.SegmentDesc) { d.Base = 0 })},
+		{"segment base unaligned", "segment.base", seg(func(d *metadv1.SegmentDesc) { d.Base = 4097 })},
+		{"segment size zero", "segment.size", seg(func(d *metadv1.SegmentDesc) { d.Size = 0 })},
+		{"segment size unaligned", "segment.size", seg(func(d *metadv1.SegmentDesc) { d.Size = 100 })},
+		{"segment tier missing", "segment.tier", seg(func(d *metadv1.SegmentDesc) { d.Tier = metadv1.Tier_TIER_UNSPECIFIED })},
+		{"segment id not 16 bytes", "segment.id", seg(func(d *metadv1.SegmentDesc) { d.Id = []byte("short") })},
+		{"tenant name on register", "name", func(ctx context.Context) error {
+			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "_hidden"})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.b.proposals.Load()
+			err := tc.call(tctx(t))
+			wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
+			msg := strings.TrimPrefix(status.Convert(err).Message(), "INVALID_PARAMS: ")
+			if !strings.HasPrefix(msg, tc.field) {
+				t.Fatalf("message %q does not name %q", msg, tc.field)
+			}
+			if d := h.b.proposals.Load() - before; d != 0 {
+				t.Fatalf("%d commands proposed", d)
+			}
+		})
+	}
+}
+
+// TestRequestOver16MiBRefused: gRPC refuses a request over 16 MiB before a handler runs.
+func TestRequestOver16MiBRefused(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	before := h.b.proposals.Load()
+	big := make([][]byte, 4096)
+	for i := range big {
+		big[i] = bytes.Repeat([]byte{'a' + byte(i%26)}, 4096) // 16 MiB of keys, plus framing
+	}
+	_, err := h.meta.BatchRemove(tctx(t), &metadv1.BatchRemoveRequest{Keys: big, Force: true})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("over-16-MiB request: %v, want ResourceExhausted", err)
+	}
+	if d := h.b.proposals.Load() - before; d != 0 {
+		t.Fatalf("%d commands proposed", d)
+	}
+}
