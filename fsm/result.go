@@ -1,6 +1,10 @@
 package fsm
 
-import "metad/store"
+import (
+	"errors"
+
+	"metad/store"
+)
 
 // Result is the typed outcome of one command. Reason OK means applied; any other reason is a
 // deterministic rejection and Message says why. Only the payload fields of the command's kind are
@@ -35,6 +39,10 @@ type EntryResult struct {
 func fromErr(err error) Result {
 	if err == nil {
 		return Result{}
+	}
+	var e *store.Error
+	if errors.As(err, &e) {
+		return Result{Reason: e.Reason, Message: e.Msg} // the reason is a field; keep it out of the text
 	}
 	return Result{Reason: store.ReasonOf(err), Message: err.Error()}
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -122,6 +123,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.ListenMetrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 			st := node.Status()
 			if st.LeaderName == "" {

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"metad/proto/metadv1"
+)
+
+func TestBatchGetSplitsAndKeepsOrder(t *testing.T) {
+	a := startFake(t)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i)
+	}
+	resp, err := c.BatchGet(testCtx(t), "", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.batches(); !reflect.DeepEqual(got, []int{4096, 4096, 1808}) {
+		t.Fatalf("batch sizes %v, want [4096 4096 1808]", got)
+	}
+	if len(resp.GetResults()) != len(keys) {
+		t.Fatalf("%d results for %d keys", len(resp.GetResults()), len(keys))
+	}
+	for i, r := range resp.GetResults() {
+		if r.GetSize() != uint64(i) {
+			t.Fatalf("result %d is for key %d", i, r.GetSize())
+		}
+	}
+	if resp.GetLeaseTtlMs() != 10000-4096 {
+		t.Fatalf("lease %d, want the smallest of the requests'", resp.GetLeaseTtlMs())
+	}
+}
+
+func TestBatchPutReportsPerItem(t *testing.T) {
+	a := startFake(t)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	items := []BatchPutItem{{Key: "a", Size: 1}, {Key: "exists", Size: 1}, {Key: "b", Group: "g", Size: 1}}
+	res, err := c.BatchPut(testCtx(t), "", items, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || ItemErr(res[0]) != nil || ItemErr(res[2]) != nil {
+		t.Fatalf("results %v", res)
+	}
+	if err := ItemErr(res[1]); ReasonOf(err) != metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS ||
+		!strings.HasPrefix(err.Error(), "OBJECT_ALREADY_EXISTS: ") {
+		t.Fatalf("item 1: %v", err)
+	}
+	if got := a.batches(); !reflect.DeepEqual(got, []int{3, 2}) {
+		t.Fatalf("batch sizes %v, want start 3 then end 2", got)
+	}
+}
+
+func TestBatchEmptyListSendsNothing(t *testing.T) {
+	a := startFake(t)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	if res, err := c.BatchPutEnd(testCtx(t), "", nil, 0); err != nil || len(res) != 0 || a.calls.Load() != 0 {
+		t.Fatalf("empty batch: %v %v, %d calls", res, err, a.calls.Load())
+	}
+}
+
+func TestBatchWrongResultCountIsAnError(t *testing.T) {
+	a := startFake(t)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	if _, err := c.BatchRemove(testCtx(t), "", []string{"a", "b"}, false); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("err = %v, want ErrBadResponse", err)
+	}
+}
+
+func TestSpansRespectCountAndBytes(t *testing.T) {
+	big := strings.Repeat("k", 4000)
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = big
+	}
+	total := 0
+	for _, sp := range keySpans(keys) {
+		n := sp[1] - sp[0]
+		if n > MaxBatchItems || n*(len(big)+8) > MaxBatchBytes {
+			t.Fatalf("span %v too large", sp)
+		}
+		total += n
+	}
+	if total != len(keys) {
+		t.Fatalf("spans cover %d of %d keys", total, len(keys))
+	}
+	if got := keySpans(make([]string, 4097)); len(got) != 2 || got[0] != [2]int{0, 4096} {
+		t.Fatalf("4097 small keys: %v", got)
+	}
+	if got := keySpans(nil); len(got) != 0 {
+		t.Fatalf("no keys: %v", got)
+	}
+}
+
+func TestBatches(t *testing.T) {
+	items := make([]int, 9)
+	got := Batches(items, 4)
+	if len(got) != 3 || len(got[0]) != 4 || len(got[2]) != 1 || cap(got[0]) != 4 {
+		t.Fatalf("Batches(9, 4) = %v", got)
+	}
+	if got := Batches(make([]int, 5000), 0); len(got) != 2 || len(got[0]) != MaxBatchItems {
+		t.Fatalf("default size: %d batches", len(got))
+	}
+}

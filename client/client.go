@@ -1,0 +1,278 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"metad/proto/metadv1"
+)
+
+// Message size limits. A request is at most 16 MiB (SEMANTICS section 1); a response to a batch of
+// 4096 keys with up to 16 replicas each stays well under the receive limit.
+const (
+	maxSendMsgBytes = 16 << 20
+	maxRecvMsgBytes = 64 << 20
+)
+
+// endpoint is immutable once built, so shared freely: one node's address and the connection to it.
+type endpoint struct {
+	addr  string
+	idx   int // position in Client.eps
+	conn  *grpc.ClientConn
+	md    metadv1.MetadataClient
+	admin metadv1.AdminClient
+}
+
+// Client is safe for concurrent use by any number of goroutines; Close ends it. It is a
+// connection to a metad cluster: one gRPC connection per known endpoint, every call sent to the
+// endpoint it believes is the leader. See the package documentation for the retry rules.
+type Client struct {
+	cfg     Config
+	id      UUID
+	idBytes []byte // id in wire form, shared read-only by every request
+
+	// cur is the endpoint calls go to (the believed leader). Read without a lock on every call;
+	// stored under mu.
+	cur atomic.Pointer[endpoint]
+	// closed is set once by Close, under mu.
+	closed atomic.Bool
+
+	// mu guards eps and byAddr and serializes changes of cur. It is a leaf lock: nothing else is
+	// locked while it is held, and no I/O happens under it (grpc.NewClient does not connect).
+	mu     sync.Mutex
+	eps    []*endpoint // append-only; eps[i].idx == i
+	byAddr map[string]*endpoint
+}
+
+// New returns a Client for cfg after applying the defaults (DefaultConfig) to its zero fields and
+// validating it. It does not wait for any connection: the first call does.
+func New(cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, id: cfg.ClientID, byAddr: make(map[string]*endpoint)}
+	if c.id.IsZero() {
+		c.id = NewUUID()
+	}
+	c.idBytes = c.id.Bytes()
+	for _, addr := range cfg.Endpoints {
+		if _, err := c.endpointLocked(addr); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	c.cur.Store(c.eps[0])
+	return c, nil
+}
+
+// ClientID is the id this client writes and mounts as.
+func (c *Client) ClientID() UUID { return c.id }
+
+// Endpoints returns the known endpoints: those configured, then any learned from the cluster.
+func (c *Client) Endpoints() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.eps))
+	for i, ep := range c.eps {
+		out[i] = ep.addr
+	}
+	return out
+}
+
+// Leader returns the endpoint calls currently go to: the believed leader.
+func (c *Client) Leader() string { return c.cur.Load().addr }
+
+// Close closes every connection. Calls in flight fail; later calls return ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Swap(true) {
+		return nil
+	}
+	var first error
+	for _, ep := range c.eps {
+		if err := ep.conn.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// dial opens a lazy connection to addr.
+func (c *Client) dial(addr string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			// Reconnect quickly to a restarted node; calls never wait for a connection (a node
+			// that is down fails fast with Unavailable and the call moves on).
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: c.cfg.DialTimeout,
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxSendMsgBytes), grpc.MaxCallRecvMsgSize(maxRecvMsgBytes)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("client: endpoint %q: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// endpointLocked returns the endpoint for addr, adding it (and starting to connect) if it is new.
+// Called with mu held, or from New before c is shared.
+func (c *Client) endpointLocked(addr string) (*endpoint, error) {
+	if ep, ok := c.byAddr[addr]; ok {
+		return ep, nil
+	}
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	conn, err := c.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	conn.Connect()
+	ep := &endpoint{addr: addr, idx: len(c.eps), conn: conn,
+		md: metadv1.NewMetadataClient(conn), admin: metadv1.NewAdminClient(conn)}
+	c.eps = append(c.eps, ep)
+	c.byAddr[addr] = ep
+	return ep, nil
+}
+
+// setLeader makes addr (added if new) the endpoint calls go to.
+func (c *Client) setLeader(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ep, err := c.endpointLocked(addr)
+	if err != nil {
+		return err
+	}
+	c.cur.Store(ep)
+	return nil
+}
+
+// advance moves calls from failed to the next endpoint in the list, unless another call already
+// moved them elsewhere (then that choice stands).
+func (c *Client) advance(failed *endpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur.Load() == failed {
+		c.cur.Store(c.eps[(failed.idx+1)%len(c.eps)])
+	}
+}
+
+// do runs attempt against the believed leader, retrying per the package rules until it succeeds,
+// fails deterministically, runs out of retries, or would outlive ctx. The error returned is the
+// last attempt's, unwrapped.
+func (c *Client) do(ctx context.Context, attempt func(context.Context, *endpoint) error) error {
+	_, err := c.doCount(ctx, attempt)
+	return err
+}
+
+// doCount is do that also reports how many attempts were made (0 on a closed client). More than
+// one means an earlier attempt failed in a way that may have left its command committed.
+func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *endpoint) error) (int, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	delay := c.cfg.RetryBackoff.Initial
+	redirected := false // the previous retry was a redirect
+	for n := 0; ; n++ {
+		ep := c.cur.Load()
+		err := attempt(ctx, ep)
+		if err == nil {
+			return n + 1, nil
+		}
+		if ctx.Err() != nil || n >= c.cfg.MaxRetries || c.closed.Load() {
+			return n + 1, err
+		}
+		act, leader := classify(err, ep.addr)
+		switch act {
+		case actStop:
+			return n + 1, err
+		case actRedirect:
+			if serr := c.setLeader(leader); serr != nil {
+				return n + 1, err
+			}
+			if !redirected {
+				// The first redirect in a row goes at once; a second means the nodes disagree
+				// (an election is under way), so it waits like a failover.
+				redirected = true
+				continue
+			}
+		case actFailover:
+			redirected = false
+			c.advance(ep)
+		}
+		if !sleepCtx(ctx, jitter(delay)) {
+			return n + 1, err
+		}
+		delay = min(2*delay, c.cfg.RetryBackoff.Max)
+	}
+}
+
+// jitter draws a delay uniformly from [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// sleepCtx waits d, or reports false at once if ctx would expire first, or false when ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// call is one retried unary Metadata RPC.
+func call[Req, Resp any](ctx context.Context, c *Client,
+	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	resp, _, err := callCount(ctx, c, rpc, req)
+	return resp, err
+}
+
+// callCount is call that also reports the attempts made (see doCount).
+func callCount[Req, Resp any](ctx context.Context, c *Client,
+	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, int, error) {
+	var resp Resp
+	n, err := c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
+		r, err := rpc(ep.md, ctx, req)
+		if err == nil {
+			resp = r
+		}
+		return err
+	})
+	return resp, n, err
+}
+
+// callAdmin is one retried unary Admin RPC.
+func callAdmin[Req, Resp any](ctx context.Context, c *Client,
+	rpc func(metadv1.AdminClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	var resp Resp
+	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
+		r, err := rpc(ep.admin, ctx, req)
+		if err == nil {
+			resp = r
+		}
+		return err
+	})
+	return resp, err
+}

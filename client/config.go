@@ -1,0 +1,138 @@
+package client
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// EnvEndpoints is the environment variable that overrides the default endpoint list: client (gRPC)
+// addresses, host:port, separated by commas.
+const EnvEndpoints = "METAD_ENDPOINTS"
+
+// Defaults. Every zero field of a Config takes the matching default in New.
+const (
+	// DefaultDialTimeout bounds one connection attempt to one endpoint.
+	DefaultDialTimeout = 3 * time.Second
+	// DefaultBackoffInitial is the first retry delay after an UNAVAILABLE answer.
+	DefaultBackoffInitial = 20 * time.Millisecond
+	// DefaultBackoffMax caps the retry delay.
+	DefaultBackoffMax = 500 * time.Millisecond
+	// DefaultMaxRetries is how many times one call is retried after its first attempt.
+	DefaultMaxRetries = 20
+)
+
+// defaultEndpoints are the client ports of the local three-node cluster of `make run`.
+var defaultEndpoints = []string{"127.0.0.1:6001", "127.0.0.1:6002", "127.0.0.1:6003"}
+
+// Backoff is the retry delay: the n-th retry after a failover waits about Initial x 2^n, at most
+// Max, with jitter (a uniform draw from [d/2, d]).
+type Backoff struct {
+	// Initial is the delay before the first retry. Default 20 ms.
+	Initial time.Duration
+	// Max caps the delay. Default 500 ms.
+	Max time.Duration
+}
+
+// Config configures a Client. The zero value of every field means its default.
+type Config struct {
+	// Endpoints are the client (gRPC) addresses of the cluster's nodes, host:port. Calls go to the
+	// first one until a node names another leader. Default: DefaultEndpoints().
+	Endpoints []string
+	// DialTimeout bounds one connection attempt to one endpoint (connections are made lazily and
+	// re-made in the background). Default 3 s.
+	DialTimeout time.Duration
+	// RetryBackoff is the delay between retries after UNAVAILABLE or a connection error.
+	RetryBackoff Backoff
+	// MaxRetries is how many times one call is retried after its first attempt; the caller's
+	// context deadline bounds the retries too. 0 means the default (20); a negative value disables
+	// retries.
+	MaxRetries int
+	// ClientID identifies this client to the cluster (the writer of its puts, the owner of its
+	// segments). The zero UUID means a random one, chosen in New.
+	ClientID UUID
+}
+
+// DefaultConfig returns the configuration New uses for zero fields: DefaultEndpoints(), a 3 s dial
+// timeout, retries after 20 ms doubling up to 500 ms, at most 20 retries, a random client id.
+func DefaultConfig() Config {
+	return Config{
+		Endpoints:    DefaultEndpoints(),
+		DialTimeout:  DefaultDialTimeout,
+		RetryBackoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax},
+		MaxRetries:   DefaultMaxRetries,
+	}
+}
+
+// DefaultEndpoints returns the endpoints named by METAD_ENDPOINTS, or, when it is unset or empty,
+// 127.0.0.1:6001, 127.0.0.1:6002 and 127.0.0.1:6003.
+func DefaultEndpoints() []string {
+	if eps := SplitEndpoints(os.Getenv(EnvEndpoints)); len(eps) > 0 {
+		return eps
+	}
+	return append([]string(nil), defaultEndpoints...)
+}
+
+// SplitEndpoints splits a comma-separated endpoint list, trimming spaces and dropping empty entries.
+func SplitEndpoints(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if len(c.Endpoints) == 0 {
+		c.Endpoints = DefaultEndpoints()
+	} else {
+		c.Endpoints = append([]string(nil), c.Endpoints...)
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.RetryBackoff.Initial == 0 {
+		c.RetryBackoff.Initial = DefaultBackoffInitial
+	}
+	if c.RetryBackoff.Max == 0 {
+		c.RetryBackoff.Max = max(DefaultBackoffMax, c.RetryBackoff.Initial)
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	return c
+}
+
+// Validate reports the first problem of a configuration whose defaults are applied (New applies
+// them before calling it).
+func (c Config) Validate() error {
+	if len(c.Endpoints) == 0 {
+		return fmt.Errorf("client: no endpoints")
+	}
+	seen := make(map[string]bool, len(c.Endpoints))
+	for _, e := range c.Endpoints {
+		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
+			return fmt.Errorf("client: endpoint %q: want host:port", e)
+		}
+		if seen[e] {
+			return fmt.Errorf("client: endpoint %q listed twice", e)
+		}
+		seen[e] = true
+	}
+	if c.DialTimeout <= 0 {
+		return fmt.Errorf("client: DialTimeout must be positive, got %v", c.DialTimeout)
+	}
+	if c.RetryBackoff.Initial <= 0 {
+		return fmt.Errorf("client: RetryBackoff.Initial must be positive, got %v", c.RetryBackoff.Initial)
+	}
+	if c.RetryBackoff.Max < c.RetryBackoff.Initial {
+		return fmt.Errorf("client: RetryBackoff.Max (%v) is less than RetryBackoff.Initial (%v)",
+			c.RetryBackoff.Max, c.RetryBackoff.Initial)
+	}
+	return nil
+}

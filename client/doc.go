@@ -1,0 +1,60 @@
+// Package client is the Go client of metad: typed methods over the gRPC services Metadata (what
+// cache workers call) and Admin (what operators call), with leader discovery, retries and batch
+// splitting. cmd/metactl and the failover drills are built on it.
+//
+// # Call sequence
+//
+//	c, err := client.New(client.Config{Endpoints: []string{"10.0.0.1:6001", "10.0.0.2:6001"}})
+//	defer c.Close()
+//	c.MountSegment(ctx, &metadv1.SegmentDesc{...})   // a worker: mount, then Ping every second
+//	reps, err := c.PutStart(ctx, "", "k1", 4096, nil) // tenant "" = "default"
+//	... write the bytes at reps ...
+//	err = c.PutEnd(ctx, "", "k1", metadv1.Tier_TIER_UNSPECIFIED)
+//	got, err := c.Get(ctx, "", "k1")                  // or c.Get(ctx, "", "k1", client.Stale())
+//
+// A Client has an id (Config.ClientID, random by default): it is the writer of the client's puts
+// and the owner of its segments, and the cluster expires it (unmounting its segments) after
+// client_ttl without a Ping.
+//
+// # Endpoints and the leader
+//
+// The Client keeps one gRPC connection per known endpoint (plain TCP, no TLS: metad serves on
+// loopback or a private network) and sends every call to the endpoint it believes is the leader,
+// initially the first one. Any node accepts any call and a follower forwards writes, so this only
+// saves a hop; but a node that cannot forward answers NOT_LEADER and names the leader. The leader
+// named by a NOT_LEADER error, a Ping or a TransferLeader becomes the endpoint calls go to; an
+// address not in the list is added to it.
+//
+// # Retries
+//
+// After a failed attempt a call is:
+//   - redirected at once to the named leader on NOT_LEADER with a leader address (a second
+//     redirect in a row waits a backoff first: the nodes disagree while an election runs);
+//   - sent to the next endpoint in the list after a backoff on UNAVAILABLE (no quorum, shutting
+//     down), on a gRPC Unavailable status (connection refused or lost), and on NOT_LEADER naming no
+//     leader;
+//   - returned at once for anything else: deterministic rejections (OBJECT_NOT_FOUND,
+//     OBJECT_ALREADY_EXISTS, INVALID_PARAMS...) and the caller's own deadline or cancellation.
+//
+// The backoff starts at Config.RetryBackoff.Initial and doubles up to RetryBackoff.Max, each
+// delay drawn uniformly from [d/2, d]. A call makes at most 1 + Config.MaxRetries attempts and
+// never outlives its context: when the next delay would pass the context's deadline it returns at
+// once. The error returned is the last attempt's gRPC status error, unwrapped: status.FromError,
+// ReasonOf, LeaderOf and DetailOf read it.
+//
+// A write that failed with Unavailable (or NOT_LEADER after a failed forward) may still have been
+// committed: the connection broke after the node sent it to Raft. Its retry then meets the
+// committed state. PutEnd is idempotent. PutStart and BatchPutStart recover by themselves: when a
+// retried call meets OBJECT_ALREADY_EXISTS, they revoke this client's own pending write of the key
+// (a revoke fails harmlessly on anyone else's write or a complete object) and place it again.
+// Remove may report OBJECT_NOT_FOUND for an object its lost attempt removed; callers that need to
+// know read back.
+//
+// # Batches
+//
+// The Batch methods take any number of items and send them in consecutive requests of at most
+// MaxBatchItems (4096) items and MaxBatchBytes of keys, each retried on its own; results come back
+// one per item in order. A request that fails as a whole ends the call with the results of the
+// requests before it (a prefix) and the error. Batches (generic) splits any slice the same way
+// by count.
+package client

@@ -1,0 +1,279 @@
+package client
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"metad/proto/metadv1"
+)
+
+// fakeNode is a gRPC server on 127.0.0.1:0 that serves Metadata and Admin with programmable
+// answers. Safe for concurrent use; its counters are read after the calls they count.
+type fakeNode struct {
+	addr  string
+	srv   *grpc.Server
+	calls atomic.Int64 // RPCs received, every method
+
+	mu sync.Mutex
+	// fail, if set, decides the error of every RPC before the method runs (nil = proceed).
+	fail func(method string) error
+	// batchSizes records the item count of every batch request, in arrival order.
+	batchSizes []int
+}
+
+type fakeMetadata struct {
+	metadv1.UnimplementedMetadataServer
+	n *fakeNode
+}
+
+type fakeAdmin struct {
+	metadv1.UnimplementedAdminServer
+	n *fakeNode
+}
+
+// startFake starts a fake node; it stops when the test ends.
+func startFake(t *testing.T) *fakeNode {
+	t.Helper()
+	return startFakeB(t)
+}
+
+// startFakeB is startFake for tests and benchmarks.
+func startFakeB(t testing.TB) *fakeNode {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &fakeNode{addr: lis.Addr().String(), srv: grpc.NewServer()}
+	metadv1.RegisterMetadataServer(n.srv, &fakeMetadata{n: n})
+	metadv1.RegisterAdminServer(n.srv, &fakeAdmin{n: n})
+	go func() { _ = n.srv.Serve(lis) }()
+	t.Cleanup(n.srv.Stop)
+	return n
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}
+
+func (n *fakeNode) setFail(f func(method string) error) {
+	n.mu.Lock()
+	n.fail = f
+	n.mu.Unlock()
+}
+
+// enter counts a call and returns the programmed error, if any.
+func (n *fakeNode) enter(method string) error {
+	n.calls.Add(1)
+	n.mu.Lock()
+	f := n.fail
+	n.mu.Unlock()
+	if f != nil {
+		return f(method)
+	}
+	return nil
+}
+
+func (n *fakeNode) recordBatch(size int) {
+	n.mu.Lock()
+	n.batchSizes = append(n.batchSizes, size)
+	n.mu.Unlock()
+}
+
+func (n *fakeNode) batches() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]int(nil), n.batchSizes...)
+}
+
+// rejection builds a status error with an ErrorDetail, as the server does.
+func rejection(code codes.Code, reason metadv1.Reason, msg string, leaderName, leaderAddr string) error {
+	st, err := status.New(code, msg).WithDetails(&metadv1.ErrorDetail{
+		Reason: reason, LeaderName: leaderName, LeaderAddress: leaderAddr,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return st.Err()
+}
+
+func notLeader(name, addr string) error {
+	return rejection(codes.FailedPrecondition, metadv1.Reason_REASON_NOT_LEADER, "not the leader", name, addr)
+}
+
+func unavailable() error {
+	return rejection(codes.Unavailable, metadv1.Reason_REASON_UNAVAILABLE, "no quorum", "", "")
+}
+
+func (m *fakeMetadata) Get(_ context.Context, req *metadv1.GetRequest) (*metadv1.GetResponse, error) {
+	if err := m.n.enter("Get"); err != nil {
+		return nil, err
+	}
+	return &metadv1.GetResponse{Size: uint64(len(req.GetKey())), LeaseTtlMs: 10000}, nil
+}
+
+func (m *fakeMetadata) Exist(_ context.Context, req *metadv1.ExistRequest) (*metadv1.ExistResponse, error) {
+	if err := m.n.enter("Exist"); err != nil {
+		return nil, err
+	}
+	return &metadv1.ExistResponse{Exists: true}, nil
+}
+
+func (m *fakeMetadata) PutStart(_ context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
+	if err := m.n.enter("PutStart"); err != nil {
+		return nil, err
+	}
+	return &metadv1.PutStartResponse{Replicas: []*metadv1.Replica{{
+		ReplicaId: 1, Tier: metadv1.Tier_TIER_MEMORY, Size: req.GetSize(), Status: metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING,
+	}}}, nil
+}
+
+func (m *fakeMetadata) PutEnd(context.Context, *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	if err := m.n.enter("PutEnd"); err != nil {
+		return nil, err
+	}
+	return &metadv1.PutEndResponse{}, nil
+}
+
+func (m *fakeMetadata) PutRevoke(context.Context, *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
+	if err := m.n.enter("PutRevoke"); err != nil {
+		return nil, err
+	}
+	return &metadv1.PutRevokeResponse{}, nil
+}
+
+func (m *fakeMetadata) Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error) {
+	if err := m.n.enter("Ping"); err != nil {
+		return nil, err
+	}
+	return &metadv1.PingResponse{ClientTtlMs: 10000, LeaderName: "n1", LeaderAddress: m.n.addr, Term: 3}, nil
+}
+
+func (m *fakeMetadata) ListGroup(_ context.Context, req *metadv1.ListGroupRequest) (*metadv1.ListGroupResponse, error) {
+	if err := m.n.enter("ListGroup"); err != nil {
+		return nil, err
+	}
+	all := []string{"a", "b", "c", "d", "e"}
+	var out [][]byte
+	for _, k := range all {
+		if k > string(req.GetStartAfter()) && len(out) < 2 {
+			out = append(out, []byte(k))
+		}
+	}
+	last := ""
+	if len(out) > 0 {
+		last = string(out[len(out)-1])
+	}
+	return &metadv1.ListGroupResponse{Keys: out, Truncated: last < "e"}, nil
+}
+
+// BatchGet answers each key with size = its index in the whole list, encoded in the key as
+// decimal, so tests can check order across requests.
+func (m *fakeMetadata) BatchGet(_ context.Context, req *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error) {
+	if err := m.n.enter("BatchGet"); err != nil {
+		return nil, err
+	}
+	m.n.recordBatch(len(req.GetKeys()))
+	resp := &metadv1.BatchGetResponse{LeaseTtlMs: 10000 - uint64(len(req.GetKeys()))}
+	for _, k := range req.GetKeys() {
+		resp.Results = append(resp.Results, &metadv1.BatchGetResponse_Result{Status: &metadv1.Status{}, Size: atou(string(k))})
+	}
+	return resp, nil
+}
+
+func (m *fakeMetadata) BatchPutStart(_ context.Context, req *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error) {
+	if err := m.n.enter("BatchPutStart"); err != nil {
+		return nil, err
+	}
+	m.n.recordBatch(len(req.GetItems()))
+	resp := &metadv1.BatchPutStartResponse{}
+	for _, it := range req.GetItems() {
+		r := &metadv1.BatchPutStartResponse_Result{Status: &metadv1.Status{}}
+		if string(it.GetKey()) == "exists" {
+			r.Status = &metadv1.Status{Reason: metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS, Message: "key \"exists\" exists"}
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, nil
+}
+
+func (m *fakeMetadata) BatchPutEnd(_ context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	if err := m.n.enter("BatchPutEnd"); err != nil {
+		return nil, err
+	}
+	m.n.recordBatch(len(req.GetKeys()))
+	resp := &metadv1.BatchPutEndResponse{}
+	for range req.GetKeys() {
+		resp.Results = append(resp.Results, &metadv1.Status{})
+	}
+	return resp, nil
+}
+
+// BatchRemove answers one result too few: a server bug the client must catch.
+func (m *fakeMetadata) BatchRemove(_ context.Context, req *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error) {
+	if err := m.n.enter("BatchRemove"); err != nil {
+		return nil, err
+	}
+	return &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(req.GetKeys())-1)}, nil
+}
+
+func (a *fakeAdmin) Status(context.Context, *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
+	if err := a.n.enter("Status"); err != nil {
+		return nil, err
+	}
+	return &metadv1.StatusResponse{Name: "n-" + a.n.addr, ClientAddress: a.n.addr, Role: metadv1.NodeRole_NODE_ROLE_FOLLOWER}, nil
+}
+
+func (a *fakeAdmin) TransferLeader(_ context.Context, req *metadv1.TransferLeaderRequest) (*metadv1.TransferLeaderResponse, error) {
+	if err := a.n.enter("TransferLeader"); err != nil {
+		return nil, err
+	}
+	return &metadv1.TransferLeaderResponse{LeaderName: req.GetTarget(), LeaderAddress: req.GetTarget()}, nil
+}
+
+func atou(s string) uint64 {
+	var n uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
+}
+
+// newTestClient builds a client over eps with quick backoff; it is closed when the test ends.
+func newTestClient(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	if cfg.RetryBackoff.Initial == 0 {
+		cfg.RetryBackoff = Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

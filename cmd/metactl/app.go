@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"metad/client"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the operation failed (the cluster said no, or could not be reached)
+	exitUsage = 2 // the command line is wrong
+)
+
+// app is used by the goroutine running the invocation; load goroutines (bench, worker pings) only
+// read its fields and write to stderr. It is one metactl invocation: the global options and where
+// output goes.
+type app struct {
+	ctx    context.Context // cancelled on SIGINT/SIGTERM
+	stdout io.Writer
+	stderr io.Writer
+
+	// Global options; every verb accepts them too, before or after its own arguments.
+	endpoints string
+	output    string
+	timeout   time.Duration
+
+	// clients opened by this invocation, closed at its end.
+	clients []*client.Client
+}
+
+// verb is immutable (the table is built once): one metactl command.
+type verb struct {
+	name    string // "put", or "tenant create" for a verb of a group
+	args    string // the synopsis after the name
+	summary string
+	run     func(a *app, v *verb, args []string) error
+}
+
+// verbs is the command table, in the order usage lists it.
+var verbs = []*verb{
+	{"put", "KEY --size N [--tenant T] [--group G] [--replicas R] [--nof R] [--client ID]", "place and commit an object (PutStart + PutEnd)", runPut},
+	{"put-start", "KEY --size N [--tenant T] [--group G] [--replicas R] [--nof R] [--client ID]", "place an object; its replicas stay PROCESSING", runPutStart},
+	{"put-end", "KEY [--tenant T] [--tier MEMORY|NOF] [--client ID]", "commit a put-start", runPutEnd},
+	{"put-revoke", "KEY [--tenant T] [--tier MEMORY|NOF] [--client ID]", "abandon a put-start", runPutRevoke},
+	{"get", "KEY [--tenant T] [--stale]", "show where an object's replicas are", runGet},
+	{"exists", "KEY... [--tenant T] [--stale]", "tell which keys have a readable replica", runExists},
+	{"rm", "KEY [--tenant T] [--force]", "remove an object", runRm},
+	{"rm-all", "[--tenant T] [--force]", "remove every removable object of a tenant", runRmAll},
+	{"group ls", "GROUP [--tenant T] [--stale]", "list the member keys of a group", runGroupLs},
+	{"group rm", "GROUP [--tenant T] [--force]", "remove a group and all its members", runGroupRm},
+	{"tenant create", "NAME [--quota BYTES]", "register a tenant", runTenantCreate},
+	{"tenant rm", "NAME [--force]", "unregister a tenant (--force erases its objects)", runTenantRm},
+	{"tenant ls", "[--stale]", "list tenants with quota and usage", runTenantLs},
+	{"tenant quota", "NAME [BYTES]", "show, or set, a tenant's quota (0 = unlimited)", runTenantQuota},
+	{"segment mount", "--size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]", "mount a segment for a client", runSegmentMount},
+	{"segment unmount", "ID [--client ID]", "unmount a segment (its owner is looked up unless given)", runSegmentUnmount},
+	{"segment ls", "[--tier MEMORY|NOF] [--client ID] [--stale]", "list mounted segments with usage", runSegmentLs},
+	{"member ls", "", "list the Raft members", runMemberLs},
+	{"member add", "NAME PEERADDR", "add a voter", runMemberAdd},
+	{"member rm", "NAME", "remove a member", runMemberRm},
+	{"leader transfer", "[--to NAME]", "hand leadership to another member", runLeaderTransfer},
+	{"status", "", "show every endpoint's node status", runStatus},
+	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D]", "simulate a cache worker: mount segments, ping until stopped", runWorker},
+	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]", "run a load and print ops/s and latency percentiles", runBench},
+}
+
+// groups are the verbs that take a sub-verb.
+var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true}
+
+// usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
+type usageError struct {
+	verb *verb // nil for a global mistake
+	msg  string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// errUsageShown is a usage error that the flag package has already reported.
+var errUsageShown = errors.New("usage error already reported")
+
+// errHelp asks for exit 0 after printing help.
+var errHelp = errors.New("help")
+
+func usagef(v *verb, format string, args ...any) error {
+	return &usageError{verb: v, msg: fmt.Sprintf(format, args...)}
+}
+
+// globalFlags registers the global options on fs; their defaults are the current values, so a
+// verb's flag set leaves what the global parse set.
+func (a *app) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&a.endpoints, "endpoints", a.endpoints, "comma-separated client addresses of the cluster (env "+client.EnvEndpoints+")")
+	fs.StringVar(&a.output, "o", a.output, "output format: table or json")
+	fs.DurationVar(&a.timeout, "timeout", a.timeout, "deadline of each call to the cluster, retries included")
+}
+
+func (a *app) dispatch(args []string) error {
+	a.endpoints = strings.Join(client.DefaultEndpoints(), ",")
+	a.output = "table"
+	a.timeout = 10 * time.Second
+	fs := flag.NewFlagSet("metactl", flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	a.globalFlags(fs)
+	fs.Usage = func() { a.usage(a.stderr) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return errUsageShown
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		a.usage(a.stderr)
+		return errUsageShown
+	}
+	name := rest[0]
+	if name == "help" {
+		if len(rest) > 1 {
+			if v := findVerb(rest[1:]); v != nil {
+				a.verbUsage(v, nil)
+				return errHelp
+			}
+		}
+		a.usage(a.stdout)
+		return errHelp
+	}
+	sub := rest[1:]
+	if groups[name] {
+		if len(sub) == 0 || strings.HasPrefix(sub[0], "-") {
+			return usagef(nil, "%q needs a sub-verb: %s", name, strings.Join(subVerbs(name), ", "))
+		}
+		name += " " + sub[0]
+		sub = sub[1:]
+	}
+	v := findVerb(strings.Fields(name))
+	if v == nil {
+		return usagef(nil, "unknown verb %q", name)
+	}
+	return v.run(a, v, sub)
+}
+
+// findVerb looks up a verb by its words (["tenant", "ls"] or ["put"]).
+func findVerb(words []string) *verb {
+	name := words[0]
+	if groups[name] && len(words) > 1 {
+		name += " " + words[1]
+	}
+	for _, v := range verbs {
+		if v.name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+func subVerbs(group string) []string {
+	var out []string
+	for _, v := range verbs {
+		if g, s, ok := strings.Cut(v.name, " "); ok && g == group {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *app) usage(w io.Writer) {
+	fmt.Fprintf(w, "metactl: the client and operator tool of metad\n\n")
+	fmt.Fprintf(w, "usage: metactl [--endpoints A,B,C] [-o table|json] [--timeout D] VERB [ARGS] [FLAGS]\n\nverbs:\n")
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-16s %s\n", v.name, v.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'metactl help VERB' or 'metactl VERB -h' for a verb's flags. Global flags may also follow the verb.\n")
+	fmt.Fprintf(w, "Endpoints default to $%s or 127.0.0.1:6001,127.0.0.1:6002,127.0.0.1:6003.\n", client.EnvEndpoints)
+	fmt.Fprintf(w, "Sizes take units: 4096, 4KiB (= 4K), 1GiB, 1GB (= 10^9).\n")
+}
+
+// verbUsage prints v's synopsis and, given its flag set, its flags.
+func (a *app) verbUsage(v *verb, fs *flag.FlagSet) {
+	w := a.stdout
+	fmt.Fprintf(w, "usage: metactl %s %s\n\n%s\n", v.name, v.args, v.summary)
+	if fs != nil {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(a.stderr)
+	}
+}
+
+// flags returns a flag set for v with the global options registered.
+func (a *app) flags(v *verb) *flag.FlagSet {
+	fs := flag.NewFlagSet("metactl "+v.name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	a.globalFlags(fs)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse parses a verb's arguments (flags anywhere), checks the global options, and checks the
+// number of positional arguments is within [minPos, maxPos] (maxPos < 0: no upper bound).
+func (a *app) parse(v *verb, fs *flag.FlagSet, args []string, minPos, maxPos int) ([]string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			a.verbUsage(v, fs)
+			return nil, errHelp
+		}
+		return nil, &usageError{verb: v, msg: err.Error()}
+	}
+	if a.output != "table" && a.output != "json" {
+		return nil, usagef(v, "-o %q: want table or json", a.output)
+	}
+	if a.timeout <= 0 {
+		return nil, usagef(v, "--timeout must be positive")
+	}
+	if len(client.SplitEndpoints(a.endpoints)) == 0 {
+		return nil, usagef(v, "--endpoints is empty")
+	}
+	switch {
+	case len(pos) < minPos:
+		return nil, usagef(v, "missing arguments")
+	case maxPos >= 0 && len(pos) > maxPos:
+		return nil, usagef(v, "unexpected arguments: %s", strings.Join(pos[maxPos:], " "))
+	}
+	return pos, nil
+}
+
+// printer returns the printer for the chosen output format.
+func (a *app) printer() *printer { return &printer{w: a.stdout, json: a.output == "json"} }
+
+// client opens a client of the cluster acting as id; it is closed when the invocation ends.
+func (a *app) client(id client.UUID) (*client.Client, error) {
+	c, err := client.New(client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id})
+	if err != nil {
+		return nil, &usageError{msg: err.Error()}
+	}
+	a.clients = append(a.clients, c)
+	return c, nil
+}
+
+func (a *app) closeClients() {
+	for _, c := range a.clients {
+		c.Close()
+	}
+}
+
+// callCtx is the context of one call to the cluster: the invocation's, bounded by --timeout.
+func (a *app) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(a.ctx, a.timeout)
+}

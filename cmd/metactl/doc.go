@@ -1,0 +1,75 @@
+// Command metactl is the client and operator tool of metad.
+//
+//	metactl [--endpoints A,B,C] [-o table|json] [--timeout D] VERB [ARGS] [FLAGS]
+//
+// Global flags may also follow the verb, and a verb's flags may follow its arguments
+// (`metactl put k1 --size 4KiB -o json`); everything after "--" is an argument. Endpoints default
+// to $METAD_ENDPOINTS, else 127.0.0.1:6001,127.0.0.1:6002,127.0.0.1:6003 (the `make run`
+// cluster). --timeout (default 10s) bounds each call to the cluster, retries included: calls go to
+// the leader, follow NOT_LEADER redirects and fail over past unreachable nodes (package client).
+//
+// # Verbs
+//
+// Objects (tenant "default" unless --tenant):
+//
+//	put KEY --size N [--group G] [--replicas R] [--nof R] [--soft-pin D] [--hard-pin] [--prefer IDS] [--client ID]
+//	                                  PutStart + PutEnd: place and commit an object, show its replicas
+//	put-start KEY --size N [...]      PutStart only; prints the put-end command that commits it
+//	put-end KEY [--tier T] [--client ID]      commit a put-start (T = MEMORY or NOF; default every tier)
+//	put-revoke KEY [--tier T] [--client ID]   abandon a put-start
+//	get KEY [--stale]                 where the replicas are, size, data type, lease
+//	exists KEY... [--stale]           one row per key: readable or not (never an error for a missing key)
+//	rm KEY [--force]                  remove an object (--force: even under a read lease)
+//	rm-all [--force]                  remove every removable object of the tenant
+//	group ls GROUP [--stale]          member keys of an explicit group
+//	group rm GROUP [--force]          remove a group and all its members
+//
+// Operators:
+//
+//	tenant create NAME [--quota BYTES]   register a tenant (quota 0 = unlimited)
+//	tenant rm NAME [--force]             unregister (--force erases its objects and groups)
+//	tenant ls [--stale]                  tenants with requested and effective quota, usage, counts
+//	tenant quota NAME [BYTES]            show the quota, or set it
+//	segment mount --size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]
+//	segment unmount ID [--client ID]     the owner is looked up with ListSegments unless given
+//	segment ls [--tier T] [--client ID] [--stale]
+//	member ls | member add NAME PEERADDR | member rm NAME
+//	leader transfer [--to NAME]
+//	status                               one row per endpoint: name, client and peer address, role,
+//	                                     term, applied index, objects, leader; unreachable ones marked
+//
+// Tools:
+//
+//	worker --segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--ping-interval D]
+//	       [--duration D] [--unmount-on-exit]
+//	    A simulated cache worker: takes a new random client id unless given, mounts N segments with
+//	    fresh UUIDs at consecutive 2 MiB-aligned simulated base addresses, prints them, then pings
+//	    every second until SIGINT/SIGTERM (or --duration), reporting leader changes and remounting
+//	    any segment a Ping says the cluster no longer has (the worker was expired while cut off).
+//	bench --clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]
+//	      [--conns C] [--read-fraction F] [--mount S]
+//	    N goroutines share C connections (default 8) for D. put writes unique new keys
+//	    (PutStart then PutEnd, or their batch forms with --batch K > 1); get first pre-populates K
+//	    keys, then reads random ones; mixed does both, F of the requests reads. --mount S mounts a
+//	    memory segment for the run (kept alive by pings) when the cluster has none. Latency is kept
+//	    in a fixed-size log-linear histogram (1.6 % resolution), so memory is bounded whatever D.
+//
+// bench prints, and with -o json emits as one object: op, clients, conns, batch, size,
+// duration_s, ops and ops_per_sec (an op is one RPC; for put each is one replicated write
+// command, the figure to compare with etcd's puts/s from ../shared/bench/etcd-baseline), items
+// and items_per_sec (keys carried by those RPCs), puts/puts_per_sec (objects committed),
+// gets/gets_per_sec (keys read), p50_ms, p99_ms, p999_ms, max_ms (per op, successful ops only),
+// errors and error_reasons.
+//
+// # Conventions
+//
+// Sizes take a unit: 4096, 4K = 4KiB = 4096, 1GiB, 1MB = 10^6 (IEC and single letters are
+// binary, SI with B decimal). Client and segment ids are UUIDs (canonical or 32 hex digits).
+// Unless --client is given, put, put-start, put-end, put-revoke and segment mount act as a client
+// id derived from the user and host names, so a put-start and a later put-end match.
+//
+// Output is a table (text/tabwriter) or, with -o json, one JSON document on stdout. Errors go to
+// stderr as `error: <reason>: <message>`, where reason is the server's stable code
+// (OBJECT_NOT_FOUND, NOT_LEADER, ...) or the gRPC code (UNAVAILABLE, DEADLINE_EXCEEDED) when there
+// is none. Exit status: 0 success, 1 the operation failed, 2 a usage error.
+package main

@@ -1,0 +1,227 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"metad/client"
+	metadv1 "metad/proto/metadv1"
+)
+
+// Cluster is three (or more) metad processes on loopback, started from binaries built once per
+// test binary. Safe for use from one test goroutine.
+type Cluster struct {
+	T       testing.TB
+	Bin     string // directory with metad and metactl
+	Dir     string
+	Nodes   []*Proc
+	Initial string // --initial-cluster
+}
+
+// Proc is one metad process and its addresses.
+type Proc struct {
+	Name, Client, Peer, Metrics, DataDir string
+	Extra                                []string
+	cmd                                  *exec.Cmd
+	log                                  *bytes.Buffer
+	done                                 chan error
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// BuildBinaries builds metad and metactl once into a temp directory and returns it.
+func BuildBinaries(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "metad-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", buildDir+string(filepath.Separator), "metad/cmd/metad", "metad/cmd/metactl")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return buildDir
+}
+
+// FreePorts returns n loopback addresses that were free a moment ago.
+func FreePorts(tb testing.TB, n int) []string {
+	tb.Helper()
+	var out []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return out
+}
+
+// NewCluster starts n metad processes bootstrapping one new cluster. extra flags go to every node.
+func NewCluster(tb testing.TB, n int, extra ...string) *Cluster {
+	tb.Helper()
+	c := &Cluster{T: tb, Bin: BuildBinaries(tb), Dir: tb.TempDir()}
+	ports := FreePorts(tb, 3*n)
+	var initial []string
+	for i := range n {
+		p := &Proc{Name: fmt.Sprintf("n%d", i+1), Client: ports[3*i], Peer: ports[3*i+1], Metrics: ports[3*i+2],
+			DataDir: filepath.Join(c.Dir, fmt.Sprintf("n%d", i+1)), Extra: extra}
+		c.Nodes = append(c.Nodes, p)
+		initial = append(initial, p.Name+"="+p.Peer)
+	}
+	c.Initial = strings.Join(initial, ",")
+	tb.Cleanup(c.StopAll)
+	for _, p := range c.Nodes {
+		c.Start(p)
+	}
+	return c
+}
+
+// Start (re)starts a node from its data dir.
+func (c *Cluster) Start(p *Proc) {
+	c.T.Helper()
+	args := append([]string{"--name", p.Name, "--data-dir", p.DataDir, "--listen-client", p.Client, "--listen-peer", p.Peer,
+		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial,
+		"--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms"}, p.Extra...)
+	p.cmd = exec.Command(filepath.Join(c.Bin, "metad"), args...)
+	p.log = &bytes.Buffer{}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		c.T.Fatal(err)
+	}
+	p.done = make(chan error, 1)
+	go func(cmd *exec.Cmd, done chan error) { done <- cmd.Wait() }(p.cmd, p.done)
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (c *Cluster) Kill(p *Proc) {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	p.cmd = nil
+}
+
+// Stop sends SIGTERM and returns the exit error (nil for a clean exit) after at most 20 s.
+func (c *Cluster) Stop(p *Proc) error {
+	if p.cmd == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.cmd = nil
+		return err
+	case <-time.After(20 * time.Second):
+		c.Kill(p)
+		return fmt.Errorf("%s did not stop within 20s after SIGTERM", p.Name)
+	}
+}
+
+// StopAll stops every running node (SIGTERM, then SIGKILL).
+func (c *Cluster) StopAll() {
+	for _, p := range c.Nodes {
+		if err := c.Stop(p); err != nil {
+			c.T.Logf("%s: %v\n%s", p.Name, err, p.log)
+		}
+	}
+}
+
+// Endpoints returns the client addresses of all nodes.
+func (c *Cluster) Endpoints() []string {
+	var eps []string
+	for _, p := range c.Nodes {
+		eps = append(eps, p.Client)
+	}
+	return eps
+}
+
+// Client returns a Go client over all endpoints.
+func (c *Cluster) Client() *client.Client {
+	c.T.Helper()
+	cl, err := client.New(client.Config{Endpoints: c.Endpoints()})
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	c.T.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// Leader polls until the running nodes agree on a leader, and returns it.
+func (c *Cluster) Leader(cl *client.Client, within time.Duration) *Proc {
+	c.T.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		sts := cl.StatusAll(ctx)
+		cancel()
+		for _, st := range sts {
+			if st.Err == nil && st.Status.GetRole() == metadv1.NodeRole_NODE_ROLE_LEADER {
+				for _, p := range c.Nodes {
+					if p.Client == st.Endpoint && p.cmd != nil {
+						return p
+					}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.T.Fatalf("no leader within %s", within)
+	return nil
+}
+
+// Metactl runs the metactl binary against the cluster and returns its output.
+func (c *Cluster) Metactl(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), append([]string{"--endpoints", strings.Join(c.Endpoints(), ","), "--timeout", "10s"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// StartWorker runs `metactl worker` (mounted segments kept alive by pings) until the test ends.
+func (c *Cluster) StartWorker(segments int, size string) {
+	c.T.Helper()
+	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), "--endpoints", strings.Join(c.Endpoints(), ","),
+		"worker", "--segments", fmt.Sprint(segments), "--segment-size", size)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		c.T.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	c.T.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+}
