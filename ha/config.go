@@ -25,9 +25,9 @@ type Config struct {
 	InitialCluster []Peer // members of a new cluster (must include this node when bootstrapping)
 	Bootstrap      bool   // true for --initial-cluster-state new: bootstrap if the data dir is empty
 
-	HeartbeatTimeout   time.Duration // follower -> candidate after this silence (randomized up to 2x). Default 500ms
-	ElectionTimeout    time.Duration // candidate's election timeout. Default 500ms
-	LeaderLeaseTimeout time.Duration // leader steps down without quorum contact for this long. Default 250ms
+	HeartbeatTimeout   time.Duration // follower -> candidate after this silence (randomized up to 2x). Default 400ms
+	ElectionTimeout    time.Duration // candidate's election timeout. Default 400ms
+	LeaderLeaseTimeout time.Duration // leader steps down without quorum contact for this long. Default 200ms
 	CommitTimeout      time.Duration // heartbeat when idle. Default 20ms
 	ApplyTimeout       time.Duration // bound on enqueueing one entry to Raft. Default 5s
 
@@ -44,9 +44,9 @@ type Config struct {
 // DefaultConfig returns the defaults documented on Config; the caller sets names and addresses.
 func DefaultConfig() Config {
 	return Config{
-		HeartbeatTimeout:   500 * time.Millisecond,
-		ElectionTimeout:    500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
+		HeartbeatTimeout:   400 * time.Millisecond,
+		ElectionTimeout:    400 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond,
 		CommitTimeout:      20 * time.Millisecond,
 		ApplyTimeout:       5 * time.Second,
 		SnapshotThreshold:  65536,

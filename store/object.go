@@ -37,7 +37,8 @@ type Replica struct {
 
 // ObjectState is the replicated state of one object. It is immutable: every change builds a new
 // ObjectState with Version+1 and swaps the pointer in ObjectEntry, so a snapshot capture or a census
-// can hold a *ObjectState with no lock and read a consistent object.
+// can hold a *ObjectState with no lock and read a consistent object. The Replicas slice is part of
+// that immutable state: operations return it without copying, and nobody may modify it.
 type ObjectState struct {
 	ID              uint64   // object id, from the tenant's counter; unique for the tenant instance
 	Version         uint64   // +1 on every replicated change of this object
@@ -89,10 +90,34 @@ func (s *ObjectState) SoftPinned(now int64) bool { return s.SoftPinDeadline > no
 
 // clone returns a copy with Version+1 and its own replica slice, ready to be changed and published.
 func (s *ObjectState) next() *ObjectState {
-	n := *s
+	n := newState(len(s.Replicas))
+	reps := n.Replicas
+	*n = *s
 	n.Version++
-	n.Replicas = append([]Replica(nil), s.Replicas...)
-	return &n
+	n.Replicas = append(reps, s.Replicas...)
+	return n
+}
+
+// newState allocates a state with room for n replicas. For the common one and two replica cases
+// the state and its replicas are one allocation (a change of an object allocates once, not twice).
+func newState(n int) *ObjectState {
+	switch n {
+	case 0, 1:
+		b := &struct {
+			ObjectState
+			r [1]Replica
+		}{}
+		b.Replicas = b.r[:0]
+		return &b.ObjectState
+	case 2:
+		b := &struct {
+			ObjectState
+			r [2]Replica
+		}{}
+		b.Replicas = b.r[:0]
+		return &b.ObjectState
+	}
+	return &ObjectState{Replicas: make([]Replica, 0, n)}
 }
 
 // Lifecycle of an ObjectEntry. Transitions: creating -> active -> removing, or creating -> removing

@@ -120,12 +120,11 @@ func (s *Store) putStart(now int64, seed uint64, t *TenantState, req *PutStartRe
 	st.Version = 1
 	st.Writer = req.Client
 	st.PutStart = now
-	e, ok := s.create(t, req.Key, req.Group, st)
-	if !ok {
+	if !s.create(t, req.Key, req.Group, st) {
 		s.freeReplicas(t, st.Replicas, st.Size)
 		return nil, objErr(ObjectAlreadyExists, t.name, req.Key, "object already exists")
 	}
-	return cloneReplicas(e.State().Replicas), nil
+	return st.Replicas, nil
 }
 
 // discardStale checks an existing entry for a PutStart: a live object is OBJECT_ALREADY_EXISTS unless
@@ -165,11 +164,11 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 	if short := uint64(c.Memory-len(pl.Memory)) * req.Size; short > 0 {
 		t.quota.Release(short)
 	}
-	st := &ObjectState{Size: req.Size, DataType: c.DataType, HardPin: c.HardPin}
+	st := newState(len(pl.Memory) + len(pl.NOF))
+	st.Size, st.DataType, st.HardPin = req.Size, c.DataType, c.HardPin
 	if c.SoftPin == SoftPinEnable {
 		st.SoftPinTTL = int64(c.SoftPinTTL)
 	}
-	st.Replicas = make([]Replica, 0, len(pl.Memory)+len(pl.NOF))
 	for _, x := range pl.Memory {
 		st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierMemory, Status: Processing})
 	}
@@ -197,8 +196,6 @@ func itoa(n uint64) string {
 		}
 	}
 }
-
-func cloneReplicas(rs []Replica) []Replica { return append([]Replica(nil), rs...) }
 
 // writeTarget looks up the entry of a PutEnd/PutRevoke and locks it; the caller unlocks e.mu.
 func (s *Store) writeTarget(t *TenantState, req *PutEndRequest) (*ObjectEntry, *ObjectState, error) {
@@ -363,7 +360,7 @@ func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Repl
 		restart(ns)
 		e.state.Store(ns)
 		e.mu.Unlock()
-		return cloneReplicas(ns.Replicas), nil
+		return ns.Replicas, nil
 	}
 	// Another size: place new replicas with no object lock held, then swap if nothing moved.
 	e.mu.Unlock()
@@ -384,7 +381,7 @@ func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Repl
 	e.state.Store(ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, st.Replicas, st.Size)
-	return cloneReplicas(ns.Replicas), nil
+	return ns.Replicas, nil
 }
 
 // UpsertEnd completes an upsert (the same transition as PutEnd).

@@ -356,7 +356,7 @@ func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64) {
 // empty. It returns false, changing nothing, when a live entry already holds the key. Order: group
 // (get or create, lock), then the new object's lock, then the route (a leaf) inserted in creating
 // state; readers that find it block on the object lock and see it active.
-func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) (*ObjectEntry, bool) {
+func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) bool {
 	d := t.dir
 	var g *GroupEntry
 	if groupName != "" {
@@ -381,7 +381,7 @@ func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) (
 			}
 			g.mu.Unlock()
 		}
-		return nil, false
+		return false
 	}
 	d.objects.Add(1)
 	if g != nil {
@@ -393,7 +393,7 @@ func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) (
 	if g != nil {
 		g.mu.Unlock()
 	}
-	return e, true
+	return true
 }
 
 // ---- census --------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ type Cluster struct {
 	Dir     string
 	Nodes   []*Proc
 	Initial string // --initial-cluster
+	fast    bool   // short Raft timeouts
 }
 
 // Proc is one metad process and its addresses.
@@ -82,10 +83,20 @@ func FreePorts(tb testing.TB, n int) []string {
 	return out
 }
 
-// NewCluster starts n metad processes bootstrapping one new cluster. extra flags go to every node.
+// NewCluster starts n metad processes bootstrapping one new cluster, with short Raft timeouts
+// (300 ms) so tests finish quickly. extra flags go to every node.
 func NewCluster(tb testing.TB, n int, extra ...string) *Cluster {
+	return newCluster(tb, n, true, extra...)
+}
+
+// NewClusterDefaults is NewCluster with metad's default timeouts (for the failover figures).
+func NewClusterDefaults(tb testing.TB, n int, extra ...string) *Cluster {
+	return newCluster(tb, n, false, extra...)
+}
+
+func newCluster(tb testing.TB, n int, fast bool, extra ...string) *Cluster {
 	tb.Helper()
-	c := &Cluster{T: tb, Bin: BuildBinaries(tb), Dir: tb.TempDir()}
+	c := &Cluster{T: tb, Bin: BuildBinaries(tb), Dir: tb.TempDir(), fast: fast}
 	ports := FreePorts(tb, 3*n)
 	var initial []string
 	for i := range n {
@@ -105,9 +116,12 @@ func NewCluster(tb testing.TB, n int, extra ...string) *Cluster {
 // Start (re)starts a node from its data dir.
 func (c *Cluster) Start(p *Proc) {
 	c.T.Helper()
-	args := append([]string{"--name", p.Name, "--data-dir", p.DataDir, "--listen-client", p.Client, "--listen-peer", p.Peer,
-		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial,
-		"--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms"}, p.Extra...)
+	args := []string{"--name", p.Name, "--data-dir", p.DataDir, "--listen-client", p.Client, "--listen-peer", p.Peer,
+		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial}
+	if c.fast {
+		args = append(args, "--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms")
+	}
+	args = append(args, p.Extra...)
 	p.cmd = exec.Command(filepath.Join(c.Bin, "metad"), args...)
 	p.log = &bytes.Buffer{}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
