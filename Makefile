@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store proto tools clean
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover proto tools clean
 
 all: build
 
@@ -49,7 +49,19 @@ lint:
 	$(GO) vet $(PKGS)
 
 ## bench: every benchmark table of docs/performance.md.
-bench: bench-store
+bench: bench-store bench-fsm bench-cluster bench-failover
+
+## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
+bench-fsm:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./fsm/
+
+## bench-cluster: write and read throughput of a 3-node loopback cluster beside the etcd baseline.
+bench-cluster: build
+	./scripts/bench-cluster.sh 64 10
+
+## bench-failover: kill -9 of the leader and planned transfer to the first write (real processes).
+bench-failover:
+	$(GO) test -run '^$$' -bench 'FailoverLeaderKill|PlannedTransfer' -benchtime 1x -timeout 20m ./test/e2e/
 
 ## bench-store: the store against the old shard-lock design, same process, ratios printed.
 bench-store:

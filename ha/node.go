@@ -137,7 +137,13 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 			log.Info("bootstrapped a new cluster", "members", len(servers))
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, applyNotifier{FSM: f, applied: n.applied}, n.bolt, n.bolt, n.snaps, n.transport); err != nil {
+	// The log cache keeps recent entries in memory, so replication to followers does not read them
+	// back from bolt.
+	logs, err := raft.NewLogCache(1024, n.bolt)
+	if err != nil {
+		return nil, fmt.Errorf("ha: log cache: %w", err)
+	}
+	if n.raft, err = raft.NewRaft(rc, applyNotifier{FSM: f, applied: n.applied}, logs, n.bolt, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("ha: start raft: %w", err)
 	}
 	idx, _ := f.Applied()
