@@ -365,73 +365,13 @@ func (m *metadataService) BatchPutRevoke(ctx context.Context, req *metadv1.Batch
 
 // ---- reads ----------------------------------------------------------------------------------
 
-// objView is a plain value: what a reader is told about one object.
-type objView struct {
-	replicas []store.Replica // COMPLETE only
-	size     uint64
-	dataType uint32
-}
-
-// peekObject reads an object without granting a lease: stale reads, and the size and data type
-// that store.Get does not return. Marked (being removed) or absent: OBJECT_NOT_FOUND; nothing
-// COMPLETE: REPLICA_IS_NOT_READY.
-func peekObject(st *store.Store, tenant, key string) (objView, error) {
-	var v objView
-	err := st.WithObject(tenant, key, func(o *store.LockedObject) error {
-		if o.Marked() {
-			return &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: object not found", tenant, key)}
-		}
-		os := o.State()
-		for _, r := range os.Replicas {
-			if r.Status == store.Complete {
-				v.replicas = append(v.replicas, r)
-			}
-		}
-		if len(v.replicas) == 0 {
-			return &store.Error{Reason: store.ReplicaIsNotReady, Msg: fmt.Sprintf("tenant %q key %q: no COMPLETE replica", tenant, key)}
-		}
-		v.size, v.dataType = os.Size, os.DataType
-		return nil
-	})
-	return v, err
-}
-
-// sameReplicas reports whether a and b list the same replicas.
-func sameReplicas(a, b []store.Replica) bool {
-	if len(a) != len(b) {
-		return false
+// getObject reads an object; with lease (linearizable reads on the leader) it grants a read lease,
+// otherwise (stale reads) it only looks.
+func getObject(st *store.Store, now int64, tenant, key string, lease bool) (store.GetResult, error) {
+	if lease {
+		return st.Get(now, tenant, key)
 	}
-	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Extent != b[i].Extent {
-			return false
-		}
-	}
-	return true
-}
-
-// getObject reads an object; with lease (linearizable reads on the leader) it grants a read lease
-// through store.Get. Get does not return the size and data type, so they are read right after
-// under the object lock, and the pair is retried if the object changed in between.
-func getObject(st *store.Store, now int64, tenant, key string, lease bool) (objView, error) {
-	if !lease {
-		return peekObject(st, tenant, key)
-	}
-	var v objView
-	for range 3 {
-		res, err := st.Get(now, tenant, key)
-		if err != nil {
-			return objView{}, err
-		}
-		p, err := peekObject(st, tenant, key)
-		if err != nil {
-			return objView{}, err
-		}
-		v = objView{replicas: res.Replicas, size: p.size, dataType: p.dataType}
-		if sameReplicas(res.Replicas, p.replicas) {
-			break
-		}
-	}
-	return v, nil
+	return st.Peek(tenant, key)
 }
 
 // readKeyOf validates the tenant and key of a read.
@@ -456,7 +396,7 @@ func (m *metadataService) Get(ctx context.Context, req *metadv1.GetRequest) (*me
 		if err != nil {
 			return nil, toStatus(err, tenant, req.GetKey())
 		}
-		resp := &metadv1.GetResponse{Replicas: replicasTo(st, v.replicas, v.size), Size: v.size, DataType: v.dataType}
+		resp := &metadv1.GetResponse{Replicas: replicasTo(st, v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
 		if linear {
 			resp.LeaseTtlMs = ms(st.LeaseTTL())
 		}
@@ -476,7 +416,7 @@ func (m *metadataService) Exist(ctx context.Context, req *metadv1.ExistRequest) 
 		if linear {
 			ok = st.Exist(s.cfg.nowNano(), tenant, []string{key})[0]
 		} else {
-			_, err := peekObject(st, tenant, key)
+			_, err := st.Peek(tenant, key)
 			ok = err == nil
 		}
 		resp := &metadv1.ExistResponse{Exists: ok}
@@ -507,7 +447,7 @@ func (m *metadataService) BatchGet(ctx context.Context, req *metadv1.BatchGetReq
 			r := &metadv1.BatchGetResponse_Result{Status: errItem(err)}
 			if err == nil {
 				found = true
-				r.Replicas, r.Size, r.DataType = replicasTo(st, v.replicas, v.size), v.size, v.dataType
+				r.Replicas, r.Size, r.DataType = replicasTo(st, v.Replicas, v.Size), v.Size, v.DataType
 			}
 			out.Results[i] = r
 		}
@@ -536,7 +476,7 @@ func (m *metadataService) BatchExist(ctx context.Context, req *metadv1.BatchExis
 		} else {
 			exists = make([]bool, len(keys))
 			for i, k := range keys {
-				_, err := peekObject(st, tenant, k)
+				_, err := st.Peek(tenant, k)
 				exists[i] = err == nil
 			}
 		}

@@ -5,9 +5,12 @@ import (
 	"time"
 )
 
-// GetResult is what a reader gets: the COMPLETE replicas and the lease it now holds.
+// GetResult is what a reader gets: the COMPLETE replicas, the object's size and data type, and the
+// lease it now holds (0 for Peek).
 type GetResult struct {
 	Replicas []Replica
+	Size     uint64
+	DataType uint32
 	LeaseTTL time.Duration
 }
 
@@ -22,11 +25,23 @@ func (s *Store) Get(now int64, tenant, key string) (GetResult, error) {
 	if t == nil {
 		return GetResult{}, objErr(ObjectNotFound, tenant, key, "object not found")
 	}
-	reps, err := s.read(now, t, key, true)
+	r, err := s.read(now, t, key, true, true)
 	if err != nil {
 		return GetResult{}, err
 	}
-	return GetResult{Replicas: reps, LeaseTTL: s.cfg.LeaseTTL}, nil
+	r.LeaseTTL = s.cfg.LeaseTTL
+	return r, nil
+}
+
+// Peek is Get without a lease: what a stale read on any node, or a read that must not extend
+// leases, returns.
+func (s *Store) Peek(tenant, key string) (GetResult, error) {
+	tenant = NormalizeTenant(tenant)
+	t := s.tenants.Lookup(tenant)
+	if t == nil {
+		return GetResult{}, objErr(ObjectNotFound, tenant, key, "object not found")
+	}
+	return s.read(0, t, key, true, false)
 }
 
 // Exist reports, per key, whether the object has a COMPLETE replica, leasing each one that does.
@@ -38,7 +53,7 @@ func (s *Store) Exist(now int64, tenant string, keys []string) []bool {
 		return out
 	}
 	for i, k := range keys {
-		_, err := s.read(now, t, k, false)
+		_, err := s.read(now, t, k, false, true)
 		out[i] = err == nil
 	}
 	return out
@@ -55,32 +70,37 @@ func (s *Store) BatchGet(now int64, tenant string, keys []string) ([]GetResult, 
 }
 
 // read is the read path: one route lookup, then the object lock alone (never the group's, never a
-// route lock), so a read waits only for a change of the same object.
-func (s *Store) read(now int64, t *TenantState, key string, want bool) ([]Replica, error) {
+// route lock), so a read waits only for a change of the same object. want asks for the replicas;
+// lease grants a read lease (leader soft state).
+func (s *Store) read(now int64, t *TenantState, key string, want, lease bool) (GetResult, error) {
 	e := t.dir.lookup(key)
 	if e == nil {
-		return nil, objErr(ObjectNotFound, t.name, key, "object not found")
+		return GetResult{}, objErr(ObjectNotFound, t.name, key, "object not found")
 	}
 	e.mu.Lock()
 	if e.Life() != Active || e.markedLocked() {
 		e.mu.Unlock()
-		return nil, objErr(ObjectNotFound, t.name, key, "object not found")
+		return GetResult{}, objErr(ObjectNotFound, t.name, key, "object not found")
 	}
 	st := e.State()
-	var reps []Replica
+	r := GetResult{Size: st.Size, DataType: st.DataType}
 	ready := false
-	for _, r := range st.Replicas {
-		if r.Status == Complete {
+	for _, rep := range st.Replicas {
+		if rep.Status == Complete {
 			ready = true
 			if !want {
 				break
 			}
-			reps = append(reps, r)
+			r.Replicas = append(r.Replicas, rep)
 		}
 	}
 	if !ready {
 		e.mu.Unlock()
-		return nil, objErr(ReplicaIsNotReady, t.name, key, "no COMPLETE replica")
+		return GetResult{}, objErr(ReplicaIsNotReady, t.name, key, "no COMPLETE replica")
+	}
+	if !lease {
+		e.mu.Unlock()
+		return r, nil
 	}
 	until := now + s.leaseTTL
 	old := e.leaseLocked()
@@ -89,7 +109,7 @@ func (s *Store) read(now int64, t *TenantState, key string, want bool) ([]Replic
 	if g := e.group; g != nil && (old < now+s.leaseTTL/2 || g.gen.Load() != g.leasedGen.Load()) {
 		s.leaseGroup(g, until)
 	}
-	return reps, nil
+	return r, nil
 }
 
 // leaseGroup leases every live member of g until `until`: a group transaction that holds g.mu and
