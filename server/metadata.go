@@ -94,7 +94,7 @@ func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.R
 		id := r.Extent.Segment
 		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: fsm.TierTo(r.Tier), SegmentId: id[:],
 			Offset: r.Extent.Offset, Size: size, Status: fsm.StatusTo(r.Status)}
-		if info, ok := st.Segments().Get(id); ok {
+		if info, ok := st.Segments().Describe(id); ok {
 			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
 		}
 		out[i] = rp

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Segment is an immutable value, safe to copy and share. It is what a client
@@ -66,6 +67,31 @@ type Registry struct {
 	// epoch counts Place calls; a segment whose mark equals the current
 	// epoch has already been tried by the running Place.
 	epoch uint64
+
+	// descs maps ID to descriptor for lock-free reads (Describe): the read
+	// path names each replica's segment endpoint and base without taking mu.
+	// Replaced, never changed, under mu by Mount and Unmount.
+	descs atomic.Pointer[map[ID]Segment]
+}
+
+// publishDescsLocked rebuilds the lock-free descriptor map (mu held).
+func (r *Registry) publishDescsLocked() {
+	m := make(map[ID]Segment, len(r.all))
+	for _, seg := range r.all {
+		m[seg.info.ID] = seg.info
+	}
+	r.descs.Store(&m)
+}
+
+// Describe returns a mounted segment's descriptor without taking the
+// registry's lock.
+func (r *Registry) Describe(id ID) (Segment, bool) {
+	m := r.descs.Load()
+	if m == nil {
+		return Segment{}, false
+	}
+	s, ok := (*m)[id]
+	return s, ok
 }
 
 // segment is one mounted segment; all fields are guarded by Registry.mu.
@@ -142,6 +168,7 @@ func (r *Registry) Mount(s Segment) (created bool, err error) {
 	i, _ := slices.BinarySearchFunc(ids, s.ID, Compare)
 	r.byOwner[s.Owner] = slices.Insert(ids, i, s.ID)
 	r.capacity[s.Tier] += s.Size
+	r.publishDescsLocked()
 	return true, nil
 }
 
@@ -169,6 +196,7 @@ func (r *Registry) Unmount(id ID) (Segment, error) {
 	}
 	r.capacity[t] -= seg.info.Size
 	r.used[t] -= seg.alloc.Used()
+	r.publishDescsLocked()
 	return seg.info, nil
 }
 
@@ -302,6 +330,7 @@ func (r *Registry) Clone() *Registry {
 	for owner, ids := range r.byOwner { // builds a map; order does not matter
 		c.byOwner[owner] = slices.Clone(ids)
 	}
+	c.publishDescsLocked()
 	return c
 }
 
