@@ -6,8 +6,6 @@ import (
 	"runtime/debug"
 	"sort"
 
-	"google.golang.org/grpc"
-
 	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
@@ -306,12 +304,4 @@ func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (
 	}, nil
 }
 
-// SnapshotSave is not served through the API yet.
-func (a *adminService) SnapshotSave(*metadv1.SnapshotSaveRequest, grpc.ServerStreamingServer[metadv1.SnapshotChunk]) error {
-	return unimplementedStatus("SnapshotSave")
-}
-
-// SnapshotRestore is not served through the API yet.
-func (a *adminService) SnapshotRestore(grpc.ClientStreamingServer[metadv1.SnapshotChunk, metadv1.SnapshotRestoreResponse]) error {
-	return unimplementedStatus("SnapshotRestore")
-}
+// SnapshotSave and SnapshotRestore are in snapshot.go.

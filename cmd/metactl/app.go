@@ -69,12 +69,15 @@ var verbs = []*verb{
 	{"member rm", "NAME", "remove a member", runMemberRm},
 	{"leader transfer", "[--to NAME]", "hand leadership to another member", runLeaderTransfer},
 	{"status", "", "show every endpoint's node status", runStatus},
+	{"snapshot save", "FILE [--allow-stale]", "stream a fresh snapshot of the cluster into FILE, verified (no --timeout)", runSnapshotSave},
+	{"snapshot inspect", "FILE", "verify a snapshot file and summarize it (no cluster needed)", runSnapshotInspect},
+	{"snapshot restore", "FILE", "replace the cluster's state with a snapshot file, verified first (no --timeout)", runSnapshotRestore},
 	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D]", "simulate a cache worker: mount segments, ping until stopped", runWorker},
 	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]", "run a load and print ops/s and latency percentiles", runBench},
 }
 
 // groups are the verbs that take a sub-verb.
-var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true}
+var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

@@ -40,6 +40,14 @@ func main() {
 }
 
 func run(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "restore":
+			return runRestore(args[1:], getenv, os.Stdout, stderr)
+		case "recover":
+			return runRecover(args[1:], getenv, os.Stdout, stderr)
+		}
+	}
 	cfg, err := loadConfig(args, getenv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "metad: %v\n", err)
