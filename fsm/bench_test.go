@@ -11,12 +11,14 @@ import (
 	"github.com/hashicorp/raft"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
 )
 
 // Benchmarks of issue 3 (docs/performance.md, `make bench-fsm`):
 //   - BenchmarkApply: PutStart+PutEnd commands applied one per entry and 64 per entry.
 //   - BenchmarkSnapshot1M: at 1M objects (40-byte keys, one MEMORY replica), the time Snapshot()
-//     holds the apply goroutine, Persist and Restore times, and snapshot bytes per object.
+//     holds the apply goroutine, Persist, Inspect and Restore times, and snapshot bytes per object
+//     (issues 3 and 6).
 
 const benchSeg = 0x5e
 
@@ -105,7 +107,7 @@ func fsm1M(b *testing.B) *FSM {
 func BenchmarkSnapshot1M(b *testing.B) {
 	f := fsm1M(b)
 	b.ResetTimer()
-	var capT, persistT, restoreT time.Duration
+	var capT, persistT, inspectT, restoreT time.Duration
 	var size int
 	for range b.N {
 		start := time.Now()
@@ -123,6 +125,11 @@ func BenchmarkSnapshot1M(b *testing.B) {
 		persistT += time.Since(start)
 		snap.Release()
 		size = sink.Len()
+		start = time.Now()
+		if _, err := snapshot.Inspect(bytes.NewReader(sink.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+		inspectT += time.Since(start)
 		g := newFSM(b)
 		start = time.Now()
 		if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
@@ -133,6 +140,7 @@ func BenchmarkSnapshot1M(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric(float64(capT.Milliseconds())/n, "snapshot-ms")
 	b.ReportMetric(float64(persistT.Milliseconds())/n, "persist-ms")
+	b.ReportMetric(float64(inspectT.Milliseconds())/n, "inspect-ms")
 	b.ReportMetric(float64(restoreT.Milliseconds())/n, "restore-ms")
 	b.ReportMetric(100*capT.Seconds()/persistT.Seconds(), "snapshot-%-of-persist")
 	b.ReportMetric(float64(size)/1e6, "bytes/object")
