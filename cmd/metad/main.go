@@ -7,6 +7,11 @@
 // Every flag is also an environment variable (METAD_DATA_DIR) and a key of the YAML file named by
 // --config. On SIGINT or SIGTERM it stops in this order: health NOT_SERVING, leadership handed to
 // another member if this one leads, gRPC graceful stop, Raft shutdown, stores closed.
+//
+// Two offline subcommands work on a stopped member's data dir (docs/operations.md):
+//
+//	metad restore --snapshot FILE --data-dir DIR --name NAME --initial-cluster ...  # new member from a snapshot
+//	metad recover --data-dir DIR --peers peers.json                                 # after a lost quorum
 package main
 
 import (
