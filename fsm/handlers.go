@@ -190,13 +190,36 @@ func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 	return out
 }
 
+// applyEvict evicts the leader's revalidated tokens. With unit_sizes the tokens form units that go
+// all or nothing (a group is evicted whole or not at all); sizes that do not cover the tokens exactly
+// reject the command and evict nothing. Without unit_sizes each token stands alone (the form written
+// before units existed).
 func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetEvict()
 	tier := TierFrom(m.GetTier())
 	if tier == 0 {
 		tier = alloc.TierMemory
 	}
-	errs, freed := s.EvictTokens(tokens(m.GetTokens()), tier)
+	toks := tokens(m.GetTokens())
+	var errs []error
+	var freed uint64
+	if sizes := m.GetUnitSizes(); len(sizes) == 0 {
+		errs, freed = s.EvictTokens(toks, tier)
+	} else {
+		units := make([][]store.ObjectToken, 0, len(sizes))
+		rest := toks
+		for _, n := range sizes {
+			if n == 0 || uint64(n) > uint64(len(rest)) {
+				return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
+			}
+			units = append(units, rest[:n:n])
+			rest = rest[n:]
+		}
+		if len(rest) != 0 {
+			return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
+		}
+		errs, freed = s.EvictUnits(units, tier)
+	}
 	rs := items(errs)
 	return Result{Count: countOK(rs), Bytes: freed, Items: rs}
 }

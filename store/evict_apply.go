@@ -1,15 +1,205 @@
 package store
 
-import "metad/store/alloc"
+import (
+	"slices"
+
+	"metad/store/alloc"
+)
 
 // The replicated halves of eviction and of the reaper. The leader selects and revalidates with its
 // soft state (leases, marks) and proposes tokens; every node then applies these, which check only
 // replicated facts, so all nodes unlink exactly the same objects.
 
+// EvictUnits evicts units all or nothing: a unit is one singleton's token, or the tokens of every
+// member of one explicit group. A unit is evicted only if each of its tokens is still that exact
+// state (tenant instance, object id, version), is not hard-pinned, has a replica of the tier and no
+// PROCESSING replica of it, and, for a group, the unit's tokens name exactly the group's members
+// (no member joined or left since the leader checked them). Then the tier's replicas of every
+// member are dropped and a member left with no replica is erased; otherwise nothing of the unit
+// changes and every token of it gets an error naming why.
+//
+// A group unit takes the group's lock, then its members' locks in key order (the store's lock order),
+// checks all, changes all, and frees extents and quota after unlocking. The outcome depends only on
+// the replicated state and the arguments. It returns one error per token, units flattened in order
+// (nil = evicted), and the bytes of extents freed.
+func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uint64) {
+	n := 0
+	for _, u := range units {
+		n += len(u)
+	}
+	errs := make([]error, n)
+	var freed uint64
+	off := 0
+	for _, u := range units {
+		freed += s.evictUnit(u, tier, errs[off:off+len(u)])
+		off += len(u)
+	}
+	return errs, freed
+}
+
+// evictUnit applies one unit and fills errs (len(errs) == len(u)).
+func (s *Store) evictUnit(u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
+	if len(u) == 0 {
+		return 0
+	}
+	fail := func(err error) uint64 {
+		for i := range errs {
+			errs[i] = err
+		}
+		return 0
+	}
+	first := u[0]
+	for _, tok := range u[1:] {
+		if tok.Tenant != first.Tenant || tok.Instance != first.Instance {
+			return fail(objErr(InvalidParams, tok.Tenant, tok.Key, "the tokens of one eviction unit name different tenants"))
+		}
+	}
+	t, err := s.writable(first.Tenant)
+	if err != nil {
+		return fail(err)
+	}
+	defer t.release()
+	if t.instance != first.Instance {
+		return fail(objErr(ObjectNotFound, t.name, first.Key, "tenant instance changed"))
+	}
+	e := t.dir.lookup(first.Key)
+	if e == nil {
+		return fail(objErr(ObjectNotFound, t.name, first.Key, "object not found"))
+	}
+	if e.group == nil {
+		if len(u) != 1 {
+			return fail(objErr(InvalidParams, t.name, first.Key, "an eviction unit of several tokens must be one explicit group"))
+		}
+		var n uint64
+		n, errs[0] = s.evictOne(t, first, tier)
+		return n
+	}
+	return s.evictGroupUnit(t, e.group, u, tier, errs)
+}
+
+// evictGroupUnit evicts the tokens of g's members all or nothing (see EvictUnits).
+func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
+	toks := slices.Clone(u)
+	slices.SortFunc(toks, func(a, b ObjectToken) int { return compareKeys(a.Key, b.Key) })
+	refuse := func(err *Error) uint64 {
+		for i, tok := range u {
+			errs[i] = objErr(err.Reason, t.name, tok.Key, "group "+quote(g.name)+" is evicted whole or not at all: "+err.Msg)
+		}
+		return 0
+	}
+	g.mu.Lock()
+	if g.life != groupActive {
+		g.mu.Unlock()
+		return refuse(objErr(ObjectNotFound, t.name, toks[0].Key, "group removed since it was selected"))
+	}
+	ms := g.sortedMembersLocked()
+	lockAll(ms)
+	live := make([]*ObjectEntry, 0, len(ms))
+	for _, m := range ms {
+		if m.Life() == Active {
+			live = append(live, m)
+		}
+	}
+	type change struct {
+		e       *ObjectEntry
+		st, ns  *ObjectState // ns nil: erase
+		dropped []Replica
+	}
+	plan := make([]change, len(live))
+	var freed uint64
+	var bad *Error
+	if len(live) != len(toks) {
+		bad = objErr(ObjectNotFound, t.name, toks[0].Key, "the group's members changed since it was selected")
+	}
+	for i := 0; bad == nil && i < len(live); i++ {
+		m, tok := live[i], toks[i]
+		st := m.State()
+		if m.key != tok.Key || st.ID != tok.ObjectID || st.Version != tok.Version {
+			bad = objErr(ObjectNotFound, t.name, tok.Key, "object changed since it was selected")
+			break
+		}
+		ns, dropped, n, err := evictPlan(t, m.key, st, tier)
+		if err != nil {
+			bad = err
+			break
+		}
+		plan[i] = change{e: m, st: st, ns: ns, dropped: dropped}
+		freed += n
+	}
+	if bad != nil {
+		unlockAll(ms)
+		g.mu.Unlock()
+		return refuse(bad)
+	}
+	for _, c := range plan {
+		if c.ns == nil {
+			c.e.setLifeLocked(Removing)
+			g.removeMemberLocked(c.e)
+		} else {
+			c.e.state.Store(c.ns)
+		}
+	}
+	unlockAll(ms)
+	if len(g.members) == 0 {
+		t.dir.dropGroupLocked(g)
+	}
+	g.mu.Unlock()
+	for _, c := range plan {
+		if c.ns == nil {
+			s.unlinkErased(t, c.e, c.st)
+		} else {
+			s.freeReplicas(t, c.dropped, c.st.Size)
+		}
+	}
+	return freed
+}
+
+// evictPlan computes the eviction of st's replicas of the tier: the new state and the dropped
+// replicas, or a nil state when no replica would be left and the object is to be erased (the caller
+// then frees all of st's replicas); and the extent bytes freed. Refused for a hard pin, a
+// PROCESSING replica of the tier, or no replica of the tier. An erase allocates nothing.
+func evictPlan(t *TenantState, key string, st *ObjectState, tier alloc.Tier) (*ObjectState, []Replica, uint64, *Error) {
+	if st.HardPin {
+		return nil, nil, 0, objErr(InvalidWrite, t.name, key, "object is hard-pinned")
+	}
+	var freed uint64
+	kept, dropped := 0, 0
+	for _, r := range st.Replicas {
+		switch {
+		case r.Tier != tier:
+			kept++
+		case r.Status == Processing:
+			return nil, nil, 0, objErr(ReplicaIsNotReady, t.name, key, "a replica of the tier is PROCESSING")
+		default:
+			dropped++
+			freed += r.Extent.Size
+		}
+	}
+	if dropped == 0 {
+		return nil, nil, 0, objErr(ObjectNotFound, t.name, key, "no replica of the tier")
+	}
+	if kept == 0 {
+		return nil, nil, freed, nil
+	}
+	ns := st.next()
+	ns.Replicas = ns.Replicas[:0]
+	drop := make([]Replica, 0, dropped)
+	for _, r := range st.Replicas {
+		if r.Tier == tier {
+			drop = append(drop, r)
+		} else {
+			ns.Replicas = append(ns.Replicas, r)
+		}
+	}
+	return ns, drop, freed, nil
+}
+
 // EvictTokens evicts each token's object if it is still that exact state (tenant instance, object
 // id, version), is not hard-pinned and has no PROCESSING replica of the tier: its COMPLETE replicas
 // of the tier are dropped, and the object is erased when none remain. A token whose object moved is
-// skipped (its error says why). It returns one error per token (nil = evicted) and the bytes freed.
+// skipped (its error says why). Each token stands alone: a group member is evicted without its
+// group (EvictUnits keeps groups whole). It returns one error per token (nil = evicted) and the
+// bytes freed.
 func (s *Store) EvictTokens(tokens []ObjectToken, tier alloc.Tier) ([]error, uint64) {
 	errs := make([]error, len(tokens))
 	var freed uint64
@@ -27,6 +217,7 @@ func (s *Store) EvictTokens(tokens []ObjectToken, tier alloc.Tier) ([]error, uin
 	return errs, freed
 }
 
+// evictOne evicts one token's object on its own (t's gate held).
 func (s *Store) evictOne(t *TenantState, tok ObjectToken, tier alloc.Tier) (uint64, error) {
 	if t.instance != tok.Instance {
 		return 0, objErr(ObjectNotFound, t.name, tok.Key, "tenant instance changed")
@@ -37,37 +228,16 @@ func (s *Store) evictOne(t *TenantState, tok ObjectToken, tier alloc.Tier) (uint
 	}
 	e.mu.Lock()
 	st := e.State()
-	switch {
-	case e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version:
+	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version {
 		e.mu.Unlock()
 		return 0, objErr(ObjectNotFound, t.name, tok.Key, "object changed since it was selected")
-	case st.HardPin:
+	}
+	ns, dropped, freed, err := evictPlan(t, tok.Key, st, tier)
+	if err != nil {
 		e.mu.Unlock()
-		return 0, objErr(InvalidWrite, t.name, tok.Key, "object is hard-pinned")
+		return 0, err
 	}
-	var dropped []Replica
-	ns := st.next()
-	ns.Replicas = ns.Replicas[:0]
-	for _, r := range st.Replicas {
-		if r.Tier == tier {
-			if r.Status == Processing {
-				e.mu.Unlock()
-				return 0, objErr(ReplicaIsNotReady, t.name, tok.Key, "a replica of the tier is PROCESSING")
-			}
-			dropped = append(dropped, r)
-		} else {
-			ns.Replicas = append(ns.Replicas, r)
-		}
-	}
-	if len(dropped) == 0 {
-		e.mu.Unlock()
-		return 0, objErr(ObjectNotFound, t.name, tok.Key, "no replica of the tier")
-	}
-	var freed uint64
-	for _, r := range dropped {
-		freed += r.Extent.Size
-	}
-	if len(ns.Replicas) == 0 {
+	if ns == nil {
 		e.setLifeLocked(Removing)
 		e.mu.Unlock()
 		s.finishErase(t, e, st)

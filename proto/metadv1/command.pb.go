@@ -1919,14 +1919,25 @@ func (x *BatchRemove) GetItems() []*ObjectRef {
 // Evict removes the evictable replicas of one tier from each object the leader selected and
 // revalidated; an object left without replicas is erased. Apply skips a token that no longer matches,
 // and never removes a PROCESSING replica or touches a hard-pinned object.
+//
+// With unit_sizes set, the tokens form units that are evicted all or nothing: a unit is one
+// singleton object, or every member of one explicit group (SEMANTICS section 5: a group is evicted
+// whole or not at all). Apply evicts a unit only if each of its tokens still matches and, for a
+// group, its tokens name exactly the group's members; otherwise no token of the unit is evicted.
 type Evict struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The objects to evict from, as the leader revalidated them.
+	// The objects to evict from, as the leader revalidated them; the members of one unit are
+	// consecutive.
 	Tokens []*ObjectToken `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
 	// Tier whose replicas are evicted.
 	Tier Tier `protobuf:"varint,2,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
 	// Which eviction chose them (metrics and events).
-	Kind          EvictKind `protobuf:"varint,3,opt,name=kind,proto3,enum=metad.v1.EvictKind" json:"kind,omitempty"`
+	Kind EvictKind `protobuf:"varint,3,opt,name=kind,proto3,enum=metad.v1.EvictKind" json:"kind,omitempty"`
+	// Unit i is the next unit_sizes[i] tokens, in order. Every size is at least 1 and the sizes add up
+	// to the number of tokens, or apply rejects the command (INVALID_PARAMS) and evicts nothing.
+	// Empty: every token is evicted on its own, with no group check (the form written before units
+	// existed; the leader's eviction kernel always sets unit_sizes).
+	UnitSizes     []uint32 `protobuf:"varint,4,rep,packed,name=unit_sizes,json=unitSizes,proto3" json:"unit_sizes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1980,6 +1991,13 @@ func (x *Evict) GetKind() EvictKind {
 		return x.Kind
 	}
 	return EvictKind_EVICT_KIND_UNSPECIFIED
+}
+
+func (x *Evict) GetUnitSizes() []uint32 {
+	if x != nil {
+		return x.UnitSizes
+	}
+	return nil
 }
 
 // RevokeExpired is the reaper: it revokes writes that stayed PROCESSING longer than
@@ -2613,11 +2631,13 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12)\n" +
-	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\"\x83\x01\n" +
+	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\"\xa2\x01\n" +
 	"\x05Evict\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\"\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12'\n" +
-	"\x04kind\x18\x03 \x01(\x0e2\x13.metad.v1.EvictKindR\x04kind\">\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x13.metad.v1.EvictKindR\x04kind\x12\x1d\n" +
+	"\n" +
+	"unit_sizes\x18\x04 \x03(\rR\tunitSizes\">\n" +
 	"\rRevokeExpired\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\"?\n" +
 	"\fMountSegment\x12/\n" +

@@ -1,0 +1,247 @@
+package evict
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// The foreground-impact benchmark of issue 5: a 3-node loopback cluster holds -evict.objects
+// objects; Get and PutEnd load runs for -evict.phase with no eviction, then again while the leader's
+// memory eviction removes most of them. It reports throughput and p99 of both in both phases, their
+// ratios, the objects evicted, and heap and RSS per object after the fill, for each group size in
+// -evict.groups. Run it with
+//
+//	go test -run '^$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/
+//
+// All three nodes and the load share one process, so the ratios are what carries over.
+
+var (
+	benchObjects  = flag.Int("evict.objects", 1_000_000, "objects the foreground benchmark fills memory with")
+	benchPhaseLen = flag.Duration("evict.phase", 30*time.Second, "length of each load phase")
+	benchGroups   = flag.String("evict.groups", "1,8,64", "explicit group sizes (1 = singletons)")
+)
+
+const (
+	benchSize      = 1024    // bytes per object, one MEMORY replica
+	benchFillBatch = 4096    // objects per BatchPutStart/BatchPutEnd while filling
+	benchHot       = 100_000 // Gets read the newest this many objects (the hot set)
+	benchReaders   = 8
+	benchWriters   = 8
+)
+
+func BenchmarkForegroundDuringEviction(b *testing.B) {
+	for _, f := range strings.Split(*benchGroups, ",") {
+		gs, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || gs < 1 {
+			b.Fatalf("-evict.groups: %q", f)
+		}
+		b.Run(fmt.Sprintf("group=%d", gs), func(b *testing.B) { benchForeground(b, gs) })
+	}
+}
+
+type phaseStats struct {
+	gets, puts       int
+	getP99, putP99   time.Duration
+	getRate, putRate float64
+}
+
+func benchForeground(b *testing.B, group int) {
+	n := *benchObjects
+	runtime.GC()
+	heap0, rss0 := heapInuse(), rssBytes()
+	cfg := DefaultConfig()
+	cfg.HighWatermark = 0.40
+	c := newClusterWith(b, cfg, store.DefaultConfig().LeaseTTL, false)
+	defer c.stop()
+	capacity := uint64(n+n/4) * benchSize
+	c.propose(&metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
+		Id: memSeg[:], Name: "s", Base: 1 << 32, Size: capacity, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY, OwnerClientId: client[:]}}}})
+	start := time.Now()
+	for lo := 0; lo < n; lo += benchFillBatch {
+		bs := &metadv1.BatchPutStart{ClientId: client[:], Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}
+		be := &metadv1.BatchPutEnd{ClientId: client[:]}
+		for i := lo; i < min(n, lo+benchFillBatch); i++ {
+			it := &metadv1.BatchPutStart_Item{Key: []byte(benchKey(i)), Size: benchSize}
+			if group > 1 {
+				it.Group = []byte(fmt.Sprintf("grp-%08d", i/group))
+			}
+			bs.Items = append(bs.Items, it)
+			be.Keys = append(be.Keys, it.Key)
+		}
+		for _, cmd := range []*metadv1.Command{{Op: &metadv1.Command_BatchPutStart{BatchPutStart: bs}}, {Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: be}}} {
+			// A retried proposal (leadership moved) may find its first attempt applied.
+			if r := c.propose(cmd); countOK(r.Items) != len(be.Keys) {
+				b.Fatalf("fill at %d: %d of %d ok (%s)", lo, countOK(r.Items), len(be.Keys), r.Items[0].Message)
+			}
+		}
+	}
+	c.caughtUp()
+	b.Logf("filled %d objects (group size %d) in %s", n, group, time.Since(start).Round(time.Millisecond))
+	runtime.GC()
+	heap1, rss1 := heapInuse(), rssBytes()
+	b.ReportMetric((float64(heap1)-float64(heap0))/3/float64(n), "heap-B/object")
+	b.ReportMetric((float64(rss1)-float64(rss0))/3/(float64(n)/1e6)/(1<<20), "RSS-MiB/Mobject")
+
+	l := c.leader()
+	var putSeq atomic.Int64
+	base := runPhase(b, l, n, &putSeq)
+	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
+	before := l.Status().Objects
+	c.start()
+	under := runPhase(b, l, n, &putSeq)
+	c.stopEvictors()
+	evicted := before + int64(under.puts) - l.Status().Objects
+	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
+	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
+	b.ReportMetric(float64(evicted), "evicted")
+	b.ReportMetric(base.getRate, "get/s")
+	b.ReportMetric(under.getRate, "get/s-evicting")
+	b.ReportMetric(under.getRate/base.getRate, "get-throughput-ratio")
+	b.ReportMetric(float64(under.getP99)/float64(base.getP99), "get-p99-ratio")
+	b.ReportMetric(base.putRate, "putend/s")
+	b.ReportMetric(under.putRate, "putend/s-evicting")
+	b.ReportMetric(under.putRate/base.putRate, "putend-throughput-ratio")
+	b.ReportMetric(float64(under.putP99)/float64(base.putP99), "putend-p99-ratio")
+}
+
+// runPhase runs Get load (a linearizable read: read barrier, then the store) on the hot set and
+// PutStart+PutEnd load (PutEnd timed) on new keys, through the leader, for -evict.phase.
+func runPhase(b *testing.B, l *ha.Node, n int, putSeq *atomic.Int64) phaseStats {
+	ctx, cancel := context.WithTimeout(context.Background(), *benchPhaseLen)
+	defer cancel()
+	getLat := make([][]time.Duration, benchReaders)
+	putLat := make([][]time.Duration, benchWriters)
+	var wg sync.WaitGroup
+	for r := range benchReaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(r), uint64(time.Now().UnixNano())))
+			for ctx.Err() == nil {
+				k := benchKey(n - 1 - rnd.IntN(min(n, benchHot)))
+				t := time.Now()
+				err := l.ReadBarrier(ctx)
+				if err == nil {
+					_, err = l.Store().Get(time.Now().UnixNano(), "", k)
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil && store.ReasonOf(err) != store.ObjectNotFound {
+					b.Errorf("Get: %v", err)
+					return
+				}
+				getLat[r] = append(getLat[r], time.Since(t))
+			}
+		}()
+	}
+	for w := range benchWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				k := []byte(fmt.Sprintf("put-%09d", putSeq.Add(1)))
+				r, err := l.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: client[:], Key: k,
+					Size: benchSize, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}})
+				if err != nil || r.Reason != store.OK {
+					if ctx.Err() == nil {
+						b.Errorf("PutStart: %v %s", err, r.Message)
+					}
+					return
+				}
+				t := time.Now()
+				r, err = l.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: client[:], Key: k}}})
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil || r.Reason != store.OK {
+					b.Errorf("PutEnd: %v %s", err, r.Message)
+					return
+				}
+				putLat[w] = append(putLat[w], time.Since(t))
+			}
+		}()
+	}
+	wg.Wait()
+	secs := benchPhaseLen.Seconds()
+	var st phaseStats
+	st.gets, st.getP99 = p99(getLat)
+	st.puts, st.putP99 = p99(putLat)
+	st.getRate, st.putRate = float64(st.gets)/secs, float64(st.puts)/secs
+	return st
+}
+
+func p99(lats [][]time.Duration) (int, time.Duration) {
+	all := slices.Concat(lats...)
+	if len(all) == 0 {
+		return 0, 0
+	}
+	slices.Sort(all)
+	return len(all), all[len(all)*99/100]
+}
+
+func benchKey(i int) string { return fmt.Sprintf("obj-%09d", i) }
+
+func countOK(rs []fsm.Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Reason == store.OK || r.Reason == store.ObjectAlreadyExists {
+			n++
+		}
+	}
+	return n
+}
+
+// caughtUp waits until every live node has applied the same index (cheaper than comparing the
+// states of a million objects).
+func (c *cluster) caughtUp() {
+	c.t.Helper()
+	waitFor(c.t, "the nodes to catch up", 60*time.Second, func() bool {
+		var idx []uint64
+		for _, n := range c.nodes {
+			a, _ := n.FSM().Applied()
+			idx = append(idx, a)
+		}
+		return slices.Min(idx) == slices.Max(idx)
+	})
+}
+
+func heapInuse() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// rssBytes reads the process's resident set from /proc (0 where there is none).
+func rssBytes() uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,282 @@
+package evict
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// A 3-node cluster on loopback (real TCP transport, bolt files in t.TempDir(), fast timeouts) with
+// an evictor on every node; only the leader's works. Tests poll observable conditions with
+// deadlines and never sleep to synchronise.
+
+const clusterLeaseTTL = 100 * time.Millisecond // a new leader's lease floor lasts this long
+
+type cluster struct {
+	t      testing.TB
+	names  []string
+	nodes  map[string]*ha.Node // live nodes
+	stores map[string]func() *store.Store
+	evs    map[string]*Evictor
+	cancel map[string]context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newCluster(t testing.TB, evCfg Config) *cluster {
+	return newClusterWith(t, evCfg, clusterLeaseTTL, true)
+}
+
+// newClusterWith builds the cluster with the given read lease ttl, and with fast Raft timeouts (tests)
+// or ha's defaults (the benchmark, whose million-object heaps and load would starve fast
+// heartbeats on a small machine).
+func newClusterWith(t testing.TB, evCfg Config, leaseTTL time.Duration, fast bool) *cluster {
+	t.Helper()
+	c := &cluster{t: t, nodes: map[string]*ha.Node{}, stores: map[string]func() *store.Store{},
+		evs: map[string]*Evictor{}, cancel: map[string]context.CancelFunc{}}
+	var peers []ha.Peer
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("n%d", i)
+		cfg := ha.DefaultConfig()
+		cfg.Name, cfg.DataDir = name, t.TempDir()
+		cfg.PeerListen, cfg.PeerAddr, cfg.ClientAddr = "127.0.0.1:0", "127.0.0.1:0", "client-of-"+name
+		if fast {
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 150*time.Millisecond, 150*time.Millisecond, 100*time.Millisecond
+			cfg.CommitTimeout = 5 * time.Millisecond
+		}
+		f, err := fsm.New(store.Config{LeaseTTL: leaseTTL}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := ha.NewNode(cfg, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := New(evCfg, FromHA(n), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.OnLeadership(func(bool) { ev.Kick() })
+		c.names = append(c.names, name)
+		c.nodes[name], c.stores[name], c.evs[name] = n, n.Store, ev
+		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
+	}
+	if err := c.nodes["n1"].BootstrapCluster(peers); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
+	c.leader()
+	return c
+}
+
+// start runs every node's evictor loop.
+func (c *cluster) start() {
+	for _, name := range c.names {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.cancel[name] = cancel
+		ev := c.evs[name]
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			_ = ev.Run(ctx)
+		}()
+	}
+}
+
+// stopEvictors stops every evictor loop and waits for them.
+func (c *cluster) stopEvictors() {
+	for _, cancel := range c.cancel {
+		cancel()
+	}
+	c.wg.Wait()
+}
+
+func (c *cluster) stop() {
+	c.stopEvictors()
+	for name, n := range c.nodes {
+		_ = n.Shutdown()
+		delete(c.nodes, name)
+	}
+}
+
+// leader waits for a leader that serves linearizable reads.
+func (c *cluster) leader() *ha.Node {
+	c.t.Helper()
+	var l *ha.Node
+	waitFor(c.t, "a ready leader", 10*time.Second, func() bool {
+		for _, n := range c.nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			err := n.ReadBarrier(ctx)
+			cancel()
+			if n.IsLeader() && err == nil {
+				l = n
+				return true
+			}
+		}
+		return false
+	})
+	return l
+}
+
+func (c *cluster) propose(cmd *metadv1.Command) fsm.Result {
+	c.t.Helper()
+	for attempt := 0; ; attempt++ {
+		l := c.leader()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r, err := l.Propose(ctx, cmd)
+		cancel()
+		if err == nil {
+			return r
+		}
+		if attempt > 20 || !(errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrUnknown)) {
+			c.t.Fatalf("propose: %v", err)
+		}
+	}
+}
+
+// fill mounts a MEMORY segment of 100 slots and writes groups x size objects (group "" = singletons)
+// through the log, concurrently so the proposer coalesces them.
+func (c *cluster) fill(groups, size int) {
+	c.t.Helper()
+	c.propose(&metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
+		Id: memSeg[:], Name: "s", Base: 1 << 32, Size: slots * slot, Endpoint: "e",
+		Tier: metadv1.Tier_TIER_MEMORY, OwnerClientId: client[:]}}}})
+	var wg sync.WaitGroup
+	for g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range size {
+				k := []byte(fmt.Sprintf("g%02d-m%d", g, m))
+				r := c.propose(&metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: client[:], Key: k,
+					Group: []byte(fmt.Sprintf("g%02d", g)), Size: slot, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}})
+				if r.Reason != store.OK {
+					c.t.Errorf("PutStart %s: %s %s", k, r.Reason, r.Message)
+					return
+				}
+				if r := c.propose(&metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: client[:], Key: k}}}); r.Reason != store.OK {
+					c.t.Errorf("PutEnd %s: %s %s", k, r.Reason, r.Message)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if c.t.Failed() {
+		c.t.FailNow()
+	}
+}
+
+func usedSlots(s *store.Store) uint64 { return s.Segments().Used(alloc.TierMemory) / slot }
+
+// digest is a node's replicated state as snapshot bytes (index, term and members left out).
+func digest(s *store.Store) []byte {
+	var buf bytes.Buffer
+	if _, err := fsm.WriteCapture(&buf, s.Capture(), nil, 0, 0, 0); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// converged waits until the live nodes have applied the same index and hold the same state, then
+// checks each: invariants, no unlink mark, every group whole (size members) or gone.
+func (c *cluster) converged(groups, size int) {
+	c.t.Helper()
+	waitFor(c.t, "the nodes to converge", 10*time.Second, func() bool {
+		var first []byte
+		var idx uint64
+		i := 0
+		for _, n := range c.nodes {
+			a, _ := n.FSM().Applied()
+			d := digest(n.Store())
+			if i == 0 {
+				first, idx = d, a
+			} else if a != idx || !bytes.Equal(d, first) {
+				return false
+			}
+			i++
+		}
+		return true
+	})
+	for name, n := range c.nodes {
+		s := n.Store()
+		if err := s.CheckInvariants(); err != nil {
+			c.t.Fatalf("%s: %v", name, err)
+		}
+		if m := marks(s); m != 0 {
+			c.t.Fatalf("%s: %d unlink marks left", name, m)
+		}
+		for g := range groups {
+			ks, err := s.ListGroup("", fmt.Sprintf("g%02d", g))
+			if err == nil && len(ks) != size {
+				c.t.Fatalf("%s: group g%02d half evicted: %v", name, g, ks)
+			}
+		}
+	}
+}
+
+// TestReplicatedEviction: memory filled over the watermark is brought under it by the leader's
+// evictor, and every node applies the same evictions: equal state, no marks, groups whole.
+func TestReplicatedEviction(t *testing.T) {
+	c := newCluster(t, DefaultConfig())
+	c.fill(19, 5) // 95 slots: target 10, two groups
+	c.start()
+	waitFor(t, "the round to free its target", 10*time.Second, func() bool { return usedSlots(c.leader().Store()) <= 85 })
+	c.stopEvictors()
+	c.converged(19, 5)
+	if got := usedSlots(c.leader().Store()); got != 85 {
+		t.Fatalf("%d slots used, want 85 (exactly two groups evicted)", got)
+	}
+}
+
+// TestLeaderChangeMidEviction: the leader is shut down while its evictor is between proposals (one
+// group per proposal); the new leader finishes the work after its lease floor, and the survivors
+// converge with no marks and no half-evicted group.
+func TestLeaderChangeMidEviction(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.HighWatermark, cfg.BatchSize = 0.5, 5 // target 50 slots: ten proposals of one group each
+	c := newCluster(t, cfg)
+	c.fill(19, 5)
+	old := c.leader()
+	var oldName string
+	for name, n := range c.nodes {
+		if n == old {
+			oldName = name
+		}
+	}
+	// Hold the old leader's evictor just before its third proposal until the node is gone.
+	gate := make(chan struct{})
+	proposals := 0
+	c.evs[oldName].beforePropose = func([]store.ObjectToken) {
+		if proposals++; proposals == 3 {
+			<-gate
+		}
+	}
+	c.start()
+	waitFor(t, "two evictions by the old leader", 10*time.Second, func() bool { return usedSlots(old.Store()) <= 85 })
+	if err := old.Shutdown(); err != nil {
+		t.Logf("shutdown: %v", err)
+	}
+	delete(c.nodes, oldName)
+	close(gate)
+	nl := c.leader()
+	t.Logf("leader %s shut down at %d slots used; new leader %s", oldName, usedSlots(old.Store()), nl.Status().Name)
+	waitFor(t, "the new leader to finish", 10*time.Second, func() bool { return usedSlots(c.leader().Store()) <= 45 })
+	c.stopEvictors()
+	if m := marks(old.Store()); m != 0 {
+		t.Fatalf("the old leader kept %d marks after its proposal failed", m)
+	}
+	c.converged(19, 5)
+	if got := usedSlots(c.leader().Store()); got != 45 {
+		t.Fatalf("%d slots used, want 45 (ten groups evicted in all)", got)
+	}
+}

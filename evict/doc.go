@@ -1,0 +1,77 @@
+// Package evict is metad's eviction: the leader frees segment space (memory and NOF watermarks),
+// tenant quota (a PutStart over quota) and stale writes (the reaper), and every eviction is a
+// replicated command, so all nodes unlink exactly the same objects.
+//
+// # One kernel, three policies
+//
+// Memory watermark, NOF watermark and tenant quota differ only in which objects are candidates,
+// what one weighs and how much to free (a spec); they share one kernel of seven steps, the RFC's
+// eviction commit made replicated (ARCHITECTURE.md, "Eviction commit"):
+//
+//  1. Census. store.VisitHandles (VisitTenantHandles for a tenant) copies handles one route shard at
+//     a time under that shard's read lock and hands them over in chunks of CensusChunk with no lock
+//     held. Each handle is read lock-free: the immutable ObjectState, and the lease, mark and
+//     lifecycle from the entry's atomic meta word.
+//  2. Selection, with no lock held. A candidate is not hard-pinned, has no lease at now (its own, or
+//     the new leader's lease floor), is not marked, has a COMPLETE replica of the tier and no
+//     PROCESSING one. Soft-pinned candidates go to pass 2, or nowhere when AllowEvictSoftPinned is
+//     off. Order: oldest lease first, ties by tenant, then key: a total order, so the selection is
+//     deterministic. A bounded heap keeps only the oldest units that cover the target (and a
+//     quarter more as spares), at most RoundLimit of them, so a census of a million objects holds
+//     what a round can use; a larger target takes several rounds.
+//  3. Units. A group member maps to its explicit group; the group is one unit (deduplicated),
+//     a candidate only if every member is, ranked by its most recently leased member.
+//  4. Reservation. For each batch the kernel takes a proposer slot (TryReserve) before it takes any
+//     metadata lock. With none free, or when not the leader, the round stops holding nothing: no
+//     lock is ever held while waiting for the replication pipeline.
+//  5. Revalidate, then mark. Under the group's lock and then its members' in key order
+//     (store.WithGroup; a singleton: store.WithToken) the unit must be what the census saw (tenant
+//     instance, object ids and versions, the same member set) and still evictable at now (lease,
+//     pins, lifecycle, PROCESSING, no mark). Then every member gets the unlink mark, under the same
+//     locks: from that moment a Get finds it gone, so no reader can lease it between the check and
+//     the commit. A Get that leased it before the check makes the check fail. Locks are released
+//     before proposing.
+//  6. Propose. One Evict command carries the batch's tokens (object id and version), unit by unit
+//     (unit_sizes). Every node applies store.EvictUnits: a unit is evicted only if every token still
+//     matches and, for a group, names exactly its members; otherwise none of it is. So a write
+//     (PutEnd, upsert) between mark and commit moves a version and saves that unit; an erase and
+//     recreate under the same key has a new object id and survives; a group is never half evicted,
+//     on any node. Apply reads no clock and no soft state: leases and marks decided only what the
+//     leader proposed.
+//  7. Clear and count. Once the proposal's outcome is known the marks are cleared (evicted objects
+//     are gone, the rest must be readable again), also when it certainly failed; metrics are
+//     updated after every lock is released. When the outcome is unknown (the wait was cancelled,
+//     or Raft could not say) and the node still leads, the marks stay: clearing them would let a
+//     Get lease an object the entry may still evict. They are leader soft state, dropped by the
+//     next term's ResetSoftState. EvictTenant waits for every outcome, so a cancelled request
+//     never strands marks.
+//
+// # Policies
+//
+//   - Memory: MEMORY used/capacity above HighWatermark (0.90), or store.EvictionWanted (an
+//     allocation failed). With ratio EvictRatio (0.05), target = max(ratio, used - hwm + ratio)
+//     and lower = max(target/2, used - hwm), as fractions of capacity. Pass 1 evicts unpinned units
+//     until target bytes are freed; pass 2 evicts soft-pinned units, toward the same target, only if
+//     pass 1 freed less than lower and AllowEvictSoftPinned.
+//   - NOF: the same on the NOF tier with NOFHighWatermark and NOFEvictRatio.
+//   - Tenant quota: EvictTenant, called synchronously by the server when a PutStart is rejected with
+//     TENANT_QUOTA_EXCEEDED, evicts that tenant's own MEMORY replicas until the deficit of its quota
+//     is released, soft-pinned last.
+//
+// The reaper proposes RevokeExpired for writes PROCESSING longer than PutReleaseTimeout (600 s).
+//
+// # Leadership
+//
+// Run works only while the node is the leader. A new leader counts every object as leased for one
+// lease ttl (store.ResetSoftState), and the evictor starts no round before that floor has passed.
+// A batch whose marking overlapped a new term's ResetSoftState (the lease floor moved) is dropped
+// before it is proposed.
+//
+// # Call sequence
+//
+//	ev, err := evict.New(cfg, evict.FromHA(node), registry, log)
+//	node.OnLeadership(func(bool) { ev.Kick() })
+//	go ev.Run(ctx)
+//	// in the server, on TENANT_QUOTA_EXCEEDED from PutStart (at most twice):
+//	freed, err := ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(node.Store(), tenant, size*replicas))
+package evict

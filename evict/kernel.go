@@ -1,0 +1,557 @@
+package evict
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// Kind is the policy that started an eviction (SEMANTICS section 7).
+type Kind uint8
+
+const (
+	KindMemory      Kind = 1 // MEMORY over its high watermark, or an allocation failed
+	KindTenantQuota Kind = 2 // a PutStart over its tenant's quota
+	KindNOF         Kind = 3 // NOF over its high watermark
+)
+
+// String returns the metric label of the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindMemory:
+		return "memory"
+	case KindTenantQuota:
+		return "tenant_quota"
+	case KindNOF:
+		return "nof"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+func (k Kind) proto() metadv1.EvictKind {
+	switch k {
+	case KindMemory:
+		return metadv1.EvictKind_EVICT_KIND_MEMORY
+	case KindTenantQuota:
+		return metadv1.EvictKind_EVICT_KIND_TENANT_QUOTA
+	case KindNOF:
+		return metadv1.EvictKind_EVICT_KIND_NOF
+	}
+	return metadv1.EvictKind_EVICT_KIND_UNSPECIFIED
+}
+
+// skipReason is why the census or the revalidation passed an object over.
+type skipReason uint8
+
+const (
+	skipLifecycle    skipReason = iota // creating or removing
+	skipTenantClosed                   // its tenant is being unregistered, or was registered again
+	skipMarked                         // marked for unlink by another eviction or a remove
+	skipLeased                         // read lease (or the new leader's lease floor) not expired
+	skipHardPinned                     // hard pin: never evicted
+	skipSoftPinned                     // soft pin while allow_evict_soft_pinned is off
+	skipProcessing                     // a replica of the tier is PROCESSING
+	skipNoReplica                      // no COMPLETE replica of the tier
+	skipGroupMember                    // evictable itself, but another member of its group is not
+	skipChanged                        // its id or version moved between census and revalidation
+	skipGroupChanged                   // its group gained or lost a member since the census
+	numSkipReasons
+)
+
+var skipNames = [numSkipReasons]string{"lifecycle", "tenant_closed", "marked", "leased", "hard_pinned",
+	"soft_pinned", "processing", "no_replica", "group_member", "changed", "group_changed"}
+
+func (r skipReason) String() string { return skipNames[r] }
+
+// skips counts passed-over objects by reason; a round adds them to the metric once, off-lock.
+type skips [numSkipReasons]uint64
+
+// spec is one round of the kernel: which objects are candidates, what one unit weighs, and how much
+// weight it should free.
+type spec struct {
+	kind   Kind
+	tier   alloc.Tier
+	tenant string // KindTenantQuota: only this tenant's objects (normalized name)
+	// target is the weight to free: bytes of tier extents, or for KindTenantQuota bytes of quota
+	// (size x MEMORY replicas).
+	target uint64
+	// lower: soft-pinned candidates are tried only when pass 1 freed less than this.
+	lower     uint64
+	allowSoft bool
+	// detach: wait for each proposal's outcome even when ctx ends (a synchronous caller's request
+	// context must not leave marks behind).
+	detach bool
+}
+
+func (sp *spec) weight(st *store.ObjectState) uint64 {
+	if sp.kind == KindTenantQuota {
+		return st.MemoryBytes()
+	}
+	return tierBytes(st, sp.tier)
+}
+
+// tierBytes is the extent bytes of st's replicas of the tier: what evicting them frees in segments.
+func tierBytes(st *store.ObjectState, tier alloc.Tier) uint64 {
+	var n uint64
+	for _, r := range st.Replicas {
+		if r.Tier == tier {
+			n += r.Extent.Size
+		}
+	}
+	return n
+}
+
+// member is one object of a unit as the census saw it: its handle, the immutable state it had, and
+// its lease deadline then.
+type member struct {
+	h     store.ObjectHandle
+	st    *store.ObjectState
+	lease int64
+}
+
+func (m member) token() store.ObjectToken {
+	return store.ObjectToken{Tenant: m.h.Tenant.Name(), Instance: m.h.Tenant.Instance(), Key: m.h.Key(),
+		ObjectID: m.st.ID, Version: m.st.Version}
+}
+
+// unit is what eviction takes or leaves whole: a singleton object, or every member of an explicit
+// group. Its rank is its lease (for a group the latest of its members': a group is as recently used
+// as its most recently used member), then tenant, then key (a group's least member key).
+type unit struct {
+	one     member   // a singleton's object
+	members []member // a group's members in key order (nil for a singleton)
+	group   *store.GroupEntry
+	lease   int64  // lease deadline, unix ns (0 = never leased)
+	weight  uint64 // what evicting it frees (see spec.target)
+	bytes   uint64 // extent bytes of the tier it frees
+	soft    bool   // soft-pinned (a group: any member): pass 2
+}
+
+func (u *unit) size() int {
+	if u.group == nil {
+		return 1
+	}
+	return len(u.members)
+}
+
+func (u *unit) tenant() *store.TenantState {
+	if u.group == nil {
+		return u.one.h.Tenant
+	}
+	return u.members[0].h.Tenant
+}
+
+func (u *unit) key() string {
+	if u.group == nil {
+		return u.one.h.Key()
+	}
+	return u.members[0].h.Key()
+}
+
+// older is the eviction order: oldest lease first, ties by tenant name, then key. Keys are unique
+// within a tenant, so it is a total order and the selection is deterministic.
+func older(a, b *unit) int {
+	if c := cmp.Compare(a.lease, b.lease); c != 0 {
+		return c
+	}
+	if ta, tb := a.tenant(), b.tenant(); ta != tb {
+		if c := strings.Compare(ta.Name(), tb.Name()); c != 0 {
+			return c
+		}
+	}
+	return strings.Compare(a.key(), b.key())
+}
+
+// selection keeps the oldest units whose weight covers need, at most max of them, whatever order
+// they arrive in: a max-heap on the eviction order that drops its youngest unit while the others
+// still cover need or there are more than max. The kept set is a prefix of the eviction order (the
+// shorter of the two bounds), so a census of a million objects holds only what a round can use,
+// and a candidate younger than everything kept costs one comparison.
+type selection struct {
+	us    []*unit
+	total uint64
+	need  uint64
+	max   int
+}
+
+func (s *selection) Len() int           { return len(s.us) }
+func (s *selection) Less(i, j int) bool { return older(s.us[i], s.us[j]) > 0 }
+func (s *selection) Swap(i, j int)      { s.us[i], s.us[j] = s.us[j], s.us[i] }
+func (s *selection) Push(x any)         { s.us = append(s.us, x.(*unit)) }
+func (s *selection) Pop() any {
+	u := s.us[len(s.us)-1]
+	s.us[len(s.us)-1] = nil
+	s.us = s.us[:len(s.us)-1]
+	return u
+}
+
+// add offers a unit; it is copied to the heap only if kept.
+func (s *selection) add(u unit) {
+	if len(s.us) > 0 && (s.total >= s.need || len(s.us) >= s.max) && older(&u, s.us[0]) > 0 {
+		return // younger than everything kept, which is already enough
+	}
+	heap.Push(s, &u)
+	s.total += u.weight
+	for len(s.us) > 1 && (s.total-s.us[0].weight >= s.need || len(s.us) > s.max) {
+		s.total -= heap.Pop(s).(*unit).weight
+	}
+}
+
+// sorted returns the kept units, oldest first.
+func (s *selection) sorted() []*unit {
+	out := slices.Clone(s.us)
+	slices.SortFunc(out, older)
+	return out
+}
+
+// groupAcc gathers the census's view of one explicit group.
+type groupAcc struct {
+	members []member
+	blocked bool
+}
+
+// check is the eviction predicate on one object's state, shared by the census (on lock-free reads)
+// and the revalidation (under the object's lock).
+func (sp *spec) check(st *store.ObjectState, now int64, leased, marked bool) (soft bool, why skipReason, ok bool) {
+	if marked {
+		return false, skipMarked, false
+	}
+	if leased {
+		return false, skipLeased, false
+	}
+	if st.HardPin {
+		return false, skipHardPinned, false
+	}
+	complete := false
+	for _, r := range st.Replicas {
+		if r.Tier != sp.tier {
+			continue
+		}
+		if r.Status == store.Processing {
+			return false, skipProcessing, false
+		}
+		complete = true
+	}
+	if !complete {
+		return false, skipNoReplica, false
+	}
+	soft = st.SoftPinned(now)
+	if soft && !sp.allowSoft {
+		return false, skipSoftPinned, false
+	}
+	return soft, 0, true
+}
+
+// census is steps 1 to 3: it reads every handle (of one tenant for KindTenantQuota) in chunks with
+// no lock held, keeps the candidates, maps group members to their group (a group is a candidate
+// only if every member is), and returns the units of pass 1 (unpinned) and pass 2 (soft-pinned),
+// each oldest first and only as many as cover the target.
+func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit) {
+	need := sp.target + sp.target/4 + 1 // spares for candidates that fail revalidation
+	p1 := &selection{need: need, max: e.cfg.RoundLimit}
+	p2 := &selection{need: need, max: e.cfg.RoundLimit}
+	groups := map[*store.GroupEntry]*groupAcc{}
+	floor := s.LeaseFloor()
+	visit := func(hs []store.ObjectHandle) bool {
+		for _, h := range hs {
+			g := h.Entry.Group()
+			st := h.State()
+			var why skipReason
+			var m member
+			ok, soft := false, false
+			switch {
+			case st == nil || h.Life() != store.Active:
+				why = skipLifecycle
+			case h.Tenant.Life() != store.TenantOpen:
+				why = skipTenantClosed
+			default:
+				lease := h.LeaseDeadline()
+				soft, why, ok = sp.check(st, now, now < max(lease, floor), h.Marked())
+				if ok && g == nil {
+					u := unit{one: member{h, st, lease}, lease: lease, weight: sp.weight(st), bytes: tierBytes(st, sp.tier), soft: soft}
+					if soft {
+						p2.add(u)
+					} else {
+						p1.add(u)
+					}
+					continue
+				}
+				if ok {
+					m = member{h, st, lease}
+				}
+			}
+			if g == nil {
+				sk[why]++
+				continue
+			}
+			acc := groups[g]
+			if acc == nil {
+				acc = &groupAcc{}
+				groups[g] = acc
+			}
+			switch {
+			case !ok:
+				sk[why]++
+				if !acc.blocked {
+					sk[skipGroupMember] += uint64(len(acc.members))
+					acc.blocked, acc.members = true, nil
+				}
+			case acc.blocked:
+				sk[skipGroupMember]++
+			default:
+				acc.members = append(acc.members, m)
+			}
+		}
+		return true
+	}
+	if sp.kind == KindTenantQuota {
+		s.VisitTenantHandles(sp.tenant, e.cfg.CensusChunk, visit)
+	} else {
+		s.VisitHandles(e.cfg.CensusChunk, visit)
+	}
+	// The heap keeps the same units whatever order the groups arrive in, so map order does not
+	// reach the selection.
+	for g, acc := range groups {
+		if acc.blocked {
+			continue
+		}
+		u := unit{group: g, members: acc.members}
+		slices.SortFunc(u.members, func(a, b member) int { return strings.Compare(a.h.Key(), b.h.Key()) })
+		for _, m := range u.members {
+			u.lease = max(u.lease, m.lease)
+			u.weight += sp.weight(m.st)
+			u.bytes += tierBytes(m.st, sp.tier)
+			u.soft = u.soft || m.st.SoftPinned(now)
+		}
+		if u.soft {
+			p2.add(u)
+		} else {
+			p1.add(u)
+		}
+	}
+	return p1.sorted(), p2.sorted()
+}
+
+// revalidate is step 5 for one unit: under the group's lock and then its members' in key order (a
+// singleton: its own lock), it checks that the unit is what the census saw (tenant instance, object
+// ids, versions, the same members) and still evictable at now (lease, pins, lifecycle, PROCESSING,
+// marks), and if so marks every member for unlink and returns their tokens in key order.
+func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *skips) ([]store.ObjectToken, bool) {
+	t := u.tenant()
+	if cur := s.Tenants().Lookup(t.Name()); cur != t || t.Life() != store.TenantOpen {
+		sk[skipTenantClosed] += uint64(u.size())
+		return nil, false
+	}
+	pass2 := u.soft
+	why := skipChanged
+	checkOne := func(o *store.LockedObject, m member) bool {
+		tok := o.Token()
+		if tok.Key != m.h.Key() || tok.Instance != t.Instance() || tok.ObjectID != m.st.ID || tok.Version != m.st.Version {
+			why = skipChanged
+			return false
+		}
+		soft, r, ok := sp.check(o.State(), now, o.Leased(now), o.Marked())
+		if !ok || (soft && !pass2) {
+			why = r
+			if ok {
+				why = skipSoftPinned // pinned since the census: wait for pass 2 of a later round
+			}
+			return false
+		}
+		return true
+	}
+	var toks []store.ObjectToken
+	if u.group == nil {
+		err := s.WithToken(u.one.token(), func(o *store.LockedObject) error {
+			if checkOne(o, u.one) {
+				o.SetMark(true)
+				toks = append(toks, o.Token())
+			}
+			return nil
+		})
+		if err != nil {
+			why = skipChanged
+		}
+	} else {
+		err := s.WithGroup(t.Name(), u.group.Name(), func(os []*store.LockedObject) error {
+			if len(os) != len(u.members) {
+				why = skipGroupChanged
+				return nil
+			}
+			for i, o := range os {
+				if !checkOne(o, u.members[i]) {
+					return nil
+				}
+			}
+			toks = make([]store.ObjectToken, len(os))
+			for i, o := range os {
+				o.SetMark(true)
+				toks[i] = o.Token()
+			}
+			return nil
+		})
+		if err != nil {
+			why = skipGroupChanged
+		}
+	}
+	if toks == nil {
+		sk[why]++
+		if n := u.size(); n > 1 {
+			sk[skipGroupMember] += uint64(n - 1)
+		}
+		return nil, false
+	}
+	return toks, true
+}
+
+// outcome is what a round did, in the spec's weight.
+type outcome struct {
+	freed     uint64 // weight freed (spec.target units)
+	bytes     uint64 // extent bytes freed
+	objects   int    // objects evicted
+	units     int    // units evicted
+	proposals int    // Evict commands proposed
+}
+
+// commit is steps 4 to 7 for a list of units, oldest first, until out.freed reaches goal: take a
+// proposer slot before any lock (none free, or not leader: stop holding nothing), revalidate and
+// mark a batch of units, propose one Evict with their tokens in units, clear the marks once the
+// outcome is known (the evicted are gone, the rest must be readable again), and count.
+func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []*unit, goal uint64, out *outcome, sk *skips) error {
+	for i := 0; i < len(units) && out.freed < goal; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		slot, ok := e.node.TryReserve()
+		if !ok {
+			if !e.node.IsLeader() {
+				return ErrNotLeader
+			}
+			return ErrNoSlot
+		}
+		now := e.now()
+		floor := s.LeaseFloor()
+		var toks []store.ObjectToken
+		var sizes []uint32
+		var batch []*unit
+		var pending uint64
+		for i < len(units) && len(toks) < e.cfg.BatchSize && out.freed+pending < goal {
+			u := units[i]
+			i++
+			ut, ok := e.revalidate(s, sp, u, now, sk)
+			if !ok {
+				continue
+			}
+			toks = append(toks, ut...)
+			sizes = append(sizes, uint32(len(ut)))
+			batch = append(batch, u)
+			pending += u.weight
+		}
+		if len(toks) == 0 {
+			slot.Release()
+			continue
+		}
+		// A new term's ResetSoftState (lease floor raised, marks cleared) ran while this batch was
+		// being marked: its marks may be gone and reads may lease these objects; drop the batch.
+		if s.LeaseFloor() != floor {
+			slot.Release()
+			s.ClearMarks(toks)
+			return ErrNotLeader
+		}
+		if e.beforePropose != nil {
+			e.beforePropose(toks)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{
+			Tokens: tokensTo(toks), Tier: fsm.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes}}}
+		pctx := ctx
+		if sp.detach {
+			pctx = context.WithoutCancel(ctx)
+		}
+		res, err := slot.Propose(pctx, cmd)
+		out.proposals++
+		e.m.attempts.WithLabelValues(sp.kind.String()).Add(float64(len(batch)))
+		if err != nil && !definite(err) && e.node.IsLeader() {
+			// The entry may still commit (we stopped waiting, or Raft could not say). Clearing
+			// the marks now would let a Get lease an object it is about to evict, so they stay:
+			// they are leader soft state, dropped by the next term's ResetSoftState, and until
+			// then the batch's objects read as gone on this leader.
+			e.m.marksKept.Add(float64(len(toks)))
+			return fmt.Errorf("evict: propose %d objects, outcome unknown, marks kept: %w", len(toks), err)
+		}
+		s.ClearMarks(toks)
+		if err != nil {
+			return fmt.Errorf("evict: propose %d objects: %w", len(toks), err)
+		}
+		if res.Reason != store.OK || len(res.Items) != len(toks) {
+			return fmt.Errorf("%w: %s: %s", ErrRejected, res.Reason, res.Message)
+		}
+		off := 0
+		for _, u := range batch {
+			n := u.size()
+			if res.Items[off].Reason == store.OK {
+				out.freed += u.weight
+				out.bytes += u.bytes
+				out.objects += n
+				out.units++
+			} else {
+				sk[skipChanged]++
+			}
+			off += n
+		}
+	}
+	return nil
+}
+
+// definite reports whether a failed proposal certainly never reached the log.
+func definite(err error) bool {
+	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrNoSlot)
+}
+
+func tokensTo(toks []store.ObjectToken) []*metadv1.ObjectToken {
+	out := make([]*metadv1.ObjectToken, len(toks))
+	for i, t := range toks {
+		out[i] = fsm.TokenTo(t)
+	}
+	return out
+}
+
+// round runs the kernel once: census and selection, pass 1 (unpinned) until the target, and pass 2
+// (soft-pinned) when pass 1 freed less than the lower bound and soft-pinned eviction is allowed.
+func (e *Evictor) round(ctx context.Context, s *store.Store, sp *spec) (outcome, error) {
+	var out outcome
+	var sk skips
+	kind := sp.kind.String()
+	defer func() {
+		e.m.addSkips(&sk)
+		e.m.successes.WithLabelValues(kind).Add(float64(out.units))
+		e.m.keys.WithLabelValues(kind).Add(float64(out.objects))
+		e.m.bytes.WithLabelValues(kind).Add(float64(out.bytes))
+	}()
+	start := time.Now()
+	now := e.now()
+	pass1, pass2 := e.census(s, sp, now, &sk)
+	e.m.census.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	if e.afterCensus != nil {
+		e.afterCensus(pass1, pass2)
+	}
+	if err := e.commit(ctx, s, sp, pass1, sp.target, &out, &sk); err != nil {
+		return out, err
+	}
+	if out.freed < sp.lower && sp.allowSoft && len(pass2) > 0 {
+		if err := e.commit(ctx, s, sp, pass2, sp.target, &out, &sk); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,80 @@
+package evict
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the evictor, all declared here and registered on the registry given to New (never in
+// init). Names: metad_evict_*. Labels are the eviction kind and fixed reasons, never object keys.
+// Every update happens after the round's locks are released ("metrics off-lock").
+type metrics struct {
+	attempts  *prometheus.CounterVec   // units revalidated, marked and proposed
+	successes *prometheus.CounterVec   // units the state machine evicted
+	keys      *prometheus.CounterVec   // objects evicted (their tier replicas dropped)
+	bytes     *prometheus.CounterVec   // extent bytes freed
+	census    *prometheus.HistogramVec // census and selection time of one round
+	skipped   *prometheus.CounterVec   // candidates passed over, by reason
+	rounds    *prometheus.CounterVec   // rounds by kind and how they ended
+	reaped    prometheus.Counter       // writes revoked by the reaper
+	marksKept prometheus.Counter       // marks left after a proposal of unknown outcome
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_evict_attempts_total",
+			Help: "Eviction units (a singleton or a whole group) revalidated, marked and proposed, by kind.",
+		}, []string{"kind"}),
+		successes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_evict_successes_total",
+			Help: "Eviction units the replicated Evict command evicted, by kind.",
+		}, []string{"kind"}),
+		keys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_evict_keys_total",
+			Help: "Objects whose replicas of the tier were evicted, by kind.",
+		}, []string{"kind"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_evict_bytes_total",
+			Help: "Bytes of segment extents freed by eviction, by kind.",
+		}, []string{"kind"}),
+		census: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "metad_evict_census_duration_seconds",
+			Help:    "Time to take an eviction census and select its candidates (no lock held), by kind.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"kind"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_evict_candidates_skipped_total",
+			Help: "Objects passed over by the eviction census or revalidation, by reason.",
+		}, []string{"reason"}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_evict_rounds_total",
+			Help: "Eviction rounds by kind and outcome (done, no_slot, not_leader, failed).",
+		}, []string{"kind", "outcome"}),
+		reaped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_evict_reaped_writes_total",
+			Help: "Writes PROCESSING longer than put_release_timeout that the reaper revoked.",
+		}),
+		marksKept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_evict_marks_kept_total",
+			Help: "Unlink marks left in place because an Evict proposal's outcome was unknown (cleared by the next term).",
+		}),
+	}
+}
+
+func (m *metrics) register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.marksKept} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addSkips adds a round's skip counts (gathered without touching a metric per object).
+func (m *metrics) addSkips(s *skips) {
+	for r, n := range s {
+		if n > 0 {
+			m.skipped.WithLabelValues(skipReason(r).String()).Add(float64(n))
+		}
+	}
+}

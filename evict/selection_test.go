@@ -1,0 +1,53 @@
+package evict
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"metad/store"
+)
+
+// TestSelectionKeepsThePrefix: whatever order units arrive in, the selection keeps exactly the
+// shortest prefix of the eviction order that covers need, or the max oldest if that is shorter.
+func TestSelectionKeepsThePrefix(t *testing.T) {
+	x := newFixture(t, nil)
+	for i := range 60 {
+		x.put(key(i))
+	}
+	var hs []store.ObjectHandle
+	x.s.VisitHandles(0, func(c []store.ObjectHandle) bool { hs = append(hs, c...); return true })
+	rnd := rand.New(rand.NewPCG(5, 5))
+	for trial := range 500 {
+		n := 1 + rnd.IntN(len(hs))
+		us := make([]unit, n)
+		ordered := make([]*unit, n)
+		for i := range us {
+			// Few distinct leases, so ties are broken by key.
+			us[i] = unit{one: member{h: hs[i]}, lease: int64(rnd.IntN(4)), weight: uint64(1 + rnd.IntN(4))}
+			ordered[i] = &us[i]
+		}
+		slices.SortFunc(ordered, older)
+		need, max := uint64(1+rnd.IntN(3*n)), 1+rnd.IntN(n+2)
+		var want []string
+		var sum uint64
+		for _, u := range ordered {
+			if sum >= need || len(want) >= max {
+				break
+			}
+			want = append(want, u.key())
+			sum += u.weight
+		}
+		sel := &selection{need: need, max: max}
+		for _, i := range rnd.Perm(n) {
+			sel.add(us[i])
+		}
+		var got []string
+		for _, u := range sel.sorted() {
+			got = append(got, u.key())
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: need %d max %d: kept %v, want %v", trial, need, max, got, want)
+		}
+	}
+}
