@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -33,6 +34,10 @@ type Config struct {
 	// Now is the clock (leases, put times seen by the leader, client liveness). nil = time.Now;
 	// tests inject a fake.
 	Now func() time.Time
+	// QuotaEvictor, when set, is called on the leader after a PutStart is rejected with
+	// TENANT_QUOTA_EXCEEDED: it evicts the tenant's own objects until a put charging want bytes
+	// fits, and returns the bytes it released (tenant-quota eviction, package evict).
+	QuotaEvictor func(ctx context.Context, tenant string, want uint64) (freed uint64, err error)
 }
 
 // DefaultConfig returns the defaults of SEMANTICS sections 3 and 4.

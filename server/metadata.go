@@ -119,12 +119,31 @@ func (m *metadataService) PutStart(ctx context.Context, req *metadv1.PutStartReq
 		return nil, toStatus(err, req.GetTenant(), req.GetKey())
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.PutStartResponse, error) {
-		res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key)
+		res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key,
+			ps.Size*uint64(max(ps.GetConfig().GetMemoryReplicas(), 1)))
 		if err != nil {
 			return nil, err
 		}
 		return &metadv1.PutStartResponse{Replicas: replicasTo(s.b.Store(), res.Replicas, ps.Size)}, nil
 	})
+}
+
+// proposePut proposes a put that charges want bytes of quota. Rejected with
+// TENANT_QUOTA_EXCEEDED, it has the leader evict that tenant's own objects until the deficit is
+// freed (Config.QuotaEvictor) and tries again, at most twice (SEMANTICS section 6).
+func (s *Server) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (fsm.Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := s.b.Propose(ctx, cmd)
+		if err != nil {
+			return res, toStatus(err, tenant, key)
+		}
+		if res.Reason != store.TenantQuotaExceeded || attempt == 2 || s.cfg.QuotaEvictor == nil {
+			return res, resultErr(&res, tenant, key)
+		}
+		if freed, eerr := s.cfg.QuotaEvictor(ctx, tenant, want); eerr != nil || freed == 0 {
+			return res, resultErr(&res, tenant, key) // nothing could be freed: the rejection stands
+		}
+	}
 }
 
 // PutEnd commits a write.

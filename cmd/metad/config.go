@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"metad/evict"
 	"metad/ha"
 	"metad/store/alloc"
 )
@@ -41,6 +42,13 @@ type Config struct {
 	PutDiscardTimeout time.Duration
 	Placement         string
 
+	EvictHighWatermark   float64
+	EvictRatio           float64
+	NOFHighWatermark     float64
+	NOFEvictRatio        float64
+	AllowEvictSoftPinned bool
+	PutReleaseTimeout    time.Duration
+
 	LogLevel string
 }
 
@@ -48,23 +56,30 @@ type Config struct {
 // `make run` uses.
 func DefaultConfig() Config {
 	hc := ha.DefaultConfig()
+	ec := evict.DefaultConfig()
 	return Config{
-		Name:                "n1",
-		DataDir:             "data/n1",
-		ListenClient:        "127.0.0.1:6001",
-		ListenPeer:          "127.0.0.1:6101",
-		ListenMetrics:       "127.0.0.1:6201",
-		InitialClusterState: "new",
-		HeartbeatTimeout:    hc.HeartbeatTimeout,
-		ElectionTimeout:     hc.ElectionTimeout,
-		LeaderLeaseTimeout:  hc.LeaderLeaseTimeout,
-		SnapshotThreshold:   hc.SnapshotThreshold,
-		SnapshotInterval:    hc.SnapshotInterval,
-		LeaseTTL:            10 * time.Second,
-		ClientTTL:           10 * time.Second,
-		PutDiscardTimeout:   30 * time.Second,
-		Placement:           "random",
-		LogLevel:            "info",
+		EvictHighWatermark:   ec.HighWatermark,
+		EvictRatio:           ec.EvictRatio,
+		NOFHighWatermark:     ec.NOFHighWatermark,
+		NOFEvictRatio:        ec.NOFEvictRatio,
+		AllowEvictSoftPinned: ec.AllowEvictSoftPinned,
+		PutReleaseTimeout:    ec.PutReleaseTimeout,
+		Name:                 "n1",
+		DataDir:              "data/n1",
+		ListenClient:         "127.0.0.1:6001",
+		ListenPeer:           "127.0.0.1:6101",
+		ListenMetrics:        "127.0.0.1:6201",
+		InitialClusterState:  "new",
+		HeartbeatTimeout:     hc.HeartbeatTimeout,
+		ElectionTimeout:      hc.ElectionTimeout,
+		LeaderLeaseTimeout:   hc.LeaderLeaseTimeout,
+		SnapshotThreshold:    hc.SnapshotThreshold,
+		SnapshotInterval:     hc.SnapshotInterval,
+		LeaseTTL:             10 * time.Second,
+		ClientTTL:            10 * time.Second,
+		PutDiscardTimeout:    30 * time.Second,
+		Placement:            "random",
+		LogLevel:             "info",
 	}
 }
 
@@ -88,6 +103,12 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ClientTTL, "client-ttl", c.ClientTTL, "a client silent this long is expired and its segments unmounted")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
+	fs.Float64Var(&c.EvictHighWatermark, "evict-high-watermark", c.EvictHighWatermark, "memory eviction starts above this used/capacity share")
+	fs.Float64Var(&c.EvictRatio, "evict-ratio", c.EvictRatio, "share of memory capacity one eviction aims to free beyond the watermark")
+	fs.Float64Var(&c.NOFHighWatermark, "nof-high-watermark", c.NOFHighWatermark, "NOF eviction starts above this used/capacity share")
+	fs.Float64Var(&c.NOFEvictRatio, "nof-evict-ratio", c.NOFEvictRatio, "share of NOF capacity one eviction aims to free beyond the watermark")
+	fs.BoolVar(&c.AllowEvictSoftPinned, "allow-evict-soft-pinned", c.AllowEvictSoftPinned, "evict soft-pinned objects after every unpinned one")
+	fs.DurationVar(&c.PutReleaseTimeout, "put-release-timeout", c.PutReleaseTimeout, "a write PROCESSING longer than this is revoked")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -132,6 +153,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %s", d.name, d.v))
 		}
 	}
+	if err := c.evictConfig().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := alloc.ParseStrategy(c.Placement); err != nil {
 		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
 	}
@@ -141,6 +165,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
+}
+
+// evictConfig is the eviction part of the config.
+func (c *Config) evictConfig() evict.Config {
+	ec := evict.DefaultConfig()
+	ec.HighWatermark, ec.EvictRatio = c.EvictHighWatermark, c.EvictRatio
+	ec.NOFHighWatermark, ec.NOFEvictRatio = c.NOFHighWatermark, c.NOFEvictRatio
+	ec.AllowEvictSoftPinned, ec.PutReleaseTimeout = c.AllowEvictSoftPinned, c.PutReleaseTimeout
+	return ec
 }
 
 // envName is the environment variable of a setting: METAD_ and the name in upper case with

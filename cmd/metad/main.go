@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"metad/evict"
 	"metad/fsm"
 	"metad/ha"
 	"metad/server"
@@ -110,9 +111,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = node.Shutdown()
 		return err
 	}
+	ev, err := evict.New(cfg.evictConfig(), evict.FromHA(node), reg, log)
+	if err != nil {
+		_ = node.Shutdown()
+		return err
+	}
 	strategy, _ := alloc.ParseStrategy(cfg.Placement)
 	sc := server.DefaultConfig()
 	sc.LeaseTTL, sc.ClientTTL, sc.PutDiscardTimeout, sc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
+	sc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
+		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(node.Store(), tenant, want))
+	}
 	srv, err := server.New(node, sc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
@@ -127,8 +136,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listen-client: %w", err)
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
-	runDone := make(chan struct{})
-	go func() { srv.Run(runCtx); close(runDone) }()
+	runDone := make(chan struct{}, 2)
+	go func() { srv.Run(runCtx); runDone <- struct{}{} }()
+	go func() { ev.Run(runCtx); runDone <- struct{}{} }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
 
@@ -176,6 +186,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	srv.Close()
 	cancelRun()
+	<-runDone
 	<-runDone
 	if err := node.Shutdown(); err != nil {
 		runErr = errors.Join(runErr, err)
