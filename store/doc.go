@@ -55,7 +55,8 @@
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, PutStart, PutEnd, PutRevoke, UpsertStart,
-// UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens and EraseGroup, each with the
-// leader's time and seed from the log entry. The leader additionally calls Get, Exist, BatchGet,
-// Prepare*, ClearMarks and ResetSoftState.
+// UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, EvictUnits
+// (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
+// leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState and
+// the census (VisitHandles, Capture).
 package store
