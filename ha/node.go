@@ -149,6 +149,7 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 	idx, _ := f.Applied()
 	n.applied.advance(idx)
 	n.proposer = newProposer(n.raft, cfg, n.Leader)
+	n.proposer.ready = n.ready.Load
 	n.proposer.onEntry = func(c int) { n.metrics.entryCommands.Observe(float64(c)) }
 	n.proposer.onDone = func(d time.Duration) { n.metrics.commitApply.Observe(d.Seconds()) }
 	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, ready: n.readReady, stop: n.stop}

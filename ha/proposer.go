@@ -34,6 +34,8 @@ type Proposer struct {
 	reqs     chan *proposal
 	entries  chan struct{} // a token per entry that may be in flight
 	stop     chan struct{} // closed by Close
+	loopDone chan struct{} // closed by the loop when it has exited and answered what it drained
+	ready    func() bool   // TryReserve hands out slots only when this holds (term-start barrier done)
 	wg       sync.WaitGroup
 	onEntry  func(commands int)       // metrics hook (commands per entry); may be nil
 	onDone   func(took time.Duration) // metrics hook (entry committed and applied); may be nil
@@ -62,6 +64,8 @@ func newProposer(r *raft.Raft, cfg Config, leader func() (string, string)) *Prop
 		reqs:     make(chan *proposal, cfg.MaxInflight),
 		entries:  make(chan struct{}, cfg.MaxEntriesOut),
 		stop:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+		ready:    func() bool { return true },
 		rnd:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6d65746164)),
 		clock:    time.Now,
 	}
@@ -83,9 +87,10 @@ type Slot struct {
 	used bool
 }
 
-// TryReserve takes a slot if one is free and this node is leader; it never waits.
+// TryReserve takes a slot if one is free and this node is a leader whose term-start barrier has
+// been applied (so its soft state is the current term's); it never waits.
 func (p *Proposer) TryReserve() (*Slot, bool) {
-	if p.raft.State() != raft.Leader {
+	if p.raft.State() != raft.Leader || !p.ready() {
 		return nil, false
 	}
 	select {
@@ -137,6 +142,15 @@ func (s *Slot) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, e
 		return r.res, r.err
 	case <-ctx.Done():
 		return fsm.Result{}, fmt.Errorf("%w: %w", ErrUnknown, ctx.Err())
+	case <-s.p.loopDone:
+		// The loop is gone. It answered everything it took; a proposal enqueued after its last
+		// drain was never sent to Raft.
+		select {
+		case r := <-pr.done:
+			return r.res, r.err
+		default:
+			return fsm.Result{}, ErrShutdown
+		}
 	}
 }
 
@@ -163,6 +177,7 @@ func (p *Proposer) notLeader() error {
 // loop coalesces waiting proposals into entries.
 func (p *Proposer) loop() {
 	defer p.wg.Done()
+	defer close(p.loopDone)
 	batch := make([]*proposal, 0, p.maxBatch)
 	for {
 		var first *proposal
