@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -386,11 +387,33 @@ func (m *metadataService) BatchPutRevoke(ctx context.Context, req *metadv1.Batch
 
 // getObject reads an object; with lease (linearizable reads on the leader) it grants a read lease,
 // otherwise (stale reads) it only looks.
-func getObject(st *store.Store, now int64, tenant, key string, lease bool) (store.GetResult, error) {
+func getObject(ctx context.Context, st *store.Store, now int64, tenant, key string, lease bool) (store.GetResult, error) {
 	if lease {
-		return st.Get(now, tenant, key)
+		return settled(ctx, func() (store.GetResult, error) { return st.Get(now, tenant, key) })
 	}
 	return st.Peek(tenant, key)
+}
+
+// settled runs fn again while the store answers store.ErrUnlinkPending: the object's removal or
+// eviction has been proposed and its outcome is not known yet, so neither "found" nor "not found"
+// would be linearizable. The mark goes when that proposal commits or fails, so the wait is short;
+// it ends with the caller's context.
+func settled[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	wait := 200 * time.Microsecond
+	for {
+		v, err := fn()
+		if !errors.Is(err, store.ErrUnlinkPending) {
+			return v, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
 }
 
 // readKeyOf validates the tenant and key of a read.
@@ -411,7 +434,7 @@ func (m *metadataService) Get(ctx context.Context, req *metadv1.GetRequest) (*me
 		return nil, toStatus(err, req.GetTenant(), req.GetKey())
 	}
 	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.GetResponse, error) {
-		v, err := getObject(st, s.cfg.nowNano(), tenant, key, linear)
+		v, err := getObject(ctx, st, s.cfg.nowNano(), tenant, key, linear)
 		if err != nil {
 			return nil, toStatus(err, tenant, req.GetKey())
 		}
@@ -433,7 +456,11 @@ func (m *metadataService) Exist(ctx context.Context, req *metadv1.ExistRequest) 
 	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.ExistResponse, error) {
 		var ok bool
 		if linear {
-			ok = st.Exist(s.cfg.nowNano(), tenant, []string{key})[0]
+			ex, err := settled(ctx, func() ([]bool, error) { return st.Exist(s.cfg.nowNano(), tenant, []string{key}) })
+			if err != nil {
+				return nil, toStatus(err, tenant, req.GetKey())
+			}
+			ok = ex[0]
 		} else {
 			_, err := st.Peek(tenant, key)
 			ok = err == nil
@@ -462,7 +489,7 @@ func (m *metadataService) BatchGet(ctx context.Context, req *metadv1.BatchGetReq
 		out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, len(keys))}
 		found := false
 		for i, k := range keys {
-			v, err := getObject(st, now, tenant, k, linear)
+			v, err := getObject(ctx, st, now, tenant, k, linear)
 			r := &metadv1.BatchGetResponse_Result{Status: errItem(err)}
 			if err == nil {
 				found = true
@@ -491,7 +518,10 @@ func (m *metadataService) BatchExist(ctx context.Context, req *metadv1.BatchExis
 	return linearRead(ctx, s, req, req.GetStale(), func(st *store.Store, linear bool) (*metadv1.BatchExistResponse, error) {
 		var exists []bool
 		if linear {
-			exists = st.Exist(s.cfg.nowNano(), tenant, keys)
+			var err error
+			if exists, err = settled(ctx, func() ([]bool, error) { return st.Exist(s.cfg.nowNano(), tenant, keys) }); err != nil {
+				return nil, toStatus(err, tenant, nil)
+			}
 		} else {
 			exists = make([]bool, len(keys))
 			for i, k := range keys {
@@ -576,7 +606,9 @@ func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveResponse, error) {
 		st := s.b.Store()
-		tok, err := st.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+		tok, err := settled(ctx, func() (store.ObjectToken, error) {
+			return st.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+		})
 		if err != nil {
 			return nil, toStatus(err, tenant, req.GetKey())
 		}
@@ -613,8 +645,16 @@ func (m *metadataService) BatchRemove(ctx context.Context, req *metadv1.BatchRem
 			pos  []int // request position of each token
 			refs []*metadv1.ObjectRef
 		)
+		seen := make(map[string]bool, len(keys))
 		for i, k := range keys {
-			tok, err := st.PrepareRemove(now, tenant, k, req.GetForce())
+			if seen[k] {
+				// The first occurrence removes it; this one, after it, finds nothing (and must not
+				// wait for our own mark).
+				out.Results[i] = errItem(&store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: named twice in the batch", tenant, k)})
+				continue
+			}
+			seen[k] = true
+			tok, err := settled(ctx, func() (store.ObjectToken, error) { return st.PrepareRemove(now, tenant, k, req.GetForce()) })
 			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
 				// The tenant was registered again during the loop: this key belongs to another instance.
 				st.ClearMarks([]store.ObjectToken{tok})
@@ -707,19 +747,31 @@ func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGr
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveGroupResponse, error) {
 		st := s.b.Store()
-		gt, toks, err := st.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
-		if err != nil {
-			return nil, toStatus(err, tenant, nil)
+		// A member that joins between the leader's check and the commit makes the replicated step
+		// refuse (OBJECT_ALREADY_EXISTS, nothing erased): check the group again, a few times.
+		for attempt := 0; ; attempt++ {
+			gt, toks, err := st.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+			if err != nil {
+				return nil, toStatus(err, tenant, nil)
+			}
+			cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
+				Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),
+				TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID}}}
+			res, err := s.b.Propose(ctx, cmd)
+			if err != nil {
+				st.ClearMarks(toks)
+				return nil, toStatus(err, tenant, nil)
+			}
+			if res.Reason == store.ObjectAlreadyExists && attempt < 3 {
+				st.ClearMarks(toks)
+				continue
+			}
+			if err := resultErr(&res, tenant, nil); err != nil {
+				st.ClearMarks(toks)
+				return nil, err
+			}
+			return &metadv1.RemoveGroupResponse{Removed: uint64(res.Count)}, nil
 		}
-		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
-			Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),
-			TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID}}}
-		res, err := s.propose(ctx, cmd, tenant, nil)
-		if err != nil {
-			st.ClearMarks(toks)
-			return nil, err
-		}
-		return &metadv1.RemoveGroupResponse{Removed: uint64(res.Count)}, nil
 	})
 }
 

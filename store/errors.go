@@ -100,6 +100,12 @@ var (
 	ErrSegmentOwnedByOtherClient = &Error{SegmentOwnedByOtherClient, "segment owned by another client"}
 )
 
+// ErrUnlinkPending is returned by the leader's linearizable reads and removal preparation when the
+// object is marked for unlink: its removal or eviction has been proposed and its outcome is not
+// known yet. It is no rejection: the caller reads again shortly (the mark goes when the proposal
+// commits or fails). Answering "not found" instead would be wrong whenever the proposal fails.
+var ErrUnlinkPending = errors.New("store: the object's removal is being committed; read again")
+
 // ReasonOf returns the reason of err: OK for nil, the *Error's reason, or InvalidParams for any other
 // error (the store returns no other kind).
 func ReasonOf(err error) Reason {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/big"
@@ -1133,7 +1134,10 @@ func (h *modelHarness) run(op string) {
 	case "exist":
 		tenant := h.drawTenant()
 		keys := h.drawKeys(tenant)
-		got := s.Exist(now, tenant, keys)
+		got, err := s.Exist(now, tenant, keys)
+		if err != nil {
+			h.fatalf("exist: %v", err)
+		}
 		rt.Logf("%d: Exist(%q, %q) = %v", h.step, tenant, keys, got)
 		for i, k := range keys {
 			r, _ := h.modelRead(tenant, k)
@@ -1232,7 +1236,8 @@ func (h *modelHarness) run(op string) {
 
 	case "prepareRemove":
 		// The two-step removal by hand: prepare (marks), then either abort (ClearMarks) or commit
-		// (EraseTokens with the version). While marked, the object is gone for readers.
+		// (EraseTokens with the version). While marked, the leader's linearizable reads and removals
+		// are told to ask again (ErrUnlinkPending); stale reads still see the object.
 		tenant := h.drawTenant()
 		key := h.drawKey(tenant)
 		force := rapid.Bool().Draw(rt, "force")
@@ -1255,13 +1260,18 @@ func (h *modelHarness) run(op string) {
 		if tok.Tenant != NormalizeTenant(tenant) || tok.Instance != t.instance || tok.Key != key || tok.Version != o.version {
 			h.fatalf("prepare remove: token %+v, model instance %d version %d", tok, t.instance, o.version)
 		}
-		if _, err := s.Get(now, tenant, key); ReasonOf(err) != ObjectNotFound {
-			h.fatalf("Get of a marked object: %v, want OBJECT_NOT_FOUND", err)
+		if _, err := s.Get(now, tenant, key); !errors.Is(err, ErrUnlinkPending) {
+			h.fatalf("Get of a marked object: %v, want ErrUnlinkPending", err)
 		}
-		if s.Exist(now, tenant, []string{key})[0] {
-			h.fatalf("Exist of a marked object: true")
+		if _, err := s.Exist(now, tenant, []string{key}); !errors.Is(err, ErrUnlinkPending) {
+			h.fatalf("Exist of a marked object: %v, want ErrUnlinkPending", err)
 		}
-		h.want("Remove of a marked object", s.Remove(now, tenant, key, true), ObjectNotFound)
+		if _, err := s.Peek(tenant, key); err != nil {
+			h.fatalf("Peek of a marked object: %v", err)
+		}
+		if err := s.Remove(now, tenant, key, true); !errors.Is(err, ErrUnlinkPending) {
+			h.fatalf("Remove of a marked object: %v, want ErrUnlinkPending", err)
+		}
 		if commit {
 			errs := s.EraseTokens([]ObjectToken{tok}, true)
 			h.want("EraseTokens", errs[0], OK)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"slices"
 	"time"
 )
@@ -45,21 +46,26 @@ func (s *Store) Peek(tenant, key string) (GetResult, error) {
 }
 
 // Exist reports, per key, whether the object has a COMPLETE replica, leasing each one that does.
-// Never an error for a missing key or tenant.
-func (s *Store) Exist(now int64, tenant string, keys []string) []bool {
+// Never an error for a missing key or tenant; ErrUnlinkPending when a key's removal is being
+// committed (ask again).
+func (s *Store) Exist(now int64, tenant string, keys []string) ([]bool, error) {
 	out := make([]bool, len(keys))
 	t := s.tenants.Lookup(NormalizeTenant(tenant))
 	if t == nil {
-		return out
+		return out, nil
 	}
 	for i, k := range keys {
 		_, err := s.read(now, t, k, false, true)
+		if errors.Is(err, ErrUnlinkPending) {
+			return nil, err
+		}
 		out[i] = err == nil
 	}
-	return out
+	return out, nil
 }
 
-// BatchGet is Get for many keys of one tenant; results in request order.
+// BatchGet is Get for many keys of one tenant; results in request order (an item may be
+// ErrUnlinkPending).
 func (s *Store) BatchGet(now int64, tenant string, keys []string) ([]GetResult, []error) {
 	res := make([]GetResult, len(keys))
 	errs := make([]error, len(keys))
@@ -71,16 +77,21 @@ func (s *Store) BatchGet(now int64, tenant string, keys []string) ([]GetResult, 
 
 // read is the read path: one route lookup, then the object lock alone (never the group's, never a
 // route lock), so a read waits only for a change of the same object. want asks for the replicas;
-// lease grants a read lease (leader soft state).
+// lease grants a read lease (leader soft state) and marks a linearizable read: an object marked for
+// unlink is then ErrUnlinkPending. A stale read (no lease) ignores marks.
 func (s *Store) read(now int64, t *TenantState, key string, want, lease bool) (GetResult, error) {
 	e := t.dir.lookup(key)
 	if e == nil {
 		return GetResult{}, objErr(ObjectNotFound, t.name, key, "object not found")
 	}
 	e.mu.Lock()
-	if e.Life() != Active || e.markedLocked() {
+	if e.Life() != Active {
 		e.mu.Unlock()
 		return GetResult{}, objErr(ObjectNotFound, t.name, key, "object not found")
+	}
+	if lease && e.markedLocked() {
+		e.mu.Unlock()
+		return GetResult{}, ErrUnlinkPending
 	}
 	st := e.State()
 	r := GetResult{Size: st.Size, DataType: st.DataType}

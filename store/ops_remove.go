@@ -188,9 +188,14 @@ func (s *Store) PrepareRemove(now int64, tenant, key string, force bool) (Object
 	return tokenOf(t, e), nil
 }
 
+// removableLocked checks a removal on the leader (e.mu held). An object already marked has a
+// removal or eviction in flight: ErrUnlinkPending, for the caller to ask again.
 func (s *Store) removableLocked(now int64, t *TenantState, e *ObjectEntry, force bool) error {
-	if e.Life() != Active || e.markedLocked() {
+	if e.Life() != Active {
 		return objErr(ObjectNotFound, t.name, e.key, "object not found")
+	}
+	if e.markedLocked() {
+		return ErrUnlinkPending
 	}
 	if e.State().HasProcessing() {
 		return objErr(ReplicaIsNotReady, t.name, e.key, "a replica is still PROCESSING")
@@ -243,12 +248,20 @@ func (s *Store) PrepareRemoveGroup(now int64, tenant, group string, force bool) 
 	var toks []ObjectToken
 	var gt GroupToken
 	err := s.withGroup(t, group, func(ms []*ObjectEntry, g *GroupEntry) error {
+		// A member already marked is being removed or evicted by another proposal; the group's
+		// erase takes it too if that one fails, so it needs no check and no mark of ours.
+		var check []*ObjectEntry
 		for _, m := range ms {
+			if !m.markedLocked() {
+				check = append(check, m)
+			}
+		}
+		for _, m := range check {
 			if err := s.removableLocked(now, t, m, force); err != nil {
 				return err
 			}
 		}
-		for _, m := range ms {
+		for _, m := range check {
 			m.setMarkLocked(true)
 			toks = append(toks, tokenOf(t, m))
 		}

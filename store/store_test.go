@@ -278,10 +278,10 @@ func TestGetExistAndLeases(t *testing.T) {
 	wantReason(t, err, ObjectNotFound)
 	_, err = s.Get(sec, "nobody", "k")
 	wantReason(t, err, ObjectNotFound)
-	if got := s.Exist(sec, "", []string{"k", "absent"}); !got[0] || got[1] {
+	if got, _ := s.Exist(sec, "", []string{"k", "absent"}); !got[0] || got[1] {
 		t.Fatalf("Exist = %v", got)
 	}
-	if got := s.Exist(sec, "nobody", []string{"k"}); got[0] {
+	if got, _ := s.Exist(sec, "nobody", []string{"k"}); got[0] {
 		t.Fatal("Exist found a key of an unknown tenant")
 	}
 	// Exist at 1s leased until 11s.
