@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover proto tools clean
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover chaos proto tools clean
 
 all: build
 
@@ -71,6 +71,15 @@ bench-store:
 ## proto: regenerate the committed protobuf and gRPC code with pinned generators.
 proto:
 	./proto/generate.sh
+
+SEEDS    ?= 20
+DURATION ?= 60s
+
+## chaos: SEEDS seeded failover drills of DURATION each on real processes; prints the summary
+## (linearizability violations, lost writes, state divergence, unavailability) and writes
+## reports under test/chaos/report/.
+chaos:
+	CHAOS_SEEDS=$(SEEDS) CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -run '^TestDrillMany$$' -timeout 180m -v ./test/chaos/
 
 clean:
 	rm -rf $(BIN) bench-*.txt

@@ -1,0 +1,455 @@
+package chaos
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The model is the object API seen through one partition: a singleton key, or an explicit group
+// with its fixed member keys (a group's members change together under RemoveGroup, so they are
+// checked together). A partition's state is the state of each member key; an operation names the
+// member it touches (or the whole group).
+//
+// A key is absent, pending (PutStart committed, no PutEnd yet: it exists but is not readable, and
+// only its writer may end or revoke it) or present (readable, with the size it was put with). The
+// workload gives every PutStart a random size, so a read of an older incarnation of a key shows.
+//
+// Every write the workload sends is one RPC attempt (the client's own retries are off for writes),
+// so an answer describes exactly one command. An attempt whose outcome is unknown (deadline,
+// broken connection, UNAVAILABLE "outcome is unknown", a failed forward) is recorded with output
+// unknown and a return at the end of time: the model lets it take effect or not. Reads that fail
+// are dropped (they change nothing). Client.Put, which retries, appears only on keys that one
+// writer puts once (the probe), where its retries cannot interleave with anyone else's writes.
+
+// maxMembers is the most keys a partition has (the group size).
+const maxMembers = 4
+
+// keyKind is a key's state.
+type keyKind uint8
+
+const (
+	absent keyKind = iota
+	pending
+	present
+)
+
+func (k keyKind) String() string {
+	return [...]string{"absent", "pending", "present"}[k]
+}
+
+// keyState is one key's state in the model. A plain value.
+type keyState struct {
+	Kind   keyKind
+	Writer int32 // workload client that put it (pending or present)
+	Size   uint64
+}
+
+func (s keyState) String() string {
+	switch s.Kind {
+	case pending:
+		return fmt.Sprintf("pending(c%d,%d)", s.Writer, s.Size)
+	case present:
+		return fmt.Sprintf("present(c%d,%d)", s.Writer, s.Size)
+	}
+	return "absent"
+}
+
+// partState is the state of a partition: its members in a fixed order. Comparable, so the
+// checker's == works.
+type partState [maxMembers]keyState
+
+// opKind is the API call an operation stands for.
+type opKind uint8
+
+const (
+	opPutStart opKind = iota + 1
+	opPutEnd
+	opPutRevoke
+	opGet
+	opExist
+	opRemove
+	opRemoveGroup
+	opListGroup
+	opClientPut // client.Put with the client's retries, on a key written once by one writer
+	opSnapshot  // SnapshotSave from the leader: a read of every key at once (Snap is what it found)
+	opRestore   // SnapshotRestore: a write of every key at once (Snap is what it installs)
+)
+
+var opNames = map[opKind]string{
+	opPutStart: "PutStart", opPutEnd: "PutEnd", opPutRevoke: "PutRevoke", opGet: "Get", opExist: "Exist",
+	opRemove: "Remove", opRemoveGroup: "RemoveGroup", opListGroup: "ListGroup", opClientPut: "Put",
+	opSnapshot: "SnapshotSave", opRestore: "SnapshotRestore",
+}
+
+func (k opKind) String() string { return opNames[k] }
+
+// isWrite reports whether the call may change state.
+func (k opKind) isWrite() bool {
+	switch k {
+	case opGet, opExist, opListGroup, opSnapshot:
+		return false
+	}
+	return true
+}
+
+// result is the kind of answer an operation got.
+type result uint8
+
+const (
+	resOK      result = iota // success
+	resReason                // a deterministic rejection; Reason says which
+	resUnknown               // the outcome is unknown: the write may or may not have taken effect
+	resNoop                  // certainly not proposed (no leader known, refused connection): no effect
+)
+
+// input is an operation's porcupine input. A plain value.
+type input struct {
+	Kind   opKind
+	Member int       // index of the key in its partition (not used by RemoveGroup and ListGroup)
+	Writer int32     // the workload client
+	Size   uint64    // PutStart, Put
+	Force  bool      // Remove, RemoveGroup
+	Label  string    // "tenant/key" or "tenant/group", for descriptions
+	Snap   partState // opSnapshot, opRestore: the partition as the snapshot file has it
+	// Weak relaxes the model for this operation (see tolerance); set only when the checker
+	// classifies a violation.
+	Weak tolerance
+}
+
+// tolerance is a set of relaxations of the model for known anomalies of metad, each applied only
+// to the operations that could show it. The drill checks strictly first; a partition that fails
+// strictly but passes with a relaxation is reported under that anomaly's name.
+type tolerance uint8
+
+const (
+	// tolGroupNotFound: RemoveGroup answers OBJECT_NOT_FOUND, erasing nothing, while the group has
+	// members, when another removal of one of its members is in flight (the leader's unlink mark
+	// makes PrepareRemoveGroup see that member as absent and fail the whole group). Applied to a
+	// RemoveGroup that overlaps a removal of one of its members.
+	tolGroupNotFound tolerance = 1 << iota
+	// tolDirtyAbsent: a linearizable read (Get, Exist) or a Remove finds a present key absent while
+	// a removal of it is in flight that never commits: the leader answers from its unlink mark,
+	// which is uncommitted soft state. Applied to an absence answer that overlaps a removal of the
+	// key.
+	tolDirtyAbsent
+	// tolRestoreFenced: a Remove or RemoveGroup prepared before a SnapshotRestore and applied
+	// after it answers OBJECT_NOT_FOUND, erasing nothing, though the restored state has the key
+	// (the removal is fenced by object and group ids of the state it was prepared on). Applied
+	// to OBJECT_NOT_FOUND of a removal that overlaps a restore.
+	tolRestoreFenced
+)
+
+var tolNames = map[tolerance]string{
+	tolGroupNotFound: "group-not-found",
+	tolDirtyAbsent:   "dirty-absent",
+	tolRestoreFenced: "restore-fenced",
+}
+
+// output is an operation's porcupine output. A plain value.
+type output struct {
+	Res    result
+	Reason string // the reason name without REASON_ (OBJECT_NOT_FOUND...) when Res is resReason
+	Size   uint64 // Get
+	Exists bool   // Exist
+	Count  uint64 // RemoveGroup: members removed
+	Listed uint8  // ListGroup: bit i set = member i listed
+}
+
+func (r result) String() string { return output{Res: r, Reason: "rejected"}.String() }
+
+func (o output) String() string {
+	switch o.Res {
+	case resUnknown:
+		return "unknown"
+	case resNoop:
+		return "not proposed"
+	case resReason:
+		return o.Reason
+	}
+	return "ok"
+}
+
+// Reason names the workload checks for.
+const (
+	rNotFound  = "OBJECT_NOT_FOUND"
+	rExists    = "OBJECT_ALREADY_EXISTS"
+	rHasLease  = "OBJECT_HAS_LEASE"
+	rNotReady  = "REPLICA_IS_NOT_READY"
+	rInvalid   = "INVALID_WRITE"
+	rIllegal   = "ILLEGAL_CLIENT"
+	rNoHandle  = "NO_AVAILABLE_HANDLE"
+	rQuota     = "TENANT_QUOTA_EXCEEDED"
+	rNotLeader = "NOT_LEADER"
+)
+
+// step is the nondeterministic step function: every state the partition can be in after the
+// operation, none if the answer is impossible in st.
+func step(st partState, in input, out output, members int) []partState {
+	one := func(s partState) []partState { return []partState{s} }
+	with := func(m int, k keyState) partState { s := st; s[m] = k; return s }
+	if out.Res == resNoop {
+		return one(st)
+	}
+	k := st[in.Member]
+	mine := k.Writer == in.Writer
+	dirty := in.Weak&tolDirtyAbsent != 0 && k.Kind == present
+	switch in.Kind {
+	case opPutStart:
+		placed := with(in.Member, keyState{Kind: pending, Writer: in.Writer, Size: in.Size})
+		switch {
+		case out.Res == resOK && k.Kind == absent:
+			return one(placed)
+		case out.Res == resOK:
+			return nil
+		case out.Res == resUnknown && k.Kind == absent:
+			return []partState{st, placed}
+		case out.Res == resUnknown:
+			return one(st)
+		case out.Reason == rExists:
+			if k.Kind == absent {
+				return nil
+			}
+			return one(st)
+		default: // no handle, quota...: nothing placed
+			return one(st)
+		}
+	case opPutEnd:
+		ended := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: k.Size})
+		ours := (k.Kind == pending || k.Kind == present) && mine
+		switch {
+		case out.Res == resOK && ours:
+			return one(ended)
+		case out.Res == resOK:
+			return nil
+		case out.Res == resUnknown && k.Kind == pending && mine:
+			return []partState{st, ended}
+		case out.Res == resUnknown:
+			return one(st)
+		case ours: // a rejection of our own write in progress (or a repeat) is wrong
+			return nil
+		default:
+			return one(st)
+		}
+	case opPutRevoke:
+		ours := k.Kind == pending && mine
+		gone := with(in.Member, keyState{})
+		switch {
+		case out.Res == resOK && ours:
+			return one(gone)
+		case out.Res == resOK:
+			return nil
+		case out.Res == resUnknown && ours:
+			return []partState{st, gone}
+		case out.Res == resUnknown:
+			return one(st)
+		case ours:
+			return nil
+		default:
+			return one(st)
+		}
+	case opGet:
+		switch {
+		case out.Res == resOK && k.Kind == present && k.Size == out.Size,
+			out.Reason == rNotFound && k.Kind == absent,
+			out.Reason == rNotReady && k.Kind == pending,
+			out.Reason == rNotFound && dirty:
+			return one(st)
+		}
+		return nil
+	case opExist:
+		if out.Res == resOK && (out.Exists == (k.Kind == present) || !out.Exists && dirty) {
+			return one(st)
+		}
+		return nil
+	case opRemove:
+		gone := with(in.Member, keyState{})
+		switch {
+		case out.Res == resOK && k.Kind == present:
+			return one(gone)
+		case out.Res == resUnknown && k.Kind == present:
+			return []partState{st, gone}
+		case out.Res == resUnknown:
+			return one(st)
+		case out.Reason == rNotFound && k.Kind == absent,
+			out.Reason == rNotFound && dirty,
+			out.Reason == rNotFound && in.Weak&tolRestoreFenced != 0,
+			out.Reason == rNotReady && k.Kind == pending,
+			out.Reason == rHasLease && k.Kind == present && !in.Force:
+			return one(st)
+		}
+		return nil
+	case opRemoveGroup:
+		var npresent, npending uint64
+		for m := range members {
+			switch st[m].Kind {
+			case present:
+				npresent++
+			case pending:
+				npending++
+			}
+		}
+		removable := npending == 0 && npresent > 0
+		switch {
+		case out.Res == resOK && removable && out.Count == npresent:
+			return one(partState{})
+		case out.Res == resUnknown && removable:
+			return []partState{st, {}}
+		case out.Res == resUnknown:
+			return one(st)
+		case out.Reason == rNotFound && npresent+npending == 0,
+			out.Reason == rNotFound && in.Weak&(tolGroupNotFound|tolRestoreFenced) != 0,
+			out.Reason == rNotReady && npending > 0,
+			out.Reason == rHasLease && npresent > 0 && !in.Force,
+			// A member joined after the leader prepared the removal: nothing is erased
+			// (store.EraseGroup); the joiner is there.
+			out.Reason == rExists && npresent+npending > 0:
+			return one(st)
+		}
+		return nil
+	case opListGroup:
+		var want uint8
+		for m := range members {
+			if st[m].Kind != absent {
+				want |= 1 << m
+			}
+		}
+		switch {
+		case out.Res == resOK && out.Listed == want && want != 0,
+			out.Reason == rNotFound && want == 0:
+			return one(st)
+		}
+		return nil
+	case opSnapshot:
+		for m := range members {
+			a, b := st[m], in.Snap[m]
+			// The probe's Put is one operation in the model, but a snapshot can catch it between
+			// its PutStart and its PutEnd.
+			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size}) {
+				continue
+			}
+			if a.Kind != b.Kind || a.Kind != absent && (a.Size != b.Size || a.Writer != b.Writer) {
+				return nil
+			}
+		}
+		return one(st)
+	case opRestore:
+		switch out.Res {
+		case resOK:
+			return one(in.Snap)
+		case resUnknown:
+			return []partState{st, in.Snap}
+		}
+		return one(st)
+	case opClientPut:
+		placed := with(in.Member, keyState{Kind: pending, Writer: in.Writer, Size: in.Size})
+		done := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: in.Size})
+		switch {
+		case out.Res == resOK && k.Kind == absent:
+			return one(done)
+		case out.Res == resOK:
+			return nil
+		case k.Kind == absent: // failed or unknown: a retried put may have left anything behind
+			return []partState{st, placed, done}
+		default:
+			return one(st)
+		}
+	}
+	return nil
+}
+
+// partition describes one model partition: a singleton key or a group.
+type partition struct {
+	ID      int
+	Tenant  string
+	Group   string   // "" for a singleton
+	Keys    []string // members; one for a singleton
+	IsProbe bool     // a key written once by the probe
+}
+
+func (p *partition) label() string {
+	if p.Group != "" {
+		return p.Tenant + "/" + p.Group
+	}
+	return p.Tenant + "/" + p.Keys[0]
+}
+
+// newModel returns the porcupine model over the partitions parts (indexed by partition id; an
+// operation's Metadata is its *Op, which names its partition).
+func newModel(parts []*partition) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+			by := make(map[int][]porcupine.Operation)
+			var order []int
+			for _, op := range h {
+				id := op.Metadata.(*Op).Part
+				if _, ok := by[id]; !ok {
+					order = append(order, id)
+				}
+				by[id] = append(by[id], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(order))
+			for _, id := range order {
+				out = append(out, by[id])
+			}
+			return out
+		},
+		Init: func() []interface{} { return []interface{}{partState{}} },
+		Step: func(state, in, out interface{}) []interface{} {
+			i := in.(input)
+			members := 1
+			if i.Kind == opRemoveGroup || i.Kind == opListGroup || i.Kind == opSnapshot {
+				members = maxMembers
+			}
+			next := step(state.(partState), i, out.(output), members)
+			res := make([]interface{}, len(next))
+			for j, s := range next {
+				res[j] = s
+			}
+			return res
+		},
+		Hash: func(state interface{}) uint64 {
+			h := fnv.New64a()
+			fmt.Fprint(h, state.(partState))
+			return h.Sum64()
+		},
+		DescribeOperation: func(in, out interface{}) string {
+			i, o := in.(input), out.(output)
+			var b strings.Builder
+			fmt.Fprintf(&b, "c%d %s(%s", i.Writer, i.Kind, i.Label)
+			if i.Kind == opPutStart || i.Kind == opClientPut {
+				fmt.Fprintf(&b, ", %d", i.Size)
+			}
+			if i.Force {
+				b.WriteString(", force")
+			}
+			if i.Kind == opSnapshot || i.Kind == opRestore {
+				fmt.Fprintf(&b, ", %v", describeState(i.Snap, maxMembers))
+			}
+			fmt.Fprintf(&b, ") -> %s", o)
+			switch {
+			case o.Res != resOK:
+			case i.Kind == opGet:
+				fmt.Fprintf(&b, " size %d", o.Size)
+			case i.Kind == opExist:
+				fmt.Fprintf(&b, " %v", o.Exists)
+			case i.Kind == opRemoveGroup:
+				fmt.Fprintf(&b, " %d removed", o.Count)
+			case i.Kind == opListGroup:
+				fmt.Fprintf(&b, " members %04b", o.Listed)
+			}
+			return b.String()
+		},
+		DescribeState: func(state interface{}) string {
+			st := state.(partState)
+			var parts []string
+			for _, k := range st {
+				parts = append(parts, k.String())
+			}
+			return "[" + strings.Join(parts, " ") + "]"
+		},
+	}
+	return nm.ToModel()
+}

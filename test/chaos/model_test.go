@@ -1,0 +1,120 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// hop builds a recorded operation on partition 0 (a singleton) or 1 (a group of three).
+func hop(cl int, part int, kind opKind, member int, size uint64, out output, call, ret int) *Op {
+	op := &Op{Client: cl, Part: part, In: input{Kind: kind, Member: member, Writer: int32(cl), Size: size, Label: "t/k"},
+		Out: out, Call: time.Duration(call), Return: time.Duration(ret)}
+	if out.Res == resUnknown {
+		op.Open = true
+	}
+	return op
+}
+
+var (
+	ok       = output{Res: resOK}
+	unknown  = output{Res: resUnknown}
+	notFound = output{Res: resReason, Reason: rNotFound}
+	exists   = output{Res: resReason, Reason: rExists}
+	notReady = output{Res: resReason, Reason: rNotReady}
+)
+
+func got(size uint64) output { return output{Res: resOK, Size: size} }
+
+func testParts() []*partition {
+	return []*partition{
+		{ID: 0, Tenant: "t", Keys: []string{"k"}},
+		{ID: 1, Tenant: "t", Group: "g", Keys: []string{"g-m0", "g-m1", "g-m2"}},
+	}
+}
+
+func TestModel(t *testing.T) {
+	cases := []struct {
+		name string
+		ops  []*Op
+		want bool
+	}{
+		{"put then get", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 3), hop(2, 0, opGet, 0, 0, got(10), 4, 5),
+		}, true},
+		{"get before put end is not ready", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opGet, 0, 0, notReady, 2, 3), hop(1, 0, opPutEnd, 0, 0, ok, 4, 5),
+		}, true},
+		{"stale read after remove", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 3),
+			hop(1, 0, opRemove, 0, 0, ok, 4, 5), hop(2, 0, opGet, 0, 0, got(10), 6, 7),
+		}, false},
+		{"lost write", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 3), hop(2, 0, opGet, 0, 0, notFound, 4, 5),
+		}, false},
+		{"unknown put start may take effect", []*Op{
+			hop(1, 0, opPutStart, 0, 10, unknown, 0, 1), hop(2, 0, opPutStart, 0, 20, exists, 4, 5),
+		}, true},
+		{"unknown put start may not take effect", []*Op{
+			hop(1, 0, opPutStart, 0, 10, unknown, 0, 1), hop(2, 0, opPutStart, 0, 20, ok, 4, 5),
+		}, true},
+		{"exists on an absent key", []*Op{
+			hop(2, 0, opPutStart, 0, 20, exists, 4, 5),
+		}, false},
+		{"only the writer ends", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opPutEnd, 0, 0, ok, 2, 3),
+		}, false},
+		{"concurrent reads see the put either way", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 10),
+			hop(2, 0, opExist, 0, 0, output{Res: resOK, Exists: true}, 3, 4), hop(3, 0, opExist, 0, 0, output{Res: resOK}, 5, 6),
+		}, false}, // true then false while no remove: not linearizable
+		{"remove group removes every member", []*Op{
+			hop(1, 1, opPutStart, 0, 10, ok, 0, 1), hop(1, 1, opPutEnd, 0, 0, ok, 2, 3),
+			hop(1, 1, opPutStart, 2, 30, ok, 4, 5), hop(1, 1, opPutEnd, 2, 0, ok, 6, 7),
+			hop(2, 1, opListGroup, 0, 0, output{Res: resOK, Listed: 0b101}, 8, 9),
+			hop(2, 1, opRemoveGroup, 0, 0, output{Res: resOK, Count: 2}, 10, 11),
+			hop(3, 1, opGet, 2, 0, notFound, 12, 13),
+			hop(3, 1, opListGroup, 0, 0, notFound, 14, 15),
+		}, true},
+		{"remove group count must match", []*Op{
+			hop(1, 1, opPutStart, 0, 10, ok, 0, 1), hop(1, 1, opPutEnd, 0, 0, ok, 2, 3),
+			hop(2, 1, opRemoveGroup, 0, 0, output{Res: resOK, Count: 2}, 10, 11),
+		}, false},
+		{"probe put unknown then found", []*Op{
+			hop(probeClient, 0, opClientPut, 0, 64, unknown, 0, 1), hop(2, 0, opGet, 0, 0, got(64), 2, 3),
+		}, true},
+	}
+	model := newModel(testParts())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := porcupine.CheckOperationsTimeout(model, porcupineOps(c.ops), 10*time.Second)
+			if (res == porcupine.Ok) != c.want {
+				t.Fatalf("linearizable = %v, want %v", res, c.want)
+			}
+		})
+	}
+}
+
+func TestLostWrites(t *testing.T) {
+	parts := testParts()
+	ops := []*Op{
+		hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 3),
+	}
+	if l := lostWrites(ops, parts, map[keyRef]finalState{{0, 0}: {Kind: present, Size: 10}}); len(l) != 0 {
+		t.Fatalf("present write reported lost: %v", l)
+	}
+	if l := lostWrites(ops, parts, map[keyRef]finalState{{0, 0}: {Kind: absent}}); len(l) != 1 {
+		t.Fatalf("missing write not reported: %v", l)
+	}
+	removed := append(ops, hop(2, 0, opRemove, 0, 0, unknown, 1, 2))
+	if l := lostWrites(removed, parts, map[keyRef]finalState{{0, 0}: {Kind: absent}}); len(l) != 0 {
+		t.Fatalf("write removed by an unknown remove reported lost: %v", l)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	if c, _ := classify(nil); c != clsOK {
+		t.Fatalf("nil: %v", c)
+	}
+}
