@@ -64,8 +64,8 @@ func TestGetAfterSelection(t *testing.T) {
 		t.Fatalf("%d marked objects read", len(afterMark))
 	}
 	for _, err := range afterMark {
-		if store.ReasonOf(err) != store.ObjectNotFound {
-			t.Fatalf("a Get of a marked object: %v, want OBJECT_NOT_FOUND", err)
+		if !errors.Is(err, store.ErrUnlinkPending) {
+			t.Fatalf("a Get of a marked object: %v, want ErrUnlinkPending (ask again)", err)
 		}
 	}
 	x.check()
@@ -361,7 +361,7 @@ func TestUnknownOutcomeKeepsMarks(t *testing.T) {
 				t.Fatalf("%d marks, want %d", n, tc.marked)
 			}
 			if tc.marked > 0 {
-				if _, err := x.s.Get(evalAt, "", key(0)); store.ReasonOf(err) != store.ObjectNotFound {
+				if _, err := x.s.Get(evalAt, "", key(0)); !errors.Is(err, store.ErrUnlinkPending) {
 					t.Fatalf("a marked object was readable: %v", err)
 				}
 			}
