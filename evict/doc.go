@@ -28,8 +28,10 @@
 //     (store.WithGroup; a singleton: store.WithToken) the unit must be what the census saw (tenant
 //     instance, object ids and versions, the same member set) and still evictable at now (lease,
 //     pins, lifecycle, PROCESSING, no mark). Then every member gets the unlink mark, under the same
-//     locks: from that moment a Get finds it gone, so no reader can lease it between the check and
-//     the commit. A Get that leased it before the check makes the check fail. Locks are released
+//     locks: from that moment a linearizable Get waits for the outcome (store.ErrUnlinkPending;
+//     the server asks again), so no reader can lease it between the check and the commit, and none
+//     is told "not found" for an eviction that then fails. A Get that leased it before the check
+//     makes the check fail. Locks are released
 //     before proposing.
 //  6. Propose. One Evict command carries the batch's tokens (object id and version), unit by unit
 //     (unit_sizes). Every node applies store.EvictUnits: a unit is evicted only if every token still
