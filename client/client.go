@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"metad/proto/metadv1"
 )
@@ -254,13 +255,26 @@ func callCount[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, int, error) {
 	var resp Resp
 	n, err := c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
-		r, err := rpc(ep.md, ctx, req)
+		var hdr metadata.MD
+		r, err := rpc(ep.md, ctx, req, grpc.Header(&hdr))
 		if err == nil {
 			resp = r
+			c.followHint(ep, hdr)
 		}
 		return err
 	})
 	return resp, n, err
+}
+
+// leaderHeader is the response header a follower sets on a call it forwarded to the leader
+// (server.LeaderHeader): the leader's client address.
+const leaderHeader = "x-metad-leader"
+
+// followHint switches to the leader a forwarding follower named, so the next call skips the hop.
+func (c *Client) followHint(ep *endpoint, hdr metadata.MD) {
+	if v := hdr.Get(leaderHeader); len(v) > 0 && v[0] != "" && v[0] != ep.addr && c.cur.Load() == ep {
+		_ = c.setLeader(v[0])
+	}
 }
 
 // callAdmin is one retried unary Admin RPC.

@@ -38,7 +38,7 @@ type Config struct {
 
 	MaxInflight   int // proposer slots: commands proposed but not yet applied. Default 4096
 	MaxBatch      int // commands coalesced into one log entry at most. Default 256
-	MaxEntriesOut int // log entries in flight from the proposer at once. Default 4
+	MaxEntriesOut int // log entries in flight from the proposer at once. Default 1 (see doc.go)
 }
 
 // DefaultConfig returns the defaults documented on Config; the caller sets names and addresses.
@@ -55,7 +55,7 @@ func DefaultConfig() Config {
 		SnapshotRetain:     2,
 		MaxInflight:        4096,
 		MaxBatch:           256,
-		MaxEntriesOut:      4,
+		MaxEntriesOut:      1,
 	}
 }
 

@@ -21,6 +21,10 @@ import (
 // forwardedKey is the metadata key that marks a forwarded call.
 const forwardedKey = "x-metad-forwarded"
 
+// LeaderHeader is the response header a follower sets on a call it forwarded: the leader's client
+// address, so that a client learns where to send the next call and saves the extra hop.
+const LeaderHeader = "x-metad-leader"
+
 // maxForwardConns bounds the connection cache (a cluster has a handful of members).
 const maxForwardConns = 16
 
@@ -117,6 +121,7 @@ func (s *Server) forward(ctx context.Context, t target, req, resp proto.Message)
 	if err := cc.Invoke(out, method, req, resp); err != nil {
 		return forwardErr(err, t.name, t.addr)
 	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs(LeaderHeader, t.addr)) // a hint; a stream may refuse it
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"google.golang.org/grpc"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -43,9 +44,13 @@ func TestFollowerForwardsToLeader(t *testing.T) {
 	if _, err := follower.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := follower.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k")})
+	var hdr metadata.MD
+	g, err := follower.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k")}, grpc.Header(&hdr))
 	if err != nil || g.GetSize() != 10 || g.GetLeaseTtlMs() == 0 {
 		t.Fatalf("forwarded Get: %v %v", g, err)
+	}
+	if got := hdr.Get(LeaderHeader); len(got) != 1 || got[0] != leader.addr {
+		t.Fatalf("forwarded call's %s header = %v, want %s", LeaderHeader, got, leader.addr)
 	}
 	if n := fb.proposals.Load(); n != 0 {
 		t.Fatalf("the follower proposed %d commands", n)
