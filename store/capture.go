@@ -205,8 +205,8 @@ func (c *Capture) Groups() int {
 type Builder struct {
 	s       *Store
 	tenant  *TenantState
-	ids     map[uint64]struct{} // object ids seen for the current tenant
-	last    string              // last key of the current tenant (keys must ascend)
+	ids     idSet  // object ids seen for the current tenant
+	last    string // last key of the current tenant (keys must ascend)
 	nobj    int
 	pending []*ObjectEntry // the current tenant's objects, published by flush
 }
@@ -251,7 +251,7 @@ func (b *Builder) AddTenant(tc TenantCapture) error {
 		return fmt.Errorf("tenant %q: listed twice", tc.Name)
 	}
 	b.flush()
-	b.tenant, b.ids, b.last, b.nobj = t, map[uint64]struct{}{}, "", 0
+	b.tenant, b.ids, b.last, b.nobj = t, newIDSet(tc.NextObjectID), "", 0
 	return nil
 }
 
@@ -309,7 +309,7 @@ func (b *Builder) addObject(t *TenantState, key, group string, groupID uint64, s
 	case (group == "") != (groupID == 0) || ValidateGroup(group) != nil || groupID > d.nextGroupID.Load():
 		return fmt.Errorf("group %q id %d", group, groupID)
 	}
-	if _, dup := b.ids[st.ID]; dup {
+	if !b.ids.add(st.ID) {
 		return fmt.Errorf("object id %d used twice", st.ID)
 	}
 	for i, r := range st.Replicas {
@@ -348,7 +348,6 @@ func (b *Builder) addObject(t *TenantState, key, group string, groupID uint64, s
 	}
 	d.objects.Add(1)
 	t.quota.charged.Add(st.MemoryBytes())
-	b.ids[st.ID] = struct{}{}
 	b.last = key
 	b.nobj++
 	return nil
@@ -359,4 +358,38 @@ func (b *Builder) Finish() (*Store, error) {
 	b.flush()
 	b.s.recomputeQuotas()
 	return b.s, nil
+}
+
+// idSet records which object ids a restore has seen: a bitset up to the tenant's id counter (ids
+// never exceed it), a map beyond a size where the bitset would be wasteful.
+type idSet struct {
+	bits []uint64
+	m    map[uint64]struct{}
+}
+
+func newIDSet(max uint64) idSet {
+	if max <= 1<<30 {
+		return idSet{bits: make([]uint64, max/64+1)}
+	}
+	return idSet{m: map[uint64]struct{}{}}
+}
+
+// add records id and reports whether it was new.
+func (s *idSet) add(id uint64) bool {
+	if s.bits != nil {
+		w, b := id/64, uint64(1)<<(id%64)
+		if w >= uint64(len(s.bits)) {
+			return true // above the counter: refused by the caller's range check first
+		}
+		if s.bits[w]&b != 0 {
+			return false
+		}
+		s.bits[w] |= b
+		return true
+	}
+	if _, dup := s.m[id]; dup {
+		return false
+	}
+	s.m[id] = struct{}{}
+	return true
 }
