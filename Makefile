@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover chaos proto tools clean
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict chaos proto tools clean
 
 all: build
 
@@ -49,7 +49,7 @@ lint:
 	$(GO) vet $(PKGS)
 
 ## bench: every benchmark table of docs/performance.md.
-bench: bench-store bench-fsm bench-cluster bench-failover
+bench: bench-store bench-fsm bench-cluster bench-failover bench-evict
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -58,6 +58,11 @@ bench-fsm:
 ## bench-cluster: write and read throughput of a 3-node loopback cluster beside the etcd baseline.
 bench-cluster: build
 	./scripts/bench-cluster.sh 64 10
+
+## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
+## during memory eviction, for group sizes 1, 8 and 64.
+bench-evict:
+	$(GO) test -run '^$$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/
 
 ## bench-failover: kill -9 of the leader and planned transfer to the first write (real processes).
 bench-failover:

@@ -444,23 +444,17 @@ func (n *Node) TransferIfLeader() {
 
 // Shutdown transfers leadership away if this node leads (so clients see a short pause, not an
 // election timeout), stops Raft and closes the stores.
-func (n *Node) Shutdown() error {
-	var err error
-	n.shutOnce.Do(func() {
-		n.TransferIfLeader()
-		close(n.stop)
-		n.proposer.Close()
-		err = n.raft.Shutdown().Error()
-		n.wg.Wait()
-		n.closeStores()
-	})
-	return err
-}
+func (n *Node) Shutdown() error { return n.stopNode(true) }
 
 // kill stops the node abruptly, as a crash would: no leadership transfer. For tests.
-func (n *Node) kill() error {
+func (n *Node) kill() error { return n.stopNode(false) }
+
+func (n *Node) stopNode(handOver bool) error {
 	var err error
 	n.shutOnce.Do(func() {
+		if handOver {
+			n.TransferIfLeader()
+		}
 		close(n.stop)
 		n.proposer.Close()
 		err = n.raft.Shutdown().Error()
