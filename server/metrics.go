@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"metad/store"
 	"strings"
 	"time"
 
@@ -88,6 +89,7 @@ type storeCollector struct {
 	tenants, objects, groups       *prometheus.Desc
 	segments, used, capacity       *prometheus.Desc // by tier
 	tenantCharged, tenantEffective *prometheus.Desc // by tenant
+	lockWait                       *prometheus.Desc // by lock
 }
 
 var _ prometheus.Collector = (*storeCollector)(nil)
@@ -106,11 +108,12 @@ func newStoreCollector(b Backend) *storeCollector {
 		capacity:        d("metad_server_store_capacity_bytes", "Summed size of the mounted segments, by tier.", "tier"),
 		tenantCharged:   d("metad_server_tenant_charged_bytes", "MEMORY bytes charged to the tenant (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		tenantEffective: d("metad_server_tenant_effective_quota_bytes", "Effective quota of the tenant, bytes; 0 = no quota (the first 100 tenants by name; the rest summed as _other).", "tenant"),
+		lockWait:        d("metad_store_lock_wait_seconds", "Wait for a lock on the read path, one read in 64 sampled: lock=route (route shard read lock) or object (the object's lock).", "lock"),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.tenantCharged, c.tenantEffective} {
+	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.tenantCharged, c.tenantEffective, c.lockWait} {
 		ch <- d
 	}
 }
@@ -155,5 +158,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.segments, float64(count[tier]), label)
 		gauge(c.used, float64(segs.Used(tier)), label)
 		gauge(c.capacity, float64(segs.Capacity(tier)), label)
+	}
+	w := st.LockWaits()
+	for _, l := range []struct {
+		name string
+		h    *store.WaitHist
+	}{{"route", &w.Route}, {"object", &w.Object}} {
+		n, sum, buckets := l.h.Read()
+		ch <- prometheus.MustNewConstHistogram(c.lockWait, n, sum, buckets, l.name)
 	}
 }

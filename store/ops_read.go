@@ -80,11 +80,12 @@ func (s *Store) BatchGet(now int64, tenant string, keys []string) ([]GetResult, 
 // lease grants a read lease (leader soft state) and marks a linearizable read: an object marked for
 // unlink is then ErrUnlinkPending. A stale read (no lease) ignores marks.
 func (s *Store) read(now int64, t *TenantState, key string, want, lease bool) (GetResult, error) {
-	e := t.dir.lookup(key)
+	sample := sampleLock()
+	e := t.dir.lookupTimed(key, sample, &s.waits.Route)
 	if e == nil {
 		return GetResult{}, objErr(ObjectNotFound, t.name, key, "object not found")
 	}
-	e.mu.Lock()
+	lockTimed(e, sample, &s.waits.Object)
 	if e.Life() != Active {
 		e.mu.Unlock()
 		return GetResult{}, objErr(ObjectNotFound, t.name, key, "object not found")

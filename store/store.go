@@ -58,6 +58,7 @@ type Store struct {
 
 	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
 	evictWanted atomic.Bool  // soft: an allocation failed; the memory eviction loop should run
+	waits       LockWaits    // sampled lock waits of the read path (metrics)
 }
 
 // New returns an empty store with the tenant `default` registered (instance 1, no quota), as every

@@ -633,3 +633,22 @@ func TestErrorsAreMatchable(t *testing.T) {
 		}
 	}
 }
+
+func TestReadPathLockWaitsAreSampled(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	put(t, s, sec, "", "k", "", 100)
+	const reads = 64 * 200
+	for range reads {
+		if _, err := s.Get(2*sec, "", "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, h := range map[string]*WaitHist{"route": &s.LockWaits().Route, "object": &s.LockWaits().Object} {
+		n, sum, buckets := h.Read()
+		// One read in 64 is timed: 200 expected; the bounds are many standard deviations wide.
+		if n < 100 || n > 400 || sum <= 0 || buckets[LockWaitBuckets[len(LockWaitBuckets)-1]] > n {
+			t.Fatalf("%s lock waits: %d samples, %g s, buckets %v", name, n, sum, buckets)
+		}
+	}
+}
