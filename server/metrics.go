@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"metad/store"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
+	"metad/store"
 	"metad/store/alloc"
 )
 
