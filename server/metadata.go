@@ -605,21 +605,38 @@ func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest
 		return nil, toStatus(err, req.GetTenant(), req.GetKey())
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveResponse, error) {
-		st := s.b.Store()
-		tok, err := settled(ctx, func() (store.ObjectToken, error) {
-			return st.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
-		})
-		if err != nil {
-			return nil, toStatus(err, tenant, req.GetKey())
+		for attempt := 0; ; attempt++ {
+			st := s.b.Store()
+			tok, err := settled(ctx, func() (store.ObjectToken, error) {
+				return st.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+			})
+			if err != nil {
+				return nil, toStatus(err, tenant, req.GetKey())
+			}
+			cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
+				Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID}}}
+			res, err := s.b.Propose(ctx, cmd)
+			if err != nil {
+				st.ClearMarks([]store.ObjectToken{tok})
+				return nil, toStatus(err, tenant, req.GetKey())
+			}
+			if restoredMeanwhile(s, st, res) && attempt < 2 {
+				continue // checked against a state a snapshot restore has replaced: check again
+			}
+			if err := resultErr(&res, tenant, req.GetKey()); err != nil {
+				st.ClearMarks([]store.ObjectToken{tok})
+				return nil, err
+			}
+			return &metadv1.RemoveResponse{}, nil
 		}
-		cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
-			Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID}}}
-		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
-			st.ClearMarks([]store.ObjectToken{tok})
-			return nil, err
-		}
-		return &metadv1.RemoveResponse{}, nil
 	})
+}
+
+// restoredMeanwhile reports whether a fenced removal prepared on st missed its object because a
+// snapshot restore replaced the store between the check and the commit (the restored object, if
+// any, has another id). The removal is then prepared again against the restored state.
+func restoredMeanwhile(s *Server, st *store.Store, res fsm.Result) bool {
+	return res.Reason == store.ObjectNotFound && s.b.Store() != st
 }
 
 // BatchRemove is Remove for many keys in one command; one status per key in request order.
@@ -746,10 +763,11 @@ func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGr
 		return nil, toStatus(err, tenant, nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveGroupResponse, error) {
-		st := s.b.Store()
 		// A member that joins between the leader's check and the commit makes the replicated step
-		// refuse (OBJECT_ALREADY_EXISTS, nothing erased): check the group again, a few times.
+		// refuse (OBJECT_ALREADY_EXISTS, nothing erased), and a snapshot restore in between makes
+		// the group another incarnation (OBJECT_NOT_FOUND): check the group again, a few times.
 		for attempt := 0; ; attempt++ {
+			st := s.b.Store()
 			gt, toks, err := st.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
 			if err != nil {
 				return nil, toStatus(err, tenant, nil)
@@ -762,7 +780,7 @@ func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGr
 				st.ClearMarks(toks)
 				return nil, toStatus(err, tenant, nil)
 			}
-			if res.Reason == store.ObjectAlreadyExists && attempt < 3 {
+			if (res.Reason == store.ObjectAlreadyExists || restoredMeanwhile(s, st, res)) && attempt < 3 {
 				st.ClearMarks(toks)
 				continue
 			}
