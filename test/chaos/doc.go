@@ -43,8 +43,9 @@
 // or any); a snapshot saved from the leader under load; a snapshot saved, more load, then restored
 // (SnapshotRestore) under load. One fault at a time: inject, hold, heal, wait until every node
 // names one leader, a quiet gap, the next. "leader" and "follower" are resolved when the fault is
-// injected. Memory pressure with eviction is not drilled: cmd/metad does not run the evictor yet,
-// and the model has no eviction (the report says so).
+// injected. Memory pressure with eviction is not drilled: the workers' segments are large enough
+// that the evictor (which cmd/metad runs) never has work, and the model has no eviction (the report
+// says so).
 //
 // # The model (model.go)
 //
