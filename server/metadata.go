@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"metad/fsm"
+	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
@@ -397,13 +398,18 @@ func getObject(ctx context.Context, st *store.Store, now int64, tenant, key stri
 // settled runs fn again while the store answers store.ErrUnlinkPending: the object's removal or
 // eviction has been proposed and its outcome is not known yet, so neither "found" nor "not found"
 // would be linearizable. The mark goes when that proposal commits or fails, so the wait is short;
-// it ends with the caller's context.
+// it ends with the caller's context, and after maxSettle at the latest with UNAVAILABLE (a mark
+// whose outcome stays unknown lasts until the next term; the client retries).
 func settled[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	wait := 200 * time.Microsecond
+	deadline := time.Now().Add(maxSettle)
 	for {
 		v, err := fn()
 		if !errors.Is(err, store.ErrUnlinkPending) {
 			return v, err
+		}
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("%w: the object's removal has been pending for %s", ha.ErrTimeout, maxSettle)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -415,6 +421,9 @@ func settled[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
+
+// maxSettle bounds how long a read waits for an object's pending removal to resolve.
+const maxSettle = 5 * time.Second
 
 // readKeyOf validates the tenant and key of a read.
 func readKeyOf(tenant string, key []byte) (string, string, error) {
