@@ -74,10 +74,10 @@ func applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 
 func applyUpsertStart(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetUpsertStart()
-	reps, err := s.UpsertStart(e.now, e.seed, putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+	reps, reused, err := s.Upsert(e.now, e.seed, putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
 		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
 	r := fromErr(err)
-	r.Replicas = reps
+	r.Replicas, r.Reused = reps, reused
 	return r
 }
 

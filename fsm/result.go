@@ -14,6 +14,7 @@ type Result struct {
 	Message string
 
 	Replicas []store.Replica     // PutStart, UpsertStart: the replicas to write
+	Reused   bool                // UpsertStart: the object's extents were kept (same size)
 	Count    int                 // RemoveAll, RemoveGroup, UnregisterTenant, Evict, RevokeExpired: objects affected
 	Bytes    uint64              // Evict: bytes freed
 	Instance uint64              // RegisterTenant: the new instance id

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
@@ -148,37 +150,46 @@ func (s *Server) proposePut(ctx context.Context, cmd *metadv1.Command, tenant st
 	}
 }
 
-// PutEnd commits a write.
-func (m *metadataService) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
-	s := m.s
+// endRequest is what PutEnd, PutRevoke, UpsertEnd and UpsertRevoke requests share.
+type endRequest interface {
+	proto.Message
+	GetTenant() string
+	GetClientId() []byte
+	GetKey() []byte
+	GetTier() metadv1.Tier
+}
+
+// endWrite is the path those four share: validate, then propose on the leader (or forward) the
+// command that wrap builds from the validated fields (given as a PutEnd), answering with an empty
+// response.
+func endWrite[Resp any, P interface {
+	*Resp
+	proto.Message
+}](ctx context.Context, s *Server, req endRequest, wrap func(*metadv1.PutEnd) *metadv1.Command) (P, error) {
 	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
 	if err != nil {
 		return nil, toStatus(err, req.GetTenant(), req.GetKey())
 	}
-	return onLeader(ctx, s, req, func() (*metadv1.PutEndResponse, error) {
-		cmd := &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{
-			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
+	return onLeader(ctx, s, req, func() (P, error) {
+		cmd := wrap(&metadv1.PutEnd{Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()})
 		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
 			return nil, err
 		}
-		return &metadv1.PutEndResponse{}, nil
+		return P(new(Resp)), nil
+	})
+}
+
+// PutEnd commits a write.
+func (m *metadataService) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	return endWrite[metadv1.PutEndResponse](ctx, m.s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
 
 // PutRevoke abandons a write.
 func (m *metadataService) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
-	s := m.s
-	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
-	if err != nil {
-		return nil, toStatus(err, req.GetTenant(), req.GetKey())
-	}
-	return onLeader(ctx, s, req, func() (*metadv1.PutRevokeResponse, error) {
-		cmd := &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{
-			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
-		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
-			return nil, err
-		}
-		return &metadv1.PutRevokeResponse{}, nil
+	return endWrite[metadv1.PutRevokeResponse](ctx, m.s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
 
@@ -190,16 +201,6 @@ func (m *metadataService) UpsertStart(ctx context.Context, req *metadv1.UpsertSt
 		return nil, toStatus(err, req.GetTenant(), req.GetKey())
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.UpsertStartResponse, error) {
-		// Extents are reused exactly when the result keeps the replica ids the object had:
-		// replica ids come from a counter, so a new placement never repeats one.
-		st := s.b.Store()
-		var before []uint64
-		_ = st.WithObject(ps.Tenant, string(ps.Key), func(o *store.LockedObject) error {
-			for _, r := range o.State().Replicas {
-				before = append(before, r.ID)
-			}
-			return nil
-		})
 		cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
 			Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
 			Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
@@ -207,45 +208,21 @@ func (m *metadataService) UpsertStart(ctx context.Context, req *metadv1.UpsertSt
 		if err != nil {
 			return nil, err
 		}
-		reused := len(before) > 0 && len(before) == len(res.Replicas)
-		for i := 0; reused && i < len(before); i++ {
-			reused = before[i] == res.Replicas[i].ID
-		}
-		return &metadv1.UpsertStartResponse{Replicas: replicasTo(st, res.Replicas, ps.Size), Reused: reused}, nil
+		return &metadv1.UpsertStartResponse{Replicas: replicasTo(s.b.Store(), res.Replicas, ps.Size), Reused: res.Reused}, nil
 	})
 }
 
 // UpsertEnd commits an upsert.
 func (m *metadataService) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
-	s := m.s
-	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
-	if err != nil {
-		return nil, toStatus(err, req.GetTenant(), req.GetKey())
-	}
-	return onLeader(ctx, s, req, func() (*metadv1.UpsertEndResponse, error) {
-		cmd := &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{
-			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
-		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
-			return nil, err
-		}
-		return &metadv1.UpsertEndResponse{}, nil
+	return endWrite[metadv1.UpsertEndResponse](ctx, m.s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
 
 // UpsertRevoke abandons an upsert.
 func (m *metadataService) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
-	s := m.s
-	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
-	if err != nil {
-		return nil, toStatus(err, req.GetTenant(), req.GetKey())
-	}
-	return onLeader(ctx, s, req, func() (*metadv1.UpsertRevokeResponse, error) {
-		cmd := &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{
-			Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()}}}
-		if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
-			return nil, err
-		}
-		return &metadv1.UpsertRevokeResponse{}, nil
+	return endWrite[metadv1.UpsertRevokeResponse](ctx, m.s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
 

@@ -316,31 +316,39 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 // PROCESSING, so it is unreadable until UpsertEnd), with another size new replicas are placed by the
 // request's config and the old ones freed.
 func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Replica, error) {
+	reps, _, err := s.Upsert(now, seed, req)
+	return reps, err
+}
+
+// Upsert is UpsertStart that also reports whether the object's extents were reused (same size).
+func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Replica, reused bool, err error) {
 	if err := req.validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	t, err := s.writable(req.Tenant)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer t.release()
 	e := t.dir.lookup(req.Key)
 	if e == nil {
-		return s.putStart(now, seed, t, &req)
+		reps, err = s.putStart(now, seed, t, &req)
+		return reps, false, err
 	}
 	e.mu.Lock()
 	if e.Life() != Active {
 		e.mu.Unlock()
-		return s.putStart(now, seed, t, &req)
+		reps, err = s.putStart(now, seed, t, &req)
+		return reps, false, err
 	}
 	st := e.State()
 	if g := groupName(e); g != req.Group {
 		e.mu.Unlock()
-		return nil, objErr(ObjectAlreadyExists, t.name, req.Key, "object exists in group "+quote(g))
+		return nil, false, objErr(ObjectAlreadyExists, t.name, req.Key, "object exists in group "+quote(g))
 	}
 	if st.HasProcessing() {
 		e.mu.Unlock()
-		return nil, objErr(InvalidWrite, t.name, req.Key, "a write is already in progress")
+		return nil, false, objErr(InvalidWrite, t.name, req.Key, "a write is already in progress")
 	}
 	restart := func(ns *ObjectState) {
 		ns.Writer = req.Client
@@ -360,19 +368,19 @@ func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Repl
 		restart(ns)
 		e.state.Store(ns)
 		e.mu.Unlock()
-		return ns.Replicas, nil
+		return ns.Replicas, true, nil
 	}
 	// Another size: place new replicas with no object lock held, then swap if nothing moved.
 	e.mu.Unlock()
 	fresh, err := s.allocate(t, seed, &req)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	e.mu.Lock()
 	if e.Life() != Active || e.State() != st {
 		e.mu.Unlock()
 		s.freeReplicas(t, fresh.Replicas, fresh.Size)
-		return nil, objErr(InvalidWrite, t.name, req.Key, "object changed during upsert")
+		return nil, false, objErr(InvalidWrite, t.name, req.Key, "object changed during upsert")
 	}
 	ns := st.next()
 	ns.Size = req.Size
@@ -381,7 +389,7 @@ func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Repl
 	e.state.Store(ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, st.Replicas, st.Size)
-	return ns.Replicas, nil
+	return ns.Replicas, false, nil
 }
 
 // UpsertEnd completes an upsert (the same transition as PutEnd).
