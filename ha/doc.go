@@ -13,7 +13,7 @@
 // leader's and a follower's fsyncs) carries everything that arrived during the previous one; a
 // lone command still goes out at once, since nothing waits for a batch to fill. More entries in
 // flight cost more fsyncs for the same commands, and measured slower on this machine class
-// (`make bench-cluster`, 64 clients: about 5.5k commands/s with one entry in flight, 3.5k with
+// (`make bench-cluster` with MaxEntriesOut changed, 64 clients: about 5.5k commands/s with one entry in flight, 3.5k with
 // two or four).
 //
 // Eviction reserves a slot (TryReserve) before it takes any metadata lock and gives up the round
