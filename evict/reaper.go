@@ -37,7 +37,7 @@ func (e *Evictor) reap(ctx context.Context, s *store.Store) (int, error) {
 			}
 			return revoked, ErrNoSlot
 		}
-		cmd := &metadv1.Command{Op: &metadv1.Command_RevokeExpired{RevokeExpired: &metadv1.RevokeExpired{Tokens: tokensTo(toks[:n])}}}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RevokeExpired{RevokeExpired: &metadv1.RevokeExpired{Tokens: tokensTo(toks[:n]), StateEpoch: s.Epoch()}}}
 		res, err := slot.Propose(ctx, cmd)
 		if err != nil {
 			return revoked, fmt.Errorf("evict: propose RevokeExpired of %d writes: %w", n, err)

@@ -139,8 +139,18 @@ func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) Result {
 	if !ok {
 		panic(fmt.Sprintf("fsm: log index %d: no handler for command %s", e.index, fd.Name()))
 	}
+	if op, ok := m.Get(fd).Message().Interface().(fenced); ok && op.GetStateEpoch() != s.Epoch() {
+		return Result{Reason: store.StateReplaced, Message: fmt.Sprintf(
+			"%s was prepared against state epoch %d; a snapshot restore replaced it (epoch %d)", fd.Name(), op.GetStateEpoch(), s.Epoch())}
+	}
 	return h(s, e, c)
 }
+
+// fenced is a command the leader prepared by checking its own state (leases, marks, the census):
+// every command with a state_epoch field. Such a command applies only to the state it was checked
+// against; after a snapshot restore replaced that state it is refused whole with STATE_REPLACED,
+// nothing changed, and the leader prepares it again against the restored state.
+type fenced interface{ GetStateEpoch() uint64 }
 
 // DecodeEnvelope decodes one log entry's data. It returns an error, never panics, for garbage, for a
 // newer format and for a command this binary does not know.

@@ -73,7 +73,7 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 	h := &metadv1.SnapshotHeader{
 		FormatVersion: metadv1.SnapshotFormatVersion, Index: index, Term: term, CreatedAtUnixNano: createdAt,
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
-		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance,
+		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch,
 	}
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
@@ -131,7 +131,7 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 	}
 	members := map[string]Member{}
 	h := sr.Header()
-	b, err := store.NewBuilder(cfg, h.GetNextTenantInstanceId())
+	b, err := store.NewBuilder(cfg, h.GetNextTenantInstanceId(), h.GetStateEpoch())
 	if err != nil {
 		return nil, nil, nil, err
 	}

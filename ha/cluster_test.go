@@ -160,6 +160,17 @@ func digest(n *Node) []byte {
 	return buf.Bytes()
 }
 
+// digestAt is digest as if n's state had the given state epoch (to compare a restored state with
+// the one it was saved from: the restore advanced the epoch).
+func digestAt(n *Node, epoch uint64) []byte {
+	snap, _ := n.fsm.Snapshot()
+	c := snap.(interface{ Capture() *store.Capture }).Capture()
+	c.Epoch = epoch
+	var buf bytes.Buffer
+	_, _ = fsm.WriteCapture(&buf, c, nil, 0, 0, 0)
+	return buf.Bytes()
+}
+
 // waitConverged waits until every node has applied the same index and holds the same state.
 func (c *testCluster) waitConverged() {
 	c.t.Helper()

@@ -44,6 +44,7 @@ type Node struct {
 	applied  *appliedWaiter
 
 	ready    atomic.Bool   // leader whose term-start barrier is applied: may serve linearizable reads
+	restore  sync.Mutex    // one RestoreSnapshot at a time (each advances the state epoch by one)
 	stop     chan struct{} // closed by Shutdown
 	wg       sync.WaitGroup
 	shutOnce sync.Once

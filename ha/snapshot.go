@@ -33,6 +33,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
@@ -155,7 +156,10 @@ type RestoreResult struct {
 //
 //  1. spool r into a temp file in the data dir, checking the format as it streams (magic, version,
 //     frames, counts, checksum); the file's member records, which describe the cluster it was saved
-//     from, are replaced by this cluster's, so that no node ever forwards to another cluster;
+//     from, are replaced by this cluster's, so that no node ever forwards to another cluster, and
+//     its state epoch becomes this cluster's current epoch + 1 (read after a barrier), so that a
+//     removal or eviction prepared against the state being replaced can never commit on the
+//     restored one (apply refuses it with STATE_REPLACED and the leader prepares it again);
 //  2. verify the spooled state completely by building it into a throwaway store (fsm.ReadSnapshot);
 //  3. install it with Raft's user restore: the leader takes it on, and the hole the restore leaves
 //     in the log makes every follower install it too;
@@ -168,7 +172,15 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	if err := n.leaderOnly(); err != nil {
 		return nil, err
 	}
+	n.restore.Lock()
+	defer n.restore.Unlock()
 	start := time.Now()
+	// Every restore committed so far is applied here after the barrier, so the current epoch is
+	// the largest this cluster's states have had.
+	if err := n.raftBarrier(ctx); err != nil {
+		return nil, fmt.Errorf("ha: snapshot restore: %w", err)
+	}
+	epoch := n.fsm.Store().Epoch() + 1
 	spool, err := os.CreateTemp(n.cfg.DataDir, spoolPattern)
 	if err != nil {
 		return nil, fmt.Errorf("ha: snapshot restore: spool file: %w", err)
@@ -181,7 +193,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	// 1. Receive, checking the format as it streams.
 	n.log.Info("snapshot restore: receiving", "spool", spool.Name())
 	members := n.currentMembers()
-	h, size, err := rewriteSnapshot(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, members)
+	h, size, err := rewriteSnapshot(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, members, epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +201,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 		return nil, fmt.Errorf("ha: snapshot restore: spool file: %w", err)
 	}
 	n.log.Info("snapshot restore: received", "bytes", size, "index", h.GetIndex(), "term", h.GetTerm(),
-		"objects", h.GetObjects(), "tenants", h.GetTenants(), "took", time.Since(start))
+		"objects", h.GetObjects(), "tenants", h.GetTenants(), "state_epoch", epoch, "took", time.Since(start))
 
 	// 2. Verify the state it describes.
 	if _, err := verifySpool(spool, n.Store().LeaseTTL()); err != nil {
@@ -256,15 +268,17 @@ func (n *Node) currentMembers() []*metadv1.MemberRecord {
 }
 
 // rewriteSnapshot copies a snapshot file from r to w record by record, verifying it as it streams,
-// with its member records replaced by members (sorted by name). The header and every other record
-// are kept as they are, so the state it describes is unchanged. It returns the header and the bytes
-// written; a file that fails verification gives an error wrapping ErrInvalidSnapshot.
-func rewriteSnapshot(w io.Writer, r io.Reader, members []*metadv1.MemberRecord) (*metadv1.SnapshotHeader, int64, error) {
+// with its member records replaced by members (sorted by name) and its state epoch set to epoch.
+// Every other header field and record is kept as it is, so the objects, tenants and segments it
+// describes are unchanged. It returns the header written and the bytes written; a file that fails
+// verification gives an error wrapping ErrInvalidSnapshot.
+func rewriteSnapshot(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch uint64) (*metadv1.SnapshotHeader, int64, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
 		return nil, 0, invalid(err)
 	}
-	h := sr.Header()
+	h := proto.CloneOf(sr.Header())
+	h.StateEpoch = epoch
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
 		return nil, 0, fmt.Errorf("ha: write snapshot: %w", err)
@@ -428,7 +442,8 @@ func RestoreDataDir(o DataDirRestore, log *slog.Logger) (*metadv1.SnapshotHeader
 	if err != nil {
 		return nil, fmt.Errorf("ha: create snapshot: %w", err)
 	}
-	if _, _, err := rewriteSnapshot(sink, bufio.NewReaderSize(f, 1<<20), nil); err != nil {
+	// A new cluster: no command was ever prepared against any state of it, so the file's epoch stays.
+	if _, _, err := rewriteSnapshot(sink, bufio.NewReaderSize(f, 1<<20), nil, h.GetStateEpoch()); err != nil {
 		_ = sink.Cancel()
 		return nil, err
 	}

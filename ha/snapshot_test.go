@@ -86,8 +86,13 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 		t.Fatalf("restore result %+v", res)
 	}
 	dst.waitConverged()
-	want := digest(src.anyNode())
+	// The restore advances the state epoch by one on every node (commands prepared against the
+	// replaced state are refused), and otherwise installs exactly the saved state.
+	want := digestAt(src.anyNode(), 1)
 	for name, n := range dst.nodes {
+		if e := n.Store().Epoch(); e != 1 {
+			t.Fatalf("%s: state epoch %d after the first restore, want 1", name, e)
+		}
 		if !bytes.Equal(digest(n), want) {
 			t.Fatalf("%s holds a state other than the snapshot's", name)
 		}
@@ -114,6 +119,12 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	defer rcancel()
 	if err := dst.waitLeader().ReadBarrier(rctx); err != nil {
 		t.Fatalf("read barrier right after a restore: %v", err)
+	}
+	dst.waitConverged()
+	for name, n := range dst.nodes {
+		if e := n.Store().Epoch(); e != 2 {
+			t.Fatalf("%s: state epoch %d after the second restore, want 2", name, e)
+		}
 	}
 }
 

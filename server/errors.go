@@ -54,6 +54,8 @@ func mapReason(r store.Reason) (wire metadv1.Reason, code codes.Code, ok bool) {
 		return metadv1.Reason_REASON_SEGMENT_NOT_FOUND, codes.NotFound, true
 	case store.SegmentOwnedByOtherClient:
 		return metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, codes.PermissionDenied, true
+	case store.StateReplaced:
+		return metadv1.Reason_REASON_STATE_REPLACED, codes.Unavailable, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, codes.Internal, false
 }

@@ -151,6 +151,13 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			_, err := h.meta.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientA), SegmentId: idb(segB)})
 			return err
 		}},
+		{store.StateReplaced, "replaced", func() error {
+			// A restore commits before every attempt: the server gives up after maxReplaced.
+			h.put(t, "", "replaced", 8)
+			h.b.restoreBeforeEachApply(t, maxReplaced+1)
+			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("replaced")})
+			return err
+		}},
 		{store.SegmentOwnedByOtherClient, "", func() error {
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: &metadv1.SegmentDesc{
 				Id: idb(segA), Base: 1 << 20, Size: 1 << 20, Tier: metadv1.Tier_TIER_MEMORY}})

@@ -33,6 +33,9 @@ type fakeBackend struct {
 	barriers  atomic.Int64
 	leader    atomic.Bool
 	failNext  atomic.Pointer[error] // the next Propose fails with this error
+	// beforeApply, when set, runs once just before the next proposal applies (with apply held), as
+	// a snapshot restore committed between a leader's check and its command's commit would.
+	beforeApply atomic.Pointer[func()]
 
 	leaderMu   sync.Mutex // guards leaderName and leaderAddr
 	leaderName string
@@ -83,6 +86,9 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Re
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if fn := b.beforeApply.Swap(nil); fn != nil {
+		(*fn)()
+	}
 	b.index++
 	data, err := fsm.EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: b.now().UnixNano(), Seed: b.index,
 		Commands: []*metadv1.Command{cmd}})

@@ -579,9 +579,16 @@ func (m *metadataService) ListGroup(ctx context.Context, req *metadv1.ListGroupR
 
 // Removal runs in two steps on the leader (see store/ops_remove.go): the leader prepares (checks
 // leases unless force and PROCESSING replicas, marks the objects so its reads find them gone), then
-// proposes a command fenced by what it checked (tenant instance, object id). Items the prepare
-// step rejects are answered without proposing; marks are cleared when the proposal fails or apply
-// rejects the item.
+// proposes a command fenced by what it checked (state epoch, tenant instance, object id). Items the
+// prepare step rejects are answered without proposing; marks are cleared when the proposal fails or
+// apply rejects the item. A command refused with STATE_REPLACED was checked against a state that a
+// snapshot restore replaced before it committed: nothing changed, and the handler prepares it again
+// against the restored state (at most maxReplaced times).
+
+// maxReplaced bounds how often one request is prepared again after a snapshot restore replaced the
+// state it was checked against (restores are rare and serialized; two in one request's life are
+// already unusual).
+const maxReplaced = 3
 
 // Remove erases one object.
 func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error) {
@@ -600,14 +607,15 @@ func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest
 				return nil, toStatus(err, tenant, req.GetKey())
 			}
 			cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
-				Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID}}}
+				Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID,
+				StateEpoch: st.Epoch()}}}
 			res, err := s.b.Propose(ctx, cmd)
 			if err != nil {
 				st.ClearMarks([]store.ObjectToken{tok})
 				return nil, toStatus(err, tenant, req.GetKey())
 			}
-			if restoredMeanwhile(s, st, res) && attempt < 2 {
-				continue // checked against a state a snapshot restore has replaced: check again
+			if res.Reason == store.StateReplaced && attempt < maxReplaced {
+				continue // st is gone (and its mark with it): check again against the restored state
 			}
 			if err := resultErr(&res, tenant, req.GetKey()); err != nil {
 				st.ClearMarks([]store.ObjectToken{tok})
@@ -616,13 +624,6 @@ func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest
 			return &metadv1.RemoveResponse{}, nil
 		}
 	})
-}
-
-// restoredMeanwhile reports whether a fenced removal prepared on st missed its object because a
-// snapshot restore replaced the store between the check and the commit (the restored object, if
-// any, has another id). The removal is then prepared again against the restored state.
-func restoredMeanwhile(s *Server, st *store.Store, res fsm.Result) bool {
-	return res.Reason == store.ObjectNotFound && s.b.Store() != st
 }
 
 // BatchRemove is Remove for many keys in one command; one status per key in request order.
@@ -637,60 +638,73 @@ func (m *metadataService) BatchRemove(ctx context.Context, req *metadv1.BatchRem
 		return nil, toStatus(err, tenant, nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.BatchRemoveResponse, error) {
-		st := s.b.Store()
-		if err := tenantOpen(st, tenant); err != nil {
-			return nil, toStatus(err, tenant, nil)
-		}
-		now := s.cfg.nowNano()
-		out := &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
-		var (
-			toks []store.ObjectToken
-			pos  []int // request position of each token
-			refs []*metadv1.ObjectRef
-		)
-		seen := make(map[string]bool, len(keys))
-		for i, k := range keys {
-			if seen[k] {
-				// The first occurrence removes it; this one, after it, finds nothing (and must not
-				// wait for our own mark).
-				out.Results[i] = errItem(&store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: named twice in the batch", tenant, k)})
-				continue
+		for attempt := 0; ; attempt++ {
+			out, replaced, err := m.batchRemove(ctx, tenant, keys, req)
+			if replaced && attempt < maxReplaced {
+				continue // checked against a state a snapshot restore replaced: check again
 			}
-			seen[k] = true
-			tok, err := settled(ctx, func() (store.ObjectToken, error) { return st.PrepareRemove(now, tenant, k, req.GetForce()) })
-			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
-				// The tenant was registered again during the loop: this key belongs to another instance.
-				st.ClearMarks([]store.ObjectToken{tok})
-				err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
-			}
-			if err != nil {
-				out.Results[i] = errItem(err)
-				continue
-			}
-			toks, pos = append(toks, tok), append(pos, i)
-			refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+			return out, err
 		}
-		if len(toks) == 0 {
-			return out, nil
+	})
+}
+
+// batchRemove is one attempt of BatchRemove against the current state; replaced reports that the
+// command was refused whole because a snapshot restore replaced that state (nothing removed).
+func (m *metadataService) batchRemove(ctx context.Context, tenant string, keys []string, req *metadv1.BatchRemoveRequest) (_ *metadv1.BatchRemoveResponse, replaced bool, _ error) {
+	s := m.s
+	st := s.b.Store()
+	if err := tenantOpen(st, tenant); err != nil {
+		return nil, false, toStatus(err, tenant, nil)
+	}
+	now := s.cfg.nowNano()
+	out := &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+	var (
+		toks []store.ObjectToken
+		pos  []int // request position of each token
+		refs []*metadv1.ObjectRef
+	)
+	seen := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		if seen[k] {
+			// The first occurrence removes it; this one, after it, finds nothing (and must not
+			// wait for our own mark).
+			out.Results[i] = errItem(&store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: named twice in the batch", tenant, k)})
+			continue
 		}
-		cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
-			Tenant: tenant, Force: req.GetForce(), TenantInstanceId: toks[0].Instance, Items: refs}}}
-		res, err := s.propose(ctx, cmd, tenant, nil)
-		if err == nil && len(res.Items) != len(toks) {
-			err = internalStatus("BatchRemove: %d results for %d items", len(res.Items), len(toks))
+		seen[k] = true
+		tok, err := settled(ctx, func() (store.ObjectToken, error) { return st.PrepareRemove(now, tenant, k, req.GetForce()) })
+		if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
+			// The tenant was registered again during the loop: this key belongs to another instance.
+			st.ClearMarks([]store.ObjectToken{tok})
+			err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
 		}
 		if err != nil {
-			st.ClearMarks(toks)
-			return nil, err
+			out.Results[i] = errItem(err)
+			continue
 		}
-		for j, r := range res.Items {
-			out.Results[pos[j]] = itemStatus(r.Reason, r.Message)
-			if r.Reason != store.OK {
-				st.ClearMarks(toks[j : j+1])
-			}
+		toks, pos = append(toks, tok), append(pos, i)
+		refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+	}
+	if len(toks) == 0 {
+		return out, false, nil
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
+		Tenant: tenant, Force: req.GetForce(), TenantInstanceId: toks[0].Instance, Items: refs, StateEpoch: st.Epoch()}}}
+	res, err := s.propose(ctx, cmd, tenant, nil)
+	if err == nil && len(res.Items) != len(toks) {
+		err = internalStatus("BatchRemove: %d results for %d items", len(res.Items), len(toks))
+	}
+	if err != nil {
+		st.ClearMarks(toks)
+		return nil, res.Reason == store.StateReplaced, err
+	}
+	for j, r := range res.Items {
+		out.Results[pos[j]] = itemStatus(r.Reason, r.Message)
+		if r.Reason != store.OK {
+			st.ClearMarks(toks[j : j+1])
 		}
-		return out, nil
-	})
+	}
+	return out, false, nil
 }
 
 // RemoveAll erases every removable object of a tenant: the leader prepares them all and proposes
@@ -702,39 +716,56 @@ func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllR
 		return nil, toStatus(err, req.GetTenant(), nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveAllResponse, error) {
-		st := s.b.Store()
-		t := st.Tenants().Lookup(tenant)
-		var before int64
-		if t != nil {
-			before = t.Directory().Objects()
-		}
-		toks, err := st.PrepareRemoveAll(s.cfg.nowNano(), tenant, req.GetForce())
-		if err != nil {
-			return nil, toStatus(err, tenant, nil)
-		}
 		var removed uint64
-		for off := 0; off < len(toks); off += store.MaxBatch {
-			chunk := toks[off:min(off+store.MaxBatch, len(toks))]
-			refs := make([]*metadv1.ObjectRef, len(chunk))
-			for i, tok := range chunk {
-				refs[i] = &metadv1.ObjectRef{Key: []byte(tok.Key), ObjectId: tok.ObjectID}
+		for attempt := 0; ; attempt++ {
+			st := s.b.Store()
+			var before int64
+			if t := st.Tenants().Lookup(tenant); t != nil {
+				before = t.Directory().Objects()
 			}
-			cmd := &metadv1.Command{Op: &metadv1.Command_RemoveAll{RemoveAll: &metadv1.RemoveAll{
-				Tenant: tenant, Force: req.GetForce(), TenantInstanceId: chunk[0].Instance, Targets: refs}}}
-			res, err := s.propose(ctx, cmd, tenant, nil)
+			n, replaced, err := removeAllOf(ctx, s, st, tenant, req.GetForce())
+			removed += n
+			if replaced && attempt < maxReplaced {
+				continue // the rest was checked against a state a snapshot restore replaced
+			}
 			if err != nil {
-				st.ClearMarks(toks[off:]) // this chunk and every one not proposed yet
 				return nil, err
 			}
-			for i, r := range res.Items {
-				if r.Reason != store.OK && i < len(chunk) {
-					st.ClearMarks(chunk[i : i+1])
-				}
-			}
-			removed += uint64(res.Count)
+			// Skipped: what this last pass saw and left (leased, PROCESSING, or erased meanwhile).
+			return &metadv1.RemoveAllResponse{Removed: removed, Skipped: uint64(max(before-int64(n), 0))}, nil
 		}
-		return &metadv1.RemoveAllResponse{Removed: removed, Skipped: uint64(max(before-int64(removed), 0))}, nil
 	})
+}
+
+// removeAllOf prepares every removable object of the tenant in st and proposes them in chunks. It
+// returns how many were removed; replaced reports that a chunk was refused because a snapshot
+// restore replaced st (the chunks before it stand, the rest is to be prepared again).
+func removeAllOf(ctx context.Context, s *Server, st *store.Store, tenant string, force bool) (removed uint64, replaced bool, _ error) {
+	toks, err := st.PrepareRemoveAll(s.cfg.nowNano(), tenant, force)
+	if err != nil {
+		return 0, false, toStatus(err, tenant, nil)
+	}
+	for off := 0; off < len(toks); off += store.MaxBatch {
+		chunk := toks[off:min(off+store.MaxBatch, len(toks))]
+		refs := make([]*metadv1.ObjectRef, len(chunk))
+		for i, tok := range chunk {
+			refs[i] = &metadv1.ObjectRef{Key: []byte(tok.Key), ObjectId: tok.ObjectID}
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveAll{RemoveAll: &metadv1.RemoveAll{
+			Tenant: tenant, Force: force, TenantInstanceId: chunk[0].Instance, Targets: refs, StateEpoch: st.Epoch()}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			st.ClearMarks(toks[off:]) // this chunk and every one not proposed yet
+			return removed, res.Reason == store.StateReplaced, err
+		}
+		for i, r := range res.Items {
+			if r.Reason != store.OK && i < len(chunk) {
+				st.ClearMarks(chunk[i : i+1])
+			}
+		}
+		removed += uint64(res.Count)
+	}
+	return removed, false, nil
 }
 
 // RemoveGroup erases an explicit group and all its members in one command.
@@ -750,8 +781,8 @@ func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGr
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveGroupResponse, error) {
 		// A member that joins between the leader's check and the commit makes the replicated step
-		// refuse (OBJECT_ALREADY_EXISTS, nothing erased), and a snapshot restore in between makes
-		// the group another incarnation (OBJECT_NOT_FOUND): check the group again, a few times.
+		// refuse (OBJECT_ALREADY_EXISTS, nothing erased), and so does a snapshot restore in between
+		// (STATE_REPLACED): check the group again, a few times.
 		for attempt := 0; ; attempt++ {
 			st := s.b.Store()
 			gt, toks, err := st.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
@@ -760,13 +791,13 @@ func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGr
 			}
 			cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
 				Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),
-				TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID}}}
+				TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID, StateEpoch: st.Epoch()}}}
 			res, err := s.b.Propose(ctx, cmd)
 			if err != nil {
 				st.ClearMarks(toks)
 				return nil, toStatus(err, tenant, nil)
 			}
-			if (res.Reason == store.ObjectAlreadyExists || restoredMeanwhile(s, st, res)) && attempt < 3 {
+			if (res.Reason == store.ObjectAlreadyExists || res.Reason == store.StateReplaced) && attempt < maxReplaced {
 				st.ClearMarks(toks)
 				continue
 			}

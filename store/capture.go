@@ -17,6 +17,7 @@ import (
 // store moves on. Leader soft state (leases, marks) is not part of it.
 type Capture struct {
 	NextInstance uint64
+	Epoch        uint64              // the store's state epoch
 	Segments     []alloc.SegmentInfo // by id
 	Tenants      []TenantCapture     // by name
 
@@ -62,7 +63,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 	if buf != nil {
 		pool = buf.pool[:0]
 	}
-	c := &Capture{NextInstance: s.nextInstance.Load(), Segments: s.segs.List()}
+	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {
@@ -211,13 +212,15 @@ type Builder struct {
 	pending []*ObjectEntry // the current tenant's objects, published by flush
 }
 
-// NewBuilder starts an empty store (no default tenant: the snapshot has its own tenants).
-func NewBuilder(cfg Config, nextInstance uint64) (*Builder, error) {
+// NewBuilder starts an empty store of the given state epoch (no default tenant: the snapshot has its
+// own tenants).
+func NewBuilder(cfg Config, nextInstance, epoch uint64) (*Builder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := newEmpty(cfg, alloc.NewRegistry())
 	s.nextInstance.Store(nextInstance)
+	s.epoch = epoch
 	return &Builder{s: s}, nil
 }
 

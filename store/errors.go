@@ -28,6 +28,7 @@ const (
 	NoAvailableHandle
 	SegmentNotFound
 	SegmentOwnedByOtherClient
+	StateReplaced
 	numReasons
 )
 
@@ -47,6 +48,7 @@ var reasonNames = [numReasons]string{
 	NoAvailableHandle:         "NO_AVAILABLE_HANDLE",
 	SegmentNotFound:           "SEGMENT_NOT_FOUND",
 	SegmentOwnedByOtherClient: "SEGMENT_OWNED_BY_OTHER_CLIENT",
+	StateReplaced:             "STATE_REPLACED",
 }
 
 // String returns the reason's stable upper-case name.

@@ -52,6 +52,7 @@ type Store struct {
 	tenants  *TenantRegistry
 	segs     *alloc.Registry
 	leaseTTL int64
+	epoch    uint64 // replicated, fixed for the store's life: which restore made this state (0: none)
 
 	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
@@ -86,6 +87,13 @@ func (s *Store) Segments() *alloc.Registry { return s.segs }
 
 // LeaseTTL returns the configured read lease.
 func (s *Store) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
+
+// Epoch returns the store's state epoch: 0 for a new cluster's state, and the epoch a snapshot
+// restore wrote into its file for a restored one (each restore advances it). A store's epoch never
+// changes: a restore builds a new store. The leader puts the epoch of the store it checked into
+// every command it prepared (removals, eviction, the reaper), and apply refuses a command prepared
+// against another epoch (STATE_REPLACED), so nothing checked against a replaced state commits.
+func (s *Store) Epoch() uint64 { return s.epoch }
 
 // NextInstance returns the last tenant instance id handed out (replicated counter).
 func (s *Store) NextInstance() uint64 { return s.nextInstance.Load() }

@@ -70,7 +70,8 @@ func inspectFile(path string) (*snapshot.Info, string, error) {
 
 // stateDigest is a SHA-256 of the replicated state a snapshot file describes: the header's counts
 // and id counter and every segment, tenant and object record, but not the position (index, term,
-// created-at) nor the member records (which describe the cluster it came from). Two clusters hold
+// created-at), the state epoch (which a restore advances) nor the member records (which describe
+// the cluster it came from). Two clusters hold
 // the same state exactly when snapshots saved from them have the same digest.
 func stateDigest(r io.Reader) (string, error) {
 	sr, err := snapshot.NewReader(r)

@@ -1367,7 +1367,10 @@ type Remove struct {
 	// Tenant instance the leader checked; 0 with force.
 	TenantInstanceId uint64 `protobuf:"varint,4,opt,name=tenant_instance_id,json=tenantInstanceId,proto3" json:"tenant_instance_id,omitempty"`
 	// Object id the leader checked; 0 with force.
-	ObjectId      uint64 `protobuf:"varint,5,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	ObjectId uint64 `protobuf:"varint,5,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
+	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
+	StateEpoch    uint64 `protobuf:"varint,6,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1437,6 +1440,13 @@ func (x *Remove) GetObjectId() uint64 {
 	return 0
 }
 
+func (x *Remove) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // RemoveAll erases objects of one tenant instance. With force: every object without a PROCESSING
 // replica, and targets is empty. Without force: exactly targets, the objects the leader found
 // unleased (and marked removing), each only if its id still matches; the leader may split a large
@@ -1450,7 +1460,10 @@ type RemoveAll struct {
 	// Tenant instance the leader saw; apply does nothing if it changed.
 	TenantInstanceId uint64 `protobuf:"varint,3,opt,name=tenant_instance_id,json=tenantInstanceId,proto3" json:"tenant_instance_id,omitempty"`
 	// Objects to remove when not force, in key order.
-	Targets       []*ObjectRef `protobuf:"bytes,4,rep,name=targets,proto3" json:"targets,omitempty"`
+	Targets []*ObjectRef `protobuf:"bytes,4,rep,name=targets,proto3" json:"targets,omitempty"`
+	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
+	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
+	StateEpoch    uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1513,6 +1526,13 @@ func (x *RemoveAll) GetTargets() []*ObjectRef {
 	return nil
 }
 
+func (x *RemoveAll) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // RemoveGroup erases an explicit group and all its members in one step.
 type RemoveGroup struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1528,7 +1548,10 @@ type RemoveGroup struct {
 	GroupId uint64 `protobuf:"varint,5,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
 	// The tenant's object id counter when the leader checked the members: a member with a larger id
 	// joined afterwards and was never checked, so the removal is refused. 0 = no limit.
-	MaxObjectId   uint64 `protobuf:"varint,6,opt,name=max_object_id,json=maxObjectId,proto3" json:"max_object_id,omitempty"`
+	MaxObjectId uint64 `protobuf:"varint,6,opt,name=max_object_id,json=maxObjectId,proto3" json:"max_object_id,omitempty"`
+	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
+	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
+	StateEpoch    uint64 `protobuf:"varint,7,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1601,6 +1624,13 @@ func (x *RemoveGroup) GetGroupId() uint64 {
 func (x *RemoveGroup) GetMaxObjectId() uint64 {
 	if x != nil {
 		return x.MaxObjectId
+	}
+	return 0
+}
+
+func (x *RemoveGroup) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
 	}
 	return 0
 }
@@ -1853,7 +1883,10 @@ type BatchRemove struct {
 	// Tenant instance the leader checked; 0 with force.
 	TenantInstanceId uint64 `protobuf:"varint,3,opt,name=tenant_instance_id,json=tenantInstanceId,proto3" json:"tenant_instance_id,omitempty"`
 	// The objects, in request order, each fenced by the id the leader checked.
-	Items         []*ObjectRef `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	Items []*ObjectRef `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
+	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
+	StateEpoch    uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1916,6 +1949,13 @@ func (x *BatchRemove) GetItems() []*ObjectRef {
 	return nil
 }
 
+func (x *BatchRemove) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // Evict removes the evictable replicas of one tier from each object the leader selected and
 // revalidated; an object left without replicas is erased. Apply skips a token that no longer matches,
 // and never removes a PROCESSING replica or touches a hard-pinned object.
@@ -1937,7 +1977,10 @@ type Evict struct {
 	// to the number of tokens, or apply rejects the command (INVALID_PARAMS) and evicts nothing.
 	// Empty: every token is evicted on its own, with no group check (the form written before units
 	// existed; the leader's eviction kernel always sets unit_sizes).
-	UnitSizes     []uint32 `protobuf:"varint,4,rep,packed,name=unit_sizes,json=unitSizes,proto3" json:"unit_sizes,omitempty"`
+	UnitSizes []uint32 `protobuf:"varint,4,rep,packed,name=unit_sizes,json=unitSizes,proto3" json:"unit_sizes,omitempty"`
+	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
+	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
+	StateEpoch    uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2000,12 +2043,22 @@ func (x *Evict) GetUnitSizes() []uint32 {
 	return nil
 }
 
+func (x *Evict) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // RevokeExpired is the reaper: it revokes writes that stayed PROCESSING longer than
 // put_release_timeout, exactly as PutRevoke of every tier by the writer would.
 type RevokeExpired struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The objects whose PROCESSING replicas are dropped; a token that no longer matches is skipped.
-	Tokens        []*ObjectToken `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	Tokens []*ObjectToken `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
+	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
+	StateEpoch    uint64 `protobuf:"varint,2,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2045,6 +2098,13 @@ func (x *RevokeExpired) GetTokens() []*ObjectToken {
 		return x.Tokens
 	}
 	return nil
+}
+
+func (x *RevokeExpired) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
 }
 
 // MountSegment registers a segment (idempotent for the same id and owner; another owner is rejected).
@@ -2587,25 +2647,31 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\x93\x01\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\xb4\x01\n" +
 	"\x06Remove\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x04 \x01(\x04R\x10tenantInstanceId\x12\x1b\n" +
-	"\tobject_id\x18\x05 \x01(\x04R\bobjectId\"\x96\x01\n" +
+	"\tobject_id\x18\x05 \x01(\x04R\bobjectId\x12\x1f\n" +
+	"\vstate_epoch\x18\x06 \x01(\x04R\n" +
+	"stateEpoch\"\xb7\x01\n" +
 	"\tRemoveAll\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12-\n" +
-	"\atargets\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\atargets\"\xbe\x01\n" +
+	"\atargets\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\atargets\x12\x1f\n" +
+	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
+	"stateEpoch\"\xdf\x01\n" +
 	"\vRemoveGroup\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\fR\x05group\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x04 \x01(\x04R\x10tenantInstanceId\x12\x19\n" +
 	"\bgroup_id\x18\x05 \x01(\x04R\agroupId\x12\"\n" +
-	"\rmax_object_id\x18\x06 \x01(\x04R\vmaxObjectId\"\xdd\x02\n" +
+	"\rmax_object_id\x18\x06 \x01(\x04R\vmaxObjectId\x12\x1f\n" +
+	"\vstate_epoch\x18\a \x01(\x04R\n" +
+	"stateEpoch\"\xdd\x02\n" +
 	"\rBatchPutStart\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12/\n" +
@@ -2626,20 +2692,26 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\x94\x01\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\xb5\x01\n" +
 	"\vBatchRemove\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12)\n" +
-	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\"\xa2\x01\n" +
+	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
+	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
+	"stateEpoch\"\xc3\x01\n" +
 	"\x05Evict\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\"\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12'\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x13.metad.v1.EvictKindR\x04kind\x12\x1d\n" +
 	"\n" +
-	"unit_sizes\x18\x04 \x03(\rR\tunitSizes\">\n" +
+	"unit_sizes\x18\x04 \x03(\rR\tunitSizes\x12\x1f\n" +
+	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
+	"stateEpoch\"_\n" +
 	"\rRevokeExpired\x12-\n" +
-	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\"?\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\x1f\n" +
+	"\vstate_epoch\x18\x02 \x01(\x04R\n" +
+	"stateEpoch\"?\n" +
 	"\fMountSegment\x12/\n" +
 	"\asegment\x18\x01 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\"\x7f\n" +
 	"\x0eUnmountSegment\x12\x1b\n" +

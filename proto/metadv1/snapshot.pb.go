@@ -57,8 +57,12 @@ type SnapshotHeader struct {
 	Groups uint64 `protobuf:"varint,8,opt,name=groups,proto3" json:"groups,omitempty"`
 	// Instance id the next RegisterTenant will get.
 	NextTenantInstanceId uint64 `protobuf:"varint,9,opt,name=next_tenant_instance_id,json=nextTenantInstanceId,proto3" json:"next_tenant_instance_id,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// State epoch: 0 for a new cluster, advanced by every snapshot restore (metactl snapshot restore
+	// writes the cluster's epoch + 1 here before installing). Commands the leader prepared against
+	// another epoch are refused (STATE_REPLACED).
+	StateEpoch    uint64 `protobuf:"varint,10,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotHeader) Reset() {
@@ -150,6 +154,13 @@ func (x *SnapshotHeader) GetGroups() uint64 {
 func (x *SnapshotHeader) GetNextTenantInstanceId() uint64 {
 	if x != nil {
 		return x.NextTenantInstanceId
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
 	}
 	return 0
 }
@@ -746,7 +757,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xb1\x02\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xd2\x02\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -756,7 +767,10 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\bsegments\x18\x06 \x01(\x04R\bsegments\x12\x18\n" +
 	"\aobjects\x18\a \x01(\x04R\aobjects\x12\x16\n" +
 	"\x06groups\x18\b \x01(\x04R\x06groups\x125\n" +
-	"\x17next_tenant_instance_id\x18\t \x01(\x04R\x14nextTenantInstanceId\"\x96\x02\n" +
+	"\x17next_tenant_instance_id\x18\t \x01(\x04R\x14nextTenantInstanceId\x12\x1f\n" +
+	"\vstate_epoch\x18\n" +
+	" \x01(\x04R\n" +
+	"stateEpoch\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +

@@ -87,7 +87,10 @@
 //     PrepareRemoveGroup treat the marked member as absent and fail the whole group).
 //   - restore-fenced: a Remove or RemoveGroup prepared before a SnapshotRestore and applied after
 //     it answers OBJECT_NOT_FOUND, erasing nothing, though the restored state has the key (the
-//     command is fenced by the object and group ids of the state it was prepared on).
+//     command was fenced only by the object and group ids of the state it was prepared on). Fixed:
+//     every leader-prepared command carries the state epoch it was checked against, a restore
+//     advances the epoch, and apply refuses a command of another epoch so the leader prepares it
+//     again; the relaxation stays to name a regression.
 //   - dirty-absent: a linearizable Get, Exist or Remove finds a present key absent because a
 //     removal of it was prepared (marked) on the leader but never took effect: its proposal was
 //     rejected at apply (a RemoveGroup that met a new member), or never committed (the leader was
