@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ var (
 	benchObjects  = flag.Int("evict.objects", 1_000_000, "objects the foreground benchmark fills memory with")
 	benchPhaseLen = flag.Duration("evict.phase", 30*time.Second, "length of each load phase")
 	benchGroups   = flag.String("evict.groups", "1,8,64", "explicit group sizes (1 = singletons)")
+	benchProfile  = flag.String("evict.cpuprofile", "", "write a CPU profile of the phase under eviction to this file (suffixed with the group size)")
 )
 
 const (
@@ -104,9 +106,11 @@ func benchForeground(b *testing.B, group int) {
 	base := runPhase(b, l, n, &putSeq)
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
+	stopProfile := startProfile(b, group)
 	c.start()
 	under := runPhase(b, l, n, &putSeq)
 	c.stopEvictors()
+	stopProfile()
 	evicted := before + int64(under.puts) - l.Status().Objects
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
@@ -195,6 +199,25 @@ func p99(lats [][]time.Duration) (int, time.Duration) {
 	}
 	slices.Sort(all)
 	return len(all), all[len(all)*99/100]
+}
+
+// startProfile starts a CPU profile of the eviction phase when -evict.cpuprofile asks for one; the
+// returned func stops it.
+func startProfile(b *testing.B, group int) func() {
+	if *benchProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.group%d", *benchProfile, group))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 func benchKey(i int) string { return fmt.Sprintf("obj-%09d", i) }
