@@ -46,6 +46,8 @@ type Node struct {
 	ready    atomic.Bool   // leader whose term-start barrier is applied: may serve linearizable reads
 	restore  sync.Mutex    // one RestoreSnapshot at a time (each advances the state epoch by one)
 	stop     chan struct{} // closed by Shutdown
+	stopCtx  context.Context
+	stopped  context.CancelFunc // cancels stopCtx; called by Shutdown with close(stop)
 	wg       sync.WaitGroup
 	shutOnce sync.Once
 
@@ -96,6 +98,7 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("ha: data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), stop: make(chan struct{}), metrics: newMetrics()}
+	n.stopCtx, n.stopped = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
 		if !ok {
@@ -218,7 +221,9 @@ func (n *Node) watchLeadership() {
 
 func (n *Node) takeOffice() {
 	n.fsm.Store().ResetSoftState(time.Now().UnixNano())
-	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+	// Raft may never answer a barrier it took just before it shut down (the leader loop gone), so
+	// the wait ends with the node: Shutdown waits for this goroutine.
+	if err := waitFuture(n.stopCtx, n.raft.Barrier(n.cfg.ApplyTimeout)); err != nil {
 		n.log.Warn("term-start barrier failed; not serving reads until the next term", "err", err)
 		return
 	}
@@ -457,6 +462,7 @@ func (n *Node) stopNode(handOver bool) error {
 			n.TransferIfLeader()
 		}
 		close(n.stop)
+		n.stopped()
 		n.proposer.Close()
 		err = n.raft.Shutdown().Error()
 		n.wg.Wait()

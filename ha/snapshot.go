@@ -121,7 +121,11 @@ func (n *Node) openLatest() (*SnapshotStream, error) {
 // raftBarrier waits until everything committed before the call is applied here, confirming that this
 // node still leads. Losing leadership meanwhile is plainly not-leader: a barrier changes nothing.
 func (n *Node) raftBarrier(ctx context.Context) error {
-	err := n.raft.Barrier(timeoutOf(ctx, n.cfg.ApplyTimeout)).Error()
+	// The wait ends with ctx or with the node (Raft may never answer a barrier taken as it stops).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.stopCtx, cancel)()
+	err := waitFuture(ctx, n.raft.Barrier(timeoutOf(ctx, n.cfg.ApplyTimeout)))
 	switch {
 	case err == nil:
 		n.applied.advance(n.raft.AppliedIndex())
