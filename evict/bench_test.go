@@ -107,9 +107,11 @@ func benchForeground(b *testing.B, group int) {
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
 	stopProfile := startProfile(b, group)
+	stopProgress := logProgress(b, l, before)
 	c.start()
 	under := runPhase(b, l, n, &putSeq)
 	c.stopEvictors()
+	stopProgress()
 	stopProfile()
 	evicted := before + int64(under.puts) - l.Status().Objects
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
@@ -199,6 +201,29 @@ func p99(lats [][]time.Duration) (int, time.Duration) {
 	}
 	slices.Sort(all)
 	return len(all), all[len(all)*99/100]
+}
+
+// logProgress logs, every 5 s until stopped, how far the leader's object count has fallen below
+// before (how the eviction spreads over the phase).
+func logProgress(b *testing.B, l *ha.Node, before int64) func() {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		start := time.Now()
+		var line []string
+		for {
+			select {
+			case <-done:
+				b.Logf("objects below the start, every 5 s: %s", strings.Join(line, " "))
+				return
+			case <-t.C:
+				line = append(line, fmt.Sprintf("%.0fs:%d", time.Since(start).Seconds(), before-l.Status().Objects))
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // startProfile starts a CPU profile of the eviction phase when -evict.cpuprofile asks for one; the

@@ -42,7 +42,10 @@ type Config struct {
 	BatchSize int
 	// RoundLimit (round_limit): eviction units (singletons or groups) one round selects at most. A
 	// larger target takes several rounds, each with a fresh census, so the selection heap stays
-	// small and its ranking up to date. Default 65536.
+	// bounded and its ranking up to date. A census reads every object (a cache miss or more each),
+	// which costs the foreground more than the heap does, so the limit is large enough that a drain
+	// of a few hundred thousand objects takes a few censuses. Default 262144 (about 30 MB of
+	// selection at most).
 	RoundLimit int
 
 	// PutReleaseTimeout (put_release_timeout): a write PROCESSING longer than this (since its
@@ -64,7 +67,7 @@ func DefaultConfig() Config {
 		IdleInterval:         250 * time.Millisecond,
 		CensusChunk:          store.DefaultCensusChunk,
 		BatchSize:            512,
-		RoundLimit:           65536,
+		RoundLimit:           262144,
 		PutReleaseTimeout:    600 * time.Second,
 		ReapInterval:         10 * time.Second,
 	}

@@ -15,8 +15,8 @@
 //  2. Selection, with no lock held. A candidate is not hard-pinned, has no lease at now (its own, or
 //     the new leader's lease floor), is not marked, has a COMPLETE replica of the tier and no
 //     PROCESSING one. Soft-pinned candidates go to pass 2, or nowhere when AllowEvictSoftPinned is
-//     off. Order: oldest lease first, ties by tenant, then key: a total order, so the selection is
-//     deterministic. A bounded heap keeps only the oldest units that cover the target (and a
+//     off. Order: oldest lease first, ties by tenant instance, then object (or group) id: a total
+//     order on integers, so the selection is deterministic and cheap. A bounded heap keeps only the oldest units that cover the target (and a
 //     quarter more as spares), at most RoundLimit of them, so a census of a million objects holds
 //     what a round can use; a larger target takes several rounds.
 //  3. Units. A group member maps to its explicit group; the group is one unit (deduplicated),

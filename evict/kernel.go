@@ -127,16 +127,21 @@ func (m member) token() store.ObjectToken {
 
 // unit is what eviction takes or leaves whole: a singleton object, or every member of an explicit
 // group. Its rank is its lease (for a group the latest of its members': a group is as recently used
-// as its most recently used member), then tenant, then key (a group's least member key).
+// as its most recently used member), then its tenant instance, then its id (see older).
 type unit struct {
 	one     member   // a singleton's object
 	members []member // a group's members in key order (nil for a singleton)
 	group   *store.GroupEntry
 	lease   int64  // lease deadline, unix ns (0 = never leased)
+	inst    uint64 // tenant instance id
+	id      uint64 // object id of a singleton; group id | groupBit for a group
 	weight  uint64 // what evicting it frees (see spec.target)
 	bytes   uint64 // extent bytes of the tier it frees
 	soft    bool   // soft-pinned (a group: any member): pass 2
 }
+
+// groupBit sets a group's ids apart from object ids in unit.id (the two counters overlap).
+const groupBit = 1 << 63
 
 func (u *unit) size() int {
 	if u.group == nil {
@@ -159,18 +164,19 @@ func (u *unit) key() string {
 	return u.members[0].h.Key()
 }
 
-// older is the eviction order: oldest lease first, ties by tenant name, then key. Keys are unique
-// within a tenant, so it is a total order and the selection is deterministic.
+// older is the eviction order: oldest lease first, ties by tenant instance, then by id (singletons,
+// in creation order, before groups, in creation order). Instance ids are never reused and ids are
+// unique within an instance, so it is a total order and the selection is deterministic. Ties are
+// common (every object never read has lease 0), so they are broken on integers the unit carries:
+// the census compares units millions of times and must not chase key strings to do it.
 func older(a, b *unit) int {
 	if c := cmp.Compare(a.lease, b.lease); c != 0 {
 		return c
 	}
-	if ta, tb := a.tenant(), b.tenant(); ta != tb {
-		if c := strings.Compare(ta.Name(), tb.Name()); c != 0 {
-			return c
-		}
+	if c := cmp.Compare(a.inst, b.inst); c != 0 {
+		return c
 	}
-	return strings.Compare(a.key(), b.key())
+	return cmp.Compare(a.id, b.id)
 }
 
 // selection keeps the oldest units whose weight covers need, at most max of them, whatever order
@@ -196,12 +202,15 @@ func (s *selection) Pop() any {
 	return u
 }
 
-// add offers a unit; it is copied to the heap only if kept.
-func (s *selection) add(u unit) {
-	if len(s.us) > 0 && (s.total >= s.need || len(s.us) >= s.max) && older(&u, s.us[0]) > 0 {
+// add offers a unit; it is copied (allocated) only if kept, so a census that offers a million
+// units and keeps a few allocates for those few.
+func (s *selection) add(u *unit) {
+	if len(s.us) > 0 && (s.total >= s.need || len(s.us) >= s.max) && older(u, s.us[0]) > 0 {
 		return // younger than everything kept, which is already enough
 	}
-	heap.Push(s, &u)
+	kept := new(unit)
+	*kept = *u
+	heap.Push(s, kept)
 	s.total += u.weight
 	for len(s.us) > 1 && (s.total-s.us[0].weight >= s.need || len(s.us) > s.max) {
 		s.total -= heap.Pop(s).(*unit).weight
@@ -279,11 +288,12 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 				lease := h.LeaseDeadline()
 				soft, why, ok = sp.check(st, now, now < max(lease, floor), h.Marked())
 				if ok && g == nil {
-					u := unit{one: member{h, st, lease}, lease: lease, weight: sp.weight(st), bytes: tierBytes(st, sp.tier), soft: soft}
+					u := unit{one: member{h, st, lease}, lease: lease, inst: h.Tenant.Instance(), id: st.ID,
+						weight: sp.weight(st), bytes: tierBytes(st, sp.tier), soft: soft}
 					if soft {
-						p2.add(u)
+						p2.add(&u)
 					} else {
-						p1.add(u)
+						p1.add(&u)
 					}
 					continue
 				}
@@ -326,7 +336,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 		if acc.blocked {
 			continue
 		}
-		u := unit{group: g, members: acc.members}
+		u := unit{group: g, members: acc.members, inst: acc.members[0].h.Tenant.Instance(), id: g.ID() | groupBit}
 		slices.SortFunc(u.members, func(a, b member) int { return strings.Compare(a.h.Key(), b.h.Key()) })
 		for _, m := range u.members {
 			u.lease = max(u.lease, m.lease)
@@ -335,9 +345,9 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 			u.soft = u.soft || m.st.SoftPinned(now)
 		}
 		if u.soft {
-			p2.add(u)
+			p2.add(&u)
 		} else {
-			p1.add(u)
+			p1.add(&u)
 		}
 	}
 	return p1.sorted(), p2.sorted()
@@ -493,21 +503,18 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		if err != nil {
 			return fmt.Errorf("evict: propose %d objects: %w", len(toks), err)
 		}
-		if res.Reason != store.OK || len(res.Items) != len(toks) {
-			return fmt.Errorf("%w: %s: %s", ErrRejected, res.Reason, res.Message)
+		if res.Reason != store.OK || len(res.Items) != len(batch) {
+			return fmt.Errorf("%w: %s: %s (%d results for %d units)", ErrRejected, res.Reason, res.Message, len(res.Items), len(batch))
 		}
-		off := 0
-		for _, u := range batch {
-			n := u.size()
-			if res.Items[off].Reason == store.OK {
+		for i, u := range batch {
+			if res.Items[i].Reason == store.OK {
 				out.freed += u.weight
 				out.bytes += u.bytes
-				out.objects += n
+				out.objects += u.size()
 				out.units++
 			} else {
 				sk[skipChanged]++
 			}
-			off += n
 		}
 	}
 	return nil

@@ -23,8 +23,9 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 		us := make([]unit, n)
 		ordered := make([]*unit, n)
 		for i := range us {
-			// Few distinct leases, so ties are broken by key.
-			us[i] = unit{one: member{h: hs[i]}, lease: int64(rnd.IntN(4)), weight: uint64(1 + rnd.IntN(4))}
+			// Few distinct leases, so ties are broken by tenant instance and object id.
+			us[i] = unit{one: member{h: hs[i]}, lease: int64(rnd.IntN(4)), inst: hs[i].Tenant.Instance(), id: hs[i].State().ID,
+				weight: uint64(1 + rnd.IntN(4))}
 			ordered[i] = &us[i]
 		}
 		slices.SortFunc(ordered, older)
@@ -40,7 +41,7 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 		}
 		sel := &selection{need: need, max: max}
 		for _, i := range rnd.Perm(n) {
-			sel.add(us[i])
+			sel.add(&us[i])
 		}
 		var got []string
 		for _, u := range sel.sorted() {

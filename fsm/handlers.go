@@ -193,7 +193,8 @@ func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 // applyEvict evicts the leader's revalidated tokens. With unit_sizes the tokens form units that go
 // all or nothing (a group is evicted whole or not at all); sizes that do not cover the tokens exactly
 // reject the command and evict nothing. Without unit_sizes each token stands alone (the form written
-// before units existed).
+// before units existed). Items has one result per unit (a lone token is a unit), not per token: a
+// unit has one outcome, and every node builds this result for every Evict it applies.
 func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetEvict()
 	tier := TierFrom(m.GetTier())
@@ -219,6 +220,19 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 			return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
 		}
 		errs, freed = s.EvictUnits(units, tier)
+		// One outcome per unit: every token of a unit has its unit's error.
+		perUnit, off := make([]error, len(sizes)), 0
+		for i, n := range sizes {
+			perUnit[i] = errs[off]
+			off += int(n)
+		}
+		evicted := 0
+		for _, err := range errs {
+			if err == nil {
+				evicted++
+			}
+		}
+		return Result{Count: evicted, Bytes: freed, Items: items(perUnit)}
 	}
 	rs := items(errs)
 	return Result{Count: countOK(rs), Bytes: freed, Items: rs}

@@ -20,7 +20,7 @@ type Result struct {
 	Instance uint64              // RegisterTenant: the new instance id
 	Created  bool                // MountSegment: false when the mount was a repeat
 	Unmount  store.UnmountResult // UnmountSegment
-	Items    []Result            // batch forms and token lists: one per item, in request order
+	Items    []Result            // batch forms and token lists: one per item, in request order (Evict: one per unit)
 }
 
 // Err returns the rejection as an error (nil when OK).
