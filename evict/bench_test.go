@@ -37,7 +37,8 @@ var (
 	benchObjects  = flag.Int("evict.objects", 1_000_000, "objects the foreground benchmark fills memory with")
 	benchPhaseLen = flag.Duration("evict.phase", 30*time.Second, "length of each load phase")
 	benchGroups   = flag.String("evict.groups", "1,8,64", "explicit group sizes (1 = singletons)")
-	benchProfile  = flag.String("evict.cpuprofile", "", "write a CPU profile of the phase under eviction to this file (suffixed with the group size)")
+	benchBatch    = flag.Int("evict.batch", DefaultConfig().BatchSize, "objects per Evict proposal (Config.BatchSize)")
+	benchProfile  = flag.String("evict.cpuprofile", "", "write a CPU profile of the phase under eviction to this file (suffixed with the group size), and allocation profiles at its start and end (.allocs0, .allocs1: compare with pprof -base)")
 )
 
 const (
@@ -70,6 +71,7 @@ func benchForeground(b *testing.B, group int) {
 	heap0, rss0 := heapInuse(), rssBytes()
 	cfg := DefaultConfig()
 	cfg.HighWatermark = 0.40
+	cfg.BatchSize = *benchBatch
 	c := newClusterWith(b, cfg, store.DefaultConfig().LeaseTTL, false)
 	defer c.stop()
 	capacity := uint64(n+n/4) * benchSize
@@ -232,16 +234,29 @@ func startProfile(b *testing.B, group int) func() {
 	if *benchProfile == "" {
 		return func() {}
 	}
-	f, err := os.Create(fmt.Sprintf("%s.group%d", *benchProfile, group))
+	path := fmt.Sprintf("%s.group%d", *benchProfile, group)
+	allocs := func(suffix string) {
+		f, err := os.Create(path + suffix)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
+	allocs(".allocs0")
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		allocs(".allocs1")
 	}
 }
 
