@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -323,6 +324,9 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 				acc.members = append(acc.members, m)
 			}
 		}
+		// A census of a million objects takes a processor for a second or so. Yield it between
+		// chunks, so that Raft's heartbeats, the read barrier and apply are not queued behind it.
+		runtime.Gosched()
 		return true
 	}
 	if sp.kind == KindTenantQuota {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"runtime"
 	"slices"
 
 	"metad/store/alloc"
@@ -30,12 +31,21 @@ func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uin
 	errs := make([]error, n)
 	var freed uint64
 	off := 0
-	for _, u := range units {
+	for i, u := range units {
 		freed += s.evictUnit(u, tier, errs[off:off+len(u)])
 		off += len(u)
+		if i%yieldEvery == yieldEvery-1 {
+			// A large eviction holds a processor for a millisecond or more; let the node's
+			// latency-critical goroutines (heartbeats, reads) in between. Scheduling only: the
+			// outcome does not depend on it.
+			runtime.Gosched()
+		}
 	}
 	return errs, freed
 }
+
+// yieldEvery is how many eviction units EvictUnits applies between yields of the processor.
+const yieldEvery = 64
 
 // evictUnit applies one unit and fills errs (len(errs) == len(u)).
 func (s *Store) evictUnit(u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
