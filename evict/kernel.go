@@ -387,7 +387,7 @@ func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *s
 	}
 	var toks []store.ObjectToken
 	if u.group == nil {
-		err := s.WithToken(u.one.token(), func(o *store.LockedObject) error {
+		err := s.WithHandle(u.one.h, func(o *store.LockedObject) error {
 			if checkOne(o, u.one) {
 				o.SetMark(true)
 				toks = append(toks, o.Token())

@@ -281,7 +281,7 @@ func TestConcurrentMixedOps(t *testing.T) {
 			}
 		})
 	})
-	// Census: handles, tokens, and revalidation through WithToken.
+	// Census: handles, tokens, and revalidation through WithToken and WithHandle.
 	spawn(&background, 1, func(r *rand.Rand) {
 		untilStopped(func() {
 			s.VisitHandles(1+r.IntN(8), func(hs []ObjectHandle) bool {
@@ -301,6 +301,13 @@ func TestConcurrentMixedOps(t *testing.T) {
 						return nil
 					})
 					allowed(t, "WithToken", err, OK, ObjectNotFound)
+					err = s.WithHandle(h, func(o *LockedObject) error {
+						if o.Key() != h.Key() || o.State().ID != tok.ObjectID {
+							t.Errorf("WithHandle of %s id %d reached %s id %d", h.Key(), tok.ObjectID, o.Key(), o.State().ID)
+						}
+						return nil
+					})
+					allowed(t, "WithHandle", err, OK, ObjectNotFound)
 				}
 				return true
 			})

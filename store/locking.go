@@ -158,6 +158,26 @@ func (s *Store) withGroup(t *TenantState, group string, fn func([]*ObjectEntry, 
 	return fn(live, g)
 }
 
+// WithHandle runs fn under the lock of a census handle's entry if the entry is still live: its
+// tenant is the registered instance and the entry is active (an active entry is the one its key
+// routes to: an entry leaves the route only after it stops being active). It is WithToken without
+// the directory lookup, for work that already holds the handle (eviction's revalidation); fn
+// compares the object id and version when they matter. OBJECT_NOT_FOUND when the entry is gone.
+func (s *Store) WithHandle(h ObjectHandle, fn func(*LockedObject) error) error {
+	t, e := h.Tenant, h.Entry
+	if s.tenants.Lookup(t.name) != t {
+		return objErr(ObjectNotFound, t.name, e.key, "tenant instance changed")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.Life() != Active {
+		return objErr(ObjectNotFound, t.name, e.key, "object not found")
+	}
+	lo := &LockedObject{s: s, t: t, e: e, valid: true}
+	defer func() { lo.valid = false }()
+	return fn(lo)
+}
+
 // WithToken runs fn under the lock of the token's object if it is still that incarnation: same
 // tenant instance, same object id, active. Version is not checked; fn compares it when it matters.
 func (s *Store) WithToken(tok ObjectToken, fn func(*LockedObject) error) error {

@@ -652,3 +652,60 @@ func TestReadPathLockWaitsAreSampled(t *testing.T) {
 		}
 	}
 }
+
+// WithHandle reaches a census handle's entry only while it is live: not once the object is erased
+// (even when the key is written again), nor once its tenant was registered again.
+func TestWithHandleOnlyReachesTheLiveEntry(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	if _, err := s.RegisterTenant("a", 0); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, 1, "a", "k", "", 64)
+	put(t, s, 1, "a", "other", "", 64)
+	handle := func(key string) ObjectHandle {
+		t.Helper()
+		var out ObjectHandle
+		s.VisitTenantHandles("a", 0, func(hs []ObjectHandle) bool {
+			for _, h := range hs {
+				if h.Key() == key {
+					out = h
+				}
+			}
+			return true
+		})
+		if out.Entry == nil {
+			t.Fatalf("no handle for %q", key)
+		}
+		return out
+	}
+	h := handle("k")
+	reached := 0
+	visit := func(o *LockedObject) error {
+		reached++
+		if o.Key() != "k" || o.State().ID != h.State().ID {
+			t.Fatalf("reached %s id %d", o.Key(), o.State().ID)
+		}
+		return nil
+	}
+	if err := s.WithHandle(h, visit); err != nil || reached != 1 {
+		t.Fatalf("live handle: %v, reached %d", err, reached)
+	}
+	if err := s.Remove(1, "a", "k", true); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, s.WithHandle(h, visit), ObjectNotFound)
+	put(t, s, 2, "a", "k", "", 64) // the key again, as another entry
+	wantReason(t, s.WithHandle(h, visit), ObjectNotFound)
+	if reached != 1 {
+		t.Fatalf("a stale handle reached the object %d times", reached-1)
+	}
+	o := handle("other")
+	if _, err := s.UnregisterTenant("a", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RegisterTenant("a", 0); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, s.WithHandle(o, func(*LockedObject) error { t.Fatal("reached"); return nil }), ObjectNotFound)
+}
