@@ -137,7 +137,9 @@ func (n *Node) raftBarrier(ctx context.Context) error {
 	return n.mapRaftErr(err)
 }
 
-// waitFuture waits for f, or returns ctx's error when ctx ends first (f then completes unobserved).
+// waitFuture waits for f, or returns ctx's error when ctx ends first. f then completes unobserved,
+// or, if Raft shut down without answering it, never: its waiting goroutine is left behind, blocked,
+// which is still better than a Shutdown that never returns.
 func waitFuture(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
