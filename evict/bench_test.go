@@ -38,6 +38,7 @@ var (
 	benchPhaseLen = flag.Duration("evict.phase", 30*time.Second, "length of each load phase")
 	benchGroups   = flag.String("evict.groups", "1,8,64", "explicit group sizes (1 = singletons)")
 	benchBatch    = flag.Int("evict.batch", DefaultConfig().BatchSize, "objects per Evict proposal (Config.BatchSize)")
+	benchRound    = flag.Int("evict.roundlimit", DefaultConfig().RoundLimit, "units one round selects at most (Config.RoundLimit)")
 	benchProfile  = flag.String("evict.cpuprofile", "", "write a CPU profile of the phase under eviction to this file (suffixed with the group size), and allocation profiles at its start and end (.allocs0, .allocs1: compare with pprof -base)")
 )
 
@@ -72,6 +73,7 @@ func benchForeground(b *testing.B, group int) {
 	cfg := DefaultConfig()
 	cfg.HighWatermark = 0.40
 	cfg.BatchSize = *benchBatch
+	cfg.RoundLimit = *benchRound
 	c := newClusterWith(b, cfg, store.DefaultConfig().LeaseTTL, false)
 	defer c.stop()
 	capacity := uint64(n+n/4) * benchSize
