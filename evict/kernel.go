@@ -158,13 +158,6 @@ func (u *unit) tenant() *store.TenantState {
 	return u.members[0].h.Tenant
 }
 
-func (u *unit) key() string {
-	if u.group == nil {
-		return u.one.h.Key()
-	}
-	return u.members[0].h.Key()
-}
-
 // older is the eviction order: oldest lease first, ties by tenant instance, then by id (singletons,
 // in creation order, before groups, in creation order). Instance ids are never reused and ids are
 // unique within an instance, so it is a total order and the selection is deterministic. Ties are

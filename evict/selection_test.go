@@ -52,3 +52,11 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 		}
 	}
 }
+
+// key names a unit in test output: a singleton's key, or a group's least member key.
+func (u *unit) key() string {
+	if u.group == nil {
+		return u.one.h.Key()
+	}
+	return u.members[0].h.Key()
+}

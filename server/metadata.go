@@ -723,7 +723,7 @@ func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllR
 			if t := st.Tenants().Lookup(tenant); t != nil {
 				before = t.Directory().Objects()
 			}
-			n, replaced, err := removeAllOf(ctx, s, st, tenant, req.GetForce())
+			n, replaced, err := m.removeAllOf(ctx, st, tenant, req.GetForce())
 			removed += n
 			if replaced && attempt < maxReplaced {
 				continue // the rest was checked against a state a snapshot restore replaced
@@ -740,7 +740,8 @@ func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllR
 // removeAllOf prepares every removable object of the tenant in st and proposes them in chunks. It
 // returns how many were removed; replaced reports that a chunk was refused because a snapshot
 // restore replaced st (the chunks before it stand, the rest is to be prepared again).
-func removeAllOf(ctx context.Context, s *Server, st *store.Store, tenant string, force bool) (removed uint64, replaced bool, _ error) {
+func (m *metadataService) removeAllOf(ctx context.Context, st *store.Store, tenant string, force bool) (removed uint64, replaced bool, _ error) {
+	s := m.s
 	toks, err := st.PrepareRemoveAll(s.cfg.nowNano(), tenant, force)
 	if err != nil {
 		return 0, false, toStatus(err, tenant, nil)
