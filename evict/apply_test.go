@@ -39,9 +39,12 @@ func TestApplyEvictUnits(t *testing.T) {
 	g := []store.ObjectToken{x.tokenOf("", "g1"), x.tokenOf("", "g2"), x.tokenOf("", "g3"), x.tokenOf("", "g4")}
 	wantAll := func(r fsm.Result, reason store.Reason) {
 		t.Helper()
-		for i, it := range r.Items {
-			if it.Reason != reason {
-				t.Fatalf("item %d: %s %s, want %s", i, it.Reason, it.Message, reason)
+		if len(r.Units) == 0 {
+			t.Fatalf("no unit outcomes: %+v", r)
+		}
+		for i, got := range r.Units {
+			if got != reason {
+				t.Fatalf("unit %d: %s, want %s", i, got, reason)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -39,7 +40,7 @@ var (
 	benchGroups   = flag.String("evict.groups", "1,8,64", "explicit group sizes (1 = singletons)")
 	benchBatch    = flag.Int("evict.batch", DefaultConfig().BatchSize, "objects per Evict proposal (Config.BatchSize)")
 	benchRound    = flag.Int("evict.roundlimit", DefaultConfig().RoundLimit, "units one round selects at most (Config.RoundLimit)")
-	benchProfile  = flag.String("evict.cpuprofile", "", "write a CPU profile of the phase under eviction to this file (suffixed with the group size), and allocation profiles at its start and end (.allocs0, .allocs1: compare with pprof -base)")
+	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
 )
 
 const (
@@ -64,6 +65,36 @@ type phaseStats struct {
 	gets, puts       int
 	getP99, putP99   time.Duration
 	getRate, putRate float64
+	rt               runtimeUse
+}
+
+// runtimeUse is what the process spent during a phase, from runtime/metrics: CPU time (user Go code
+// and GC, estimated by the runtime), GC cycles and bytes allocated. It says where a phase's CPU went
+// without a profiler attached.
+type runtimeUse struct {
+	cpu, gcCPU float64 // seconds
+	gcCycles   uint64
+	allocBytes uint64
+}
+
+var runtimeSamples = []string{"/cpu/classes/user:cpu-seconds", "/cpu/classes/gc/total:cpu-seconds", "/gc/cycles/total:gc-cycles", "/gc/heap/allocs:bytes"}
+
+func readRuntime() runtimeUse {
+	ss := make([]rtmetrics.Sample, len(runtimeSamples))
+	for i, n := range runtimeSamples {
+		ss[i].Name = n
+	}
+	rtmetrics.Read(ss)
+	return runtimeUse{cpu: ss[0].Value.Float64() + ss[1].Value.Float64(), gcCPU: ss[1].Value.Float64(),
+		gcCycles: ss[2].Value.Uint64(), allocBytes: ss[3].Value.Uint64()}
+}
+
+func (u runtimeUse) since(t runtimeUse) runtimeUse {
+	return runtimeUse{cpu: u.cpu - t.cpu, gcCPU: u.gcCPU - t.gcCPU, gcCycles: u.gcCycles - t.gcCycles, allocBytes: u.allocBytes - t.allocBytes}
+}
+
+func (u runtimeUse) String() string {
+	return fmt.Sprintf("CPU %.1fs (GC %.1fs, %d cycles), allocated %.2f GB", u.cpu, u.gcCPU, u.gcCycles, float64(u.allocBytes)/1e9)
 }
 
 func benchForeground(b *testing.B, group int) {
@@ -107,10 +138,12 @@ func benchForeground(b *testing.B, group int) {
 
 	l := c.leader()
 	var putSeq atomic.Int64
+	stopProfile := startProfile(b, group, ".base")
 	base := runPhase(b, l, n, &putSeq)
+	stopProfile()
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
-	stopProfile := startProfile(b, group)
+	stopProfile = startProfile(b, group, "")
 	stopProgress := logProgress(b, l, before)
 	c.start()
 	under := runPhase(b, l, n, &putSeq)
@@ -120,6 +153,8 @@ func benchForeground(b *testing.B, group int) {
 	evicted := before + int64(under.puts) - l.Status().Objects
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
+	b.Logf("process, no eviction:  %s", base.rt)
+	b.Logf("process, evicting:     %s", under.rt)
 	b.ReportMetric(float64(evicted), "evicted")
 	b.ReportMetric(base.getRate, "get/s")
 	b.ReportMetric(under.getRate, "get/s-evicting")
@@ -139,6 +174,7 @@ func runPhase(b *testing.B, l *ha.Node, n int, putSeq *atomic.Int64) phaseStats 
 	getLat := make([][]time.Duration, benchReaders)
 	putLat := make([][]time.Duration, benchWriters)
 	var wg sync.WaitGroup
+	rt0 := readRuntime()
 	for r := range benchReaders {
 		wg.Add(1)
 		go func() {
@@ -191,7 +227,7 @@ func runPhase(b *testing.B, l *ha.Node, n int, putSeq *atomic.Int64) phaseStats 
 	}
 	wg.Wait()
 	secs := benchPhaseLen.Seconds()
-	var st phaseStats
+	st := phaseStats{rt: readRuntime().since(rt0)}
 	st.gets, st.getP99 = p99(getLat)
 	st.puts, st.putP99 = p99(putLat)
 	st.getRate, st.putRate = float64(st.gets)/secs, float64(st.puts)/secs
@@ -230,13 +266,14 @@ func logProgress(b *testing.B, l *ha.Node, before int64) func() {
 	return func() { close(done); <-stopped }
 }
 
-// startProfile starts a CPU profile of the eviction phase when -evict.cpuprofile asks for one; the
-// returned func stops it.
-func startProfile(b *testing.B, group int) func() {
+// startProfile starts a CPU profile of a phase when -evict.cpuprofile asks for one (suffix "" for
+// the eviction phase, ".base" for the one without: compare with pprof -diff_base); the returned func
+// stops it.
+func startProfile(b *testing.B, group int, suffix string) func() {
 	if *benchProfile == "" {
 		return func() {}
 	}
-	path := fmt.Sprintf("%s.group%d", *benchProfile, group)
+	path := fmt.Sprintf("%s.group%d%s", *benchProfile, group, suffix)
 	allocs := func(suffix string) {
 		f, err := os.Create(path + suffix)
 		if err != nil {

@@ -2,7 +2,6 @@ package evict
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -163,7 +162,21 @@ func (u *unit) tenant() *store.TenantState {
 // unique within an instance, so it is a total order and the selection is deterministic. Ties are
 // common (every object never read has lease 0), so they are broken on integers the unit carries:
 // the census compares units millions of times and must not chase key strings to do it.
-func older(a, b *unit) int {
+func older(a, b *unit) int { return rankOf(a).cmp(rankOf(b)) }
+
+// rank is a unit's place in the eviction order and its weight, by value: the selection's heap
+// compares ranks, not units, so a comparison touches no memory outside the heap's own array.
+type rank struct {
+	lease  int64
+	inst   uint64
+	id     uint64
+	weight uint64
+	slot   int // the unit's index in selection.units
+}
+
+func rankOf(u *unit) rank { return rank{lease: u.lease, inst: u.inst, id: u.id, weight: u.weight} }
+
+func (a rank) cmp(b rank) int {
 	if c := cmp.Compare(a.lease, b.lease); c != 0 {
 		return c
 	}
@@ -178,43 +191,86 @@ func older(a, b *unit) int {
 // still cover need or there are more than max. The kept set is a prefix of the eviction order (the
 // shorter of the two bounds), so a census of a million objects holds only what a round can use,
 // and a candidate younger than everything kept costs one comparison.
+//
+// The heap holds ranks by value and the units sit in a slab whose slots are reused when a unit is
+// dropped: a census that offers a million units allocates no more than the slab's growth, and
+// sifting compares integers in one array instead of chasing a pointer per comparison.
 type selection struct {
-	us    []*unit
+	heap  []rank // max-heap: heap[0] is the youngest unit kept
+	units []unit // slab; heap[i].slot indexes it
+	free  []int  // slots of dropped units
 	total uint64
 	need  uint64
 	max   int
 }
 
-func (s *selection) Len() int           { return len(s.us) }
-func (s *selection) Less(i, j int) bool { return older(s.us[i], s.us[j]) > 0 }
-func (s *selection) Swap(i, j int)      { s.us[i], s.us[j] = s.us[j], s.us[i] }
-func (s *selection) Push(x any)         { s.us = append(s.us, x.(*unit)) }
-func (s *selection) Pop() any {
-	u := s.us[len(s.us)-1]
-	s.us[len(s.us)-1] = nil
-	s.us = s.us[:len(s.us)-1]
-	return u
-}
-
-// add offers a unit; it is copied (allocated) only if kept, so a census that offers a million
-// units and keeps a few allocates for those few.
+// add offers a unit; it is copied into the slab only if kept.
 func (s *selection) add(u *unit) {
-	if len(s.us) > 0 && (s.total >= s.need || len(s.us) >= s.max) && older(u, s.us[0]) > 0 {
+	r := rankOf(u)
+	if len(s.heap) > 0 && (s.total >= s.need || len(s.heap) >= s.max) && r.cmp(s.heap[0]) > 0 {
 		return // younger than everything kept, which is already enough
 	}
-	kept := new(unit)
-	*kept = *u
-	heap.Push(s, kept)
-	s.total += u.weight
-	for len(s.us) > 1 && (s.total-s.us[0].weight >= s.need || len(s.us) > s.max) {
-		s.total -= heap.Pop(s).(*unit).weight
+	if n := len(s.free); n > 0 {
+		r.slot = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.units[r.slot] = *u
+	} else {
+		r.slot = len(s.units)
+		s.units = append(s.units, *u)
+	}
+	s.heap = append(s.heap, r)
+	s.up(len(s.heap) - 1)
+	s.total += r.weight
+	for len(s.heap) > 1 && (s.total-s.heap[0].weight >= s.need || len(s.heap) > s.max) {
+		top := s.heap[0]
+		s.total -= top.weight
+		s.units[top.slot] = unit{} // drop its references for the collector
+		s.free = append(s.free, top.slot)
+		last := len(s.heap) - 1
+		s.heap[0] = s.heap[last]
+		s.heap = s.heap[:last]
+		s.down(0)
 	}
 }
 
-// sorted returns the kept units, oldest first.
+func (s *selection) up(i int) {
+	h := s.heap
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].cmp(h[i]) >= 0 {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (s *selection) down(i int) {
+	h := s.heap
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1].cmp(h[c]) > 0 {
+			c++
+		}
+		if h[i].cmp(h[c]) >= 0 {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// sorted returns the kept units, oldest first (pointers into the slab).
 func (s *selection) sorted() []*unit {
-	out := slices.Clone(s.us)
-	slices.SortFunc(out, older)
+	rs := slices.Clone(s.heap)
+	slices.SortFunc(rs, rank.cmp)
+	out := make([]*unit, len(rs))
+	for i, r := range rs {
+		out[i] = &s.units[r.slot]
+	}
 	return out
 }
 
@@ -500,11 +556,11 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		if err != nil {
 			return fmt.Errorf("evict: propose %d objects: %w", len(toks), err)
 		}
-		if res.Reason != store.OK || len(res.Items) != len(batch) {
-			return fmt.Errorf("%w: %s: %s (%d results for %d units)", ErrRejected, res.Reason, res.Message, len(res.Items), len(batch))
+		if res.Reason != store.OK || len(res.Units) != len(batch) {
+			return fmt.Errorf("%w: %s: %s (%d results for %d units)", ErrRejected, res.Reason, res.Message, len(res.Units), len(batch))
 		}
 		for i, u := range batch {
-			if res.Items[i].Reason == store.OK {
+			if res.Units[i] == store.OK {
 				out.freed += u.weight
 				out.bytes += u.bytes
 				out.objects += u.size()

@@ -193,8 +193,8 @@ func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 // applyEvict evicts the leader's revalidated tokens. With unit_sizes the tokens form units that go
 // all or nothing (a group is evicted whole or not at all); sizes that do not cover the tokens exactly
 // reject the command and evict nothing. Without unit_sizes each token stands alone (the form written
-// before units existed). Items has one result per unit (a lone token is a unit), not per token: a
-// unit has one outcome, and every node builds this result for every Evict it applies.
+// before units existed). Units has one reason per unit (a lone token is a unit): a unit has one
+// outcome.
 func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetEvict()
 	tier := TierFrom(m.GetTier())
@@ -202,10 +202,15 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 		tier = alloc.TierMemory
 	}
 	toks := tokens(m.GetTokens())
+	sizes := m.GetUnitSizes()
+	var r Result
 	var errs []error
-	var freed uint64
-	if sizes := m.GetUnitSizes(); len(sizes) == 0 {
-		errs, freed = s.EvictTokens(toks, tier)
+	if len(sizes) == 0 {
+		errs, r.Bytes = s.EvictTokens(toks, tier)
+		r.Units = make([]store.Reason, len(toks))
+		for i, err := range errs {
+			r.Units[i] = store.ReasonOf(err)
+		}
 	} else {
 		units := make([][]store.ObjectToken, 0, len(sizes))
 		rest := toks
@@ -219,23 +224,20 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 		if len(rest) != 0 {
 			return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
 		}
-		errs, freed = s.EvictUnits(units, tier)
-		// One outcome per unit: every token of a unit has its unit's error.
-		perUnit, off := make([]error, len(sizes)), 0
-		for i, n := range sizes {
-			perUnit[i] = errs[off]
-			off += int(n)
+		errs, r.Bytes = s.EvictUnits(units, tier)
+		r.Units = make([]store.Reason, len(units))
+		off := 0
+		for i, u := range units {
+			r.Units[i] = store.ReasonOf(errs[off]) // every token of a unit has its unit's error
+			off += len(u)
 		}
-		evicted := 0
-		for _, err := range errs {
-			if err == nil {
-				evicted++
-			}
-		}
-		return Result{Count: evicted, Bytes: freed, Items: items(perUnit)}
 	}
-	rs := items(errs)
-	return Result{Count: countOK(rs), Bytes: freed, Items: rs}
+	for _, err := range errs {
+		if err == nil {
+			r.Count++
+		}
+	}
+	return r
 }
 
 func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) Result {

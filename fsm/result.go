@@ -20,7 +20,11 @@ type Result struct {
 	Instance uint64              // RegisterTenant: the new instance id
 	Created  bool                // MountSegment: false when the mount was a repeat
 	Unmount  store.UnmountResult // UnmountSegment
-	Items    []Result            // batch forms and token lists: one per item, in request order (Evict: one per unit)
+	Items    []Result            // batch forms and token lists: one per item, in request order
+	// Evict: the outcome of each unit, in command order (a token of the form without unit_sizes
+	// is a unit). A reason, not a Result, because every node builds it for every unit of every
+	// Evict it applies, hundreds of thousands in a large eviction.
+	Units []store.Reason
 }
 
 // Err returns the rejection as an error (nil when OK).
