@@ -21,7 +21,7 @@ func (x *fixture) tokenOf(tenant, k string) store.ObjectToken {
 }
 
 func evictCmd(tier alloc.Tier, sizes []uint32, toks ...store.ObjectToken) *metadv1.Command {
-	return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tokens: tokensTo(toks), Tier: fsm.TierTo(tier),
+	return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Columns: fsm.ColumnsTo(toks), Tier: fsm.TierTo(tier),
 		Kind: metadv1.EvictKind_EVICT_KIND_MEMORY, UnitSizes: sizes}}}
 }
 

@@ -536,7 +536,7 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 			e.beforePropose(toks)
 		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{
-			Tokens: tokensTo(toks), Tier: fsm.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
+			Columns: fsm.ColumnsTo(toks), Tier: fsm.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
 		pctx := ctx
 		if sp.detach {
 			pctx = context.WithoutCancel(ctx)

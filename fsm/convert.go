@@ -123,6 +123,77 @@ func TokenTo(t store.ObjectToken) *metadv1.ObjectToken {
 		ObjectId: t.ObjectID, Version: t.Version}
 }
 
+// ColumnsTo converts store tokens to the wire's columns (the form the eviction kernel proposes).
+func ColumnsTo(toks []store.ObjectToken) *metadv1.TokenColumns {
+	c := &metadv1.TokenColumns{TenantIndex: make([]uint32, len(toks)), KeyLengths: make([]uint32, len(toks)),
+		ObjectIds: make([]uint64, len(toks)), Versions: make([]uint64, len(toks))}
+	size := 0
+	for _, t := range toks {
+		size += len(t.Key)
+	}
+	c.Keys = make([]byte, 0, size)
+	last := -1 // index of the previous token's tenant: consecutive tokens usually share one
+	for i, t := range toks {
+		if last < 0 || c.Tenants[last] != t.Tenant || c.TenantInstanceIds[last] != t.Instance {
+			last = -1
+			for j := range c.Tenants {
+				if c.Tenants[j] == t.Tenant && c.TenantInstanceIds[j] == t.Instance {
+					last = j
+					break
+				}
+			}
+			if last < 0 {
+				last = len(c.Tenants)
+				c.Tenants = append(c.Tenants, t.Tenant)
+				c.TenantInstanceIds = append(c.TenantInstanceIds, t.Instance)
+			}
+		}
+		c.TenantIndex[i] = uint32(last)
+		c.KeyLengths[i] = uint32(len(t.Key))
+		c.Keys = append(c.Keys, t.Key...)
+		c.ObjectIds[i] = t.ObjectID
+		c.Versions[i] = t.Version
+	}
+	return c
+}
+
+// columnsFrom converts wire columns to store tokens, or says why they are malformed (columns of
+// different lengths, a tenant index out of range, key lengths that do not add up to the keys).
+// Every key is a substring of one copy of the keys column: one allocation for all of them.
+func columnsFrom(c *metadv1.TokenColumns) ([]store.ObjectToken, error) {
+	n := len(c.GetObjectIds())
+	if len(c.GetVersions()) != n || len(c.GetTenantIndex()) != n || len(c.GetKeyLengths()) != n {
+		return nil, fmt.Errorf("token columns of different lengths: %d object ids, %d versions, %d tenant indexes, %d key lengths",
+			n, len(c.GetVersions()), len(c.GetTenantIndex()), len(c.GetKeyLengths()))
+	}
+	if len(c.GetTenants()) != len(c.GetTenantInstanceIds()) {
+		return nil, fmt.Errorf("%d tenants but %d tenant instance ids", len(c.GetTenants()), len(c.GetTenantInstanceIds()))
+	}
+	tenants := make([]string, len(c.GetTenants()))
+	for i, t := range c.GetTenants() {
+		tenants[i] = store.NormalizeTenant(t)
+	}
+	keys := string(c.GetKeys())
+	out := make([]store.ObjectToken, n)
+	off := 0
+	for i := range n {
+		ti, kl := c.TenantIndex[i], int(c.KeyLengths[i])
+		if int(ti) >= len(tenants) {
+			return nil, fmt.Errorf("token %d: tenant index %d of %d tenants", i, ti, len(tenants))
+		}
+		if kl > len(keys)-off {
+			return nil, fmt.Errorf("token %d: key length %d past the end of the keys", i, kl)
+		}
+		out[i] = store.ObjectToken{Tenant: tenants[ti], Instance: c.TenantInstanceIds[ti], Key: keys[off : off+kl],
+			ObjectID: c.ObjectIds[i], Version: c.Versions[i]}
+		off += kl
+	}
+	if off != len(keys) {
+		return nil, fmt.Errorf("key lengths add up to %d of %d key bytes", off, len(keys))
+	}
+	return out, nil
+}
+
 // recordEncoder turns captured objects into records, reusing one ObjectRecord and its replica
 // records for every object (Persist encodes a million of them).
 type recordEncoder struct {

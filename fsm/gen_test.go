@@ -120,7 +120,11 @@ func (g *gen) command() *metadv1.Command {
 		inst := map[string]uint64{"default": 1, "alpha": 2, "beta": 3}[t]
 		toks := []*metadv1.ObjectToken{{Tenant: t, TenantInstanceId: inst, Key: k, ObjectId: uint64(1 + g.r.IntN(60)),
 			Version: uint64(1 + g.r.IntN(3))}}
-		return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tokens: toks, Tier: metadv1.Tier(g.r.IntN(3))}}}
+		ev := &metadv1.Evict{Tokens: toks, Tier: metadv1.Tier(g.r.IntN(3))}
+		if g.r.IntN(2) == 0 { // the same tokens in columns, the form the eviction kernel writes
+			ev.Tokens, ev.Columns = nil, ColumnsTo(tokens(toks))
+		}
+		return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: ev}}
 	case n < 95:
 		return &metadv1.Command{Op: &metadv1.Command_RevokeExpired{RevokeExpired: &metadv1.RevokeExpired{Tokens: []*metadv1.ObjectToken{
 			{Tenant: t, TenantInstanceId: 1 + uint64(g.r.IntN(3)), Key: k, ObjectId: uint64(1 + g.r.IntN(60)), Version: 1}}}}}

@@ -190,7 +190,8 @@ func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 	return out
 }
 
-// applyEvict evicts the leader's revalidated tokens. With unit_sizes the tokens form units that go
+// applyEvict evicts the leader's revalidated tokens (in columns, or the form before them: a message
+// per token; malformed columns reject the command and evict nothing). With unit_sizes the tokens form units that go
 // all or nothing (a group is evicted whole or not at all); sizes that do not cover the tokens exactly
 // reject the command and evict nothing. Without unit_sizes each token stands alone (the form written
 // before units existed). Units has one reason per unit (a lone token is a unit): a unit has one
@@ -202,6 +203,15 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 		tier = alloc.TierMemory
 	}
 	toks := tokens(m.GetTokens())
+	if c := m.GetColumns(); c != nil {
+		if len(toks) != 0 {
+			return Result{Reason: store.InvalidParams, Message: "evict: tokens and columns are both set"}
+		}
+		var err error
+		if toks, err = columnsFrom(c); err != nil {
+			return Result{Reason: store.InvalidParams, Message: "evict: " + err.Error()}
+		}
+	}
 	sizes := m.GetUnitSizes()
 	var r Result
 	var errs []error

@@ -1980,7 +1980,12 @@ type Evict struct {
 	UnitSizes []uint32 `protobuf:"varint,4,rep,packed,name=unit_sizes,json=unitSizes,proto3" json:"unit_sizes,omitempty"`
 	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
 	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
-	StateEpoch    uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	StateEpoch uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	// The tokens in columns: the form the leader's eviction kernel writes, set instead of tokens (a
+	// command with both is rejected, INVALID_PARAMS). A large eviction replicates hundreds of
+	// thousands of tokens; in columns a token costs its key and a few varints, and decoding a command
+	// allocates per column, not per token. unit_sizes counts these tokens as it counts tokens.
+	Columns       *TokenColumns `protobuf:"bytes,6,opt,name=columns,proto3" json:"columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2050,6 +2055,118 @@ func (x *Evict) GetStateEpoch() uint64 {
 	return 0
 }
 
+func (x *Evict) GetColumns() *TokenColumns {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// TokenColumns is a list of object tokens stored column by column: token i is tenant
+// tenants[tenant_index[i]] of instance tenant_instance_ids[tenant_index[i]], the key at its place in
+// keys (key_lengths[i] bytes after the keys of tokens 0..i-1), object id object_ids[i] and version
+// versions[i]. Every per-token column has the same length, every index is in range and the key
+// lengths add up to len(keys), or the command carrying it is rejected (INVALID_PARAMS) with nothing
+// changed.
+type TokenColumns struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Distinct tenant names.
+	Tenants []string `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	// The instance of each tenant, parallel to tenants.
+	TenantInstanceIds []uint64 `protobuf:"varint,2,rep,packed,name=tenant_instance_ids,json=tenantInstanceIds,proto3" json:"tenant_instance_ids,omitempty"`
+	// Per token: its tenant's index in tenants.
+	TenantIndex []uint32 `protobuf:"varint,3,rep,packed,name=tenant_index,json=tenantIndex,proto3" json:"tenant_index,omitempty"`
+	// Per token: the length of its key.
+	KeyLengths []uint32 `protobuf:"varint,4,rep,packed,name=key_lengths,json=keyLengths,proto3" json:"key_lengths,omitempty"`
+	// The tokens' keys, concatenated in token order.
+	Keys []byte `protobuf:"bytes,5,opt,name=keys,proto3" json:"keys,omitempty"`
+	// Per token: the object id the leader checked.
+	ObjectIds []uint64 `protobuf:"varint,6,rep,packed,name=object_ids,json=objectIds,proto3" json:"object_ids,omitempty"`
+	// Per token: the object version the leader checked.
+	Versions      []uint64 `protobuf:"varint,7,rep,packed,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenColumns) Reset() {
+	*x = TokenColumns{}
+	mi := &file_metadv1_command_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenColumns) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenColumns) ProtoMessage() {}
+
+func (x *TokenColumns) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenColumns.ProtoReflect.Descriptor instead.
+func (*TokenColumns) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TokenColumns) GetTenants() []string {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
+func (x *TokenColumns) GetTenantInstanceIds() []uint64 {
+	if x != nil {
+		return x.TenantInstanceIds
+	}
+	return nil
+}
+
+func (x *TokenColumns) GetTenantIndex() []uint32 {
+	if x != nil {
+		return x.TenantIndex
+	}
+	return nil
+}
+
+func (x *TokenColumns) GetKeyLengths() []uint32 {
+	if x != nil {
+		return x.KeyLengths
+	}
+	return nil
+}
+
+func (x *TokenColumns) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *TokenColumns) GetObjectIds() []uint64 {
+	if x != nil {
+		return x.ObjectIds
+	}
+	return nil
+}
+
+func (x *TokenColumns) GetVersions() []uint64 {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
 // RevokeExpired is the reaper: it revokes writes that stayed PROCESSING longer than
 // put_release_timeout, exactly as PutRevoke of every tier by the writer would.
 type RevokeExpired struct {
@@ -2065,7 +2182,7 @@ type RevokeExpired struct {
 
 func (x *RevokeExpired) Reset() {
 	*x = RevokeExpired{}
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2194,7 @@ func (x *RevokeExpired) String() string {
 func (*RevokeExpired) ProtoMessage() {}
 
 func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2207,7 @@ func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeExpired.ProtoReflect.Descriptor instead.
 func (*RevokeExpired) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RevokeExpired) GetTokens() []*ObjectToken {
@@ -2118,7 +2235,7 @@ type MountSegment struct {
 
 func (x *MountSegment) Reset() {
 	*x = MountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2247,7 @@ func (x *MountSegment) String() string {
 func (*MountSegment) ProtoMessage() {}
 
 func (x *MountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2260,7 @@ func (x *MountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountSegment.ProtoReflect.Descriptor instead.
 func (*MountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MountSegment) GetSegment() *SegmentDesc {
@@ -2170,7 +2287,7 @@ type UnmountSegment struct {
 
 func (x *UnmountSegment) Reset() {
 	*x = UnmountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2299,7 @@ func (x *UnmountSegment) String() string {
 func (*UnmountSegment) ProtoMessage() {}
 
 func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2312,7 @@ func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountSegment.ProtoReflect.Descriptor instead.
 func (*UnmountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UnmountSegment) GetClientId() []byte {
@@ -2232,7 +2349,7 @@ type RegisterTenant struct {
 
 func (x *RegisterTenant) Reset() {
 	*x = RegisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2361,7 @@ func (x *RegisterTenant) String() string {
 func (*RegisterTenant) ProtoMessage() {}
 
 func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2374,7 @@ func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTenant.ProtoReflect.Descriptor instead.
 func (*RegisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RegisterTenant) GetName() string {
@@ -2288,7 +2405,7 @@ type UnregisterTenant struct {
 
 func (x *UnregisterTenant) Reset() {
 	*x = UnregisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2417,7 @@ func (x *UnregisterTenant) String() string {
 func (*UnregisterTenant) ProtoMessage() {}
 
 func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2430,7 @@ func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTenant.ProtoReflect.Descriptor instead.
 func (*UnregisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UnregisterTenant) GetName() string {
@@ -2343,7 +2460,7 @@ type SetQuota struct {
 
 func (x *SetQuota) Reset() {
 	*x = SetQuota{}
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2472,7 @@ func (x *SetQuota) String() string {
 func (*SetQuota) ProtoMessage() {}
 
 func (x *SetQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2485,7 @@ func (x *SetQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuota.ProtoReflect.Descriptor instead.
 func (*SetQuota) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetQuota) GetTenant() string {
@@ -2402,7 +2519,7 @@ type SetMember struct {
 
 func (x *SetMember) Reset() {
 	*x = SetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2531,7 @@ func (x *SetMember) String() string {
 func (*SetMember) ProtoMessage() {}
 
 func (x *SetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2544,7 @@ func (x *SetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
 func (*SetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SetMember) GetName() string {
@@ -2462,7 +2579,7 @@ type ForgetMember struct {
 
 func (x *ForgetMember) Reset() {
 	*x = ForgetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2591,7 @@ func (x *ForgetMember) String() string {
 func (*ForgetMember) ProtoMessage() {}
 
 func (x *ForgetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2604,7 @@ func (x *ForgetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
 func (*ForgetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ForgetMember) GetName() string {
@@ -2512,7 +2629,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2641,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2816,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12)\n" +
 	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
 	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
-	"stateEpoch\"\xc3\x01\n" +
+	"stateEpoch\"\xf5\x01\n" +
 	"\x05Evict\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\"\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12'\n" +
@@ -2707,7 +2824,18 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"unit_sizes\x18\x04 \x03(\rR\tunitSizes\x12\x1f\n" +
 	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
-	"stateEpoch\"_\n" +
+	"stateEpoch\x120\n" +
+	"\acolumns\x18\x06 \x01(\v2\x16.metad.v1.TokenColumnsR\acolumns\"\xeb\x01\n" +
+	"\fTokenColumns\x12\x18\n" +
+	"\atenants\x18\x01 \x03(\tR\atenants\x12.\n" +
+	"\x13tenant_instance_ids\x18\x02 \x03(\x04R\x11tenantInstanceIds\x12!\n" +
+	"\ftenant_index\x18\x03 \x03(\rR\vtenantIndex\x12\x1f\n" +
+	"\vkey_lengths\x18\x04 \x03(\rR\n" +
+	"keyLengths\x12\x12\n" +
+	"\x04keys\x18\x05 \x01(\fR\x04keys\x12\x1d\n" +
+	"\n" +
+	"object_ids\x18\x06 \x03(\x04R\tobjectIds\x12\x1a\n" +
+	"\bversions\x18\a \x03(\x04R\bversions\"_\n" +
 	"\rRevokeExpired\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\x1f\n" +
 	"\vstate_epoch\x18\x02 \x01(\x04R\n" +
@@ -2763,7 +2891,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -2786,18 +2914,19 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*BatchPutRevoke)(nil),     // 18: metad.v1.BatchPutRevoke
 	(*BatchRemove)(nil),        // 19: metad.v1.BatchRemove
 	(*Evict)(nil),              // 20: metad.v1.Evict
-	(*RevokeExpired)(nil),      // 21: metad.v1.RevokeExpired
-	(*MountSegment)(nil),       // 22: metad.v1.MountSegment
-	(*UnmountSegment)(nil),     // 23: metad.v1.UnmountSegment
-	(*RegisterTenant)(nil),     // 24: metad.v1.RegisterTenant
-	(*UnregisterTenant)(nil),   // 25: metad.v1.UnregisterTenant
-	(*SetQuota)(nil),           // 26: metad.v1.SetQuota
-	(*SetMember)(nil),          // 27: metad.v1.SetMember
-	(*ForgetMember)(nil),       // 28: metad.v1.ForgetMember
-	(*BatchPutStart_Item)(nil), // 29: metad.v1.BatchPutStart.Item
-	(*ReplicaConfig)(nil),      // 30: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 31: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 32: metad.v1.SegmentDesc
+	(*TokenColumns)(nil),       // 21: metad.v1.TokenColumns
+	(*RevokeExpired)(nil),      // 22: metad.v1.RevokeExpired
+	(*MountSegment)(nil),       // 23: metad.v1.MountSegment
+	(*UnmountSegment)(nil),     // 24: metad.v1.UnmountSegment
+	(*RegisterTenant)(nil),     // 25: metad.v1.RegisterTenant
+	(*UnregisterTenant)(nil),   // 26: metad.v1.UnregisterTenant
+	(*SetQuota)(nil),           // 27: metad.v1.SetQuota
+	(*SetMember)(nil),          // 28: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 29: metad.v1.ForgetMember
+	(*BatchPutStart_Item)(nil), // 30: metad.v1.BatchPutStart.Item
+	(*ReplicaConfig)(nil),      // 31: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 32: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 33: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -2815,40 +2944,41 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	18, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
 	19, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
 	20, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
-	21, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
-	22, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
-	23, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
-	24, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
-	25, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
-	26, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	27, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
-	28, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
-	30, // 23: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	22, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
+	23, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
+	24, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
+	25, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
+	26, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
+	27, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
+	28, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	29, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	31, // 23: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
 	0,  // 24: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	31, // 25: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	31, // 26: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	30, // 27: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	32, // 25: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	32, // 26: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	31, // 27: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
 	0,  // 28: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	31, // 29: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	31, // 30: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	32, // 29: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	32, // 30: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
 	6,  // 31: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	30, // 32: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	29, // 33: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	31, // 32: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	30, // 33: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
 	0,  // 34: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	31, // 35: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	31, // 36: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	32, // 35: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	32, // 36: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
 	6,  // 37: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
 	5,  // 38: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	31, // 39: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	32, // 39: metad.v1.Evict.tier:type_name -> metad.v1.Tier
 	1,  // 40: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	5,  // 41: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	32, // 42: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 43: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	21, // 41: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	5,  // 42: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	33, // 43: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 44: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -2887,7 +3017,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

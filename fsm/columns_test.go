@@ -1,0 +1,133 @@
+package fsm
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"pgregory.net/rapid"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// Any token list survives ColumnsTo, a wire round trip and columnsFrom unchanged, in order.
+func TestTokenColumnsRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tenants := []string{"default", "alpha", "beta"}
+		toks := rapid.SliceOf(rapid.Custom(func(t *rapid.T) store.ObjectToken {
+			return store.ObjectToken{
+				Tenant:   rapid.SampledFrom(tenants).Draw(t, "tenant"),
+				Instance: rapid.Uint64Range(1, 3).Draw(t, "instance"),
+				Key:      rapid.StringN(0, 40, -1).Draw(t, "key"),
+				ObjectID: rapid.Uint64().Draw(t, "id"),
+				Version:  rapid.Uint64().Draw(t, "version"),
+			}
+		})).Draw(t, "tokens")
+		wire, err := proto.Marshal(ColumnsTo(toks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c metadv1.TokenColumns
+		if err := proto.Unmarshal(wire, &c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := columnsFrom(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(toks) == 0 {
+			toks = nil
+		}
+		if len(got) == 0 {
+			got = nil
+		}
+		if !slices.Equal(got, toks) {
+			t.Fatalf("round trip: got %v, want %v", got, toks)
+		}
+		if len(c.GetTenants()) > len(tenants)*3 {
+			t.Fatalf("%d tenant entries for at most %d distinct (tenant, instance) pairs", len(c.GetTenants()), len(tenants)*3)
+		}
+	})
+}
+
+// An Evict in columns evicts what the same Evict as token messages does; malformed columns, or
+// both forms at once, reject the command whole with the state unchanged.
+func TestEvictColumns(t *testing.T) {
+	c1, seg := uuid(0xc1, 1), uuid(0x5e, 1)
+	setup := []*metadv1.Command{{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
+		Id: seg, Name: "s", Base: 1 << 32, Size: 1 << 20, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY, OwnerClientId: c1}}}}}
+	var toks []store.ObjectToken
+	for i, k := range []string{"a", "bb", "ccc", "dddd"} {
+		setup = append(setup,
+			&metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: c1, Key: []byte(k), Size: 100,
+				Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}},
+			&metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: c1, Key: []byte(k)}}})
+		toks = append(toks, store.ObjectToken{Tenant: "default", Instance: 1, Key: k, ObjectID: uint64(i + 1), Version: 2})
+	}
+	toks[2].Version = 7 // moved since "selection": skipped in both forms
+	fresh := func() *FSM {
+		f := newFSM(t)
+		applyCmds(t, f, 1, 1e9, setup...)
+		for _, tok := range toks {
+			if err := f.Store().WithObject("", tok.Key, func(o *store.LockedObject) error {
+				if got := o.Token(); got != tok && tok.Version != 7 {
+					t.Fatalf("object %q is %+v, the test expects %+v", tok.Key, got, tok)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f
+	}
+	evict := func(m *metadv1.Evict) *metadv1.Command {
+		m.Tier, m.UnitSizes = metadv1.Tier_TIER_MEMORY, []uint32{1, 1, 1, 1}
+		return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: m}}
+	}
+	var msgs []*metadv1.ObjectToken
+	for _, tok := range toks {
+		msgs = append(msgs, TokenTo(tok))
+	}
+	a, b := fresh(), fresh()
+	ra := applyCmds(t, a, 2, 2e9, evict(&metadv1.Evict{Tokens: msgs}))[0]
+	rb := applyCmds(t, b, 2, 2e9, evict(&metadv1.Evict{Columns: ColumnsTo(toks)}))[0]
+	want := []store.Reason{store.OK, store.OK, store.ObjectNotFound, store.OK}
+	if ra.Count != 3 || !slices.Equal(ra.Units, want) {
+		t.Fatalf("token messages: %+v", ra)
+	}
+	if rb.Count != ra.Count || rb.Bytes != ra.Bytes || !slices.Equal(rb.Units, ra.Units) {
+		t.Fatalf("columns: %+v, token messages: %+v", rb, ra)
+	}
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, a)), stateOnly(t, snapshotBytes(t, b))) {
+		t.Fatal("the two forms left different states")
+	}
+
+	before := stateOnly(t, snapshotBytes(t, fresh()))
+	bad := map[string]func(c *metadv1.TokenColumns){
+		"short versions":        func(c *metadv1.TokenColumns) { c.Versions = c.Versions[1:] },
+		"tenant index too high": func(c *metadv1.TokenColumns) { c.TenantIndex[3] = 1 },
+		"instances missing":     func(c *metadv1.TokenColumns) { c.TenantInstanceIds = nil },
+		"key past the end":      func(c *metadv1.TokenColumns) { c.KeyLengths[3]++ },
+		"keys left over":        func(c *metadv1.TokenColumns) { c.Keys = append(c.Keys, 'x') },
+	}
+	for name, spoil := range bad {
+		c := ColumnsTo(toks)
+		spoil(c)
+		f := fresh()
+		if r := applyCmds(t, f, 2, 2e9, evict(&metadv1.Evict{Columns: c}))[0]; r.Reason != store.InvalidParams || r.Count != 0 {
+			t.Fatalf("%s: %+v, want INVALID_PARAMS", name, r)
+		}
+		if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), before) {
+			t.Fatalf("%s: a rejected command changed the state", name)
+		}
+	}
+	f := fresh()
+	if r := applyCmds(t, f, 2, 2e9, evict(&metadv1.Evict{Tokens: msgs, Columns: ColumnsTo(toks)}))[0]; r.Reason != store.InvalidParams {
+		t.Fatalf("both forms: %+v, want INVALID_PARAMS", r)
+	}
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), before) {
+		t.Fatal("both forms: the state changed")
+	}
+}
