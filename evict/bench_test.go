@@ -18,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
 	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
@@ -153,6 +157,7 @@ func benchForeground(b *testing.B, group int) {
 	evicted := before + int64(under.puts) - l.Status().Objects
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
+	b.Logf("eviction rounds: %s", c.roundStats())
 	b.Logf("process, no eviction:  %s", base.rt)
 	b.Logf("process, evicting:     %s", under.rt)
 	b.ReportMetric(float64(evicted), "evicted")
@@ -297,6 +302,24 @@ func startProfile(b *testing.B, group int, suffix string) func() {
 		_ = f.Close()
 		allocs(".allocs1")
 	}
+}
+
+// roundStats sums the evictors' memory rounds: how they ended, and the censuses they took.
+func (c *cluster) roundStats() string {
+	var done, noSlot, other, censuses float64
+	var censusSecs float64
+	for _, ev := range c.evs {
+		done += testutil.ToFloat64(ev.m.rounds.WithLabelValues("memory", "done"))
+		noSlot += testutil.ToFloat64(ev.m.rounds.WithLabelValues("memory", "no_slot"))
+		other += testutil.ToFloat64(ev.m.rounds.WithLabelValues("memory", "not_leader")) +
+			testutil.ToFloat64(ev.m.rounds.WithLabelValues("memory", "failed"))
+		var m dto.Metric
+		if err := ev.m.census.WithLabelValues("memory").(prometheus.Metric).Write(&m); err == nil {
+			censuses += float64(m.GetHistogram().GetSampleCount())
+			censusSecs += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return fmt.Sprintf("%.0f done, %.0f without a slot, %.0f other; %.0f censuses taking %.1fs", done, noSlot, other, censuses, censusSecs)
 }
 
 func benchKey(i int) string { return fmt.Sprintf("obj-%09d", i) }

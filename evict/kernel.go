@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"metad/fsm"
@@ -193,15 +194,47 @@ func (a rank) cmp(b rank) int {
 // and a candidate younger than everything kept costs one comparison.
 //
 // The heap holds ranks by value and the units sit in a slab whose slots are reused when a unit is
-// dropped: a census that offers a million units allocates no more than the slab's growth, and
-// sifting compares integers in one array instead of chasing a pointer per comparison.
+// dropped: sifting compares integers in one array instead of chasing a pointer per comparison. The
+// slab and the heap come from selBufs and go back when the round is over (release): a drain of a
+// million objects takes several censuses of up to RoundLimit units each, and growing fresh arrays
+// for each would cost several times their size in garbage, which every node's collector pays for.
 type selection struct {
-	heap  []rank // max-heap: heap[0] is the youngest unit kept
-	units []unit // slab; heap[i].slot indexes it
-	free  []int  // slots of dropped units
+	*selBuf
 	total uint64
 	need  uint64
 	max   int
+}
+
+// selBuf is a selection's storage.
+type selBuf struct {
+	heap  []rank // max-heap: heap[0] is the youngest unit kept
+	units []unit // slab; heap[i].slot indexes it
+	free  []int  // slots of dropped units
+}
+
+var selBufs = sync.Pool{New: func() any { return new(selBuf) }}
+
+func newSelection(need uint64, max int) *selection {
+	return &selection{selBuf: selBufs.Get().(*selBuf), need: need, max: max}
+}
+
+// release returns the selection's storage; no unit sorted returned may be used after it.
+func (s *selection) release() {
+	b := s.selBuf
+	clear(b.units) // drop the handles and states, or the pool would keep evicted objects alive
+	b.units, b.heap, b.free = b.units[:0], b.heap[:0], b.free[:0]
+	s.selBuf = nil
+	selBufs.Put(b)
+}
+
+// grow returns xs with room for one more element: at least doubled, never past limit (the most a
+// selection holds at once) unless it must.
+func grow[T any](xs []T, limit int) []T {
+	if len(xs) < cap(xs) {
+		return xs
+	}
+	c := min(max(2*cap(xs), 64), limit)
+	return slices.Grow(xs, max(c, len(xs)+1)-len(xs))
 }
 
 // add offers a unit; it is copied into the slab only if kept.
@@ -216,9 +249,9 @@ func (s *selection) add(u *unit) {
 		s.units[r.slot] = *u
 	} else {
 		r.slot = len(s.units)
-		s.units = append(s.units, *u)
+		s.units = append(grow(s.units, s.max+1), *u)
 	}
-	s.heap = append(s.heap, r)
+	s.heap = append(grow(s.heap, s.max+1), r)
 	s.up(len(s.heap) - 1)
 	s.total += r.weight
 	for len(s.heap) > 1 && (s.total-s.heap[0].weight >= s.need || len(s.heap) > s.max) {
@@ -263,12 +296,12 @@ func (s *selection) down(i int) {
 	}
 }
 
-// sorted returns the kept units, oldest first (pointers into the slab).
+// sorted returns the kept units, oldest first (pointers into the slab, valid until release). It
+// sorts the heap in place: nothing may be added after it.
 func (s *selection) sorted() []*unit {
-	rs := slices.Clone(s.heap)
-	slices.SortFunc(rs, rank.cmp)
-	out := make([]*unit, len(rs))
-	for i, r := range rs {
+	slices.SortFunc(s.heap, rank.cmp)
+	out := make([]*unit, len(s.heap))
+	for i, r := range s.heap {
 		out[i] = &s.units[r.slot]
 	}
 	return out
@@ -315,11 +348,12 @@ func (sp *spec) check(st *store.ObjectState, now int64, leased, marked bool) (so
 // census is steps 1 to 3: it reads every handle (of one tenant for KindTenantQuota) in chunks with
 // no lock held, keeps the candidates, maps group members to their group (a group is a candidate
 // only if every member is), and returns the units of pass 1 (unpinned) and pass 2 (soft-pinned),
-// each oldest first and only as many as cover the target.
-func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit) {
+// each oldest first and only as many as cover the target. The units live in storage the round gives
+// back by calling release once it is done with them.
+func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit, release func()) {
 	need := sp.target + sp.target/4 + 1 // spares for candidates that fail revalidation
-	p1 := &selection{need: need, max: e.cfg.RoundLimit}
-	p2 := &selection{need: need, max: e.cfg.RoundLimit}
+	p1 := newSelection(need, e.cfg.RoundLimit)
+	p2 := newSelection(need, e.cfg.RoundLimit)
 	groups := map[*store.GroupEntry]*groupAcc{}
 	floor := s.LeaseFloor()
 	visit := func(hs []store.ObjectHandle) bool {
@@ -403,18 +437,18 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 			p1.add(&u)
 		}
 	}
-	return p1.sorted(), p2.sorted()
+	return p1.sorted(), p2.sorted(), func() { p1.release(); p2.release() }
 }
 
 // revalidate is step 5 for one unit: under the group's lock and then its members' in key order (a
 // singleton: its own lock), it checks that the unit is what the census saw (tenant instance, object
 // ids, versions, the same members) and still evictable at now (lease, pins, lifecycle, PROCESSING,
-// marks), and if so marks every member for unlink and returns their tokens in key order.
-func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *skips) ([]store.ObjectToken, bool) {
+// marks), and if so marks every member for unlink and appends their tokens, in key order, to dst.
+func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *skips, dst []store.ObjectToken) ([]store.ObjectToken, bool) {
 	t := u.tenant()
 	if cur := s.Tenants().Lookup(t.Name()); cur != t || t.Life() != store.TenantOpen {
 		sk[skipTenantClosed] += uint64(u.size())
-		return nil, false
+		return dst, false
 	}
 	pass2 := u.soft
 	why := skipChanged
@@ -434,12 +468,12 @@ func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *s
 		}
 		return true
 	}
-	var toks []store.ObjectToken
+	marked := false
 	if u.group == nil {
 		err := s.WithHandle(u.one.h, func(o *store.LockedObject) error {
 			if checkOne(o, u.one) {
 				o.SetMark(true)
-				toks = append(toks, o.Token())
+				dst, marked = append(dst, o.Token()), true
 			}
 			return nil
 		})
@@ -457,25 +491,25 @@ func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *s
 					return nil
 				}
 			}
-			toks = make([]store.ObjectToken, len(os))
-			for i, o := range os {
+			for _, o := range os {
 				o.SetMark(true)
-				toks[i] = o.Token()
+				dst = append(dst, o.Token())
 			}
+			marked = true
 			return nil
 		})
 		if err != nil {
 			why = skipGroupChanged
 		}
 	}
-	if toks == nil {
+	if !marked {
 		sk[why]++
 		if n := u.size(); n > 1 {
 			sk[skipGroupMember] += uint64(n - 1)
 		}
-		return nil, false
+		return dst, false
 	}
-	return toks, true
+	return dst, true
 }
 
 // outcome is what a round did, in the spec's weight.
@@ -492,6 +526,10 @@ type outcome struct {
 // mark a batch of units, propose one Evict with their tokens in units, clear the marks once the
 // outcome is known (the evicted are gone, the rest must be readable again), and count.
 func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []*unit, goal uint64, out *outcome, sk *skips) error {
+	// A batch's lists, reused by the next batch once its proposal's outcome is known.
+	var toks []store.ObjectToken
+	var sizes []uint32
+	var batch []*unit
 	for i := 0; i < len(units) && out.freed < goal; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -505,19 +543,17 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		}
 		now := e.now()
 		floor := s.LeaseFloor()
-		var toks []store.ObjectToken
-		var sizes []uint32
-		var batch []*unit
+		toks, sizes, batch = toks[:0], sizes[:0], batch[:0]
 		var pending uint64
 		for i < len(units) && len(toks) < e.cfg.BatchSize && out.freed+pending < goal {
 			u := units[i]
 			i++
-			ut, ok := e.revalidate(s, sp, u, now, sk)
-			if !ok {
+			n0 := len(toks)
+			var ok bool
+			if toks, ok = e.revalidate(s, sp, u, now, sk, toks); !ok {
 				continue
 			}
-			toks = append(toks, ut...)
-			sizes = append(sizes, uint32(len(ut)))
+			sizes = append(sizes, uint32(len(toks)-n0))
 			batch = append(batch, u)
 			pending += u.weight
 		}
@@ -600,7 +636,8 @@ func (e *Evictor) round(ctx context.Context, s *store.Store, sp *spec) (outcome,
 	}()
 	start := time.Now()
 	now := e.now()
-	pass1, pass2 := e.census(s, sp, now, &sk)
+	pass1, pass2, release := e.census(s, sp, now, &sk)
+	defer release()
 	e.m.census.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	if e.afterCensus != nil {
 		e.afterCensus(pass1, pass2)

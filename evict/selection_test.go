@@ -39,7 +39,7 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 			want = append(want, u.key())
 			sum += u.weight
 		}
-		sel := &selection{need: need, max: max}
+		sel := newSelection(need, max)
 		for _, i := range rnd.Perm(n) {
 			sel.add(&us[i])
 		}
@@ -47,6 +47,7 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 		for _, u := range sel.sorted() {
 			got = append(got, u.key())
 		}
+		sel.release()
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: need %d max %d: kept %v, want %v", trial, need, max, got, want)
 		}
