@@ -443,12 +443,13 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 // revalidate is step 5 for one unit: under the group's lock and then its members' in key order (a
 // singleton: its own lock), it checks that the unit is what the census saw (tenant instance, object
 // ids, versions, the same members) and still evictable at now (lease, pins, lifecycle, PROCESSING,
-// marks), and if so marks every member for unlink and appends their tokens, in key order, to dst.
-func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *skips, dst []store.ObjectToken) ([]store.ObjectToken, bool) {
+// marks), and if so marks every member for unlink and appends their tokens and handles, in key
+// order, to b.
+func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *skips, b *marked) bool {
 	t := u.tenant()
 	if cur := s.Tenants().Lookup(t.Name()); cur != t || t.Life() != store.TenantOpen {
 		sk[skipTenantClosed] += uint64(u.size())
-		return dst, false
+		return false
 	}
 	pass2 := u.soft
 	why := skipChanged
@@ -468,12 +469,13 @@ func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *s
 		}
 		return true
 	}
-	marked := false
+	ok := false
 	if u.group == nil {
 		err := s.WithHandle(u.one.h, func(o *store.LockedObject) error {
 			if checkOne(o, u.one) {
 				o.SetMark(true)
-				dst, marked = append(dst, o.Token()), true
+				b.add(o)
+				ok = true
 			}
 			return nil
 		})
@@ -493,24 +495,41 @@ func (e *Evictor) revalidate(s *store.Store, sp *spec, u *unit, now int64, sk *s
 			}
 			for _, o := range os {
 				o.SetMark(true)
-				dst = append(dst, o.Token())
+				b.add(o)
 			}
-			marked = true
+			ok = true
 			return nil
 		})
 		if err != nil {
 			why = skipGroupChanged
 		}
 	}
-	if !marked {
+	if !ok {
 		sk[why]++
 		if n := u.size(); n > 1 {
 			sk[skipGroupMember] += uint64(n - 1)
 		}
-		return dst, false
+		return false
 	}
-	return dst, true
+	return true
 }
+
+// marked is a batch's marked objects: their tokens (for the Evict command) and the entries that
+// carry the marks (to clear them without looking the keys up again).
+type marked struct {
+	toks []store.ObjectToken
+	hs   []store.ObjectHandle
+}
+
+func (b *marked) add(o *store.LockedObject) {
+	b.toks = append(b.toks, o.Token())
+	b.hs = append(b.hs, o.Handle())
+}
+
+func (b *marked) reset() { b.toks, b.hs = b.toks[:0], b.hs[:0] }
+
+// clear clears the batch's marks.
+func (b *marked) clear(s *store.Store) { s.ClearHandleMarks(b.hs, b.toks) }
 
 // outcome is what a round did, in the spec's weight.
 type outcome struct {
@@ -527,7 +546,7 @@ type outcome struct {
 // outcome is known (the evicted are gone, the rest must be readable again), and count.
 func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []*unit, goal uint64, out *outcome, sk *skips) error {
 	// A batch's lists, reused by the next batch once its proposal's outcome is known.
-	var toks []store.ObjectToken
+	var mk marked
 	var sizes []uint32
 	var batch []*unit
 	for i := 0; i < len(units) && out.freed < goal; {
@@ -543,21 +562,21 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		}
 		now := e.now()
 		floor := s.LeaseFloor()
-		toks, sizes, batch = toks[:0], sizes[:0], batch[:0]
+		mk.reset()
+		sizes, batch = sizes[:0], batch[:0]
 		var pending uint64
-		for i < len(units) && len(toks) < e.cfg.BatchSize && out.freed+pending < goal {
+		for i < len(units) && len(mk.toks) < e.cfg.BatchSize && out.freed+pending < goal {
 			u := units[i]
 			i++
-			n0 := len(toks)
-			var ok bool
-			if toks, ok = e.revalidate(s, sp, u, now, sk, toks); !ok {
+			n0 := len(mk.toks)
+			if !e.revalidate(s, sp, u, now, sk, &mk) {
 				continue
 			}
-			sizes = append(sizes, uint32(len(toks)-n0))
+			sizes = append(sizes, uint32(len(mk.toks)-n0))
 			batch = append(batch, u)
 			pending += u.weight
 		}
-		if len(toks) == 0 {
+		if len(mk.toks) == 0 {
 			slot.Release()
 			continue
 		}
@@ -565,14 +584,14 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		// being marked: its marks may be gone and reads may lease these objects; drop the batch.
 		if s.LeaseFloor() != floor {
 			slot.Release()
-			s.ClearMarks(toks)
+			mk.clear(s)
 			return ErrNotLeader
 		}
 		if e.beforePropose != nil {
-			e.beforePropose(toks)
+			e.beforePropose(mk.toks)
 		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{
-			Columns: fsm.ColumnsTo(toks), Tier: fsm.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
+			Columns: fsm.ColumnsTo(mk.toks), Tier: fsm.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
 		pctx := ctx
 		if sp.detach {
 			pctx = context.WithoutCancel(ctx)
@@ -585,12 +604,12 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 			// the marks now would let a Get lease an object it is about to evict, so they stay:
 			// they are leader soft state, dropped by the next term's ResetSoftState, and until
 			// then the batch's objects read as gone on this leader.
-			e.m.marksKept.Add(float64(len(toks)))
-			return fmt.Errorf("evict: propose %d objects, outcome unknown, marks kept: %w", len(toks), err)
+			e.m.marksKept.Add(float64(len(mk.toks)))
+			return fmt.Errorf("evict: propose %d objects, outcome unknown, marks kept: %w", len(mk.toks), err)
 		}
-		s.ClearMarks(toks)
+		mk.clear(s)
 		if err != nil {
-			return fmt.Errorf("evict: propose %d objects: %w", len(toks), err)
+			return fmt.Errorf("evict: propose %d objects: %w", len(mk.toks), err)
 		}
 		if res.Reason != store.OK || len(res.Units) != len(batch) {
 			return fmt.Errorf("%w: %s: %s (%d results for %d units)", ErrRejected, res.Reason, res.Message, len(res.Units), len(batch))

@@ -686,6 +686,23 @@ func TestHandleAndTokenFencing(t *testing.T) {
 		if marked(t, tenant, key) {
 			t.Errorf("ClearMarks with the new token left the mark")
 		}
+		// The same through handles: the old handle's entry is not the new object's, and the new
+		// object's entry with the old token is left alone too.
+		if newTok, err = s.PrepareRemove(50*sec, tenant, key, true); err != nil {
+			t.Fatalf("PrepareRemove of the new object: %v", err)
+		}
+		var nh ObjectHandle
+		if err := s.WithObject(tenant, key, func(o *LockedObject) error { nh = o.Handle(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		s.ClearHandleMarks([]ObjectHandle{h, nh}, []ObjectToken{newTok, tok})
+		if !marked(t, tenant, key) {
+			t.Errorf("ClearHandleMarks with the old handle or the old token cleared the new object's mark")
+		}
+		s.ClearHandleMarks([]ObjectHandle{nh}, []ObjectToken{newTok})
+		if marked(t, tenant, key) {
+			t.Errorf("ClearHandleMarks with the new object's handle and token left the mark")
+		}
 		// Erasing by the old token leaves the new object.
 		for _, mv := range []bool{false, true} {
 			wantReason(t, s.EraseTokens([]ObjectToken{tok}, mv)[0], ObjectNotFound)

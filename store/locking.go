@@ -32,6 +32,9 @@ func (o *LockedObject) State() *ObjectState { o.check(); return o.e.State() }
 // Token returns the token of the state seen now.
 func (o *LockedObject) Token() ObjectToken { o.check(); return tokenOf(o.t, o.e) }
 
+// Handle returns a handle on the locked object's entry (for ClearHandleMarks after the lock).
+func (o *LockedObject) Handle() ObjectHandle { o.check(); return ObjectHandle{Tenant: o.t, Entry: o.e} }
+
 // Marked reports the leader's pending-unlink mark.
 func (o *LockedObject) Marked() bool { o.check(); return o.e.markedLocked() }
 

@@ -272,6 +272,24 @@ func (s *Store) PrepareRemoveGroup(now int64, tenant, group string, force bool) 
 	return gt, toks, err
 }
 
+// ClearHandleMarks is ClearMarks for a caller that holds the entries it marked: hs[i] is the entry
+// marked for toks[i] (LockedObject.Handle). It clears each mark with no key lookup, so clearing the
+// marks of a large eviction costs a lock per object instead of a lookup in a map of millions. An
+// entry whose object is no longer toks[i]'s (or none, or erased) is left alone, as ClearMarks does.
+func (s *Store) ClearHandleMarks(hs []ObjectHandle, toks []ObjectToken) {
+	if len(hs) != len(toks) {
+		panic("store: ClearHandleMarks with different numbers of handles and tokens")
+	}
+	for i, h := range hs {
+		e := h.Entry
+		e.mu.Lock()
+		if st := e.State(); st != nil && st.ID == toks[i].ObjectID && h.Tenant.instance == toks[i].Instance && e.Life() == Active {
+			e.setMarkLocked(false)
+		}
+		e.mu.Unlock()
+	}
+}
+
 // ClearMarks clears the unlink marks of the tokens' objects (a proposal failed). A token whose object
 // was erased or recreated meanwhile is ignored.
 func (s *Store) ClearMarks(tokens []ObjectToken) {
