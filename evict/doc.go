@@ -34,14 +34,15 @@
 //     makes the check fail. Locks are released
 //     before proposing.
 //  6. Propose. One Evict command carries the batch's tokens (object id and version), unit by unit
-//     (unit_sizes). Every node applies store.EvictUnits: a unit is evicted only if every token still
+//     (unit_sizes), in columns (fsm.ColumnsTo: a token costs its key and a few varints). Every node applies store.EvictUnits: a unit is evicted only if every token still
 //     matches and, for a group, names exactly its members; otherwise none of it is. So a write
 //     (PutEnd, upsert) between mark and commit moves a version and saves that unit; an erase and
 //     recreate under the same key has a new object id and survives; a group is never half evicted,
 //     on any node. Apply reads no clock and no soft state: leases and marks decided only what the
 //     leader proposed.
-//  7. Clear and count. Once the proposal's outcome is known the marks are cleared (evicted objects
-//     are gone, the rest must be readable again), also when it certainly failed; metrics are
+//  7. Clear and count. Once the proposal's outcome is known the marks are cleared through the
+//     entries revalidation marked (store.ClearHandleMarks, no key lookup; evicted objects are
+//     gone, the rest must be readable again), also when it certainly failed; metrics are
 //     updated after every lock is released. When the outcome is unknown (the wait was cancelled,
 //     or Raft could not say) and the node still leads, the marks stay: clearing them would let a
 //     Get lease an object the entry may still evict. They are leader soft state, dropped by the
