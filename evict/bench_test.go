@@ -70,6 +70,48 @@ type phaseStats struct {
 	getP99, putP99   time.Duration
 	getRate, putRate float64
 	rt               runtimeUse
+	rb               barrierUse
+}
+
+// barrierUse is the leader's read barrier over a phase (ha's read-barrier histograms): rounds, and
+// seconds spent confirming leadership (VerifyLeader) and waiting for apply. Gets are closed-loop
+// behind these rounds, so their mean is what Get throughput follows.
+type barrierUse struct {
+	rounds       uint64
+	verify, wait float64
+}
+
+func readBarrierUse(b *testing.B, g prometheus.Gatherer) barrierUse {
+	mfs, err := g.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var u barrierUse
+	for _, mf := range mfs {
+		if len(mf.GetMetric()) == 0 {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		switch mf.GetName() {
+		case "metad_raft_read_barrier_verify_seconds":
+			u.rounds, u.verify = h.GetSampleCount(), h.GetSampleSum()
+		case "metad_raft_read_barrier_apply_wait_seconds":
+			u.wait = h.GetSampleSum()
+		}
+	}
+	return u
+}
+
+func (u barrierUse) since(t barrierUse) barrierUse {
+	return barrierUse{rounds: u.rounds - t.rounds, verify: u.verify - t.verify, wait: u.wait - t.wait}
+}
+
+func (u barrierUse) String() string {
+	if u.rounds == 0 {
+		return "no rounds"
+	}
+	n := float64(u.rounds)
+	return fmt.Sprintf("%d rounds, VerifyLeader mean %.0f us, apply wait mean %.1f us", u.rounds, u.verify/n*1e6, u.wait/n*1e6)
 }
 
 // runtimeUse is what the process spent during a phase, from runtime/metrics: CPU time (user Go code
@@ -141,16 +183,20 @@ func benchForeground(b *testing.B, group int) {
 	b.ReportMetric((float64(rss1)-float64(rss0))/3/(float64(n)/1e6)/(1<<20), "RSS-MiB/Mobject")
 
 	l := c.leader()
+	reg := prometheus.NewRegistry()
+	if err := l.RegisterMetrics(reg); err != nil {
+		b.Fatal(err)
+	}
 	var putSeq atomic.Int64
 	stopProfile := startProfile(b, group, ".base")
-	base := runPhase(b, l, n, &putSeq)
+	base := runPhase(b, l, reg, n, &putSeq)
 	stopProfile()
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
 	stopProfile = startProfile(b, group, "")
 	stopProgress := logProgress(b, l, before)
 	c.start()
-	under := runPhase(b, l, n, &putSeq)
+	under := runPhase(b, l, reg, n, &putSeq)
 	c.stopEvictors()
 	stopProgress()
 	stopProfile()
@@ -158,6 +204,8 @@ func benchForeground(b *testing.B, group int) {
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
 	b.Logf("eviction rounds: %s", c.roundStats())
+	b.Logf("read barrier, no eviction:  %s", base.rb)
+	b.Logf("read barrier, evicting:     %s", under.rb)
 	b.Logf("process, no eviction:  %s", base.rt)
 	b.Logf("process, evicting:     %s", under.rt)
 	b.ReportMetric(float64(evicted), "evicted")
@@ -173,13 +221,13 @@ func benchForeground(b *testing.B, group int) {
 
 // runPhase runs Get load (a linearizable read: read barrier, then the store) on the hot set and
 // PutStart+PutEnd load (PutEnd timed) on new keys, through the leader, for -evict.phase.
-func runPhase(b *testing.B, l *ha.Node, n int, putSeq *atomic.Int64) phaseStats {
+func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *atomic.Int64) phaseStats {
 	ctx, cancel := context.WithTimeout(context.Background(), *benchPhaseLen)
 	defer cancel()
 	getLat := make([][]time.Duration, benchReaders)
 	putLat := make([][]time.Duration, benchWriters)
 	var wg sync.WaitGroup
-	rt0 := readRuntime()
+	rt0, rb0 := readRuntime(), readBarrierUse(b, reg)
 	for r := range benchReaders {
 		wg.Add(1)
 		go func() {
@@ -232,7 +280,7 @@ func runPhase(b *testing.B, l *ha.Node, n int, putSeq *atomic.Int64) phaseStats 
 	}
 	wg.Wait()
 	secs := benchPhaseLen.Seconds()
-	st := phaseStats{rt: readRuntime().since(rt0)}
+	st := phaseStats{rt: readRuntime().since(rt0), rb: readBarrierUse(b, reg).since(rb0)}
 	st.gets, st.getP99 = p99(getLat)
 	st.puts, st.putP99 = p99(putLat)
 	st.getRate, st.putRate = float64(st.gets)/secs, float64(st.puts)/secs

@@ -13,6 +13,8 @@ type metrics struct {
 	commitApply   prometheus.Histogram // entry handed to Raft -> committed and applied
 	entryCommands prometheus.Histogram // commands per log entry
 	leaderChanges prometheus.Counter
+	readVerify    prometheus.Histogram // read barrier: VerifyLeader (a heartbeat round through the Raft loop)
+	readApply     prometheus.Histogram // read barrier: waiting for apply to reach the recorded commit index
 }
 
 func newMetrics() *metrics {
@@ -31,12 +33,23 @@ func newMetrics() *metrics {
 			Name: "metad_raft_leadership_changes_total",
 			Help: "Times this node gained or lost leadership.",
 		}),
+		readVerify: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "metad_raft_read_barrier_verify_seconds",
+			Help:    "Read barrier rounds: time to confirm leadership (VerifyLeader, a heartbeat round served by the Raft loop).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		readApply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "metad_raft_read_barrier_apply_wait_seconds",
+			Help:    "Read barrier rounds: time waiting for the state machine to apply the commit index recorded at the round's start.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
 	}
 }
 
 // RegisterMetrics registers the node's metrics on reg.
 func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{n.metrics.commitApply, n.metrics.entryCommands, n.metrics.leaderChanges, &raftCollector{n: n}} {
+	for _, c := range []prometheus.Collector{n.metrics.commitApply, n.metrics.entryCommands, n.metrics.leaderChanges,
+		n.metrics.readVerify, n.metrics.readApply, &raftCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -156,7 +156,11 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 	n.proposer.ready = n.ready.Load
 	n.proposer.onEntry = func(c int) { n.metrics.entryCommands.Observe(float64(c)) }
 	n.proposer.onDone = func(d time.Duration) { n.metrics.commitApply.Observe(d.Seconds()) }
-	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, ready: n.readReady, stop: n.stop}
+	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, ready: n.readReady, stop: n.stop,
+		observe: func(verify, wait time.Duration) {
+			n.metrics.readVerify.Observe(verify.Seconds())
+			n.metrics.readApply.Observe(wait.Seconds())
+		}}
 	n.wg.Add(1)
 	go n.watchLeadership()
 	ok = true

@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -20,6 +21,9 @@ type readBarrier struct {
 	applied *appliedWaiter
 	ready   func() error    // nil when this node may serve linearizable reads (leader, term's barrier done)
 	stop    <-chan struct{} // closed when the node shuts down
+	// observe, when set, is told how long each successful round spent confirming leadership and
+	// then waiting for apply (metrics).
+	observe func(verify, applyWait time.Duration)
 
 	mu      sync.Mutex
 	waiters []chan error
@@ -72,15 +76,20 @@ func (b *readBarrier) rounds() {
 }
 
 func (b *readBarrier) round() error {
+	start := time.Now()
 	idx := b.raft.CommitIndex()
 	if err := b.raft.VerifyLeader().Error(); err != nil {
 		return err
 	}
+	verified := time.Now()
 	if err := b.ready(); err != nil {
 		return err
 	}
 	if !b.applied.waitFor(idx, b.stop) {
 		return ErrShutdown
+	}
+	if b.observe != nil {
+		b.observe(verified.Sub(start), time.Since(verified))
 	}
 	return nil
 }
