@@ -195,9 +195,12 @@ func (a rank) cmp(b rank) int {
 //
 // The heap holds ranks by value and the units sit in a slab whose slots are reused when a unit is
 // dropped: sifting compares integers in one array instead of chasing a pointer per comparison. The
-// slab and the heap come from selBufs and go back when the round is over (release): a drain of a
-// million objects takes several censuses of up to RoundLimit units each, and growing fresh arrays
-// for each would cost several times their size in garbage, which every node's collector pays for.
+// slab is pages of slabPage units, so it grows without copying and no single allocation, copy or
+// clear of pointerful memory is large: the runtime does those without a preemption point, and a
+// collection that must stop the world waits for them while every other goroutine, Raft's
+// heartbeats included, is stopped. The storage comes from selBufs and goes back when the round is
+// over (release): a drain of a million objects would otherwise leave its size in garbage for every
+// node's collector.
 type selection struct {
 	*selBuf
 	total uint64
@@ -207,10 +210,14 @@ type selection struct {
 
 // selBuf is a selection's storage.
 type selBuf struct {
-	heap  []rank // max-heap: heap[0] is the youngest unit kept
-	units []unit // slab; heap[i].slot indexes it
-	free  []int  // slots of dropped units
+	heap  []rank   // max-heap: heap[0] is the youngest unit kept; no pointers
+	pages [][]unit // the slab: slot i is pages[i/slabPage][i%slabPage]
+	used  int      // slots handed out (free ones included)
+	free  []int    // slots of dropped units
 }
+
+// slabPage is units per slab page (128 KiB).
+const slabPage = 1024
 
 var selBufs = sync.Pool{New: func() any { return new(selBuf) }}
 
@@ -218,23 +225,17 @@ func newSelection(need uint64, max int) *selection {
 	return &selection{selBuf: selBufs.Get().(*selBuf), need: need, max: max}
 }
 
+func (b *selBuf) unit(slot int) *unit { return &b.pages[slot/slabPage][slot%slabPage] }
+
 // release returns the selection's storage; no unit sorted returned may be used after it.
 func (s *selection) release() {
 	b := s.selBuf
-	clear(b.units) // drop the handles and states, or the pool would keep evicted objects alive
-	b.units, b.heap, b.free = b.units[:0], b.heap[:0], b.free[:0]
+	for i := 0; i*slabPage < b.used; i++ {
+		clear(b.pages[i]) // drop handles and states, or the pool would keep evicted objects alive
+	}
+	b.heap, b.used, b.free = b.heap[:0], 0, b.free[:0]
 	s.selBuf = nil
 	selBufs.Put(b)
-}
-
-// grow returns xs with room for one more element: at least doubled, never past limit (the most a
-// selection holds at once) unless it must.
-func grow[T any](xs []T, limit int) []T {
-	if len(xs) < cap(xs) {
-		return xs
-	}
-	c := min(max(2*cap(xs), 64), limit)
-	return slices.Grow(xs, max(c, len(xs)+1)-len(xs))
 }
 
 // add offers a unit; it is copied into the slab only if kept.
@@ -246,18 +247,21 @@ func (s *selection) add(u *unit) {
 	if n := len(s.free); n > 0 {
 		r.slot = s.free[n-1]
 		s.free = s.free[:n-1]
-		s.units[r.slot] = *u
 	} else {
-		r.slot = len(s.units)
-		s.units = append(grow(s.units, s.max+1), *u)
+		r.slot = s.used
+		if s.used == len(s.pages)*slabPage {
+			s.pages = append(s.pages, make([]unit, slabPage))
+		}
+		s.used++
 	}
-	s.heap = append(grow(s.heap, s.max+1), r)
+	*s.unit(r.slot) = *u
+	s.heap = append(s.heap, r)
 	s.up(len(s.heap) - 1)
 	s.total += r.weight
 	for len(s.heap) > 1 && (s.total-s.heap[0].weight >= s.need || len(s.heap) > s.max) {
 		top := s.heap[0]
 		s.total -= top.weight
-		s.units[top.slot] = unit{} // drop its references for the collector
+		*s.unit(top.slot) = unit{} // drop its references for the collector
 		s.free = append(s.free, top.slot)
 		last := len(s.heap) - 1
 		s.heap[0] = s.heap[last]
@@ -302,7 +306,7 @@ func (s *selection) sorted() []*unit {
 	slices.SortFunc(s.heap, rank.cmp)
 	out := make([]*unit, len(s.heap))
 	for i, r := range s.heap {
-		out[i] = &s.units[r.slot]
+		out[i] = s.unit(r.slot)
 	}
 	return out
 }
