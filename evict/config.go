@@ -45,12 +45,12 @@ type Config struct {
 	BatchSize int
 	// RoundLimit (round_limit): eviction units (singletons or groups) one round selects at most. A
 	// larger target takes several rounds, each with a fresh census, so the selection stays bounded
-	// and its ranking up to date. A census reads every object (a cache miss or more each), which
-	// costs the foreground more than holding a large selection does (its storage is pooled and
-	// compared by value), so the limit is large enough that draining most of a million objects
-	// takes one census. Default 1048576: at most about 170 MB of selection (128 B per unit in the
-	// slab, 40 B in the heap), held only while a round runs. Chosen with bench-evict
-	// (docs/performance.md).
+	// and its ranking up to date. A census reads every object (a cache miss or more each), so the
+	// limit is large enough that a drain of a few hundred thousand objects takes a few censuses.
+	// Default 262144: at most about 45 MB of selection (128 B per unit in the slab, 40 B in the
+	// heap), held only while a round runs. 1048576 (one census for such a drain) gave better
+	// foreground figures in most bench-evict runs but lost the leader at the start of the eviction
+	// phase in 3 of 17 (docs/performance.md); 262144 never did.
 	RoundLimit int
 
 	// PutReleaseTimeout (put_release_timeout): a write PROCESSING longer than this (since its
@@ -72,7 +72,7 @@ func DefaultConfig() Config {
 		IdleInterval:         250 * time.Millisecond,
 		CensusChunk:          store.DefaultCensusChunk,
 		BatchSize:            2048,
-		RoundLimit:           1 << 20,
+		RoundLimit:           262144,
 		PutReleaseTimeout:    600 * time.Second,
 		ReapInterval:         10 * time.Second,
 	}
