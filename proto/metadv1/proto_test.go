@@ -183,7 +183,7 @@ func TestCommandCaseNames(t *testing.T) {
 		inOneof[fd.Message().FullName()] = true
 	}
 	// Top-level messages of command.proto that are operations must be cases; the helpers are listed.
-	helpers := map[protoreflect.Name]bool{"Envelope": true, "Command": true, "ObjectToken": true, "ObjectRef": true}
+	helpers := map[protoreflect.Name]bool{"Envelope": true, "Command": true, "ObjectToken": true, "TokenColumns": true, "ObjectRef": true}
 	msgs := metadv1.File_metadv1_command_proto.Messages()
 	for i := 0; i < msgs.Len(); i++ {
 		md := msgs.Get(i)
