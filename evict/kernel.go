@@ -172,7 +172,7 @@ type rank struct {
 	inst   uint64
 	id     uint64
 	weight uint64
-	slot   int // the unit's index in selection.units
+	slot   int // the unit's slot in the selection's slab
 }
 
 func rankOf(u *unit) rank { return rank{lease: u.lease, inst: u.inst, id: u.id, weight: u.weight} }
@@ -195,11 +195,10 @@ func (a rank) cmp(b rank) int {
 //
 // The heap holds ranks by value and the units sit in a slab whose slots are reused when a unit is
 // dropped: sifting compares integers in one array instead of chasing a pointer per comparison. The
-// slab is pages of slabPage units, so it grows without copying and no single allocation, copy or
-// clear of pointerful memory is large: the runtime does those without a preemption point, and a
-// collection that must stop the world waits for them while every other goroutine, Raft's
-// heartbeats included, is stopped. The storage comes from selBufs and goes back when the round is
-// over (release): a drain of a million objects would otherwise leave its size in garbage for every
+// slab is pages of slabPage units, so it grows without copying and is cleared page by page: no
+// single allocation, copy or clear of pointerful memory is large (the runtime does those without a
+// preemption point). The storage comes from selBufs and goes back when the round is over
+// (release): a drain of a million objects would otherwise leave its size in garbage for every
 // node's collector.
 type selection struct {
 	*selBuf
