@@ -16,9 +16,10 @@
 //     the new leader's lease floor), is not marked, has a COMPLETE replica of the tier and no
 //     PROCESSING one. Soft-pinned candidates go to pass 2, or nowhere when AllowEvictSoftPinned is
 //     off. Order: oldest lease first, ties by tenant instance, then object (or group) id: a total
-//     order on integers, so the selection is deterministic and cheap. A bounded heap keeps only the oldest units that cover the target (and a
-//     quarter more as spares), at most RoundLimit of them, so a census of a million objects holds
-//     what a round can use; a larger target takes several rounds.
+//     order on integers, so the selection is deterministic and cheap. The selection keeps only the
+//     oldest units that cover the target (and a quarter more as spares), at most RoundLimit of
+//     them, pruning by a linear-time weighted quickselect as candidates arrive, so a census of a
+//     million objects holds what a round can use; a larger target takes several rounds.
 //  3. Units. A group member maps to its explicit group; the group is one unit (deduplicated),
 //     a candidate only if every member is, ranked by its most recently leased member.
 //  4. Reservation. For each batch the kernel takes a proposer slot (TryReserve) before it takes any

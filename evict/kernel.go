@@ -165,8 +165,8 @@ func (u *unit) tenant() *store.TenantState {
 // the census compares units millions of times and must not chase key strings to do it.
 func older(a, b *unit) int { return rankOf(a).cmp(rankOf(b)) }
 
-// rank is a unit's place in the eviction order and its weight, by value: the selection's heap
-// compares ranks, not units, so a comparison touches no memory outside the heap's own array.
+// rank is a unit's place in the eviction order and its weight, by value: the selection compares
+// ranks, not units, so a comparison touches no memory outside the selection's own array.
 type rank struct {
 	lease  int64
 	inst   uint64
@@ -188,40 +188,50 @@ func (a rank) cmp(b rank) int {
 }
 
 // selection keeps the oldest units whose weight covers need, at most max of them, whatever order
-// they arrive in: a max-heap on the eviction order that drops its youngest unit while the others
-// still cover need or there are more than max. The kept set is a prefix of the eviction order (the
-// shorter of the two bounds), so a census of a million objects holds only what a round can use,
-// and a candidate younger than everything kept costs one comparison.
+// they arrive in. The kept set is a prefix of the eviction order (the shorter of the two bounds), so
+// a census of a million objects holds only what a round can use.
 //
-// The heap holds ranks by value and the units sit in a slab whose slots are reused when a unit is
-// dropped: sifting compares integers in one array instead of chasing a pointer per comparison. The
-// slab is pages of slabPage units, so it grows without copying and is cleared page by page: no
-// single allocation, copy or clear of pointerful memory is large (the runtime does those without a
-// preemption point). The storage comes from selBufs and goes back when the round is over
-// (release): a drain of a million objects would otherwise leave its size in garbage for every
-// node's collector.
+// A candidate is appended (its rank to ranks, the unit to the slab); when ranks reaches limit,
+// prune cuts them back to the prefix (cut: a quickselect weighted by the bounds, linear time) and
+// the limit moves to half as much again, so each candidate costs amortized constant time and
+// memory stays within 1.5x the kept set. Once a prune has kept enough, its youngest unit is a
+// bound: a candidate younger than it can never be kept and costs one comparison. A heap did the
+// same in O(log n) per candidate, but sifting a heap of hundreds of thousands of ranks misses the
+// cache at every level, which was most of a census of singletons.
+//
+// Ranks are values (no pointer to chase when comparing). The slab is pages of slabPage units, so it
+// grows without copying and is cleared page by page: no single allocation, copy or clear of
+// pointerful memory is large (the runtime does those without a preemption point). The storage
+// comes from selBufs and goes back when the round is over (release): a drain of a million objects
+// would otherwise leave its size in garbage for every node's collector.
 type selection struct {
 	*selBuf
-	total uint64
-	need  uint64
-	max   int
+	need    uint64
+	max     int
+	limit   int  // prune when ranks reaches this
+	gap     int  // a prune leaves room for at least this many candidates (tests shrink it)
+	bounded bool // bound is set: the kept set already covers need or holds max units
+	bound   rank // the youngest unit kept by the last prune that kept enough
 }
 
 // selBuf is a selection's storage.
 type selBuf struct {
-	heap  []rank   // max-heap: heap[0] is the youngest unit kept; no pointers
+	ranks []rank   // candidates since the last prune, after the units it kept; no pointers
 	pages [][]unit // the slab: slot i is pages[i/slabPage][i%slabPage]
 	used  int      // slots handed out (free ones included)
 	free  []int    // slots of dropped units
 }
 
-// slabPage is units per slab page (128 KiB).
-const slabPage = 1024
+const (
+	slabPage  = 1024 // units per slab page (128 KiB)
+	pruneGap  = 4096 // the least room a prune leaves before the next
+	prunePart = 2    // a prune leaves room for kept/prunePart more candidates
+)
 
 var selBufs = sync.Pool{New: func() any { return new(selBuf) }}
 
 func newSelection(need uint64, max int) *selection {
-	return &selection{selBuf: selBufs.Get().(*selBuf), need: need, max: max}
+	return &selection{selBuf: selBufs.Get().(*selBuf), need: need, max: max, limit: pruneGap, gap: pruneGap}
 }
 
 func (b *selBuf) unit(slot int) *unit { return &b.pages[slot/slabPage][slot%slabPage] }
@@ -232,15 +242,15 @@ func (s *selection) release() {
 	for i := 0; i*slabPage < b.used; i++ {
 		clear(b.pages[i]) // drop handles and states, or the pool would keep evicted objects alive
 	}
-	b.heap, b.used, b.free = b.heap[:0], 0, b.free[:0]
+	b.ranks, b.used, b.free = b.ranks[:0], 0, b.free[:0]
 	s.selBuf = nil
 	selBufs.Put(b)
 }
 
-// add offers a unit; it is copied into the slab only if kept.
+// add offers a unit; it is copied into the slab unless it is younger than a bound.
 func (s *selection) add(u *unit) {
 	r := rankOf(u)
-	if len(s.heap) > 0 && (s.total >= s.need || len(s.heap) >= s.max) && r.cmp(s.heap[0]) > 0 {
+	if s.bounded && r.cmp(s.bound) > 0 {
 		return // younger than everything kept, which is already enough
 	}
 	if n := len(s.free); n > 0 {
@@ -254,57 +264,95 @@ func (s *selection) add(u *unit) {
 		s.used++
 	}
 	*s.unit(r.slot) = *u
-	s.heap = append(s.heap, r)
-	s.up(len(s.heap) - 1)
-	s.total += r.weight
-	for len(s.heap) > 1 && (s.total-s.heap[0].weight >= s.need || len(s.heap) > s.max) {
-		top := s.heap[0]
-		s.total -= top.weight
-		*s.unit(top.slot) = unit{} // drop its references for the collector
-		s.free = append(s.free, top.slot)
-		last := len(s.heap) - 1
-		s.heap[0] = s.heap[last]
-		s.heap = s.heap[:last]
-		s.down(0)
+	s.ranks = append(s.ranks, r)
+	if len(s.ranks) >= s.limit {
+		s.prune()
 	}
 }
 
-func (s *selection) up(i int) {
-	h := s.heap
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p].cmp(h[i]) >= 0 {
-			return
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
+// prune keeps the prefix of the candidates (cut), frees the slots of the rest, and sets the bound
+// when what it kept is already enough.
+func (s *selection) prune() {
+	k := cut(s.ranks, s.need, s.max)
+	for _, r := range s.ranks[k:] {
+		*s.unit(r.slot) = unit{} // drop its references for the collector
+		s.free = append(s.free, r.slot)
 	}
+	s.ranks = s.ranks[:k]
+	var w uint64
+	for _, r := range s.ranks {
+		w += r.weight
+	}
+	if k > 0 && (w >= s.need || k >= s.max) {
+		youngest := s.ranks[0]
+		for _, r := range s.ranks[1:] {
+			if r.cmp(youngest) > 0 {
+				youngest = r
+			}
+		}
+		s.bound, s.bounded = youngest, true
+	}
+	s.limit = k + max(k/prunePart, s.gap)
+	// One allocation for the room to the next prune; append would grow a large slice by a quarter
+	// at a time, copying it each time.
+	s.ranks = slices.Grow(s.ranks, s.limit-len(s.ranks))
 }
 
-func (s *selection) down(i int) {
-	h := s.heap
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
+// cut reorders rs so that rs[:k] are the shortest prefix of the eviction order whose weight
+// covers need, or its max oldest if that is shorter (all of rs if neither bound is reached), and
+// returns k; rs[:k] are in no particular order. It is a quickselect that narrows [lo, hi] around
+// the cut: rs[:lo] are the lo oldest and not enough, rs[:hi] are the hi oldest and enough (or all
+// of rs). Ranks are distinct (a total order), so a partition has no ties. Expected linear time.
+func cut(rs []rank, need uint64, max int) int {
+	lo, hi := 0, len(rs)
+	var wlo uint64 // weight of rs[:lo]
+	for lo < hi && lo < max && wlo < need {
+		p := partition(rs, lo, hi)
+		var wl uint64
+		for _, r := range rs[lo:p] {
+			wl += r.weight
 		}
-		if c+1 < len(h) && h[c+1].cmp(h[c]) > 0 {
-			c++
+		if p >= max || wlo+wl >= need {
+			hi = p // rs[:p] is enough: the cut is at or before p
+			continue
 		}
-		if h[i].cmp(h[c]) >= 0 {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
+		lo, wlo = p+1, wlo+wl+rs[p].weight // rs[:p] is not: the pivot is kept too
 	}
+	return lo
 }
 
-// sorted returns the kept units, oldest first (pointers into the slab, valid until release). It
-// sorts the heap in place: nothing may be added after it.
+// partition orders rs[lo:hi] (hi > lo) around a pivot, the median of its first, middle and last
+// rank: older ranks before it, younger after. It returns the pivot's index.
+func partition(rs []rank, lo, hi int) int {
+	mid, last := lo+(hi-lo)/2, hi-1
+	if rs[mid].cmp(rs[lo]) < 0 {
+		rs[mid], rs[lo] = rs[lo], rs[mid]
+	}
+	if rs[last].cmp(rs[lo]) < 0 {
+		rs[last], rs[lo] = rs[lo], rs[last]
+	}
+	if rs[last].cmp(rs[mid]) < 0 {
+		rs[last], rs[mid] = rs[mid], rs[last]
+	}
+	rs[mid], rs[last] = rs[last], rs[mid] // the median to the end
+	pivot, p := rs[last], lo
+	for i := lo; i < last; i++ {
+		if rs[i].cmp(pivot) < 0 {
+			rs[i], rs[p] = rs[p], rs[i]
+			p++
+		}
+	}
+	rs[p], rs[last] = rs[last], rs[p]
+	return p
+}
+
+// sorted returns the kept units, oldest first (pointers into the slab, valid until release).
+// Nothing may be added after it.
 func (s *selection) sorted() []*unit {
-	slices.SortFunc(s.heap, rank.cmp)
-	out := make([]*unit, len(s.heap))
-	for i, r := range s.heap {
+	s.prune()
+	slices.SortFunc(s.ranks, rank.cmp)
+	out := make([]*unit, len(s.ranks))
+	for i, r := range s.ranks {
 		out[i] = s.unit(r.slot)
 	}
 	return out
@@ -420,7 +468,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 	} else {
 		s.VisitHandles(e.cfg.CensusChunk, visit)
 	}
-	// The heap keeps the same units whatever order the groups arrive in, so map order does not
+	// The selection keeps the same units whatever order the groups arrive in, so map order does not
 	// reach the selection.
 	for g, acc := range groups {
 		if acc.blocked {

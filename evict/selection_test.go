@@ -40,6 +40,8 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 			sum += u.weight
 		}
 		sel := newSelection(need, max)
+		sel.gap = 1 + rnd.IntN(8) // prune often, so the bound and the prunes are exercised
+		sel.limit = sel.gap
 		for _, i := range rnd.Perm(n) {
 			sel.add(&us[i])
 		}
@@ -50,6 +52,50 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 		sel.release()
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: need %d max %d: kept %v, want %v", trial, need, max, got, want)
+		}
+	}
+}
+
+// The same on thousands of units with few distinct leases and weights, pruned at every gap from
+// tiny to never: the kept set is exactly the prefix, in order.
+func TestSelectionLarge(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 7))
+	for trial := range 200 {
+		n := 1 + rnd.IntN(3000)
+		us := make([]unit, n)
+		for i := range us {
+			us[i] = unit{lease: int64(rnd.IntN(5)), inst: uint64(1 + rnd.IntN(2)), id: uint64(i), weight: uint64(1 + rnd.IntN(3))}
+		}
+		ordered := make([]*unit, n)
+		for i := range us {
+			ordered[i] = &us[i]
+		}
+		slices.SortFunc(ordered, older)
+		need, max := uint64(1+rnd.IntN(3*n)), 1+rnd.IntN(n+2)
+		var want []uint64
+		var sum uint64
+		for _, u := range ordered {
+			if sum >= need || len(want) >= max {
+				break
+			}
+			want = append(want, u.id)
+			sum += u.weight
+		}
+		sel := newSelection(need, max)
+		if g := rnd.IntN(3); g < 2 {
+			sel.gap = []int{1, 50}[g]
+			sel.limit = sel.gap
+		}
+		for _, i := range rnd.Perm(n) {
+			sel.add(&us[i])
+		}
+		var got []uint64
+		for _, u := range sel.sorted() {
+			got = append(got, u.id)
+		}
+		sel.release()
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: n %d need %d max %d: kept %d units, want %d", trial, n, need, max, len(got), len(want))
 		}
 	}
 }
