@@ -267,6 +267,9 @@ func (s *selection) add(u *unit) {
 	s.ranks = append(s.ranks, r)
 	if len(s.ranks) >= s.limit {
 		s.prune()
+		// One allocation for the room to the next prune; append would grow a large slice by a
+		// quarter at a time, copying it each time.
+		s.ranks = slices.Grow(s.ranks, s.limit-len(s.ranks))
 	}
 }
 
@@ -293,9 +296,6 @@ func (s *selection) prune() {
 		s.bound, s.bounded = youngest, true
 	}
 	s.limit = k + max(k/prunePart, s.gap)
-	// One allocation for the room to the next prune; append would grow a large slice by a quarter
-	// at a time, copying it each time.
-	s.ranks = slices.Grow(s.ranks, s.limit-len(s.ranks))
 }
 
 // cut reorders rs so that rs[:k] are the shortest prefix of the eviction order whose weight
