@@ -28,16 +28,10 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 				weight: uint64(1 + rnd.IntN(4))}
 			ordered[i] = &us[i]
 		}
-		slices.SortFunc(ordered, older)
 		need, max := uint64(1+rnd.IntN(3*n)), 1+rnd.IntN(n+2)
 		var want []string
-		var sum uint64
-		for _, u := range ordered {
-			if sum >= need || len(want) >= max {
-				break
-			}
+		for _, u := range wantPrefix(ordered, need, max) {
 			want = append(want, u.key())
-			sum += u.weight
 		}
 		sel := newSelection(need, max)
 		sel.gap = 1 + rnd.IntN(8) // prune often, so the bound and the prunes are exercised
@@ -70,16 +64,10 @@ func TestSelectionLarge(t *testing.T) {
 		for i := range us {
 			ordered[i] = &us[i]
 		}
-		slices.SortFunc(ordered, older)
 		need, max := uint64(1+rnd.IntN(3*n)), 1+rnd.IntN(n+2)
 		var want []uint64
-		var sum uint64
-		for _, u := range ordered {
-			if sum >= need || len(want) >= max {
-				break
-			}
+		for _, u := range wantPrefix(ordered, need, max) {
 			want = append(want, u.id)
-			sum += u.weight
 		}
 		sel := newSelection(need, max)
 		if g := rnd.IntN(3); g < 2 {
@@ -98,6 +86,21 @@ func TestSelectionLarge(t *testing.T) {
 			t.Fatalf("trial %d: n %d need %d max %d: kept %d units, want %d", trial, n, need, max, len(got), len(want))
 		}
 	}
+}
+
+// wantPrefix is the selection's contract computed the obvious way: sort the units in eviction
+// order and take the shortest prefix whose weight covers need, or the max oldest if shorter.
+func wantPrefix(us []*unit, need uint64, max int) []*unit {
+	us = slices.Clone(us)
+	slices.SortFunc(us, older)
+	var sum uint64
+	for i, u := range us {
+		if sum >= need || i >= max {
+			return us[:i]
+		}
+		sum += u.weight
+	}
+	return us
 }
 
 // key names a unit in test output: a singleton's key, or a group's least member key.
