@@ -128,7 +128,7 @@ func (m member) token() store.ObjectToken {
 
 // unit is what eviction takes or leaves whole: a singleton object, or every member of an explicit
 // group. Its rank is its lease (for a group the latest of its members': a group is as recently used
-// as its most recently used member), then its tenant instance, then its id (see older).
+// as its most recently used member), then its tenant instance, then its id (see rank.cmp).
 type unit struct {
 	one     member   // a singleton's object
 	members []member // a group's members in key order (nil for a singleton)
@@ -158,13 +158,6 @@ func (u *unit) tenant() *store.TenantState {
 	return u.members[0].h.Tenant
 }
 
-// older is the eviction order: oldest lease first, ties by tenant instance, then by id (singletons,
-// in creation order, before groups, in creation order). Instance ids are never reused and ids are
-// unique within an instance, so it is a total order and the selection is deterministic. Ties are
-// common (every object never read has lease 0), so they are broken on integers the unit carries:
-// the census compares units millions of times and must not chase key strings to do it.
-func older(a, b *unit) int { return rankOf(a).cmp(rankOf(b)) }
-
 // rank is a unit's place in the eviction order and its weight, by value: the selection compares
 // ranks, not units, so a comparison touches no memory outside the selection's own array.
 type rank struct {
@@ -177,6 +170,11 @@ type rank struct {
 
 func rankOf(u *unit) rank { return rank{lease: u.lease, inst: u.inst, id: u.id, weight: u.weight} }
 
+// cmp is the eviction order: oldest lease first, ties by tenant instance, then by id (singletons,
+// in creation order, before groups, in creation order). Instance ids are never reused and ids are
+// unique within an instance, so it is a total order and the selection is deterministic. Ties are
+// common (every object never read has lease 0), so they are broken on integers the unit carries:
+// the census compares units millions of times and must not chase key strings to do it.
 func (a rank) cmp(b rank) int {
 	if c := cmp.Compare(a.lease, b.lease); c != 0 {
 		return c

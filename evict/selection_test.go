@@ -103,6 +103,9 @@ func wantPrefix(us []*unit, need uint64, max int) []*unit {
 	return us
 }
 
+// older is the eviction order on units (rank.cmp).
+func older(a, b *unit) int { return rankOf(a).cmp(rankOf(b)) }
+
 // key names a unit in test output: a singleton's key, or a group's least member key.
 func (u *unit) key() string {
 	if u.group == nil {
