@@ -10,6 +10,7 @@ import (
 	"runtime"
 	rtmetrics "runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,8 @@ var (
 	benchBatch    = flag.Int("evict.batch", DefaultConfig().BatchSize, "objects per Evict proposal (Config.BatchSize)")
 	benchRound    = flag.Int("evict.roundlimit", DefaultConfig().RoundLimit, "units one round selects at most (Config.RoundLimit)")
 	benchChunk    = flag.Int("evict.censuschunk", DefaultConfig().CensusChunk, "handles the census reads between yields (Config.CensusChunk)")
+	benchTrace    = flag.String("evict.trace", "", "write an execution trace of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size)")
+	benchTraceFor = flag.Duration("evict.tracefor", 3*time.Second, "how much of the phase under eviction -evict.trace covers")
 	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
 )
 
@@ -122,11 +125,23 @@ func (u barrierUse) String() string {
 // up to date only when a GC cycle ends, too coarse for phases of one to three cycles.)
 type runtimeUse struct {
 	cpu        float64 // seconds
+	faults     int64   // minor page faults (memory fresh from the OS, about 10 us each on a VM)
 	gcCycles   uint64
 	allocBytes uint64
+	sched      schedHist // how long goroutines waited runnable before they ran
+	stopping   schedHist // how long the collector's stop-the-world waited for every goroutine to stop
 }
 
-var runtimeSamples = []string{"/gc/cycles/total:gc-cycles", "/gc/heap/allocs:bytes"}
+// schedHist is the runtime's /sched/latencies:seconds histogram: the time goroutines spent runnable
+// before running. On two cores a long-running goroutine (a census, an apply of a large entry) shows
+// here as the wait it puts on everything else.
+type schedHist struct {
+	counts  []uint64
+	buckets []float64
+}
+
+var runtimeSamples = []string{"/gc/cycles/total:gc-cycles", "/gc/heap/allocs:bytes", "/sched/latencies:seconds",
+	"/sched/pauses/stopping/gc:seconds"}
 
 func readRuntime() runtimeUse {
 	ss := make([]rtmetrics.Sample, len(runtimeSamples))
@@ -137,15 +152,57 @@ func readRuntime() runtimeUse {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return runtimeUse{cpu: cpu.Seconds(), gcCycles: ss[0].Value.Uint64(), allocBytes: ss[1].Value.Uint64()}
+	hist := func(v rtmetrics.Value) schedHist {
+		h := v.Float64Histogram()
+		return schedHist{counts: slices.Clone(h.Counts), buckets: h.Buckets}
+	}
+	return runtimeUse{cpu: cpu.Seconds(), faults: ru.Minflt, gcCycles: ss[0].Value.Uint64(), allocBytes: ss[1].Value.Uint64(),
+		sched: hist(ss[2].Value), stopping: hist(ss[3].Value)}
 }
 
 func (u runtimeUse) since(t runtimeUse) runtimeUse {
-	return runtimeUse{cpu: u.cpu - t.cpu, gcCycles: u.gcCycles - t.gcCycles, allocBytes: u.allocBytes - t.allocBytes}
+	return runtimeUse{cpu: u.cpu - t.cpu, faults: u.faults - t.faults, gcCycles: u.gcCycles - t.gcCycles, allocBytes: u.allocBytes - t.allocBytes,
+		sched: u.sched.since(t.sched), stopping: u.stopping.since(t.stopping)}
+}
+
+func (h schedHist) since(t schedHist) schedHist {
+	d := schedHist{counts: slices.Clone(h.counts), buckets: h.buckets}
+	for i := range min(len(d.counts), len(t.counts)) {
+		d.counts[i] -= t.counts[i]
+	}
+	return d
+}
+
+// quantile is the upper bound of the bucket holding quantile q (an overestimate by at most one
+// bucket, which the runtime keeps within a few percent).
+func (h schedHist) quantile(q float64) time.Duration {
+	var total uint64
+	for _, c := range h.counts {
+		total += c
+	}
+	want, seen := uint64(q*float64(total)), uint64(0)
+	for i, c := range h.counts {
+		seen += c
+		if seen > want {
+			return time.Duration(h.buckets[i+1] * 1e9)
+		}
+	}
+	return 0
+}
+
+// max is the upper bound of the highest non-empty bucket.
+func (h schedHist) max() time.Duration {
+	for i := len(h.counts) - 1; i >= 0; i-- {
+		if h.counts[i] > 0 {
+			return time.Duration(min(h.buckets[i+1], h.buckets[i]*2) * 1e9)
+		}
+	}
+	return 0
 }
 
 func (u runtimeUse) String() string {
-	return fmt.Sprintf("CPU %.1fs (user and system), %d GC cycles, allocated %.2f GB", u.cpu, u.gcCycles, float64(u.allocBytes)/1e9)
+	return fmt.Sprintf("CPU %.1fs (user and system), %d page faults, %d GC cycles, allocated %.2f GB, scheduling latency p50 %s p99 %s p99.9 %s, longest wait to stop the world %s",
+		u.cpu, u.faults, u.gcCycles, float64(u.allocBytes)/1e9, u.sched.quantile(0.5), u.sched.quantile(0.99), u.sched.quantile(0.999), u.stopping.max())
 }
 
 func benchForeground(b *testing.B, group int) {
@@ -201,6 +258,8 @@ func benchForeground(b *testing.B, group int) {
 	before := l.Status().Objects
 	stopProfile = startProfile(b, group, "")
 	stopProgress := logProgress(b, l, before)
+	stopTrace := startTrace(b, group)
+	defer stopTrace()
 	c.start()
 	under := runPhase(b, l, reg, n, &putSeq)
 	c.stopEvictors()
@@ -210,6 +269,10 @@ func benchForeground(b *testing.B, group int) {
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
 	b.Logf("eviction rounds: %s", c.roundStats())
+	for _, name := range c.names {
+		st := c.nodes[name].Status()
+		b.Logf("node %s: commit index %d, last snapshot index %d", name, st.CommitIndex, st.LastSnapshotIndex)
+	}
 	b.Logf("read barrier, no eviction:  %s", base.rb)
 	b.Logf("read barrier, evicting:     %s", under.rb)
 	b.Logf("process, no eviction:  %s", base.rt)
@@ -339,6 +402,7 @@ func startProfile(b *testing.B, group int, suffix string) func() {
 			b.Fatal(err)
 		}
 		defer f.Close()
+		runtime.GC() // the allocation profile is as of the last completed cycle
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 			b.Fatal(err)
 		}
@@ -356,6 +420,30 @@ func startProfile(b *testing.B, group int, suffix string) func() {
 		_ = f.Close()
 		allocs(".allocs1")
 	}
+}
+
+// startTrace starts the execution trace -evict.trace asks for, to stop after -evict.tracefor or
+// when the returned func is called, whichever is first.
+func startTrace(b *testing.B, group int) func() {
+	if *benchTrace == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.group%d", *benchTrace, group))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.Start(f); err != nil {
+		b.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			trace.Stop()
+			_ = f.Close()
+		})
+	}
+	t := time.AfterFunc(*benchTraceFor, stop)
+	return func() { t.Stop(); stop() }
 }
 
 // roundStats sums the evictors' memory rounds: how they ended, and the censuses they took.
