@@ -33,7 +33,8 @@ type Config struct {
 	// Default 250ms.
 	IdleInterval time.Duration
 
-	// CensusChunk (census_chunk): handles the census reads per chunk. Default 1024.
+	// CensusChunk (census_chunk): handles the census reads between yields of the processor.
+	// Default 256 (store.DefaultCensusChunk).
 	CensusChunk int
 	// BatchSize (batch_size): objects per Evict or RevokeExpired proposal, at most (a group is never
 	// split, so one group larger than this is a proposal of its own). Every proposal is a log entry

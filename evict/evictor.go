@@ -29,6 +29,8 @@ type Evictor struct {
 	// kick wakes Run early: Kick sends without blocking (buffered 1), Run receives; never closed.
 	kick chan struct{}
 
+	bufs bufCache // selection storage kept between busy rounds
+
 	// Owned by Run's goroutine.
 	flagged  bool      // an allocation failed (store.EvictionWanted) and no memory round has completed since
 	lastReap time.Time // when the reaper last looked
@@ -89,8 +91,11 @@ func (e *Evictor) Run(ctx context.Context) error {
 		if e.node.IsLeader() {
 			if e.step(ctx) {
 				wait = e.cfg.BusyInterval
+			} else {
+				e.bufs.drop()
 			}
 		} else {
+			e.bufs.drop()
 			// A follower's placements raise the flag too (apply runs everywhere); it is stale by
 			// the time this node leads, so drop it.
 			e.node.Store().EvictionWanted()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -198,10 +199,13 @@ func (a rank) cmp(b rank) int {
 // cache at every level, which was most of a census of singletons.
 //
 // Ranks are values (no pointer to chase when comparing). The slab is pages of slabPage units, so it
-// grows without copying and is cleared page by page: no single allocation, copy or clear of
-// pointerful memory is large (the runtime does those without a preemption point). The storage
-// comes from selBufs and goes back when the round is over (release): a drain of a million objects
-// would otherwise leave its size in garbage for every node's collector.
+// grows without copying and is cleared page by page. No single allocation, copy or clear of
+// pointerful memory is large, and the rank array grows by a copy that yields between chunks: the
+// runtime copies without a preemption point, a collector's stop-the-world waits for such a copy with
+// every other goroutine stopped, and memory fresh from the OS costs a page fault per 4 KiB touched
+// (about 10 us on a virtual machine): a 40 MB copy of ranks stalled the whole process for hundreds
+// of milliseconds. The storage comes from the evictor's bufCache and goes back when the round is
+// over (release).
 type selection struct {
 	*selBuf
 	need    uint64
@@ -218,31 +222,91 @@ type selBuf struct {
 	pages [][]unit // the slab: slot i is pages[i/slabPage][i%slabPage]
 	used  int      // slots handed out (free ones included)
 	free  []int    // slots of dropped units
+	out   []*unit  // what sorted returns
 }
 
 const (
-	slabPage  = 1024 // units per slab page (128 KiB)
-	pruneGap  = 4096 // the least room a prune leaves before the next
-	prunePart = 2    // a prune leaves room for kept/prunePart more candidates
+	slabPage  = 1024  // units per slab page (128 KiB)
+	pruneGap  = 4096  // the least room a prune leaves before the next
+	prunePart = 2     // a prune leaves room for kept/prunePart more candidates
+	copyChunk = 16384 // ranks (640 KiB) copied between yields when the rank array grows
+	sortPiece = 8192  // ranks sorted between yields
 )
 
-var selBufs = sync.Pool{New: func() any { return new(selBuf) }}
-
-func newSelection(need uint64, max int) *selection {
-	return &selection{selBuf: selBufs.Get().(*selBuf), need: need, max: max, limit: pruneGap, gap: pruneGap}
+// newSelection returns an empty selection over b's storage (b from bufCache.get, or new), for
+// about hint candidates: the rank array is given, in one allocation, the room the census can need
+// (at most hint, and never more than the 1.5x max it prunes back from), so that it does not grow by
+// copying (growRanks) unless hint was short.
+func newSelection(need uint64, max int, b *selBuf, hint int) *selection {
+	if c := min(hint, max+max/prunePart+pruneGap); cap(b.ranks) < c {
+		b.ranks = make([]rank, 0, c)
+	}
+	return &selection{selBuf: b, need: need, max: max, limit: pruneGap, gap: pruneGap}
 }
 
 func (b *selBuf) unit(slot int) *unit { return &b.pages[slot/slabPage][slot%slabPage] }
 
-// release returns the selection's storage; no unit sorted returned may be used after it.
-func (s *selection) release() {
+// release empties the selection and returns its storage, for bufCache.put; no unit sorted
+// returned may be used after it.
+func (s *selection) release() *selBuf {
 	b := s.selBuf
 	for i := 0; i*slabPage < b.used; i++ {
-		clear(b.pages[i]) // drop handles and states, or the pool would keep evicted objects alive
+		clear(b.pages[i]) // drop handles and states, or a kept buffer would keep evicted objects alive
 	}
-	b.ranks, b.used, b.free = b.ranks[:0], 0, b.free[:0]
+	clear(b.out)
+	b.ranks, b.used, b.free, b.out = b.ranks[:0], 0, b.free[:0], b.out[:0]
 	s.selBuf = nil
-	selBufs.Put(b)
+	return b
+}
+
+// bufCache keeps selection storage from one round to the next while eviction is busy, one buffer
+// per pass: a drain of a million objects runs several rounds in a row, and each would otherwise
+// fault tens of megabytes of fresh memory back in (a sync.Pool loses its contents at every GC
+// cycle, and a drain has several). The loop drops the cache when it goes idle. Safe for concurrent
+// use (EvictTenant runs on request goroutines): a round that finds a pass's buffer taken uses a new
+// one, and only one of them is kept.
+type bufCache struct {
+	mu   sync.Mutex
+	bufs [2]*selBuf // pass 1 and pass 2
+}
+
+func (c *bufCache) get(pass int) *selBuf {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.bufs[pass]; b != nil {
+		c.bufs[pass] = nil
+		return b
+	}
+	return new(selBuf)
+}
+
+func (c *bufCache) put(pass int, b *selBuf) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bufs[pass] == nil {
+		c.bufs[pass] = b
+	}
+}
+
+// drop lets the collector have the cached buffers.
+func (c *bufCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bufs = [2]*selBuf{}
+}
+
+// growRanks returns rs with room for at least n more ranks, copying a large array in chunks with a
+// yield between them (see selection).
+func growRanks(rs []rank, n int) []rank {
+	if cap(rs)-len(rs) >= n {
+		return rs
+	}
+	out := make([]rank, len(rs), len(rs)+n)
+	for i := 0; i < len(rs); i += copyChunk {
+		copy(out[i:], rs[i:min(i+copyChunk, len(rs))])
+		runtime.Gosched()
+	}
+	return out
 }
 
 // add offers a unit; it is copied into the slab unless it is younger than a bound.
@@ -266,8 +330,8 @@ func (s *selection) add(u *unit) {
 	if len(s.ranks) >= s.limit {
 		s.prune()
 		// One allocation for the room to the next prune; append would grow a large slice by a
-		// quarter at a time, copying it each time.
-		s.ranks = slices.Grow(s.ranks, s.limit-len(s.ranks))
+		// quarter at a time, copying it each time, and in one piece.
+		s.ranks = growRanks(s.ranks, s.limit-len(s.ranks))
 	}
 }
 
@@ -348,12 +412,28 @@ func partition(rs []rank, lo, hi int) int {
 // Nothing may be added after it.
 func (s *selection) sorted() []*unit {
 	s.prune()
-	slices.SortFunc(s.ranks, rank.cmp)
-	out := make([]*unit, len(s.ranks))
-	for i, r := range s.ranks {
-		out[i] = s.unit(r.slot)
+	sortRanks(s.ranks, bits.Len(uint(len(s.ranks))))
+	out := s.out[:0]
+	for _, r := range s.ranks {
+		out = append(out, s.unit(r.slot))
 	}
+	s.out = out
 	return out
+}
+
+// sortRanks sorts rs in eviction order with a yield of the processor after every sortPiece ranks
+// or so: it partitions rs around a pivot until the pieces are that small, then sorts each. (One sort
+// of a quarter of a million ranks holds a processor for tens of milliseconds.) depth bounds the
+// partitioning; a piece still large when it runs out is sorted whole.
+func sortRanks(rs []rank, depth int) {
+	if len(rs) <= sortPiece || depth == 0 {
+		slices.SortFunc(rs, rank.cmp)
+		runtime.Gosched()
+		return
+	}
+	p := partition(rs, 0, len(rs))
+	sortRanks(rs[:p], depth-1)
+	sortRanks(rs[p+1:], depth-1)
 }
 
 // groupAcc gathers the census's view of one explicit group.
@@ -401,8 +481,19 @@ func (sp *spec) check(st *store.ObjectState, now int64, leased, marked bool) (so
 // back by calling release once it is done with them.
 func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit, release func()) {
 	need := sp.target + sp.target/4 + 1 // spares for candidates that fail revalidation
-	p1 := newSelection(need, e.cfg.RoundLimit)
-	p2 := newSelection(need, e.cfg.RoundLimit)
+	// About how many handles the census will visit, to size the selection.
+	var objects int64
+	if sp.kind == KindTenantQuota {
+		if t := s.Tenants().Lookup(sp.tenant); t != nil {
+			objects = t.Directory().Objects()
+		}
+	} else {
+		for _, t := range s.Tenants().List() {
+			objects += t.Directory().Objects()
+		}
+	}
+	p1 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(0), int(objects))
+	p2 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(1), 0) // soft-pinned objects are few
 	groups := map[*store.GroupEntry]*groupAcc{}
 	floor := s.LeaseFloor()
 	visit := func(hs []store.ObjectHandle) bool {
@@ -456,10 +547,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 				acc.members = append(acc.members, m)
 			}
 		}
-		// A census of a million objects takes a processor for a second or so. Yield it between
-		// chunks, so that Raft's heartbeats, the read barrier and apply are not queued behind it.
-		runtime.Gosched()
-		return true
+		return true // VisitHandles yields the processor between chunks
 	}
 	if sp.kind == KindTenantQuota {
 		s.VisitTenantHandles(sp.tenant, e.cfg.CensusChunk, visit)
@@ -486,7 +574,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 			p1.add(&u)
 		}
 	}
-	return p1.sorted(), p2.sorted(), func() { p1.release(); p2.release() }
+	return p1.sorted(), p2.sorted(), func() { e.bufs.put(0, p1.release()); e.bufs.put(1, p2.release()) }
 }
 
 // revalidate is step 5 for one unit: under the group's lock and then its members' in key order (a
@@ -617,6 +705,9 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		for i < len(units) && len(mk.toks) < e.cfg.BatchSize && out.freed+pending < goal {
 			u := units[i]
 			i++
+			if i%revalidateYield == 0 {
+				runtime.Gosched() // a batch of revalidations takes milliseconds; see store.VisitHandles
+			}
 			n0 := len(mk.toks)
 			if !e.revalidate(s, sp, u, now, sk, &mk) {
 				continue
@@ -676,6 +767,9 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 	}
 	return nil
 }
+
+// revalidateYield is how many units commit revalidates between yields of the processor.
+const revalidateYield = 256
 
 // definite reports whether a failed proposal certainly never reached the log.
 func definite(err error) bool {

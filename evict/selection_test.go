@@ -33,7 +33,7 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 		for _, u := range wantPrefix(ordered, need, max) {
 			want = append(want, u.key())
 		}
-		sel := newSelection(need, max)
+		sel := newSelection(need, max, new(selBuf), rnd.IntN(2*n))
 		sel.gap = 1 + rnd.IntN(8) // prune often, so the bound and the prunes are exercised
 		sel.limit = sel.gap
 		for _, i := range rnd.Perm(n) {
@@ -54,6 +54,7 @@ func TestSelectionKeepsThePrefix(t *testing.T) {
 // tiny to never: the kept set is exactly the prefix, in order.
 func TestSelectionLarge(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(7, 7))
+	buf := new(selBuf) // reused, as the evictor's bufCache does
 	for trial := range 200 {
 		n := 1 + rnd.IntN(3000)
 		us := make([]unit, n)
@@ -69,7 +70,7 @@ func TestSelectionLarge(t *testing.T) {
 		for _, u := range wantPrefix(ordered, need, max) {
 			want = append(want, u.id)
 		}
-		sel := newSelection(need, max)
+		sel := newSelection(need, max, buf, rnd.IntN(2*n))
 		if g := rnd.IntN(3); g < 2 {
 			sel.gap = []int{1, 50}[g]
 			sel.limit = sel.gap
@@ -81,9 +82,46 @@ func TestSelectionLarge(t *testing.T) {
 		for _, u := range sel.sorted() {
 			got = append(got, u.id)
 		}
-		sel.release()
+		buf = sel.release()
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: n %d need %d max %d: kept %d units, want %d", trial, n, need, max, len(got), len(want))
+		}
+	}
+}
+
+// Growing the rank array copies it in chunks; every rank arrives, in order, with the room asked for.
+func TestGrowRanks(t *testing.T) {
+	for _, n := range []int{0, 1, copyChunk - 1, copyChunk, 3*copyChunk + 7} {
+		rs := make([]rank, n)
+		for i := range rs {
+			rs[i] = rank{lease: int64(i), id: uint64(i), slot: i}
+		}
+		got := growRanks(rs, 100)
+		if cap(got)-len(got) < 100 || !slices.Equal(got, rs) {
+			t.Fatalf("n %d: len %d cap %d, equal %v", n, len(got), cap(got), slices.Equal(got, rs))
+		}
+		if again := growRanks(got, 100); &again[:1][0] != &got[:1][0] {
+			t.Fatalf("n %d: grew although there was room", n)
+		}
+	}
+}
+
+// Sorting in pieces gives the eviction order, whatever the depth left for partitioning.
+func TestSortRanks(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(9, 9))
+	for _, n := range []int{0, 1, sortPiece, sortPiece + 1, 5*sortPiece + 3} {
+		for _, depth := range []int{0, 1, 3, 64} {
+			rs := make([]rank, n)
+			for i := range rs {
+				rs[i] = rank{lease: int64(rnd.IntN(8)), inst: uint64(1 + rnd.IntN(2)), id: uint64(i)}
+			}
+			rnd.Shuffle(n, func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+			want := slices.Clone(rs)
+			slices.SortFunc(want, rank.cmp)
+			sortRanks(rs, depth)
+			if !slices.Equal(rs, want) {
+				t.Fatalf("n %d depth %d: not in eviction order", n, depth)
+			}
 		}
 	}
 }

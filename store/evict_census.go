@@ -26,23 +26,12 @@ func (s *Store) LeaseFloor() int64 { return s.leaseFloor.Load() }
 
 // VisitTenantHandles is VisitHandles restricted to the current instance of one tenant (nothing when
 // it is not registered): handles copied one route shard at a time under that shard's read lock, and
-// handed to fn in chunks of at most chunk (0 = DefaultCensusChunk) with no lock held.
+// handed to fn in chunks of at most chunk (0 = DefaultCensusChunk) with no lock held, yielding the
+// processor after each.
 func (s *Store) VisitTenantHandles(tenant string, chunk int, fn func([]ObjectHandle) bool) {
 	t := s.tenants.Lookup(NormalizeTenant(tenant))
 	if t == nil {
 		return
 	}
-	if chunk <= 0 {
-		chunk = DefaultCensusChunk
-	}
-	t.dir.visit(t, nil, func(hs []ObjectHandle) bool {
-		for len(hs) > 0 {
-			n := min(chunk, len(hs))
-			if !fn(hs[:n:n]) {
-				return false
-			}
-			hs = hs[n:]
-		}
-		return true
-	})
+	t.dir.visit(t, nil, chunked(chunk, fn))
 }

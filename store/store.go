@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -407,32 +408,45 @@ func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) b
 
 // ---- census --------------------------------------------------------------------------------------
 
-// DefaultCensusChunk is the number of handles VisitHandles hands to its callback at once.
-const DefaultCensusChunk = 1024
+// DefaultCensusChunk is the number of handles VisitHandles hands to its callback at once: a chunk
+// of the eviction census costs a few hundred microseconds.
+const DefaultCensusChunk = 256
 
 // VisitHandles is the census: it copies the handles of every tenant's objects, one route shard at a
 // time under that shard's read lock (no other lock), and hands them to fn in chunks of at most chunk
 // (0 = DefaultCensusChunk), tenants in id order. fn runs with no lock held and may lock objects; it
 // returns false to stop. Objects created or erased during the census may or may not be seen.
+//
+// It yields the processor after every chunk: a census of a million objects takes one for a second
+// or more, and goroutines woken meanwhile (Raft's heartbeats, reads, apply) would otherwise wait in
+// its run queue until the runtime preempts it, 10 ms at a time. Scheduling only: what fn sees does
+// not depend on it.
 func (s *Store) VisitHandles(chunk int, fn func([]ObjectHandle) bool) {
-	if chunk <= 0 {
-		chunk = DefaultCensusChunk
-	}
 	var buf []ObjectHandle
 	for _, t := range s.tenants.List() {
 		var ok bool
-		buf, ok = t.dir.visit(t, buf, func(hs []ObjectHandle) bool {
-			for len(hs) > 0 {
-				n := min(chunk, len(hs))
-				if !fn(hs[:n:n]) {
-					return false
-				}
-				hs = hs[n:]
-			}
-			return true
-		})
+		buf, ok = t.dir.visit(t, buf, chunked(chunk, fn))
 		if !ok {
 			return
 		}
+	}
+}
+
+// chunked hands a shard's handles to fn in chunks of at most chunk (0 = DefaultCensusChunk),
+// yielding the processor after each.
+func chunked(chunk int, fn func([]ObjectHandle) bool) func([]ObjectHandle) bool {
+	if chunk <= 0 {
+		chunk = DefaultCensusChunk
+	}
+	return func(hs []ObjectHandle) bool {
+		for len(hs) > 0 {
+			n := min(chunk, len(hs))
+			if !fn(hs[:n:n]) {
+				return false
+			}
+			hs = hs[n:]
+			runtime.Gosched()
+		}
+		return true
 	}
 }
