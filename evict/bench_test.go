@@ -47,7 +47,7 @@ var (
 	benchBatch    = flag.Int("evict.batch", DefaultConfig().BatchSize, "objects per Evict proposal (Config.BatchSize)")
 	benchRound    = flag.Int("evict.roundlimit", DefaultConfig().RoundLimit, "units one round selects at most (Config.RoundLimit)")
 	benchChunk    = flag.Int("evict.censuschunk", DefaultConfig().CensusChunk, "handles the census reads between yields (Config.CensusChunk)")
-	benchTrace    = flag.String("evict.trace", "", "write an execution trace of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size)")
+	benchTrace    = flag.String("evict.trace", "", "write execution traces of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base)")
 	benchTraceFor = flag.Duration("evict.tracefor", 3*time.Second, "how much of the phase under eviction -evict.trace covers")
 	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
 )
@@ -252,13 +252,15 @@ func benchForeground(b *testing.B, group int) {
 	}
 	var putSeq atomic.Int64
 	stopProfile := startProfile(b, group, ".base")
+	stopTrace := startTrace(b, group, ".base")
 	base := runPhase(b, l, reg, n, &putSeq)
+	stopTrace()
 	stopProfile()
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
 	stopProfile = startProfile(b, group, "")
 	stopProgress := logProgress(b, l, before)
-	stopTrace := startTrace(b, group)
+	stopTrace = startTrace(b, group, "")
 	defer stopTrace()
 	c.start()
 	under := runPhase(b, l, reg, n, &putSeq)
@@ -424,11 +426,11 @@ func startProfile(b *testing.B, group int, suffix string) func() {
 
 // startTrace starts the execution trace -evict.trace asks for, to stop after -evict.tracefor or
 // when the returned func is called, whichever is first.
-func startTrace(b *testing.B, group int) func() {
+func startTrace(b *testing.B, group int, suffix string) func() {
 	if *benchTrace == "" {
 		return func() {}
 	}
-	f, err := os.Create(fmt.Sprintf("%s.group%d", *benchTrace, group))
+	f, err := os.Create(fmt.Sprintf("%s.group%d%s", *benchTrace, group, suffix))
 	if err != nil {
 		b.Fatal(err)
 	}
