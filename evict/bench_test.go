@@ -270,11 +270,13 @@ func benchForeground(b *testing.B, group int) {
 	evicted := before + int64(under.puts) - l.Status().Objects
 	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
-	b.Logf("eviction rounds: %s", c.roundStats())
+	// The testing package keeps ten log lines of a benchmark: keep these few.
+	var idx []string
 	for _, name := range c.names {
 		st := c.nodes[name].Status()
-		b.Logf("node %s: commit index %d, last snapshot index %d", name, st.CommitIndex, st.LastSnapshotIndex)
+		idx = append(idx, fmt.Sprintf("%s %d/%d", name, st.CommitIndex, st.LastSnapshotIndex))
 	}
+	b.Logf("eviction rounds: %s; commit/snapshot index %s", c.roundStats(), strings.Join(idx, ", "))
 	b.Logf("read barrier, no eviction:  %s", base.rb)
 	b.Logf("read barrier, evicting:     %s", under.rb)
 	b.Logf("process, no eviction:  %s", base.rt)
