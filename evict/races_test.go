@@ -274,6 +274,9 @@ func TestConcurrentReadersKeepTheirReplicas(t *testing.T) {
 				}
 				k := fmt.Sprintf("w%d-%04d", w, i)
 				res, err := x.s.Get(evalAt, "", k)
+				if errors.Is(err, store.ErrUnlinkPending) {
+					continue // marked by a round whose proposal is in flight: read again, as the server does
+				}
 				reads.Add(1)
 				switch store.ReasonOf(err) {
 				case store.OK:
@@ -290,6 +293,8 @@ func TestConcurrentReadersKeepTheirReplicas(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, "memory back under the watermark", 5*time.Second, func() bool { return x.usedSlots() <= 90 })
+	// On a busy machine the writers can finish before a reader ran: let the readers lease something.
+	waitFor(t, "a read that found its object", 5*time.Second, func() bool { return readHits.Load() > 0 })
 	close(stop)
 	rg.Wait()
 	cancel()
