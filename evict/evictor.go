@@ -76,7 +76,8 @@ func (e *Evictor) Kick() {
 // started and cancelled by leadership hooks). While a tier is over its high watermark, or an
 // allocation failed, it runs a round every BusyInterval as long as rounds make progress; otherwise
 // it looks every IdleInterval. A round stops, holding nothing, as soon as the node is not leader or
-// the pipeline has no free slot. The reaper runs every ReapInterval.
+// the pipeline has no free slot. The reaper runs every ReapInterval, later (up to three intervals)
+// while a drain is making progress.
 func (e *Evictor) Run(ctx context.Context) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -106,6 +107,9 @@ func (e *Evictor) Run(ctx context.Context) error {
 	}
 }
 
+// reapPatience is how many reap intervals the reaper waits, at most, while eviction is busy.
+const reapPatience = 3
+
 // step runs what is due on the leader and reports whether to come back after BusyInterval.
 func (e *Evictor) step(ctx context.Context) bool {
 	s := e.node.Store()
@@ -116,7 +120,11 @@ func (e *Evictor) step(ctx context.Context) bool {
 	if e.tierStep(ctx, s, KindNOF) {
 		busy = true
 	}
-	if time.Since(e.lastReap) >= e.cfg.ReapInterval {
+	// The reaper reads every object, as a census does; while a drain makes progress it waits, up to
+	// reapPatience intervals, so that the two do not compete for the leader's processors. A drain
+	// that stops making progress (say, memory held by stale writes, which eviction never takes)
+	// lets it run at once.
+	if since := time.Since(e.lastReap); since >= e.cfg.ReapInterval && (!busy || since >= reapPatience*e.cfg.ReapInterval) {
 		if _, err := e.reap(ctx, s); err != nil && !errors.Is(err, context.Canceled) {
 			e.log.Warn("reaper round stopped", "err", err)
 		}
