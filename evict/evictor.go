@@ -110,6 +110,15 @@ func (e *Evictor) Run(ctx context.Context) error {
 // reapPatience is how many reap intervals the reaper waits, at most, while eviction is busy.
 const reapPatience = 3
 
+// reapDue reports whether the reaper should run, since its last run and with eviction busy or not.
+// The reaper reads every object, as a census does; while a drain makes progress it waits, up to
+// reapPatience intervals, so that the two do not compete for the leader's processors. A drain that
+// stops making progress (say, memory held by stale writes, which eviction never takes) lets it run
+// at once.
+func (e *Evictor) reapDue(since time.Duration, busy bool) bool {
+	return since >= e.cfg.ReapInterval && (!busy || since >= reapPatience*e.cfg.ReapInterval)
+}
+
 // step runs what is due on the leader and reports whether to come back after BusyInterval.
 func (e *Evictor) step(ctx context.Context) bool {
 	s := e.node.Store()
@@ -120,11 +129,7 @@ func (e *Evictor) step(ctx context.Context) bool {
 	if e.tierStep(ctx, s, KindNOF) {
 		busy = true
 	}
-	// The reaper reads every object, as a census does; while a drain makes progress it waits, up to
-	// reapPatience intervals, so that the two do not compete for the leader's processors. A drain
-	// that stops making progress (say, memory held by stale writes, which eviction never takes)
-	// lets it run at once.
-	if since := time.Since(e.lastReap); since >= e.cfg.ReapInterval && (!busy || since >= reapPatience*e.cfg.ReapInterval) {
+	if e.reapDue(time.Since(e.lastReap), busy) {
 		if _, err := e.reap(ctx, s); err != nil && !errors.Is(err, context.Canceled) {
 			e.log.Warn("reaper round stopped", "err", err)
 		}

@@ -28,3 +28,23 @@ func TestReaperRevokesStaleWrites(t *testing.T) {
 	}
 	x.check()
 }
+
+// The reaper runs every interval, but waits up to three of them while a drain is making progress.
+func TestReapDue(t *testing.T) {
+	e := &Evictor{cfg: Config{ReapInterval: 10 * time.Second}}
+	for _, c := range []struct {
+		since time.Duration
+		busy  bool
+		want  bool
+	}{
+		{9 * time.Second, false, false},
+		{10 * time.Second, false, true},
+		{10 * time.Second, true, false},
+		{29 * time.Second, true, false},
+		{30 * time.Second, true, true},
+	} {
+		if got := e.reapDue(c.since, c.busy); got != c.want {
+			t.Errorf("since %s busy %v: due %v, want %v", c.since, c.busy, got, c.want)
+		}
+	}
+}
