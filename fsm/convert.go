@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metadv1 "metad/proto/metadv1"
@@ -159,8 +160,9 @@ func ColumnsTo(toks []store.ObjectToken) *metadv1.TokenColumns {
 
 // columnsFrom converts wire columns to store tokens, or says why they are malformed (columns of
 // different lengths, a tenant index out of range, key lengths that do not add up to the keys).
-// Every key is a substring of one copy of the keys column: one allocation for all of them.
-func columnsFrom(c *metadv1.TokenColumns) ([]store.ObjectToken, error) {
+// Every key is a substring of one copy of the keys column: one allocation for all of them. The
+// tokens are written over dst (its length does not matter; nil allocates).
+func columnsFrom(c *metadv1.TokenColumns, dst []store.ObjectToken) ([]store.ObjectToken, error) {
 	n := len(c.GetObjectIds())
 	if len(c.GetVersions()) != n || len(c.GetTenantIndex()) != n || len(c.GetKeyLengths()) != n {
 		return nil, fmt.Errorf("token columns of different lengths: %d object ids, %d versions, %d tenant indexes, %d key lengths",
@@ -174,7 +176,7 @@ func columnsFrom(c *metadv1.TokenColumns) ([]store.ObjectToken, error) {
 		tenants[i] = store.NormalizeTenant(t)
 	}
 	keys := string(c.GetKeys())
-	out := make([]store.ObjectToken, n)
+	out := slices.Grow(dst[:0], n)[:n]
 	off := 0
 	for i := range n {
 		ti, kl := c.TenantIndex[i], int(c.KeyLengths[i])

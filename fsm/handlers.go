@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"slices"
+	"sync"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -196,19 +198,40 @@ func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 // reject the command and evict nothing. Without unit_sizes each token stands alone (the form written
 // before units existed). Units has one reason per unit (a lone token is a unit): a unit has one
 // outcome.
+// evictBufs hold applyEvict's token and unit lists from one Evict entry to the next: a drain
+// applies hundreds of entries of thousands of tokens on every node, and fresh lists for each were
+// about a seventh of a drain's garbage. A pool, not a field of the FSM, because handlers take the
+// store only.
+var evictBufs = sync.Pool{New: func() any { return new(evictBuf) }}
+
+type evictBuf struct {
+	toks  []store.ObjectToken
+	units [][]store.ObjectToken
+}
+
+// put clears the lists (they reference the entry's keys) and returns them to evictBufs.
+func (b *evictBuf) put() {
+	clear(b.toks)
+	clear(b.units)
+	b.toks, b.units = b.toks[:0], b.units[:0]
+	evictBufs.Put(b)
+}
+
 func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetEvict()
 	tier := TierFrom(m.GetTier())
 	if tier == 0 {
 		tier = alloc.TierMemory
 	}
+	buf := evictBufs.Get().(*evictBuf)
+	defer buf.put()
 	toks := tokens(m.GetTokens())
 	if c := m.GetColumns(); c != nil {
 		if len(toks) != 0 {
 			return Result{Reason: store.InvalidParams, Message: "evict: tokens and columns are both set"}
 		}
 		var err error
-		if toks, err = columnsFrom(c); err != nil {
+		if toks, err = columnsFrom(c, buf.toks); err != nil {
 			return Result{Reason: store.InvalidParams, Message: "evict: " + err.Error()}
 		}
 	}
@@ -222,7 +245,8 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 			r.Units[i] = store.ReasonOf(err)
 		}
 	} else {
-		units := make([][]store.ObjectToken, 0, len(sizes))
+		buf.toks = toks
+		units := slices.Grow(buf.units[:0], len(sizes))
 		rest := toks
 		for _, n := range sizes {
 			if n == 0 || uint64(n) > uint64(len(rest)) {
@@ -234,6 +258,7 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 		if len(rest) != 0 {
 			return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
 		}
+		buf.units = units
 		errs, r.Bytes = s.EvictUnits(units, tier)
 		r.Units = make([]store.Reason, len(units))
 		off := 0
