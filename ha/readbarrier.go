@@ -17,7 +17,7 @@ import (
 // Concurrency contract: wait is safe for concurrent use. mu guards waiters and running; at most one
 // round goroutine runs at a time.
 type readBarrier struct {
-	raft    *raft.Raft
+	raft    leaderVerifier
 	applied *appliedWaiter
 	ready   func() error    // nil when this node may serve linearizable reads (leader, term's barrier done)
 	stop    <-chan struct{} // closed when the node shuts down
@@ -55,6 +55,12 @@ func (b *readBarrier) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// leaderVerifier is what a round needs of Raft (*raft.Raft; tests fake it).
+type leaderVerifier interface {
+	CommitIndex() uint64
+	VerifyLeader() raft.Future
 }
 
 func (b *readBarrier) rounds() {
