@@ -35,8 +35,9 @@
 //     makes the check fail. Locks are released
 //     before proposing.
 //  6. Propose. One Evict command carries the batch's tokens (object id and version), unit by unit
-//     (unit_sizes), in columns (fsm.ColumnsTo: a token costs its key and a few varints). Every node applies store.EvictUnits: a unit is evicted only if every token still
-//     matches and, for a group, names exactly its members; otherwise none of it is. So a write
+//     (unit_sizes), in columns (fsm.ColumnsTo: a token costs its key and a few varints). Every
+//     node applies store.EvictUnits: a unit is evicted only if every token still matches and, for
+//     a group, names exactly its members; otherwise none of it is. So a write
 //     (PutEnd, upsert) between mark and commit moves a version and saves that unit; an erase and
 //     recreate under the same key has a new object id and survives; a group is never half evicted,
 //     on any node. Apply reads no clock and no soft state: leases and marks decided only what the
@@ -63,6 +64,22 @@
 //     is released, soft-pinned last.
 //
 // The reaper proposes RevokeExpired for writes PROCESSING longer than PutReleaseTimeout (600 s).
+// It reads every object as a census does, every ReapInterval; while a drain makes progress it
+// waits, up to three intervals.
+//
+// # Sharing the processor
+//
+// A drain of a million objects is seconds of CPU on the leader (censuses) and on every node
+// (apply), and the foreground's reads wait on goroutine hand-offs (the read barrier, Raft's leader
+// loop and heartbeats), each of which waits for a processor. So no eviction step holds one for
+// long: the census yields after every CensusChunk handles (store.VisitHandles), commit after
+// every 256 revalidations, apply after every 64 units (store.EvictUnits), the selection is sorted
+// in pieces with yields between them, and its rank array is sized once from the object count, and
+// grows, if ever, by a chunked copy (one large copy runs without a preemption point, and into
+// memory fresh from the OS it took hundreds of milliseconds, with a collector's stop-the-world
+// waiting on it). Garbage is the other cost every node pays: the selection's storage is kept
+// between the rounds of a drain (dropped when the loop goes idle), and apply reuses its token
+// lists from one entry to the next.
 //
 // # Leadership
 //
