@@ -84,9 +84,12 @@ type phaseStats struct {
 type barrierUse struct {
 	rounds       uint64
 	verify, wait float64
+	// The store's sampled lock waits of the read path: route shard read lock, object lock.
+	routeN, objectN     uint64
+	routeSum, objectSum float64
 }
 
-func readBarrierUse(b *testing.B, g prometheus.Gatherer) barrierUse {
+func readBarrierUse(b *testing.B, g prometheus.Gatherer, s *store.Store) barrierUse {
 	mfs, err := g.Gather()
 	if err != nil {
 		b.Fatal(err)
@@ -104,11 +107,14 @@ func readBarrierUse(b *testing.B, g prometheus.Gatherer) barrierUse {
 			u.wait = h.GetSampleSum()
 		}
 	}
+	u.routeN, u.routeSum, _ = s.LockWaits().Route.Read()
+	u.objectN, u.objectSum, _ = s.LockWaits().Object.Read()
 	return u
 }
 
 func (u barrierUse) since(t barrierUse) barrierUse {
-	return barrierUse{rounds: u.rounds - t.rounds, verify: u.verify - t.verify, wait: u.wait - t.wait}
+	return barrierUse{rounds: u.rounds - t.rounds, verify: u.verify - t.verify, wait: u.wait - t.wait,
+		routeN: u.routeN - t.routeN, routeSum: u.routeSum - t.routeSum, objectN: u.objectN - t.objectN, objectSum: u.objectSum - t.objectSum}
 }
 
 func (u barrierUse) String() string {
@@ -116,7 +122,9 @@ func (u barrierUse) String() string {
 		return "no rounds"
 	}
 	n := float64(u.rounds)
-	return fmt.Sprintf("%d rounds, VerifyLeader mean %.0f us, apply wait mean %.1f us", u.rounds, u.verify/n*1e6, u.wait/n*1e6)
+	mean := func(sum float64, n uint64) float64 { return sum / float64(max(n, 1)) * 1e6 }
+	return fmt.Sprintf("%d rounds, VerifyLeader mean %.0f us, apply wait mean %.1f us; Get's lock waits (sampled) route %.1f us, object %.1f us",
+		u.rounds, u.verify/n*1e6, u.wait/n*1e6, mean(u.routeSum, u.routeN), mean(u.objectSum, u.objectN))
 }
 
 // runtimeUse is what the process spent during a phase: CPU time (user and system, from getrusage),
@@ -300,7 +308,7 @@ func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *
 	getLat := make([][]time.Duration, benchReaders)
 	putLat := make([][]time.Duration, benchWriters)
 	var wg sync.WaitGroup
-	rt0, rb0 := readRuntime(), readBarrierUse(b, reg)
+	rt0, rb0 := readRuntime(), readBarrierUse(b, reg, l.Store())
 	for r := range benchReaders {
 		wg.Add(1)
 		go func() {
@@ -353,7 +361,7 @@ func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *
 	}
 	wg.Wait()
 	secs := benchPhaseLen.Seconds()
-	st := phaseStats{rt: readRuntime().since(rt0), rb: readBarrierUse(b, reg).since(rb0)}
+	st := phaseStats{rt: readRuntime().since(rt0), rb: readBarrierUse(b, reg, l.Store()).since(rb0)}
 	st.gets, st.getP99 = p99(getLat)
 	st.puts, st.putP99 = p99(putLat)
 	st.getRate, st.putRate = float64(st.gets)/secs, float64(st.puts)/secs
