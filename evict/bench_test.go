@@ -3,6 +3,7 @@ package evict
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -34,22 +35,25 @@ import (
 // objects; Get and PutEnd load runs for -evict.phase with no eviction, then again while the leader's
 // memory eviction removes most of them. It reports throughput and p99 of both in both phases, their
 // ratios, the objects evicted, and heap and RSS per object after the fill, for each group size in
-// -evict.groups. Run it with
+// -evict.groups; with -evict.reps it repeats the whole (a fresh cluster each time) and reports the
+// medians. Run it with
 //
-//	go test -run '^$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/
+//	go test -run '^$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=3
 //
-// All three nodes and the load share one process, so the ratios are what carries over.
+// (make bench-evict). All three nodes and the load share one process, so the ratios are what
+// carries over.
 
 var (
 	benchObjects  = flag.Int("evict.objects", 1_000_000, "objects the foreground benchmark fills memory with")
 	benchPhaseLen = flag.Duration("evict.phase", 30*time.Second, "length of each load phase")
 	benchGroups   = flag.String("evict.groups", "1,8,64", "explicit group sizes (1 = singletons)")
+	benchReps     = flag.Int("evict.reps", 1, "repetitions per group size (each on a fresh cluster); the reported figures are the medians")
 	benchBatch    = flag.Int("evict.batch", DefaultConfig().BatchSize, "objects per Evict proposal (Config.BatchSize)")
 	benchRound    = flag.Int("evict.roundlimit", DefaultConfig().RoundLimit, "units one round selects at most (Config.RoundLimit)")
 	benchChunk    = flag.Int("evict.censuschunk", DefaultConfig().CensusChunk, "handles the census reads between yields (Config.CensusChunk)")
-	benchTrace    = flag.String("evict.trace", "", "write execution traces of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base)")
+	benchTrace    = flag.String("evict.trace", "", "write execution traces of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base), in the first repetition")
 	benchTraceFor = flag.Duration("evict.tracefor", 3*time.Second, "how much of the phase under eviction -evict.trace covers")
-	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
+	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles (first repetition) of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
 )
 
 const (
@@ -213,7 +217,63 @@ func (u runtimeUse) String() string {
 		u.cpu, u.faults, u.gcCycles, float64(u.allocBytes)/1e9, u.sched.quantile(0.5), u.sched.quantile(0.99), u.sched.quantile(0.999), u.stopping.max())
 }
 
+// foreground is one repetition of the benchmark for one group size.
+type foreground struct {
+	base, under   phaseStats
+	evicted       int64
+	heapPerObject float64 // bytes per object per node after the fill
+	rssPerMillion float64 // MiB per million objects per node after the fill
+}
+
+func (f foreground) getRatio() float64    { return f.under.getRate / f.base.getRate }
+func (f foreground) getP99Ratio() float64 { return float64(f.under.getP99) / float64(f.base.getP99) }
+func (f foreground) putRatio() float64    { return f.under.putRate / f.base.putRate }
+func (f foreground) putP99Ratio() float64 { return float64(f.under.putP99) / float64(f.base.putP99) }
+
+// benchForeground runs -evict.reps repetitions for one group size and reports the median of each
+// figure across them (every repetition's ratios are logged): this machine's speed drifts by a
+// fifth between minutes, and one pair of phases inherits all of it.
 func benchForeground(b *testing.B, group int) {
+	var runs []foreground
+	for rep := range max(1, *benchReps) {
+		runs = append(runs, benchForegroundOnce(b, group, rep))
+	}
+	var line []string
+	for i, r := range runs {
+		line = append(line, fmt.Sprintf("rep %d: Get %.2f, p99 %.2f, PutEnd %.2f", i+1, r.getRatio(), r.getP99Ratio(), r.putRatio()))
+	}
+	b.Logf("ratios (during / without): %s", strings.Join(line, "; "))
+	median := func(f func(foreground) float64) float64 {
+		xs := make([]float64, len(runs))
+		for i, r := range runs {
+			xs[i] = f(r)
+		}
+		slices.Sort(xs)
+		if n := len(xs); n%2 == 0 {
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return xs[len(xs)/2]
+	}
+	b.ReportMetric(median(func(r foreground) float64 { return r.heapPerObject }), "heap-B/object")
+	b.ReportMetric(median(func(r foreground) float64 { return r.rssPerMillion }), "RSS-MiB/Mobject")
+	b.ReportMetric(median(func(r foreground) float64 { return float64(r.evicted) }), "evicted")
+	b.ReportMetric(median(func(r foreground) float64 { return r.base.getRate }), "get/s")
+	b.ReportMetric(median(func(r foreground) float64 { return r.under.getRate }), "get/s-evicting")
+	b.ReportMetric(median(foreground.getRatio), "get-throughput-ratio")
+	b.ReportMetric(median(foreground.getP99Ratio), "get-p99-ratio")
+	b.ReportMetric(median(func(r foreground) float64 { return r.base.putRate }), "putend/s")
+	b.ReportMetric(median(func(r foreground) float64 { return r.under.putRate }), "putend/s-evicting")
+	b.ReportMetric(median(foreground.putRatio), "putend-throughput-ratio")
+	b.ReportMetric(median(foreground.putP99Ratio), "putend-p99-ratio")
+}
+
+// benchForegroundOnce fills a fresh cluster and runs the two phases. Its log goes to stderr, each
+// line prefixed with the group size and repetition (the testing package keeps only ten log lines
+// of a benchmark).
+func benchForegroundOnce(b *testing.B, group, rep int) foreground {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "group=%d rep=%d: %s\n", group, rep+1, fmt.Sprintf(format, args...))
+	}
 	n := *benchObjects
 	runtime.GC()
 	heap0, rss0 := heapInuse(), rssBytes()
@@ -223,7 +283,10 @@ func benchForeground(b *testing.B, group int) {
 	cfg.RoundLimit = *benchRound
 	cfg.CensusChunk = *benchChunk
 	c := newClusterWith(b, cfg, store.DefaultConfig().LeaseTTL, false)
-	defer c.stop()
+	defer func() {
+		c.stop()
+		c.stores, c.evs = nil, nil // the cleanup c registered keeps c: let the next repetition have the memory
+	}()
 	capacity := uint64(n+n/4) * benchSize
 	c.propose(&metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
 		Id: memSeg[:], Name: "s", Base: 1 << 32, Size: capacity, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY, OwnerClientId: client[:]}}}})
@@ -247,11 +310,11 @@ func benchForeground(b *testing.B, group int) {
 		}
 	}
 	c.caughtUp()
-	b.Logf("filled %d objects (group size %d) in %s", n, group, time.Since(start).Round(time.Millisecond))
+	logf("filled %d objects (group size %d) in %s", n, group, time.Since(start).Round(time.Millisecond))
 	runtime.GC()
 	heap1, rss1 := heapInuse(), rssBytes()
-	b.ReportMetric((float64(heap1)-float64(heap0))/3/float64(n), "heap-B/object")
-	b.ReportMetric((float64(rss1)-float64(rss0))/3/(float64(n)/1e6)/(1<<20), "RSS-MiB/Mobject")
+	f := foreground{heapPerObject: (float64(heap1) - float64(heap0)) / 3 / float64(n),
+		rssPerMillion: (float64(rss1) - float64(rss0)) / 3 / (float64(n) / 1e6) / (1 << 20)}
 
 	l := c.leader()
 	reg := prometheus.NewRegistry()
@@ -259,16 +322,16 @@ func benchForeground(b *testing.B, group int) {
 		b.Fatal(err)
 	}
 	var putSeq atomic.Int64
-	stopProfile := startProfile(b, group, ".base")
-	stopTrace := startTrace(b, group, ".base")
+	stopProfile := startProfile(b, group, rep, ".base")
+	stopTrace := startTrace(b, group, rep, ".base")
 	base := runPhase(b, l, reg, n, &putSeq)
 	stopTrace()
 	stopProfile()
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
-	stopProfile = startProfile(b, group, "")
-	stopProgress := logProgress(b, l, before)
-	stopTrace = startTrace(b, group, "")
+	stopProfile = startProfile(b, group, rep, "")
+	stopProgress := logProgress(logf, l, before)
+	stopTrace = startTrace(b, group, rep, "")
 	defer stopTrace()
 	c.start()
 	under := runPhase(b, l, reg, n, &putSeq)
@@ -276,28 +339,21 @@ func benchForeground(b *testing.B, group int) {
 	stopProgress()
 	stopProfile()
 	evicted := before + int64(under.puts) - l.Status().Objects
-	b.Logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
-	b.Logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
-	// The testing package keeps ten log lines of a benchmark: keep these few.
+	logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
+	logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
 	var idx []string
 	for _, name := range c.names {
 		st := c.nodes[name].Status()
 		idx = append(idx, fmt.Sprintf("%s %d/%d", name, st.CommitIndex, st.LastSnapshotIndex))
 	}
-	b.Logf("eviction rounds: %s; commit/snapshot index %s", c.roundStats(), strings.Join(idx, ", "))
-	b.Logf("read barrier, no eviction:  %s", base.rb)
-	b.Logf("read barrier, evicting:     %s", under.rb)
-	b.Logf("process, no eviction:  %s", base.rt)
-	b.Logf("process, evicting:     %s", under.rt)
-	b.ReportMetric(float64(evicted), "evicted")
-	b.ReportMetric(base.getRate, "get/s")
-	b.ReportMetric(under.getRate, "get/s-evicting")
-	b.ReportMetric(under.getRate/base.getRate, "get-throughput-ratio")
-	b.ReportMetric(float64(under.getP99)/float64(base.getP99), "get-p99-ratio")
-	b.ReportMetric(base.putRate, "putend/s")
-	b.ReportMetric(under.putRate, "putend/s-evicting")
-	b.ReportMetric(under.putRate/base.putRate, "putend-throughput-ratio")
-	b.ReportMetric(float64(under.putP99)/float64(base.putP99), "putend-p99-ratio")
+	logf("eviction rounds: %s; commit/snapshot index %s", c.roundStats(), strings.Join(idx, ", "))
+	logf("read barrier, no eviction:  %s", base.rb)
+	logf("read barrier, evicting:     %s", under.rb)
+	logf("process, no eviction:  %s", base.rt)
+	logf("process, evicting:     %s", under.rt)
+	f.base, f.under, f.evicted = base, under, evicted
+	logf("ratios: Get %.2f, Get p99 %.2f, PutEnd %.2f, PutEnd p99 %.2f", f.getRatio(), f.getP99Ratio(), f.putRatio(), f.putP99Ratio())
+	return f
 }
 
 // runPhase runs Get load (a linearizable read: read barrier, then the store) on the hot set and
@@ -317,9 +373,15 @@ func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *
 			for ctx.Err() == nil {
 				k := benchKey(n - 1 - rnd.IntN(min(n, benchHot)))
 				t := time.Now()
-				err := l.ReadBarrier(ctx)
-				if err == nil {
-					_, err = l.Store().Get(time.Now().UnixNano(), "", k)
+				var err error
+				for { // an object marked for unlink is read again once its eviction settles, as the server does
+					if err = l.ReadBarrier(ctx); err == nil {
+						_, err = l.Store().Get(time.Now().UnixNano(), "", k)
+					}
+					if !errors.Is(err, store.ErrUnlinkPending) || ctx.Err() != nil {
+						break
+					}
+					runtime.Gosched()
 				}
 				if ctx.Err() != nil {
 					return
@@ -379,7 +441,7 @@ func p99(lats [][]time.Duration) (int, time.Duration) {
 
 // logProgress logs, every 5 s until stopped, how far the leader's object count has fallen below
 // before (how the eviction spreads over the phase).
-func logProgress(b *testing.B, l *ha.Node, before int64) func() {
+func logProgress(logf func(string, ...any), l *ha.Node, before int64) func() {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -390,7 +452,7 @@ func logProgress(b *testing.B, l *ha.Node, before int64) func() {
 		for {
 			select {
 			case <-done:
-				b.Logf("objects below the start, every 5 s: %s", strings.Join(line, " "))
+				logf("objects below the start, every 5 s: %s", strings.Join(line, " "))
 				return
 			case <-t.C:
 				line = append(line, fmt.Sprintf("%.0fs:%d", time.Since(start).Seconds(), before-l.Status().Objects))
@@ -403,8 +465,8 @@ func logProgress(b *testing.B, l *ha.Node, before int64) func() {
 // startProfile starts a CPU profile of a phase when -evict.cpuprofile asks for one (suffix "" for
 // the eviction phase, ".base" for the one without: compare with pprof -diff_base); the returned func
 // stops it.
-func startProfile(b *testing.B, group int, suffix string) func() {
-	if *benchProfile == "" {
+func startProfile(b *testing.B, group, rep int, suffix string) func() {
+	if *benchProfile == "" || rep > 0 {
 		return func() {}
 	}
 	path := fmt.Sprintf("%s.group%d%s", *benchProfile, group, suffix)
@@ -436,8 +498,8 @@ func startProfile(b *testing.B, group int, suffix string) func() {
 
 // startTrace starts the execution trace -evict.trace asks for, to stop after -evict.tracefor or
 // when the returned func is called, whichever is first.
-func startTrace(b *testing.B, group int, suffix string) func() {
-	if *benchTrace == "" {
+func startTrace(b *testing.B, group, rep int, suffix string) func() {
+	if *benchTrace == "" || rep > 0 {
 		return func() {}
 	}
 	f, err := os.Create(fmt.Sprintf("%s.group%d%s", *benchTrace, group, suffix))
