@@ -325,13 +325,15 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	var putSeq atomic.Int64
 	stopProfile := startProfile(b, group, rep, ".base")
 	stopTrace := startTrace(b, group, rep, ".base")
+	stopProgress := logProgress(logf, "no eviction", l, l.Status().Objects)
 	base := runPhase(b, l, reg, n, &putSeq)
+	stopProgress()
 	stopTrace()
 	stopProfile()
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
 	before := l.Status().Objects
 	stopProfile = startProfile(b, group, rep, "")
-	stopProgress := logProgress(logf, l, before)
+	stopProgress = logProgress(logf, "evicting", l, before)
 	stopTrace = startTrace(b, group, rep, "")
 	defer stopTrace()
 	c.start()
@@ -392,6 +394,7 @@ func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *
 					return
 				}
 				getLat[r] = append(getLat[r], time.Since(t))
+				benchGets.Add(1)
 			}
 		}()
 	}
@@ -440,23 +443,32 @@ func p99(lats [][]time.Duration) (int, time.Duration) {
 	return len(all), all[len(all)*99/100]
 }
 
+// benchGets counts the Gets the load has completed (for logProgress).
+var benchGets atomic.Int64
+
 // logProgress logs, every 5 s until stopped, how far the leader's object count has fallen below
-// before (how the eviction spreads over the phase).
-func logProgress(logf func(string, ...any), l *ha.Node, before int64) func() {
+// before (how the eviction spreads over the phase) and the Get rate (how the foreground fares
+// during the drain and after it), labelled with the phase.
+func logProgress(logf func(string, ...any), phase string, l *ha.Node, before int64) func() {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		start := time.Now()
-		var line []string
+		var line, gets []string
+		last := benchGets.Load()
 		for {
 			select {
 			case <-done:
-				logf("objects below the start, every 5 s: %s", strings.Join(line, " "))
+				logf("%s: objects below the start, every 5 s: %s", phase, strings.Join(line, " "))
+				logf("%s: Get/s in each 5 s: %s", phase, strings.Join(gets, " "))
 				return
 			case <-t.C:
 				line = append(line, fmt.Sprintf("%.0fs:%d", time.Since(start).Seconds(), before-l.Status().Objects))
+				n := benchGets.Load()
+				gets = append(gets, fmt.Sprintf("%.0fs:%d", time.Since(start).Seconds(), (n-last)/5))
+				last = n
 			}
 		}
 	}()
