@@ -129,6 +129,10 @@ func (e *Evictor) step(ctx context.Context) bool {
 	if e.tierStep(ctx, s, KindNOF) {
 		busy = true
 	}
+	if e.lastReap.IsZero() {
+		// First step as leader: the reaper is due now, and patient like any other time.
+		e.lastReap = time.Now().Add(-e.cfg.ReapInterval)
+	}
 	if e.reapDue(time.Since(e.lastReap), busy) {
 		if _, err := e.reap(ctx, s); err != nil && !errors.Is(err, context.Canceled) {
 			e.log.Warn("reaper round stopped", "err", err)
