@@ -1,9 +1,10 @@
 package fsm
 
 import (
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"slices"
 	"sync"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -192,12 +193,6 @@ func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 	return out
 }
 
-// applyEvict evicts the leader's revalidated tokens (in columns, or the form before them: a message
-// per token; malformed columns reject the command and evict nothing). With unit_sizes the tokens form units that go
-// all or nothing (a group is evicted whole or not at all); sizes that do not cover the tokens exactly
-// reject the command and evict nothing. Without unit_sizes each token stands alone (the form written
-// before units existed). Units has one reason per unit (a lone token is a unit): a unit has one
-// outcome.
 // evictBufs hold applyEvict's token and unit lists from one Evict entry to the next: a drain
 // applies hundreds of entries of thousands of tokens on every node, and fresh lists for each were
 // about a seventh of a drain's garbage. A pool, not a field of the FSM, because handlers take the
@@ -217,6 +212,12 @@ func (b *evictBuf) put() {
 	evictBufs.Put(b)
 }
 
+// applyEvict evicts the leader's revalidated tokens (in columns, or the form before them: a message
+// per token; malformed columns reject the command and evict nothing). With unit_sizes the tokens
+// form units that go all or nothing (a group is evicted whole or not at all); sizes that do not
+// cover the tokens exactly reject the command and evict nothing. Without unit_sizes each token
+// stands alone (the form written before units existed). Units has one reason per unit (a lone token
+// is a unit): a unit has one outcome.
 func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetEvict()
 	tier := TierFrom(m.GetTier())
