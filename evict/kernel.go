@@ -203,9 +203,8 @@ func (a rank) cmp(b rank) int {
 // pointerful memory is large, and the rank array grows by a copy that yields between chunks: the
 // runtime copies without a preemption point, a collector's stop-the-world waits for such a copy with
 // every other goroutine stopped, and memory fresh from the OS costs a page fault per 4 KiB touched
-// (about 10 us on a virtual machine; growing a 40 MB slice took 394 ms there, longer than a leader
-// lease). The storage comes from the evictor's bufCache and goes back when the round is over
-// (release).
+// (slow on a virtual machine: a copy of tens of megabytes can then outlast a leader lease). The
+// storage comes from the evictor's bufCache and goes back when the round is over (release).
 type selection struct {
 	*selBuf
 	need    uint64
