@@ -53,6 +53,7 @@ var (
 	benchChunk    = flag.Int("evict.censuschunk", DefaultConfig().CensusChunk, "handles the census reads between yields (Config.CensusChunk)")
 	benchTrace    = flag.String("evict.trace", "", "write execution traces of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base), in the first repetition")
 	benchTraceFor = flag.Duration("evict.tracefor", 3*time.Second, "how much of the phase under eviction -evict.trace covers")
+	benchTick     = flag.Duration("evict.tick", 5*time.Second, "how often the per-phase timeline (objects below the start, Get/s, GC cycles) samples")
 	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles (first repetition) of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
 )
 
@@ -94,9 +95,18 @@ type barrierUse struct {
 }
 
 func readBarrierUse(b *testing.B, g prometheus.Gatherer, s *store.Store) barrierUse {
-	mfs, err := g.Gather()
+	u, err := gatherBarrierUse(g, s)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return u
+}
+
+// gatherBarrierUse is readBarrierUse for goroutines other than the benchmark's.
+func gatherBarrierUse(g prometheus.Gatherer, s *store.Store) (barrierUse, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return barrierUse{}, err
 	}
 	var u barrierUse
 	for _, mf := range mfs {
@@ -113,7 +123,7 @@ func readBarrierUse(b *testing.B, g prometheus.Gatherer, s *store.Store) barrier
 	}
 	u.routeN, u.routeSum, _ = s.LockWaits().Route.Read()
 	u.objectN, u.objectSum, _ = s.LockWaits().Object.Read()
-	return u
+	return u, nil
 }
 
 func (u barrierUse) since(t barrierUse) barrierUse {
@@ -323,9 +333,16 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 		b.Fatal(err)
 	}
 	var putSeq atomic.Int64
+	barrierNow := func() barrierUse {
+		u, err := gatherBarrierUse(reg, l.Store())
+		if err != nil {
+			b.Error(err)
+		}
+		return u
+	}
 	stopProfile := startProfile(b, group, rep, ".base")
 	stopTrace := startTrace(b, group, rep, ".base")
-	stopProgress := logProgress(logf, "no eviction", l, l.Status().Objects)
+	stopProgress := logProgress(logf, "no eviction", l, l.Status().Objects, barrierNow)
 	base := runPhase(b, l, reg, n, &putSeq)
 	stopProgress()
 	stopTrace()
@@ -338,7 +355,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	runtime.GC()
 	before := l.Status().Objects
 	stopProfile = startProfile(b, group, rep, "")
-	stopProgress = logProgress(logf, "evicting", l, before)
+	stopProgress = logProgress(logf, "evicting", l, before, barrierNow)
 	stopTrace = startTrace(b, group, rep, "")
 	defer stopTrace()
 	c.start()
@@ -451,33 +468,58 @@ func p99(lats [][]time.Duration) (int, time.Duration) {
 // benchGets counts the Gets the load has completed (for logProgress).
 var benchGets atomic.Int64
 
-// logProgress logs, every 5 s until stopped, how far the leader's object count has fallen below
-// before (how the eviction spreads over the phase) and the Get rate (how the foreground fares
-// during the drain and after it), labelled with the phase.
-func logProgress(logf func(string, ...any), phase string, l *ha.Node, before int64) func() {
+// logProgress logs, every -evict.tick until stopped, how far the leader's object count has fallen
+// below before (how the eviction spreads over the phase), the Get rate (how the foreground fares
+// during the drain and after it) and the GC cycles that ended in the tick (+N), labelled with the
+// phase.
+func logProgress(logf func(string, ...any), phase string, l *ha.Node, before int64, barrier func() barrierUse) func() {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(*benchTick)
 		defer t.Stop()
 		start := time.Now()
-		var line, gets []string
-		last := benchGets.Load()
+		var line, gets, rounds []string
+		last, lastGC, lastAlloc, lastBarrier := benchGets.Load(), gcCycles(), allocBytes(), barrier()
 		for {
 			select {
 			case <-done:
-				logf("%s: objects below the start, every 5 s: %s", phase, strings.Join(line, " "))
-				logf("%s: Get/s in each 5 s: %s", phase, strings.Join(gets, " "))
+				logf("%s: objects below the start, every %v: %s", phase, *benchTick, strings.Join(line, " "))
+				logf("%s: Get/s in each %v (+N: GC cycles ended in it; MB allocated in it): %s", phase, *benchTick, strings.Join(gets, " "))
+				logf("%s: read-barrier rounds/s in each %v (mean VerifyLeader/apply wait, us): %s", phase, *benchTick, strings.Join(rounds, " "))
 				return
 			case <-t.C:
-				line = append(line, fmt.Sprintf("%.0fs:%d", time.Since(start).Seconds(), before-l.Status().Objects))
-				n := benchGets.Load()
-				gets = append(gets, fmt.Sprintf("%.0fs:%d", time.Since(start).Seconds(), (n-last)/5))
-				last = n
+				at := time.Since(start).Seconds()
+				line = append(line, fmt.Sprintf("%.0fs:%d", at, before-l.Status().Objects))
+				n, gc, a := benchGets.Load(), gcCycles(), allocBytes()
+				g := fmt.Sprintf("%.0fs:%d", at, int64(float64(n-last)/benchTick.Seconds()))
+				if gc > lastGC {
+					g += fmt.Sprintf("+%d", gc-lastGC)
+				}
+				gets = append(gets, g+fmt.Sprintf("(%dMB)", (a-lastAlloc)>>20))
+				bu := barrier()
+				d := bu.since(lastBarrier)
+				r := float64(max(d.rounds, 1))
+				rounds = append(rounds, fmt.Sprintf("%.0fs:%d(%.0f/%.0f)", at, int64(float64(d.rounds)/benchTick.Seconds()), d.verify/r*1e6, d.wait/r*1e6))
+				last, lastGC, lastAlloc, lastBarrier = n, gc, a, bu
 			}
 		}
 	}()
 	return func() { close(done); <-stopped }
+}
+
+// allocBytes is the bytes the process has allocated on the heap.
+func allocBytes() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// gcCycles is the number of GC cycles the process has completed.
+func gcCycles() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // startProfile starts a CPU profile of a phase when -evict.cpuprofile asks for one (suffix "" for
