@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"metad/fsm"
@@ -492,10 +493,12 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 	p2 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(1), 0) // soft-pinned objects are few
 	groups := map[*store.GroupEntry]*groupAcc{}
 	floor := s.LeaseFloor()
+	var sts []*store.ObjectState
 	visit := func(hs []store.ObjectHandle) bool {
-		for _, h := range hs {
+		sts = loadStates(hs, sts)
+		for i, h := range hs {
 			g := h.Entry.Group()
-			st := h.State()
+			st := sts[i]
 			var why skipReason
 			var m member
 			ok, soft := false, false
@@ -572,6 +575,29 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 	}
 	return p1.sorted(), p2.sorted(), func() { e.bufs.put(0, p1.release()); e.bufs.put(1, p2.release()) }
 }
+
+// loadStates returns the states of a chunk's handles (in buf's storage) with their memory already
+// read. On a loaded store an entry and its state sit far apart and far from their neighbours, so
+// reading them handle by handle waits for memory twice per object, one miss after the other: about
+// two thirds of a census. Read here in passes over the chunk, loads that do not depend on each
+// other, the misses overlap (a processor keeps several in flight).
+func loadStates(hs []store.ObjectHandle, buf []*store.ObjectState) []*store.ObjectState {
+	buf = buf[:0]
+	for _, h := range hs {
+		buf = append(buf, h.State())
+	}
+	var sink uint64
+	for _, st := range buf {
+		if st != nil && len(st.Replicas) > 0 {
+			sink += uint64(st.SoftPinDeadline) + uint64(st.Replicas[len(st.Replicas)-1].Status)
+		}
+	}
+	statesSink.Add(sink) // once per chunk
+	return buf
+}
+
+// statesSink keeps loadStates' reads from being optimized away.
+var statesSink atomic.Uint64
 
 // revalidate is step 5 for one unit: under the group's lock and then its members' in key order (a
 // singleton: its own lock), it checks that the unit is what the census saw (tenant instance, object
