@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -490,4 +492,52 @@ func BenchmarkCensus(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchObjects, "ns/object")
 	})
+}
+
+// BenchmarkEvictUnits: the apply side of eviction, which every member runs: a store of benchObjects
+// singletons (keys and tenants as in the fixtures) evicted whole, in Evict-sized batches of
+// evictBatch tokens, in the selection's order for objects never read (tenant instance, then
+// creation order: random with respect to where the keys sit in the route maps). ns/object is one object's unlink: find
+// it, revalidate it, erase it, free its extent and quota. The store is built anew, untimed, for each
+// iteration.
+func BenchmarkEvictUnits(b *testing.B) {
+	const evictBatch = 2048
+	for b.Loop() {
+		b.StopTimer()
+		s, _ := newBenchStore(b)
+		toks := make([]ObjectToken, 0, benchObjects)
+		for i := range benchObjects {
+			tenant, key := benchTenantNames[i%benchTenants], benchKey(i)
+			put(b, s, sec, tenant, key, "", benchSize)
+			toks = append(toks, ObjectToken{Tenant: tenant, Key: key, ObjectID: uint64(i/benchTenants + 1), Version: 2})
+		}
+		for i := range toks {
+			toks[i].Instance = s.Tenants().Lookup(toks[i].Tenant).Instance()
+		}
+		// The selection's order for objects never read: by tenant instance, then id.
+		slices.SortFunc(toks, func(a, b ObjectToken) int {
+			return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.ObjectID, b.ObjectID))
+		})
+		units := make([][]ObjectToken, evictBatch)
+		runtime.GC()
+		b.StartTimer()
+		for lo := 0; lo < len(toks); lo += evictBatch {
+			batch := toks[lo:min(lo+evictBatch, len(toks))]
+			for i := range batch {
+				units[i] = batch[i : i+1]
+			}
+			errs, _ := s.EvictUnits(units[:len(batch)], alloc.TierMemory)
+			for i, err := range errs {
+				if err != nil {
+					b.Fatalf("evict %s/%s: %v", batch[i].Tenant, batch[i].Key, err)
+				}
+			}
+		}
+		b.StopTimer()
+		if n := s.Segments().Used(alloc.TierMemory); n != 0 {
+			b.Fatalf("%d bytes still used after evicting every object", n)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchObjects, "ns/object")
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"metad/store/alloc"
 )
@@ -30,16 +31,43 @@ func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uin
 	}
 	errs := make([]error, n)
 	var freed uint64
+	var b evictScratch
 	off := 0
-	for i, u := range units {
-		freed += s.evictUnit(u, tier, errs[off:off+len(u)])
-		off += len(u)
-		if i%yieldEvery == yieldEvery-1 {
-			// A large eviction holds a processor for a millisecond or more; let the node's
-			// latency-critical goroutines (heartbeats, reads) in between. Scheduling only: the
-			// outcome does not depend on it.
-			runtime.Gosched()
+	for lo := 0; lo < len(units); {
+		if len(units[lo]) == 0 {
+			lo++
+			continue
 		}
+		// A run of units of one tenant: admitted once, their first keys looked up together.
+		hi := lo + 1
+		for hi < len(units) && hi-lo < lookupManyMax && len(units[hi]) > 0 && units[hi][0].Tenant == units[lo][0].Tenant {
+			hi++
+		}
+		run := units[lo:hi]
+		t, err := s.writable(run[0][0].Tenant)
+		if err != nil {
+			for _, u := range run {
+				for i := range u {
+					errs[off+i] = err
+				}
+				off += len(u)
+			}
+			lo = hi
+			continue
+		}
+		ents := b.lookup(t, run)
+		for i, u := range run {
+			freed += s.evictUnit(t, ents[i], u, tier, errs[off:off+len(u)])
+			off += len(u)
+			if i%yieldEvery == yieldEvery-1 {
+				// A large eviction holds a processor for a millisecond or more; let the node's
+				// latency-critical goroutines (heartbeats, reads) in between. Scheduling only: the
+				// outcome does not depend on it.
+				runtime.Gosched()
+			}
+		}
+		t.release()
+		lo = hi
 	}
 	return errs, freed
 }
@@ -47,11 +75,42 @@ func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uin
 // yieldEvery is how many eviction units EvictUnits applies between yields of the processor.
 const yieldEvery = 64
 
-// evictUnit applies one unit and fills errs (len(errs) == len(u)).
-func (s *Store) evictUnit(u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
-	if len(u) == 0 {
-		return 0
+// evictScratch is EvictUnits' storage for one run's lookups.
+type evictScratch struct {
+	keys   []string
+	ents   []*ObjectEntry
+	shards []uint8
+}
+
+// lookup returns the entries under the first keys of run's units (nil: none), with each entry and
+// its state already read, so that the misses of a large store overlap instead of coming one at a
+// time under the object locks (see GroupDirectory.lookupMany).
+func (b *evictScratch) lookup(t *TenantState, run [][]ObjectToken) []*ObjectEntry {
+	b.keys = b.keys[:0]
+	for _, u := range run {
+		b.keys = append(b.keys, u[0].Key)
 	}
+	b.ents = slices.Grow(b.ents[:0], len(run))[:len(run)]
+	b.shards = slices.Grow(b.shards[:0], len(run))[:len(run)]
+	t.dir.lookupMany(b.keys, b.ents, b.shards)
+	var sink uint64
+	for _, e := range b.ents {
+		if e != nil {
+			if st := e.State(); st != nil {
+				sink += st.Version
+			}
+		}
+	}
+	lookupSink.Add(sink)
+	return b.ents
+}
+
+// lookupSink keeps evictScratch.lookup's reads from being optimized away.
+var lookupSink atomic.Uint64
+
+// evictUnit applies one unit, found under its first key as e (nil: no entry), with t admitted, and
+// fills errs (len(errs) == len(u) > 0).
+func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
 	fail := func(err error) uint64 {
 		for i := range errs {
 			errs[i] = err
@@ -64,15 +123,9 @@ func (s *Store) evictUnit(u []ObjectToken, tier alloc.Tier, errs []error) uint64
 			return fail(objErr(InvalidParams, tok.Tenant, tok.Key, "the tokens of one eviction unit name different tenants"))
 		}
 	}
-	t, err := s.writable(first.Tenant)
-	if err != nil {
-		return fail(err)
-	}
-	defer t.release()
 	if t.instance != first.Instance {
 		return fail(objErr(ObjectNotFound, t.name, first.Key, "tenant instance changed"))
 	}
-	e := t.dir.lookup(first.Key)
 	if e == nil {
 		return fail(objErr(ObjectNotFound, t.name, first.Key, "object not found"))
 	}
@@ -81,7 +134,7 @@ func (s *Store) evictUnit(u []ObjectToken, tier alloc.Tier, errs []error) uint64
 			return fail(objErr(InvalidParams, t.name, first.Key, "an eviction unit of several tokens must be one explicit group"))
 		}
 		var n uint64
-		n, errs[0] = s.evictOne(t, first, tier)
+		n, errs[0] = s.evictEntry(t, e, first, tier)
 		return n
 	}
 	return s.evictGroupUnit(t, e.group, u, tier, errs)
@@ -236,6 +289,12 @@ func (s *Store) evictOne(t *TenantState, tok ObjectToken, tier alloc.Tier) (uint
 	if e == nil {
 		return 0, objErr(ObjectNotFound, t.name, tok.Key, "object not found")
 	}
+	return s.evictEntry(t, e, tok, tier)
+}
+
+// evictEntry is evictOne on the entry found under tok.Key (t's gate held, tenant instance checked):
+// a route lookup misses the cache on a large store, and apply has already paid for one.
+func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier alloc.Tier) (uint64, error) {
 	e.mu.Lock()
 	st := e.State()
 	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version {
