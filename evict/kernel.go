@@ -596,7 +596,30 @@ func loadStates(hs []store.ObjectHandle, buf []*store.ObjectState) []*store.Obje
 	return buf
 }
 
-// statesSink keeps loadStates' reads from being optimized away.
+// touchUnits reads the entries and states of units a batch is about to revalidate, with no lock
+// held, for the reason loadStates does: since the census read them, a million other objects went
+// through the cache, and revalidation takes each object's lock before it reads it, so each miss
+// would wait for the one before it.
+func touchUnits(units []*unit) {
+	var sink uint64
+	touch := func(m member) {
+		if st := m.h.State(); st != nil {
+			sink += st.Version
+		}
+	}
+	for _, u := range units {
+		if u.group == nil {
+			touch(u.one)
+			continue
+		}
+		for _, m := range u.members {
+			touch(m)
+		}
+	}
+	statesSink.Add(sink)
+}
+
+// statesSink keeps the reads of loadStates and touchUnits from being optimized away.
 var statesSink atomic.Uint64
 
 // revalidate is step 5 for one unit: under the group's lock and then its members' in key order (a
@@ -724,6 +747,7 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		mk.reset()
 		sizes, batch = sizes[:0], batch[:0]
 		var pending uint64
+		touchUnits(units[i:min(len(units), i+e.cfg.BatchSize)])
 		for i < len(units) && len(mk.toks) < e.cfg.BatchSize && out.freed+pending < goal {
 			u := units[i]
 			i++
