@@ -81,6 +81,13 @@
 // between the rounds of a drain (dropped when the loop goes idle), and apply reuses its token
 // lists from one entry to the next.
 //
+// Most of what is left is waiting for memory: on a loaded store an object's entry and its state
+// sit far apart, and reading them one object at a time misses the cache twice in a row per object.
+// The census reads a chunk's states in passes (loadStates), commit reads a batch's objects before
+// it locks them (touchUnits), and apply looks an Evict's keys up shard by shard
+// (store.EvictUnits), so that the misses overlap. BenchmarkCensus and BenchmarkRound measure the
+// kernel alone on such a store.
+//
 // # Leadership
 //
 // Run works only while the node is the leader. A new leader counts every object as leased for one
