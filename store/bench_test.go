@@ -497,9 +497,9 @@ func BenchmarkCensus(b *testing.B) {
 // BenchmarkEvictUnits: the apply side of eviction, which every member runs: a store of benchObjects
 // singletons (keys and tenants as in the fixtures) evicted whole, in Evict-sized batches of
 // evictBatch tokens, in the selection's order for objects never read (tenant instance, then
-// creation order: random with respect to where the keys sit in the route maps). ns/object is one object's unlink: find
-// it, revalidate it, erase it, free its extent and quota. The store is built anew, untimed, for each
-// iteration.
+// creation order: random with respect to where the keys sit in the route maps). ns/object is one
+// object's unlink: find it, revalidate it, erase it, free its extent and quota. The store is built
+// anew, untimed, for each iteration.
 func BenchmarkEvictUnits(b *testing.B) {
 	const evictBatch = 2048
 	for b.Loop() {
