@@ -470,8 +470,9 @@ var benchGets atomic.Int64
 
 // logProgress logs, every -evict.tick until stopped, how far the leader's object count has fallen
 // below before (how the eviction spreads over the phase), the Get rate (how the foreground fares
-// during the drain and after it) and the GC cycles that ended in the tick (+N), labelled with the
-// phase.
+// during the drain and after it) with the GC cycles that ended (+N) and the MB allocated in the
+// tick, and the read-barrier rounds per second with their mean VerifyLeader and apply wait (from
+// barrier), labelled with the phase.
 func logProgress(logf func(string, ...any), phase string, l *ha.Node, before int64, barrier func() barrierUse) func() {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
