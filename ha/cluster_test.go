@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/hashicorp/raft"
 
@@ -255,6 +257,30 @@ func TestProposerCoalesces(t *testing.T) {
 		t.Fatalf("%d commands in %d entries: no coalescing", commands, entries)
 	}
 	t.Logf("%d commands in %d entries (%.1f per entry)", commands, entries, float64(commands)/float64(entries))
+}
+
+// The leader keeps no entry's results once their callers have them. Raft's log cache holds the
+// latest entries by pointers into their futures, and with them the FSM's responses; a bulk load's
+// per-item results stayed on the leader's heap (hundreds of megabytes) until later entries pushed
+// them out.
+func TestProposerLeavesNoResultsBehind(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	c.propose(mountCmd())
+	first := func() weak.Pointer[fsm.Result] {
+		bs := &metadv1.BatchPutStart{ClientId: testClient, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}
+		for i := range 64 {
+			bs.Items = append(bs.Items, &metadv1.BatchPutStart_Item{Key: []byte(fmt.Sprintf("k%d", i)), Size: 100})
+		}
+		r := c.propose(&metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: bs}})
+		if len(r.Items) != 64 || r.Items[0].Reason != store.OK {
+			t.Fatalf("batch put start: %d items, %+v", len(r.Items), r)
+		}
+		return weak.Make(&r.Items[0])
+	}()
+	runtime.GC()
+	if first.Value() != nil {
+		t.Fatal("the leader still holds the per-item results of an entry whose caller has them")
+	}
 }
 
 func TestLeaderKillKeepsAcknowledgedWrites(t *testing.T) {

@@ -243,7 +243,14 @@ func (p *Proposer) send(batch []*proposal) {
 			p.finish(batch, nil, fmt.Errorf("ha: entry %d returned %T", f.Index(), f.Response()))
 			return
 		}
-		p.finish(batch, res.Results, nil)
+		// Raft's log cache holds the entry by a pointer into its future, so the future and this
+		// response stay reachable until logCacheEntries later entries have replaced it: the results
+		// of the last 1024 entries (a batch command's has a Result per item, with its replicas),
+		// which nobody reads again; a bulk load left hundreds of megabytes so on the leader. The
+		// callers own the results from here on.
+		results := res.Results
+		res.Results = nil
+		p.finish(batch, results, nil)
 	}()
 }
 
