@@ -69,10 +69,10 @@ bench-cluster: build
 	./scripts/bench-cluster.sh 64 10
 
 ## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
-## during memory eviction, for group sizes 1, 8 and 64; three repetitions each, medians reported
+## during memory eviction, for group sizes 1, 8 and 64; five repetitions each, medians reported
 ## (about 12 minutes).
 bench-evict:
-	$(GO) test -run '^$$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=3
+	$(GO) test -run '^$$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=5
 
 ## bench-failover: kill -9 of the leader and planned transfer to the first write (real processes).
 bench-failover:
