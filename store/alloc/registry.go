@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -277,6 +278,60 @@ func (r *Registry) Free(e Extent) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.freeLocked(e)
+}
+
+// FreeMany releases extents as Free would one at a time, in one pass: under one
+// lock, sorted by segment and offset (es is sorted in place), each maximal
+// run of adjacent extents of a segment freed as one range. A run of neighbours
+// (objects allocated together and evicted together) then costs its allocator
+// one tree update instead of one per extent. The free space afterwards is the
+// same as after freeing each in turn, since an allocator's free spans are a
+// function of its free bytes. Extents of segments no longer mounted are
+// skipped (Free's callers ignore ErrSegmentNotFound). On any other error it
+// returns the first extent whose own Free fails, as Free would report it; the
+// runs before it have been freed, so the caller must treat the state as broken.
+func (r *Registry) FreeMany(es []Extent) error {
+	slices.SortFunc(es, func(a, b Extent) int {
+		if c := Compare(a.Segment, b.Segment); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for lo := 0; lo < len(es); {
+		first := es[lo]
+		hi, end := lo+1, first.Offset+RoundUp(first.Size)
+		for hi < len(es) && mergeable(es[hi], first.Segment, end) && first.Size > 0 && first.Size <= maxRun {
+			end += RoundUp(es[hi].Size)
+			hi++
+		}
+		seg, ok := r.segs[first.Segment]
+		switch {
+		case !ok:
+		case hi-lo == 1 || seg.alloc.Free(first.Offset, end-first.Offset) != nil:
+			// One extent, or a run that cannot be freed whole: free one by one, which names
+			// the extent at fault (Free changes nothing when it fails).
+			for _, e := range es[lo:hi] {
+				if err := r.freeLocked(e); err != nil {
+					return err
+				}
+			}
+		default:
+			r.used[seg.info.Tier] -= end - first.Offset
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// maxRun bounds the extent sizes FreeMany merges, so that a run's end cannot
+// wrap (a larger size is freed on its own and fails there).
+const maxRun = 1 << 62
+
+// mergeable reports whether e continues a run of segment seg that ends at end.
+func mergeable(e Extent, seg ID, end uint64) bool {
+	return e.Segment == seg && e.Offset == end && e.Size > 0 && e.Size <= maxRun && end+RoundUp(e.Size) > end
 }
 
 // Reserve marks an extent used; snapshot restore mounts the segments and then

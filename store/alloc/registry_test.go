@@ -3,6 +3,7 @@ package alloc
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -367,6 +368,61 @@ func TestRegistryCloneConcurrent(t *testing.T) {
 	for _, x := range []*Registry{r, c} {
 		if err := checkRegistry(x); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// FreeMany leaves the registry exactly as freeing each extent in turn does: pieces of two segments
+// reserved back to back, a random subset of them freed in random order (runs of neighbours and
+// lone pieces), plus an extent of a segment that is not mounted (skipped).
+func TestFreeManyIsFreeInTurn(t *testing.T) {
+	for seed := range uint64(50) {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		a, b := NewRegistry(), NewRegistry()
+		mustMount(t, a, testSeg(1, TierMemory, 1<<20, 1), testSeg(2, TierNOF, 1<<20, 1))
+		mustMount(t, b, testSeg(1, TierMemory, 1<<20, 1), testSeg(2, TierNOF, 1<<20, 1))
+		var pieces []Extent
+		for s := 1; s <= 2; s++ {
+			for off := uint64(0); ; {
+				size := uint64(1 + rnd.IntN(5*Align))
+				if off+RoundUp(size) > 1<<20 {
+					break
+				}
+				if rnd.IntN(8) > 0 { // leave a gap now and then
+					pieces = append(pieces, Extent{Segment: tid(s), Offset: off, Size: size})
+				}
+				off += RoundUp(size)
+			}
+		}
+		for _, e := range pieces {
+			if err := a.Reserve(e); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Reserve(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rnd.Shuffle(len(pieces), func(i, j int) { pieces[i], pieces[j] = pieces[j], pieces[i] })
+		free := append(pieces[:rnd.IntN(len(pieces))], Extent{Segment: tid(9), Offset: 0, Size: 64})
+		for _, e := range free {
+			if err := b.Free(e); err != nil && !errors.Is(err, ErrSegmentNotFound) {
+				t.Fatal(err)
+			}
+		}
+		if err := a.FreeMany(slices.Clone(free)); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if err := checkRegistry(a); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if da, db := dump(a), dump(b); da != db || a.Used(TierMemory) != b.Used(TierMemory) || a.Used(TierNOF) != b.Used(TierNOF) {
+			t.Fatalf("seed %d: FreeMany of %d extents:\n%s\nfreeing each in turn:\n%s", seed, len(free), da, db)
+		}
+		// Freeing any of them again fails, naming an extent, as Free does.
+		if len(free) > 1 {
+			if err := a.FreeMany(slices.Clone(free[:len(free)-1])); !errors.Is(err, ErrNotAllocated) {
+				t.Fatalf("seed %d: FreeMany of free extents = %v", seed, err)
+			}
 		}
 	}
 }
