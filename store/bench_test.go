@@ -501,15 +501,23 @@ func BenchmarkCensus(b *testing.B) {
 // object's unlink: find it, revalidate it, erase it, free its extent and quota. The store is built
 // anew, untimed, for each iteration.
 func BenchmarkEvictUnits(b *testing.B) {
+	// tenants=4: the tenants' objects interleave in the segment, so a batch's extents are rarely
+	// neighbours; tenants=1: one tenant wrote them all in order, so a batch's extents are one run.
+	for _, nt := range []int{benchTenants, 1} {
+		b.Run(fmt.Sprintf("tenants=%d", nt), func(b *testing.B) { benchEvictUnits(b, nt) })
+	}
+}
+
+func benchEvictUnits(b *testing.B, tenants int) {
 	const evictBatch = 2048
 	for b.Loop() {
 		b.StopTimer()
 		s, _ := newBenchStore(b)
 		toks := make([]ObjectToken, 0, benchObjects)
 		for i := range benchObjects {
-			tenant, key := benchTenantNames[i%benchTenants], benchKey(i)
+			tenant, key := benchTenantNames[i%tenants], benchKey(i)
 			put(b, s, sec, tenant, key, "", benchSize)
-			toks = append(toks, ObjectToken{Tenant: tenant, Key: key, ObjectID: uint64(i/benchTenants + 1), Version: 2})
+			toks = append(toks, ObjectToken{Tenant: tenant, Key: key, ObjectID: uint64(i/tenants + 1), Version: 2})
 		}
 		for i := range toks {
 			toks[i].Instance = s.Tenants().Lookup(toks[i].Tenant).Instance()

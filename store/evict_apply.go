@@ -22,9 +22,12 @@ import (
 // changes and every token of it gets an error naming why.
 //
 // A group unit takes the group's lock, then its members' locks in key order (the store's lock order),
-// checks all, changes all, and frees extents and quota after unlocking. The outcome depends only on
-// the replicated state and the arguments. It returns one error per token, units flattened in order
-// (nil = evicted), and the bytes of extents freed.
+// checks all, changes all, and releases quota after unlocking. The extents of a run of one tenant's
+// units are freed together at the run's end (alloc.Registry.FreeMany: objects allocated together
+// and evicted together are one allocator update, not one per object); nothing else allocates on
+// this node while a command applies, and the free space that results is the same as freeing each at
+// once. The outcome depends only on the replicated state and the arguments. It returns one error
+// per token, units flattened in order (nil = evicted), and the bytes of extents freed.
 func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uint64) {
 	n := 0
 	for _, u := range units {
@@ -59,7 +62,7 @@ func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uin
 		}
 		ents := b.lookup(t, run)
 		for i, u := range run {
-			freed += s.evictUnit(t, ents[i], u, tier, errs[off:off+len(u)])
+			freed += s.evictUnit(t, ents[i], u, tier, errs[off:off+len(u)], &b.frees)
 			off += len(u)
 			if i%yieldEvery == yieldEvery-1 {
 				// A large eviction holds a processor for a millisecond or more; let the node's
@@ -68,6 +71,7 @@ func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uin
 				runtime.Gosched()
 			}
 		}
+		s.freeCollected(t, &b.frees)
 		t.release()
 		lo = hi
 	}
@@ -83,6 +87,7 @@ type evictScratch struct {
 	keys   []string
 	ents   []*ObjectEntry
 	shards []uint8
+	frees  []alloc.Extent // the run's released extents, freed together at its end (freeCollected)
 }
 
 var evictScratches = sync.Pool{New: func() any { return new(evictScratch) }}
@@ -121,8 +126,8 @@ func (b *evictScratch) lookup(t *TenantState, run [][]ObjectToken) []*ObjectEntr
 var lookupSink atomic.Uint64
 
 // evictUnit applies one unit, found under its first key as e (nil: no entry), with t admitted, and
-// fills errs (len(errs) == len(u) > 0).
-func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
+// fills errs (len(errs) == len(u) > 0). The extents it releases go to fr (see freeReplicas).
+func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier alloc.Tier, errs []error, fr *[]alloc.Extent) uint64 {
 	fail := func(err error) uint64 {
 		for i := range errs {
 			errs[i] = err
@@ -146,14 +151,14 @@ func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier 
 			return fail(objErr(InvalidParams, t.name, first.Key, "an eviction unit of several tokens must be one explicit group"))
 		}
 		var n uint64
-		n, errs[0] = s.evictEntry(t, e, first, tier)
+		n, errs[0] = s.evictEntry(t, e, first, tier, fr)
 		return n
 	}
-	return s.evictGroupUnit(t, e.group, u, tier, errs)
+	return s.evictGroupUnit(t, e.group, u, tier, errs, fr)
 }
 
 // evictGroupUnit evicts the tokens of g's members all or nothing (see EvictUnits).
-func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, tier alloc.Tier, errs []error) uint64 {
+func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, tier alloc.Tier, errs []error, fr *[]alloc.Extent) uint64 {
 	toks := slices.Clone(u)
 	slices.SortFunc(toks, func(a, b ObjectToken) int { return compareKeys(a.Key, b.Key) })
 	refuse := func(err *Error) uint64 {
@@ -221,9 +226,9 @@ func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, t
 	g.mu.Unlock()
 	for _, c := range plan {
 		if c.ns == nil {
-			s.unlinkErased(t, c.e, c.st)
+			s.unlinkErased(t, c.e, c.st, fr)
 		} else {
-			s.freeReplicas(t, c.dropped, c.st.Size)
+			s.freeReplicas(t, c.dropped, c.st.Size, fr)
 		}
 	}
 	return freed
@@ -301,12 +306,12 @@ func (s *Store) evictOne(t *TenantState, tok ObjectToken, tier alloc.Tier) (uint
 	if e == nil {
 		return 0, objErr(ObjectNotFound, t.name, tok.Key, "object not found")
 	}
-	return s.evictEntry(t, e, tok, tier)
+	return s.evictEntry(t, e, tok, tier, nil)
 }
 
 // evictEntry is evictOne on the entry found under tok.Key (t's gate held, tenant instance checked):
 // a route lookup misses the cache on a large store, and apply has already paid for one.
-func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier alloc.Tier) (uint64, error) {
+func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier alloc.Tier, fr *[]alloc.Extent) (uint64, error) {
 	e.mu.Lock()
 	st := e.State()
 	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version {
@@ -321,12 +326,12 @@ func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier
 	if ns == nil {
 		e.setLifeLocked(Removing)
 		e.mu.Unlock()
-		s.finishErase(t, e, st)
+		s.finishErase(t, e, st, fr)
 		return freed, nil
 	}
 	e.state.Store(ns)
 	e.mu.Unlock()
-	s.freeReplicas(t, dropped, st.Size)
+	s.freeReplicas(t, dropped, st.Size, fr)
 	return freed, nil
 }
 

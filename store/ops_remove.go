@@ -47,7 +47,7 @@ func (s *Store) removeObject(t *TenantState, key string, objectID uint64) error 
 	}
 	e.setLifeLocked(Removing)
 	e.mu.Unlock()
-	s.finishErase(t, e, st)
+	s.finishErase(t, e, st, nil)
 	return nil
 }
 
@@ -87,7 +87,7 @@ func (s *Store) eraseVersion(t *TenantState, tok ObjectToken) error {
 	}
 	e.setLifeLocked(Removing)
 	e.mu.Unlock()
-	s.finishErase(t, e, st)
+	s.finishErase(t, e, st, nil)
 	return nil
 }
 
@@ -160,7 +160,7 @@ func (s *Store) EraseGroup(tok GroupToken) (int, error) {
 	t.dir.dropGroupLocked(g)
 	g.mu.Unlock()
 	for _, x := range erased {
-		s.unlinkErased(t, x.e, x.st)
+		s.unlinkErased(t, x.e, x.st, nil)
 	}
 	return len(erased), nil
 }

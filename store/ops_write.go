@@ -121,7 +121,7 @@ func (s *Store) putStart(now int64, seed uint64, t *TenantState, req *PutStartRe
 	st.Writer = req.Client
 	st.PutStart = now
 	if !s.create(t, req.Key, req.Group, st) {
-		s.freeReplicas(t, st.Replicas, st.Size)
+		s.freeReplicas(t, st.Replicas, st.Size, nil)
 		return nil, objErr(ObjectAlreadyExists, t.name, req.Key, "object already exists")
 	}
 	return st.Replicas, nil
@@ -142,7 +142,7 @@ func (s *Store) discardStale(now int64, t *TenantState, e *ObjectEntry, req *Put
 	}
 	e.setLifeLocked(Removing)
 	e.mu.Unlock()
-	s.finishErase(t, e, st)
+	s.finishErase(t, e, st, nil)
 	return nil
 }
 
@@ -302,12 +302,12 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 	if len(ns.Replicas) == 0 {
 		e.setLifeLocked(Removing)
 		e.mu.Unlock()
-		s.finishErase(t, e, st)
+		s.finishErase(t, e, st, nil)
 		return nil
 	}
 	e.state.Store(ns)
 	e.mu.Unlock()
-	s.freeReplicas(t, dropped, st.Size)
+	s.freeReplicas(t, dropped, st.Size, nil)
 	return nil
 }
 
@@ -379,7 +379,7 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 	e.mu.Lock()
 	if e.Life() != Active || e.State() != st {
 		e.mu.Unlock()
-		s.freeReplicas(t, fresh.Replicas, fresh.Size)
+		s.freeReplicas(t, fresh.Replicas, fresh.Size, nil)
 		return nil, false, objErr(InvalidWrite, t.name, req.Key, "object changed during upsert")
 	}
 	ns := st.next()
@@ -388,7 +388,7 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 	restart(ns)
 	e.state.Store(ns)
 	e.mu.Unlock()
-	s.freeReplicas(t, st.Replicas, st.Size)
+	s.freeReplicas(t, st.Replicas, st.Size, nil)
 	return ns.Replicas, false, nil
 }
 

@@ -284,13 +284,13 @@ func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 			if len(ns.Replicas) == 0 {
 				e.setLifeLocked(Removing)
 				e.mu.Unlock()
-				s.finishErase(t, e, st)
+				s.finishErase(t, e, st, nil)
 				r.Erased++
 				continue
 			}
 			e.state.Store(ns)
 			e.mu.Unlock()
-			s.freeReplicas(t, dropped, st.Size)
+			s.freeReplicas(t, dropped, st.Size, nil)
 		}
 		return true
 	})
@@ -319,13 +319,13 @@ func (s *Store) eraseEntry(t *TenantState, e *ObjectEntry) bool {
 	st := e.State()
 	e.setLifeLocked(Removing)
 	e.mu.Unlock()
-	s.finishErase(t, e, st)
+	s.finishErase(t, e, st, nil)
 	return true
 }
 
 // finishErase completes an erase after e was marked removing and its lock released: leave the group
 // (dropping it when empty), then unlinkErased. The caller holds no group or object lock.
-func (s *Store) finishErase(t *TenantState, e *ObjectEntry, st *ObjectState) {
+func (s *Store) finishErase(t *TenantState, e *ObjectEntry, st *ObjectState, fr *[]alloc.Extent) {
 	if g := e.group; g != nil {
 		g.mu.Lock()
 		if g.removeMemberLocked(e) && g.life == groupActive {
@@ -333,25 +333,30 @@ func (s *Store) finishErase(t *TenantState, e *ObjectEntry, st *ObjectState) {
 		}
 		g.mu.Unlock()
 	}
-	s.unlinkErased(t, e, st)
+	s.unlinkErased(t, e, st, fr)
 }
 
 // unlinkErased unlinks the route of an erased entry if it still points at it, then frees its extents
-// and quota. The entry has already left its group.
-func (s *Store) unlinkErased(t *TenantState, e *ObjectEntry, st *ObjectState) {
+// (see freeReplicas for fr) and quota. The entry has already left its group.
+func (s *Store) unlinkErased(t *TenantState, e *ObjectEntry, st *ObjectState, fr *[]alloc.Extent) {
 	t.dir.EraseIfMatch(e.key, e)
 	t.dir.objects.Add(-1)
-	s.freeReplicas(t, st.Replicas, st.Size)
+	s.freeReplicas(t, st.Replicas, st.Size, fr)
 }
 
 // freeReplicas returns replicas' extents to their segments and their memory charge to the tenant.
-// A segment already unmounted has nothing to free; any other allocator error means the replicated
-// state is broken.
-func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64) {
+// With fr the extents are appended to it instead, for its owner to free together with others
+// (freeCollected) before its command's apply ends. A segment already unmounted has nothing to
+// free; any other allocator error means the replicated state is broken.
+func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64, fr *[]alloc.Extent) {
 	var mem uint64
 	for _, r := range reps {
 		if r.Tier == alloc.TierMemory {
 			mem += size
+		}
+		if fr != nil {
+			*fr = append(*fr, r.Extent)
+			continue
 		}
 		if err := s.segs.Free(r.Extent); err != nil && !errors.Is(err, alloc.ErrSegmentNotFound) {
 			panic(fmt.Sprintf("store: tenant %q: free of replica %d extent %+v: %v", t.name, r.ID, r.Extent, err))
@@ -360,6 +365,15 @@ func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64) {
 	if mem > 0 {
 		t.quota.Release(mem)
 	}
+}
+
+// freeCollected frees the extents freeReplicas collected for t's objects (alloc.Registry.FreeMany:
+// a run of neighbours is one allocator update) and empties the list.
+func (s *Store) freeCollected(t *TenantState, fr *[]alloc.Extent) {
+	if err := s.segs.FreeMany(*fr); err != nil {
+		panic(fmt.Sprintf("store: tenant %q: free of evicted extents: %v", t.name, err))
+	}
+	*fr = (*fr)[:0]
 }
 
 // create publishes a new entry for key with state st, joining the explicit group if groupName is not
