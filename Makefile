@@ -70,7 +70,7 @@ bench-cluster: build
 
 ## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
 ## during memory eviction, for group sizes 1, 8 and 64; five repetitions each, medians reported
-## (about 12 minutes).
+## (about 22 minutes).
 bench-evict:
 	$(GO) test -run '^$$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=5
 

@@ -41,7 +41,8 @@
 // joins its group, then turns active; readers that find it block on its lock and see it whole.
 // Erase: under the object lock the entry turns removing; after the lock is released it leaves its
 // group (an empty group is dropped), its route is unlinked if it still points at it, and its extents
-// and quota are freed.
+// and quota are freed (an Evict's extents together at the end of each run of one tenant's units:
+// alloc.Registry.FreeMany).
 //
 // # Replicated state and leader soft state
 //
