@@ -399,15 +399,14 @@ func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *
 	return st
 }
 
-// warmUp runs the foreground load until every member has committed logCacheEntries entries past
+// warmUp runs the foreground load until every member has committed ha.LogCacheEntries entries past
 // the fill (deadline: a minute). Raft keeps the latest 1024 entries in memory; right after the
 // fill those are its 4096-item batches, about 100 MB over the three members that the first phase
 // would otherwise start with and the second not, a higher collector goal for the first phase only.
 // After it both phases start from a heap in the same steady state.
 func warmUp(b *testing.B, c *cluster, l *ha.Node, n int, putSeq *atomic.Int64) time.Duration {
-	const logCacheEntries = 1024 // ha's log cache size
 	start := time.Now()
-	past := l.Status().CommitIndex + logCacheEntries + 16
+	past := l.Status().CommitIndex + ha.LogCacheEntries
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() {

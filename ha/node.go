@@ -141,9 +141,9 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 			log.Info("bootstrapped a new cluster", "members", len(servers))
 		}
 	}
-	// The log cache keeps recent entries in memory (logCacheEntries), so replication to followers
+	// The log cache keeps recent entries in memory (LogCacheEntries), so replication to followers
 	// does not read them back from bolt.
-	logs, err := raft.NewLogCache(logCacheEntries, n.bolt)
+	logs, err := raft.NewLogCache(LogCacheEntries, n.bolt)
 	if err != nil {
 		return nil, fmt.Errorf("ha: log cache: %w", err)
 	}
@@ -490,7 +490,7 @@ func (n *Node) closeStores() {
 	}
 }
 
-// logCacheEntries is how many of the latest log entries Raft's log cache keeps in memory. On the
+// LogCacheEntries is how many of the latest log entries Raft's log cache keeps in memory. On the
 // leader it holds each by a pointer into the entry's future, with the FSM's response, which is why
 // the proposer detaches the results once it has them (Proposer.send).
-const logCacheEntries = 1024
+const LogCacheEntries = 1024

@@ -244,7 +244,7 @@ func (p *Proposer) send(batch []*proposal) {
 			return
 		}
 		// Raft's log cache holds the entry by a pointer into its future, so the future and this
-		// response stay reachable until logCacheEntries later entries have replaced it: the results
+		// response stay reachable until LogCacheEntries later entries have replaced it: the results
 		// of the last 1024 entries (a batch command's has a Result per item, with its replicas),
 		// which nobody reads again; a bulk load left hundreds of megabytes so on the leader. The
 		// callers own the results from here on.

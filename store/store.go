@@ -370,6 +370,9 @@ func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64, fr *[]
 // freeCollected frees the extents freeReplicas collected for t's objects (alloc.Registry.FreeMany:
 // a run of neighbours is one allocator update) and empties the list.
 func (s *Store) freeCollected(t *TenantState, fr *[]alloc.Extent) {
+	if len(*fr) == 0 {
+		return
+	}
 	if err := s.segs.FreeMany(*fr); err != nil {
 		panic(fmt.Sprintf("store: tenant %q: free of evicted extents: %v", t.name, err))
 	}

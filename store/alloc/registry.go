@@ -288,8 +288,9 @@ func (r *Registry) Free(e Extent) error {
 // same as after freeing each in turn, since an allocator's free spans are a
 // function of its free bytes. Extents of segments no longer mounted are
 // skipped (Free's callers ignore ErrSegmentNotFound). On any other error it
-// returns the first extent whose own Free fails, as Free would report it; the
-// runs before it have been freed, so the caller must treat the state as broken.
+// returns the error of the first extent whose own Free fails, as Free reports
+// it; the runs before it have been freed, so the caller must treat the state
+// as broken.
 func (r *Registry) FreeMany(es []Extent) error {
 	slices.SortFunc(es, func(a, b Extent) int {
 		if c := Compare(a.Segment, b.Segment); c != 0 {
@@ -302,9 +303,11 @@ func (r *Registry) FreeMany(es []Extent) error {
 	for lo := 0; lo < len(es); {
 		first := es[lo]
 		hi, end := lo+1, first.Offset+RoundUp(first.Size)
-		for hi < len(es) && mergeable(es[hi], first.Segment, end) && first.Size > 0 && first.Size <= maxRun {
-			end += RoundUp(es[hi].Size)
-			hi++
+		if mergeable(first, first.Segment, first.Offset) { // only a valid extent starts a run
+			for hi < len(es) && mergeable(es[hi], first.Segment, end) {
+				end += RoundUp(es[hi].Size)
+				hi++
+			}
 		}
 		seg, ok := r.segs[first.Segment]
 		switch {
