@@ -349,6 +349,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	stopProgress := logProgress(logf, "no eviction", l, l.Status().Objects, barrierNow)
 	base := runPhase(b, l, reg, n, &putSeq)
 	stopProgress()
+	logf("log store after the phase without eviction: %s", c.logStoreStats())
 	stopTrace()
 	stopProfile()
 	waitFor(b, "the leader's lease floor", 20*time.Second, func() bool { return l.Store().LeaseFloor() < time.Now().UnixNano() })
@@ -376,6 +377,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 		idx = append(idx, fmt.Sprintf("%s %d/%d", name, st.CommitIndex, st.LastSnapshotIndex))
 	}
 	logf("eviction rounds: %s; commit/snapshot index %s", c.roundStats(), strings.Join(idx, ", "))
+	logf("log store: %s", c.logStoreStats())
 	logf("read barrier, no eviction:  %s", base.rb)
 	logf("read barrier, evicting:     %s", under.rb)
 	logf("process, no eviction:  %s", base.rt)
@@ -631,6 +633,17 @@ func startTrace(b *testing.B, group, rep int, suffix string) func() {
 }
 
 // roundStats sums the evictors' memory rounds: how they ended, and the censuses they took.
+// logStoreStats is each member's Raft log store (bolt) free pages, pending pages and freelist bytes:
+// a freelist that grows makes every commit slower.
+func (c *cluster) logStoreStats() string {
+	var out []string
+	for _, name := range c.names {
+		st := c.nodes[name].LogStoreStats()
+		out = append(out, fmt.Sprintf("%s free %d pending %d pages, freelist %d B", name, st.FreePageN, st.PendingPageN, st.FreelistInuse))
+	}
+	return strings.Join(out, "; ")
+}
+
 func (c *cluster) roundStats() string {
 	var done, noSlot, other, censuses float64
 	var censusSecs float64

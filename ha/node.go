@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
@@ -317,6 +318,10 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 		}
 	}
 }
+
+// LogStoreStats returns the Raft log store's (bolt's) counters: free and pending pages, the
+// freelist's size, transactions.
+func (n *Node) LogStoreStats() bbolt.Stats { return n.bolt.Stats() }
 
 // Status returns this node's view of itself and the cluster.
 func (n *Node) Status() Status {
