@@ -54,6 +54,7 @@ var (
 	benchTrace    = flag.String("evict.trace", "", "write execution traces of the first -evict.tracefor of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base), in the first repetition")
 	benchTraceFor = flag.Duration("evict.tracefor", 3*time.Second, "how much of the phase under eviction -evict.trace covers")
 	benchTick     = flag.Duration("evict.tick", 5*time.Second, "how often the per-phase timeline (objects below the start, Get/s, GC cycles) samples")
+	benchProcs    = flag.Int("evict.extraprocs", ha.DefaultExtraProcs, "Go processors beyond the CPUs, as metad sets them (ha.SetProcs; metad --extra-procs); 0 = the runtime's default; a GOMAXPROCS environment variable wins")
 	benchProfile  = flag.String("evict.cpuprofile", "", "write CPU profiles (first repetition) of the phase under eviction to this file (suffixed with the group size) and of the phase without (.base: compare with pprof -diff_base), and allocation profiles at the start and end of the eviction phase (.allocs0, .allocs1: compare with pprof -base)")
 )
 
@@ -66,6 +67,10 @@ const (
 )
 
 func BenchmarkForegroundDuringEviction(b *testing.B) {
+	// The process runs with the processors metad gives itself (ha.SetProcs).
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	fmt.Fprintf(os.Stderr, "GOMAXPROCS %d (%d CPUs, -evict.extraprocs=%d)\n", ha.SetProcs(*benchProcs, os.Getenv("GOMAXPROCS")), runtime.NumCPU(), *benchProcs)
 	for _, f := range strings.Split(*benchGroups, ",") {
 		gs, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || gs < 1 {

@@ -49,7 +49,8 @@ type Config struct {
 	AllowEvictSoftPinned bool
 	PutReleaseTimeout    time.Duration
 
-	LogLevel string
+	ExtraProcs int // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
+	LogLevel   string
 }
 
 // DefaultConfig returns the defaults: a single node n1 on the first of the loopback ports that
@@ -79,6 +80,7 @@ func DefaultConfig() Config {
 		ClientTTL:            10 * time.Second,
 		PutDiscardTimeout:    30 * time.Second,
 		Placement:            "random",
+		ExtraProcs:           ha.DefaultExtraProcs,
 		LogLevel:             "info",
 	}
 }
@@ -109,6 +111,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.NOFEvictRatio, "nof-evict-ratio", c.NOFEvictRatio, "share of NOF capacity one eviction aims to free beyond the watermark")
 	fs.BoolVar(&c.AllowEvictSoftPinned, "allow-evict-soft-pinned", c.AllowEvictSoftPinned, "evict soft-pinned objects after every unpinned one")
 	fs.DurationVar(&c.PutReleaseTimeout, "put-release-timeout", c.PutReleaseTimeout, "a write PROCESSING longer than this is revoked")
+	fs.IntVar(&c.ExtraProcs, "extra-procs", c.ExtraProcs, "Go processors (GOMAXPROCS) beyond the CPUs this process may use, so that one is free to poll the network; the GOMAXPROCS environment variable, when set, wins")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -158,6 +161,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := alloc.ParseStrategy(c.Placement); err != nil {
 		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
+	}
+	if c.ExtraProcs < 0 || c.ExtraProcs > 64 {
+		errs = append(errs, fmt.Errorf("extra-procs: want 0 to 64, got %d", c.ExtraProcs))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

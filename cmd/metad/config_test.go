@@ -35,6 +35,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		"lease-ttl":             {"--lease-ttl", "0s"},
 		"placement":             {"--placement", "round_robin"},
 		"initial_cluster":       {"--initial-cluster", "n1"},
+		"extra-procs":           {"--extra-procs", "-1"},
 	}
 	for want, args := range cases {
 		_, err := loadConfig(args, none, io.Discard)
