@@ -67,10 +67,6 @@ const (
 )
 
 func BenchmarkForegroundDuringEviction(b *testing.B) {
-	// The process runs with the processors metad gives itself (ha.SetProcs).
-	prev := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(prev)
-	fmt.Fprintf(os.Stderr, "GOMAXPROCS %d (%d CPUs, -evict.extraprocs=%d)\n", ha.SetProcs(*benchProcs, os.Getenv("GOMAXPROCS")), runtime.NumCPU(), *benchProcs)
 	for _, f := range strings.Split(*benchGroups, ",") {
 		gs, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || gs < 1 {
@@ -249,6 +245,11 @@ func (f foreground) putP99Ratio() float64 { return float64(f.under.putP99) / flo
 // figure across them (every repetition's ratios are logged): this machine's speed drifts by a
 // fifth between minutes, and one pair of phases inherits all of it.
 func benchForeground(b *testing.B, group int) {
+	// The process runs with the processors metad gives itself (ha.SetProcs). Set here, in each
+	// sub-benchmark: the testing package sets GOMAXPROCS back to its -test.cpu value after each.
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	fmt.Fprintf(os.Stderr, "group=%d: GOMAXPROCS %d (%d CPUs, -evict.extraprocs=%d)\n", group, ha.SetProcs(*benchProcs, os.Getenv("GOMAXPROCS")), runtime.NumCPU(), *benchProcs)
 	var runs []foreground
 	for rep := range max(1, *benchReps) {
 		runs = append(runs, benchForegroundOnce(b, group, rep))
