@@ -23,14 +23,23 @@ const (
 	maxRecvMsgBytes = 64 << 20
 )
 
-// endpoint is immutable once built, so shared freely: one node's address and the connection to it.
+// endpoint is shared freely: one node's address and the connection to it, immutable once built,
+// and suspectUntil, which any call may read or write without a lock.
 type endpoint struct {
 	addr  string
 	idx   int // position in Client.eps
 	conn  *grpc.ClientConn
 	md    metadv1.MetadataClient
 	admin metadv1.AdminClient
+	// suspectUntil is the Unix time in ns until which failover passes this endpoint by: an attempt
+	// to it ran out of Config.AttemptTimeout (the node may be paused, overloaded or cut off). 0, or
+	// a time in the past, means healthy. A successful answer from it, or a leader hint naming it
+	// in a successful answer, clears it.
+	suspectUntil atomic.Int64
 }
+
+// suspect reports whether failover should pass ep by at now (Unix ns).
+func (ep *endpoint) suspect(now int64) bool { return ep.suspectUntil.Load() > now }
 
 // Client is safe for concurrent use by any number of goroutines; Close ends it. It is a
 // connection to a metad cluster: one gRPC connection per known endpoint, every call sent to the
@@ -147,7 +156,9 @@ func (c *Client) endpointLocked(addr string) (*endpoint, error) {
 	return ep, nil
 }
 
-// setLeader makes addr (added if new) the endpoint calls go to.
+// setLeader makes addr (added if new) the endpoint calls go to. Its callers learned addr from a
+// successful answer (a Ping, a TransferLeader, a forwarding follower's hint), which is fresh
+// evidence that the node answers, so any suspicion of it is cleared.
 func (c *Client) setLeader(addr string) error {
 	if addr == "" {
 		return nil
@@ -158,31 +169,77 @@ func (c *Client) setLeader(addr string) error {
 	if err != nil {
 		return err
 	}
+	ep.suspectUntil.Store(0)
 	c.cur.Store(ep)
 	return nil
 }
 
-// advance moves calls from failed to the next endpoint in the list, unless another call already
-// moved them elsewhere (then that choice stands).
+// redirect makes addr (added if new) the endpoint calls go to after a NOT_LEADER answer named it,
+// unless addr is suspect: a node that has not heard of an election names the leader it last knew,
+// which may be the very node that stopped answering. It reports whether calls now go to addr.
+func (c *Client) redirect(addr string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ep, ok := c.byAddr[addr]; ok && ep.suspect(time.Now().UnixNano()) {
+		return false
+	}
+	ep, err := c.endpointLocked(addr)
+	if err != nil {
+		return false
+	}
+	c.cur.Store(ep)
+	return true
+}
+
+// advance moves calls from failed to the next endpoint in the list that is not suspect, unless
+// another call already moved them elsewhere (then that choice stands). When every other endpoint
+// is suspect it goes back to failed itself if failed is not, and otherwise to the endpoint whose
+// suspicion ends first.
 func (c *Client) advance(failed *endpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur.Load() == failed {
-		c.cur.Store(c.eps[(failed.idx+1)%len(c.eps)])
+	if c.cur.Load() != failed {
+		return
 	}
+	now := time.Now().UnixNano()
+	var first *endpoint // among suspects, the one whose suspicion ends first
+	for i := 1; i <= len(c.eps); i++ {
+		ep := c.eps[(failed.idx+i)%len(c.eps)]
+		if !ep.suspect(now) {
+			c.cur.Store(ep)
+			return
+		}
+		if first == nil || ep.suspectUntil.Load() < first.suspectUntil.Load() {
+			first = ep
+		}
+	}
+	c.cur.Store(first)
 }
+
+// callClass says what bounds one attempt of a call at one endpoint.
+type callClass int
+
+const (
+	// shortCall: Config.AttemptTimeout, within the caller's deadline. Every call whose work on the
+	// leader is small (one command or one read) is short.
+	shortCall callClass = iota
+	// longCall: the caller's deadline alone, for calls whose work may take long on a healthy
+	// leader (RemoveAll, a forced UnregisterTenant, membership changes, leadership transfer,
+	// snapshot streams): a per-attempt bound would abandon them half done and retry them.
+	longCall
+)
 
 // do runs attempt against the believed leader, retrying per the package rules until it succeeds,
 // fails deterministically, runs out of retries, or would outlive ctx. The error returned is the
 // last attempt's, unwrapped.
-func (c *Client) do(ctx context.Context, attempt func(context.Context, *endpoint) error) error {
-	_, err := c.doCount(ctx, attempt)
+func (c *Client) do(ctx context.Context, class callClass, attempt func(context.Context, *endpoint) error) error {
+	_, err := c.doCount(ctx, class, attempt)
 	return err
 }
 
 // doCount is do that also reports how many attempts were made (0 on a closed client). More than
 // one means an earlier attempt failed in a way that may have left its command committed.
-func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *endpoint) error) (int, error) {
+func (c *Client) doCount(ctx context.Context, class callClass, attempt func(context.Context, *endpoint) error) (int, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -190,20 +247,32 @@ func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *end
 	redirected := false // the previous retry was a redirect
 	for n := 0; ; n++ {
 		ep := c.cur.Load()
-		err := attempt(ctx, ep)
+		timedOut, err := c.try(ctx, class, ep, attempt)
 		if err == nil {
+			ep.suspectUntil.Store(0)
 			return n + 1, nil
 		}
 		if ctx.Err() != nil || n >= c.cfg.MaxRetries || c.closed.Load() {
 			return n + 1, err
+		}
+		if timedOut {
+			// The node took the whole attempt without an answer: it is paused, overloaded or cut
+			// off, and it may stay so much longer than an election takes. Go elsewhere at once
+			// (the attempt already waited) and keep failover away from it for a while.
+			ep.suspectUntil.Store(time.Now().Add(c.suspectFor()).UnixNano())
+			redirected = false
+			c.advance(ep)
+			continue
 		}
 		act, leader := classify(err, ep.addr)
 		switch act {
 		case actStop:
 			return n + 1, err
 		case actRedirect:
-			if serr := c.setLeader(leader); serr != nil {
-				return n + 1, err
+			if !c.redirect(leader) {
+				redirected = false
+				c.advance(ep)
+				break
 			}
 			if !redirected {
 				// The first redirect in a row goes at once; a second means the nodes disagree
@@ -221,6 +290,26 @@ func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *end
 		delay = min(2*delay, c.cfg.RetryBackoff.Max)
 	}
 }
+
+// try makes one attempt at ep, bounded by Config.AttemptTimeout for a short call. timedOut
+// reports that the attempt's own bound ended it while the caller's context was still live.
+func (c *Client) try(ctx context.Context, class callClass, ep *endpoint, attempt func(context.Context, *endpoint) error) (timedOut bool, err error) {
+	if class != shortCall || c.cfg.AttemptTimeout <= 0 {
+		return false, attempt(ctx, ep)
+	}
+	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	err = attempt(actx, ep)
+	return err != nil && actx.Err() != nil && ctx.Err() == nil, err
+}
+
+// suspectFor is how long failover passes by an endpoint after an attempt to it timed out: long
+// enough to cover an election and the first calls after it, short enough that a node back from a
+// pause is used again soon when the others fail.
+func (c *Client) suspectFor() time.Duration { return suspectAttempts * c.cfg.AttemptTimeout }
+
+// suspectAttempts is suspectFor in attempt timeouts.
+const suspectAttempts = 5
 
 // jitter draws a delay uniformly from [d/2, d].
 func jitter(d time.Duration) time.Duration {
@@ -243,18 +332,19 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// call is one retried unary Metadata RPC.
+// call is one retried unary Metadata RPC of the short class.
 func call[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
-	resp, _, err := callCount(ctx, c, rpc, req)
+	resp, _, err := callCount(ctx, c, shortCall, rpc, req)
 	return resp, err
 }
 
-// callCount is call that also reports the attempts made (see doCount).
-func callCount[Req, Resp any](ctx context.Context, c *Client,
+// callCount is one retried unary Metadata RPC of the given class; it also reports the attempts
+// made (see doCount).
+func callCount[Req, Resp any](ctx context.Context, c *Client, class callClass,
 	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, int, error) {
 	var resp Resp
-	n, err := c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
+	n, err := c.doCount(ctx, class, func(ctx context.Context, ep *endpoint) error {
 		var hdr metadata.MD
 		r, err := rpc(ep.md, ctx, req, grpc.Header(&hdr))
 		if err == nil {
@@ -271,17 +361,18 @@ func callCount[Req, Resp any](ctx context.Context, c *Client,
 const leaderHeader = "x-metad-leader"
 
 // followHint switches to the leader a forwarding follower named, so the next call skips the hop.
+// The hint comes with a successful answer that leader gave just now, so it clears any suspicion.
 func (c *Client) followHint(ep *endpoint, hdr metadata.MD) {
 	if v := hdr.Get(leaderHeader); len(v) > 0 && v[0] != "" && v[0] != ep.addr && c.cur.Load() == ep {
 		_ = c.setLeader(v[0])
 	}
 }
 
-// callAdmin is one retried unary Admin RPC.
-func callAdmin[Req, Resp any](ctx context.Context, c *Client,
+// callAdmin is one retried unary Admin RPC of the given class.
+func callAdmin[Req, Resp any](ctx context.Context, c *Client, class callClass,
 	rpc func(metadv1.AdminClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
 	var resp Resp
-	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
+	err := c.do(ctx, class, func(ctx context.Context, ep *endpoint) error {
 		r, err := rpc(ep.admin, ctx, req)
 		if err == nil {
 			resp = r

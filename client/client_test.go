@@ -367,3 +367,100 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptTimeoutFailsOver: a call to a node that never answers (paused, cut off) moves to the
+// next endpoint after AttemptTimeout, not after the caller's deadline, and later calls stay away
+// from the silent node.
+func TestAttemptTimeoutFailsOver(t *testing.T) {
+	silent, live := startFake(t), startFake(t)
+	silent.hang.Store(true)
+	c := newTestClient(t, Config{Endpoints: []string{silent.addr, live.addr}, AttemptTimeout: 100 * time.Millisecond})
+	ctx := testCtx(t) // 10 s
+	start := time.Now()
+	if _, err := c.Get(ctx, "", "k"); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Get took %s with a 100ms attempt timeout", took)
+	}
+	if c.Leader() != live.addr || silent.calls.Load() != 1 || live.calls.Load() != 1 {
+		t.Fatalf("leader %s, calls silent=%d live=%d", c.Leader(), silent.calls.Load(), live.calls.Load())
+	}
+	for range 3 {
+		if _, err := c.Exist(ctx, "", "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if silent.calls.Load() != 1 {
+		t.Fatalf("the silent node got %d calls, want 1", silent.calls.Load())
+	}
+}
+
+// TestRedirectToSuspectNodeFailsOver: a NOT_LEADER naming a node whose attempt just timed out (a
+// follower that has not heard of the election names the leader it last knew) is not followed; the
+// call goes to the next node that is not suspect.
+func TestRedirectToSuspectNodeFailsOver(t *testing.T) {
+	old, stale, live := startFake(t), startFake(t), startFake(t)
+	old.hang.Store(true)
+	stale.setFail(func(string) error { return notLeader("n1", old.addr) })
+	c := newTestClient(t, Config{Endpoints: []string{old.addr, stale.addr, live.addr}, AttemptTimeout: 100 * time.Millisecond})
+	if _, err := c.Get(testCtx(t), "", "k"); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if old.calls.Load() != 1 || stale.calls.Load() != 1 || live.calls.Load() != 1 {
+		t.Fatalf("calls old=%d stale=%d live=%d, want 1 each", old.calls.Load(), stale.calls.Load(), live.calls.Load())
+	}
+}
+
+// TestEverySuspectStillTried: when every endpoint has timed out, calls still go somewhere (the one
+// whose suspicion ends first) and succeed once a node answers again.
+func TestEverySuspectStillTried(t *testing.T) {
+	a, b := startFake(t), startFake(t)
+	a.hang.Store(true)
+	b.hang.Store(true)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr, b.addr}, AttemptTimeout: 50 * time.Millisecond, MaxRetries: 1})
+	if _, err := c.Get(testCtx(t), "", "k"); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("Get with every node silent: %v, want DeadlineExceeded", err)
+	}
+	a.hang.Store(false)
+	if _, err := c.Get(testCtx(t), "", "k"); err != nil {
+		t.Fatalf("Get once a node answers again: %v", err)
+	}
+	if c.Leader() != a.addr {
+		t.Fatalf("leader %s, want %s", c.Leader(), a.addr)
+	}
+}
+
+// TestLongCallIgnoresAttemptTimeout: RemoveAll may take longer than AttemptTimeout on a healthy
+// leader; it runs under the caller's deadline alone and is neither abandoned nor retried.
+func TestLongCallIgnoresAttemptTimeout(t *testing.T) {
+	slow, other := startFake(t), startFake(t)
+	slow.hang.Store(true) // RemoveAll answers after 300 ms
+	c := newTestClient(t, Config{Endpoints: []string{slow.addr, other.addr}, AttemptTimeout: 50 * time.Millisecond})
+	resp, err := c.RemoveAll(testCtx(t), "", false)
+	if err != nil || resp.GetRemoved() != 7 {
+		t.Fatalf("RemoveAll: %v %v", resp, err)
+	}
+	if slow.calls.Load() != 1 || other.calls.Load() != 0 {
+		t.Fatalf("calls slow=%d other=%d, want 1 and 0", slow.calls.Load(), other.calls.Load())
+	}
+}
+
+// TestPingFailsOverWithinAttemptTimeout: a worker's Ping to a paused leader reaches the next node
+// after one attempt timeout, far within the client ttl, and the leader it names becomes current.
+func TestPingFailsOverWithinAttemptTimeout(t *testing.T) {
+	paused, leader := startFake(t), startFake(t)
+	paused.hang.Store(true)
+	c := newTestClient(t, Config{Endpoints: []string{paused.addr, leader.addr}, AttemptTimeout: 100 * time.Millisecond})
+	start := time.Now()
+	resp, err := c.Ping(testCtx(t))
+	if err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Ping took %s", took)
+	}
+	if resp.GetLeaderAddress() != leader.addr || c.Leader() != leader.addr {
+		t.Fatalf("leader %s (answer names %s), want %s", c.Leader(), resp.GetLeaderAddress(), leader.addr)
+	}
+}

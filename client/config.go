@@ -22,6 +22,14 @@ const (
 	DefaultBackoffMax = 500 * time.Millisecond
 	// DefaultMaxRetries is how many times one call is retried after its first attempt.
 	DefaultMaxRetries = 20
+	// DefaultAttemptTimeout bounds one attempt of a call at one endpoint. It is derived from
+	// metad's default Raft timing: a follower that hears nothing from its leader for the
+	// heartbeat timeout (400 ms, randomized up to 800 ms) starts an election, which takes one
+	// more round trip and the new leader's term-start barrier. So a node that has answered
+	// nothing for a second is, as far as this client can tell, as good as gone, and the cluster
+	// has a new leader by then; a healthy leader answers a single command or read in a few
+	// milliseconds. A cluster run with longer Raft timeouts wants a proportionally longer value.
+	DefaultAttemptTimeout = time.Second
 )
 
 // defaultEndpoints are the client ports of the local three-node cluster of `make run`.
@@ -50,19 +58,29 @@ type Config struct {
 	// context deadline bounds the retries too. 0 means the default (20); a negative value disables
 	// retries.
 	MaxRetries int
+	// AttemptTimeout bounds one attempt of a call at one endpoint, within the caller's deadline.
+	// An attempt that runs out of it moves the call to the next endpoint at once and keeps
+	// failover away from the silent one for five attempt timeouts, so a paused or cut-off leader
+	// costs a call about one AttemptTimeout, not the whole fault. Calls whose work may take long
+	// on a healthy leader (RemoveAll, UnregisterTenant, member changes, TransferLeader, snapshots)
+	// are bounded by the caller's deadline alone. 0 means the default (1 s); a negative value
+	// turns the bound off.
+	AttemptTimeout time.Duration
 	// ClientID identifies this client to the cluster (the writer of its puts, the owner of its
 	// segments). The zero UUID means a random one, chosen in New.
 	ClientID UUID
 }
 
 // DefaultConfig returns the configuration New uses for zero fields: DefaultEndpoints(), a 3 s dial
-// timeout, retries after 20 ms doubling up to 500 ms, at most 20 retries, a random client id.
+// timeout, retries after 20 ms doubling up to 500 ms, at most 20 retries, attempts of at most 1 s,
+// a random client id.
 func DefaultConfig() Config {
 	return Config{
-		Endpoints:    DefaultEndpoints(),
-		DialTimeout:  DefaultDialTimeout,
-		RetryBackoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax},
-		MaxRetries:   DefaultMaxRetries,
+		Endpoints:      DefaultEndpoints(),
+		DialTimeout:    DefaultDialTimeout,
+		RetryBackoff:   Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax},
+		MaxRetries:     DefaultMaxRetries,
+		AttemptTimeout: DefaultAttemptTimeout,
 	}
 }
 
@@ -104,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = DefaultAttemptTimeout
 	}
 	return c
 }

@@ -25,14 +25,31 @@
 // named by a NOT_LEADER error, a Ping or a TransferLeader becomes the endpoint calls go to; an
 // address not in the list is added to it.
 //
+// # Attempts
+//
+// One attempt of a call at one endpoint may take at most Config.AttemptTimeout (default 1 s,
+// within the caller's deadline). A node that answers nothing for that long is paused, overloaded or
+// cut off, and by then the others have elected a new leader (metad's heartbeat timeout is 400 ms,
+// randomized up to 800 ms), so the call moves to the next endpoint at once and the silent one
+// becomes suspect for five attempt timeouts: failover passes it by, and a NOT_LEADER naming it is
+// not followed (a follower that has not heard of the election names the leader it last knew). A
+// successful answer from a suspect node, or a leader hint naming it, clears the suspicion. So a
+// paused leader costs a call about one attempt timeout, and a worker's Ping reaches the new leader
+// far within client_ttl. Calls whose work may take long on a healthy leader (RemoveAll,
+// UnregisterTenant, AddMember, RemoveMember, TransferLeader, SnapshotSave, SnapshotRestore) run
+// under the caller's deadline alone.
+//
 // # Retries
 //
 // After a failed attempt a call is:
-//   - redirected at once to the named leader on NOT_LEADER with a leader address (a second
-//     redirect in a row waits a backoff first: the nodes disagree while an election runs);
-//   - sent to the next endpoint in the list after a backoff on UNAVAILABLE (no quorum, shutting
-//     down), on a gRPC Unavailable status (connection refused or lost), and on NOT_LEADER naming no
-//     leader;
+//   - sent to the next endpoint that is not suspect, at once, when the attempt ran out of
+//     AttemptTimeout;
+//   - redirected at once to the named leader on NOT_LEADER with a leader address that is not
+//     suspect (a second redirect in a row waits a backoff first: the nodes disagree while an
+//     election runs);
+//   - sent to the next endpoint that is not suspect after a backoff on UNAVAILABLE (no quorum, a
+//     follower that has lost its leader, shutting down), on a gRPC Unavailable status (connection
+//     refused or lost), on NOT_LEADER naming no leader or a suspect one;
 //   - returned at once for anything else: deterministic rejections (OBJECT_NOT_FOUND,
 //     OBJECT_ALREADY_EXISTS, INVALID_PARAMS...) and the caller's own deadline or cancellation.
 //
@@ -42,8 +59,9 @@
 // once. The error returned is the last attempt's gRPC status error, unwrapped: status.FromError,
 // ReasonOf, LeaderOf and DetailOf read it.
 //
-// A write that failed with Unavailable (or NOT_LEADER after a failed forward) may still have been
-// committed: the connection broke after the node sent it to Raft. Its retry then meets the
+// A write that failed with Unavailable, NOT_LEADER after a failed forward, or an attempt that timed
+// out may still have been committed: the connection broke, or the node went silent, after the
+// command reached Raft. Its retry then meets the
 // committed state. PutEnd is idempotent. PutStart and BatchPutStart recover by themselves: when a
 // retried call meets OBJECT_ALREADY_EXISTS, they revoke this client's own pending write of the key
 // (a revoke fails harmlessly on anyone else's write or a complete object) and place it again.

@@ -27,6 +27,10 @@ type fakeNode struct {
 	fail func(method string) error
 	// batchSizes records the item count of every batch request, in arrival order.
 	batchSizes []int
+
+	// hang, while set, makes the methods that call stall wait for their context to end before
+	// answering: a paused or cut-off node.
+	hang atomic.Bool
 }
 
 type fakeMetadata struct {
@@ -90,6 +94,15 @@ func (n *fakeNode) enter(method string) error {
 	return nil
 }
 
+// stall waits for ctx to end while hang is set and returns its error (nil when not hanging).
+func (n *fakeNode) stall(ctx context.Context) error {
+	if !n.hang.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return status.FromContextError(ctx.Err()).Err()
+}
+
 func (n *fakeNode) recordBatch(size int) {
 	n.mu.Lock()
 	n.batchSizes = append(n.batchSizes, size)
@@ -121,8 +134,11 @@ func unavailable() error {
 	return rejection(codes.Unavailable, metadv1.Reason_REASON_UNAVAILABLE, "no quorum", "", "")
 }
 
-func (m *fakeMetadata) Get(_ context.Context, req *metadv1.GetRequest) (*metadv1.GetResponse, error) {
+func (m *fakeMetadata) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.GetResponse, error) {
 	if err := m.n.enter("Get"); err != nil {
+		return nil, err
+	}
+	if err := m.n.stall(ctx); err != nil {
 		return nil, err
 	}
 	return &metadv1.GetResponse{Size: uint64(len(req.GetKey())), LeaseTtlMs: 10000}, nil
@@ -158,8 +174,11 @@ func (m *fakeMetadata) PutRevoke(context.Context, *metadv1.PutRevokeRequest) (*m
 	return &metadv1.PutRevokeResponse{}, nil
 }
 
-func (m *fakeMetadata) Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error) {
+func (m *fakeMetadata) Ping(ctx context.Context, _ *metadv1.PingRequest) (*metadv1.PingResponse, error) {
 	if err := m.n.enter("Ping"); err != nil {
+		return nil, err
+	}
+	if err := m.n.stall(ctx); err != nil {
 		return nil, err
 	}
 	return &metadv1.PingResponse{ClientTtlMs: 10000, LeaderName: "n1", LeaderAddress: m.n.addr, Term: 3}, nil
@@ -181,6 +200,24 @@ func (m *fakeMetadata) ListGroup(_ context.Context, req *metadv1.ListGroupReques
 		last = string(out[len(out)-1])
 	}
 	return &metadv1.ListGroupResponse{Keys: out, Truncated: last < "e"}, nil
+}
+
+// RemoveAll answers after 3x its time limit when the node hangs and its caller allows it: a
+// long call on a slow, healthy leader.
+func (m *fakeMetadata) RemoveAll(ctx context.Context, _ *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
+	if err := m.n.enter("RemoveAll"); err != nil {
+		return nil, err
+	}
+	if m.n.hang.Load() {
+		t := time.NewTimer(300 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-t.C:
+		}
+	}
+	return &metadv1.RemoveAllResponse{Removed: 7}, nil
 }
 
 // BatchGet answers each key with size = its index in the whole list, encoded in the key as
