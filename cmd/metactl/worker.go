@@ -138,14 +138,20 @@ func (a *app) mountAll(c *client.Client, segs []*metadv1.SegmentDesc) error {
 
 // pingLoop pings every interval until ctx ends, reporting leader changes and remounting segments
 // the cluster no longer has. It returns the pings sent and how many failed.
+//
+// One ping (its failovers included) may take at most a third of the client ttl the cluster
+// reports (and --timeout): a ping stuck behind a paused or cut-off node gives up in time for the
+// next one to reach the new leader long before the ttl runs out. The client's per-attempt bound
+// normally moves the ping to another node within a second anyway.
 func (a *app) pingLoop(ctx context.Context, c *client.Client, segs []*metadv1.SegmentDesc, interval time.Duration, events io.Writer) (int, int) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var pings, failed int
 	var leader string
 	var term uint64
+	limit := a.timeout
 	for {
-		pctx, cancel := context.WithTimeout(ctx, a.timeout)
+		pctx, cancel := context.WithTimeout(ctx, limit)
 		resp, err := c.Ping(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -156,6 +162,9 @@ func (a *app) pingLoop(ctx context.Context, c *client.Client, segs []*metadv1.Se
 			failed++
 			fmt.Fprintf(a.stderr, "%s ping failed: %s\n", time.Now().Format("15:04:05"), errorLine(err))
 		} else {
+			if ttl := time.Duration(resp.GetClientTtlMs()) * time.Millisecond; ttl > 0 {
+				limit = min(a.timeout, max(ttl/3, time.Millisecond))
+			}
 			if resp.GetLeaderName() != leader || resp.GetTerm() != term {
 				leader, term = resp.GetLeaderName(), resp.GetTerm()
 				logf(events, "leader %s at %s (term %d)", orDash(leader), orDash(resp.GetLeaderAddress()), term)
