@@ -303,6 +303,22 @@ func (n *Node) Leader() (name, clientAddr string) {
 	return name, n.fsm.Members()[name].ClientAddr
 }
 
+// LeaderReachable reports whether this node may expect the leader it knows of to answer: it is
+// the leader itself, or a follower that has heard from its leader (an append or a heartbeat, sent
+// every tenth of the heartbeat timeout) within one heartbeat timeout. A follower past that has
+// missed about ten heartbeats and will start an election within one more timeout; a call
+// forwarded to that leader meanwhile would wait for a node that is gone, paused or cut off.
+func (n *Node) LeaderReachable() bool {
+	switch n.raft.State() {
+	case raft.Leader:
+		return true
+	case raft.Follower:
+		last := n.raft.LastContact()
+		return !last.IsZero() && time.Since(last) <= n.cfg.HeartbeatTimeout
+	}
+	return false
+}
+
 // WaitLeader polls until some leader is known or ctx ends.
 func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 	t := time.NewTicker(10 * time.Millisecond)

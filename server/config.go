@@ -31,6 +31,12 @@ type Config struct {
 	SweepInterval time.Duration
 	// BackgroundTimeout bounds each proposal that Run's loop makes (client expiry). Default 5 s.
 	BackgroundTimeout time.Duration
+	// ForwardTimeout bounds one call a follower forwards to the leader, within the caller's own
+	// deadline, for every call but the long ones (RemoveAll, UnregisterTenant, member changes,
+	// TransferLeader, snapshots), so that a client that sends no deadline does not wait forever
+	// on a leader that stopped answering. A forward is also abandoned as soon as the follower
+	// stops hearing from the leader (see forward.go). Default 5 s.
+	ForwardTimeout time.Duration
 	// Now is the clock (leases, put times seen by the leader, client liveness). nil = time.Now;
 	// tests inject a fake.
 	Now func() time.Time
@@ -49,6 +55,7 @@ func DefaultConfig() Config {
 		PutDiscardTimeout: store.DefaultDiscardAfter,
 		SweepInterval:     200 * time.Millisecond,
 		BackgroundTimeout: 5 * time.Second,
+		ForwardTimeout:    5 * time.Second,
 		Now:               time.Now,
 	}
 }
@@ -68,6 +75,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: sweep_interval must be positive, got %s", c.SweepInterval)
 	case c.BackgroundTimeout <= 0:
 		return fmt.Errorf("server: background_timeout must be positive, got %s", c.BackgroundTimeout)
+	case c.ForwardTimeout <= 0:
+		return fmt.Errorf("server: forward_timeout must be positive, got %s", c.ForwardTimeout)
 	}
 	return nil
 }

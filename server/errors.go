@@ -124,6 +124,14 @@ func notLeaderStatus(name, addr string) error {
 		&metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_NOT_LEADER, LeaderName: name, LeaderAddress: addr})
 }
 
+// leaderSilentStatus is UNAVAILABLE from a follower that has not heard from its leader recently and
+// so does not forward: it names no leader, so that the client tries another node rather than the
+// one that stopped answering.
+func leaderSilentStatus(name string) error {
+	return unavailableStatus(fmt.Sprintf("not the leader, and the leader %s has not been heard from within a heartbeat timeout "+
+		"(an election is likely under way); nothing was forwarded", name))
+}
+
 // unavailableStatus is UNAVAILABLE with a message.
 func unavailableStatus(msg string) error {
 	return withDetail(codes.Unavailable, msg, &metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_UNAVAILABLE})

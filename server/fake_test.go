@@ -37,6 +37,9 @@ type fakeBackend struct {
 	// a snapshot restore committed between a leader's check and its command's commit would.
 	beforeApply atomic.Pointer[func()]
 
+	// silent makes a follower report that it has not heard from its leader recently.
+	silent atomic.Bool
+
 	leaderMu   sync.Mutex // guards leaderName and leaderAddr
 	leaderName string
 	leaderAddr string
@@ -118,6 +121,8 @@ func (b *fakeBackend) Leader() (string, string) {
 	defer b.leaderMu.Unlock()
 	return b.leaderName, b.leaderAddr
 }
+
+func (b *fakeBackend) LeaderReachable() bool { return b.IsLeader() || !b.silent.Load() }
 
 func (b *fakeBackend) Status() ha.Status {
 	role := ha.RoleFollower

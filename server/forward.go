@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	metadv1 "metad/proto/metadv1"
 	"metad/store"
 )
 
@@ -17,6 +20,16 @@ import (
 // and returns the leader's answer unchanged. The forwarded call carries forwardedKey; a node that
 // receives a forwarded call while not leader answers NOT_LEADER instead of forwarding it again, so
 // a call crosses at most one hop and never loops while the cluster's view of the leader settles.
+
+// A forward never waits long for a leader that has stopped answering. It runs under the caller's
+// context, and also:
+//   - a node that has not heard from its leader within a heartbeat timeout does not forward at all
+//     (Backend.LeaderReachable): it answers UNAVAILABLE at once, so the client tries another node
+//     instead of waiting on one that is gone, paused or cut off while the followers elect;
+//   - every forward in flight is abandoned (UNAVAILABLE, outcome unknown) as soon as this node stops
+//     hearing from the leader (leaderWatch, checked every leaderWatchInterval by Run);
+//   - a forward of a short call (everything but longMethods) is bounded by Config.ForwardTimeout,
+//     for clients that send no deadline of their own.
 
 // forwardedKey is the metadata key that marks a forwarded call.
 const forwardedKey = "x-metad-forwarded"
@@ -80,6 +93,119 @@ func (f *forwarder) close() {
 	}
 }
 
+// leaderWatchInterval is how often Run checks whether the leader is still heard from. A forward to
+// a leader that stopped answering is abandoned within about a heartbeat timeout plus this.
+const leaderWatchInterval = 50 * time.Millisecond
+
+// longMethods are the calls whose work may take long on a healthy leader (they erase a whole
+// tenant, change the membership, wait for an election, or stream a snapshot): their forwards are
+// bounded by the caller's deadline, not Config.ForwardTimeout.
+var longMethods = map[string]bool{
+	metadv1.Metadata_RemoveAll_FullMethodName:     true,
+	metadv1.Admin_UnregisterTenant_FullMethodName: true,
+	metadv1.Admin_AddMember_FullMethodName:        true,
+	metadv1.Admin_RemoveMember_FullMethodName:     true,
+	metadv1.Admin_TransferLeader_FullMethodName:   true,
+	metadv1.Admin_SnapshotSave_FullMethodName:     true,
+	metadv1.Admin_SnapshotRestore_FullMethodName:  true,
+}
+
+// leaderWatch is safe for concurrent use. It gives each forward a context that is cancelled when
+// this node stops hearing from the leader: one context per stretch of time in which the leader was
+// reachable, cancelled when the stretch ends and replaced when the next begins.
+type leaderWatch struct {
+	mu     sync.Mutex // guards epoch and cancel; a leaf: nothing is acquired while it is held
+	epoch  context.Context
+	cancel context.CancelFunc // nil while epoch is cancelled (the leader is not reachable)
+}
+
+func newLeaderWatch() *leaderWatch {
+	w := &leaderWatch{}
+	w.epoch, w.cancel = context.WithCancel(context.Background())
+	return w
+}
+
+// current returns the context of the present stretch (already cancelled while the leader is not
+// reachable).
+func (w *leaderWatch) current() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.epoch
+}
+
+// observe records whether the leader is reachable now: losing it cancels the present stretch (and
+// with it every forward in flight); regaining it starts a new one.
+func (w *leaderWatch) observe(reachable bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case !reachable && w.cancel != nil:
+		w.cancel()
+		w.cancel = nil
+	case reachable && w.cancel == nil:
+		w.epoch, w.cancel = context.WithCancel(context.Background())
+	}
+}
+
+// stop cancels the present stretch for good (the server is closing).
+func (w *leaderWatch) stop() { w.observe(false) }
+
+// watchLeader runs leaderWatch's checks until ctx ends.
+func (s *Server) watchLeader(ctx context.Context) {
+	t := time.NewTicker(leaderWatchInterval)
+	defer t.Stop()
+	for {
+		s.watch.observe(s.b.LeaderReachable())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// hop is one forward's context: the caller's, bounded by Config.ForwardTimeout unless the method
+// is long, and cancelled when the leader stops being heard from. done must be called when the
+// forward ends; why explains a failure that the hop's own bounds caused (nil otherwise).
+type hop struct {
+	ctx    context.Context
+	done   func()
+	parent context.Context
+	lost   context.Context
+	limit  time.Duration // 0 for a long method
+}
+
+func (s *Server) newHop(ctx context.Context, method string) *hop {
+	h := &hop{parent: ctx, lost: s.watch.current()}
+	var cancel context.CancelFunc
+	if longMethods[method] {
+		h.ctx, cancel = context.WithCancel(ctx)
+	} else {
+		h.limit = s.cfg.ForwardTimeout
+		h.ctx, cancel = context.WithTimeout(ctx, h.limit)
+	}
+	stop := context.AfterFunc(h.lost, cancel)
+	h.done = func() {
+		stop()
+		cancel()
+	}
+	return h
+}
+
+// why returns the status for a forward that failed because of the hop's own bounds, or nil when
+// the failure is the leader's answer, a transport error or the caller's own deadline.
+func (h *hop) why(t target) error {
+	if h.parent.Err() != nil || h.ctx.Err() == nil {
+		return nil
+	}
+	if h.lost.Err() != nil {
+		return unavailableStatus(fmt.Sprintf("forwarding to the leader %s at %s abandoned: this node stopped hearing from it "+
+			"(an election is likely under way); the outcome is unknown", t.name, t.addr))
+	}
+	return unavailableStatus(fmt.Sprintf("forwarding to the leader %s at %s got no answer within %s; the outcome is unknown",
+		t.name, t.addr, h.limit))
+}
+
 // isForwarded reports whether the incoming call was forwarded by another node.
 func isForwarded(ctx context.Context) bool {
 	md, ok := metadata.FromIncomingContext(ctx)
@@ -103,6 +229,9 @@ func (s *Server) leaderTarget(ctx context.Context) (target, error) {
 	if isForwarded(ctx) || addr == "" {
 		return target{}, notLeaderStatus(name, addr)
 	}
+	if !s.b.LeaderReachable() {
+		return target{}, leaderSilentStatus(name)
+	}
 	return target{name: name, addr: addr}, nil
 }
 
@@ -117,9 +246,11 @@ func (s *Server) forward(ctx context.Context, t target, req, resp proto.Message)
 		return err
 	}
 	s.m.forwarded.WithLabelValues(methodLabel(method)).Inc()
-	out := metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
+	h := s.newHop(ctx, method)
+	defer h.done()
+	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
 	if err := cc.Invoke(out, method, req, resp); err != nil {
-		return forwardErr(err, t.name, t.addr)
+		return hopErr(h, err, t)
 	}
 	_ = grpc.SetHeader(ctx, metadata.Pairs(LeaderHeader, t.addr)) // a hint; a stream may refuse it
 	return nil

@@ -1,11 +1,17 @@
 package server
 
 import (
-	"google.golang.org/grpc"
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	metadv1 "metad/proto/metadv1"
 )
@@ -96,5 +102,154 @@ func TestForwardedCallIsNotForwardedAgain(t *testing.T) {
 	wantErr(t, err, codes.Unavailable, rNotLeader)
 	if n := leader.b.proposals.Load() + leader.b.barriers.Load(); n != 0 {
 		t.Fatalf("the leader saw %d proposals and barriers, want 0", n)
+	}
+}
+
+// hangingLeader is a gRPC server whose Metadata calls never answer until their context ends, as a
+// paused or cut-off leader behaves; it records whether each call it got carried a deadline.
+type hangingLeader struct {
+	metadv1.UnimplementedMetadataServer
+	addr      string
+	calls     atomic.Int64
+	deadlines atomic.Int64 // calls that arrived with a deadline
+}
+
+func startHanging(t *testing.T) *hangingLeader {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hangingLeader{addr: lis.Addr().String()}
+	g := grpc.NewServer()
+	metadv1.RegisterMetadataServer(g, h)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	return h
+}
+
+func (h *hangingLeader) hang(ctx context.Context) error {
+	h.calls.Add(1)
+	if _, ok := ctx.Deadline(); ok {
+		h.deadlines.Add(1)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (h *hangingLeader) PutEnd(ctx context.Context, _ *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	return nil, h.hang(ctx)
+}
+
+func (h *hangingLeader) RemoveAll(ctx context.Context, _ *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
+	return nil, h.hang(ctx)
+}
+
+// TestSilentLeaderIsNotForwardedTo: a follower that has not heard from its leader recently
+// answers UNAVAILABLE at once, naming no leader (so the client tries another node, not the silent
+// one), and forwards nothing.
+func TestSilentLeaderIsNotForwardedTo(t *testing.T) {
+	leader := startHanging(t)
+	fb := newFakeBackend(t, nil)
+	fb.setLeader(false, "n1", leader.addr)
+	fb.silent.Store(true)
+	follower := start(t, fb, testConfig())
+	start := time.Now()
+	_, err := follower.meta.PutEnd(tctx(t), &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k")})
+	d := wantErr(t, err, codes.Unavailable, rUnavail)
+	if d.GetLeaderAddress() != "" || !strings.Contains(status.Convert(err).Message(), "nothing was forwarded") {
+		t.Fatalf("answer %v names a leader or does not say nothing was sent", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the answer took %s", took)
+	}
+	if n := leader.calls.Load(); n != 0 {
+		t.Fatalf("the silent leader got %d calls", n)
+	}
+}
+
+// TestForwardAbandonedWhenLeaderGoesSilent: a forward in flight to a leader that stops answering
+// ends with UNAVAILABLE (outcome unknown) soon after the follower stops hearing from it, well
+// within the caller's deadline.
+func TestForwardAbandonedWhenLeaderGoesSilent(t *testing.T) {
+	leader := startHanging(t)
+	fb := newFakeBackend(t, nil)
+	fb.setLeader(false, "n1", leader.addr)
+	cfg := testConfig()
+	cfg.ForwardTimeout = time.Minute
+	follower := start(t, fb, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := follower.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k")})
+		errc <- err
+	}()
+	waitFor(t, "the forward to reach the leader", func() bool { return leader.calls.Load() == 1 })
+	fb.silent.Store(true)
+	silent := time.Now()
+	select {
+	case err := <-errc:
+		wantErr(t, err, codes.Unavailable, rUnavail)
+		if !strings.Contains(status.Convert(err).Message(), "outcome is unknown") {
+			t.Fatalf("abandoned forward: %v, want an unknown outcome", err)
+		}
+		if took := time.Since(silent); took > 5*time.Second {
+			t.Fatalf("the forward was abandoned %s after the leader went silent", took)
+		}
+	case <-ctx.Done():
+		t.Fatal("the forward was not abandoned when the leader went silent")
+	}
+}
+
+// TestForwardTimeoutBoundsShortCalls: a forward of a short call to a leader that never answers
+// ends after ForwardTimeout even when the caller set no deadline; a long call (RemoveAll) carries
+// only the caller's deadline (none here) and is ended by the caller.
+func TestForwardTimeoutBoundsShortCalls(t *testing.T) {
+	leader := startHanging(t)
+	fb := newFakeBackend(t, nil)
+	fb.setLeader(false, "n1", leader.addr)
+	cfg := testConfig()
+	cfg.ForwardTimeout = 200 * time.Millisecond
+	follower := start(t, fb, cfg)
+
+	start := time.Now()
+	_, err := follower.meta.PutEnd(context.Background(), &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k")})
+	wantErr(t, err, codes.Unavailable, rUnavail)
+	if !strings.Contains(status.Convert(err).Message(), "no answer within 200ms") {
+		t.Fatalf("bounded forward: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a forward bounded by 200ms took %s", took)
+	}
+	if leader.deadlines.Load() != 1 {
+		t.Fatal("the forwarded short call carried no deadline")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := follower.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{})
+		errc <- err
+	}()
+	waitFor(t, "the RemoveAll forward to reach the leader", func() bool { return leader.calls.Load() == 2 })
+	if leader.deadlines.Load() != 1 {
+		t.Fatal("the forwarded long call carried a deadline the caller did not set")
+	}
+	cancel()
+	if err := <-errc; status.Code(err) != codes.Canceled {
+		t.Fatalf("RemoveAll cancelled by its caller: %v", err)
+	}
+}
+
+// waitFor polls cond every few milliseconds for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

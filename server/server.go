@@ -35,6 +35,10 @@ type Backend interface {
 	IsLeader() bool
 	// Leader names the leader this node knows of and its client (gRPC) address; empty if none.
 	Leader() (name, clientAddr string)
+	// LeaderReachable reports whether the leader is this node, or has been heard from recently
+	// enough that a call forwarded to it should be answered (ha.Node: within one heartbeat
+	// timeout).
+	LeaderReachable() bool
 	// Status is this node's view of itself and the cluster.
 	Status() ha.Status
 	// Members lists the Raft configuration.
@@ -65,6 +69,7 @@ type Server struct {
 	m      *metrics
 	health *health.Server
 	fwd    *forwarder
+	watch  *leaderWatch
 	live   *liveness
 	meta   *metadataService
 	admin  *adminService
@@ -88,7 +93,7 @@ func New(b Backend, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*S
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(), live: newLiveness()}
+	s := &Server{b: b, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(), watch: newLeaderWatch(), live: newLiveness()}
 	s.meta = &metadataService{s: s}
 	s.admin = &adminService{s: s}
 	m, err := newMetrics(reg, b)
@@ -124,12 +129,22 @@ func (s *Server) SetNotServing() { s.health.Shutdown() }
 
 // Close releases the connections used to forward calls to the leader. Call it after the gRPC
 // server has stopped; forwards after Close fail with UNAVAILABLE.
-func (s *Server) Close() { s.fwd.close() }
+func (s *Server) Close() {
+	s.watch.stop()
+	s.fwd.close()
+}
 
 // Run is the background loop: every SweepInterval it publishes whether this node is the leader
-// (health service "leader") and, on the leader, expires silent clients. It returns when ctx is
-// done. Call it once.
+// (health service "leader") and, on the leader, expires silent clients; beside it, every
+// leaderWatchInterval, it checks that the leader is still heard from (forwards in flight are
+// abandoned when it is not). It returns when ctx is done. Call it once.
 func (s *Server) Run(ctx context.Context) {
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watchLeader(ctx)
+	}()
+	defer func() { <-watched }()
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
 	wasLeader := false

@@ -169,6 +169,14 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// hopErr is the status of a failed forward: the hop's own reason, or forwardErr's.
+func hopErr(h *hop, err error, t target) error {
+	if why := h.why(t); why != nil {
+		return why
+	}
+	return forwardErr(err, t.name, t.addr)
+}
+
 // forwardSnapshotSave relays SnapshotSave from the leader.
 func (s *Server) forwardSnapshotSave(ctx context.Context, t target, req *metadv1.SnapshotSaveRequest, stream grpc.ServerStreamingServer[metadv1.SnapshotChunk]) error {
 	cc, err := s.fwd.conn(t.addr)
@@ -176,12 +184,12 @@ func (s *Server) forwardSnapshotSave(ctx context.Context, t target, req *metadv1
 		return err
 	}
 	s.m.forwarded.WithLabelValues(methodLabel(metadv1.Admin_SnapshotSave_FullMethodName)).Inc()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out := metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
+	h := s.newHop(ctx, metadv1.Admin_SnapshotSave_FullMethodName)
+	defer h.done()
+	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
 	up, err := metadv1.NewAdminClient(cc).SnapshotSave(out, req)
 	if err != nil {
-		return forwardErr(err, t.name, t.addr)
+		return hopErr(h, err, t)
 	}
 	for {
 		c, err := up.Recv()
@@ -189,7 +197,7 @@ func (s *Server) forwardSnapshotSave(ctx context.Context, t target, req *metadv1
 			return nil
 		}
 		if err != nil {
-			return forwardErr(err, t.name, t.addr)
+			return hopErr(h, err, t)
 		}
 		if err := stream.Send(c); err != nil {
 			return toStatus(err, "", nil)
@@ -204,12 +212,12 @@ func (s *Server) forwardSnapshotRestore(ctx context.Context, t target, stream gr
 		return err
 	}
 	s.m.forwarded.WithLabelValues(methodLabel(metadv1.Admin_SnapshotRestore_FullMethodName)).Inc()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out := metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
+	h := s.newHop(ctx, metadv1.Admin_SnapshotRestore_FullMethodName)
+	defer h.done()
+	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
 	up, err := metadv1.NewAdminClient(cc).SnapshotRestore(out)
 	if err != nil {
-		return forwardErr(err, t.name, t.addr)
+		return hopErr(h, err, t)
 	}
 	for {
 		c, err := stream.Recv()
@@ -225,7 +233,7 @@ func (s *Server) forwardSnapshotRestore(ctx context.Context, t target, stream gr
 	}
 	resp, err := up.CloseAndRecv()
 	if err != nil {
-		return forwardErr(err, t.name, t.addr)
+		return hopErr(h, err, t)
 	}
 	return stream.SendAndClose(resp)
 }

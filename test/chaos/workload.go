@@ -61,7 +61,8 @@ func classify(err error) (errClass, string) {
 	case r == metadv1.Reason_REASON_NOT_LEADER && neverSent:
 		return clsNoop, rNotLeader
 	case r == metadv1.Reason_REASON_UNAVAILABLE && client.DetailOf(err) != nil &&
-		(strings.Contains(msg, "no leader is known") || strings.Contains(msg, "pipeline is full")):
+		(strings.Contains(msg, "no leader is known") || strings.Contains(msg, "pipeline is full") ||
+			strings.Contains(msg, "nothing was forwarded")):
 		return clsNoop, "UNAVAILABLE"
 	case st.Code() == codes.Unavailable && client.DetailOf(err) == nil && neverSent:
 		return clsNoop, "UNAVAILABLE"
