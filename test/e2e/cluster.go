@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -142,12 +145,14 @@ func (c *Cluster) Kill(p *Proc) {
 	p.cmd = nil
 }
 
-// Stop sends SIGTERM and returns the exit error (nil for a clean exit) after at most 20 s.
+// Stop sends SIGTERM (and SIGCONT, in case it is paused) and returns the exit error (nil for a
+// clean exit) after at most 20 s.
 func (c *Cluster) Stop(p *Proc) error {
 	if p.cmd == nil {
 		return nil
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	select {
 	case err := <-p.done:
 		p.cmd = nil
@@ -156,6 +161,58 @@ func (c *Cluster) Stop(p *Proc) error {
 		c.Kill(p)
 		return fmt.Errorf("%s did not stop within 20s after SIGTERM", p.Name)
 	}
+}
+
+// Pause sends SIGSTOP: the process keeps its sockets (peers' connections stay open, its kernel
+// still accepts connections) but answers nothing, as a node stalled by the machine would.
+func (c *Cluster) Pause(p *Proc) {
+	c.T.Helper()
+	if p.cmd == nil {
+		c.T.Fatalf("pause %s: not running", p.Name)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.T.Fatalf("pause %s: %v", p.Name, err)
+	}
+}
+
+// Resume sends SIGCONT to a paused process (harmless on one that runs or has exited).
+func (c *Cluster) Resume(p *Proc) {
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// MetricValue reads p's /metrics and returns the sum of the samples of metric name (every label
+// set); a metric with no samples is 0.
+func (c *Cluster) MetricValue(p *Proc, name string) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || (f[0] != name && !strings.HasPrefix(f[0], name+"{")) {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q: %v", name, line, err)
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // StopAll stops every running node (SIGTERM, then SIGKILL).
