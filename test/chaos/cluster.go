@@ -288,6 +288,41 @@ func (c *Cluster) StartWorker(name string, segments int, size string) error {
 	return nil
 }
 
+// Expiries reports every sign that a client was expired: each running node's
+// metad_server_clients_expired_total (a node restarted since counts from its restart) and each
+// worker log line saying the worker found its segments gone and remounted them.
+func (c *Cluster) Expiries() ([]string, error) {
+	var out []string
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		v, err := e2e.MetricValue(n.Metrics, "metad_server_clients_expired_total")
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if v != 0 {
+			out = append(out, fmt.Sprintf("%s expired %v clients", n.Name, v))
+		}
+	}
+	logs, err := filepath.Glob(filepath.Join(c.logDir, "worker*.log"))
+	if err != nil {
+		return out, err
+	}
+	for _, path := range logs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return out, err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "remounting") {
+				out = append(out, filepath.Base(path)+": "+line)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Close stops the workers and every node, and closes the network. Idempotent.
 func (c *Cluster) Close() {
 	c.mu.Lock()

@@ -21,9 +21,10 @@
 // tells which node a connection comes from by the process that owns the connecting socket (Linux
 // /proc), and applies a rule per directed link: pass, drop (close and refuse) or blackhole (hold
 // every byte until healed). The drill's own status polls and end checks use the private ports, so
-// no fault hides what a node says. Nodes run with metad's default Raft timeouts, a client ttl of
-// 30 s and a put discard timeout of 10 min, so that neither client expiry nor discard changes
-// state while the drill runs. Two `metactl worker` processes mount four 64 MiB segments.
+// no fault hides what a node says. Nodes run with metad's default Raft timeouts and client ttl
+// (10 s), and a put discard timeout of 10 min, so that discard never changes state while the drill
+// runs. Two `metactl worker` processes mount four 64 MiB segments and ping every second; with one
+// fault at a time a quorum is always up, so no worker may ever be expired (a check below).
 //
 // Workload (workload.go): eight clients over three tenants (default, alpha, beta), each with 12
 // singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten PutStart
@@ -38,10 +39,13 @@
 //
 // Faults (faults.go), drawn from the seed with math/rand/v2 (PCG): kill -9 of the leader or a
 // follower and restart from its data dir; SIGTERM of the leader (hands leadership over) and
-// restart; SIGSTOP/SIGCONT of the leader or a follower; isolation of the leader or a follower from
-// both others (drop or blackhole); leadership transfer (client.TransferLeader to a named follower
-// or any); a snapshot saved from the leader under load; a snapshot saved, more load, then restored
-// (SnapshotRestore) under load. One fault at a time: inject, hold, heal, wait until every node
+// restart; SIGSTOP/SIGCONT of the leader (2-15 s: past the client ttl about a third of the time)
+// or a follower (0.3-3 s); isolation of the leader or a follower from both others (drop or
+// blackhole); leadership transfer (client.TransferLeader to a named follower or any); kill -9 of a
+// follower, restart, and leadership transferred to it the moment it is back, while the workload's
+// removals keep arriving (restart-transfer: a leader that has not applied its backlog yet must not
+// answer from it); a snapshot saved from the leader under load; a snapshot saved, more load, then
+// restored (SnapshotRestore) under load. One fault at a time: inject, hold, heal, wait until every node
 // names one leader, a quiet gap, the next. "leader" and "follower" are resolved when the fault is
 // injected. Memory pressure with eviction is not drilled: the workers' segments are large enough
 // that the evictor (which cmd/metad runs) never has work, and the model has no eviction (the report
@@ -73,8 +77,9 @@
 // write; after one more write every node must reach the same applied index and show the same
 // state: stale reads of every key (replicas, offsets, sizes), tenant (quota, charge, counts),
 // segment (use, replica count) and group through its own port, and the bytes of a snapshot it
-// saves with allow_stale; and the status monitor (monitor.go, every 100 ms) must never have seen
-// two nodes lead in one term.
+// saves with allow_stale; the status monitor (monitor.go, every 100 ms) must never have seen
+// two nodes lead in one term; and no client may have been expired (every running node's
+// metad_server_clients_expired_total is 0 and no worker log says it remounted).
 //
 // # Known anomalies
 //

@@ -45,8 +45,9 @@ type Config struct {
 	Tolerate []string
 	// KeepHistory writes history.txt even when every check passes.
 	KeepHistory bool
-	// MetadFlags are extra flags for every metad (after the drill's own: client ttl 30 s, put
-	// discard timeout 10 min, so that neither expiry nor discard changes state during a drill).
+	// MetadFlags are extra flags for every metad (after the drill's own: client ttl 10 s, metad's
+	// default, and put discard timeout 10 min, so that discard never changes state during a
+	// drill).
 	MetadFlags []string
 	// Logf receives progress lines (t.Logf). Default: none.
 	Logf func(format string, args ...any)
@@ -113,8 +114,12 @@ type Result struct {
 	Differing int    // nodes whose state differs after heal
 	DigestBy  string // how the digests were made
 	TwoLeader []string
-	Notes     []string // what the drill skipped, and why
-	Errors    []string // the harness's own failures (the drill could not run as planned)
+	// Expired lists what shows that a client was expired (a node's expiry counter, a worker that
+	// remounted): with one fault at a time a quorum is always up, so the workers' pings must
+	// always reach a leader within client_ttl.
+	Expired []string
+	Notes   []string // what the drill skipped, and why
+	Errors  []string // the harness's own failures (the drill could not run as planned)
 }
 
 // Strict counts the partitions found not linearizable, whatever explains them.
@@ -168,7 +173,8 @@ func (r *Result) Unavail(k FaultKind) []time.Duration {
 
 // Failed reports whether any invariant was broken or the drill could not run.
 func (r *Result) Failed() bool {
-	return r.Violations() > 0 || len(r.Lost) > 0 || r.Differing > 0 || len(r.TwoLeader) > 0 || len(r.Errors) > 0
+	return r.Violations() > 0 || len(r.Lost) > 0 || r.Differing > 0 || len(r.TwoLeader) > 0 || len(r.Expired) > 0 ||
+		len(r.Errors) > 0
 }
 
 // Run runs one drill: a three-node cluster behind the fault network, workers, the workload, the
@@ -188,7 +194,7 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cfg.Logf("chaos: seed %d, report in %s", cfg.Seed, cfg.ReportDir)
-	flags := append([]string{"--client-ttl", "30s", "--put-discard-timeout", "10m"}, cfg.MetadFlags...)
+	flags := append([]string{"--client-ttl", clientTTL.String(), "--put-discard-timeout", "10m"}, cfg.MetadFlags...)
 	c, err := NewCluster(tb, 3, filepath.Join(cfg.ReportDir, "logs"), flags...)
 	if err != nil {
 		return nil, err
@@ -323,6 +329,11 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	mon.Stop()
 	end := hist.since()
 	res.Errors = append(res.Errors, c.Exits()...)
+	expired, err := c.Expiries()
+	if err != nil {
+		res.Errors = append(res.Errors, "client expiry check: "+err.Error())
+	}
+	res.Expired = expired
 
 	// Checks.
 	ops := hist.Ops()
@@ -357,6 +368,9 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	}
 	return res, nil
 }
+
+// clientTTL is the metad client ttl of a drill: metad's default. Leader pauses run past it.
+const clientTTL = 10 * time.Second
 
 // waitSegments polls until at least n segments are mounted.
 func waitSegments(ctx context.Context, cl *client.Client, n int) error {

@@ -26,6 +26,10 @@ const (
 	StopLeader      FaultKind = "stop-leader"      // SIGTERM (hands leadership over), restart after Hold
 	Snapshot        FaultKind = "snapshot"         // SnapshotSave from the leader under load, checked as a read
 	Restore         FaultKind = "restore"          // SnapshotSave, Hold of load, SnapshotRestore of that file
+	// RestartTransfer: kill -9 of a follower, restart from its data dir after Hold, and leadership
+	// transferred to it the moment it is back: a leader that has not applied its backlog yet, with
+	// the workload's removals arriving at once.
+	RestartTransfer FaultKind = "restart-transfer"
 )
 
 // allFaults are the kinds the schedule draws from, with their weights.
@@ -35,6 +39,7 @@ var allFaults = []struct {
 }{
 	{KillLeader, 5}, {KillFollower, 2}, {PauseLeader, 2}, {PauseFollower, 1},
 	{IsolateLeader, 3}, {IsolateFollower, 2}, {Transfer, 2}, {StopLeader, 1}, {Snapshot, 1}, {Restore, 1},
+	{RestartTransfer, 2},
 }
 
 // Fault is one planned fault and, once run, what happened. A plain value.
@@ -88,8 +93,14 @@ func plan(rng *rand.Rand, duration time.Duration, kinds, exclude []FaultKind) []
 		switch f.Kind {
 		case KillLeader, KillFollower, StopLeader:
 			f.Hold = time.Duration(500+rng.IntN(3500)) * time.Millisecond
-		case PauseLeader, PauseFollower:
+		case PauseLeader:
+			// 2-15 s: past an election, and past the client ttl (10 s) in about a third of them,
+			// so that the workers' pings must find the new leader while the old one is stopped.
+			f.Hold = time.Duration(2000+rng.IntN(13001)) * time.Millisecond
+		case PauseFollower:
 			f.Hold = time.Duration(300+rng.IntN(2700)) * time.Millisecond
+		case RestartTransfer:
+			f.Hold = time.Duration(200+rng.IntN(1300)) * time.Millisecond
 		case IsolateLeader, IsolateFollower:
 			f.Hold = time.Duration(1000+rng.IntN(4000)) * time.Millisecond
 			if rng.IntN(2) == 0 {
@@ -208,7 +219,7 @@ func (in *injector) one(f *Fault) {
 		}
 	}
 	target := leader
-	if strings.HasSuffix(string(f.Kind), "follower") {
+	if strings.HasSuffix(string(f.Kind), "follower") || f.Kind == RestartTransfer {
 		target = followers[f.Pick%len(followers)]
 	}
 	n := in.c.Nodes[target]
@@ -238,6 +249,18 @@ func (in *injector) one(f *Fault) {
 		in.c.Net().Isolate(target, len(in.c.Nodes), f.Mode)
 		in.wait(f.Hold)
 		in.c.Net().Heal()
+	case RestartTransfer:
+		in.c.Kill(n)
+		in.wait(f.Hold)
+		if err := in.c.Start(n); err != nil {
+			f.Err = err.Error()
+			break
+		}
+		if err := in.transferTo(n); err != nil {
+			f.Err = err.Error()
+		} else {
+			f.Target = n.Name + " (restarted, then leader)"
+		}
 	case Transfer:
 		to := ""
 		if f.Pick >= 0 {
@@ -287,6 +310,30 @@ func (in *injector) one(f *Fault) {
 		f.Err = strings.TrimPrefix(f.Err+"; ", "; ") + "no leader within 30s of healing"
 	}
 	f.Settled = in.hist.since()
+}
+
+// transferTo makes n, just restarted, the leader as soon as it can take over: a transfer is
+// retried every 20 ms for up to 15 s (it fails while n is still starting or catching up).
+func (in *injector) transferTo(n *Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		tctx, tcancel := context.WithTimeout(ctx, 3*time.Second)
+		resp, err := in.admin.TransferLeader(tctx, n.Name)
+		tcancel()
+		if err == nil && resp.GetLeaderName() == n.Name {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("leadership went to %s", resp.GetLeaderName())
+		}
+		last = err
+		if !in.wait(20 * time.Millisecond) {
+			break
+		}
+	}
+	return fmt.Errorf("transfer to %s: %s", n.Name, errText(last))
 }
 
 func errSuffix(s string) string {

@@ -108,6 +108,10 @@ func writeSummary(w io.Writer, r *Result, cfg Config) error {
 	fmt.Fprintf(w, "  acknowledged writes lost:               %d\n", len(r.Lost))
 	fmt.Fprintf(w, "  nodes with a different state after heal: %d of %d (%s)\n", r.Differing, len(r.Digests), r.DigestBy)
 	fmt.Fprintf(w, "  terms with two leaders:                 %d\n", len(r.TwoLeader))
+	fmt.Fprintf(w, "  clients expired while a quorum was up:  %d\n", len(r.Expired))
+	for _, e := range r.Expired {
+		fmt.Fprintf(w, "    expired: %s\n", e)
+	}
 	for _, lr := range r.Nonlinear {
 		class := ""
 		if lr.Class != "" {

@@ -185,9 +185,15 @@ func (c *Cluster) Resume(p *Proc) {
 // MetricValue reads p's /metrics and returns the sum of the samples of metric name (every label
 // set); a metric with no samples is 0.
 func (c *Cluster) MetricValue(p *Proc, name string) (float64, error) {
+	return MetricValue(p.Metrics, name)
+}
+
+// MetricValue reads the /metrics page served at addr and returns the sum of the samples of metric
+// name (every label set); a metric with no samples is 0.
+func MetricValue(addr, name string) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Metrics+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
