@@ -32,6 +32,7 @@ type app struct {
 	endpoints string
 	output    string
 	timeout   time.Duration
+	attempt   time.Duration // --attempt-timeout: client.Config.AttemptTimeout
 
 	// clients opened by this invocation, closed at its end.
 	clients []*client.Client
@@ -103,12 +104,14 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.endpoints, "endpoints", a.endpoints, "comma-separated client addresses of the cluster (env "+client.EnvEndpoints+")")
 	fs.StringVar(&a.output, "o", a.output, "output format: table or json")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "deadline of each call to the cluster, retries included")
+	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "bound on one attempt at one node before a call moves to the next (negative: none)")
 }
 
 func (a *app) dispatch(args []string) error {
 	a.endpoints = strings.Join(client.DefaultEndpoints(), ",")
 	a.output = "table"
 	a.timeout = 10 * time.Second
+	a.attempt = client.DefaultAttemptTimeout
 	fs := flag.NewFlagSet("metactl", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	a.globalFlags(fs)
@@ -177,7 +180,7 @@ func subVerbs(group string) []string {
 
 func (a *app) usage(w io.Writer) {
 	fmt.Fprintf(w, "metactl: the client and operator tool of metad\n\n")
-	fmt.Fprintf(w, "usage: metactl [--endpoints A,B,C] [-o table|json] [--timeout D] VERB [ARGS] [FLAGS]\n\nverbs:\n")
+	fmt.Fprintf(w, "usage: metactl [--endpoints A,B,C] [-o table|json] [--timeout D] [--attempt-timeout D] VERB [ARGS] [FLAGS]\n\nverbs:\n")
 	for _, v := range verbs {
 		fmt.Fprintf(w, "  %-16s %s\n", v.name, v.summary)
 	}
@@ -241,7 +244,7 @@ func (a *app) printer() *printer { return &printer{w: a.stdout, json: a.output =
 
 // client opens a client of the cluster acting as id; it is closed when the invocation ends.
 func (a *app) client(id client.UUID) (*client.Client, error) {
-	c, err := client.New(client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id})
+	c, err := client.New(client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id, AttemptTimeout: a.attempt})
 	if err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
