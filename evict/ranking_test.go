@@ -82,6 +82,34 @@ func TestRankingOldestLeaseFirst(t *testing.T) {
 	}
 }
 
+// TestRankingFreshWriteAfterOldRead: a block just written and never read ranks by its write time,
+// so blocks read (and expired) before it go first; it is not taken as the oldest of all.
+func TestRankingFreshWriteAfterOldRead(t *testing.T) {
+	x := newFixture(t, nil)
+	ms := int64(time.Millisecond)
+	var read, fresh []string
+	for i := range 50 { // written at t0, read at t0 + 1..50 ms: leases end by t0 + 10.05 s
+		x.put(key(i))
+		read = append(read, key(i))
+	}
+	for i, k := range read {
+		x.lease("", k, t0+int64(i+1)*ms)
+	}
+	for i := 50; i < 95; i++ { // written at t0 + 30 s, long after those leases expired, never read
+		x.putAt(key(i), t0+30*int64(time.Second)+int64(i)*ms)
+		fresh = append(fresh, key(i))
+	}
+	x.clock.Store(evalAt)
+	out := x.memoryRound() // 95 slots: target 10
+	if got := gone(x, fresh); len(got) != 0 {
+		t.Fatalf("fresh objects evicted before older reads: %v", got)
+	}
+	if got, want := gone(x, read), sorted(read[:10]); !slices.Equal(got, want) || out.objects != 10 {
+		t.Fatalf("evicted %v (%d objects), want the 10 read longest ago %v", got, out.objects, want)
+	}
+	x.check()
+}
+
 // TestSoftPinnedLast: soft-pinned objects go only after every unpinned candidate, only when pass 1
 // fell short of the lower bound, and only when allowed.
 func TestSoftPinnedLast(t *testing.T) {

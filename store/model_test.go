@@ -476,6 +476,7 @@ func (h *modelHarness) modelPutEnd(what string, req PutEndRequest, revoke bool, 
 	if processing == 0 {
 		if selected > 0 {
 			h.want(what, err, OK) // repeated PutEnd
+			o.lease = max(o.lease, h.now)
 		} else {
 			h.want(what, err, InvalidWrite)
 		}
@@ -493,6 +494,7 @@ func (h *modelHarness) modelPutEnd(what string, req PutEndRequest, revoke bool, 
 		o.softTTL = 0
 	}
 	o.version++
+	o.lease = max(o.lease, h.now) // ranks the object by its write time; protects nothing
 }
 
 // modelRead is Get/Exist: the reason, and on success the lease (with group coalescing).

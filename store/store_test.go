@@ -298,6 +298,63 @@ func TestGetExistAndLeases(t *testing.T) {
 	}
 }
 
+// TestPutEndStampsWriteTime: a completed write ranks by its time (lease = max(lease, now), to the
+// millisecond below) but protects nothing, not even at the instant of the write; a lease granted
+// by a read is kept.
+func TestPutEndStampsWriteTime(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	lease := func(key string) int64 {
+		var got int64 = -1
+		s.VisitHandles(0, func(hs []ObjectHandle) bool {
+			for _, h := range hs {
+				if h.Key() == key {
+					got = h.LeaseDeadline()
+				}
+			}
+			return true
+		})
+		return got
+	}
+	const at = 5*sec + 1234567 // 5.001234567 s: the stamp rounds down to 5.001 s
+	if _, err := s.PutStart(sec, 1, putReq("", "k", "", 100)); err != nil {
+		t.Fatal(err)
+	}
+	if got := lease("k"); got != 0 {
+		t.Fatalf("a PROCESSING object has lease %d, want 0 (never written)", got)
+	}
+	if err := s.PutEnd(at, PutEndRequest{Client: client1, Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lease("k"), int64(5*sec+1_000_000); got != want {
+		t.Fatalf("after PutEnd at %d: lease %d, want %d", at, got, want)
+	}
+	if err := s.PutEnd(at+sec, PutEndRequest{Client: client1, Key: "k"}); err != nil {
+		t.Fatalf("repeated PutEnd: %v", err)
+	}
+	if got, want := lease("k"), int64(6*sec+1_000_000); got != want {
+		t.Fatalf("after a repeated PutEnd: lease %d, want %d", got, want)
+	}
+	if err := s.Remove(at+sec, "", "k", false); err != nil {
+		t.Fatalf("a write's stamp must not protect from Remove: %v", err)
+	}
+	// A read's lease outlives a later write's stamp: max, not overwrite.
+	put(t, s, 10*sec, "", "r", "", 100)
+	if _, err := s.Get(10*sec, "", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpsertStart(12*sec, 1, putReq("", "r", "", 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertEnd(12*sec, PutEndRequest{Client: client1, Key: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lease("r"); got != 20*sec {
+		t.Fatalf("after an upsert within the read lease: lease %d, want %d", got, 20*sec)
+	}
+	wantReason(t, s.Remove(19*sec, "", "r", false), ObjectHasLease)
+}
+
 func TestRemove(t *testing.T) {
 	s := newTestStore(t)
 	mount(t, s, 1, alloc.TierMemory, 1<<20)
