@@ -55,8 +55,10 @@
 //
 // # Policies
 //
-//   - Memory: MEMORY used/capacity above HighWatermark (0.90), or store.EvictionWanted (an
-//     allocation failed). With ratio EvictRatio (0.05), target = max(ratio, used - hwm + ratio)
+//   - Memory: MEMORY used/capacity above HighWatermark (0.90), or store.EvictionWanted (a MEMORY
+//     placement found no room for an object that some MEMORY segment is large enough to hold; one
+//     larger than every segment raises nothing, since no eviction could place it). With ratio
+//     EvictRatio (0.05), target = max(ratio, used - hwm + ratio)
 //     and lower = max(target/2, used - hwm), as fractions of capacity. Pass 1 evicts unpinned units
 //     until target bytes are freed; pass 2 evicts soft-pinned units, toward the same target, only if
 //     pass 1 freed less than lower and AllowEvictSoftPinned.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"time"
 
 	"metad/store/alloc"
@@ -158,7 +159,13 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 		Preferred: c.Preferred, Strategy: req.Strategy, Seed: seed})
 	if err != nil {
 		t.quota.Release(want)
-		s.evictWanted.Store(true)
+		// Raise the memory eviction flag only when eviction could help: the MEMORY tier had no room,
+		// yet some MEMORY segment is large enough for the object. An object larger than every
+		// segment, or a full NOF tier, would drain memory for nothing.
+		var ns *alloc.NoSpaceError
+		if errors.As(err, &ns) && ns.Tier == alloc.TierMemory && ns.Fits {
+			s.evictWanted.Store(true)
+		}
 		return nil, objErr(NoAvailableHandle, t.name, req.Key, err.Error())
 	}
 	if short := uint64(c.Memory-len(pl.Memory)) * req.Size; short > 0 {

@@ -229,14 +229,33 @@ func TestNoAvailableHandle(t *testing.T) {
 	s := newTestStore(t)
 	_, err := s.PutStart(sec, 1, putReq("", "k", "", 100))
 	wantReason(t, err, NoAvailableHandle)
+	if s.EvictionWanted() {
+		t.Fatal("a put with no MEMORY segment mounted raised the eviction flag")
+	}
 	mount(t, s, 1, alloc.TierMemory, 1024)
 	_, err = s.PutStart(sec, 1, putReq("", "k", "", 2000))
 	wantReason(t, err, NoAvailableHandle)
+	if s.EvictionWanted() {
+		t.Fatal("a put larger than every segment raised the eviction flag: eviction cannot help it")
+	}
+	put(t, s, sec, "", "a", "", 600)
+	_, err = s.PutStart(sec, 1, putReq("", "k", "", 600))
+	wantReason(t, err, NoAvailableHandle)
 	if !s.EvictionWanted() {
-		t.Fatal("a failed allocation did not raise the eviction flag")
+		t.Fatal("a put that fits a segment but found no room did not raise the eviction flag")
 	}
 	if s.EvictionWanted() {
 		t.Fatal("EvictionWanted did not clear the flag")
+	}
+	nr := putReq("", "n", "", 100)
+	nr.Config.NOF = 1
+	_, err = s.PutStart(sec, 1, nr)
+	wantReason(t, err, NoAvailableHandle)
+	if s.EvictionWanted() {
+		t.Fatal("a put that found no NOF segment raised the memory eviction flag")
+	}
+	if err := s.Remove(sec, "", "a", true); err != nil {
+		t.Fatal(err)
 	}
 	if c := s.Tenants().Lookup(DefaultTenant).Quota().Charged(); c != 0 {
 		t.Fatalf("failed put left %d bytes charged", c)
