@@ -227,6 +227,12 @@ func TestReplicationAndReads(t *testing.T) {
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("members %v %v", ms, err)
 	}
+	for _, n := range c.nodes {
+		if st := n.Status(); st.LastLogIndex < st.AppliedIndex || st.AppliedIndex < 101 {
+			t.Fatalf("%s: last log index %d, applied %d; want last >= applied >= 101 (a mount and 50 puts)",
+				st.Name, st.LastLogIndex, st.AppliedIndex)
+		}
+	}
 }
 
 func TestProposerCoalesces(t *testing.T) {

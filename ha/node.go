@@ -328,7 +328,7 @@ func (n *Node) Status() Status {
 	name, addr := n.Leader()
 	st := Status{Name: n.cfg.Name, ClientAddr: n.cfg.ClientAddr, PeerAddr: n.cfg.PeerAddr,
 		Role: roleOf(n.raft.State()), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
-		LeaderName: name, LeaderAddr: addr}
+		LastLogIndex: n.raft.LastIndex(), LeaderName: name, LeaderAddr: addr}
 	st.AppliedIndex, _ = n.fsm.Applied()
 	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
 		st.LastSnapshotIndex = metas[0].Index

@@ -297,7 +297,7 @@ func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (
 	}
 	return &metadv1.StatusResponse{
 		Name: hs.Name, ClientAddress: hs.ClientAddr, PeerAddress: hs.PeerAddr, Role: roleTo(hs.Role),
-		Term: hs.Term, AppliedIndex: hs.AppliedIndex, CommitIndex: hs.CommitIndex,
+		Term: hs.Term, AppliedIndex: hs.AppliedIndex, CommitIndex: hs.CommitIndex, LastLogIndex: hs.LastLogIndex,
 		LeaderName: hs.LeaderName, LeaderAddress: hs.LeaderAddr,
 		Objects: uint64(max(objects, 0)), Tenants: uint64(len(tenants)), Segments: uint64(st.Segments().Len()),
 		LastSnapshotIndex: hs.LastSnapshotIndex, Version: buildVersion(),

@@ -128,7 +128,7 @@ func (b *fakeBackend) Status() ha.Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return ha.Status{Name: "self", ClientAddr: "self-addr", Role: role, Term: 1, AppliedIndex: b.index,
-		CommitIndex: b.index, LeaderName: name, LeaderAddr: addr}
+		CommitIndex: b.index, LastLogIndex: b.index, LeaderName: name, LeaderAddr: addr}
 }
 
 func (b *fakeBackend) Members() ([]ha.Member, error) {
