@@ -109,7 +109,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := node.RegisterMetrics(reg); err != nil {
+	if err := errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg)); err != nil {
 		_ = node.Shutdown()
 		return err
 	}
