@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"runtime/debug"
 	"sort"
 
@@ -260,6 +261,26 @@ func (a *adminService) TransferLeader(ctx context.Context, req *metadv1.Transfer
 			}
 		}
 		return out, nil
+	})
+}
+
+// RecordMember records a member's addresses (on the leader; forwarded there). Members call it for
+// themselves (members.go); the leader refuses a name that is not in the Raft configuration.
+func (a *adminService) RecordMember(ctx context.Context, req *metadv1.RecordMemberRequest) (*metadv1.RecordMemberResponse, error) {
+	s := a.s
+	if req.GetName() == "" {
+		return nil, toStatus(badf("name", "must not be empty"), "", nil)
+	}
+	for _, f := range []struct{ field, addr string }{{"peer_address", req.GetPeerAddress()}, {"client_address", req.GetClientAddress()}} {
+		if _, _, err := net.SplitHostPort(f.addr); err != nil {
+			return nil, toStatus(badf(f.field, "want host:port, got %q", f.addr), "", nil)
+		}
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RecordMemberResponse, error) {
+		if err := s.b.RecordMember(ctx, req.GetName(), req.GetPeerAddress(), req.GetClientAddress()); err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		return &metadv1.RecordMemberResponse{}, nil
 	})
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -140,6 +141,19 @@ func (b *fakeBackend) RemoveMember(context.Context, string) error      { return 
 func (b *fakeBackend) TransferLeader(context.Context, string) (string, error) {
 	return "self", nil
 }
+
+// RecordMember records nothing: the fake's only member, "self", is always recorded.
+func (b *fakeBackend) RecordMember(_ context.Context, name, _, _ string) error {
+	if !b.IsLeader() {
+		return b.notLeader()
+	}
+	if name != "self" {
+		return fmt.Errorf("fake: record member %q: %w", name, ha.ErrNotMember)
+	}
+	return nil
+}
+
+func (b *fakeBackend) SelfRecorded() bool { return true }
 
 // fakeClock is a settable clock for tests.
 type fakeClock struct{ ns atomic.Int64 }
