@@ -15,7 +15,9 @@
 //  2. Selection, with no lock held. A candidate is not hard-pinned, has no lease at now (its own, or
 //     the new leader's lease floor), is not marked, has a COMPLETE replica of the tier and no
 //     PROCESSING one. Soft-pinned candidates go to pass 2, or nowhere when AllowEvictSoftPinned is
-//     off. Order: oldest lease first, ties by tenant instance, then object (or group) id: a total
+//     off. Order: oldest lease first (a read leases until now + ttl, a PutEnd stamps its write
+//     time, so objects go in order of last read or write and a block just written is not taken
+//     first), ties by tenant instance, then object (or group) id: a total
 //     order on integers, so the selection is deterministic and cheap. The selection keeps only the
 //     oldest units that cover the target (and a quarter more as spares), at most RoundLimit of
 //     them, pruning by a linear-time weighted quickselect as candidates arrive, so a census of a
@@ -53,8 +55,10 @@
 //
 // # Policies
 //
-//   - Memory: MEMORY used/capacity above HighWatermark (0.90), or store.EvictionWanted (an
-//     allocation failed). With ratio EvictRatio (0.05), target = max(ratio, used - hwm + ratio)
+//   - Memory: MEMORY used/capacity above HighWatermark (0.90), or store.EvictionWanted (a MEMORY
+//     placement found no room for an object that some MEMORY segment is large enough to hold; one
+//     larger than every segment raises nothing, since no eviction could place it). With ratio
+//     EvictRatio (0.05), target = max(ratio, used - hwm + ratio)
 //     and lower = max(target/2, used - hwm), as fractions of capacity. Pass 1 evicts unpinned units
 //     until target bytes are freed; pass 2 evicts soft-pinned units, toward the same target, only if
 //     pass 1 freed less than lower and AllowEvictSoftPinned.

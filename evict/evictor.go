@@ -32,7 +32,7 @@ type Evictor struct {
 	bufs bufCache // selection storage kept between busy rounds
 
 	// Owned by Run's goroutine.
-	flagged  bool      // an allocation failed (store.EvictionWanted) and no memory round has completed since
+	flagged  bool      // a MEMORY placement found no room (store.EvictionWanted) and no memory round has completed since
 	lastReap time.Time // when the reaper last looked
 
 	// Test hooks, set before Run or any round and never changed while one runs.

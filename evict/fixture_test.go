@@ -171,8 +171,14 @@ func (x *fixture) start(key string, opts ...putOpt) store.PutStartRequest {
 // put writes one slot-sized object at t0 (PutStart and PutEnd).
 func (x *fixture) put(key string, opts ...putOpt) {
 	x.t.Helper()
+	x.putAt(key, t0, opts...)
+}
+
+// putAt writes one slot-sized object: PutStart at t0, PutEnd at time at.
+func (x *fixture) putAt(key string, at int64, opts ...putOpt) {
+	x.t.Helper()
 	req := x.start(key, opts...)
-	if err := x.s.PutEnd(t0, store.PutEndRequest{Tenant: req.Tenant, Client: client, Key: key}); err != nil {
+	if err := x.s.PutEnd(at, store.PutEndRequest{Tenant: req.Tenant, Client: client, Key: key}); err != nil {
 		x.t.Fatalf("PutEnd %q: %v", key, err)
 	}
 }

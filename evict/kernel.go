@@ -135,7 +135,7 @@ type unit struct {
 	one     member   // a singleton's object
 	members []member // a group's members in key order (nil for a singleton)
 	group   *store.GroupEntry
-	lease   int64  // lease deadline, unix ns (0 = never leased)
+	lease   int64  // lease deadline or last write time, unix ns (see store.ObjectHandle.LeaseDeadline)
 	inst    uint64 // tenant instance id
 	id      uint64 // object id of a singleton; group id | groupBit for a group
 	weight  uint64 // what evicting it frees (see spec.target)
@@ -173,10 +173,12 @@ type rank struct {
 func rankOf(u *unit) rank { return rank{lease: u.lease, inst: u.inst, id: u.id, weight: u.weight} }
 
 // cmp is the eviction order: oldest lease first, ties by tenant instance, then by id (singletons,
-// in creation order, before groups, in creation order). Instance ids are never reused and ids are
-// unique within an instance, so it is a total order and the selection is deterministic. Ties are
-// common (every object never read has lease 0), so they are broken on integers the unit carries:
-// the census compares units millions of times and must not chase key strings to do it.
+// in creation order, before groups, in creation order). A read leases until its time + ttl and a
+// completed write stamps its own time, so objects go in order of last read or write. Instance ids
+// are never reused and ids are unique within an instance, so it is a total order and the selection
+// is deterministic. Ties are common (leases are whole milliseconds, and every object of a batch is
+// written at one leader time), so they are broken on integers the unit carries: the census
+// compares units millions of times and must not chase key strings to do it.
 func (a rank) cmp(b rank) int {
 	if c := cmp.Compare(a.lease, b.lease); c != 0 {
 		return c

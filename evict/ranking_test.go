@@ -82,6 +82,61 @@ func TestRankingOldestLeaseFirst(t *testing.T) {
 	}
 }
 
+// TestRankingFreshWriteAfterOldRead: a block just written and never read ranks by its write time,
+// so blocks read (and expired) before it go first; it is not taken as the oldest of all.
+func TestRankingFreshWriteAfterOldRead(t *testing.T) {
+	x := newFixture(t, nil)
+	ms := int64(time.Millisecond)
+	var read, fresh []string
+	for i := range 50 { // written at t0, read at t0 + 1..50 ms: leases end by t0 + 10.05 s
+		x.put(key(i))
+		read = append(read, key(i))
+	}
+	for i, k := range read {
+		x.lease("", k, t0+int64(i+1)*ms)
+	}
+	for i := 50; i < 95; i++ { // written at t0 + 30 s, long after those leases expired, never read
+		x.putAt(key(i), t0+30*int64(time.Second)+int64(i)*ms)
+		fresh = append(fresh, key(i))
+	}
+	x.clock.Store(evalAt)
+	out := x.memoryRound() // 95 slots: target 10
+	if got := gone(x, fresh); len(got) != 0 {
+		t.Fatalf("fresh objects evicted before older reads: %v", got)
+	}
+	if got, want := gone(x, read), sorted(read[:10]); !slices.Equal(got, want) || out.objects != 10 {
+		t.Fatalf("evicted %v (%d objects), want the 10 read longest ago %v", got, out.objects, want)
+	}
+	x.check()
+}
+
+// TestOversizeAllocationEvictsNothing: a put larger than every MEMORY segment fails, and since no
+// amount of freed memory could place it, it raises no eviction; a put that fits the segment but
+// finds no room does.
+func TestOversizeAllocationEvictsNothing(t *testing.T) {
+	x := newFixture(t, nil)
+	order := fillLeased(x, 50, 50, nil)
+	x.clock.Store(evalAt)
+	for _, size := range []uint64{slots*slot + 1, 1 << 40} {
+		if _, err := x.s.PutStart(evalAt, 1, store.PutStartRequest{Client: client, Key: "too-big", Size: size,
+			Config: store.ReplicaConfig{Memory: 1}}); store.ReasonOf(err) != store.NoAvailableHandle {
+			t.Fatalf("put of %d bytes: %v", size, err)
+		}
+		if out := x.memoryRound(); out.objects != 0 || x.usedSlots() != 50 {
+			t.Fatalf("put of %d bytes (segment %d) evicted %d objects", size, slots*slot, out.objects)
+		}
+	}
+	if _, err := x.s.PutStart(evalAt, 1, store.PutStartRequest{Client: client, Key: "fits", Size: slots * slot,
+		Config: store.ReplicaConfig{Memory: 1}}); store.ReasonOf(err) != store.NoAvailableHandle {
+		t.Fatalf("put of the segment's size: %v", err)
+	}
+	out := x.memoryRound() // flagged: target = ratio, 5 slots
+	if got, want := gone(x, order), sorted(order[:5]); !slices.Equal(got, want) || out.objects != 5 {
+		t.Fatalf("after a put that fits: evicted %v (%d objects), want the 5 oldest %v", got, out.objects, want)
+	}
+	x.check()
+}
+
 // TestSoftPinnedLast: soft-pinned objects go only after every unpinned candidate, only when pass 1
 // fell short of the lower bound, and only when allowed.
 func TestSoftPinnedLast(t *testing.T) {

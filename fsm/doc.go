@@ -24,6 +24,12 @@
 // time and seed from the envelope; nothing here reads the clock, draws randomness, reads local
 // configuration that changes an outcome, or lets map order reach the state.
 //
+// # Metrics
+//
+// metrics.go declares what apply counts (metad_fsm_*: puts placed with fewer replicas than asked),
+// registered by RegisterMetrics on the registry the daemon injects. Counting reads only the
+// command and its result, so it never changes an outcome.
+//
 // # Snapshots
 //
 // Snapshot runs on the apply goroutine and only captures pointers to the objects' immutable states

@@ -42,6 +42,7 @@ type FSM struct {
 	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
 	spare    atomic.Pointer[store.Capture]     // a released capture's storage, reused by the next Snapshot
 	handlers map[protoreflect.FieldNumber]handler
+	m        metrics
 
 	// Applied position, written by the apply goroutine only.
 	applied  atomic.Uint64 // index of the last entry applied

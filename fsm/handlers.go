@@ -23,16 +23,16 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		return fd.Number()
 	}
 	return map[protoreflect.FieldNumber]handler{
-		num("put_start"):         applyPutStart,
+		num("put_start"):         f.applyPutStart,
 		num("put_end"):           applyPutEnd,
 		num("put_revoke"):        applyPutRevoke,
-		num("upsert_start"):      applyUpsertStart,
+		num("upsert_start"):      f.applyUpsertStart,
 		num("upsert_end"):        applyUpsertEnd,
 		num("upsert_revoke"):     applyUpsertRevoke,
 		num("remove"):            applyRemove,
 		num("remove_all"):        applyRemoveAll,
 		num("remove_group"):      applyRemoveGroup,
-		num("batch_put_start"):   applyBatchPutStart,
+		num("batch_put_start"):   f.applyBatchPutStart,
 		num("batch_put_end"):     applyBatchPutEnd,
 		num("batch_put_revoke"):  applyBatchPutRevoke,
 		num("batch_remove"):      applyBatchRemove,
@@ -66,21 +66,29 @@ func (f *FSM) applyForgetMember(_ *store.Store, _ env, c *metadv1.Command) Resul
 	return Result{}
 }
 
-func applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetPutStart()
-	reps, err := s.PutStart(e.now, e.seed, putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
-		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+	req := putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
+	reps, err := s.PutStart(e.now, e.seed, req)
 	r := fromErr(err)
 	r.Replicas = reps
+	if err == nil {
+		f.m.countShort(req.Config, reps)
+	}
 	return r
 }
 
-func applyUpsertStart(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applyUpsertStart(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetUpsertStart()
-	reps, reused, err := s.Upsert(e.now, e.seed, putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
-		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+	req := putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
+	reps, reused, err := s.Upsert(e.now, e.seed, req)
 	r := fromErr(err)
 	r.Replicas, r.Reused = reps, reused
+	if err == nil && !reused { // reused extents were placed by an earlier put
+		f.m.countShort(req.Config, reps)
+	}
 	return r
 }
 
@@ -145,7 +153,7 @@ func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
-func applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutStart()
 	reqs := make([]store.PutStartRequest, len(m.GetItems()))
 	for i, it := range m.GetItems() {
@@ -157,6 +165,9 @@ func applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 	for i, r := range res {
 		out.Items[i] = fromErr(r.Err)
 		out.Items[i].Replicas = r.Replicas
+		if r.Err == nil {
+			f.m.countShort(reqs[i].Config, r.Replicas)
+		}
 	}
 	return out
 }

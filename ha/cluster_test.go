@@ -227,6 +227,12 @@ func TestReplicationAndReads(t *testing.T) {
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("members %v %v", ms, err)
 	}
+	for _, n := range c.nodes {
+		if st := n.Status(); st.LastLogIndex < st.AppliedIndex || st.AppliedIndex < 101 {
+			t.Fatalf("%s: last log index %d, applied %d; want last >= applied >= 101 (a mount and 50 puts)",
+				st.Name, st.LastLogIndex, st.AppliedIndex)
+		}
+	}
 }
 
 func TestProposerCoalesces(t *testing.T) {
@@ -398,4 +404,46 @@ func TestNotLeaderPropose(t *testing.T) {
 		s.Release()
 	}
 	_ = raft.ErrNotLeader
+}
+
+// TestRecordMember: the leader records the addresses of a server of the configuration (once: a
+// repeat changes nothing), refuses any other name, and a follower is told who leads.
+func TestRecordMember(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l := c.waitLeader()
+	c.waitFor("the leader's own record", 5*time.Second, l.SelfRecorded)
+	var f *Node
+	for _, n := range c.nodes {
+		if n != l {
+			f = n
+		}
+	}
+	if err := f.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("RecordMember on a follower: %v", err)
+	}
+	if err := l.RecordMember(ctx, "stranger", "127.0.0.1:1", "127.0.0.1:2"); !errors.Is(err, ErrNotMember) {
+		t.Fatalf("RecordMember of a non-member: %v", err)
+	}
+	if err := l.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the follower to apply its record", 5*time.Second, f.SelfRecorded)
+	before := l.Status().LastLogIndex
+	if err := l.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); err != nil {
+		t.Fatal(err)
+	}
+	if after := l.Status().LastLogIndex; after != before {
+		t.Fatalf("recording the same addresses again appended entries %d..%d", before+1, after)
+	}
+	ms, err := l.Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name == f.cfg.Name && m.ClientAddr != f.cfg.ClientAddr {
+			t.Fatalf("member %s listed with client address %q, want %q", m.Name, m.ClientAddr, f.cfg.ClientAddr)
+		}
+	}
 }

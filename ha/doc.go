@@ -35,6 +35,11 @@
 // its own client address in the replicated member list (SetMember) so that followers can name and
 // reach it. Hooks registered with OnLeadership (client liveness, the eviction loop) run after that.
 //
+// Members that do not lead record their addresses through the leader: package server's loop calls
+// the leader's RecordMember RPC while SelfRecorded is false, and the leader's RecordMember proposes
+// SetMember for a name that is in Raft's configuration (ErrNotMember otherwise). So every member's
+// client address is known soon after it starts, whichever node leads.
+//
 // # Failures
 //
 // Raft failures come back as this package's errors: *NotLeaderError (with the leader's name and

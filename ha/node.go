@@ -235,15 +235,46 @@ func (n *Node) takeOffice() {
 	n.applied.advance(n.raft.AppliedIndex())
 	n.ready.Store(n.raft.State() == raft.Leader)
 	n.log.Info("leader ready", "term", n.raft.CurrentTerm())
-	if m, ok := n.fsm.Members()[n.cfg.Name]; !ok || m.ClientAddr != n.cfg.ClientAddr || m.PeerAddr != n.cfg.PeerAddr {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	if !n.SelfRecorded() {
+		ctx, cancel := context.WithTimeout(n.stopCtx, n.cfg.ApplyTimeout)
 		defer cancel()
-		_, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
-			Name: n.cfg.Name, PeerAddress: n.cfg.PeerAddr, ClientAddress: n.cfg.ClientAddr}}})
-		if err != nil {
-			n.log.Warn("could not record this leader's addresses", "err", err)
+		if err := n.RecordMember(ctx, n.cfg.Name, n.cfg.PeerAddr, n.cfg.ClientAddr); err != nil {
+			n.log.Warn("could not record this leader's addresses (the server's loop asks again)", "err", err)
 		}
 	}
+}
+
+// SelfRecorded reports whether the member records this node has applied hold its own current peer
+// and client addresses. A member whose record is missing or stale asks the leader to record it
+// (RecordMember; package server does, whichever node leads), and a new leader records its own.
+func (n *Node) SelfRecorded() bool {
+	m, ok := n.fsm.Members()[n.cfg.Name]
+	return ok && m.ClientAddr == n.cfg.ClientAddr && m.PeerAddr == n.cfg.PeerAddr
+}
+
+// RecordMember records a member's peer and client addresses in the replicated member records
+// (leader only). name must be a server of Raft's configuration (ErrNotMember otherwise); a record
+// that already holds these addresses is left as it is, with no log entry.
+func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error {
+	if err := n.leaderOnly(); err != nil {
+		return err
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return n.mapRaftErr(err)
+	}
+	if !slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == name }) {
+		return fmt.Errorf("ha: record member %q: %w", name, ErrNotMember)
+	}
+	if m, ok := n.fsm.Members()[name]; ok && m.PeerAddr == peerAddr && m.ClientAddr == clientAddr {
+		return nil
+	}
+	res, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
+		Name: name, PeerAddress: peerAddr, ClientAddress: clientAddr}}})
+	if err != nil {
+		return err
+	}
+	return res.Err()
 }
 
 func (n *Node) readReady() error {
@@ -344,7 +375,7 @@ func (n *Node) Status() Status {
 	name, addr := n.Leader()
 	st := Status{Name: n.cfg.Name, ClientAddr: n.cfg.ClientAddr, PeerAddr: n.cfg.PeerAddr,
 		Role: roleOf(n.raft.State()), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
-		LeaderName: name, LeaderAddr: addr}
+		LastLogIndex: n.raft.LastIndex(), LeaderName: name, LeaderAddr: addr}
 	st.AppliedIndex, _ = n.fsm.Applied()
 	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
 		st.LastSnapshotIndex = metas[0].Index

@@ -29,6 +29,7 @@ type Status struct {
 	Term              uint64
 	CommitIndex       uint64
 	AppliedIndex      uint64
+	LastLogIndex      uint64 // the last entry in this node's log (stored, maybe not yet committed)
 	LastSnapshotIndex uint64
 	LeaderName        string
 	LeaderAddr        string // client address

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"runtime/debug"
 	"sort"
 
@@ -263,6 +264,26 @@ func (a *adminService) TransferLeader(ctx context.Context, req *metadv1.Transfer
 	})
 }
 
+// RecordMember records a member's addresses (on the leader; forwarded there). Members call it for
+// themselves (members.go); the leader refuses a name that is not in the Raft configuration.
+func (a *adminService) RecordMember(ctx context.Context, req *metadv1.RecordMemberRequest) (*metadv1.RecordMemberResponse, error) {
+	s := a.s
+	if req.GetName() == "" {
+		return nil, toStatus(badf("name", "must not be empty"), "", nil)
+	}
+	for _, f := range []struct{ field, addr string }{{"peer_address", req.GetPeerAddress()}, {"client_address", req.GetClientAddress()}} {
+		if _, _, err := net.SplitHostPort(f.addr); err != nil {
+			return nil, toStatus(badf(f.field, "want host:port, got %q", f.addr), "", nil)
+		}
+	}
+	return onLeader(ctx, s, req, func() (*metadv1.RecordMemberResponse, error) {
+		if err := s.b.RecordMember(ctx, req.GetName(), req.GetPeerAddress(), req.GetClientAddress()); err != nil {
+			return nil, toStatus(err, "", nil)
+		}
+		return &metadv1.RecordMemberResponse{}, nil
+	})
+}
+
 func roleTo(r ha.Role) metadv1.NodeRole {
 	switch r {
 	case ha.RoleLeader:
@@ -297,7 +318,7 @@ func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (
 	}
 	return &metadv1.StatusResponse{
 		Name: hs.Name, ClientAddress: hs.ClientAddr, PeerAddress: hs.PeerAddr, Role: roleTo(hs.Role),
-		Term: hs.Term, AppliedIndex: hs.AppliedIndex, CommitIndex: hs.CommitIndex,
+		Term: hs.Term, AppliedIndex: hs.AppliedIndex, CommitIndex: hs.CommitIndex, LastLogIndex: hs.LastLogIndex,
 		LeaderName: hs.LeaderName, LeaderAddress: hs.LeaderAddr,
 		Objects: uint64(max(objects, 0)), Tenants: uint64(len(tenants)), Segments: uint64(st.Segments().Len()),
 		LastSnapshotIndex: hs.LastSnapshotIndex, Version: buildVersion(),

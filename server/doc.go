@@ -29,6 +29,13 @@
 // known client a fresh grace when this node becomes leader. Read leases and removal marks live in
 // the store; package ha resets them when leadership changes (store.ResetSoftState).
 //
+// # Member records
+//
+// Run's loop also keeps this node's own member record (its client and peer addresses) current:
+// while Backend.SelfRecorded is false it asks the leader to record it, by proposing on the leader
+// or by calling the leader's Admin.RecordMember elsewhere, backing off while that fails
+// (members.go). A new leader records its own addresses itself (package ha).
+//
 // # Concurrency
 //
 // RPC handlers run concurrently on gRPC's goroutines. They share the Backend (safe for concurrent

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -133,7 +134,7 @@ func (b *fakeBackend) Status() ha.Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return ha.Status{Name: "self", ClientAddr: "self-addr", Role: role, Term: 1, AppliedIndex: b.index,
-		CommitIndex: b.index, LeaderName: name, LeaderAddr: addr}
+		CommitIndex: b.index, LastLogIndex: b.index, LeaderName: name, LeaderAddr: addr}
 }
 
 func (b *fakeBackend) Members() ([]ha.Member, error) {
@@ -145,6 +146,19 @@ func (b *fakeBackend) RemoveMember(context.Context, string) error      { return 
 func (b *fakeBackend) TransferLeader(context.Context, string) (string, error) {
 	return "self", nil
 }
+
+// RecordMember records nothing: the fake's only member, "self", is always recorded.
+func (b *fakeBackend) RecordMember(_ context.Context, name, _, _ string) error {
+	if !b.IsLeader() {
+		return b.notLeader()
+	}
+	if name != "self" {
+		return fmt.Errorf("fake: record member %q: %w", name, ha.ErrNotMember)
+	}
+	return nil
+}
+
+func (b *fakeBackend) SelfRecorded() bool { return true }
 
 // fakeClock is a settable clock for tests.
 type fakeClock struct{ ns atomic.Int64 }

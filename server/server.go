@@ -50,6 +50,12 @@ type Backend interface {
 	// TransferLeader hands leadership to the named member ("" = the most up-to-date follower) and
 	// returns the new leader's name (leader only).
 	TransferLeader(ctx context.Context, to string) (newLeader string, err error)
+	// RecordMember records a member's peer and client addresses in the replicated member records
+	// (leader only); the name must be in the Raft configuration (ha.ErrNotMember otherwise).
+	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
+	// SelfRecorded reports whether the member records this node has applied hold its own current
+	// addresses (Status's Name, PeerAddr and ClientAddr).
+	SelfRecorded() bool
 }
 
 // ha.Node is the Backend of a real node.
@@ -135,7 +141,8 @@ func (s *Server) Close() {
 }
 
 // Run is the background loop: every SweepInterval it publishes whether this node is the leader
-// (health service "leader") and, on the leader, expires silent clients; beside it, every
+// (health service "leader"), on the leader expires silent clients, and while this node's member
+// record is missing or stale asks the leader to record it (members.go); beside it, every
 // leaderWatchInterval, it checks that the leader is still heard from (forwards in flight are
 // abandoned when it is not). It returns when ctx is done. Call it once.
 func (s *Server) Run(ctx context.Context) {
@@ -148,6 +155,7 @@ func (s *Server) Run(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
 	wasLeader := false
+	var rec recordPacer
 	for {
 		leader := s.b.IsLeader()
 		if leader != wasLeader {
@@ -159,6 +167,7 @@ func (s *Server) Run(ctx context.Context) {
 		if leader {
 			s.expireClients(ctx)
 		}
+		s.recordSelf(ctx, &rec)
 		select {
 		case <-ctx.Done():
 			return

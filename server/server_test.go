@@ -395,6 +395,9 @@ func TestSegmentsPingAndAdmin(t *testing.T) {
 	if err != nil || st.GetRole() != metadv1.NodeRole_NODE_ROLE_LEADER || st.GetTenants() != 1 || st.GetSegments() != 1 {
 		t.Fatalf("Status %v %v", st, err)
 	}
+	if n := h.b.Status().AppliedIndex; n == 0 || st.GetAppliedIndex() != n || st.GetCommitIndex() != n || st.GetLastLogIndex() != n {
+		t.Fatalf("Status: applied %d, commit %d, last log %d; want %d each", st.GetAppliedIndex(), st.GetCommitIndex(), st.GetLastLogIndex(), n)
+	}
 	lm, err := h.admin.ListMembers(ctx, &metadv1.ListMembersRequest{})
 	if err != nil || len(lm.GetMembers()) != 1 {
 		t.Fatalf("ListMembers %v %v", lm, err)

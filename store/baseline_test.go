@@ -55,7 +55,7 @@ type baseObject struct {
 	putStart        int64
 	softPinTTL      int64
 	softPinDeadline int64
-	lease           int64 // leader soft state, written by every Get
+	lease           int64 // leader soft state, written by every Get and every completed write
 	dataType        uint32
 	hardPin         bool
 	grouped         bool // set when the object is a member of an explicit group
@@ -255,6 +255,7 @@ func (o *baseObject) upsertEndLocked(now int64, client alloc.ID) error {
 	}
 	if processing == 0 {
 		if len(o.replicas) > 0 {
+			o.lease = max(o.lease, now)
 			return nil
 		}
 		return errBaseInvalidWrite
@@ -266,6 +267,7 @@ func (o *baseObject) upsertEndLocked(now int64, client alloc.ID) error {
 		o.softPinDeadline = now + o.softPinTTL
 		o.softPinTTL = 0
 	}
+	o.lease = max(o.lease, now) // a write stamps its time, as the store's PutEnd does
 	return nil
 }
 
@@ -372,7 +374,7 @@ func TestBaselineMatchesStore(t *testing.T) {
 		rep := Replica{ID: reps[0].ID, Extent: alloc.Extent{Segment: seg, Offset: off, Size: alloc.RoundUp(size)},
 			Tier: alloc.TierMemory, Status: Complete}
 		off += alloc.RoundUp(size)
-		if err := b.put(tenant, key, group, &baseObject{size: size, writer: client1, putStart: sec,
+		if err := b.put(tenant, key, group, &baseObject{size: size, writer: client1, putStart: sec, lease: sec,
 			replicas: []Replica{rep}}); err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,9 @@
 // ObjectState is immutable and replaced (Version+1) on every replicated change, so a census or a
 // snapshot capture can hold it with no lock. Read leases and the pending-unlink mark are leader soft
 // state kept in the entry's meta word: they never reach a snapshot and never decide a replicated
-// outcome. Removal is therefore two steps: the leader prepares (checks the lease, marks) and the
+// outcome. PutEnd, applied on every node, stamps the entry's leader time into the lease (lease =
+// max(lease, now), rounded down: it protects nothing) so that eviction ranks a fresh object by its
+// write time. Removal is therefore two steps: the leader prepares (checks the lease, marks) and the
 // replicated step erases the prepared incarnation (see ops_remove.go).
 //
 // # Call sequence on the apply path

@@ -9,8 +9,9 @@ package store
 // Life returns the entry's lifecycle as of now (a lock-free read).
 func (h ObjectHandle) Life() Lifecycle { return h.Entry.Life() }
 
-// LeaseDeadline returns the entry's own read lease deadline in unix ns, 0 when never leased (a
-// lock-free read, millisecond precision). It leaves out the store's LeaseFloor.
+// LeaseDeadline returns the entry's own lease in unix ns: the later of its read lease deadline and
+// its last completed write's time (PutEnd stamps it, and a stamp protects nothing), 0 when never
+// read nor written (a lock-free read, millisecond precision). It leaves out the store's LeaseFloor.
 func (h ObjectHandle) LeaseDeadline() int64 {
 	return int64(h.Entry.meta.Load()>>metaLeaseShft) * 1e6
 }

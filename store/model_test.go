@@ -227,7 +227,7 @@ type modelHarness struct {
 	s     *Store
 	m     *refModel
 	now   int64
-	evict bool // a placement failed during this step (the store's eviction flag must say so)
+	evict bool // a MEMORY placement that eviction could help failed this step (the store's eviction flag must say so)
 	step  int
 	stats map[string]int // outcomes seen, per operation (logged with -v)
 }
@@ -264,6 +264,13 @@ func segmentsThatFit(reg *alloc.Registry, tier alloc.Tier, size uint64) map[allo
 		}
 	}
 	return out
+}
+
+// segmentLargeEnough reports whether some segment of tier is at least size bytes (rounded) in all.
+func segmentLargeEnough(reg *alloc.Registry, tier alloc.Tier, size uint64) bool {
+	return slices.ContainsFunc(reg.List(), func(s alloc.SegmentInfo) bool {
+		return s.Tier == tier && s.Size >= alloc.RoundUp(size)
+	})
 }
 
 func (h *modelHarness) softTTL(c ReplicaConfig) int64 {
@@ -388,7 +395,8 @@ func (h *modelHarness) modelPutStart(what string, sim *alloc.Registry, req PutSt
 	nofFit := segmentsThatFit(sim, alloc.TierNOF, req.Size)
 	if len(memFit) == 0 || (req.Config.NOF > 0 && len(nofFit) == 0) {
 		h.want(what, err, NoAvailableHandle)
-		h.evict = true
+		// Memory eviction is wanted only when MEMORY had no room and freeing some could help.
+		h.evict = h.evict || (len(memFit) == 0 && segmentLargeEnough(sim, alloc.TierMemory, req.Size))
 		return
 	}
 	h.want(what, err, OK)
@@ -476,6 +484,7 @@ func (h *modelHarness) modelPutEnd(what string, req PutEndRequest, revoke bool, 
 	if processing == 0 {
 		if selected > 0 {
 			h.want(what, err, OK) // repeated PutEnd
+			o.lease = max(o.lease, h.now)
 		} else {
 			h.want(what, err, InvalidWrite)
 		}
@@ -493,6 +502,7 @@ func (h *modelHarness) modelPutEnd(what string, req PutEndRequest, revoke bool, 
 		o.softTTL = 0
 	}
 	o.version++
+	o.lease = max(o.lease, h.now) // ranks the object by its write time; protects nothing
 }
 
 // modelRead is Get/Exist: the reason, and on success the lease (with group coalescing).

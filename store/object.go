@@ -194,7 +194,21 @@ func (e *ObjectEntry) leaseLocked() int64 {
 
 // extendLeaseLocked sets lease = max(lease, until), rounded up to a millisecond.
 func (e *ObjectEntry) extendLeaseLocked(until int64) {
-	ms := uint64((until + 1e6 - 1) / 1e6)
+	e.raiseLeaseLocked(uint64((until + 1e6 - 1) / 1e6))
+}
+
+// stampWriteLocked sets lease = max(lease, at) for a completed write at leader time at, rounded
+// down to a millisecond: never later than at, so the stamp protects nothing at any later time of
+// the same clock (leased means now < lease), while eviction, which takes the oldest lease first,
+// ranks a fresh object by its write time instead of as never used.
+func (e *ObjectEntry) stampWriteLocked(at int64) {
+	if at > 0 {
+		e.raiseLeaseLocked(uint64(at / 1e6))
+	}
+}
+
+// raiseLeaseLocked sets the lease field of the meta word to max(lease, ms), in milliseconds.
+func (e *ObjectEntry) raiseLeaseLocked(ms uint64) {
 	m := e.meta.Load()
 	if m>>metaLeaseShft >= ms {
 		return

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"time"
 
 	"metad/store/alloc"
@@ -158,7 +159,13 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 		Preferred: c.Preferred, Strategy: req.Strategy, Seed: seed})
 	if err != nil {
 		t.quota.Release(want)
-		s.evictWanted.Store(true)
+		// Raise the memory eviction flag only when eviction could help: the MEMORY tier had no room,
+		// yet some MEMORY segment is large enough for the object. An object larger than every
+		// segment, or a full NOF tier, would drain memory for nothing.
+		var ns *alloc.NoSpaceError
+		if errors.As(err, &ns) && ns.Tier == alloc.TierMemory && ns.Fits {
+			s.evictWanted.Store(true)
+		}
 		return nil, objErr(NoAvailableHandle, t.name, req.Key, err.Error())
 	}
 	if short := uint64(c.Memory-len(pl.Memory)) * req.Size; short > 0 {
@@ -221,6 +228,11 @@ func tierMatch(tier alloc.Tier, r Replica) bool { return tier == 0 || r.Tier == 
 // PutEnd turns the PROCESSING replicas of the tier (or all) COMPLETE and commits a staged soft pin on
 // the first completion. Repeating a PutEnd whose replicas are all COMPLETE is OK. Quota needs no
 // settling: PutStart charged exactly the MEMORY replicas it placed.
+//
+// A PutEnd that succeeds (a repeated one too) sets lease = max(lease, now), now being the leader's
+// time from the log entry: leader soft state that protects nothing (see stampWriteLocked) but makes
+// eviction rank the object by its last read or write, so that a block just written goes after
+// blocks read before it. Every node applies it alike; only the leader's copy is ever consulted.
 func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 	if err := req.validate(); err != nil {
 		return err
@@ -246,6 +258,7 @@ func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 	}
 	if processing == 0 {
 		if selected > 0 {
+			e.stampWriteLocked(now)
 			return nil // a repeated PutEnd: every selected replica is already COMPLETE
 		}
 		return objErr(InvalidWrite, t.name, req.Key, "no write in progress for that tier")
@@ -261,6 +274,7 @@ func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 		ns.SoftPinTTL = 0
 	}
 	e.state.Store(ns)
+	e.stampWriteLocked(now)
 	return nil
 }
 

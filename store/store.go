@@ -59,7 +59,7 @@ type Store struct {
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
 	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
-	evictWanted atomic.Bool  // soft: an allocation failed; the memory eviction loop should run
+	evictWanted atomic.Bool  // soft: a MEMORY placement found no room that eviction could make; the memory eviction loop should run
 	waits       LockWaits    // sampled lock waits of the read path (metrics)
 }
 
@@ -99,7 +99,9 @@ func (s *Store) Epoch() uint64 { return s.epoch }
 // NextInstance returns the last tenant instance id handed out (replicated counter).
 func (s *Store) NextInstance() uint64 { return s.nextInstance.Load() }
 
-// EvictionWanted reports and clears the flag raised when a placement found no space.
+// EvictionWanted reports and clears the flag raised when a placement found no room on the MEMORY
+// tier for an object that some MEMORY segment is large enough to hold (so that freeing memory can
+// help; an object larger than every segment raises nothing).
 func (s *Store) EvictionWanted() bool { return s.evictWanted.Swap(false) }
 
 // writable looks up an open tenant for a write and takes its gate shared; the caller must call

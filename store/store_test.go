@@ -229,14 +229,33 @@ func TestNoAvailableHandle(t *testing.T) {
 	s := newTestStore(t)
 	_, err := s.PutStart(sec, 1, putReq("", "k", "", 100))
 	wantReason(t, err, NoAvailableHandle)
+	if s.EvictionWanted() {
+		t.Fatal("a put with no MEMORY segment mounted raised the eviction flag")
+	}
 	mount(t, s, 1, alloc.TierMemory, 1024)
 	_, err = s.PutStart(sec, 1, putReq("", "k", "", 2000))
 	wantReason(t, err, NoAvailableHandle)
+	if s.EvictionWanted() {
+		t.Fatal("a put larger than every segment raised the eviction flag: eviction cannot help it")
+	}
+	put(t, s, sec, "", "a", "", 600)
+	_, err = s.PutStart(sec, 1, putReq("", "k", "", 600))
+	wantReason(t, err, NoAvailableHandle)
 	if !s.EvictionWanted() {
-		t.Fatal("a failed allocation did not raise the eviction flag")
+		t.Fatal("a put that fits a segment but found no room did not raise the eviction flag")
 	}
 	if s.EvictionWanted() {
 		t.Fatal("EvictionWanted did not clear the flag")
+	}
+	nr := putReq("", "n", "", 100)
+	nr.Config.NOF = 1
+	_, err = s.PutStart(sec, 1, nr)
+	wantReason(t, err, NoAvailableHandle)
+	if s.EvictionWanted() {
+		t.Fatal("a put that found no NOF segment raised the memory eviction flag")
+	}
+	if err := s.Remove(sec, "", "a", true); err != nil {
+		t.Fatal(err)
 	}
 	if c := s.Tenants().Lookup(DefaultTenant).Quota().Charged(); c != 0 {
 		t.Fatalf("failed put left %d bytes charged", c)
@@ -296,6 +315,63 @@ func TestGetExistAndLeases(t *testing.T) {
 	if err := s.Remove(30*sec, "", "k", false); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPutEndStampsWriteTime: a completed write ranks by its time (lease = max(lease, now), to the
+// millisecond below) but protects nothing, not even at the instant of the write; a lease granted
+// by a read is kept.
+func TestPutEndStampsWriteTime(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	lease := func(key string) int64 {
+		var got int64 = -1
+		s.VisitHandles(0, func(hs []ObjectHandle) bool {
+			for _, h := range hs {
+				if h.Key() == key {
+					got = h.LeaseDeadline()
+				}
+			}
+			return true
+		})
+		return got
+	}
+	const at = 5*sec + 1234567 // 5.001234567 s: the stamp rounds down to 5.001 s
+	if _, err := s.PutStart(sec, 1, putReq("", "k", "", 100)); err != nil {
+		t.Fatal(err)
+	}
+	if got := lease("k"); got != 0 {
+		t.Fatalf("a PROCESSING object has lease %d, want 0 (never written)", got)
+	}
+	if err := s.PutEnd(at, PutEndRequest{Client: client1, Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lease("k"), int64(5*sec+1_000_000); got != want {
+		t.Fatalf("after PutEnd at %d: lease %d, want %d", at, got, want)
+	}
+	if err := s.PutEnd(at+sec, PutEndRequest{Client: client1, Key: "k"}); err != nil {
+		t.Fatalf("repeated PutEnd: %v", err)
+	}
+	if got, want := lease("k"), int64(6*sec+1_000_000); got != want {
+		t.Fatalf("after a repeated PutEnd: lease %d, want %d", got, want)
+	}
+	if err := s.Remove(at+sec, "", "k", false); err != nil {
+		t.Fatalf("a write's stamp must not protect from Remove: %v", err)
+	}
+	// A read's lease outlives a later write's stamp: max, not overwrite.
+	put(t, s, 10*sec, "", "r", "", 100)
+	if _, err := s.Get(10*sec, "", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpsertStart(12*sec, 1, putReq("", "r", "", 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertEnd(12*sec, PutEndRequest{Client: client1, Key: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lease("r"); got != 20*sec {
+		t.Fatalf("after an upsert within the read lease: lease %d, want %d", got, 20*sec)
+	}
+	wantReason(t, s.Remove(19*sec, "", "r", false), ObjectHasLease)
 }
 
 func TestRemove(t *testing.T) {

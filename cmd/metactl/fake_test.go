@@ -511,7 +511,7 @@ func (a *fakeAdmin) Status(context.Context, *metadv1.StatusRequest) (*metadv1.St
 	a.c.mu.Lock()
 	defer a.c.mu.Unlock()
 	return &metadv1.StatusResponse{Name: "n1", ClientAddress: a.c.addr, PeerAddress: "127.0.0.1:6101",
-		Role: metadv1.NodeRole_NODE_ROLE_LEADER, Term: a.c.term, AppliedIndex: 42, CommitIndex: 42,
+		Role: metadv1.NodeRole_NODE_ROLE_LEADER, Term: a.c.term, AppliedIndex: 42, CommitIndex: 42, LastLogIndex: 43,
 		LeaderName: a.c.leader, LeaderAddress: a.c.addr, Objects: uint64(len(a.c.objects)), Version: "test"}, nil
 }
 

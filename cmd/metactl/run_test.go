@@ -246,7 +246,7 @@ func TestMemberLeaderAndStatus(t *testing.T) {
 	}
 	var sv []statusView
 	metactl(t, c.addr+","+dead, "status", "-o", "json").ok(t).json(t, &sv)
-	if len(sv) != 2 || !sv[0].Reachable || sv[0].Name != "n1" || sv[0].Role != "leader" || sv[0].Term != 3 || sv[1].Reachable || sv[1].Error == "" {
+	if len(sv) != 2 || !sv[0].Reachable || sv[0].Name != "n1" || sv[0].Role != "leader" || sv[0].Term != 3 || sv[0].LastLogIndex != 43 || sv[1].Reachable || sv[1].Error == "" {
 		t.Fatalf("status json: %+v", sv)
 	}
 	if r := metactl(t, dead, "status"); r.code != exitError || !strings.HasPrefix(r.stderr, "error: UNAVAILABLE: no endpoint answered") {

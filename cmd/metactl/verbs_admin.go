@@ -465,6 +465,7 @@ type statusView struct {
 	Term          uint64 `json:"term"`
 	AppliedIndex  uint64 `json:"applied_index"`
 	CommitIndex   uint64 `json:"commit_index"`
+	LastLogIndex  uint64 `json:"last_log_index"`
 	Objects       uint64 `json:"objects"`
 	Tenants       uint64 `json:"tenants"`
 	Segments      uint64 `json:"segments"`
@@ -496,7 +497,7 @@ func runStatus(a *app, v *verb, args []string) error {
 			s := n.Status
 			sv = statusView{Endpoint: n.Endpoint, Reachable: true, Name: s.GetName(), ClientAddress: s.GetClientAddress(),
 				PeerAddress: s.GetPeerAddress(), Role: roleName(s.GetRole()), Term: s.GetTerm(), AppliedIndex: s.GetAppliedIndex(),
-				CommitIndex: s.GetCommitIndex(), Objects: s.GetObjects(), Tenants: s.GetTenants(), Segments: s.GetSegments(),
+				CommitIndex: s.GetCommitIndex(), LastLogIndex: s.GetLastLogIndex(), Objects: s.GetObjects(), Tenants: s.GetTenants(), Segments: s.GetSegments(),
 				LeaderName: s.GetLeaderName(), LeaderAddress: s.GetLeaderAddress(), Version: s.GetVersion()}
 		}
 		view = append(view, sv)

@@ -28,6 +28,7 @@ type Config struct {
 	ListenPeer          string
 	AdvertisePeer       string
 	ListenMetrics       string
+	Pprof               bool // serve /debug/pprof on the metrics address
 	InitialCluster      string
 	InitialClusterState string // new | existing
 
@@ -94,6 +95,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ListenPeer, "listen-peer", c.ListenPeer, "Raft transport address (host:port)")
 	fs.StringVar(&c.AdvertisePeer, "advertise-peer", c.AdvertisePeer, "peer address others dial (default: --listen-peer)")
 	fs.StringVar(&c.ListenMetrics, "listen-metrics", c.ListenMetrics, "HTTP address for /metrics and /healthz (empty: off)")
+	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "also serve Go's profiler (/debug/pprof/) on --listen-metrics; off by default, since a profile costs CPU and shows the process's internals")
 	fs.StringVar(&c.InitialCluster, "initial-cluster", c.InitialCluster, "members of a new cluster: n1=127.0.0.1:6101,n2=...")
 	fs.StringVar(&c.InitialClusterState, "initial-cluster-state", c.InitialClusterState, "new (bootstrap when the data dir is empty) or existing (wait to be added)")
 	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "follower turns candidate after this silence")
@@ -137,6 +139,9 @@ func (c *Config) Validate() error {
 	addr("listen-peer", c.ListenPeer, false)
 	addr("advertise-peer", c.AdvertisePeer, true)
 	addr("listen-metrics", c.ListenMetrics, true)
+	if c.Pprof && c.ListenMetrics == "" {
+		errs = append(errs, errors.New("pprof: needs listen-metrics, the address it is served on"))
+	}
 	switch c.InitialClusterState {
 	case "new", "existing":
 	default:

@@ -71,6 +71,29 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	return 0
 }
 
+// metricsMux serves the metrics address: /metrics (reg), /healthz (from status) and, only with
+// withPprof (--pprof), Go's profiler under /debug/pprof/.
+func metricsMux(reg *prometheus.Registry, status func() ha.Status, withPprof bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		st := status()
+		if st.LeaderName == "" {
+			http.Error(w, "no leader known", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "ok: %s is %s, leader %s\n", st.Name, st.Role, st.LeaderName)
+	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index) // also the named profiles: heap, goroutine, ...
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
@@ -109,7 +132,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := node.RegisterMetrics(reg); err != nil {
+	if err := errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg)); err != nil {
 		_ = node.Shutdown()
 		return err
 	}
@@ -146,18 +169,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	var hs *http.Server
 	if cfg.ListenMetrics != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-			st := node.Status()
-			if st.LeaderName == "" {
-				http.Error(w, "no leader known", http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintf(w, "ok: %s is %s, leader %s\n", st.Name, st.Role, st.LeaderName)
-		})
+		mux := metricsMux(reg, node.Status, cfg.Pprof)
 		mlis, err := net.Listen("tcp", cfg.ListenMetrics)
 		if err != nil {
 			gs.Stop()

@@ -1277,6 +1277,107 @@ func (x *RemoveMemberResponse) GetIndex() uint64 {
 	return 0
 }
 
+// RecordMemberRequest is a member's addresses, as the member itself advertises them.
+type RecordMemberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft server name (id) of the member.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its Raft peer address, host:port.
+	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// Its client (gRPC) address, host:port.
+	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordMemberRequest) Reset() {
+	*x = RecordMemberRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordMemberRequest) ProtoMessage() {}
+
+func (x *RecordMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordMemberRequest.ProtoReflect.Descriptor instead.
+func (*RecordMemberRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RecordMemberRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RecordMemberRequest) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *RecordMemberRequest) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+// RecordMemberResponse says the addresses are recorded (committed, or already there).
+type RecordMemberResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordMemberResponse) Reset() {
+	*x = RecordMemberResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordMemberResponse) ProtoMessage() {}
+
+func (x *RecordMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordMemberResponse.ProtoReflect.Descriptor instead.
+func (*RecordMemberResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{22}
+}
+
 // TransferLeaderRequest asks the leader to step down.
 type TransferLeaderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1288,7 +1389,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[21]
+	mi := &file_metadv1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1401,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[21]
+	mi := &file_metadv1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1414,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{21}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TransferLeaderRequest) GetTarget() string {
@@ -1336,7 +1437,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[22]
+	mi := &file_metadv1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1449,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[22]
+	mi := &file_metadv1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1462,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{22}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TransferLeaderResponse) GetLeaderName() string {
@@ -1387,7 +1488,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[23]
+	mi := &file_metadv1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1500,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[23]
+	mi := &file_metadv1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1513,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 // StatusResponse is this node's view of itself and the cluster.
@@ -1456,7 +1557,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[24]
+	mi := &file_metadv1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1569,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[24]
+	mi := &file_metadv1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1582,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StatusResponse) GetName() string {
@@ -1607,7 +1708,7 @@ type SnapshotSaveRequest struct {
 
 func (x *SnapshotSaveRequest) Reset() {
 	*x = SnapshotSaveRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[25]
+	mi := &file_metadv1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1720,7 @@ func (x *SnapshotSaveRequest) String() string {
 func (*SnapshotSaveRequest) ProtoMessage() {}
 
 func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[25]
+	mi := &file_metadv1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1733,7 @@ func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotSaveRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotSaveRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SnapshotSaveRequest) GetAllowStale() bool {
@@ -1657,7 +1758,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metadv1_admin_proto_msgTypes[26]
+	mi := &file_metadv1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1770,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[26]
+	mi := &file_metadv1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1783,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1727,7 +1828,7 @@ type SnapshotRestoreResponse struct {
 
 func (x *SnapshotRestoreResponse) Reset() {
 	*x = SnapshotRestoreResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[27]
+	mi := &file_metadv1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1840,7 @@ func (x *SnapshotRestoreResponse) String() string {
 func (*SnapshotRestoreResponse) ProtoMessage() {}
 
 func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[27]
+	mi := &file_metadv1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1853,7 @@ func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRestoreResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotRestoreResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{27}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SnapshotRestoreResponse) GetIndex() uint64 {
@@ -1874,7 +1975,12 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x13RemoveMemberRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
 	"\x14RemoveMemberResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"/\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"s\n" +
+	"\x13RecordMemberRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"\x16\n" +
+	"\x14RecordMemberResponse\"/\n" +
 	"\x15TransferLeaderRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\"`\n" +
 	"\x16TransferLeaderResponse\x12\x1f\n" +
@@ -1921,7 +2027,7 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x12NODE_ROLE_FOLLOWER\x10\x01\x12\x17\n" +
 	"\x13NODE_ROLE_CANDIDATE\x10\x02\x12\x14\n" +
 	"\x10NODE_ROLE_LEADER\x10\x03\x12\x16\n" +
-	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xe6\a\n" +
+	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xb5\b\n" +
 	"\x05Admin\x12S\n" +
 	"\x0eRegisterTenant\x12\x1f.metad.v1.RegisterTenantRequest\x1a .metad.v1.RegisterTenantResponse\x12Y\n" +
 	"\x10UnregisterTenant\x12!.metad.v1.UnregisterTenantRequest\x1a\".metad.v1.UnregisterTenantResponse\x12J\n" +
@@ -1932,7 +2038,8 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\vListMembers\x12\x1c.metad.v1.ListMembersRequest\x1a\x1d.metad.v1.ListMembersResponse\x12D\n" +
 	"\tAddMember\x12\x1a.metad.v1.AddMemberRequest\x1a\x1b.metad.v1.AddMemberResponse\x12M\n" +
 	"\fRemoveMember\x12\x1d.metad.v1.RemoveMemberRequest\x1a\x1e.metad.v1.RemoveMemberResponse\x12S\n" +
-	"\x0eTransferLeader\x12\x1f.metad.v1.TransferLeaderRequest\x1a .metad.v1.TransferLeaderResponse\x12;\n" +
+	"\x0eTransferLeader\x12\x1f.metad.v1.TransferLeaderRequest\x1a .metad.v1.TransferLeaderResponse\x12M\n" +
+	"\fRecordMember\x12\x1d.metad.v1.RecordMemberRequest\x1a\x1e.metad.v1.RecordMemberResponse\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12H\n" +
 	"\fSnapshotSave\x12\x1d.metad.v1.SnapshotSaveRequest\x1a\x17.metad.v1.SnapshotChunk0\x01\x12O\n" +
 	"\x0fSnapshotRestore\x12\x17.metad.v1.SnapshotChunk\x1a!.metad.v1.SnapshotRestoreResponse(\x01B\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
@@ -1950,7 +2057,7 @@ func file_metadv1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_metadv1_admin_proto_goTypes = []any{
 	(NodeRole)(0),                    // 0: metad.v1.NodeRole
 	(*RegisterTenantRequest)(nil),    // 1: metad.v1.RegisterTenantRequest
@@ -1974,22 +2081,24 @@ var file_metadv1_admin_proto_goTypes = []any{
 	(*AddMemberResponse)(nil),        // 19: metad.v1.AddMemberResponse
 	(*RemoveMemberRequest)(nil),      // 20: metad.v1.RemoveMemberRequest
 	(*RemoveMemberResponse)(nil),     // 21: metad.v1.RemoveMemberResponse
-	(*TransferLeaderRequest)(nil),    // 22: metad.v1.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil),   // 23: metad.v1.TransferLeaderResponse
-	(*StatusRequest)(nil),            // 24: metad.v1.StatusRequest
-	(*StatusResponse)(nil),           // 25: metad.v1.StatusResponse
-	(*SnapshotSaveRequest)(nil),      // 26: metad.v1.SnapshotSaveRequest
-	(*SnapshotChunk)(nil),            // 27: metad.v1.SnapshotChunk
-	(*SnapshotRestoreResponse)(nil),  // 28: metad.v1.SnapshotRestoreResponse
-	(TenantState)(0),                 // 29: metad.v1.TenantState
-	(Tier)(0),                        // 30: metad.v1.Tier
-	(*SegmentDesc)(nil),              // 31: metad.v1.SegmentDesc
+	(*RecordMemberRequest)(nil),      // 22: metad.v1.RecordMemberRequest
+	(*RecordMemberResponse)(nil),     // 23: metad.v1.RecordMemberResponse
+	(*TransferLeaderRequest)(nil),    // 24: metad.v1.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),   // 25: metad.v1.TransferLeaderResponse
+	(*StatusRequest)(nil),            // 26: metad.v1.StatusRequest
+	(*StatusResponse)(nil),           // 27: metad.v1.StatusResponse
+	(*SnapshotSaveRequest)(nil),      // 28: metad.v1.SnapshotSaveRequest
+	(*SnapshotChunk)(nil),            // 29: metad.v1.SnapshotChunk
+	(*SnapshotRestoreResponse)(nil),  // 30: metad.v1.SnapshotRestoreResponse
+	(TenantState)(0),                 // 31: metad.v1.TenantState
+	(Tier)(0),                        // 32: metad.v1.Tier
+	(*SegmentDesc)(nil),              // 33: metad.v1.SegmentDesc
 }
 var file_metadv1_admin_proto_depIdxs = []int32{
-	29, // 0: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
+	31, // 0: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
 	6,  // 1: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
-	30, // 2: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
-	31, // 3: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
+	32, // 2: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
+	33, // 3: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
 	13, // 4: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
 	15, // 5: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
 	0,  // 6: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
@@ -2002,25 +2111,27 @@ var file_metadv1_admin_proto_depIdxs = []int32{
 	16, // 13: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
 	18, // 14: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
 	20, // 15: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
-	22, // 16: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
-	24, // 17: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
-	26, // 18: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
-	27, // 19: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
-	2,  // 20: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
-	4,  // 21: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
-	7,  // 22: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
-	9,  // 23: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
-	11, // 24: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
-	14, // 25: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
-	17, // 26: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
-	19, // 27: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
-	21, // 28: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
-	23, // 29: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
-	25, // 30: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
-	27, // 31: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
-	28, // 32: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
-	20, // [20:33] is the sub-list for method output_type
-	7,  // [7:20] is the sub-list for method input_type
+	24, // 16: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
+	22, // 17: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
+	26, // 18: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
+	28, // 19: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
+	29, // 20: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
+	2,  // 21: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
+	4,  // 22: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
+	7,  // 23: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
+	9,  // 24: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
+	11, // 25: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
+	14, // 26: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
+	17, // 27: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
+	19, // 28: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
+	21, // 29: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
+	25, // 30: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
+	23, // 31: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
+	27, // 32: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
+	29, // 33: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
+	30, // 34: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
+	21, // [21:35] is the sub-list for method output_type
+	7,  // [7:21] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -2038,7 +2149,7 @@ func file_metadv1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_admin_proto_rawDesc), len(file_metadv1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,7 @@ const (
 	Admin_AddMember_FullMethodName        = "/metad.v1.Admin/AddMember"
 	Admin_RemoveMember_FullMethodName     = "/metad.v1.Admin/RemoveMember"
 	Admin_TransferLeader_FullMethodName   = "/metad.v1.Admin/TransferLeader"
+	Admin_RecordMember_FullMethodName     = "/metad.v1.Admin/RecordMember"
 	Admin_Status_FullMethodName           = "/metad.v1.Admin/Status"
 	Admin_SnapshotSave_FullMethodName     = "/metad.v1.Admin/SnapshotSave"
 	Admin_SnapshotRestore_FullMethodName  = "/metad.v1.Admin/SnapshotRestore"
@@ -64,6 +65,11 @@ type AdminClient interface {
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
 	// TransferLeader hands leadership to another member.
 	TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error)
+	// RecordMember records a member's client and peer addresses in the replicated member records (on
+	// the leader; forwarded there). Every member calls it for itself while its record is missing or
+	// stale, so that every member's client address is known whichever node leads. The name must be a
+	// server of the Raft configuration.
+	RecordMember(ctx context.Context, in *RecordMemberRequest, opts ...grpc.CallOption) (*RecordMemberResponse, error)
 	// Status reports this node's Raft and store state (never forwarded).
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	// SnapshotSave streams a snapshot file of the running cluster's state.
@@ -180,6 +186,16 @@ func (c *adminClient) TransferLeader(ctx context.Context, in *TransferLeaderRequ
 	return out, nil
 }
 
+func (c *adminClient) RecordMember(ctx context.Context, in *RecordMemberRequest, opts ...grpc.CallOption) (*RecordMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordMemberResponse)
+	err := c.cc.Invoke(ctx, Admin_RecordMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminClient) Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StatusResponse)
@@ -248,6 +264,11 @@ type AdminServer interface {
 	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
 	// TransferLeader hands leadership to another member.
 	TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error)
+	// RecordMember records a member's client and peer addresses in the replicated member records (on
+	// the leader; forwarded there). Every member calls it for itself while its record is missing or
+	// stale, so that every member's client address is known whichever node leads. The name must be a
+	// server of the Raft configuration.
+	RecordMember(context.Context, *RecordMemberRequest) (*RecordMemberResponse, error)
 	// Status reports this node's Raft and store state (never forwarded).
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	// SnapshotSave streams a snapshot file of the running cluster's state.
@@ -293,6 +314,9 @@ func (UnimplementedAdminServer) RemoveMember(context.Context, *RemoveMemberReque
 }
 func (UnimplementedAdminServer) TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransferLeader not implemented")
+}
+func (UnimplementedAdminServer) RecordMember(context.Context, *RecordMemberRequest) (*RecordMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordMember not implemented")
 }
 func (UnimplementedAdminServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
@@ -504,6 +528,24 @@ func _Admin_TransferLeader_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_RecordMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RecordMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RecordMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RecordMember(ctx, req.(*RecordMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Admin_Status_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StatusRequest)
 	if err := dec(in); err != nil {
@@ -586,6 +628,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferLeader",
 			Handler:    _Admin_TransferLeader_Handler,
+		},
+		{
+			MethodName: "RecordMember",
+			Handler:    _Admin_RecordMember_Handler,
 		},
 		{
 			MethodName: "Status",

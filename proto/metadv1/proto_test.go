@@ -246,7 +246,7 @@ func TestServiceMethods(t *testing.T) {
 		}},
 		{metadv1.File_metadv1_admin_proto, "Admin", []string{
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",
-			"ListMembers", "AddMember", "RemoveMember", "TransferLeader", "Status",
+			"ListMembers", "AddMember", "RemoveMember", "TransferLeader", "RecordMember", "Status",
 			"SnapshotSave", "SnapshotRestore",
 		}},
 	} {

@@ -64,8 +64,10 @@
 //
 // Each replica takes the next candidate whose allocator can hold the size; a
 // candidate that cannot is not retried (nothing is freed during a Place).
-// A tier that gets no replica fails the call with ErrNoSpace naming the tier,
-// and the extents already allocated by the call are freed. Fewer replicas
+// A tier that gets no replica fails the call with a *NoSpaceError (matching
+// ErrNoSpace) naming the tier and saying whether some segment of the tier is
+// large enough for the object (NoSpaceError.Fits: whether freeing space could
+// help), and the extents already allocated by the call are freed. Fewer replicas
 // than asked is success; Placement.Short counts the shortfall.
 //
 // # Locking

@@ -1,6 +1,9 @@
 package alloc
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by this package. They are always wrapped with context
 // (fmt.Errorf("...: %w")); match them with errors.Is. The server maps them to
@@ -31,6 +34,32 @@ var (
 	// ErrNotFree: a range to reserve is not entirely free (part of it is
 	// allocated, misaligned, empty or outside the segment).
 	ErrNotFree = errors.New("range not free")
-	// ErrNoSpace: no segment of a requested tier could hold one replica.
+	// ErrNoSpace: no segment of a requested tier could hold one replica. Place
+	// returns it as a *NoSpaceError, which says more.
 	ErrNoSpace = errors.New("no space")
 )
+
+// NoSpaceError is a plain value: the error of a Place that found no room for
+// one replica on a tier. It matches ErrNoSpace. Fits reports whether some
+// mounted segment of that tier is at least Size bytes: only then can freeing
+// space in the tier make the same placement succeed. An object larger than
+// every segment (or a tier with none) never fits, however much is freed.
+type NoSpaceError struct {
+	Tier     Tier
+	Size     uint64 // the replica size asked for, rounded up to Align
+	Segments int    // segments of the tier mounted
+	Tried    int    // candidates tried
+	Fits     bool   // some segment of the tier has at least Size bytes in all
+}
+
+func (e *NoSpaceError) Error() string {
+	if !e.Fits {
+		return fmt.Sprintf("place %d bytes on tier %s: larger than each of the %d mounted segments: %v",
+			e.Size, e.Tier, e.Segments, ErrNoSpace)
+	}
+	return fmt.Sprintf("place %d bytes on tier %s: none of %d mounted segments (%d tried) has a free span that large: %v",
+		e.Size, e.Tier, e.Segments, e.Tried, ErrNoSpace)
+}
+
+// Unwrap returns ErrNoSpace, so that errors.Is(err, ErrNoSpace) holds.
+func (e *NoSpaceError) Unwrap() error { return ErrNoSpace }

@@ -93,8 +93,9 @@ type Placement struct {
 // mounted Preferred segments of that tier in the given order (duplicates
 // ignored), then every other segment of that tier in strategy order; each
 // replica takes the next candidate whose allocator can hold RoundUp(Size).
-// A tier that gets no replica fails the whole call with ErrNoSpace naming
-// the tier, and everything this call allocated is freed: nothing changes.
+// A tier that gets no replica fails the whole call with a *NoSpaceError
+// (ErrNoSpace) naming the tier and whether the object fits in any of its
+// segments, and everything this call allocated is freed: nothing changes.
 // Fewer replicas than asked, but at least one per tier, is success with
 // Short > 0. Invalid requests fail with ErrInvalidRequest.
 //
@@ -131,7 +132,8 @@ func (r *Registry) Place(req PlaceRequest) (Placement, error) {
 }
 
 // placeTierLocked allocates up to want extents of size (already rounded) on
-// tier t. It allocates nothing and returns ErrNoSpace if no candidate fits.
+// tier t. It allocates nothing and returns a *NoSpaceError if no candidate
+// has room.
 func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequest) ([]Extent, error) {
 	out := make([]Extent, 0, want)
 	tried := 0
@@ -166,8 +168,14 @@ func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequ
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("place %d bytes on tier %s: none of %d mounted segments (%d tried) has a free span that large: %w",
-			size, t, len(r.byTier[t]), tried, ErrNoSpace)
+		e := &NoSpaceError{Tier: t, Size: size, Segments: len(r.byTier[t]), Tried: tried}
+		for _, seg := range r.byTier[t] {
+			if seg.alloc.Capacity() >= size {
+				e.Fits = true
+				break
+			}
+		}
+		return nil, e
 	}
 	return out, nil
 }

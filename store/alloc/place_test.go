@@ -231,21 +231,30 @@ func TestPlaceShortAndSkipsFull(t *testing.T) {
 func TestPlaceNoSpaceChangesNothing(t *testing.T) {
 	full := NewRegistry()
 	mustMount(t, full, testSeg(1, TierMemory, 4096, 1), testSeg(2, TierMemory, 4096, 1), testSeg(10, TierNOF, 1024, 2))
+	occupied := NewRegistry() // a small and a large MEMORY segment, the large one half used
+	mustMount(t, occupied, testSeg(1, TierMemory, 1024, 1), testSeg(2, TierMemory, 4096, 1))
+	if err := occupied.Reserve(Extent{tid(2), 0, 2048}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		r    *Registry
 		req  PlaceRequest
 		tier string
+		fits bool // some segment of the tier is large enough: freeing space could help
 	}{
-		{"no segments", NewRegistry(), PlaceRequest{Size: 1, Memory: 1}, "MEMORY"},
-		{"memory too small", full, PlaceRequest{Size: 4097, Memory: 2}, "MEMORY"},
-		{"nof too small", full, PlaceRequest{Size: 2048, Memory: 2, NOF: 1}, "NOF"},
-		{"nof too small, preferred", full, PlaceRequest{Size: 2048, Memory: 1, NOF: 2, Preferred: []ID{tid(10), tid(1)}}, "NOF"},
+		{"no segments", NewRegistry(), PlaceRequest{Size: 1, Memory: 1}, "MEMORY", false},
+		{"memory too small", full, PlaceRequest{Size: 4097, Memory: 2}, "MEMORY", false},
+		{"nof too small", full, PlaceRequest{Size: 2048, Memory: 2, NOF: 1}, "NOF", false},
+		{"nof too small, preferred", full, PlaceRequest{Size: 2048, Memory: 1, NOF: 2, Preferred: []ID{tid(10), tid(1)}}, "NOF", false},
 		{"nof absent", func() *Registry {
 			r := NewRegistry()
 			mustMount(t, r, testSeg(1, TierMemory, 4096, 1))
 			return r
-		}(), PlaceRequest{Size: 64, Memory: 1, NOF: 1}, "NOF"},
+		}(), PlaceRequest{Size: 64, Memory: 1, NOF: 1}, "NOF", false},
+		{"memory occupied", occupied, PlaceRequest{Size: 3000, Memory: 1}, "MEMORY", true},
+		{"memory occupied, exactly the large segment", occupied, PlaceRequest{Size: 4096, Memory: 1}, "MEMORY", true},
+		{"memory larger than the large segment", occupied, PlaceRequest{Size: 4097, Memory: 1}, "MEMORY", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := dump(tc.r)
@@ -258,6 +267,10 @@ func TestPlaceNoSpaceChangesNothing(t *testing.T) {
 				}
 				if !strings.Contains(err.Error(), "tier "+tc.tier) {
 					t.Fatalf("error %q does not name tier %s", err, tc.tier)
+				}
+				var ns *NoSpaceError
+				if !errors.As(err, &ns) || ns.Tier.String() != tc.tier || ns.Fits != tc.fits {
+					t.Fatalf("error %#v: want a NoSpaceError of tier %s with Fits %v", err, tc.tier, tc.fits)
 				}
 				if after := dump(tc.r); after != before {
 					t.Fatalf("failed Place changed state:\n%s\nwas\n%s", after, before)
@@ -405,7 +418,8 @@ func refPlace(r *Registry, req PlaceRequest) (Placement, error) {
 			}
 		}
 		if len(got) == 0 {
-			return Placement{}, fmt.Errorf("tier %s: %w", tier, ErrNoSpace)
+			fits := slices.ContainsFunc(r.List(), func(s SegmentInfo) bool { return s.Tier == tier && s.Size >= size })
+			return Placement{}, &NoSpaceError{Tier: tier, Size: size, Fits: fits}
 		}
 		p.Short += want - len(got)
 		if tier == TierMemory {
@@ -467,6 +481,10 @@ func TestPlaceMatchesReference(t *testing.T) {
 		if err != nil {
 			if !errors.Is(err, ErrNoSpace) {
 				t.Fatalf("error %v is not ErrNoSpace", err)
+			}
+			var got, want *NoSpaceError
+			if !errors.As(err, &got) || !errors.As(wantErr, &want) || got.Tier != want.Tier || got.Size != want.Size || got.Fits != want.Fits {
+				t.Fatalf("Place error %#v; reference %#v", err, wantErr)
 			}
 			if after := dump(r); after != before {
 				t.Fatalf("failed Place changed state")
