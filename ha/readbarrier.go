@@ -145,12 +145,12 @@ func (w *appliedWaiter) waitFor(idx uint64, stop <-chan struct{}) bool {
 	}
 }
 
-// readiness records the term in which this node, leading, has applied its term-start barrier: from
-// then until that term ends its state holds everything committed before the term, so it may decide
-// requests from its own state (linearizable reads, removal checks, refusals). Concurrency contract:
-// term is read without a lock and written only by the leadership goroutine; mu guards ch and
-// waiting. ch is closed (and replaced) on every change of term, which is how waiters learn to look
-// again.
+// readiness is safe for concurrent use: term is read without a lock and written only by the
+// leadership goroutine (set); mu guards ch and waiting, and ch is closed (and replaced) on every
+// change of term, which is how waiters learn to look again. It records the term in which this node,
+// leading, has applied its term-start barrier: from then until that term ends its state holds
+// everything committed before the term, so it may decide requests from its own state
+// (linearizable reads, removal checks, refusals).
 type readiness struct {
 	term    atomic.Uint64 // 0: not ready in any term
 	mu      sync.Mutex
