@@ -18,6 +18,13 @@
 //   - An entry that cannot be decoded, carries a newer format, or breaks a store invariant panics
 //     with the log index: a replica must stop rather than diverge silently.
 //
+// # Prechecks
+//
+// Check is the leader's precheck of a command it is about to propose: it converts the command as
+// its handler does and runs the store's Check* method for it (the predicate apply runs), and
+// reports a refusal only when apply would refuse the command whenever it commits. It changes
+// nothing, and it is no part of apply: apply decides again.
+//
 // # Determinism
 //
 // Apply depends only on (state, entry): handlers call replicated store operations only, with the

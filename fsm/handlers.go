@@ -307,19 +307,13 @@ func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) Result {
 	if len(m.GetSegmentIds()) == 0 {
 		return Result{Unmount: s.UnmountClient(client)}
 	}
-	for _, raw := range m.GetSegmentIds() {
-		id := ID16(raw)
-		info, ok := s.Segments().Get(id)
-		if !ok {
-			return Result{Reason: store.SegmentNotFound, Message: "segment " + id.String() + " is not mounted"}
-		}
-		if info.Owner != client {
-			return Result{Reason: store.SegmentOwnedByOtherClient, Message: "segment " + id.String() + " is owned by client " + info.Owner.String()}
-		}
+	ids := segmentIDs(m.GetSegmentIds())
+	if err := s.CheckUnmount(client, ids); err != nil {
+		return fromErr(err)
 	}
 	var total store.UnmountResult
-	for _, raw := range m.GetSegmentIds() {
-		r, err := s.UnmountSegment(ID16(raw))
+	for _, id := range ids {
+		r, err := s.UnmountSegment(id)
 		if err != nil { // a segment listed twice
 			continue
 		}

@@ -99,7 +99,7 @@ func (c *testCluster) waitFor(what string, d time.Duration, cond func() bool) {
 
 func (c *testCluster) leader() *Node {
 	for _, n := range c.nodes {
-		if n.IsLeader() && n.ready.Load() {
+		if n.isReady() {
 			return n
 		}
 	}

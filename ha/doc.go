@@ -26,7 +26,18 @@
 // leadership with one heartbeat round (VerifyLeader), wait until the FSM has applied that index.
 // Reads that arrive while a round runs share the next round. A node serves such reads only after
 // its term-start Raft barrier has been applied (so the state includes everything the previous
-// leader committed). Stale reads skip all of this and may be served by any node.
+// leader committed); a read that reaches a leader before that waits for it. Stale reads skip all
+// of this and may be served by any node.
+//
+// # Readiness
+//
+// LeaderReady is the point from which the leader may decide anything from its own state (the
+// server's removal checks and refusals): this node leads in the term whose term-start barrier it
+// has applied. Readiness is recorded as that term, so a node that loses and regains leadership is
+// not ready again until the new term's barrier is applied. A caller that arrives while the node
+// leads but is not ready waits, bounded by its context and the node's life; one that arrives at a
+// node that does not lead, or is waiting when leadership is lost, gets *NotLeaderError. Readiness
+// does not confirm leadership; ReadBarrier does.
 //
 // # Leader soft state
 //

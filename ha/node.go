@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -44,7 +43,7 @@ type Node struct {
 	metrics  *metrics
 	applied  *appliedWaiter
 
-	ready    atomic.Bool   // leader whose term-start barrier is applied: may serve linearizable reads
+	ready    *readiness    // the term whose term-start barrier this node, leading, has applied
 	restore  sync.Mutex    // one RestoreSnapshot at a time (each advances the state epoch by one)
 	stop     chan struct{} // closed by Shutdown
 	stopCtx  context.Context
@@ -59,17 +58,26 @@ type Node struct {
 type applyNotifier struct {
 	*fsm.FSM
 	applied *appliedWaiter
+	// gate, when set, runs on the apply goroutine before each entry or batch is applied (tests
+	// hold apply back with it; nil in a daemon).
+	gate func()
 }
 
 var _ raft.BatchingFSM = applyNotifier{}
 
 func (a applyNotifier) Apply(l *raft.Log) interface{} {
+	if a.gate != nil {
+		a.gate()
+	}
 	r := a.FSM.Apply(l)
 	a.applied.advance(l.Index)
 	return r
 }
 
 func (a applyNotifier) ApplyBatch(logs []*raft.Log) []interface{} {
+	if a.gate != nil {
+		a.gate()
+	}
 	r := a.FSM.ApplyBatch(logs)
 	if len(logs) > 0 {
 		a.applied.advance(logs[len(logs)-1].Index)
@@ -89,6 +97,11 @@ func (a applyNotifier) Restore(rc io.ReadCloser) error {
 // NewNode opens (or creates) the data dir, starts Raft, and bootstraps a new cluster when
 // cfg.Bootstrap is set and the data dir holds no Raft state yet.
 func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
+	return newNode(cfg, f, log, nil)
+}
+
+// newNode is NewNode whose state machine runs applyGate (if not nil) before it applies anything.
+func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,7 +111,8 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("ha: data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), stop: make(chan struct{}), metrics: newMetrics()}
+	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), ready: newReadiness(), stop: make(chan struct{}),
+		metrics: newMetrics()}
 	n.stopCtx, n.stopped = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -148,16 +162,16 @@ func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ha: log cache: %w", err)
 	}
-	if n.raft, err = raft.NewRaft(rc, applyNotifier{FSM: f, applied: n.applied}, logs, n.bolt, n.snaps, n.transport); err != nil {
+	if n.raft, err = raft.NewRaft(rc, applyNotifier{FSM: f, applied: n.applied, gate: applyGate}, logs, n.bolt, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("ha: start raft: %w", err)
 	}
 	idx, _ := f.Applied()
 	n.applied.advance(idx)
 	n.proposer = newProposer(n.raft, cfg, n.Leader)
-	n.proposer.ready = n.ready.Load
+	n.proposer.ready = n.isReady
 	n.proposer.onEntry = func(c int) { n.metrics.entryCommands.Observe(float64(c)) }
 	n.proposer.onDone = func(d time.Duration) { n.metrics.commitApply.Observe(d.Seconds()) }
-	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, ready: n.readReady, stop: n.stop,
+	n.barrier = &readBarrier{raft: n.raft, applied: n.applied, waitReady: n.LeaderReady, ready: n.readReady, stop: n.stop,
 		observe: func(verify, wait time.Duration) {
 			n.metrics.readVerify.Observe(verify.Seconds())
 			n.metrics.readApply.Observe(wait.Seconds())
@@ -203,7 +217,8 @@ func (n *Node) OnLeadership(fn func(isLeader bool)) { n.leaderHooks = append(n.l
 
 // watchLeadership starts leader soft state conservatively on gaining leadership and drops it on
 // losing it: the store's leases count as held for one ttl, the term-start barrier is applied before
-// linearizable reads are served, and the leader records its own client address.
+// this node decides anything from its state (linearizable reads, removal checks, refusals), and the
+// leader records its own client address.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	ch := n.raft.LeaderCh()
@@ -212,7 +227,7 @@ func (n *Node) watchLeadership() {
 		case <-n.stop:
 			return
 		case isLeader := <-ch:
-			n.ready.Store(false)
+			n.ready.set(0)
 			n.metrics.leaderChanges.Inc()
 			if isLeader {
 				n.takeOffice()
@@ -224,17 +239,39 @@ func (n *Node) watchLeadership() {
 	}
 }
 
+// takeOffice makes this node ready in the term it now leads: once its term-start barrier is
+// applied, its state holds everything committed before the term. A barrier that fails while the
+// node still leads in that term is tried again (requests wait for readiness meanwhile); one that
+// fails because the term ended or the node stops gives up.
 func (n *Node) takeOffice() {
+	term := n.raft.CurrentTerm()
 	n.fsm.Store().ResetSoftState(time.Now().UnixNano())
-	// Raft may never answer a barrier it took just before it shut down (the leader loop gone), so
-	// the wait ends with the node: Shutdown waits for this goroutine.
-	if err := waitFuture(n.stopCtx, n.raft.Barrier(n.cfg.ApplyTimeout)); err != nil {
-		n.log.Warn("term-start barrier failed; not serving reads until the next term", "err", err)
+	retry := 10 * time.Millisecond
+	for {
+		// Raft may never answer a barrier it took just before it shut down (the leader loop gone),
+		// so the wait ends with the node: Shutdown waits for this goroutine.
+		err := waitFuture(n.stopCtx, n.raft.Barrier(n.cfg.ApplyTimeout))
+		if err == nil {
+			break
+		}
+		if n.stopCtx.Err() != nil || !n.leadsIn(term) {
+			n.log.Warn("term-start barrier failed; not ready in this term", "term", term, "err", err)
+			return
+		}
+		n.log.Warn("term-start barrier failed; trying again", "term", term, "err", err, "in", retry)
+		select {
+		case <-time.After(retry):
+		case <-n.stop:
+			return
+		}
+		retry = min(2*retry, time.Second)
+	}
+	if !n.leadsIn(term) {
 		return
 	}
 	n.applied.advance(n.raft.AppliedIndex())
-	n.ready.Store(n.raft.State() == raft.Leader)
-	n.log.Info("leader ready", "term", n.raft.CurrentTerm())
+	n.ready.set(term)
+	n.log.Info("leader ready", "term", term)
 	if !n.SelfRecorded() {
 		ctx, cancel := context.WithTimeout(n.stopCtx, n.cfg.ApplyTimeout)
 		defer cancel()
@@ -277,17 +314,45 @@ func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr stri
 	return res.Err()
 }
 
+// leadsIn reports whether this node leads in term (a node leads at most once per term).
+func (n *Node) leadsIn(term uint64) bool {
+	return n.raft.State() == raft.Leader && n.raft.CurrentTerm() == term
+}
+
+// isReady reports whether this node leads in the term whose term-start barrier it has applied.
+func (n *Node) isReady() bool {
+	t := n.ready.term.Load()
+	return t != 0 && n.leadsIn(t)
+}
+
+// readReady is nil when this node is ready now, *NotLeaderError otherwise (ErrShutdown once it
+// stops).
 func (n *Node) readReady() error {
 	select {
 	case <-n.stop:
 		return ErrShutdown
 	default:
 	}
-	if !n.ready.Load() || n.raft.State() != raft.Leader {
+	if !n.isReady() {
 		name, addr := n.Leader()
 		return &NotLeaderError{LeaderName: name, LeaderAddr: addr}
 	}
 	return nil
+}
+
+// LeaderReady returns nil once this node leads and has applied its term-start barrier: from then
+// on its state holds everything committed before its term, and it may decide a request from that
+// state (check a removal, refuse a write). While it leads but is not ready yet it waits, bounded
+// by ctx and the node's life (ErrShutdown); it fails with *NotLeaderError when the node does not
+// lead or stops leading meanwhile. It does not confirm leadership: a deposed leader that has not
+// noticed yet is still ready (ReadBarrier confirms).
+func (n *Node) LeaderReady(ctx context.Context) error {
+	return n.ready.wait(ctx, n.stop, func() (bool, error) {
+		if err := n.readReady(); err == nil || errors.Is(err, ErrShutdown) || n.raft.State() != raft.Leader {
+			return true, err
+		}
+		return false, nil // leading, the term-start barrier not applied yet
+	})
 }
 
 // Propose replicates one command through the proposer and returns its typed result.
@@ -298,7 +363,10 @@ func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, e
 // Proposer returns the proposer (eviction reserves slots on it).
 func (n *Node) Proposer() *Proposer { return n.proposer }
 
-// ReadBarrier returns once a linearizable read may be served from this node's state.
+// ReadBarrier returns once a linearizable read may be served from this node's state: leadership
+// confirmed by a heartbeat round and everything committed before the call applied. A leader that is
+// not ready yet waits for it (see LeaderReady); a node that does not lead fails with
+// *NotLeaderError.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	err := n.barrier.wait(ctx)
 	switch {

@@ -3,6 +3,7 @@ package ha
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -19,8 +20,11 @@ import (
 type readBarrier struct {
 	raft    leaderVerifier
 	applied *appliedWaiter
-	ready   func() error    // nil when this node may serve linearizable reads (leader, term's barrier done)
-	stop    <-chan struct{} // closed when the node shuts down
+	// waitReady returns nil once this node leads and its term's barrier is applied, waiting while it
+	// leads but is not ready yet; an error when it does not lead (or stops, or ctx ends first).
+	waitReady func(ctx context.Context) error
+	ready     func() error    // waitReady without the wait: nil when ready now
+	stop      <-chan struct{} // closed when the node shuts down
 	// observe, when set, is told how long each successful round spent confirming leadership and
 	// then waiting for apply (metrics).
 	observe func(verify, applyWait time.Duration)
@@ -30,7 +34,9 @@ type readBarrier struct {
 	running bool
 }
 
-// wait returns nil once a read started now may be served from the local state machine.
+// wait returns nil once a read started now may be served from the local state machine. A leader
+// that has not applied its term-start barrier yet makes the read wait for it rather than refuse it:
+// the client asked the right node, which will answer shortly.
 //
 // Why waiting for the recorded commit index is enough: the FSM sees every command and configuration
 // entry. The only entries it does not see are the no-op a leader appends when its term starts and
@@ -38,7 +44,7 @@ type readBarrier struct {
 // and the node records the applied index after every barrier it runs, so every index a round
 // records is one the FSM will report.
 func (b *readBarrier) wait(ctx context.Context) error {
-	if err := b.ready(); err != nil {
+	if err := b.waitReady(ctx); err != nil {
 		return err
 	}
 	ch := make(chan error, 1)
@@ -137,4 +143,66 @@ func (w *appliedWaiter) waitFor(idx uint64, stop <-chan struct{}) bool {
 			return false
 		}
 	}
+}
+
+// readiness is safe for concurrent use: term is read without a lock and written only by the
+// leadership goroutine (set); mu guards ch and waiting, and ch is closed (and replaced) on every
+// change of term, which is how waiters learn to look again. It records the term in which this node,
+// leading, has applied its term-start barrier: from then until that term ends its state holds
+// everything committed before the term, so it may decide requests from its own state
+// (linearizable reads, removal checks, refusals).
+type readiness struct {
+	term    atomic.Uint64 // 0: not ready in any term
+	mu      sync.Mutex
+	ch      chan struct{}
+	waiting int // goroutines blocked in wait (tests watch it)
+}
+
+func newReadiness() *readiness { return &readiness{ch: make(chan struct{})} }
+
+// set records the term this node is ready in (0: none) and wakes every waiter.
+func (r *readiness) set(term uint64) {
+	r.term.Store(term)
+	r.mu.Lock()
+	close(r.ch)
+	r.ch = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// wait returns what check answers once check is done, or ctx's error, or ErrShutdown when stop
+// closes first. check reports done false while the node leads but is not ready yet: wait then
+// blocks until the next change of term and asks again.
+func (r *readiness) wait(ctx context.Context, stop <-chan struct{}, check func() (done bool, err error)) error {
+	for {
+		r.mu.Lock()
+		ch := r.ch // taken before looking, so that a change after the look wakes us
+		r.mu.Unlock()
+		done, err := check()
+		if done {
+			return err
+		}
+		r.mu.Lock()
+		r.waiting++
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-stop:
+			err = ErrShutdown
+		}
+		r.mu.Lock()
+		r.waiting--
+		r.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// waiters returns how many goroutines wait for readiness now.
+func (r *readiness) waiters() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waiting
 }

@@ -53,7 +53,8 @@ func TestReadBarrierRounds(t *testing.T) {
 	f := &fakeVerifier{}
 	applied := newAppliedWaiter()
 	stop := make(chan struct{})
-	b := &readBarrier{raft: f, applied: applied, ready: func() error { return nil }, stop: stop}
+	b := &readBarrier{raft: f, applied: applied, waitReady: func(context.Context) error { return nil },
+		ready: func() error { return nil }, stop: stop}
 	var wg sync.WaitGroup
 	done := make(chan struct{})
 	wg.Add(1)

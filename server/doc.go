@@ -9,13 +9,19 @@
 //	  -> leader? no: forward the same RPC to the leader (one hop; see forward.go)
 //	             yes:
 //	  -> write:   build the command (stamping cluster settings: placement strategy, put discard
-//	              timeout) -> Backend.Propose -> fsm.Result
+//	              timeout) -> fsm.Check against the leader's state: refused -> answer the refusal
+//	              without a log entry; otherwise Backend.Propose -> fsm.Result
 //	     removal: store.Prepare* (lease check unless force, PROCESSING check, unlink mark)
 //	              -> propose the command fenced by the prepared tokens -> ClearMarks on failure
 //	     read:    Backend.ReadBarrier -> read the store (Get and Exist grant leases)
 //	     stale read: served by any node from its own store, no barrier, no lease
 //	  -> map the result: per-item Status in request order for batches, or a status with an
 //	     ErrorDetail (errors.go is the only place that chooses gRPC codes)
+//
+// Checks and prepares read the leader's state, so they run through one helper, fromState
+// (state.go): never before the leader is ready (Backend.LeaderReady; a request waits for it), and
+// an answer given from state without the log (a refusal) only after Backend.ReadBarrier has
+// confirmed leadership and the state has been checked again.
 //
 // A follower that receives a leader-only call forwards it to the leader's client address,
 // marked with the x-metad-forwarded metadata; a node that receives a forwarded call while not

@@ -37,6 +37,9 @@ type fakeBackend struct {
 	// beforeApply, when set, runs once just before the next proposal applies (with apply held), as
 	// a snapshot restore committed between a leader's check and its command's commit would.
 	beforeApply atomic.Pointer[func()]
+	// deposed makes a leader that has lost its leadership without noticing: it still believes it
+	// leads (IsLeader, LeaderReady), but confirming leadership and proposing fail with NOT_LEADER.
+	deposed atomic.Bool
 
 	// silent makes a follower report that it has not heard from its leader recently.
 	silent atomic.Bool
@@ -82,7 +85,7 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Re
 	if errp := b.failNext.Swap(nil); errp != nil {
 		return fsm.Result{}, *errp
 	}
-	if !b.IsLeader() {
+	if !b.IsLeader() || b.deposed.Load() {
 		return fsm.Result{}, b.notLeader()
 	}
 	if err := ctx.Err(); err != nil {
@@ -105,10 +108,23 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Re
 
 func (b *fakeBackend) ReadBarrier(ctx context.Context) error {
 	b.barriers.Add(1)
+	if !b.IsLeader() || b.deposed.Load() {
+		return b.notLeader()
+	}
+	return ctx.Err()
+}
+
+func (b *fakeBackend) LeaderReady(ctx context.Context) error {
 	if !b.IsLeader() {
 		return b.notLeader()
 	}
 	return ctx.Err()
+}
+
+// appliedIndex is the index of the last log entry the backend's FSM applied.
+func (b *fakeBackend) appliedIndex() uint64 {
+	idx, _ := b.f.Applied()
+	return idx
 }
 
 func (b *fakeBackend) Store() *store.Store { return b.f.Store() }

@@ -81,9 +81,10 @@ func endOf(tenant string, client, key []byte, tier metadv1.Tier) (string, alloc.
 	return t, c, tierOf("tier", tier)
 }
 
-// propose commits cmd and returns its result, or the status of a Raft failure or a rejection.
+// propose commits cmd and returns its result, or the status of a Raft failure or a rejection. A
+// command the leader's state refuses is answered from it without a log entry (proposeChecked).
 func (s *Server) propose(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte) (fsm.Result, error) {
-	res, err := s.b.Propose(ctx, cmd)
+	res, err := s.proposeChecked(ctx, cmd)
 	if err != nil {
 		return res, toStatus(err, tenant, key)
 	}
@@ -107,7 +108,7 @@ func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.R
 }
 
 // tenantOpen fails with TENANT_NOT_REGISTERED unless the tenant is registered and open: the
-// whole-request check of a batch write, made on the leader before proposing.
+// whole-request check of a batch removal, made on the leader before preparing.
 func tenantOpen(st *store.Store, tenant string) error {
 	if t := st.Tenants().Lookup(tenant); t == nil || t.Life() != store.TenantOpen {
 		return &store.Error{Reason: store.TenantNotRegistered, Msg: fmt.Sprintf("tenant %q is not registered", tenant)}
@@ -137,7 +138,7 @@ func (m *metadataService) PutStart(ctx context.Context, req *metadv1.PutStartReq
 // freed (Config.QuotaEvictor) and tries again, at most twice (SEMANTICS section 6).
 func (s *Server) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (fsm.Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := s.b.Propose(ctx, cmd)
+		res, err := s.proposeChecked(ctx, cmd)
 		if err != nil {
 			return res, toStatus(err, tenant, key)
 		}
@@ -258,10 +259,6 @@ func (m *metadataService) BatchPutStart(ctx context.Context, req *metadv1.BatchP
 		return nil, toStatus(err, tenant, nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.BatchPutStartResponse, error) {
-		st := s.b.Store()
-		if err := tenantOpen(st, tenant); err != nil {
-			return nil, toStatus(err, tenant, nil)
-		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
 			Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
 			Placement: strategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
@@ -272,6 +269,7 @@ func (m *metadataService) BatchPutStart(ctx context.Context, req *metadv1.BatchP
 		if len(res.Items) != len(items) {
 			return nil, internalStatus("BatchPutStart: %d results for %d items", len(res.Items), len(items))
 		}
+		st := s.b.Store()
 		out := &metadv1.BatchPutStartResponse{Results: make([]*metadv1.BatchPutStartResponse_Result, len(items))}
 		for i, r := range res.Items {
 			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: itemStatus(r.Reason, r.Message)}
@@ -319,9 +317,6 @@ func (m *metadataService) BatchPutEnd(ctx context.Context, req *metadv1.BatchPut
 		return nil, toStatus(err, req.GetTenant(), nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.BatchPutEndResponse, error) {
-		if err := tenantOpen(s.b.Store(), tenant); err != nil {
-			return nil, toStatus(err, tenant, nil)
-		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{
 			Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
 		res, err := s.propose(ctx, cmd, tenant, nil)
@@ -344,9 +339,6 @@ func (m *metadataService) BatchPutRevoke(ctx context.Context, req *metadv1.Batch
 		return nil, toStatus(err, req.GetTenant(), nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.BatchPutRevokeResponse, error) {
-		if err := tenantOpen(s.b.Store(), tenant); err != nil {
-			return nil, toStatus(err, tenant, nil)
-		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
 			Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
 		res, err := s.propose(ctx, cmd, tenant, nil)
@@ -579,9 +571,12 @@ func (m *metadataService) ListGroup(ctx context.Context, req *metadv1.ListGroupR
 
 // Removal runs in two steps on the leader (see store/ops_remove.go): the leader prepares (checks
 // leases unless force and PROCESSING replicas, marks the objects so its reads find them gone), then
-// proposes a command fenced by what it checked (state epoch, tenant instance, object id). Items the
-// prepare step rejects are answered without proposing; marks are cleared when the proposal fails or
-// apply rejects the item. A command refused with STATE_REPLACED was checked against a state that a
+// proposes a command fenced by what it checked (state epoch, tenant instance, object id). The
+// prepare step reads the leader's state, so it runs through fromState: not before the leader is
+// ready, and a request it refuses whole is answered only after leadership is confirmed (state.go).
+// Items of a batch it refuses while others are proposed are answered with the command's commit,
+// which confirms that this node still led when it prepared them. Marks are cleared when the
+// proposal fails or apply rejects the item. A command refused with STATE_REPLACED was checked against a state that a
 // snapshot restore replaced before it committed: nothing changed, and the handler prepares it again
 // against the restored state (at most maxReplaced times).
 
@@ -599,11 +594,16 @@ func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveResponse, error) {
 		for attempt := 0; ; attempt++ {
-			st := s.b.Store()
-			tok, err := settled(ctx, func() (store.ObjectToken, error) {
-				return st.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
-			})
-			if err != nil {
+			var st *store.Store
+			var tok store.ObjectToken
+			if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+				var err error
+				st = cur
+				tok, err = settled(ctx, func() (store.ObjectToken, error) {
+					return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+				})
+				return err == nil, err
+			}); err != nil {
 				return nil, toStatus(err, tenant, req.GetKey())
 			}
 			cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
@@ -652,40 +652,48 @@ func (m *metadataService) BatchRemove(ctx context.Context, req *metadv1.BatchRem
 // command was refused whole because a snapshot restore replaced that state (nothing removed).
 func (m *metadataService) batchRemove(ctx context.Context, tenant string, keys []string, req *metadv1.BatchRemoveRequest) (_ *metadv1.BatchRemoveResponse, replaced bool, _ error) {
 	s := m.s
-	st := s.b.Store()
-	if err := tenantOpen(st, tenant); err != nil {
-		return nil, false, toStatus(err, tenant, nil)
-	}
-	now := s.cfg.nowNano()
-	out := &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
 	var (
+		st   *store.Store
+		out  *metadv1.BatchRemoveResponse
 		toks []store.ObjectToken
 		pos  []int // request position of each token
 		refs []*metadv1.ObjectRef
 	)
-	seen := make(map[string]bool, len(keys))
-	for i, k := range keys {
-		if seen[k] {
-			// The first occurrence removes it; this one, after it, finds nothing (and must not
-			// wait for our own mark).
-			out.Results[i] = errItem(&store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: named twice in the batch", tenant, k)})
-			continue
+	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+		st, toks, pos, refs = cur, nil, nil, nil
+		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+		if err := tenantOpen(cur, tenant); err != nil {
+			return false, err
 		}
-		seen[k] = true
-		tok, err := settled(ctx, func() (store.ObjectToken, error) { return st.PrepareRemove(now, tenant, k, req.GetForce()) })
-		if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
-			// The tenant was registered again during the loop: this key belongs to another instance.
-			st.ClearMarks([]store.ObjectToken{tok})
-			err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
+		now := s.cfg.nowNano()
+		seen := make(map[string]bool, len(keys))
+		for i, k := range keys {
+			if seen[k] {
+				// The first occurrence removes it; this one, after it, finds nothing (and must not
+				// wait for our own mark).
+				out.Results[i] = errItem(&store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: named twice in the batch", tenant, k)})
+				continue
+			}
+			seen[k] = true
+			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, req.GetForce()) })
+			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
+				// The tenant was registered again during the loop: this key belongs to another instance.
+				cur.ClearMarks([]store.ObjectToken{tok})
+				err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
+			}
+			if err != nil {
+				out.Results[i] = errItem(err)
+				continue
+			}
+			toks, pos = append(toks, tok), append(pos, i)
+			refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
 		}
-		if err != nil {
-			out.Results[i] = errItem(err)
-			continue
-		}
-		toks, pos = append(toks, tok), append(pos, i)
-		refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+		return len(toks) > 0, nil
+	})
+	if err != nil {
+		return nil, false, toStatus(err, tenant, nil)
 	}
-	if len(toks) == 0 {
+	if !propose {
 		return out, false, nil
 	}
 	cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
@@ -718,12 +726,28 @@ func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllR
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveAllResponse, error) {
 		var removed uint64
 		for attempt := 0; ; attempt++ {
-			st := s.b.Store()
-			var before int64
-			if t := st.Tenants().Lookup(tenant); t != nil {
-				before = t.Directory().Objects()
+			var (
+				st     *store.Store
+				before int64
+				toks   []store.ObjectToken
+			)
+			propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+				st, before = cur, 0
+				if t := cur.Tenants().Lookup(tenant); t != nil {
+					before = t.Directory().Objects()
+				}
+				var err error
+				toks, err = cur.PrepareRemoveAll(s.cfg.nowNano(), tenant, req.GetForce())
+				return len(toks) > 0, err
+			})
+			if err != nil {
+				return nil, toStatus(err, tenant, nil)
 			}
-			n, replaced, err := m.removeAllOf(ctx, st, tenant, req.GetForce())
+			var n uint64
+			var replaced bool
+			if propose {
+				n, replaced, err = m.removeAllOf(ctx, st, tenant, req.GetForce(), toks)
+			}
 			removed += n
 			if replaced && attempt < maxReplaced {
 				continue // the rest was checked against a state a snapshot restore replaced
@@ -737,15 +761,11 @@ func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllR
 	})
 }
 
-// removeAllOf prepares every removable object of the tenant in st and proposes them in chunks. It
-// returns how many were removed; replaced reports that a chunk was refused because a snapshot
-// restore replaced st (the chunks before it stand, the rest is to be prepared again).
-func (m *metadataService) removeAllOf(ctx context.Context, st *store.Store, tenant string, force bool) (removed uint64, replaced bool, _ error) {
+// removeAllOf proposes the objects of the tenant prepared in st (toks, from PrepareRemoveAll) in
+// chunks. It returns how many were removed; replaced reports that a chunk was refused because a
+// snapshot restore replaced st (the chunks before it stand, the rest is to be prepared again).
+func (m *metadataService) removeAllOf(ctx context.Context, st *store.Store, tenant string, force bool, toks []store.ObjectToken) (removed uint64, replaced bool, _ error) {
 	s := m.s
-	toks, err := st.PrepareRemoveAll(s.cfg.nowNano(), tenant, force)
-	if err != nil {
-		return 0, false, toStatus(err, tenant, nil)
-	}
 	for off := 0; off < len(toks); off += store.MaxBatch {
 		chunk := toks[off:min(off+store.MaxBatch, len(toks))]
 		refs := make([]*metadv1.ObjectRef, len(chunk))
@@ -785,9 +805,17 @@ func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGr
 		// refuse (OBJECT_ALREADY_EXISTS, nothing erased), and so does a snapshot restore in between
 		// (STATE_REPLACED): check the group again, a few times.
 		for attempt := 0; ; attempt++ {
-			st := s.b.Store()
-			gt, toks, err := st.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
-			if err != nil {
+			var (
+				st   *store.Store
+				gt   store.GroupToken
+				toks []store.ObjectToken
+			)
+			if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+				var err error
+				st = cur
+				gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+				return err == nil, err
+			}); err != nil {
 				return nil, toStatus(err, tenant, nil)
 			}
 			cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{

@@ -27,8 +27,14 @@ type Backend interface {
 	// deterministic rejection is a Result with a reason, never an error.
 	Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error)
 	// ReadBarrier is a linearizable read point: it returns once leadership is confirmed and
-	// everything committed before the call has been applied to the store.
+	// everything committed before the call has been applied to the store. A leader that has not
+	// applied its term-start barrier yet waits for it.
 	ReadBarrier(ctx context.Context) error
+	// LeaderReady returns once this node leads and has applied its term-start barrier (its store
+	// holds everything committed before its term), waiting while it leads but is not ready yet;
+	// *ha.NotLeaderError when it does not lead or stops leading meanwhile. It does not confirm
+	// leadership (ReadBarrier does): a deposed leader that has not noticed is still ready.
+	LeaderReady(ctx context.Context) error
 	// Store returns the current store; fetch it per request (a snapshot restore swaps it).
 	Store() *store.Store
 	// IsLeader reports whether this node is the Raft leader.

@@ -60,6 +60,8 @@
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, PutStart, PutEnd, PutRevoke, UpsertStart,
 // UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, EvictUnits
 // (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
-// leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState and
-// the census (VisitHandles, Capture).
+// leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState, the
+// census (VisitHandles, Capture), and the Check* methods: read-only prechecks that run the predicate
+// of the operation's apply and refuse only what it refuses whenever it commits, so that the leader
+// refuses such a request without a log entry.
 package store

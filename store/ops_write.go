@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"metad/store/alloc"
@@ -137,14 +138,59 @@ func (s *Store) discardStale(now int64, t *TenantState, e *ObjectEntry, req *Put
 		return nil
 	}
 	st := e.State()
-	if st.HasComplete() || now-st.PutStart <= int64(req.DiscardAfter) {
+	if err := putBlocked(now, t, st, req); err != nil {
 		e.mu.Unlock()
-		return objErr(ObjectAlreadyExists, t.name, req.Key, "object already exists")
+		return err
 	}
 	e.setLifeLocked(Removing)
 	e.mu.Unlock()
 	s.finishErase(t, e, st, nil)
 	return nil
+}
+
+// putBlocked is PutStart's verdict on the live object st that holds its key, at time now:
+// OBJECT_ALREADY_EXISTS unless the object's write has no COMPLETE replica and started more than
+// DiscardAfter before now (the put then discards that attempt).
+func putBlocked(now int64, t *TenantState, st *ObjectState, req *PutStartRequest) error {
+	if st.HasComplete() || now-st.PutStart <= int64(req.DiscardAfter) {
+		return objErr(ObjectAlreadyExists, t.name, req.Key, "object already exists")
+	}
+	return nil
+}
+
+// anyTime is the time at which the Check* methods ask PutStart's question: the latest possible,
+// since a write in progress becomes discardable with time, so that a check refuses a put only when
+// it is refused whenever it commits.
+const anyTime = math.MaxInt64
+
+// CheckPutStart reports whether the state refuses req (PutStart) whenever it is applied from now
+// on: an invalid request, a tenant not registered, or a key held by an object with a COMPLETE
+// replica. nil means it may succeed; only apply decides (quota, space, a write that becomes
+// discardable). The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckPutStart(req PutStartRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	return s.checkPutStart(t, &req)
+}
+
+// checkPutStart is CheckPutStart on a validated request with t's gate held.
+func (s *Store) checkPutStart(t *TenantState, req *PutStartRequest) error {
+	e := t.dir.lookup(req.Key)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.Life() != Active {
+		return nil
+	}
+	return putBlocked(anyTime, t, e.State(), req)
 }
 
 // allocate charges the tenant's quota and places the replicas; on failure nothing is left charged
@@ -247,21 +293,11 @@ func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 		return err
 	}
 	defer e.mu.Unlock()
-	selected, processing := 0, 0
-	for _, r := range st.Replicas {
-		if tierMatch(req.Tier, r) {
-			selected++
-			if r.Status == Processing {
-				processing++
-			}
+	if change, err := putEndVerdict(t, st, &req); !change {
+		if err == nil {
+			e.stampWriteLocked(now) // a repeated PutEnd: every selected replica is already COMPLETE
 		}
-	}
-	if processing == 0 {
-		if selected > 0 {
-			e.stampWriteLocked(now)
-			return nil // a repeated PutEnd: every selected replica is already COMPLETE
-		}
-		return objErr(InvalidWrite, t.name, req.Key, "no write in progress for that tier")
+		return err
 	}
 	ns := st.next()
 	for i := range ns.Replicas {
@@ -276,6 +312,61 @@ func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 	e.state.Store(ns)
 	e.stampWriteLocked(now)
 	return nil
+}
+
+// putEndVerdict is PutEnd's verdict on st, the state of the object it names: change when it has
+// PROCESSING replicas of the tier to complete; otherwise nil when every replica of the tier is
+// already COMPLETE (a repeated PutEnd, OK) or INVALID_WRITE when the object has none of that tier.
+func putEndVerdict(t *TenantState, st *ObjectState, req *PutEndRequest) (change bool, err error) {
+	selected := false
+	for _, r := range st.Replicas {
+		if tierMatch(req.Tier, r) {
+			if r.Status == Processing {
+				return true, nil
+			}
+			selected = true
+		}
+	}
+	if selected {
+		return false, nil
+	}
+	return false, objErr(InvalidWrite, t.name, req.Key, "no write in progress for that tier")
+}
+
+// CheckPutEnd reports whether the state refuses req (PutEnd, UpsertEnd): an invalid request, a
+// tenant not registered, no such object, another writer, or no replica of the tier. A repeated
+// PutEnd is not refused. The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckPutEnd(req PutEndRequest) error {
+	return s.checkEnd(&req, func(t *TenantState, st *ObjectState) error {
+		_, err := putEndVerdict(t, st, &req)
+		return err
+	})
+}
+
+// CheckPutRevoke reports whether the state refuses req (PutRevoke, UpsertRevoke): an invalid
+// request, a tenant not registered, no such object, another writer, or no PROCESSING replica of
+// the tier. The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckPutRevoke(req PutEndRequest) error {
+	return s.checkEnd(&req, func(t *TenantState, st *ObjectState) error { return revokeVerdict(t, st, req.Tier, req.Key) })
+}
+
+// checkEnd runs the checks PutEnd and PutRevoke share (validate, writable, writeTarget) and then
+// verdict on the object's state, with its lock held.
+func (s *Store) checkEnd(req *PutEndRequest, verdict func(*TenantState, *ObjectState) error) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	e, st, err := s.writeTarget(t, req)
+	if err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
+	return verdict(t, st)
 }
 
 // PutRevoke drops the PROCESSING replicas of the tier (or all), refunds their quota and frees their
@@ -299,6 +390,10 @@ func (s *Store) PutRevoke(now int64, req PutEndRequest) error {
 // revokeLocked drops the PROCESSING replicas of the tier (or all) of e, whose lock the caller holds
 // and which it releases; st is e's current state.
 func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, tier alloc.Tier) error {
+	if err := revokeVerdict(t, st, tier, e.key); err != nil {
+		e.mu.Unlock()
+		return err
+	}
 	ns := st.next()
 	ns.Replicas = ns.Replicas[:0]
 	var dropped []Replica
@@ -309,10 +404,6 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 			ns.Replicas = append(ns.Replicas, r)
 		}
 	}
-	if len(dropped) == 0 {
-		e.mu.Unlock()
-		return objErr(InvalidWrite, t.name, e.key, "no write in progress for that tier")
-	}
 	if len(ns.Replicas) == 0 {
 		e.setLifeLocked(Removing)
 		e.mu.Unlock()
@@ -322,6 +413,15 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 	e.state.Store(ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, dropped, st.Size, nil)
+	return nil
+}
+
+// revokeVerdict is PutRevoke's verdict on st, the state of the object under key: INVALID_WRITE
+// when it has no PROCESSING replica of the tier.
+func revokeVerdict(t *TenantState, st *ObjectState, tier alloc.Tier, key string) error {
+	if !anyReplica(st, func(r Replica) bool { return tierMatch(tier, r) && r.Status == Processing }) {
+		return objErr(InvalidWrite, t.name, key, "no write in progress for that tier")
+	}
 	return nil
 }
 
@@ -356,13 +456,9 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 		return reps, false, err
 	}
 	st := e.State()
-	if g := groupName(e); g != req.Group {
+	if err := upsertBlocked(t, e, st, &req); err != nil {
 		e.mu.Unlock()
-		return nil, false, objErr(ObjectAlreadyExists, t.name, req.Key, "object exists in group "+quote(g))
-	}
-	if st.HasProcessing() {
-		e.mu.Unlock()
-		return nil, false, objErr(InvalidWrite, t.name, req.Key, "a write is already in progress")
+		return nil, false, err
 	}
 	restart := func(ns *ObjectState) {
 		ns.Writer = req.Client
@@ -404,6 +500,45 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 	e.mu.Unlock()
 	s.freeReplicas(t, st.Replicas, st.Size, nil)
 	return ns.Replicas, false, nil
+}
+
+// upsertBlocked is UpsertStart's verdict on the live object e (state st) that holds its key:
+// OBJECT_ALREADY_EXISTS in another group (membership is fixed), INVALID_WRITE with a write in
+// progress. e.mu is held.
+func upsertBlocked(t *TenantState, e *ObjectEntry, st *ObjectState, req *PutStartRequest) error {
+	if g := groupName(e); g != req.Group {
+		return objErr(ObjectAlreadyExists, t.name, req.Key, "object exists in group "+quote(g))
+	}
+	if st.HasProcessing() {
+		return objErr(InvalidWrite, t.name, req.Key, "a write is already in progress")
+	}
+	return nil
+}
+
+// CheckUpsertStart reports whether the state refuses req (UpsertStart) whenever it is applied from
+// now on: an invalid request, a tenant not registered, or a key held by an object in another group
+// or with a write in progress (for a key with no live object, as CheckPutStart). The leader refuses
+// from it without a log entry; it changes nothing.
+func (s *Store) CheckUpsertStart(req PutStartRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	t, err := s.writable(req.Tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	e := t.dir.lookup(req.Key)
+	if e == nil {
+		return s.checkPutStart(t, &req)
+	}
+	e.mu.Lock()
+	if e.Life() != Active {
+		e.mu.Unlock()
+		return s.checkPutStart(t, &req)
+	}
+	defer e.mu.Unlock()
+	return upsertBlocked(t, e, e.State(), &req)
 }
 
 // UpsertEnd completes an upsert (the same transition as PutEnd).

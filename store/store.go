@@ -118,17 +118,25 @@ func (s *Store) writable(name string) (*TenantState, error) {
 	return t, nil
 }
 
+// CheckWritable reports whether a write to the tenant is refused: TENANT_NOT_REGISTERED unless it
+// is registered and open (what every write checks first). It changes nothing.
+func (s *Store) CheckWritable(tenant string) error {
+	t, err := s.writable(NormalizeTenant(tenant))
+	if err != nil {
+		return err
+	}
+	t.release()
+	return nil
+}
+
 // ---- tenants -------------------------------------------------------------------------------------
 
 // RegisterTenant registers a tenant with a requested quota in bytes (0 = none) and returns its new
 // instance id.
 func (s *Store) RegisterTenant(name string, quota uint64) (uint64, error) {
 	name = NormalizeTenant(name)
-	if err := ValidateTenant(name); err != nil {
+	if err := s.registrable(name); err != nil {
 		return 0, err
-	}
-	if s.tenants.Lookup(name) != nil {
-		return 0, errf(TenantAlreadyExists, "tenant %q is already registered", name)
 	}
 	t := &TenantState{name: name, instance: s.nextInstance.Add(1), dir: newGroupDirectory()}
 	t.quota.requested.Store(quota)
@@ -138,6 +146,22 @@ func (s *Store) RegisterTenant(name string, quota uint64) (uint64, error) {
 	s.recomputeQuotas()
 	return t.instance, nil
 }
+
+// registrable is RegisterTenant's verdict on the (normalized) name: INVALID_PARAMS for a bad name,
+// TENANT_ALREADY_EXISTS for a taken one.
+func (s *Store) registrable(name string) error {
+	if err := ValidateTenant(name); err != nil {
+		return err
+	}
+	if s.tenants.Lookup(name) != nil {
+		return errf(TenantAlreadyExists, "tenant %q is already registered", name)
+	}
+	return nil
+}
+
+// CheckRegisterTenant reports whether the state refuses RegisterTenant(name): a bad name or a taken
+// one. The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckRegisterTenant(name string) error { return s.registrable(NormalizeTenant(name)) }
 
 // UnregisterTenant tears a tenant down: it closes admission and waits for writes in flight (the gate),
 // refuses with TENANT_NOT_EMPTY unless force or empty, erases every object and group, and unregisters
@@ -150,11 +174,8 @@ func (s *Store) UnregisterTenant(name string, force bool) (int, error) {
 	}
 	t.gate.Lock()
 	defer t.gate.Unlock()
-	if t.Life() != TenantOpen {
-		return 0, errf(TenantNotRegistered, "tenant %q is not registered", name)
-	}
-	if n := t.dir.Objects(); n > 0 && !force {
-		return 0, errf(TenantNotEmpty, "tenant %q still has %d objects", name, n)
+	if err := unregistrable(t, force); err != nil {
+		return 0, err
 	}
 	t.life.Store(uint32(TenantClosing))
 	erased := 0
@@ -172,16 +193,59 @@ func (s *Store) UnregisterTenant(name string, force bool) (int, error) {
 	return erased, nil
 }
 
-// SetQuota changes a tenant's requested quota (0 = none) and recomputes effective quotas.
-func (s *Store) SetQuota(name string, quota uint64) error {
+// unregistrable is UnregisterTenant's verdict on the registered instance t (its gate held):
+// TENANT_NOT_REGISTERED once it is being torn down, TENANT_NOT_EMPTY while it has objects unless
+// force.
+func unregistrable(t *TenantState, force bool) error {
+	if t.Life() != TenantOpen {
+		return errf(TenantNotRegistered, "tenant %q is not registered", t.name)
+	}
+	if n := t.dir.Objects(); n > 0 && !force {
+		return errf(TenantNotEmpty, "tenant %q still has %d objects", t.name, n)
+	}
+	return nil
+}
+
+// CheckUnregisterTenant reports whether the state refuses UnregisterTenant(name, force): a tenant
+// not registered, or one with objects without force. The leader refuses from it without a log
+// entry; it changes nothing.
+func (s *Store) CheckUnregisterTenant(name string, force bool) error {
 	name = NormalizeTenant(name)
 	t := s.tenants.Lookup(name)
 	if t == nil {
 		return errf(TenantNotRegistered, "tenant %q is not registered", name)
 	}
+	t.gate.RLock()
+	defer t.gate.RUnlock()
+	return unregistrable(t, force)
+}
+
+// SetQuota changes a tenant's requested quota (0 = none) and recomputes effective quotas.
+func (s *Store) SetQuota(name string, quota uint64) error {
+	t, err := s.quotaTarget(name)
+	if err != nil {
+		return err
+	}
 	t.quota.requested.Store(quota)
 	s.recomputeQuotas()
 	return nil
+}
+
+// quotaTarget is the tenant whose quota SetQuota(name) changes: TENANT_NOT_REGISTERED if none.
+func (s *Store) quotaTarget(name string) (*TenantState, error) {
+	name = NormalizeTenant(name)
+	t := s.tenants.Lookup(name)
+	if t == nil {
+		return nil, errf(TenantNotRegistered, "tenant %q is not registered", name)
+	}
+	return t, nil
+}
+
+// CheckSetQuota reports whether the state refuses SetQuota(name, ...): a tenant not registered.
+// The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckSetQuota(name string) error {
+	_, err := s.quotaTarget(name)
+	return err
 }
 
 // recomputeQuotas derives every tenant's effective quota from the requests and the mounted MEMORY
@@ -205,16 +269,31 @@ func (s *Store) recomputeQuotas() {
 // MountSegment mounts a segment for its owner client. Idempotent for the same id, owner and fields.
 func (s *Store) MountSegment(seg alloc.Segment) (created bool, err error) {
 	created, err = s.segs.Mount(seg)
-	switch {
-	case errors.Is(err, alloc.ErrSegmentOwned):
-		return false, errf(SegmentOwnedByOtherClient, "segment %s: %v", seg.ID, err)
-	case err != nil:
-		return false, errf(InvalidParams, "segment %s: %v", seg.ID, err)
+	if err != nil {
+		return false, mountErr(seg, err)
 	}
 	if created {
 		s.recomputeQuotas()
 	}
 	return created, nil
+}
+
+// mountErr is the rejection of a mount the allocator refused with err.
+func mountErr(seg alloc.Segment, err error) error {
+	if errors.Is(err, alloc.ErrSegmentOwned) {
+		return errf(SegmentOwnedByOtherClient, "segment %s: %v", seg.ID, err)
+	}
+	return errf(InvalidParams, "segment %s: %v", seg.ID, err)
+}
+
+// CheckMountSegment reports whether the state refuses MountSegment(seg): an invalid segment, or its
+// id mounted by another client or with other fields. Mounting it again as it is mounted is not
+// refused. The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckMountSegment(seg alloc.Segment) error {
+	if err := s.segs.CheckMount(seg); err != nil {
+		return mountErr(seg, err)
+	}
+	return nil
 }
 
 // UnmountResult says what an unmount dropped.
@@ -234,6 +313,24 @@ func (s *Store) UnmountSegment(id alloc.ID) (UnmountResult, error) {
 	r.Segments = 1
 	s.recomputeQuotas()
 	return r, nil
+}
+
+// CheckUnmount reports whether the state refuses the unmount of the client's segments ids (all of
+// them when ids is empty, which is never refused): SEGMENT_NOT_FOUND for an id not mounted,
+// SEGMENT_OWNED_BY_OTHER_CLIENT for one another client owns, for the first such id. The replicated
+// unmount checks every id with it before it unmounts any, and the leader refuses from it without a
+// log entry; it changes nothing.
+func (s *Store) CheckUnmount(client alloc.ID, ids []alloc.ID) error {
+	for _, id := range ids {
+		info, ok := s.segs.Get(id)
+		if !ok {
+			return errf(SegmentNotFound, "segment %s is not mounted", id)
+		}
+		if info.Owner != client {
+			return errf(SegmentOwnedByOtherClient, "segment %s is owned by client %s", id, info.Owner)
+		}
+	}
+	return nil
 }
 
 // UnmountClient unmounts every segment the client owns (explicit, or the client expired).

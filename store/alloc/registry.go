@@ -151,15 +151,7 @@ func (r *Registry) Mount(s Segment) (created bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.segs[s.ID]; ok {
-		switch {
-		case old.info.Owner != s.Owner:
-			return false, fmt.Errorf("mount segment %s by client %s: owned by client %s: %w",
-				s.ID, s.Owner, old.info.Owner, ErrSegmentOwned)
-		case old.info != s:
-			return false, fmt.Errorf("mount segment %s by client %s: %w", s.ID, s.Owner, ErrSegmentConflict)
-		default:
-			return false, nil
-		}
+		return false, remountErr(old.info, s)
 	}
 	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size)}
 	r.segs[s.ID] = seg
@@ -171,6 +163,33 @@ func (r *Registry) Mount(s Segment) (created bool, err error) {
 	r.capacity[s.Tier] += s.Size
 	r.publishDescsLocked()
 	return true, nil
+}
+
+// remountErr is Mount's verdict on s when old is mounted under its ID: ErrSegmentOwned if another
+// owner holds it, ErrSegmentConflict if the same owner holds it with other fields, nil (a no-op)
+// if it is the same segment.
+func remountErr(old, s Segment) error {
+	switch {
+	case old.Owner != s.Owner:
+		return fmt.Errorf("mount segment %s by client %s: owned by client %s: %w", s.ID, s.Owner, old.Owner, ErrSegmentOwned)
+	case old != s:
+		return fmt.Errorf("mount segment %s by client %s: %w", s.ID, s.Owner, ErrSegmentConflict)
+	}
+	return nil
+}
+
+// CheckMount reports the error Mount(s) would fail with now (nil when it would mount s or find it
+// mounted already), changing nothing.
+func (r *Registry) CheckMount(s Segment) error {
+	if err := ValidateSegment(s); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.segs[s.ID]; ok {
+		return remountErr(old.info, s)
+	}
+	return nil
 }
 
 // Unmount forgets the segment and its allocator and returns it. The caller

@@ -1,0 +1,103 @@
+package fsm
+
+import (
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// Check is the leader's precheck of a command it is about to propose: refused is true when
+// applying c to s's state would certainly be refused, whenever it commits, and r is then the
+// result to answer with, so that a request the applied state refuses costs no log entry
+// (SEMANTICS section 8). It converts c as its apply handler does and runs the store's Check*
+// method, the predicate apply itself runs, so the two cannot disagree; it changes nothing. A batch
+// is refused only when every item is (r.Items, one per item), or whole when its tenant is not
+// registered and open (r.Reason TENANT_NOT_REGISTERED, where apply would refuse every item with
+// it). Commands with no check here (removals, which the leader prepares; eviction; members) are
+// never refused.
+//
+// Check reads the state with no barrier of its own: the caller makes sure the state is current
+// (the leader's term-start barrier applied) and that a refusal is a linearizable read (leadership
+// confirmed) before answering it.
+func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
+	var err error
+	switch op := c.GetOp().(type) {
+	case *metadv1.Command_PutStart:
+		m := op.PutStart
+		err = s.CheckPutStart(putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(), m.GetSize(),
+			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+	case *metadv1.Command_UpsertStart:
+		m := op.UpsertStart
+		err = s.CheckUpsertStart(putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(), m.GetSize(),
+			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+	case *metadv1.Command_PutEnd:
+		m := op.PutEnd
+		err = s.CheckPutEnd(endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier()))
+	case *metadv1.Command_UpsertEnd:
+		m := op.UpsertEnd
+		err = s.CheckPutEnd(endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier()))
+	case *metadv1.Command_PutRevoke:
+		m := op.PutRevoke
+		err = s.CheckPutRevoke(endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier()))
+	case *metadv1.Command_UpsertRevoke:
+		m := op.UpsertRevoke
+		err = s.CheckPutRevoke(endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier()))
+	case *metadv1.Command_BatchPutStart:
+		m := op.BatchPutStart
+		return checkBatch(s, m.GetTenant(), len(m.GetItems()), func(i int) error {
+			it := m.GetItems()[i]
+			return s.CheckPutStart(putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
+				m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
+		})
+	case *metadv1.Command_BatchPutEnd:
+		m := op.BatchPutEnd
+		return checkBatch(s, m.GetTenant(), len(m.GetKeys()), func(i int) error {
+			return s.CheckPutEnd(endReq(m.GetTenant(), m.GetClientId(), m.GetKeys()[i], m.GetTier()))
+		})
+	case *metadv1.Command_BatchPutRevoke:
+		m := op.BatchPutRevoke
+		return checkBatch(s, m.GetTenant(), len(m.GetKeys()), func(i int) error {
+			return s.CheckPutRevoke(endReq(m.GetTenant(), m.GetClientId(), m.GetKeys()[i], m.GetTier()))
+		})
+	case *metadv1.Command_RegisterTenant:
+		err = s.CheckRegisterTenant(op.RegisterTenant.GetName())
+	case *metadv1.Command_UnregisterTenant:
+		err = s.CheckUnregisterTenant(op.UnregisterTenant.GetName(), op.UnregisterTenant.GetForce())
+	case *metadv1.Command_SetQuota:
+		err = s.CheckSetQuota(op.SetQuota.GetTenant())
+	case *metadv1.Command_MountSegment:
+		err = s.CheckMountSegment(SegmentFrom(op.MountSegment.GetSegment()))
+	case *metadv1.Command_UnmountSegment:
+		m := op.UnmountSegment
+		err = s.CheckUnmount(ID16(m.GetClientId()), segmentIDs(m.GetSegmentIds()))
+	}
+	if err == nil {
+		return Result{}, false
+	}
+	return fromErr(err), true
+}
+
+// checkBatch checks a batch of n items of one tenant: refused whole when the tenant takes no
+// writes, per item when item refuses every one of them.
+func checkBatch(s *store.Store, tenant string, n int, item func(i int) error) (Result, bool) {
+	if err := s.CheckWritable(tenant); err != nil {
+		return fromErr(err), true
+	}
+	out := Result{Items: make([]Result, n)}
+	for i := range n {
+		err := item(i)
+		if err == nil {
+			return Result{}, false
+		}
+		out.Items[i] = fromErr(err)
+	}
+	return out, n > 0
+}
+
+func segmentIDs(raw [][]byte) []alloc.ID {
+	ids := make([]alloc.ID, len(raw))
+	for i, b := range raw {
+		ids[i] = ID16(b)
+	}
+	return ids
+}

@@ -1,0 +1,130 @@
+package fsm
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// checkCommand draws a command for the precheck walk: the generator's, and as often forms the
+// generator rarely writes and the state often refuses (another client's segments, a group an
+// upsert cannot join, an upsert revoked, a tenant never registered).
+func (g *gen) checkCommand() *metadv1.Command {
+	k, cl := g.key(), g.client()
+	other := genClients[0]
+	if bytes.Equal(cl, other) {
+		other = genClients[1]
+	}
+	i := byte(1 + g.r.IntN(4))
+	switch g.r.IntN(16) {
+	case 0:
+		return &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: g.tenant(), ClientId: cl, Key: k}}}
+	case 1:
+		return &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{Tenant: g.tenant(), ClientId: cl, Key: k,
+			Group: []byte(genGroups[g.r.IntN(len(genGroups))]), Size: uint64(1 + g.r.IntN(8000)), Config: g.config()}}}
+	case 2: // a segment of the generator's, mounted by the wrong client or with another size
+		m := g.setup()[2+int(i-1)]
+		seg := *m.GetMountSegment().GetSegment()
+		if g.r.IntN(2) == 0 {
+			seg.OwnerClientId = genClients[i%2]
+		} else {
+			seg.Size *= 2
+		}
+		return &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &seg}}}
+	case 3: // by the wrong client
+		return &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+			ClientId: genClients[i%2], SegmentIds: [][]byte{uuid(0x5e, i)}}}}
+	case 4:
+		return &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{Tenant: "gamma", ClientId: cl, Key: k, Size: 64,
+			Config: g.config()}}}
+	case 5:
+		return &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{Tenant: g.tenant(), ClientId: other,
+			Keys: [][]byte{g.key(), g.key()}, Tier: metadv1.Tier(g.r.IntN(3))}}}
+	}
+	return g.command()
+}
+
+// For a range of states, Check refuses only what apply refuses: a random walk over a few tenants,
+// groups, clients and segments checks each command against the state and then applies it alone in
+// an entry. Whenever Check refuses, apply must refuse with the same reason (per item for a batch;
+// a batch refused whole must see every item refused with that reason) and leave the state as it
+// was (on a sample). Time moves on between check and apply, past the put discard timeout now and then, as it
+// does between a leader's check and its entry's commit. The walk must meet every kind of refusal
+// Check knows.
+func TestCheckRefusesOnlyWhatApplyRefuses(t *testing.T) {
+	steps := 1200
+	if testing.Short() {
+		steps = 400
+	}
+	refusals := map[string]int{}
+	passedThenRefused := 0
+	for _, seed := range []uint64{1, 2, 3} {
+		g := newGen(seed)
+		f := newFSM(t)
+		index := uint64(1)
+		applyCmds(t, f, index, g.now, g.setup()...)
+		for range steps {
+			c := g.checkCommand()
+			want, refused := Check(f.Store(), c)
+			var before []byte
+			if refused && index%4 == 0 { // a snapshot is most of a step's cost: compare states on a sample
+				before = stateOnly(t, snapshotBytes(t, f))
+			}
+			g.now += int64(g.r.IntN(500)) * 1e6
+			if g.r.IntN(50) == 0 {
+				g.now += 31e9 // past the put discard timeout
+			}
+			index++
+			got := applyCmds(t, f, index, g.now, c)[0]
+			if !refused {
+				if got.Reason != store.OK || slices.ContainsFunc(got.Items, func(r Result) bool { return r.Reason != store.OK }) {
+					passedThenRefused++
+				}
+				continue
+			}
+			name := string(c.ProtoReflect().WhichOneof(c.ProtoReflect().Descriptor().Oneofs().ByName("op")).Name())
+			refusals[name]++
+			switch {
+			case want.Items == nil && got.Items == nil:
+				if got.Reason != want.Reason || want.Reason == store.OK {
+					t.Fatalf("seed %d entry %d: %s checked %s (%s), applied %s (%s)", seed, index, name, want.Reason, want.Message, got.Reason, got.Message)
+				}
+			case want.Items == nil: // a batch refused whole
+				for i, r := range got.Items {
+					if r.Reason != want.Reason {
+						t.Fatalf("seed %d entry %d: %s checked %s whole, item %d applied %s (%s)", seed, index, name, want.Reason, i, r.Reason, r.Message)
+					}
+				}
+			default:
+				if len(got.Items) != len(want.Items) {
+					t.Fatalf("seed %d entry %d: %s checked %d items, applied %d", seed, index, name, len(want.Items), len(got.Items))
+				}
+				for i := range want.Items {
+					if w, r := want.Items[i], got.Items[i]; w.Reason == store.OK || r.Reason != w.Reason {
+						t.Fatalf("seed %d entry %d: %s item %d checked %s (%s), applied %s (%s)", seed, index, name, i, w.Reason, w.Message, r.Reason, r.Message)
+					}
+				}
+			}
+			if before == nil {
+				continue
+			}
+			if after := stateOnly(t, snapshotBytes(t, f)); !bytes.Equal(before, after) {
+				t.Fatalf("seed %d entry %d: %s was checked as refused, and applying it changed the state", seed, index, name)
+			}
+		}
+		if err := f.Store().CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("refused by Check: %v; passed Check and refused (at least in part) by apply: %d", refusals, passedThenRefused)
+	for _, name := range []string{"put_start", "put_end", "put_revoke", "upsert_start", "upsert_end", "upsert_revoke",
+		"batch_put_start", "batch_put_end", "batch_put_revoke", "register_tenant", "unregister_tenant", "set_quota",
+		"mount_segment", "unmount_segment"} {
+		if refusals[name] == 0 {
+			t.Errorf("the walk never saw Check refuse %s", name)
+		}
+	}
+}

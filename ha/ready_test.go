@@ -1,0 +1,269 @@
+package ha_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"metad/fsm"
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/server"
+	"metad/store"
+)
+
+// Real nodes with the gRPC server in front of each, on loopback (real TCP transport, bolt files in
+// t.TempDir(), fast Raft timeouts). Tests poll observable conditions with deadlines; they never
+// sleep to synchronise.
+
+type srvNode struct {
+	name string
+	cfg  ha.Config
+	node *ha.Node
+	srv  *server.Server
+	g    *grpc.Server
+	cc   *grpc.ClientConn
+	meta metadv1.MetadataClient
+}
+
+type srvCluster struct {
+	t     *testing.T
+	nodes map[string]*srvNode
+}
+
+func newSrvCluster(t *testing.T, n int) *srvCluster {
+	t.Helper()
+	c := &srvCluster{t: t, nodes: map[string]*srvNode{}}
+	var peers []ha.Peer
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("n%d", i)
+		cfg := ha.DefaultConfig()
+		cfg.Name, cfg.DataDir = name, t.TempDir()
+		cfg.PeerListen, cfg.PeerAddr = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 150*time.Millisecond, 150*time.Millisecond, 100*time.Millisecond
+		cfg.CommitTimeout = 5 * time.Millisecond
+		sn := c.start(name, cfg, nil)
+		peers = append(peers, ha.Peer{Name: name, PeerAddr: sn.node.PeerAddr()})
+	}
+	if err := c.nodes["n1"].node.BootstrapCluster(peers); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for name := range c.nodes {
+			c.stop(name)
+		}
+	})
+	return c
+}
+
+// start runs node name (again, from its data dir and on its first peer port, when it ran before)
+// with a gRPC server on a fresh loopback port; gate, if not nil, runs before each apply.
+func (c *srvCluster) start(name string, cfg ha.Config, gate func()) *srvNode {
+	c.t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg.ClientAddr = lis.Addr().String()
+	f, err := fsm.New(store.DefaultConfig(), nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	node, err := ha.NewNodeWithApplyGate(cfg, f, nil, gate)
+	if err != nil {
+		_ = lis.Close()
+		c.t.Fatal(err)
+	}
+	cfg.PeerListen, cfg.PeerAddr = node.PeerAddr(), node.PeerAddr()
+	srv, err := server.New(node, server.DefaultConfig(), nil, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	g := grpc.NewServer(append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
+	srv.Register(g)
+	go func() { _ = g.Serve(lis) }()
+	cc, err := grpc.NewClient(cfg.ClientAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	sn := &srvNode{name: name, cfg: cfg, node: node, srv: srv, g: g, cc: cc, meta: metadv1.NewMetadataClient(cc)}
+	c.nodes[name] = sn
+	return sn
+}
+
+// stop stops node name abruptly, as kill -9 would (no leadership transfer).
+func (c *srvCluster) stop(name string) {
+	sn := c.nodes[name]
+	_ = sn.cc.Close()
+	sn.g.Stop()
+	sn.srv.Close()
+	_ = sn.node.Kill()
+	delete(c.nodes, name)
+}
+
+func (c *srvCluster) waitFor(what string, d time.Duration, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// leader waits for a leader that serves linearizable reads.
+func (c *srvCluster) leader() *srvNode {
+	c.t.Helper()
+	var l *srvNode
+	c.waitFor("a ready leader", 10*time.Second, func() bool {
+		for _, sn := range c.nodes {
+			if !sn.node.IsLeader() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			err := sn.node.ReadBarrier(ctx)
+			cancel()
+			if err == nil {
+				l = sn
+				return true
+			}
+		}
+		return false
+	})
+	return l
+}
+
+var (
+	readyClient  = bytes.Repeat([]byte{0xc1}, 16)
+	readySegment = bytes.Repeat([]byte{0x5e}, 16)
+)
+
+func readyKey(i int) []byte { return []byte(fmt.Sprintf("k%02d", i)) }
+
+// A follower killed and restarted from its data dir, then made leader at once, takes office before
+// it has applied the log it holds. Forced Removes of acknowledged objects and linearizable reads
+// that reach it then wait until it has applied its term-start barrier: none is answered from the
+// state it has not caught up with (OBJECT_NOT_FOUND for an acknowledged object), and none bounces
+// (NOT_LEADER naming the node itself). The restarted node's apply is held back by a gate until every
+// request waits, so the window the failover drills hit for 100-200 ms stays open as long as needed.
+func TestNewLeaderAnswersOnlyOnceCaughtUp(t *testing.T) {
+	c := newSrvCluster(t, 3)
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := l.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: readyClient, Segment: &metadv1.SegmentDesc{
+		Id: readySegment, Name: "s", Base: 1 << 32, Size: 64 << 20, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY}}); err != nil {
+		t.Fatal(err)
+	}
+	const keys = 40
+	for i := range keys {
+		if _, err := l.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: readyClient, Key: readyKey(i), Size: 100}); err != nil {
+			t.Fatalf("PutStart %s: %v", readyKey(i), err)
+		}
+		if _, err := l.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: readyClient, Key: readyKey(i)}); err != nil {
+			t.Fatalf("PutEnd %s: %v", readyKey(i), err)
+		}
+	}
+	var f *srvNode
+	for _, sn := range c.nodes {
+		if sn != l {
+			f = sn
+			break
+		}
+	}
+	last := l.node.Status().AppliedIndex
+	c.waitFor(f.name+" to hold the whole log", 10*time.Second, func() bool { return f.node.Status().AppliedIndex >= last })
+
+	// Kill it and restart it from its data dir with apply held: it holds the log but has applied
+	// none of it.
+	name, cfg := f.name, f.cfg
+	c.stop(name)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	f = c.start(name, cfg, func() { <-release })
+	t.Cleanup(open) // before the nodes stop: a node stops only once its apply goroutine returns
+	c.waitFor(name+" to learn the commit index", 10*time.Second, func() bool { return f.node.Status().CommitIndex >= last })
+	for attempt := 0; !f.node.IsLeader(); attempt++ {
+		if attempt == 20 {
+			t.Fatalf("could not hand leadership to %s", name)
+		}
+		if _, err := l.node.TransferLeader(ctx, name); err != nil {
+			t.Logf("transfer to %s: %v", name, err)
+		}
+		c.waitFor("the transfer to settle", 5*time.Second, func() bool { n, _ := l.node.Leader(); return n != "" })
+	}
+	if got := f.node.Store().Tenants().Lookup(store.DefaultTenant).Directory().Objects(); got != 0 {
+		t.Fatalf("the new leader applied %d objects while its apply was held", got)
+	}
+
+	// Forced Removes of acknowledged objects, and linearizable Gets of others, all at once.
+	const removes, gets = 10, 5
+	type answer struct {
+		what string
+		err  error
+	}
+	answers := make(chan answer, removes+gets)
+	for i := range removes {
+		go func() {
+			_, err := f.meta.Remove(ctx, &metadv1.RemoveRequest{Key: readyKey(i), Force: true})
+			answers <- answer{fmt.Sprintf("Remove %s", readyKey(i)), err}
+		}()
+	}
+	for i := range gets {
+		go func() {
+			_, err := f.meta.Get(ctx, &metadv1.GetRequest{Key: readyKey(20 + i)})
+			answers <- answer{fmt.Sprintf("Get %s", readyKey(20+i)), err}
+		}()
+	}
+	var early []answer
+	c.waitFor("every request to wait for the new leader, or one to be answered", 10*time.Second, func() bool {
+		select {
+		case a := <-answers:
+			early = append(early, a)
+			return true
+		default:
+			return f.node.ReadyWaiters() == removes+gets
+		}
+	})
+	open()
+	got := early
+	for len(got) < removes+gets {
+		got = append(got, <-answers)
+	}
+	for _, a := range got {
+		if a.err != nil {
+			st := status.Convert(a.err)
+			t.Errorf("%s on the new leader: %s %s (%d answered before it caught up)", a.what, st.Code(), st.Message(), len(early))
+		}
+	}
+	for i := range keys {
+		_, err := f.meta.Get(ctx, &metadv1.GetRequest{Key: readyKey(i)})
+		want := metadv1.Reason_REASON_UNSPECIFIED
+		if i < removes {
+			want = metadv1.Reason_REASON_OBJECT_NOT_FOUND
+		}
+		if got := reasonOf(err); got != want {
+			t.Errorf("Get %s after the removes: %v, want reason %s", readyKey(i), err, want)
+		}
+	}
+}
+
+// reasonOf is the reason in err's ErrorDetail (REASON_UNSPECIFIED for nil).
+func reasonOf(err error) metadv1.Reason {
+	for _, d := range status.Convert(err).Details() {
+		if ed, ok := d.(*metadv1.ErrorDetail); ok {
+			return ed.GetReason()
+		}
+	}
+	return metadv1.Reason_REASON_UNSPECIFIED
+}
