@@ -10,8 +10,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"metad/proto/metadv1"
 )
@@ -292,7 +294,9 @@ func (c *Client) doCount(ctx context.Context, class callClass, attempt func(cont
 }
 
 // try makes one attempt at ep, bounded by Config.AttemptTimeout for a short call. timedOut
-// reports that the attempt's own bound ended it while the caller's context was still live.
+// reports that the attempt's own bound ended it while the caller's context was still live: the
+// bound expired here, or the node answered DeadlineExceeded (gRPC carries the bound to the
+// server, whose copy of it may expire first).
 func (c *Client) try(ctx context.Context, class callClass, ep *endpoint, attempt func(context.Context, *endpoint) error) (timedOut bool, err error) {
 	if class != shortCall || c.cfg.AttemptTimeout <= 0 {
 		return false, attempt(ctx, ep)
@@ -300,7 +304,8 @@ func (c *Client) try(ctx context.Context, class callClass, ep *endpoint, attempt
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
 	err = attempt(actx, ep)
-	return err != nil && actx.Err() != nil && ctx.Err() == nil, err
+	expired := actx.Err() != nil || status.Code(err) == codes.DeadlineExceeded
+	return err != nil && expired && ctx.Err() == nil, err
 }
 
 // suspectFor is how long failover passes by an endpoint after an attempt to it timed out: long
