@@ -403,19 +403,18 @@ func (n *Node) Leader() (name, clientAddr string) {
 }
 
 // LeaderReachable reports whether this node may expect the leader it knows of to answer: it is
-// the leader itself, or a follower that has heard from its leader (an append or a heartbeat, sent
-// every tenth of the heartbeat timeout) within one heartbeat timeout. A follower past that has
-// missed about ten heartbeats and will start an election within one more timeout; a call
-// forwarded to that leader meanwhile would wait for a node that is gone, paused or cut off.
+// the leader itself, or it has heard from a leader (an append or a heartbeat, sent every tenth of
+// the heartbeat timeout) within one heartbeat timeout. A follower past that has missed about ten
+// heartbeats and will start an election within one more timeout; a call forwarded to that leader
+// meanwhile would wait for a node that is gone, paused or cut off. A candidate that a leadership
+// transfer started heard from the leader just before, so it still counts the leader as reachable
+// (the transfer's caller is waiting on that leader's answer).
 func (n *Node) LeaderReachable() bool {
-	switch n.raft.State() {
-	case raft.Leader:
+	if n.raft.State() == raft.Leader {
 		return true
-	case raft.Follower:
-		last := n.raft.LastContact()
-		return !last.IsZero() && time.Since(last) <= n.cfg.HeartbeatTimeout
 	}
-	return false
+	last := n.raft.LastContact()
+	return !last.IsZero() && time.Since(last) <= n.cfg.HeartbeatTimeout
 }
 
 // WaitLeader polls until some leader is known or ctx ends.
