@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	metadv1 "metad/proto/metadv1"
@@ -173,6 +175,10 @@ type hop struct {
 	parent context.Context
 	lost   context.Context
 	limit  time.Duration // 0 for a long method
+	// binding: limit ends the hop before the caller's own deadline, so a DeadlineExceeded
+	// answer from the leader (gRPC carries the hop's deadline there, where it may expire first)
+	// is the hop's doing, not the caller's.
+	binding bool
 }
 
 func (s *Server) newHop(ctx context.Context, method string) *hop {
@@ -182,6 +188,8 @@ func (s *Server) newHop(ctx context.Context, method string) *hop {
 		h.ctx, cancel = context.WithCancel(ctx)
 	} else {
 		h.limit = s.cfg.ForwardTimeout
+		pd, ok := ctx.Deadline()
+		h.binding = !ok || time.Now().Add(h.limit).Before(pd)
 		h.ctx, cancel = context.WithTimeout(ctx, h.limit)
 	}
 	stop := context.AfterFunc(h.lost, cancel)
@@ -192,18 +200,21 @@ func (s *Server) newHop(ctx context.Context, method string) *hop {
 	return h
 }
 
-// why returns the status for a forward that failed because of the hop's own bounds, or nil when
-// the failure is the leader's answer, a transport error or the caller's own deadline.
-func (h *hop) why(t target) error {
-	if h.parent.Err() != nil || h.ctx.Err() == nil {
+// why returns the status for a forward that failed with err because of the hop's own bounds, or
+// nil when the failure is the leader's answer, a transport error or the caller's own deadline.
+func (h *hop) why(t target, err error) error {
+	if h.parent.Err() != nil {
 		return nil
 	}
-	if h.lost.Err() != nil {
+	if h.ctx.Err() != nil && h.lost.Err() != nil {
 		return unavailableStatus(fmt.Sprintf("forwarding to the leader %s at %s abandoned: this node stopped hearing from it "+
 			"(an election is likely under way); the outcome is unknown", t.name, t.addr))
 	}
-	return unavailableStatus(fmt.Sprintf("forwarding to the leader %s at %s got no answer within %s; the outcome is unknown",
-		t.name, t.addr, h.limit))
+	if h.ctx.Err() != nil || h.binding && status.Code(err) == codes.DeadlineExceeded {
+		return unavailableStatus(fmt.Sprintf("forwarding to the leader %s at %s got no answer within %s; the outcome is unknown",
+			t.name, t.addr, h.limit))
+	}
+	return nil
 }
 
 // isForwarded reports whether the incoming call was forwarded by another node.

@@ -171,7 +171,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 
 // hopErr is the status of a failed forward: the hop's own reason, or forwardErr's.
 func hopErr(h *hop, err error, t target) error {
-	if why := h.why(t); why != nil {
+	if why := h.why(t, err); why != nil {
 		return why
 	}
 	return forwardErr(err, t.name, t.addr)
