@@ -196,7 +196,8 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 // sizeOf checks an object size.
 func sizeOf(n uint64) error { return store.ValidateSize(n) }
 
-// segmentOf checks a segment to mount and returns it with its owner set to client.
+// segmentOf checks a segment to mount (alloc.ValidateSegment, the one definition of the limits of
+// SEMANTICS section 1) and returns it with its owner set to client.
 func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, error) {
 	if d == nil {
 		return nil, badf("segment", "missing")
@@ -204,24 +205,10 @@ func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, e
 	if _, err := segmentIDOf("segment.id", d.GetId()); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.GetBase() == 0:
-		return nil, badf("segment.base", "must be non-zero")
-	case d.GetBase()%alloc.Align != 0:
-		return nil, badf("segment.base", "%#x not %d-byte aligned", d.GetBase(), alloc.Align)
-	case d.GetSize() == 0:
-		return nil, badf("segment.size", "must be non-zero")
-	case d.GetSize()%alloc.Align != 0:
-		return nil, badf("segment.size", "%d not %d-byte aligned", d.GetSize(), alloc.Align)
-	case d.GetBase()+d.GetSize() < d.GetBase():
-		return nil, badf("segment.size", "base %#x + size %d wraps the address space", d.GetBase(), d.GetSize())
-	case d.GetTier() != metadv1.Tier_TIER_MEMORY && d.GetTier() != metadv1.Tier_TIER_NOF:
-		return nil, badf("segment.tier", "%s, want TIER_MEMORY or TIER_NOF", d.GetTier())
-	}
 	out := &metadv1.SegmentDesc{Id: d.GetId(), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
 		Endpoint: d.GetEndpoint(), Tier: d.GetTier(), OwnerClientId: client[:]}
 	if err := alloc.ValidateSegment(fsm.SegmentFrom(out)); err != nil {
-		return nil, badf("segment", "%v", err)
+		return nil, &store.Error{Reason: store.InvalidParams, Msg: err.Error()}
 	}
 	return out, nil
 }

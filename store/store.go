@@ -201,18 +201,45 @@ func (s *Store) recomputeQuotas() {
 // ---- segments ------------------------------------------------------------------------------------
 
 // MountSegment mounts a segment for its owner client. Idempotent for the same id, owner and fields.
+// The segment must meet SEMANTICS section 1 (alloc.ValidateSegment), and the tier's total capacity
+// must not overflow: a refusal is INVALID_PARAMS (SEGMENT_OWNED_BY_OTHER_CLIENT for another
+// client's id), with nothing changed.
 func (s *Store) MountSegment(seg alloc.Segment) (created bool, err error) {
-	created, err = s.segs.Mount(seg)
-	switch {
-	case errors.Is(err, alloc.ErrSegmentOwned):
-		return false, errf(SegmentOwnedByOtherClient, "segment %s: %v", seg.ID, err)
-	case err != nil:
-		return false, errf(InvalidParams, "segment %s: %v", seg.ID, err)
+	return s.mounted(s.segs.Mount(seg))
+}
+
+// MountRecordedSegment is MountSegment for a segment that was mounted before the limits it may
+// break existed (alloc.Registry.MountRecorded): the FSM replaying a log entry written then. The
+// tier's capacity is still checked.
+func (s *Store) MountRecordedSegment(seg alloc.Segment) (created bool, err error) {
+	return s.mounted(s.segs.MountRecorded(seg))
+}
+
+// CheckMountSegment returns the rejection MountSegment(seg) would return now, changing nothing:
+// the leader refuses a mount from its applied state without a log entry.
+func (s *Store) CheckMountSegment(seg alloc.Segment) error {
+	return mountErr(s.segs.CheckMount(seg))
+}
+
+func (s *Store) mounted(created bool, err error) (bool, error) {
+	if err != nil {
+		return false, mountErr(err)
 	}
 	if created {
 		s.recomputeQuotas()
 	}
 	return created, nil
+}
+
+// mountErr is the rejection of a refused mount.
+func mountErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, alloc.ErrSegmentOwned):
+		return errf(SegmentOwnedByOtherClient, "%v", err)
+	}
+	return errf(InvalidParams, "%v", err)
 }
 
 // UnmountResult says what an unmount dropped.
