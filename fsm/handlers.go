@@ -281,8 +281,14 @@ func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) Result {
 	return Result{Count: countOK(rs), Items: rs}
 }
 
+// applyMountSegment mounts a segment. An entry written before the segment limits existed mounts
+// what the state recorded then (the tier's capacity is checked whatever the entry's rules).
 func applyMountSegment(s *store.Store, e env, c *metadv1.Command) Result {
-	created, err := s.MountSegment(SegmentFrom(c.GetMountSegment().GetSegment()))
+	mount := s.MountSegment
+	if e.rules < rulesLimits {
+		mount = s.MountRecordedSegment
+	}
+	created, err := mount(SegmentFrom(c.GetMountSegment().GetSegment()))
 	r := fromErr(err)
 	r.Created = created
 	return r

@@ -160,7 +160,7 @@ func TestStoreReasonsReachClient(t *testing.T) {
 		}},
 		{store.SegmentOwnedByOtherClient, "", func() error {
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: &metadv1.SegmentDesc{
-				Id: idb(segA), Base: 1 << 20, Size: 1 << 20, Tier: metadv1.Tier_TIER_MEMORY}})
+				Id: idb(segA), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep", Tier: metadv1.Tier_TIER_MEMORY}})
 			return err
 		}},
 	}

@@ -42,7 +42,7 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 	}
 	seg := func(mod func(d *metadv1.SegmentDesc)) func(context.Context) error {
 		return func(ctx context.Context) error {
-			d := &metadv1.SegmentDesc{Id: idb(segB), Base: 4096, Size: 4096, Tier: metadv1.Tier_TIER_MEMORY}
+			d := &metadv1.SegmentDesc{Id: idb(segB), Name: "s", Base: 4096, Size: 4096, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY}
 			mod(d)
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: cl, Segment: d})
 			return err
@@ -135,6 +135,13 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"segment size unaligned", "segment.size", seg(func(d *metadv1.SegmentDesc) { d.Size = 100 })},
 		{"segment tier missing", "segment.tier", seg(func(d *metadv1.SegmentDesc) { d.Tier = metadv1.Tier_TIER_UNSPECIFIED })},
 		{"segment id not 16 bytes", "segment.id", seg(func(d *metadv1.SegmentDesc) { d.Id = []byte("short") })},
+		{"segment size over 2^48", "segment.size", seg(func(d *metadv1.SegmentDesc) { d.Size = 1<<48 + 64 })},
+		{"segment name empty", "segment.name", seg(func(d *metadv1.SegmentDesc) { d.Name = "" })},
+		{"segment name 1 MiB", "segment.name", seg(func(d *metadv1.SegmentDesc) { d.Name = long(1<<20, 'n') })},
+		{"segment name control byte", "segment.name", seg(func(d *metadv1.SegmentDesc) { d.Name = "a\tb" })},
+		{"segment endpoint empty", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "" })},
+		{"segment endpoint too long", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = long(1025, 'e') })},
+		{"segment endpoint control byte", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "h\x1b:1" })},
 		{"tenant name on register", "name", func(ctx context.Context) error {
 			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "_hidden"})
 			return err

@@ -113,7 +113,11 @@ func NewRegistry() *Registry {
 
 // Limits of a segment (SEMANTICS section 1). A size is also a non-zero multiple of Align, so the
 // smallest segment is Align (64) bytes.
-const MaxSegmentSize = uint64(1) << 48 // bytes
+const (
+	MaxSegmentSize    = uint64(1) << 48 // bytes
+	MaxSegmentNameLen = 256             // bytes
+	MaxEndpointLen    = 1024            // bytes
+)
 
 // SegmentError is a segment refused by a mount: Field names the field at fault as the API spells
 // it ("segment.size"), Why says what is wrong, and Err is ErrInvalidSegment or
@@ -133,7 +137,8 @@ func invalidSegment(field, format string, args ...any) error {
 
 // ValidateSegment checks a segment to mount against SEMANTICS section 1: non-zero ID and Owner,
 // Base and Size non-zero and Align-aligned, Size at most MaxSegmentSize, Base+Size not wrapping,
-// Tier valid. It is the one definition of these rules: Mount applies it, and the server checks a request
+// Tier valid, Name 1..MaxSegmentNameLen and Endpoint 1..MaxEndpointLen bytes with no byte below
+// 0x20. It is the one definition of these rules: Mount applies it, and the server checks a request
 // with it before proposing. The error is a *SegmentError wrapping ErrInvalidSegment.
 func ValidateSegment(s Segment) error {
 	if err := validateShape(s); err != nil {
@@ -142,7 +147,10 @@ func ValidateSegment(s Segment) error {
 	if s.Size > MaxSegmentSize {
 		return invalidSegment("size", "%d over %d (2^48)", s.Size, MaxSegmentSize)
 	}
-	return nil
+	if err := validateLabel("name", s.Name, MaxSegmentNameLen); err != nil {
+		return err
+	}
+	return validateLabel("endpoint", s.Endpoint, MaxEndpointLen)
 }
 
 // validateShape checks what the registry's own soundness needs (non-zero ids, alignment, no
@@ -165,6 +173,19 @@ func validateShape(s Segment) error {
 		return invalidSegment("size", "base %#x + size %d wraps the address space", s.Base, s.Size)
 	case !s.Tier.Valid():
 		return invalidSegment("tier", "%s, want MEMORY or NOF", s.Tier)
+	}
+	return nil
+}
+
+// validateLabel checks a segment's name or endpoint: 1..limit bytes, no byte below 0x20.
+func validateLabel(field, v string, limit int) error {
+	if len(v) == 0 || len(v) > limit {
+		return invalidSegment(field, "length %d not in 1..%d", len(v), limit)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 {
+			return invalidSegment(field, "control byte 0x%02x at %d", v[i], i)
+		}
 	}
 	return nil
 }

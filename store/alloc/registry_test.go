@@ -124,6 +124,12 @@ func TestMountValidation(t *testing.T) {
 		{"size", func(s *Segment) { s.Size = 1 << 62 }},
 		{"tier", func(s *Segment) { s.Tier = 0 }},
 		{"tier", func(s *Segment) { s.Tier = 3 }},
+		{"name", func(s *Segment) { s.Name = "" }},
+		{"name", func(s *Segment) { s.Name = strings.Repeat("n", MaxSegmentNameLen+1) }},
+		{"name", func(s *Segment) { s.Name = "seg\x1f" }},
+		{"endpoint", func(s *Segment) { s.Endpoint = "" }},
+		{"endpoint", func(s *Segment) { s.Endpoint = strings.Repeat("e", MaxEndpointLen+1) }},
+		{"endpoint", func(s *Segment) { s.Endpoint = "\x00host:1" }},
 	} {
 		s := good
 		tc.mutate(&s)
@@ -231,6 +237,17 @@ func TestCheckedSumsPanic(t *testing.T) {
 			}()
 			fn()
 		}()
+	}
+}
+
+// TestMountLimitsInclusive: the largest size, name and endpoint the limits allow mount, and so does
+// any byte from 0x20 up (0x7f included).
+func TestMountLimitsInclusive(t *testing.T) {
+	s := testSeg(1, TierMemory, MaxSegmentSize, 1)
+	s.Name = strings.Repeat("\x7f", MaxSegmentNameLen)
+	s.Endpoint = strings.Repeat(" ", MaxEndpointLen)
+	if _, err := NewRegistry().Mount(s); err != nil {
+		t.Fatalf("Mount at the limits: %v", err)
 	}
 }
 
