@@ -32,7 +32,7 @@ type env struct {
 
 // Apply rules by the RulesVersion that added them.
 const (
-	// rulesLimits: a segment's size, name and endpoint limits.
+	// rulesLimits: a segment's size, name and endpoint limits; a batch command's keys distinct.
 	rulesLimits uint32 = 1
 )
 

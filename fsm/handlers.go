@@ -145,8 +145,23 @@ func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
+// distinct refuses a batch command whose keys repeat, whole and before anything changes (SEMANTICS
+// section 1), on entries written under rulesLimits; an older entry applies item by item as it did.
+func distinct(e env, field string, n int, key func(i int) []byte) (Result, bool) {
+	if e.rules < rulesLimits {
+		return Result{}, true
+	}
+	if err := store.ValidateDistinct(field, n, func(i int) string { return string(key(i)) }); err != nil {
+		return fromErr(err), false
+	}
+	return Result{}, true
+}
+
 func applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutStart()
+	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
+		return r
+	}
 	reqs := make([]store.PutStartRequest, len(m.GetItems()))
 	for i, it := range m.GetItems() {
 		reqs[i] = putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
@@ -171,16 +186,25 @@ func endReqs(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) []s
 
 func applyBatchPutEnd(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutEnd()
+	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
+		return r
+	}
 	return Result{Items: items(s.BatchPutEnd(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
 func applyBatchPutRevoke(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutRevoke()
+	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
+		return r
+	}
 	return Result{Items: items(s.BatchPutRevoke(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
 func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchRemove()
+	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
+		return r
+	}
 	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetItems())
 	return Result{Count: countOK(rs), Items: rs}
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +117,67 @@ func TestSegmentLimitsOnApply(t *testing.T) {
 	}
 	if err := old.Store().CheckInvariants(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBatchRepeatedKeyOnApply: a batch command that names a key twice is refused whole on apply
+// (INVALID_PARAMS naming the repeat, no per-item results, nothing changed) when its entry was
+// written under the rule; an entry written before it applies item by item as it did then.
+func TestBatchRepeatedKeyOnApply(t *testing.T) {
+	c1 := uuid(0xc1, 1)
+	setup := []*metadv1.Command{mountCmd(uuid(0x5e, 1), "s", "e", 1<<32, 1<<20),
+		{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: c1, Key: []byte("k"), Size: 100,
+			Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}},
+		{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: c1, Key: []byte("p"), Size: 100,
+			Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}},
+		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: c1, Key: []byte("k")}}},
+	}
+	k, p, n := []byte("k"), []byte("p"), []byte("n")
+	cfg := &metadv1.ReplicaConfig{MemoryReplicas: 1}
+	cases := []struct {
+		msg string
+		cmd *metadv1.Command
+	}{
+		{"items[1]: repeats items[0]", &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+			ClientId: c1, Config: cfg, Items: []*metadv1.BatchPutStart_Item{{Key: n, Size: 64}, {Key: n, Size: 64}}}}}},
+		{"keys[2]: repeats keys[0]", &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{
+			ClientId: c1, Keys: [][]byte{p, k, p}}}}},
+		{"keys[1]: repeats keys[0]", &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
+			ClientId: c1, Keys: [][]byte{p, p}}}}},
+		{"items[1]: repeats items[0]", &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
+			Items: []*metadv1.ObjectRef{{Key: k}, {Key: k}}}}}},
+	}
+	f := newFSM(t)
+	applyCmds(t, f, 1, 1, setup...)
+	state := stateOnly(t, snapshotBytes(t, f))
+	for i, tc := range cases {
+		r := applyCmds(t, f, uint64(2+i), 2, tc.cmd)[0]
+		if r.Reason != store.InvalidParams || r.Message != tc.msg || len(r.Items) != 0 {
+			t.Errorf("case %d: %s %q with %d items, want INVALID_PARAMS %q and none", i, r.Reason, r.Message, len(r.Items), tc.msg)
+		}
+	}
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), state) {
+		t.Fatal("refused batch commands changed the state")
+	}
+
+	// Before the rule: item by item. The second n finds the first; p is completed by its first
+	// occurrence and found COMPLETE by its second (a repeated PutEnd); k is removed once.
+	old := newFSM(t)
+	applyOld(t, old, 1, setup...)
+	want := [][]store.Reason{
+		{store.OK, store.ObjectAlreadyExists},
+		{store.OK, store.OK, store.OK},
+		{store.InvalidWrite, store.InvalidWrite},
+		{store.OK, store.ObjectNotFound},
+	}
+	for i, tc := range cases {
+		r := applyOld(t, old, uint64(2+i), tc.cmd)[0]
+		var got []store.Reason
+		for _, it := range r.Items {
+			got = append(got, it.Reason)
+		}
+		if r.Reason != store.OK || !slices.Equal(got, want[i]) {
+			t.Errorf("case %d in a rules-0 entry: %s %q items %v, want %v", i, r.Reason, r.Message, got, want[i])
+		}
 	}
 }

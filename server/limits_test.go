@@ -92,3 +92,64 @@ func TestMountOverflowRefusedBeforeProposing(t *testing.T) {
 		t.Fatalf("refused mount changed the tier: capacity %d (was %d), %d segments", got, capacity, st.Segments().Len())
 	}
 }
+
+// TestBatchRepeatedKeyRefusedWhole: every batch RPC whose keys repeat is InvalidArgument naming
+// the repeat and the item it repeats, with nothing proposed and nothing changed (a BatchPutStart
+// [k, k] used to commit the first k and leave it PROCESSING; a BatchRemove [k, k] removed k).
+func TestBatchRepeatedKeyRefusedWhole(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.put(t, "", "k", 64)
+	cl := idb(clientA)
+	keys := [][]byte{[]byte("a"), []byte("k"), []byte("b"), []byte("k")}
+	cases := []struct {
+		name, field string
+		call        func() error
+	}{
+		{"BatchPutStart", "items[2]: repeats items[0]", func() error {
+			_, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl, Items: []*metadv1.BatchPutStartRequest_Item{
+				{Key: []byte("new"), Size: 64}, {Key: []byte("other"), Size: 64}, {Key: []byte("new"), Size: 64}}})
+			return err
+		}},
+		{"BatchPutEnd", "keys[3]: repeats keys[1]", func() error {
+			_, err := h.meta.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{ClientId: cl, Keys: keys})
+			return err
+		}},
+		{"BatchPutRevoke", "keys[3]: repeats keys[1]", func() error {
+			_, err := h.meta.BatchPutRevoke(ctx, &metadv1.BatchPutRevokeRequest{ClientId: cl, Keys: keys})
+			return err
+		}},
+		{"BatchGet", "keys[3]: repeats keys[1]", func() error {
+			_, err := h.meta.BatchGet(ctx, &metadv1.BatchGetRequest{Keys: keys})
+			return err
+		}},
+		{"BatchExist", "keys[3]: repeats keys[1]", func() error {
+			_, err := h.meta.BatchExist(ctx, &metadv1.BatchExistRequest{Keys: keys})
+			return err
+		}},
+		{"BatchRemove", "keys[3]: repeats keys[1]", func() error {
+			_, err := h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: keys, Force: true})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before, reads := h.b.proposals.Load(), h.b.barriers.Load()
+			wantInvalid(t, tc.call(), tc.field)
+			if d := h.b.proposals.Load() - before; d != 0 {
+				t.Fatalf("%d commands proposed", d)
+			}
+			if d := h.b.barriers.Load() - reads; d != 0 {
+				t.Fatalf("%d reads served", d)
+			}
+		})
+	}
+	st := h.b.Store()
+	if _, err := st.Peek("default", "new"); err == nil || store.ReasonOf(err) != store.ObjectNotFound {
+		t.Fatalf("BatchPutStart with a repeated key left %q: %v", "new", err)
+	}
+	if _, err := st.Peek("default", "k"); err != nil {
+		t.Fatalf("BatchRemove with a repeated key removed %q: %v", "k", err)
+	}
+}

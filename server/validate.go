@@ -88,7 +88,7 @@ func keyOf(raw []byte) (string, error) {
 	return k, store.ValidateKey(k)
 }
 
-// keysOf checks a batch of keys: 1..4096 of them, each a valid key.
+// keysOf checks a batch of keys: 1..4096 of them, each a valid key, no key twice.
 func keysOf(field string, raw [][]byte) ([]string, error) {
 	if err := batchOf(field, len(raw)); err != nil {
 		return nil, err
@@ -100,6 +100,9 @@ func keysOf(field string, raw [][]byte) ([]string, error) {
 			return nil, within(field, i, err)
 		}
 		keys[i] = k
+	}
+	if err := store.ValidateDistinct(field, len(keys), func(i int) string { return keys[i] }); err != nil {
+		return nil, err
 	}
 	return keys, nil
 }

@@ -128,3 +128,18 @@ func ValidateBatch(n int) error {
 	}
 	return nil
 }
+
+// ValidateDistinct checks that the n keys of a batch are distinct (SEMANTICS section 1: a repeated
+// key rejects the whole request). key returns item i's key; field names the items as the request
+// does, and the error names the first repeat and the item it repeats: "keys[3]: repeats keys[1]".
+func ValidateDistinct(field string, n int, key func(i int) string) error {
+	seen := make(map[string]int, n)
+	for i := range n {
+		k := key(i)
+		if j, dup := seen[k]; dup {
+			return errf(InvalidParams, "%s[%d]: repeats %s[%d]", field, i, field, j)
+		}
+		seen[k] = i
+	}
+	return nil
+}

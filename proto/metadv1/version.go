@@ -15,5 +15,6 @@ const (
 // entries of that version or later (an older entry replays as it applied when it was written):
 //
 //	1: SEMANTICS section 1's limits on a mounted segment's size (at most 2^48 bytes), name
-//	   (1..256 bytes) and endpoint (1..1024 bytes, no byte below 0x20).
+//	   (1..256 bytes) and endpoint (1..1024 bytes, no byte below 0x20); the keys of a batch command
+//	   distinct (a repeat refuses the whole command).
 const RulesVersion uint32 = 1
