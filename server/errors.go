@@ -114,6 +114,16 @@ func errItem(err error) *metadv1.Status {
 	return itemStatus(store.InvalidParams, err.Error())
 }
 
+// undecodableStatus is the status of a request that does not decode: INVALID_PARAMS naming the
+// string field that is not UTF-8 when there is one (field), else the decoder's complaint.
+func undecodableStatus(field string, err error) error {
+	msg := "request: does not decode: " + err.Error()
+	if field != "" {
+		msg = field + ": not valid UTF-8 (a string field must be)"
+	}
+	return reasonStatus(store.InvalidParams, store.InvalidParams.String()+": "+msg, "", nil)
+}
+
 // notLeaderStatus is NOT_LEADER naming the leader, or UNAVAILABLE when no leader is known.
 func notLeaderStatus(name, addr string) error {
 	if addr == "" {
