@@ -32,7 +32,8 @@ type env struct {
 
 // Apply rules by the RulesVersion that added them.
 const (
-	// rulesLimits: a segment's size, name and endpoint limits; a batch command's keys distinct.
+	// rulesLimits: a segment's size, name and endpoint limits; a batch command's keys distinct; a
+	// member name recorded by SetMember.
 	rulesLimits uint32 = 1
 )
 

@@ -48,10 +48,17 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 	}
 }
 
-func (f *FSM) applySetMember(_ *store.Store, _ env, c *metadv1.Command) Result {
+// applySetMember records a member's addresses. Its name must be a valid member name
+// (store.ValidateMemberName) on entries written under rulesLimits; before, only not empty.
+func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetSetMember()
 	if m.GetName() == "" {
 		return Result{Reason: store.InvalidParams, Message: "member: empty name"}
+	}
+	if e.rules >= rulesLimits {
+		if err := store.ValidateMemberName(m.GetName()); err != nil {
+			return fromErr(err)
+		}
 	}
 	ms := f.Members()
 	ms[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}

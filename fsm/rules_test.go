@@ -181,3 +181,34 @@ func TestBatchRepeatedKeyOnApply(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberNameOnApply: SetMember records a name only if it is a valid member name, on entries
+// written under the rule; an older entry records any name but the empty one, as it did.
+func TestMemberNameOnApply(t *testing.T) {
+	set := func(name string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{Name: name,
+			PeerAddress: "127.0.0.1:6101", ClientAddress: "127.0.0.1:6001"}}}
+	}
+	bad := []string{"n\x01", "_n", strings.Repeat("n", 65)}
+	f := newFSM(t)
+	for i, name := range bad {
+		if r := applyCmds(t, f, uint64(i+1), 1, set(name))[0]; r.Reason != store.InvalidParams {
+			t.Errorf("SetMember %q: %s, want INVALID_PARAMS", name, r.Reason)
+		}
+	}
+	if r := applyCmds(t, f, 10, 1, set("n1"))[0]; r.Reason != store.OK {
+		t.Fatalf("SetMember n1: %s %s", r.Reason, r.Message)
+	}
+	if ms := f.Members(); len(ms) != 1 {
+		t.Fatalf("members %v, want only n1", ms)
+	}
+	old := newFSM(t)
+	for i, name := range bad {
+		if r := applyOld(t, old, uint64(i+1), set(name))[0]; r.Reason != store.OK {
+			t.Errorf("SetMember %q in a rules-0 entry: %s %s", name, r.Reason, r.Message)
+		}
+	}
+	if ms := old.Members(); len(ms) != len(bad) {
+		t.Fatalf("%d members recorded by rules-0 entries, want %d", len(ms), len(bad))
+	}
+}

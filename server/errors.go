@@ -56,6 +56,8 @@ func mapReason(r store.Reason) (wire metadv1.Reason, code codes.Code, ok bool) {
 		return metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, codes.PermissionDenied, true
 	case store.StateReplaced:
 		return metadv1.Reason_REASON_STATE_REPLACED, codes.Unavailable, true
+	case store.MemberNotFound:
+		return metadv1.Reason_REASON_MEMBER_NOT_FOUND, codes.NotFound, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, codes.Internal, false
 }

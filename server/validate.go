@@ -47,6 +47,22 @@ func tenantNamed(field, raw string) (string, error) {
 	return t, nil
 }
 
+// memberOf checks a member name given in field (store.ValidateMemberName).
+func memberOf(field, name string) error {
+	if err := store.ValidateMemberName(name); err != nil {
+		return badf(field, "%s", msgOf(err))
+	}
+	return nil
+}
+
+// addressOf checks a member address given in field (store.ValidateMemberAddress).
+func addressOf(field, addr string) error {
+	if err := store.ValidateMemberAddress(addr); err != nil {
+		return badf(field, "%s", msgOf(err))
+	}
+	return nil
+}
+
 // clientOf parses a client id: 16 bytes, or the UUID's string form (36 characters with dashes, or
 // 32 hex digits). The zero UUID is refused.
 func clientOf(field string, raw []byte) (alloc.ID, error) {

@@ -142,6 +142,38 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"segment endpoint empty", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "" })},
 		{"segment endpoint too long", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = long(1025, 'e') })},
 		{"segment endpoint control byte", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "h\x1b:1" })},
+		{"member name with a control byte", "name", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4\x01", PeerAddress: "127.0.0.1:7004"})
+			return err
+		}},
+		{"member name too long", "name", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: long(65, 'n'), PeerAddress: "127.0.0.1:7004"})
+			return err
+		}},
+		{"member address without a port", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1"})
+			return err
+		}},
+		{"member address port 0", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1:0"})
+			return err
+		}},
+		{"member address port over 65535", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "h:65536"})
+			return err
+		}},
+		{"member address without a host", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: ":7004"})
+			return err
+		}},
+		{"member name empty on remove", "name", func(ctx context.Context) error {
+			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{})
+			return err
+		}},
+		{"transfer target with a control byte", "target", func(ctx context.Context) error {
+			_, err := h.admin.TransferLeader(ctx, &metadv1.TransferLeaderRequest{Target: "n\x7f"})
+			return err
+		}},
 		{"tenant name on register", "name", func(ctx context.Context) error {
 			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "_hidden"})
 			return err

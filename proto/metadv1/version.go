@@ -16,5 +16,6 @@ const (
 //
 //	1: SEMANTICS section 1's limits on a mounted segment's size (at most 2^48 bytes), name
 //	   (1..256 bytes) and endpoint (1..1024 bytes, no byte below 0x20); the keys of a batch command
-//	   distinct (a repeat refuses the whole command).
+//	   distinct (a repeat refuses the whole command); a member name recorded by SetMember (like a
+//	   tenant id, 1..64 bytes).
 const RulesVersion uint32 = 1
