@@ -377,9 +377,10 @@ func (n *Node) leaderOnly() error {
 	return nil
 }
 
-// Membership requests are checked before Raft sees them: a bad name or address is INVALID_PARAMS
-// and a name that is not in the configuration MEMBER_NOT_FOUND (*store.Error values, like every
-// deterministic rejection), so nothing is appended to the log for them.
+// Membership requests are checked before Raft sees them: a bad name or address for a new member
+// is INVALID_PARAMS and a name that is not in the configuration MEMBER_NOT_FOUND (*store.Error
+// values, like every deterministic rejection), so nothing is appended to the log for them. Removal
+// and transfer only look the name up, so a member added before the name rules can still go.
 
 // AddMember adds a voter; the new node must have been started with the existing cluster's state
 // (--initial-cluster-state existing) at peerAddr. The name must be valid (store.ValidateMemberName)
@@ -399,8 +400,8 @@ func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
 
 // RemoveMember removes a member of the configuration and forgets its recorded addresses.
 func (n *Node) RemoveMember(ctx context.Context, name string) error {
-	if err := store.ValidateMemberName(name); err != nil {
-		return err
+	if name == "" {
+		return &store.Error{Reason: store.InvalidParams, Msg: "member name: empty"}
 	}
 	if err := n.leaderOnly(); err != nil {
 		return err
@@ -426,7 +427,7 @@ func (n *Node) member(name string) (Member, error) {
 	}
 	i := slices.IndexFunc(ms, func(m Member) bool { return m.Name == name })
 	if i < 0 {
-		return Member{}, &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
+		return Member{}, &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %.80q is not in the cluster's configuration", name)}
 	}
 	return ms[i], nil
 }
@@ -435,11 +436,6 @@ func (n *Node) member(name string) (Member, error) {
 // returns the new leader's name. Naming this node, the leader, is a no-op that returns its name:
 // leadership is already where it was asked to be, so a retried transfer succeeds.
 func (n *Node) TransferLeader(ctx context.Context, to string) (string, error) {
-	if to != "" {
-		if err := store.ValidateMemberName(to); err != nil {
-			return "", err
-		}
-	}
 	if err := n.leaderOnly(); err != nil {
 		return "", err
 	}

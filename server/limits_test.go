@@ -28,9 +28,9 @@ func wantInvalid(t *testing.T, err error, field string) {
 	}
 }
 
-// TestHugeSegmentsRefused is issue 17's reproduction: four MEMORY mounts of 2^62 bytes used to wrap
-// the tier's capacity back to its old value, after which a 2^40-byte put succeeded on a "1 MiB"
-// tier. Each is refused, nothing is proposed, and the tier stays what it was.
+// TestHugeSegmentsRefused: four MEMORY mounts of 2^62 bytes, which together would wrap the tier's
+// capacity back to its old value and let a 2^40-byte put fit a "1 MiB" tier, are each refused with
+// nothing proposed; the tier stays what it was and the put finds no space.
 func TestHugeSegmentsRefused(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := tctx(t)
@@ -94,8 +94,8 @@ func TestMountOverflowRefusedBeforeProposing(t *testing.T) {
 }
 
 // TestBatchRepeatedKeyRefusedWhole: every batch RPC whose keys repeat is InvalidArgument naming
-// the repeat and the item it repeats, with nothing proposed and nothing changed (a BatchPutStart
-// [k, k] used to commit the first k and leave it PROCESSING; a BatchRemove [k, k] removed k).
+// the repeat and the item it repeats, with nothing proposed and nothing changed: a BatchPutStart
+// [new, other, new] leaves no "new", a BatchRemove [.., k, .., k] leaves k.
 func TestBatchRepeatedKeyRefusedWhole(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := tctx(t)
