@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"metad/proto/metadv1"
 )
 
@@ -84,6 +86,60 @@ func keySpans(keys []string) [][2]int {
 	return spans(len(keys), func(i int) int { return len(keys[i]) + 8 })
 }
 
+// repeatedKey returns ErrRepeatedKey naming the first of n items whose key (key(i)) repeats an
+// earlier one, or nil; field names the list ("keys", "items").
+func repeatedKey(field string, n int, key func(i int) string) error {
+	seen := make(map[string]int, n)
+	for i := range n {
+		k := key(i)
+		if j, dup := seen[k]; dup {
+			return fmt.Errorf("%w: %s[%d] repeats %s[%d]", ErrRepeatedKey, field, i, field, j)
+		}
+		seen[k] = i
+	}
+	return nil
+}
+
+// distinctKeys returns keys without repeats, in first-occurrence order, and for each key its
+// position in that list; keys itself and a nil index when nothing repeats.
+func distinctKeys(keys []string) (uniq []string, index []int) {
+	pos := make(map[string]int, len(keys))
+	index = make([]int, len(keys))
+	for i, k := range keys {
+		j, ok := pos[k]
+		if !ok {
+			j = len(uniq)
+			pos[k] = j
+			uniq = append(uniq, k)
+		}
+		index[i] = j
+	}
+	if len(uniq) == len(keys) {
+		return keys, nil
+	}
+	return uniq, index
+}
+
+// fanOut maps the results of the distinct keys (got, a prefix of them when a request failed) back
+// to every position of keys (index from distinctKeys): the longest prefix of keys whose results
+// are known. A repeat gets its own copy.
+func fanOut[T proto.Message](got []T, index []int) []T {
+	out := make([]T, 0, len(index))
+	used := make([]bool, len(got))
+	for _, j := range index {
+		if j >= len(got) {
+			break
+		}
+		r := got[j]
+		if used[j] {
+			r = proto.Clone(r).(T)
+		}
+		used[j] = true
+		out = append(out, r)
+	}
+	return out
+}
+
 func toBytes(keys []string) [][]byte {
 	out := make([][]byte, len(keys))
 	for i, k := range keys {
@@ -94,8 +150,12 @@ func toBytes(keys []string) [][]byte {
 
 // BatchPutStart is PutStart for every item (one config for all), in as many requests as the
 // limits need. It returns one result per item, in order. If a request fails as a whole, it
-// returns the results of the requests before it (a prefix of items) and the error.
+// returns the results of the requests before it (a prefix of items) and the error. Keys must be
+// distinct: a repeat fails the call with ErrRepeatedKey before anything is sent.
 func (c *Client) BatchPutStart(ctx context.Context, tenant string, items []BatchPutItem, opts *PutOptions) ([]*metadv1.BatchPutStartResponse_Result, error) {
+	if err := repeatedKey("items", len(items), func(i int) string { return items[i].Key }); err != nil {
+		return nil, err
+	}
 	out := make([]*metadv1.BatchPutStartResponse_Result, 0, len(items))
 	cfg := opts.config()
 	for _, sp := range spans(len(items), func(i int) int { return len(items[i].Key) + len(items[i].Group) + 16 }) {
@@ -164,8 +224,12 @@ func (c *Client) replaceOwnPending(ctx context.Context, req *metadv1.BatchPutSta
 	}
 }
 
-// batchStatus runs a keys-only batch whose answer is one Status per key.
+// batchStatus runs a keys-only batch write whose answer is one Status per key; a repeated key
+// fails it with ErrRepeatedKey before anything is sent.
 func batchStatus(ctx context.Context, keys []string, send func(context.Context, [][]byte) ([]*metadv1.Status, error)) ([]*metadv1.Status, error) {
+	if err := repeatedKey("keys", len(keys), func(i int) string { return keys[i] }); err != nil {
+		return nil, err
+	}
 	out := make([]*metadv1.Status, 0, len(keys))
 	for _, sp := range keySpans(keys) {
 		res, err := send(ctx, toBytes(keys[sp[0]:sp[1]]))
@@ -180,7 +244,8 @@ func batchStatus(ctx context.Context, keys []string, send func(context.Context, 
 	return out, nil
 }
 
-// BatchPutEnd is PutEnd of tier for every key. Results and partial failure as in BatchPutStart.
+// BatchPutEnd is PutEnd of tier for every key. Results, partial failure and repeated keys as in
+// BatchPutStart.
 func (c *Client) BatchPutEnd(ctx context.Context, tenant string, keys []string, tier metadv1.Tier) ([]*metadv1.Status, error) {
 	return batchStatus(ctx, keys, func(ctx context.Context, ks [][]byte) ([]*metadv1.Status, error) {
 		resp, err := call(ctx, c, metadv1.MetadataClient.BatchPutEnd, &metadv1.BatchPutEndRequest{
@@ -190,8 +255,8 @@ func (c *Client) BatchPutEnd(ctx context.Context, tenant string, keys []string, 
 	})
 }
 
-// BatchPutRevoke is PutRevoke of tier for every key. Results and partial failure as in
-// BatchPutStart.
+// BatchPutRevoke is PutRevoke of tier for every key. Results, partial failure and repeated keys
+// as in BatchPutStart.
 func (c *Client) BatchPutRevoke(ctx context.Context, tenant string, keys []string, tier metadv1.Tier) ([]*metadv1.Status, error) {
 	return batchStatus(ctx, keys, func(ctx context.Context, ks [][]byte) ([]*metadv1.Status, error) {
 		resp, err := call(ctx, c, metadv1.MetadataClient.BatchPutRevoke, &metadv1.BatchPutRevokeRequest{
@@ -201,7 +266,8 @@ func (c *Client) BatchPutRevoke(ctx context.Context, tenant string, keys []strin
 	})
 }
 
-// BatchRemove is Remove for every key. Results and partial failure as in BatchPutStart.
+// BatchRemove is Remove for every key. Results, partial failure and repeated keys as in
+// BatchPutStart.
 func (c *Client) BatchRemove(ctx context.Context, tenant string, keys []string, force bool) ([]*metadv1.Status, error) {
 	return batchStatus(ctx, keys, func(ctx context.Context, ks [][]byte) ([]*metadv1.Status, error) {
 		resp, err := call(ctx, c, metadv1.MetadataClient.BatchRemove, &metadv1.BatchRemoveRequest{
@@ -256,11 +322,20 @@ func firstNil(s []*metadv1.Status) int {
 	return len(s)
 }
 
-// BatchGet is Get for every key (repeats allowed), in as many requests as the limits need. The
-// merged response has one result per key, in order; its lease_ttl_ms is the smallest of the
-// requests'. Partial failure returns the results so far (a prefix) and the error.
+// BatchGet is Get for every key, in as many requests as the limits need. The merged response has
+// one result per key, in order; its lease_ttl_ms is the smallest of the requests'. Repeats are
+// allowed: each key is asked once (the server refuses a request that repeats one) and its result
+// given at every position. Partial failure returns the results so far (a prefix) and the error.
 func (c *Client) BatchGet(ctx context.Context, tenant string, keys []string, opts ...ReadOption) (*metadv1.BatchGetResponse, error) {
-	stale := readOpts(opts).stale
+	uniq, index := distinctKeys(keys)
+	out, err := c.batchGet(ctx, tenant, uniq, readOpts(opts).stale)
+	if index != nil {
+		out.Results = fanOut(out.Results, index)
+	}
+	return out, err
+}
+
+func (c *Client) batchGet(ctx context.Context, tenant string, keys []string, stale bool) (*metadv1.BatchGetResponse, error) {
 	out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, 0, len(keys))}
 	for n, sp := range keySpans(keys) {
 		resp, err := call(ctx, c, metadv1.MetadataClient.BatchGet, &metadv1.BatchGetRequest{
@@ -280,9 +355,24 @@ func (c *Client) BatchGet(ctx context.Context, tenant string, keys []string, opt
 	return out, nil
 }
 
-// BatchExist is Exist for every key, merged like BatchGet.
+// BatchExist is Exist for every key, merged like BatchGet (repeats allowed).
 func (c *Client) BatchExist(ctx context.Context, tenant string, keys []string, opts ...ReadOption) (*metadv1.BatchExistResponse, error) {
-	stale := readOpts(opts).stale
+	uniq, index := distinctKeys(keys)
+	out, err := c.batchExist(ctx, tenant, uniq, readOpts(opts).stale)
+	if index != nil {
+		exists := make([]bool, 0, len(keys))
+		for _, j := range index {
+			if j >= len(out.Exists) {
+				break
+			}
+			exists = append(exists, out.Exists[j])
+		}
+		out.Exists = exists
+	}
+	return out, err
+}
+
+func (c *Client) batchExist(ctx context.Context, tenant string, keys []string, stale bool) (*metadv1.BatchExistResponse, error) {
 	out := &metadv1.BatchExistResponse{Exists: make([]bool, 0, len(keys))}
 	for n, sp := range keySpans(keys) {
 		resp, err := call(ctx, c, metadv1.MetadataClient.BatchExist, &metadv1.BatchExistRequest{

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -105,5 +106,63 @@ func TestBatches(t *testing.T) {
 	}
 	if got := Batches(make([]int, 5000), 0); len(got) != 2 || len(got[0]) != MaxBatchItems {
 		t.Fatalf("default size: %d batches", len(got))
+	}
+}
+
+// TestBatchReadsSendEachKeyOnce: the server refuses a request that repeats a key, so BatchGet asks
+// each key once and gives its result at every position (a copy for each repeat).
+func TestBatchReadsSendEachKeyOnce(t *testing.T) {
+	a := startFake(t)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	keys := []string{"1", "2", "1", "3", "2", "1"}
+	resp, err := c.BatchGet(testCtx(t), "", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.batches(); !reflect.DeepEqual(got, []int{3}) {
+		t.Fatalf("batch sizes %v, want one request of the 3 distinct keys", got)
+	}
+	if len(resp.GetResults()) != len(keys) {
+		t.Fatalf("%d results for %d keys", len(resp.GetResults()), len(keys))
+	}
+	for i, r := range resp.GetResults() {
+		if fmt.Sprint(r.GetSize()) != keys[i] {
+			t.Fatalf("result %d is for key %d, want %s", i, r.GetSize(), keys[i])
+		}
+	}
+	if resp.GetResults()[0] == resp.GetResults()[2] {
+		t.Fatal("a repeated key's results share one message")
+	}
+}
+
+// TestBatchWritesRefuseRepeatedKeys: a batch write that names a key twice fails with
+// ErrRepeatedKey, naming both positions, before anything is sent.
+func TestBatchWritesRefuseRepeatedKeys(t *testing.T) {
+	a := startFake(t)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	ctx := testCtx(t)
+	keys := []string{"a", "b", "c", "b"}
+	items := []BatchPutItem{{Key: "a", Size: 1}, {Key: "a", Group: "g", Size: 2}}
+	for name, call := range map[string]func() error{
+		"BatchPutStart": func() error { _, err := c.BatchPutStart(ctx, "", items, nil); return err },
+		"BatchPut":      func() error { _, err := c.BatchPut(ctx, "", items, nil); return err },
+		"BatchPutEnd":   func() error { _, err := c.BatchPutEnd(ctx, "", keys, 0); return err },
+		"BatchPutRevoke": func() error {
+			_, err := c.BatchPutRevoke(ctx, "", keys, 0)
+			return err
+		},
+		"BatchRemove": func() error { _, err := c.BatchRemove(ctx, "", keys, true); return err },
+	} {
+		err := call()
+		if !errors.Is(err, ErrRepeatedKey) {
+			t.Errorf("%s: %v, want ErrRepeatedKey", name, err)
+			continue
+		}
+		if want := "keys[3] repeats keys[1]"; name != "BatchPutStart" && name != "BatchPut" && !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %q does not say %q", name, err, want)
+		}
+	}
+	if n := a.calls.Load(); n != 0 {
+		t.Fatalf("%d calls sent", n)
 	}
 }

@@ -18,6 +18,10 @@ var (
 	// ErrBadResponse is returned when a server's answer breaks the API contract (a batch answer
 	// with the wrong number of results).
 	ErrBadResponse = errors.New("client: malformed response")
+	// ErrRepeatedKey is returned, before anything is sent, by a batch write whose list names a key
+	// twice: the server rejects a request with a repeated key whole (SEMANTICS section 1), and a
+	// list split into several requests must not depend on where the repeat falls.
+	ErrRepeatedKey = errors.New("client: a key repeats in the batch")
 )
 
 // DetailOf returns the ErrorDetail carried in err's gRPC status, or nil if there is none.

@@ -29,7 +29,9 @@
 //
 // Apply depends only on (state, entry): handlers call replicated store operations only, with the
 // time and seed from the envelope; nothing here reads the clock, draws randomness, reads local
-// configuration that changes an outcome, or lets map order reach the state.
+// configuration that changes an outcome, or lets map order reach the state. A rule that apply
+// gained in a later release (Envelope.rules_version, metadv1.RulesVersion) is enforced only on
+// entries written under it, so an older entry replays exactly as it applied when it was written.
 //
 // # Metrics
 //

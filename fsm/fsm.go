@@ -20,12 +20,22 @@ var (
 	_ raft.BatchingFSM = (*FSM)(nil)
 )
 
-// env is what every handler gets from its log entry: the leader's time and this command's seed.
+// env is what every handler gets from its log entry: the leader's time, this command's seed, and
+// the apply rules the leader checked it against (metadv1.RulesVersion: a handler enforces a rule
+// of version N only when rules >= N, so an entry written before the rule replays as it applied).
 type env struct {
 	index uint64
 	now   int64
 	seed  uint64
+	rules uint32
 }
+
+// Apply rules by the RulesVersion that added them.
+const (
+	// rulesLimits: a segment's size, name and endpoint limits; a batch command's keys distinct; a
+	// member name recorded by SetMember.
+	rulesLimits uint32 = 1
+)
 
 type handler func(s *store.Store, e env, c *metadv1.Command) Result
 
@@ -117,7 +127,8 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 		}
 	}()
 	for i, c := range envl.GetCommands() {
-		e := env{index: l.Index, now: envl.GetLeaderTimeUnixNano(), seed: store.ItemSeed(envl.GetSeed(), i)}
+		e := env{index: l.Index, now: envl.GetLeaderTimeUnixNano(), seed: store.ItemSeed(envl.GetSeed(), i),
+			rules: envl.GetRulesVersion()}
 		res.Results[i] = f.dispatch(s, e, c)
 	}
 	f.advance(l, envl.GetLeaderTimeUnixNano())
@@ -172,10 +183,14 @@ func DecodeEnvelope(data []byte) (*metadv1.Envelope, error) {
 	return envl, nil
 }
 
-// EncodeEnvelope encodes one log entry's data (deterministic encoding).
+// EncodeEnvelope encodes one log entry's data (deterministic encoding), stamping this release's
+// format and rules versions where they are unset.
 func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 	if e.FormatVersion == 0 {
 		e.FormatVersion = metadv1.EnvelopeFormatVersion
+	}
+	if e.RulesVersion == 0 {
+		e.RulesVersion = metadv1.RulesVersion
 	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(e)
 }

@@ -137,9 +137,11 @@ func TestBatchResultsInOrder(t *testing.T) {
 	logs := genLogs(t, 1, 1) // setup only
 	f.Apply(logs[0])
 	c1 := genClients[0]
-	rs := applyCmds(t, f, 2, 2e9, &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+	applyCmds(t, f, 2, 2e9, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{
+		ClientId: c1, Key: []byte("x"), Size: 1, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}})
+	rs := applyCmds(t, f, 3, 2e9, &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
 		ClientId: c1, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1},
-		Items: []*metadv1.BatchPutStart_Item{{Key: []byte("a"), Size: 1}, {Key: []byte("a"), Size: 1}, {Key: []byte("b"), Size: 1}}}}})
+		Items: []*metadv1.BatchPutStart_Item{{Key: []byte("a"), Size: 1}, {Key: []byte("x"), Size: 1}, {Key: []byte("b"), Size: 1}}}}})
 	items := rs[0].Items
 	if len(items) != 3 || items[0].Reason != store.OK || items[1].Reason != store.ObjectAlreadyExists || items[2].Reason != store.OK {
 		t.Fatalf("batch items %+v", items)

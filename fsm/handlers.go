@@ -48,10 +48,17 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 	}
 }
 
-func (f *FSM) applySetMember(_ *store.Store, _ env, c *metadv1.Command) Result {
+// applySetMember records a member's addresses. Its name must be a valid member name
+// (store.ValidateMemberName) on entries written under rulesLimits; before, only not empty.
+func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetSetMember()
 	if m.GetName() == "" {
 		return Result{Reason: store.InvalidParams, Message: "member: empty name"}
+	}
+	if e.rules >= rulesLimits {
+		if err := store.ValidateMemberName(m.GetName()); err != nil {
+			return fromErr(err)
+		}
 	}
 	ms := f.Members()
 	ms[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
@@ -153,8 +160,23 @@ func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
+// distinct refuses a batch command whose keys repeat, whole and before anything changes (SEMANTICS
+// section 1), on entries written under rulesLimits; an older entry applies item by item as it did.
+func distinct(e env, field string, n int, key func(i int) []byte) (Result, bool) {
+	if e.rules < rulesLimits {
+		return Result{}, true
+	}
+	if err := store.ValidateDistinct(field, n, func(i int) string { return string(key(i)) }); err != nil {
+		return fromErr(err), false
+	}
+	return Result{}, true
+}
+
 func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutStart()
+	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
+		return r
+	}
 	reqs := make([]store.PutStartRequest, len(m.GetItems()))
 	for i, it := range m.GetItems() {
 		reqs[i] = putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
@@ -182,16 +204,25 @@ func endReqs(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) []s
 
 func applyBatchPutEnd(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutEnd()
+	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
+		return r
+	}
 	return Result{Items: items(s.BatchPutEnd(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
 func applyBatchPutRevoke(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchPutRevoke()
+	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
+		return r
+	}
 	return Result{Items: items(s.BatchPutRevoke(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
 func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) Result {
 	m := c.GetBatchRemove()
+	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
+		return r
+	}
 	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetItems())
 	return Result{Count: countOK(rs), Items: rs}
 }
@@ -292,8 +323,14 @@ func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) Result {
 	return Result{Count: countOK(rs), Items: rs}
 }
 
+// applyMountSegment mounts a segment. An entry written before the segment limits existed mounts
+// what the state recorded then (the tier's capacity is checked whatever the entry's rules).
 func applyMountSegment(s *store.Store, e env, c *metadv1.Command) Result {
-	created, err := s.MountSegment(SegmentFrom(c.GetMountSegment().GetSegment()))
+	mount := s.MountSegment
+	if e.rules < rulesLimits {
+		mount = s.MountRecordedSegment
+	}
+	created, err := mount(SegmentFrom(c.GetMountSegment().GetSegment()))
 	r := fromErr(err)
 	r.Created = created
 	return r

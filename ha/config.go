@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"metad/store"
 )
 
 // Peer is one member of the initial cluster.
@@ -62,8 +64,8 @@ func DefaultConfig() Config {
 // Validate checks the config and fills PeerAddr from PeerListen.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Name == "" {
-		errs = append(errs, errors.New("name: must be set"))
+	if err := store.ValidateMemberName(c.Name); err != nil {
+		errs = append(errs, fmt.Errorf("name: %w", err))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: must be set"))
@@ -78,6 +80,9 @@ func (c *Config) Validate() error {
 		found := false
 		seen := map[string]bool{}
 		for _, p := range c.InitialCluster {
+			if err := store.ValidateMemberName(p.Name); err != nil {
+				errs = append(errs, fmt.Errorf("initial_cluster: %w", err))
+			}
 			if seen[p.Name] {
 				errs = append(errs, fmt.Errorf("initial_cluster: %s named twice", p.Name))
 			}

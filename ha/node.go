@@ -491,21 +491,36 @@ func (n *Node) leaderOnly() error {
 	return nil
 }
 
+// Membership requests are checked before Raft sees them: a bad name or address for a new member
+// is INVALID_PARAMS and a name that is not in the configuration MEMBER_NOT_FOUND (*store.Error
+// values, like every deterministic rejection), so nothing is appended to the log for them. Removal
+// and transfer only look the name up, so a member added before the name rules can still go.
+
 // AddMember adds a voter; the new node must have been started with the existing cluster's state
-// (--initial-cluster-state existing) at peerAddr.
+// (--initial-cluster-state existing) at peerAddr. The name must be valid (store.ValidateMemberName)
+// and peerAddr host:port (store.ValidateMemberAddress).
 func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
-	if err := n.leaderOnly(); err != nil {
+	if err := store.ValidateMemberName(name); err != nil {
 		return err
 	}
-	if _, _, err := net.SplitHostPort(peerAddr); err != nil || name == "" {
-		return fmt.Errorf("ha: add member %q at %q: need a name and host:port", name, peerAddr)
+	if err := store.ValidateMemberAddress(peerAddr); err != nil {
+		return err
+	}
+	if err := n.leaderOnly(); err != nil {
+		return err
 	}
 	return n.mapRaftErr(n.raft.AddVoter(raft.ServerID(name), raft.ServerAddress(peerAddr), 0, timeoutOf(ctx, n.cfg.ApplyTimeout)).Error())
 }
 
-// RemoveMember removes a member and forgets its recorded addresses.
+// RemoveMember removes a member of the configuration and forgets its recorded addresses.
 func (n *Node) RemoveMember(ctx context.Context, name string) error {
+	if name == "" {
+		return &store.Error{Reason: store.InvalidParams, Msg: "member name: empty"}
+	}
 	if err := n.leaderOnly(); err != nil {
+		return err
+	}
+	if _, err := n.member(name); err != nil {
 		return err
 	}
 	if err := n.mapRaftErr(n.raft.RemoveServer(raft.ServerID(name), 0, timeoutOf(ctx, n.cfg.ApplyTimeout)).Error()); err != nil {
@@ -518,25 +533,38 @@ func (n *Node) RemoveMember(ctx context.Context, name string) error {
 	return err
 }
 
+// member returns the named member of the configuration, or MEMBER_NOT_FOUND.
+func (n *Node) member(name string) (Member, error) {
+	ms, err := n.Members()
+	if err != nil {
+		return Member{}, n.mapRaftErr(err)
+	}
+	i := slices.IndexFunc(ms, func(m Member) bool { return m.Name == name })
+	if i < 0 {
+		return Member{}, &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %.80q is not in the cluster's configuration", name)}
+	}
+	return ms[i], nil
+}
+
 // TransferLeader hands leadership to the named member (any up-to-date one when to is empty) and
-// returns the new leader's name.
+// returns the new leader's name. Naming this node, the leader, is a no-op that returns its name:
+// leadership is already where it was asked to be, so a retried transfer succeeds.
 func (n *Node) TransferLeader(ctx context.Context, to string) (string, error) {
 	if err := n.leaderOnly(); err != nil {
 		return "", err
 	}
 	var f raft.Future
-	if to == "" {
+	switch to {
+	case "":
 		f = n.raft.LeadershipTransfer()
-	} else {
-		ms, err := n.Members()
+	case n.cfg.Name:
+		return n.cfg.Name, nil
+	default:
+		m, err := n.member(to)
 		if err != nil {
 			return "", err
 		}
-		i := slices.IndexFunc(ms, func(m Member) bool { return m.Name == to })
-		if i < 0 {
-			return "", fmt.Errorf("ha: no member named %q", to)
-		}
-		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(ms[i].PeerAddr))
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(m.PeerAddr))
 	}
 	if err := f.Error(); err != nil {
 		return "", n.mapRaftErr(err)

@@ -216,11 +216,11 @@ func (a *adminService) ListMembers(ctx context.Context, req *metadv1.ListMembers
 // AddMember adds a voter.
 func (a *adminService) AddMember(ctx context.Context, req *metadv1.AddMemberRequest) (*metadv1.AddMemberResponse, error) {
 	s := a.s
-	if req.GetName() == "" {
-		return nil, toStatus(badf("name", "must not be empty"), "", nil)
+	if err := memberOf("name", req.GetName()); err != nil {
+		return nil, toStatus(err, "", nil)
 	}
-	if req.GetPeerAddress() == "" {
-		return nil, toStatus(badf("peer_address", "must not be empty"), "", nil)
+	if err := addressOf("peer_address", req.GetPeerAddress()); err != nil {
+		return nil, toStatus(err, "", nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.AddMemberResponse, error) {
 		if err := s.b.AddMember(ctx, req.GetName(), req.GetPeerAddress()); err != nil {
@@ -230,10 +230,10 @@ func (a *adminService) AddMember(ctx context.Context, req *metadv1.AddMemberRequ
 	})
 }
 
-// RemoveMember removes a member.
+// RemoveMember removes a member (MEMBER_NOT_FOUND when it is not in the configuration).
 func (a *adminService) RemoveMember(ctx context.Context, req *metadv1.RemoveMemberRequest) (*metadv1.RemoveMemberResponse, error) {
 	s := a.s
-	if req.GetName() == "" {
+	if req.GetName() == "" { // looked up, not checked: a member added before the name rules can go
 		return nil, toStatus(badf("name", "must not be empty"), "", nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RemoveMemberResponse, error) {
@@ -244,7 +244,8 @@ func (a *adminService) RemoveMember(ctx context.Context, req *metadv1.RemoveMemb
 	})
 }
 
-// TransferLeader hands leadership to another member and names the new leader.
+// TransferLeader hands leadership to another member and names the new leader (MEMBER_NOT_FOUND
+// for a target not in the configuration; the leader itself as target is a no-op naming it).
 func (a *adminService) TransferLeader(ctx context.Context, req *metadv1.TransferLeaderRequest) (*metadv1.TransferLeaderResponse, error) {
 	s := a.s
 	return onLeader(ctx, s, req, func() (*metadv1.TransferLeaderResponse, error) {

@@ -5,6 +5,8 @@
 //
 // # Request path
 //
+//	decode (codec.go: a request that does not decode is InvalidArgument, naming the string field
+//	        that is not UTF-8 if one is; gRPC alone would answer Internal)
 //	validate (SEMANTICS section 1; InvalidArgument naming the field, nothing proposed or forwarded)
 //	  -> leader? no: forward the same RPC to the leader (one hop; see forward.go)
 //	             yes:

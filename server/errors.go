@@ -56,6 +56,8 @@ func mapReason(r store.Reason) (wire metadv1.Reason, code codes.Code, ok bool) {
 		return metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, codes.PermissionDenied, true
 	case store.StateReplaced:
 		return metadv1.Reason_REASON_STATE_REPLACED, codes.Unavailable, true
+	case store.MemberNotFound:
+		return metadv1.Reason_REASON_MEMBER_NOT_FOUND, codes.NotFound, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, codes.Internal, false
 }
@@ -112,6 +114,16 @@ func errItem(err error) *metadv1.Status {
 		return itemStatus(se.Reason, se.Msg)
 	}
 	return itemStatus(store.InvalidParams, err.Error())
+}
+
+// undecodableStatus is the status of a request that does not decode: INVALID_PARAMS naming the
+// string field that is not UTF-8 when there is one (field), else the decoder's complaint.
+func undecodableStatus(field string, err error) error {
+	msg := "request: does not decode: " + err.Error()
+	if field != "" {
+		msg = field + ": not valid UTF-8 (a string field must be)"
+	}
+	return reasonStatus(store.InvalidParams, store.InvalidParams.String()+": "+msg, "", nil)
 }
 
 // notLeaderStatus is NOT_LEADER naming the leader, or UNAVAILABLE when no leader is known.

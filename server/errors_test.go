@@ -158,9 +158,13 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("replaced")})
 			return err
 		}},
+		{store.MemberNotFound, "", func() error {
+			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{Name: "ghost"})
+			return err
+		}},
 		{store.SegmentOwnedByOtherClient, "", func() error {
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: &metadv1.SegmentDesc{
-				Id: idb(segA), Base: 1 << 20, Size: 1 << 20, Tier: metadv1.Tier_TIER_MEMORY}})
+				Id: idb(segA), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep", Tier: metadv1.Tier_TIER_MEMORY}})
 			return err
 		}},
 	}

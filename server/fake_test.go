@@ -158,9 +158,26 @@ func (b *fakeBackend) Members() ([]ha.Member, error) {
 }
 
 func (b *fakeBackend) AddMember(context.Context, string, string) error { return nil }
-func (b *fakeBackend) RemoveMember(context.Context, string) error      { return nil }
-func (b *fakeBackend) TransferLeader(context.Context, string) (string, error) {
-	return "self", nil
+
+func (b *fakeBackend) RemoveMember(_ context.Context, name string) error { return knownMember(name) }
+
+func (b *fakeBackend) TransferLeader(_ context.Context, to string) (string, error) {
+	if to == "" {
+		return "self", nil
+	}
+	if err := knownMember(to); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
+// knownMember is MEMBER_NOT_FOUND for any name but "self", the fake's one member, as ha.Node
+// answers for a name that is not in its configuration.
+func knownMember(name string) error {
+	if name != "self" {
+		return &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
+	}
+	return nil
 }
 
 // RecordMember records nothing: the fake's only member, "self", is always recorded.

@@ -254,6 +254,9 @@ func (m *metadataService) BatchPutStart(ctx context.Context, req *metadv1.BatchP
 		}
 		items[i] = &metadv1.BatchPutStart_Item{Key: it.GetKey(), Group: it.GetGroup(), Size: it.GetSize()}
 	}
+	if err := store.ValidateDistinct("items", len(items), func(i int) string { return string(items[i].Key) }); err != nil {
+		return nil, toStatus(err, tenant, nil)
+	}
 	rc, err := configOf(req.GetConfig())
 	if err != nil {
 		return nil, toStatus(err, tenant, nil)
@@ -666,15 +669,7 @@ func (m *metadataService) batchRemove(ctx context.Context, tenant string, keys [
 			return false, err
 		}
 		now := s.cfg.nowNano()
-		seen := make(map[string]bool, len(keys))
-		for i, k := range keys {
-			if seen[k] {
-				// The first occurrence removes it; this one, after it, finds nothing (and must not
-				// wait for our own mark).
-				out.Results[i] = errItem(&store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: named twice in the batch", tenant, k)})
-				continue
-			}
-			seen[k] = true
+		for i, k := range keys { // distinct: keysOf refused a repeat
 			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, req.GetForce()) })
 			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
 				// The tenant was registered again during the loop: this key belongs to another instance.
@@ -853,6 +848,11 @@ func (m *metadataService) MountSegment(ctx context.Context, req *metadv1.MountSe
 		return nil, toStatus(err, "", nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.MountSegmentResponse, error) {
+		// A mount the applied state refuses (another owner, a conflict, a tier whose capacity would
+		// overflow) costs no log entry; apply checks again, so a mount committed meanwhile is safe.
+		if err := s.b.Store().CheckMountSegment(fsm.SegmentFrom(seg)); err != nil {
+			return nil, toStatus(err, "", nil)
+		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: seg}}}
 		if _, err := s.propose(ctx, cmd, "", nil); err != nil {
 			return nil, err

@@ -120,17 +120,20 @@ func New(b Backend, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*S
 	return s, nil
 }
 
-// ServerOptions returns the grpc.Server options cmd/metad must use with this package: requests
-// over 16 MiB (SEMANTICS section 1) are refused by gRPC before they reach a handler.
+// ServerOptions returns the grpc.Server options every server that Register is given must be built
+// with (cmd/metad does): requests over 16 MiB (SEMANTICS section 1) are refused by gRPC before they
+// reach a handler, and the server's codec lets a request that does not decode be answered
+// InvalidArgument (codec.go).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(store.MaxRequestBytes)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(store.MaxRequestBytes), grpc.ForceServerCodecV2(newServerCodec())}
 }
 
 // Register registers the Metadata and Admin services, gRPC health (the node as a whole, and
-// "leader", SERVING only on the leader) and reflection on g.
+// "leader", SERVING only on the leader) and reflection on g, which must have been built with
+// ServerOptions (without its codec every call of the two services fails with Internal).
 func (s *Server) Register(g *grpc.Server) {
-	metadv1.RegisterMetadataServer(g, s.meta)
-	metadv1.RegisterAdminServer(g, s.admin)
+	g.RegisterService(decodingServiceDesc(&metadv1.Metadata_ServiceDesc), s.meta)
+	g.RegisterService(decodingServiceDesc(&metadv1.Admin_ServiceDesc), s.admin)
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 }

@@ -166,8 +166,9 @@ func TestBatchRoundTripStatusesInOrder(t *testing.T) {
 	item := func(k string) *metadv1.BatchPutStartRequest_Item {
 		return &metadv1.BatchPutStartRequest_Item{Key: []byte(k), Size: 10}
 	}
+	h.put(t, "", "x", 10)
 	bs, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: idb(clientA),
-		Items: []*metadv1.BatchPutStartRequest_Item{item("a"), item("b"), item("a"), item("c")}})
+		Items: []*metadv1.BatchPutStartRequest_Item{item("a"), item("b"), item("x"), item("c")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,22 @@ func tenantNamed(field, raw string) (string, error) {
 	return t, nil
 }
 
+// memberOf checks a member name given in field (store.ValidateMemberName).
+func memberOf(field, name string) error {
+	if err := store.ValidateMemberName(name); err != nil {
+		return badf(field, "%s", msgOf(err))
+	}
+	return nil
+}
+
+// addressOf checks a member address given in field (store.ValidateMemberAddress).
+func addressOf(field, addr string) error {
+	if err := store.ValidateMemberAddress(addr); err != nil {
+		return badf(field, "%s", msgOf(err))
+	}
+	return nil
+}
+
 // clientOf parses a client id: 16 bytes, or the UUID's string form (36 characters with dashes, or
 // 32 hex digits). The zero UUID is refused.
 func clientOf(field string, raw []byte) (alloc.ID, error) {
@@ -88,7 +104,7 @@ func keyOf(raw []byte) (string, error) {
 	return k, store.ValidateKey(k)
 }
 
-// keysOf checks a batch of keys: 1..4096 of them, each a valid key.
+// keysOf checks a batch of keys: 1..4096 of them, each a valid key, no key twice.
 func keysOf(field string, raw [][]byte) ([]string, error) {
 	if err := batchOf(field, len(raw)); err != nil {
 		return nil, err
@@ -100,6 +116,9 @@ func keysOf(field string, raw [][]byte) ([]string, error) {
 			return nil, within(field, i, err)
 		}
 		keys[i] = k
+	}
+	if err := store.ValidateDistinct(field, len(keys), func(i int) string { return keys[i] }); err != nil {
+		return nil, err
 	}
 	return keys, nil
 }
@@ -196,7 +215,8 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 // sizeOf checks an object size.
 func sizeOf(n uint64) error { return store.ValidateSize(n) }
 
-// segmentOf checks a segment to mount and returns it with its owner set to client.
+// segmentOf checks a segment to mount (alloc.ValidateSegment, the one definition of the limits of
+// SEMANTICS section 1) and returns it with its owner set to client.
 func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, error) {
 	if d == nil {
 		return nil, badf("segment", "missing")
@@ -204,24 +224,10 @@ func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, e
 	if _, err := segmentIDOf("segment.id", d.GetId()); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.GetBase() == 0:
-		return nil, badf("segment.base", "must be non-zero")
-	case d.GetBase()%alloc.Align != 0:
-		return nil, badf("segment.base", "%#x not %d-byte aligned", d.GetBase(), alloc.Align)
-	case d.GetSize() == 0:
-		return nil, badf("segment.size", "must be non-zero")
-	case d.GetSize()%alloc.Align != 0:
-		return nil, badf("segment.size", "%d not %d-byte aligned", d.GetSize(), alloc.Align)
-	case d.GetBase()+d.GetSize() < d.GetBase():
-		return nil, badf("segment.size", "base %#x + size %d wraps the address space", d.GetBase(), d.GetSize())
-	case d.GetTier() != metadv1.Tier_TIER_MEMORY && d.GetTier() != metadv1.Tier_TIER_NOF:
-		return nil, badf("segment.tier", "%s, want TIER_MEMORY or TIER_NOF", d.GetTier())
-	}
 	out := &metadv1.SegmentDesc{Id: d.GetId(), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
 		Endpoint: d.GetEndpoint(), Tier: d.GetTier(), OwnerClientId: client[:]}
 	if err := alloc.ValidateSegment(fsm.SegmentFrom(out)); err != nil {
-		return nil, badf("segment", "%v", err)
+		return nil, &store.Error{Reason: store.InvalidParams, Msg: err.Error()}
 	}
 	return out, nil
 }

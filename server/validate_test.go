@@ -42,7 +42,7 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 	}
 	seg := func(mod func(d *metadv1.SegmentDesc)) func(context.Context) error {
 		return func(ctx context.Context) error {
-			d := &metadv1.SegmentDesc{Id: idb(segB), Base: 4096, Size: 4096, Tier: metadv1.Tier_TIER_MEMORY}
+			d := &metadv1.SegmentDesc{Id: idb(segB), Name: "s", Base: 4096, Size: 4096, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY}
 			mod(d)
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: cl, Segment: d})
 			return err
@@ -135,6 +135,41 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"segment size unaligned", "segment.size", seg(func(d *metadv1.SegmentDesc) { d.Size = 100 })},
 		{"segment tier missing", "segment.tier", seg(func(d *metadv1.SegmentDesc) { d.Tier = metadv1.Tier_TIER_UNSPECIFIED })},
 		{"segment id not 16 bytes", "segment.id", seg(func(d *metadv1.SegmentDesc) { d.Id = []byte("short") })},
+		{"segment size over 2^48", "segment.size", seg(func(d *metadv1.SegmentDesc) { d.Size = 1<<48 + 64 })},
+		{"segment name empty", "segment.name", seg(func(d *metadv1.SegmentDesc) { d.Name = "" })},
+		{"segment name 1 MiB", "segment.name", seg(func(d *metadv1.SegmentDesc) { d.Name = long(1<<20, 'n') })},
+		{"segment name control byte", "segment.name", seg(func(d *metadv1.SegmentDesc) { d.Name = "a\tb" })},
+		{"segment endpoint empty", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "" })},
+		{"segment endpoint too long", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = long(1025, 'e') })},
+		{"segment endpoint control byte", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "h\x1b:1" })},
+		{"member name with a control byte", "name", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4\x01", PeerAddress: "127.0.0.1:7004"})
+			return err
+		}},
+		{"member name too long", "name", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: long(65, 'n'), PeerAddress: "127.0.0.1:7004"})
+			return err
+		}},
+		{"member address without a port", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1"})
+			return err
+		}},
+		{"member address port 0", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1:0"})
+			return err
+		}},
+		{"member address port over 65535", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "h:65536"})
+			return err
+		}},
+		{"member address without a host", "peer_address", func(ctx context.Context) error {
+			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: ":7004"})
+			return err
+		}},
+		{"member name empty on remove", "name", func(ctx context.Context) error {
+			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{})
+			return err
+		}},
 		{"tenant name on register", "name", func(ctx context.Context) error {
 			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "_hidden"})
 			return err

@@ -224,9 +224,11 @@ func NewBuilder(cfg Config, nextInstance, epoch uint64) (*Builder, error) {
 	return &Builder{s: s}, nil
 }
 
-// AddSegment mounts a segment with nothing allocated.
+// AddSegment mounts a segment with nothing allocated. A recorded segment may break a limit that
+// did not exist when it was mounted (alloc.Registry.MountRecorded); its tier's capacity must still
+// fit in 64 bits.
 func (b *Builder) AddSegment(seg alloc.Segment) error {
-	created, err := b.s.segs.Mount(seg)
+	created, err := b.s.segs.MountRecorded(seg)
 	if err != nil {
 		return fmt.Errorf("segment %s: %w", seg.ID, err)
 	}

@@ -29,6 +29,7 @@ const (
 	SegmentNotFound
 	SegmentOwnedByOtherClient
 	StateReplaced
+	MemberNotFound
 	numReasons
 )
 
@@ -49,6 +50,7 @@ var reasonNames = [numReasons]string{
 	SegmentNotFound:           "SEGMENT_NOT_FOUND",
 	SegmentOwnedByOtherClient: "SEGMENT_OWNED_BY_OTHER_CLIENT",
 	StateReplaced:             "STATE_REPLACED",
+	MemberNotFound:            "MEMBER_NOT_FOUND",
 }
 
 // String returns the reason's stable upper-case name.
@@ -100,6 +102,7 @@ var (
 	ErrNoAvailableHandle         = &Error{NoAvailableHandle, "no available handle"}
 	ErrSegmentNotFound           = &Error{SegmentNotFound, "segment not found"}
 	ErrSegmentOwnedByOtherClient = &Error{SegmentOwnedByOtherClient, "segment owned by another client"}
+	ErrMemberNotFound            = &Error{MemberNotFound, "member not found"}
 )
 
 // ErrUnlinkPending is returned by the leader's linearizable reads and removal preparation when the

@@ -267,10 +267,29 @@ func (s *Store) recomputeQuotas() {
 // ---- segments ------------------------------------------------------------------------------------
 
 // MountSegment mounts a segment for its owner client. Idempotent for the same id, owner and fields.
+// The segment must meet SEMANTICS section 1 (alloc.ValidateSegment), and the tier's total capacity
+// must not overflow: a refusal is INVALID_PARAMS (SEGMENT_OWNED_BY_OTHER_CLIENT for another
+// client's id), with nothing changed.
 func (s *Store) MountSegment(seg alloc.Segment) (created bool, err error) {
-	created, err = s.segs.Mount(seg)
+	return s.mounted(s.segs.Mount(seg))
+}
+
+// MountRecordedSegment is MountSegment for a segment that was mounted before the limits it may
+// break existed (alloc.Registry.MountRecorded): the FSM replaying a log entry written then. The
+// tier's capacity is still checked.
+func (s *Store) MountRecordedSegment(seg alloc.Segment) (created bool, err error) {
+	return s.mounted(s.segs.MountRecorded(seg))
+}
+
+// CheckMountSegment returns the rejection MountSegment(seg) would return now, changing nothing:
+// the leader refuses a mount from its applied state without a log entry.
+func (s *Store) CheckMountSegment(seg alloc.Segment) error {
+	return mountErr(s.segs.CheckMount(seg))
+}
+
+func (s *Store) mounted(created bool, err error) (bool, error) {
 	if err != nil {
-		return false, mountErr(seg, err)
+		return false, mountErr(err)
 	}
 	if created {
 		s.recomputeQuotas()
@@ -278,22 +297,15 @@ func (s *Store) MountSegment(seg alloc.Segment) (created bool, err error) {
 	return created, nil
 }
 
-// mountErr is the rejection of a mount the allocator refused with err.
-func mountErr(seg alloc.Segment, err error) error {
-	if errors.Is(err, alloc.ErrSegmentOwned) {
-		return errf(SegmentOwnedByOtherClient, "segment %s: %v", seg.ID, err)
+// mountErr is the rejection of a refused mount.
+func mountErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, alloc.ErrSegmentOwned):
+		return errf(SegmentOwnedByOtherClient, "%v", err)
 	}
-	return errf(InvalidParams, "segment %s: %v", seg.ID, err)
-}
-
-// CheckMountSegment reports whether the state refuses MountSegment(seg): an invalid segment, or its
-// id mounted by another client or with other fields. Mounting it again as it is mounted is not
-// refused. The leader refuses from it without a log entry; it changes nothing.
-func (s *Store) CheckMountSegment(seg alloc.Segment) error {
-	if err := s.segs.CheckMount(seg); err != nil {
-		return mountErr(seg, err)
-	}
-	return nil
+	return errf(InvalidParams, "%v", err)
 }
 
 // UnmountResult says what an unmount dropped.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -30,14 +31,16 @@ type QuotaAccount struct {
 	charged   atomic.Uint64
 }
 
-// TryCharge adds n to charged unless that would pass the effective quota (no quota: always).
+// TryCharge adds n to charged unless that would pass the effective quota (no quota: unless the sum
+// would pass 2^64-1).
 func (q *QuotaAccount) TryCharge(n uint64) bool {
 	for {
 		cur := q.charged.Load()
-		if q.requested.Load() != 0 && cur+n > q.effective.Load() {
+		sum, carry := bits.Add64(cur, n, 0)
+		if carry != 0 || (q.requested.Load() != 0 && sum > q.effective.Load()) {
 			return false
 		}
-		if q.charged.CompareAndSwap(cur, cur+n) {
+		if q.charged.CompareAndSwap(cur, sum) {
 			return true
 		}
 	}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +23,9 @@ const (
 	DefaultSoftPin  = 30 * time.Minute
 	MaxBatch        = 4096
 	MaxRequestBytes = 16 << 20
+	// A cluster member's name is its Raft server id; its address is host:port.
+	MaxMemberNameLen    = 64
+	MaxMemberAddressLen = 1024
 )
 
 // NormalizeTenant maps the empty tenant id to DefaultTenant.
@@ -32,17 +37,49 @@ func NormalizeTenant(t string) string {
 }
 
 // ValidateTenant checks a tenant id (after NormalizeTenant).
-func ValidateTenant(t string) error {
-	if len(t) == 0 || len(t) > MaxTenantLen {
-		return errf(InvalidParams, "tenant: length %d not in 1..%d", len(t), MaxTenantLen)
+func ValidateTenant(t string) error { return validateName("tenant", t, MaxTenantLen) }
+
+// validateName checks a name with the rules of a tenant id: 1..limit bytes, not starting with '_',
+// no byte below 0x20 and no 0x7F. what names it in the error.
+func validateName(what, n string, limit int) error {
+	if len(n) == 0 || len(n) > limit {
+		return errf(InvalidParams, "%s: length %d not in 1..%d", what, len(n), limit)
 	}
-	if t[0] == '_' {
-		return errf(InvalidParams, "tenant %q: must not start with '_'", t)
+	if n[0] == '_' {
+		return errf(InvalidParams, "%s %q: must not start with '_'", what, n)
 	}
-	for i := 0; i < len(t); i++ {
-		if c := t[i]; c < 0x20 || c == 0x7f {
-			return errf(InvalidParams, "tenant %q: control byte 0x%02x at %d", t, c, i)
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c < 0x20 || c == 0x7f {
+			return errf(InvalidParams, "%s %q: control byte 0x%02x at %d", what, n, c, i)
 		}
+	}
+	return nil
+}
+
+// ValidateMemberName checks a cluster member's name (its Raft server id): like a tenant id
+// (SEMANTICS section 1), 1..64 bytes.
+func ValidateMemberName(n string) error { return validateName("member name", n, MaxMemberNameLen) }
+
+// ValidateMemberAddress checks a member's address: host:port (net.SplitHostPort) of at most 1024
+// bytes, a host that is not empty, a decimal port in 1..65535, and no byte below 0x20 or 0x7F.
+func ValidateMemberAddress(a string) error {
+	if len(a) == 0 || len(a) > MaxMemberAddressLen {
+		return errf(InvalidParams, "address: length %d not in 1..%d", len(a), MaxMemberAddressLen)
+	}
+	for i := 0; i < len(a); i++ {
+		if c := a[i]; c < 0x20 || c == 0x7f {
+			return errf(InvalidParams, "address %q: control byte 0x%02x at %d", a, c, i)
+		}
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return errf(InvalidParams, "address %q: want host:port (%v)", a, err)
+	}
+	if host == "" {
+		return errf(InvalidParams, "address %q: empty host", a)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return errf(InvalidParams, "address %q: port %q not in 1..65535", a, port)
 	}
 	return nil
 }
@@ -125,6 +162,21 @@ func (c *ReplicaConfig) Validate() error {
 func ValidateBatch(n int) error {
 	if n < 1 || n > MaxBatch {
 		return errf(InvalidParams, "batch: %d items not in 1..%d", n, MaxBatch)
+	}
+	return nil
+}
+
+// ValidateDistinct checks that the n keys of a batch are distinct (SEMANTICS section 1: a repeated
+// key rejects the whole request). key returns item i's key; field names the items as the request
+// does, and the error names the first repeat and the item it repeats: "keys[3]: repeats keys[1]".
+func ValidateDistinct(field string, n int, key func(i int) string) error {
+	seen := make(map[string]int, n)
+	for i := range n {
+		k := key(i)
+		if j, dup := seen[k]; dup {
+			return errf(InvalidParams, "%s[%d]: repeats %s[%d]", field, i, field, j)
+		}
+		seen[k] = i
 	}
 	return nil
 }

@@ -212,7 +212,13 @@ type Envelope struct {
 	// one entry do not share a random stream (placement strategy random).
 	Seed uint64 `protobuf:"varint,3,opt,name=seed,proto3" json:"seed,omitempty"`
 	// The commands, applied in order; each gets its own result.
-	Commands      []*Command `protobuf:"bytes,4,rep,name=commands,proto3" json:"commands,omitempty"`
+	Commands []*Command `protobuf:"bytes,4,rep,name=commands,proto3" json:"commands,omitempty"`
+	// The apply rules the leader checked the commands against (RulesVersion). Apply enforces a rule
+	// that version N added only on entries of version N or later, so an entry written before a rule
+	// existed replays as it applied when it was written, on every node and from any snapshot. 0: an
+	// entry written before this field existed. A node enforces no rule it does not know; the entry
+	// still applies (the leader checked it), so this needs no format_version bump.
+	RulesVersion  uint32 `protobuf:"varint,5,opt,name=rules_version,json=rulesVersion,proto3" json:"rules_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -273,6 +279,13 @@ func (x *Envelope) GetCommands() []*Command {
 		return x.Commands
 	}
 	return nil
+}
+
+func (x *Envelope) GetRulesVersion() uint32 {
+	if x != nil {
+		return x.RulesVersion
+	}
+	return 0
 }
 
 // Command is one replicated operation. Each case's message has the same name as the case in
@@ -2682,12 +2695,13 @@ var File_metadv1_command_proto protoreflect.FileDescriptor
 
 const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x15metadv1/command.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xa7\x01\n" +
+	"\x15metadv1/command.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xcc\x01\n" +
 	"\bEnvelope\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x121\n" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
-	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\"\x9d\n" +
+	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x9d\n" +
 	"\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +

@@ -215,6 +215,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_SEGMENT_OWNED_BY_OTHER_CLIENT",
 		"REASON_TENANT_ALREADY_EXISTS",
 		"REASON_STATE_REPLACED", // a leader-prepared command met a state a snapshot restore replaced
+		"REASON_MEMBER_NOT_FOUND",
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {

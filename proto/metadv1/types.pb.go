@@ -182,6 +182,8 @@ const (
 	// A removal, eviction or reaping prepared by the leader against a state that a snapshot restore
 	// replaced before it committed; nothing changed. The server prepares it again; retry if it surfaces.
 	Reason_REASON_STATE_REPLACED Reason = 17
+	// RemoveMember or TransferLeader names a member that is not in the cluster's configuration.
+	Reason_REASON_MEMBER_NOT_FOUND Reason = 18
 )
 
 // Enum value maps for Reason.
@@ -205,6 +207,7 @@ var (
 		15: "REASON_SEGMENT_OWNED_BY_OTHER_CLIENT",
 		16: "REASON_TENANT_ALREADY_EXISTS",
 		17: "REASON_STATE_REPLACED",
+		18: "REASON_MEMBER_NOT_FOUND",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -225,6 +228,7 @@ var (
 		"REASON_SEGMENT_OWNED_BY_OTHER_CLIENT": 15,
 		"REASON_TENANT_ALREADY_EXISTS":         16,
 		"REASON_STATE_REPLACED":                17,
+		"REASON_MEMBER_NOT_FOUND":              18,
 	}
 )
 
@@ -862,7 +866,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xa2\x04\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xbf\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -882,7 +886,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x12REASON_UNAVAILABLE\x10\x0e\x12(\n" +
 	"$REASON_SEGMENT_OWNED_BY_OTHER_CLIENT\x10\x0f\x12 \n" +
 	"\x1cREASON_TENANT_ALREADY_EXISTS\x10\x10\x12\x19\n" +
-	"\x15REASON_STATE_REPLACED\x10\x11*v\n" +
+	"\x15REASON_STATE_REPLACED\x10\x11\x12\x1b\n" +
+	"\x17REASON_MEMBER_NOT_FOUND\x10\x12*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +

@@ -9,3 +9,13 @@ const (
 	// writes.
 	SnapshotFormatVersion uint32 = 1
 )
+
+// RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules
+// its leader checked every command against. Each version adds rules that apply enforces only on
+// entries of that version or later (an older entry replays as it applied when it was written):
+//
+//	1: SEMANTICS section 1's limits on a mounted segment's size (at most 2^48 bytes), name
+//	   (1..256 bytes) and endpoint (1..1024 bytes, no byte below 0x20); the keys of a batch command
+//	   distinct (a repeat refuses the whole command); a member name recorded by SetMember (like a
+//	   tenant id, 1..64 bytes).
+const RulesVersion uint32 = 1

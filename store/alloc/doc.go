@@ -32,8 +32,17 @@
 //     entirely free. So an extent can never be handed out twice.
 //   - Registry.Capacity(t) and Registry.Used(t) equal the sums over the
 //     mounted segments of tier t (kept incrementally, checked by the tests).
+//   - A tier's total capacity fits in 64 bits: a mount that would take it past
+//     2^64-1 is refused (ErrCapacityOverflow), changing nothing. Every other
+//     sum of bytes is bounded by it (used <= capacity, free <= capacity) and
+//     goes through the checked helpers of checked.go, which panic rather than
+//     wrap: a total out of range means the state is broken.
 //   - A segment ID has one owner; mounting it again by the same owner with
 //     identical fields is a no-op.
+//   - Mount applies ValidateSegment (SEMANTICS section 1, the one definition
+//     of a segment's limits). MountRecorded, for segments the replicated state
+//     already holds (snapshot restore, replay of log entries written before a
+//     limit existed), checks only what the registry's soundness needs.
 //   - Place is all or nothing: on error nothing was allocated.
 //
 // # Allocation

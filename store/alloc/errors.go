@@ -15,9 +15,12 @@ var (
 	ErrInvalidTier = errors.New("invalid tier")
 	// ErrInvalidStrategy: a placement strategy name or value is unknown.
 	ErrInvalidStrategy = errors.New("invalid placement strategy")
-	// ErrInvalidSegment: a segment to mount fails validation; the message
-	// names the field.
+	// ErrInvalidSegment: a segment to mount fails validation; the error is
+	// a *SegmentError naming the field.
 	ErrInvalidSegment = errors.New("invalid segment")
+	// ErrCapacityOverflow: mounting the segment would take its tier's total capacity past
+	// 2^64-1 bytes.
+	ErrCapacityOverflow = errors.New("tier capacity would overflow")
 	// ErrInvalidRequest: a placement request is out of the limits of
 	// SEMANTICS section 1 (size, replica counts, strategy).
 	ErrInvalidRequest = errors.New("invalid placement request")

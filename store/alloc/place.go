@@ -141,7 +141,7 @@ func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequ
 		seg.mark = r.epoch
 		tried++
 		if off, ok := seg.alloc.Alloc(size); ok {
-			r.used[t] += size
+			r.used[t] = mustAdd("tier used bytes", r.used[t], size)
 			out = append(out, Extent{Segment: seg.info.ID, Offset: off, Size: size})
 		}
 	}

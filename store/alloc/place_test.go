@@ -330,7 +330,7 @@ func TestPlaceFreeRatioFirst(t *testing.T) {
 	// Ratios equal in float64 but not exactly: 6 has more free per byte
 	// than 5 and must come first despite its higher ID.
 	r = NewRegistry()
-	s5, s6 := uint64(1)<<56, uint64(1)<<56+64
+	s5, s6 := MaxSegmentSize-64, MaxSegmentSize
 	mustMount(t, r, testSeg(5, TierMemory, s5, 1), testSeg(6, TierMemory, s6, 1))
 	for _, id := range []ID{tid(5), tid(6)} {
 		if err := r.Reserve(Extent{id, 0, 64}); err != nil {

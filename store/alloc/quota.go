@@ -34,7 +34,7 @@ func EffectiveQuotas(capacity uint64, reqs []QuotaRequest) []uint64 {
 	for _, q := range reqs {
 		var c uint64
 		sumLo, c = bits.Add64(sumLo, q.Requested, 0)
-		sumHi += c
+		sumHi = mustAdd("quota request sum", sumHi, c)
 	}
 	if sumHi == 0 && sumLo <= capacity {
 		for i, q := range reqs {
@@ -80,10 +80,10 @@ func EffectiveQuotas(capacity uint64, reqs []QuotaRequest) []uint64 {
 			s.remHi = uint64FromBE(buf[:8])
 			s.remLo = uint64FromBE(buf[8:])
 		}
-		given += out[i]
+		given = mustAdd("quota shares", given, out[i])
 		shares = append(shares, s)
 	}
-	left := capacity - given // < len(shares)
+	left := mustSub("quota remainder", capacity, given) // < len(shares)
 	if left == 0 {
 		return out
 	}

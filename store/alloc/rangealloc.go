@@ -148,7 +148,7 @@ func (a *RangeAllocator) Alloc(size uint64) (offset uint64, ok bool) {
 	if best.Size > need {
 		a.insert(Span{Offset: best.Offset + need, Size: best.Size - need})
 	}
-	a.free -= need
+	a.free = mustSub("allocator free bytes", a.free, need)
 	return best.Offset, true
 }
 
@@ -178,14 +178,14 @@ func (a *RangeAllocator) Free(offset, size uint64) error {
 	if hasPrev && prev.End() == offset {
 		a.remove(prev)
 		merged.Offset = prev.Offset
-		merged.Size += prev.Size
+		merged.Size = mustAdd("coalesced span", merged.Size, prev.Size)
 	}
 	if hasNext && next.Offset == end {
 		a.remove(next)
-		merged.Size += next.Size
+		merged.Size = mustAdd("coalesced span", merged.Size, next.Size)
 	}
 	a.insert(merged)
-	a.free += need
+	a.free = mustAdd("allocator free bytes", a.free, need)
 	return nil
 }
 
@@ -210,7 +210,7 @@ func (a *RangeAllocator) Reserve(offset, size uint64) error {
 	if s.End() > end {
 		a.insert(Span{Offset: end, Size: s.End() - end})
 	}
-	a.free -= need
+	a.free = mustSub("allocator free bytes", a.free, need)
 	return nil
 }
 

@@ -111,47 +111,144 @@ func NewRegistry() *Registry {
 	return &Registry{segs: make(map[ID]*segment), byOwner: make(map[ID][]ID)}
 }
 
-// ValidateSegment checks the fields Mount checks: non-zero ID and Owner, Base
-// and Size non-zero and Align-aligned, Base+Size not wrapping, Tier valid.
-// The error wraps ErrInvalidSegment and names the field.
-func ValidateSegment(s Segment) error {
-	var field, why string
-	switch {
-	case s.ID.IsZero():
-		field, why = "id", "zero"
-	case s.Owner.IsZero():
-		field, why = "owner", "zero"
-	case s.Base == 0:
-		field, why = "base", "zero"
-	case s.Base%Align != 0:
-		field, why = "base", fmt.Sprintf("%#x not %d-byte aligned", s.Base, Align)
-	case s.Size == 0:
-		field, why = "size", "zero"
-	case s.Size%Align != 0:
-		field, why = "size", fmt.Sprintf("%d not %d-byte aligned", s.Size, Align)
-	case s.Base+s.Size < s.Base:
-		field, why = "size", fmt.Sprintf("base %#x + size %d wraps the address space", s.Base, s.Size)
-	case !s.Tier.Valid():
-		field, why = "tier", fmt.Sprintf("%s, want MEMORY or NOF", s.Tier)
-	default:
-		return nil
-	}
-	return fmt.Errorf("segment %s: %s %s: %w", s.ID, field, why, ErrInvalidSegment)
+// Limits of a segment (SEMANTICS section 1). A size is also a non-zero multiple of Align, so the
+// smallest segment is Align (64) bytes.
+const (
+	MaxSegmentSize    = uint64(1) << 48 // bytes
+	MaxSegmentNameLen = 256             // bytes
+	MaxEndpointLen    = 1024            // bytes
+)
+
+// SegmentError is a segment refused by a mount: Field names the field at fault as the API spells
+// it ("segment.size"), Why says what is wrong, and Err is ErrInvalidSegment or
+// ErrCapacityOverflow (errors.Is matches it).
+type SegmentError struct {
+	Field string
+	Why   string
+	Err   error
 }
 
-// Mount adds s with an empty allocator. Mounting the same ID again by the
-// same owner with identical fields is a no-op returning created=false. It
-// fails with ErrInvalidSegment (see ValidateSegment), ErrSegmentOwned if
-// another owner holds the ID, or ErrSegmentConflict if the same owner holds it
+func (e *SegmentError) Error() string { return e.Field + ": " + e.Why }
+func (e *SegmentError) Unwrap() error { return e.Err }
+
+func invalidSegment(field, format string, args ...any) error {
+	return &SegmentError{Field: "segment." + field, Why: fmt.Sprintf(format, args...), Err: ErrInvalidSegment}
+}
+
+// ValidateSegment checks a segment to mount against SEMANTICS section 1: non-zero ID and Owner,
+// Base and Size non-zero and Align-aligned, Size at most MaxSegmentSize, Base+Size not wrapping,
+// Tier valid, Name 1..MaxSegmentNameLen and Endpoint 1..MaxEndpointLen bytes with no byte below
+// 0x20. It is the one definition of these rules: Mount applies it, and the server checks a request
+// with it before proposing. The error is a *SegmentError wrapping ErrInvalidSegment.
+func ValidateSegment(s Segment) error {
+	if err := validateShape(s); err != nil {
+		return err
+	}
+	if s.Size > MaxSegmentSize {
+		return invalidSegment("size", "%d over %d (2^48)", s.Size, MaxSegmentSize)
+	}
+	if err := validateLabel("name", s.Name, MaxSegmentNameLen); err != nil {
+		return err
+	}
+	return validateLabel("endpoint", s.Endpoint, MaxEndpointLen)
+}
+
+// validateShape checks what the registry's own soundness needs (non-zero ids, alignment, no
+// wrap, a valid tier) and none of the limits of ValidateSegment: it is what MountRecorded applies.
+func validateShape(s Segment) error {
+	switch {
+	case s.ID.IsZero():
+		return invalidSegment("id", "zero")
+	case s.Owner.IsZero():
+		return invalidSegment("owner", "zero")
+	case s.Base == 0:
+		return invalidSegment("base", "zero")
+	case s.Base%Align != 0:
+		return invalidSegment("base", "%#x not %d-byte aligned", s.Base, Align)
+	case s.Size == 0:
+		return invalidSegment("size", "zero")
+	case s.Size%Align != 0:
+		return invalidSegment("size", "%d not %d-byte aligned", s.Size, Align)
+	case s.Base+s.Size < s.Base:
+		return invalidSegment("size", "base %#x + size %d wraps the address space", s.Base, s.Size)
+	case !s.Tier.Valid():
+		return invalidSegment("tier", "%s, want MEMORY or NOF", s.Tier)
+	}
+	return nil
+}
+
+// validateLabel checks a segment's name or endpoint: 1..limit bytes, no byte below 0x20.
+func validateLabel(field, v string, limit int) error {
+	if len(v) == 0 || len(v) > limit {
+		return invalidSegment(field, "length %d not in 1..%d", len(v), limit)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 {
+			return invalidSegment(field, "control byte 0x%02x at %d", v[i], i)
+		}
+	}
+	return nil
+}
+
+// Mount adds s with an empty allocator. Mounting the same ID again by the same owner with
+// identical fields is a no-op returning created=false. It fails with ErrInvalidSegment (see
+// ValidateSegment), ErrCapacityOverflow if the tier's total capacity would pass 2^64-1,
+// ErrSegmentOwned if another owner holds the ID, or ErrSegmentConflict if the same owner holds it
 // with different fields; nothing changes on error.
 func (r *Registry) Mount(s Segment) (created bool, err error) {
 	if err := ValidateSegment(s); err != nil {
 		return false, err
 	}
+	return r.mount(s)
+}
+
+// MountRecorded is Mount for a segment the replicated state already holds, which may break a limit
+// that did not exist when it was mounted: snapshot restore and the replay of log entries written
+// before the limit. It checks only what the registry's soundness needs (validateShape, and that
+// the tier's total capacity does not overflow), with Mount's errors and idempotence.
+func (r *Registry) MountRecorded(s Segment) (created bool, err error) {
+	if err := validateShape(s); err != nil {
+		return false, err
+	}
+	return r.mount(s)
+}
+
+// CheckMount returns the error Mount(s) would return now, changing nothing: the leader refuses a
+// mount from its applied state before proposing it.
+func (r *Registry) CheckMount(s Segment) error {
+	if err := ValidateSegment(s); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	_, _, err := r.checkMountLocked(s)
+	return err
+}
+
+// checkMountLocked decides a mount of a validated s (mu held): exists reports an identical
+// mount (a no-op), capacity is the tier's total after a new mount.
+func (r *Registry) checkMountLocked(s Segment) (exists bool, capacity uint64, err error) {
 	if old, ok := r.segs[s.ID]; ok {
-		return false, remountErr(old.info, s)
+		if err := remountErr(old.info, s); err != nil {
+			return false, 0, err
+		}
+		return true, 0, nil
+	}
+	capacity, ok := add64(r.capacity[s.Tier], s.Size)
+	if !ok {
+		return false, 0, &SegmentError{Field: "segment.size", Err: ErrCapacityOverflow,
+			Why: fmt.Sprintf("%d bytes would overflow the total capacity of tier %s (%d bytes mounted)", s.Size, s.Tier, r.capacity[s.Tier])}
+	}
+	return false, capacity, nil
+}
+
+// mount adds a validated s (Mount, MountRecorded).
+func (r *Registry) mount(s Segment) (created bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	exists, capacity, err := r.checkMountLocked(s)
+	if err != nil || exists {
+		return false, err
 	}
 	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size)}
 	r.segs[s.ID] = seg
@@ -160,7 +257,7 @@ func (r *Registry) Mount(s Segment) (created bool, err error) {
 	ids := r.byOwner[s.Owner]
 	i, _ := slices.BinarySearchFunc(ids, s.ID, Compare)
 	r.byOwner[s.Owner] = slices.Insert(ids, i, s.ID)
-	r.capacity[s.Tier] += s.Size
+	r.capacity[s.Tier] = capacity
 	r.publishDescsLocked()
 	return true, nil
 }
@@ -174,20 +271,6 @@ func remountErr(old, s Segment) error {
 		return fmt.Errorf("mount segment %s by client %s: owned by client %s: %w", s.ID, s.Owner, old.Owner, ErrSegmentOwned)
 	case old != s:
 		return fmt.Errorf("mount segment %s by client %s: %w", s.ID, s.Owner, ErrSegmentConflict)
-	}
-	return nil
-}
-
-// CheckMount reports the error Mount(s) would fail with now (nil when it would mount s or find it
-// mounted already), changing nothing.
-func (r *Registry) CheckMount(s Segment) error {
-	if err := ValidateSegment(s); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if old, ok := r.segs[s.ID]; ok {
-		return remountErr(old.info, s)
 	}
 	return nil
 }
@@ -214,8 +297,8 @@ func (r *Registry) Unmount(id ID) (Segment, error) {
 	} else {
 		r.byOwner[seg.info.Owner] = ids
 	}
-	r.capacity[t] -= seg.info.Size
-	r.used[t] -= seg.alloc.Used()
+	r.capacity[t] = mustSub("tier capacity", r.capacity[t], seg.info.Size)
+	r.used[t] = mustSub("tier used bytes", r.used[t], seg.alloc.Used())
 	r.publishDescsLocked()
 	return seg.info, nil
 }
@@ -340,7 +423,7 @@ func (r *Registry) FreeMany(es []Extent) error {
 				}
 			}
 		default:
-			r.used[seg.info.Tier] -= end - first.Offset
+			r.used[seg.info.Tier] = mustSub("tier used bytes", r.used[seg.info.Tier], end-first.Offset)
 		}
 		lo = hi
 	}
@@ -369,7 +452,7 @@ func (r *Registry) Reserve(e Extent) error {
 	if err := seg.alloc.Reserve(e.Offset, e.Size); err != nil {
 		return fmt.Errorf("segment %s: %w", e.Segment, err)
 	}
-	r.used[seg.info.Tier] += RoundUp(e.Size)
+	r.used[seg.info.Tier] = mustAdd("tier used bytes", r.used[seg.info.Tier], RoundUp(e.Size))
 	return nil
 }
 
@@ -381,7 +464,7 @@ func (r *Registry) freeLocked(e Extent) error {
 	if err := seg.alloc.Free(e.Offset, e.Size); err != nil {
 		return fmt.Errorf("segment %s: %w", e.Segment, err)
 	}
-	r.used[seg.info.Tier] -= RoundUp(e.Size)
+	r.used[seg.info.Tier] = mustSub("tier used bytes", r.used[seg.info.Tier], RoundUp(e.Size))
 	return nil
 }
 

@@ -120,8 +120,16 @@ func TestMountValidation(t *testing.T) {
 		{"size", func(s *Segment) { s.Size = 0 }},
 		{"size", func(s *Segment) { s.Size = 1000 }},
 		{"size", func(s *Segment) { s.Base, s.Size = 1<<63, 1<<63 }},
+		{"size", func(s *Segment) { s.Size = MaxSegmentSize + Align }},
+		{"size", func(s *Segment) { s.Size = 1 << 62 }},
 		{"tier", func(s *Segment) { s.Tier = 0 }},
 		{"tier", func(s *Segment) { s.Tier = 3 }},
+		{"name", func(s *Segment) { s.Name = "" }},
+		{"name", func(s *Segment) { s.Name = strings.Repeat("n", MaxSegmentNameLen+1) }},
+		{"name", func(s *Segment) { s.Name = "seg\x1f" }},
+		{"endpoint", func(s *Segment) { s.Endpoint = "" }},
+		{"endpoint", func(s *Segment) { s.Endpoint = strings.Repeat("e", MaxEndpointLen+1) }},
+		{"endpoint", func(s *Segment) { s.Endpoint = "\x00host:1" }},
 	} {
 		s := good
 		tc.mutate(&s)
@@ -131,12 +139,115 @@ func TestMountValidation(t *testing.T) {
 			t.Errorf("%s: Mount(%+v) = %v, %v; want ErrInvalidSegment", tc.field, s, created, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), " "+tc.field+" ") {
+		if !strings.HasPrefix(err.Error(), "segment."+tc.field+": ") {
 			t.Errorf("%s: error %q does not name the field", tc.field, err)
 		}
 		if r.Len() != 0 || r.Capacity(TierMemory) != 0 {
 			t.Errorf("%s: failed mount changed the registry", tc.field)
 		}
+	}
+}
+
+// TestMountRefusesHugeSegments: segments of 2^62 bytes are refused, so four of them cannot wrap
+// the tier's capacity back to what it was (and a 2^40-byte object then fit a "4 MiB" tier).
+func TestMountRefusesHugeSegments(t *testing.T) {
+	r := NewRegistry()
+	mustMount(t, r, testSeg(1, TierMemory, 4<<20, 1))
+	before := dump(r)
+	for i := 2; i <= 5; i++ {
+		s := testSeg(i, TierMemory, 1<<62, 1)
+		if created, err := r.Mount(s); created || !errors.Is(err, ErrInvalidSegment) {
+			t.Fatalf("Mount of %d bytes = %v, %v; want ErrInvalidSegment", s.Size, created, err)
+		}
+	}
+	if got := r.Capacity(TierMemory); got != 4<<20 {
+		t.Fatalf("capacity %d after refused mounts, want %d", got, 4<<20)
+	}
+	if after := dump(r); after != before {
+		t.Fatalf("refused mounts changed state:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := r.Place(PlaceRequest{Size: 1 << 40, Memory: 1}); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("Place of 2^40 bytes on a 4 MiB tier = %v, want ErrNoSpace", err)
+	}
+}
+
+// TestMountRefusesCapacityOverflow: a recorded segment (no size limit) that would take its tier's
+// capacity past 2^64-1 is refused, by MountRecorded, Mount and CheckMount alike, changing nothing.
+func TestMountRefusesCapacityOverflow(t *testing.T) {
+	r := NewRegistry()
+	for i := 1; i <= 3; i++ {
+		if _, err := r.MountRecorded(testSeg(i, TierMemory, 1<<62, 1)); err != nil {
+			t.Fatalf("MountRecorded %d: %v", i, err)
+		}
+	}
+	// 2^62 - 2^48 fits: the tier then holds 2^64 - 2^48, and no segment of up to 2^48 more does.
+	mustMountRecorded := func(s Segment) {
+		if _, err := r.MountRecorded(s); err != nil {
+			t.Fatalf("MountRecorded: %v", err)
+		}
+	}
+	mustMountRecorded(testSeg(4, TierMemory, 1<<62-MaxSegmentSize, 1))
+	mustMount(t, r, testSeg(5, TierNOF, MaxSegmentSize, 1)) // another tier has its own total
+	before := dump(r)
+	last := testSeg(6, TierMemory, MaxSegmentSize, 1)
+	for name, err := range map[string]error{
+		"MountRecorded": second(r.MountRecorded(last)),
+		"Mount":         second(r.Mount(last)),
+		"CheckMount":    r.CheckMount(last),
+	} {
+		var se *SegmentError
+		if !errors.Is(err, ErrCapacityOverflow) || !errors.As(err, &se) || se.Field != "segment.size" {
+			t.Errorf("%s of a segment overflowing the tier = %v, want ErrCapacityOverflow on segment.size", name, err)
+		}
+	}
+	if after := dump(r); after != before {
+		t.Fatalf("refused mounts changed state:\n%s\nwas\n%s", after, before)
+	}
+	if err := checkRegistry(r); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Capacity(TierMemory), ^uint64(0)-MaxSegmentSize+1; got != want { // 2^64 - 2^48
+		t.Fatalf("capacity %d, want %d", got, want)
+	}
+	if err := r.CheckMount(testSeg(4, TierMemory, 1<<62-MaxSegmentSize, 1)); !errors.Is(err, ErrInvalidSegment) {
+		t.Fatalf("CheckMount of a recorded segment over the size limit = %v, want ErrInvalidSegment", err)
+	}
+	// An identical re-mount adds nothing, so it cannot overflow.
+	if created, err := r.MountRecorded(testSeg(4, TierMemory, 1<<62-MaxSegmentSize, 1)); created || err != nil {
+		t.Fatalf("identical re-MountRecorded = %v, %v; want false, nil", created, err)
+	}
+}
+
+func second(_ bool, err error) error { return err }
+
+// TestCheckedSumsPanic: a sum the invariants bound panics rather than wrap.
+func TestCheckedSumsPanic(t *testing.T) {
+	if got := mustAdd("x", 1<<63, 1<<63-1); got != ^uint64(0) {
+		t.Fatalf("mustAdd = %d", got)
+	}
+	for name, fn := range map[string]func(){
+		"add": func() { mustAdd("x", 1<<63, 1<<63) },
+		"sub": func() { mustSub("x", 1, 2) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s out of range did not panic", name)
+				}
+			}()
+			fn()
+		}()
+	}
+}
+
+// TestMountLimitsInclusive: the largest size, name and endpoint the limits allow mount, and so does
+// any byte from 0x20 up (0x7f included).
+func TestMountLimitsInclusive(t *testing.T) {
+	s := testSeg(1, TierMemory, MaxSegmentSize, 1)
+	s.Name = strings.Repeat("\x7f", MaxSegmentNameLen)
+	s.Endpoint = strings.Repeat(" ", MaxEndpointLen)
+	if _, err := NewRegistry().Mount(s); err != nil {
+		t.Fatalf("Mount at the limits: %v", err)
 	}
 }
 

@@ -1,0 +1,84 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"metad/store"
+)
+
+// TestMembershipRequestsChecked: a malformed name or address is INVALID_PARAMS and a name that is
+// not in the configuration MEMBER_NOT_FOUND, as *store.Error values and with nothing appended to
+// the log; transferring leadership to the leader itself is a no-op that names it.
+func TestMembershipRequestsChecked(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	l := c.waitLeader()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	last := l.raft.LastIndex()
+
+	for _, tc := range []struct{ name, addr string }{
+		{"n2\x01", "127.0.0.1:7002"},
+		{"", "127.0.0.1:7002"},
+		{"_n2", "127.0.0.1:7002"},
+		{"n2", "127.0.0.1"},
+		{"n2", "127.0.0.1:0"},
+		{"n2", "127.0.0.1:70000"},
+		{"n2", ":7002"},
+		{"n2", "127.0.0.1:7002\n"},
+	} {
+		if err := l.AddMember(ctx, tc.name, tc.addr); store.ReasonOf(err) != store.InvalidParams || err == nil {
+			t.Errorf("AddMember(%q, %q) = %v, want INVALID_PARAMS", tc.name, tc.addr, err)
+		}
+	}
+	if err := l.RemoveMember(ctx, "ghost"); !errors.Is(err, store.ErrMemberNotFound) {
+		t.Errorf("RemoveMember of an unknown member = %v, want MEMBER_NOT_FOUND", err)
+	}
+	if err := l.RemoveMember(ctx, ""); store.ReasonOf(err) != store.InvalidParams || err == nil {
+		t.Errorf("RemoveMember of no name = %v, want INVALID_PARAMS", err)
+	}
+	if _, err := l.TransferLeader(ctx, "ghost"); !errors.Is(err, store.ErrMemberNotFound) {
+		t.Errorf("TransferLeader to an unknown member = %v, want MEMBER_NOT_FOUND", err)
+	}
+	if got := l.raft.LastIndex(); got != last {
+		t.Fatalf("refused membership requests appended entries %d..%d", last+1, got)
+	}
+	ms, err := l.Members()
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("members %v (%v), want only n1", ms, err)
+	}
+	name, err := l.TransferLeader(ctx, "n1")
+	if err != nil || name != "n1" || !l.IsLeader() {
+		t.Fatalf("TransferLeader to the leader itself = %q, %v (leader %v), want a no-op naming n1", name, err, l.IsLeader())
+	}
+
+	// A member whose name predates the rules (added straight through Raft here, as a non-voter so
+	// the quorum stays) is looked up, not checked: it can be removed.
+	if err := l.raft.AddNonvoter("old\x01name", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveMember(ctx, "old\x01name"); err != nil {
+		t.Fatalf("RemoveMember of a member added before the name rules: %v", err)
+	}
+	if ms, err := l.Members(); err != nil || len(ms) != 1 {
+		t.Fatalf("members %v (%v), want only n1", ms, err)
+	}
+}
+
+// TestConfigRefusesBadMemberNames: a node's own name and its initial cluster's follow the member
+// name rules, so a SetMember it proposes always applies.
+func TestConfigRefusesBadMemberNames(t *testing.T) {
+	for _, name := range []string{"", "_n1", "n\x01", string(make([]byte, 65))} {
+		cfg := testConfig(name, t.TempDir())
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+	cfg := testConfig("n1", t.TempDir())
+	cfg.Bootstrap, cfg.InitialCluster = true, []Peer{{Name: "n1", PeerAddr: "127.0.0.1:1"}, {Name: "n\t2", PeerAddr: "127.0.0.1:2"}}
+	if err := cfg.Validate(); err == nil {
+		t.Error("initial cluster member with a control byte accepted")
+	}
+}
