@@ -44,19 +44,19 @@ func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
 		err = s.CheckPutRevoke(endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier()))
 	case *metadv1.Command_BatchPutStart:
 		m := op.BatchPutStart
-		return checkBatch(s, m.GetTenant(), len(m.GetItems()), func(i int) error {
+		return checkBatch(s, m.GetTenant(), "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }, func(i int) error {
 			it := m.GetItems()[i]
 			return s.CheckPutStart(putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
 				m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
 		})
 	case *metadv1.Command_BatchPutEnd:
 		m := op.BatchPutEnd
-		return checkBatch(s, m.GetTenant(), len(m.GetKeys()), func(i int) error {
+		return checkBatch(s, m.GetTenant(), "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }, func(i int) error {
 			return s.CheckPutEnd(endReq(m.GetTenant(), m.GetClientId(), m.GetKeys()[i], m.GetTier()))
 		})
 	case *metadv1.Command_BatchPutRevoke:
 		m := op.BatchPutRevoke
-		return checkBatch(s, m.GetTenant(), len(m.GetKeys()), func(i int) error {
+		return checkBatch(s, m.GetTenant(), "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }, func(i int) error {
 			return s.CheckPutRevoke(endReq(m.GetTenant(), m.GetClientId(), m.GetKeys()[i], m.GetTier()))
 		})
 	case *metadv1.Command_RegisterTenant:
@@ -77,9 +77,13 @@ func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
 	return fromErr(err), true
 }
 
-// checkBatch checks a batch of n items of one tenant: refused whole when the tenant takes no
-// writes, per item when item refuses every one of them.
-func checkBatch(s *store.Store, tenant string, n int, item func(i int) error) (Result, bool) {
+// checkBatch checks a batch of n items of one tenant, as apply decides it under the rules the
+// leader stamps now (metadv1.RulesVersion): refused whole when its keys repeat (field names them,
+// key gives item i's) or the tenant takes no writes, per item when item refuses every one of them.
+func checkBatch(s *store.Store, tenant, field string, n int, key func(i int) []byte, item func(i int) error) (Result, bool) {
+	if r, ok := distinct(env{rules: metadv1.RulesVersion}, field, n, key); !ok {
+		return r, true
+	}
 	if err := s.CheckWritable(tenant); err != nil {
 		return fromErr(err), true
 	}

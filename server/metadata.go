@@ -848,11 +848,8 @@ func (m *metadataService) MountSegment(ctx context.Context, req *metadv1.MountSe
 		return nil, toStatus(err, "", nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.MountSegmentResponse, error) {
-		// A mount the applied state refuses (another owner, a conflict, a tier whose capacity would
-		// overflow) costs no log entry; apply checks again, so a mount committed meanwhile is safe.
-		if err := s.b.Store().CheckMountSegment(fsm.SegmentFrom(seg)); err != nil {
-			return nil, toStatus(err, "", nil)
-		}
+		// propose refuses from the applied state (another owner, a conflict, a tier whose capacity
+		// would overflow) without a log entry; apply checks again.
 		cmd := &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: seg}}}
 		if _, err := s.propose(ctx, cmd, "", nil); err != nil {
 			return nil, err
