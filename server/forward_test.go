@@ -185,7 +185,7 @@ func TestForwardAbandonedWhenLeaderGoesSilent(t *testing.T) {
 		_, err := follower.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k")})
 		errc <- err
 	}()
-	waitFor(t, "the forward to reach the leader", func() bool { return leader.calls.Load() == 1 })
+	pollUntil(t, "the forward to reach the leader", 10*time.Second, func() bool { return leader.calls.Load() == 1 })
 	fb.silent.Store(true)
 	silent := time.Now()
 	select {
@@ -232,24 +232,12 @@ func TestForwardTimeoutBoundsShortCalls(t *testing.T) {
 		_, err := follower.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{})
 		errc <- err
 	}()
-	waitFor(t, "the RemoveAll forward to reach the leader", func() bool { return leader.calls.Load() == 2 })
+	pollUntil(t, "the RemoveAll forward to reach the leader", 10*time.Second, func() bool { return leader.calls.Load() == 2 })
 	if leader.deadlines.Load() != 1 {
 		t.Fatal("the forwarded long call carried a deadline the caller did not set")
 	}
 	cancel()
 	if err := <-errc; status.Code(err) != codes.Canceled {
 		t.Fatalf("RemoveAll cancelled by its caller: %v", err)
-	}
-}
-
-// waitFor polls cond every few milliseconds for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
