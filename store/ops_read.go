@@ -147,11 +147,23 @@ func (s *Store) ListGroup(tenant, group string) ([]string, error) {
 	if t == nil {
 		return nil, errf(ObjectNotFound, "tenant %q group %q: group not found", tenant, group)
 	}
-	g := t.dir.group(group)
+	return groupKeys(tenant, group, t.dir.group(group))
+}
+
+// groupKeys lists the members of g, found in the catalog under group (nil: not there), in key
+// order. The catalog lookup and g's lock are two steps, so g may have been erased between them
+// (EraseGroup empties and drops it under its lock) or be a group just created whose first member
+// has not joined yet: a group without members is not found, never listed empty. Either answer
+// (not found, or every member) is one that the state held at some point of the call.
+func groupKeys(tenant, group string, g *GroupEntry) ([]string, error) {
 	if g == nil {
 		return nil, errf(ObjectNotFound, "tenant %q group %q: group not found", tenant, group)
 	}
 	g.mu.Lock()
+	if g.life != groupActive || len(g.members) == 0 {
+		g.mu.Unlock()
+		return nil, errf(ObjectNotFound, "tenant %q group %q: group not found", tenant, group)
+	}
 	keys := make([]string, 0, len(g.members))
 	for _, m := range g.members {
 		keys = append(keys, m.key)

@@ -785,3 +785,24 @@ func TestWithHandleOnlyReachesTheLiveEntry(t *testing.T) {
 	}
 	wantReason(t, s.WithHandle(o, func(*LockedObject) error { t.Fatal("reached"); return nil }), ObjectNotFound)
 }
+
+// TestListGroupOfAGroupErasedMeanwhile: ListGroup finds the group in the catalog, then takes its
+// lock; an EraseGroup applied between the two steps leaves it a removed, empty entry. A drill found
+// ListGroup answering that as a group with no members, a state the group never had (it went from
+// three members to not found); it must answer not found.
+func TestListGroupOfAGroupErasedMeanwhile(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	for _, k := range []string{"a", "b", "c"} {
+		put(t, s, 1, DefaultTenant, k, "G", 64)
+	}
+	tn := s.tenants.Lookup(DefaultTenant)
+	g := tn.dir.group("G") // the catalog lookup of a ListGroup racing the erase
+	if n, err := s.EraseGroup(GroupToken{Tenant: DefaultTenant, Group: "G"}); err != nil || n != 3 {
+		t.Fatalf("EraseGroup = %d, %v", n, err)
+	}
+	keys, err := groupKeys(DefaultTenant, "G", g)
+	if ReasonOf(err) != ObjectNotFound {
+		t.Fatalf("listing the erased group's entry = %q, %v; want OBJECT_NOT_FOUND", keys, err)
+	}
+}
