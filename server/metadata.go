@@ -579,9 +579,9 @@ func (m *metadataService) ListGroup(ctx context.Context, req *metadv1.ListGroupR
 // ready, and a request it refuses whole is answered only after leadership is confirmed (state.go).
 // Items of a batch it refuses while others are proposed are answered with the command's commit,
 // which confirms that this node still led when it prepared them. Marks are cleared when the
-// proposal fails or apply rejects the item. A command refused with STATE_REPLACED was checked against a state that a
-// snapshot restore replaced before it committed: nothing changed, and the handler prepares it again
-// against the restored state (at most maxReplaced times).
+// proposal fails or apply rejects the item. A command refused with STATE_REPLACED was checked
+// against a state that a snapshot restore replaced before it committed: nothing changed, and the
+// handler prepares it again against the restored state (at most maxReplaced times).
 
 // maxReplaced bounds how often one request is prepared again after a snapshot restore replaced the
 // state it was checked against (restores are rare and serialized; two in one request's life are
