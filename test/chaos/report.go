@@ -346,9 +346,9 @@ func verdictLine(r *Result) string {
 // after a leader kill over every drill's leader kills.
 func Summary(w io.Writer, rs []*Result) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "seed\tops\tunknown\tfaults\tviolations\tunexplained\tgroup-not-found\tdirty-absent\trestore-fenced\tundecided\tlost\tdiffering\ttwo-leader\tleader kills\tmedian\tmax\tverdict\t")
-	var all []time.Duration
-	var strict, unexpl, undec, lost, diff, two int
+	fmt.Fprintln(tw, "seed\tops\tunknown\tfaults\tviolations\tunexplained\tgroup-not-found\tdirty-absent\trestore-fenced\tundecided\tlost\tdiffering\ttwo-leader\texpired\tleader kills\tmedian\tmax\tverdict\t")
+	var all, longPauses []time.Duration
+	var strict, unexpl, undec, lost, diff, two, expired int
 	classes := map[string]int{}
 	for _, r := range rs {
 		ds := r.Unavail(KillLeader)
@@ -368,9 +368,15 @@ func Summary(w io.Writer, rs []*Result) error {
 		lost += len(r.Lost)
 		diff += r.Differing
 		two += len(r.TwoLeader)
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Seed, r.Ops, r.Unknown, len(r.Faults),
+		expired += len(r.Expired)
+		for _, f := range r.Faults {
+			if f.Kind == PauseLeader && f.Hold > clientTTL && f.Unavail >= 0 && f.Err == "" {
+				longPauses = append(longPauses, f.Unavail)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Seed, r.Ops, r.Unknown, len(r.Faults),
 			r.Strict(), bc[""], bc[tolNames[tolGroupNotFound]], bc[tolNames[tolDirtyAbsent]], bc[tolNames[tolRestoreFenced]], r.Undecided(), len(r.Lost), r.Differing,
-			len(r.TwoLeader), len(ds), ms(med), ms(mx), v)
+			len(r.TwoLeader), len(r.Expired), len(ds), ms(med), ms(mx), v)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -382,6 +388,7 @@ func Summary(w io.Writer, rs []*Result) error {
 	fmt.Fprintf(w, "acknowledged writes lost:                  %d\n", lost)
 	fmt.Fprintf(w, "nodes with a different state after heal:   %d\n", diff)
 	fmt.Fprintf(w, "terms with two leaders:                    %d\n", two)
+	fmt.Fprintf(w, "clients expired while a quorum was up:     %d\n", expired)
 	fmt.Fprintf(w, "unavailability after a leader kill:        median %s, max %s over %d kills\n", ms(med), ms(mx), len(all))
 	for _, k := range allFaults {
 		if k.Kind == KillLeader {
@@ -395,6 +402,10 @@ func Summary(w io.Writer, rs []*Result) error {
 			m, x := medianMax(ds)
 			fmt.Fprintf(w, "unavailability after %-18s         median %s, max %s over %d\n", string(k.Kind)+":", ms(m), ms(x), len(ds))
 		}
+	}
+	if len(longPauses) > 0 {
+		m, x := medianMax(longPauses)
+		fmt.Fprintf(w, "  of which leader pauses past client ttl:   median %s, max %s over %d\n", ms(m), ms(x), len(longPauses))
 	}
 	return nil
 }
