@@ -12,7 +12,7 @@ import (
 // RegisterTenant creates tenant name with a requested quota in bytes (0 = no quota) and returns the
 // new instance id.
 func (c *Client) RegisterTenant(ctx context.Context, name string, quotaBytes uint64) (uint64, error) {
-	resp, err := callAdmin(ctx, c, shortCall, metadv1.AdminClient.RegisterTenant, &metadv1.RegisterTenantRequest{
+	resp, err := callAdmin(ctx, c, metadv1.AdminClient.RegisterTenant, &metadv1.RegisterTenantRequest{
 		Name: name, QuotaBytes: quotaBytes,
 	})
 	return resp.GetInstanceId(), err
@@ -20,23 +20,23 @@ func (c *Client) RegisterTenant(ctx context.Context, name string, quotaBytes uin
 
 // UnregisterTenant removes tenant name; with force it also erases its objects and groups.
 func (c *Client) UnregisterTenant(ctx context.Context, name string, force bool) (*metadv1.UnregisterTenantResponse, error) {
-	return callAdmin(ctx, c, longCall, metadv1.AdminClient.UnregisterTenant, &metadv1.UnregisterTenantRequest{Name: name, Force: force})
+	return callAdmin(ctx, c, metadv1.AdminClient.UnregisterTenant, &metadv1.UnregisterTenantRequest{Name: name, Force: force})
 }
 
 // ListTenants lists the registered tenants sorted by name, with their usage.
 func (c *Client) ListTenants(ctx context.Context, opts ...ReadOption) ([]*metadv1.TenantInfo, error) {
-	resp, err := callAdmin(ctx, c, shortCall, metadv1.AdminClient.ListTenants, &metadv1.ListTenantsRequest{Stale: readOpts(opts).stale})
+	resp, err := callAdmin(ctx, c, metadv1.AdminClient.ListTenants, &metadv1.ListTenantsRequest{Stale: readOpts(opts).stale})
 	return resp.GetTenants(), err
 }
 
 // SetQuota sets a tenant's requested quota (0 = no quota) and returns the quota in force after.
 func (c *Client) SetQuota(ctx context.Context, tenant string, quotaBytes uint64) (*metadv1.SetQuotaResponse, error) {
-	return callAdmin(ctx, c, shortCall, metadv1.AdminClient.SetQuota, &metadv1.SetQuotaRequest{Tenant: tenant, QuotaBytes: quotaBytes})
+	return callAdmin(ctx, c, metadv1.AdminClient.SetQuota, &metadv1.SetQuotaRequest{Tenant: tenant, QuotaBytes: quotaBytes})
 }
 
 // GetQuota reports a tenant's quota and usage.
 func (c *Client) GetQuota(ctx context.Context, tenant string, opts ...ReadOption) (*metadv1.GetQuotaResponse, error) {
-	return callAdmin(ctx, c, shortCall, metadv1.AdminClient.GetQuota, &metadv1.GetQuotaRequest{Tenant: tenant, Stale: readOpts(opts).stale})
+	return callAdmin(ctx, c, metadv1.AdminClient.GetQuota, &metadv1.GetQuotaRequest{Tenant: tenant, Stale: readOpts(opts).stale})
 }
 
 // SegmentFilter selects segments in ListSegments; the zero value selects all.
@@ -51,32 +51,32 @@ func (c *Client) ListSegments(ctx context.Context, f SegmentFilter, opts ...Read
 	if !f.Client.IsZero() {
 		req.ClientId = f.Client.Bytes()
 	}
-	resp, err := callAdmin(ctx, c, shortCall, metadv1.AdminClient.ListSegments, req)
+	resp, err := callAdmin(ctx, c, metadv1.AdminClient.ListSegments, req)
 	return resp.GetSegments(), err
 }
 
 // ListMembers returns the cluster's Raft configuration.
 func (c *Client) ListMembers(ctx context.Context) (*metadv1.ListMembersResponse, error) {
-	return callAdmin(ctx, c, shortCall, metadv1.AdminClient.ListMembers, &metadv1.ListMembersRequest{})
+	return callAdmin(ctx, c, metadv1.AdminClient.ListMembers, &metadv1.ListMembersRequest{})
 }
 
 // AddMember adds a voter named name at Raft peer address peerAddr; it returns the configuration's
 // log index.
 func (c *Client) AddMember(ctx context.Context, name, peerAddr string) (uint64, error) {
-	resp, err := callAdmin(ctx, c, longCall, metadv1.AdminClient.AddMember, &metadv1.AddMemberRequest{Name: name, PeerAddress: peerAddr})
+	resp, err := callAdmin(ctx, c, metadv1.AdminClient.AddMember, &metadv1.AddMemberRequest{Name: name, PeerAddress: peerAddr})
 	return resp.GetIndex(), err
 }
 
 // RemoveMember removes member name; it returns the configuration's log index.
 func (c *Client) RemoveMember(ctx context.Context, name string) (uint64, error) {
-	resp, err := callAdmin(ctx, c, longCall, metadv1.AdminClient.RemoveMember, &metadv1.RemoveMemberRequest{Name: name})
+	resp, err := callAdmin(ctx, c, metadv1.AdminClient.RemoveMember, &metadv1.RemoveMemberRequest{Name: name})
 	return resp.GetIndex(), err
 }
 
 // TransferLeader hands leadership to member target ("" = the most up-to-date follower) and makes
 // the new leader the endpoint later calls go to.
 func (c *Client) TransferLeader(ctx context.Context, target string) (*metadv1.TransferLeaderResponse, error) {
-	resp, err := callAdmin(ctx, c, longCall, metadv1.AdminClient.TransferLeader, &metadv1.TransferLeaderRequest{Target: target})
+	resp, err := callAdmin(ctx, c, metadv1.AdminClient.TransferLeader, &metadv1.TransferLeaderRequest{Target: target})
 	if err == nil && resp.GetLeaderAddress() != "" {
 		_ = c.setLeader(resp.GetLeaderAddress())
 	}
@@ -133,7 +133,7 @@ func (c *Client) StatusAll(ctx context.Context) []NodeStatus {
 // the first chunk arrives; after that an error ends it (w then holds a truncated file).
 func (c *Client) SnapshotSave(ctx context.Context, w io.Writer, allowStale bool) (int64, error) {
 	var n int64
-	err := c.do(ctx, longCall, func(ctx context.Context, ep *endpoint) error {
+	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stream, err := ep.admin.SnapshotSave(ctx, &metadv1.SnapshotSaveRequest{AllowStale: allowStale})
@@ -181,7 +181,7 @@ func (c *Client) SnapshotRestore(ctx context.Context, r io.Reader) (*metadv1.Sna
 	seeker, canRetry := r.(io.Seeker)
 	var resp *metadv1.SnapshotRestoreResponse
 	first := true
-	err := c.do(ctx, longCall, func(ctx context.Context, ep *endpoint) error {
+	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
 		if !first {
 			if !canRetry {
 				return &noRetryError{errors.New("client: snapshot restore cannot be retried from a stream that cannot seek")}

@@ -167,7 +167,7 @@ func (c *Client) BatchPutStart(ctx context.Context, tenant string, items []Batch
 			}
 			req.Items = append(req.Items, &metadv1.BatchPutStartRequest_Item{Key: []byte(it.Key), Group: g, Size: it.Size})
 		}
-		resp, n, err := callCount(ctx, c, shortCall, metadv1.MetadataClient.BatchPutStart, req)
+		resp, n, err := callCount(ctx, c, metadv1.MetadataClient.BatchPutStart, req)
 		if err == nil {
 			err = checkCount(len(resp.GetResults()), len(req.Items))
 		}

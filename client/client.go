@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -28,13 +29,14 @@ const (
 // endpoint is shared freely: one node's address and the connection to it, immutable once built,
 // and suspectUntil, which any call may read or write without a lock.
 type endpoint struct {
-	addr  string
-	idx   int // position in Client.eps
-	conn  *grpc.ClientConn
-	md    metadv1.MetadataClient
-	admin metadv1.AdminClient
-	// suspectUntil is the Unix time in ns until which failover passes this endpoint by: an attempt
-	// to it ran out of Config.AttemptTimeout (the node may be paused, overloaded or cut off). 0, or
+	addr   string
+	idx    int // position in Client.eps
+	conn   *grpc.ClientConn
+	md     metadv1.MetadataClient
+	admin  metadv1.AdminClient
+	health healthpb.HealthClient // the watchdog's probe
+	// suspectUntil is the Unix time in ns until which failover passes this endpoint by: a watchdog
+	// found it silent (the node may be paused, stalled or cut off). 0, or
 	// a time in the past, means healthy. A successful answer from it, or a leader hint naming it
 	// in a successful answer, clears it.
 	suspectUntil atomic.Int64
@@ -152,7 +154,7 @@ func (c *Client) endpointLocked(addr string) (*endpoint, error) {
 	}
 	conn.Connect()
 	ep := &endpoint{addr: addr, idx: len(c.eps), conn: conn,
-		md: metadv1.NewMetadataClient(conn), admin: metadv1.NewAdminClient(conn)}
+		md: metadv1.NewMetadataClient(conn), admin: metadv1.NewAdminClient(conn), health: healthpb.NewHealthClient(conn)}
 	c.eps = append(c.eps, ep)
 	c.byAddr[addr] = ep
 	return ep, nil
@@ -218,30 +220,17 @@ func (c *Client) advance(failed *endpoint) {
 	c.cur.Store(first)
 }
 
-// callClass says what bounds one attempt of a call at one endpoint.
-type callClass int
-
-const (
-	// shortCall: Config.AttemptTimeout, within the caller's deadline. Every call whose work on the
-	// leader is small (one command or one read) is short.
-	shortCall callClass = iota
-	// longCall: the caller's deadline alone, for calls whose work may take long on a healthy
-	// leader (RemoveAll, a forced UnregisterTenant, membership changes, leadership transfer,
-	// snapshot streams): a per-attempt bound would abandon them half done and retry them.
-	longCall
-)
-
 // do runs attempt against the believed leader, retrying per the package rules until it succeeds,
 // fails deterministically, runs out of retries, or would outlive ctx. The error returned is the
 // last attempt's, unwrapped.
-func (c *Client) do(ctx context.Context, class callClass, attempt func(context.Context, *endpoint) error) error {
-	_, err := c.doCount(ctx, class, attempt)
+func (c *Client) do(ctx context.Context, attempt func(context.Context, *endpoint) error) error {
+	_, err := c.doCount(ctx, attempt)
 	return err
 }
 
 // doCount is do that also reports how many attempts were made (0 on a closed client). More than
 // one means an earlier attempt failed in a way that may have left its command committed.
-func (c *Client) doCount(ctx context.Context, class callClass, attempt func(context.Context, *endpoint) error) (int, error) {
+func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *endpoint) error) (int, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -249,7 +238,7 @@ func (c *Client) doCount(ctx context.Context, class callClass, attempt func(cont
 	redirected := false // the previous retry was a redirect
 	for n := 0; ; n++ {
 		ep := c.cur.Load()
-		timedOut, err := c.try(ctx, class, ep, attempt)
+		silent, err := c.try(ctx, ep, attempt)
 		if err == nil {
 			ep.suspectUntil.Store(0)
 			return n + 1, nil
@@ -257,10 +246,10 @@ func (c *Client) doCount(ctx context.Context, class callClass, attempt func(cont
 		if ctx.Err() != nil || n >= c.cfg.MaxRetries || c.closed.Load() {
 			return n + 1, err
 		}
-		if timedOut {
-			// The node took the whole attempt without an answer: it is paused, overloaded or cut
-			// off, and it may stay so much longer than an election takes. Go elsewhere at once
-			// (the attempt already waited) and keep failover away from it for a while.
+		if silent {
+			// The node stopped answering anything (paused, stalled, cut off), and it may stay so
+			// much longer than an election takes. Go elsewhere at once (the attempt already
+			// waited) and keep failover away from it for a while.
 			ep.suspectUntil.Store(time.Now().Add(c.suspectFor()).UnixNano())
 			redirected = false
 			c.advance(ep)
@@ -293,22 +282,78 @@ func (c *Client) doCount(ctx context.Context, class callClass, attempt func(cont
 	}
 }
 
-// try makes one attempt at ep, bounded by Config.AttemptTimeout for a short call. timedOut
-// reports that the attempt's own bound ended it while the caller's context was still live: the
-// bound expired here, or the node answered DeadlineExceeded (gRPC carries the bound to the
-// server, whose copy of it may expire first).
-func (c *Client) try(ctx context.Context, class callClass, ep *endpoint, attempt func(context.Context, *endpoint) error) (timedOut bool, err error) {
-	if class != shortCall || c.cfg.AttemptTimeout <= 0 {
+// try makes one attempt at ep under the caller's context, watched over by a watchdog (unless
+// Config.AttemptTimeout is negative). silent reports that the watchdog abandoned the attempt
+// because the node stopped answering while the caller's context was still live.
+func (c *Client) try(ctx context.Context, ep *endpoint, attempt func(context.Context, *endpoint) error) (silent bool, err error) {
+	if c.cfg.AttemptTimeout <= 0 {
 		return false, attempt(ctx, ep)
 	}
-	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w := c.watch(actx, cancel, ep)
 	err = attempt(actx, ep)
-	expired := actx.Err() != nil || status.Code(err) == codes.DeadlineExceeded
-	return err != nil && expired && ctx.Err() == nil, err
+	if w.stop() && err != nil && ctx.Err() == nil {
+		return true, status.Errorf(codes.Unavailable, "client: %s stopped answering (no health answer within %s); the outcome is unknown",
+			ep.addr, c.cfg.AttemptTimeout-c.cfg.AttemptTimeout/2)
+	}
+	return false, err
 }
 
-// suspectFor is how long failover passes by an endpoint after an attempt to it timed out: long
+// watchdog is safe for concurrent use (its timer's goroutine and the attempt's share it). It tells
+// a node that is slow from one that is silent: an attempt that has run for half of
+// Config.AttemptTimeout makes it ask the node, on the same connection, for its gRPC health; a node
+// that answers anything within the other half is alive and working on the call, and is asked again
+// half an attempt timeout later, for as long as the call runs; a node that does not answer is
+// silent, and the attempt is cancelled. So an attempt is never abandoned while its node answers
+// (a slow leader's write is not retried elsewhere, where it could be applied twice), and a paused
+// or cut-off node costs it about one AttemptTimeout.
+type watchdog struct {
+	mu      sync.Mutex // guards t, stopped and silent
+	t       *time.Timer
+	stopped bool // the attempt has ended: the timer is not to be rearmed
+	silent  bool // the node did not answer a probe: the attempt was cancelled
+}
+
+// watch starts a watchdog over the attempt at ep whose context is actx (cancel cancels it).
+func (c *Client) watch(actx context.Context, cancel context.CancelFunc, ep *endpoint) *watchdog {
+	half := c.cfg.AttemptTimeout / 2
+	w := &watchdog{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t = time.AfterFunc(half, func() {
+		pctx, pcancel := context.WithTimeout(actx, c.cfg.AttemptTimeout-half)
+		_, err := ep.health.Check(pctx, &healthpb.HealthCheckRequest{})
+		pcancel()
+		if actx.Err() != nil {
+			return // the attempt ended meanwhile
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.stopped {
+			return
+		}
+		switch status.Code(err) {
+		case codes.DeadlineExceeded, codes.Unavailable:
+			w.silent = true
+			cancel()
+		default: // any answer, even an error, comes from a live server
+			w.t.Reset(half)
+		}
+	})
+	return w
+}
+
+// stop ends the watch and reports whether the node was found silent.
+func (w *watchdog) stop() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.t.Stop()
+	return w.silent
+}
+
+// suspectFor is how long failover passes by an endpoint after it was found silent: long
 // enough to cover an election and the first calls after it, short enough that a node back from a
 // pause is used again soon when the others fail.
 func (c *Client) suspectFor() time.Duration { return suspectAttempts * c.cfg.AttemptTimeout }
@@ -337,19 +382,18 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// call is one retried unary Metadata RPC of the short class.
+// call is one retried unary Metadata RPC.
 func call[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
-	resp, _, err := callCount(ctx, c, shortCall, rpc, req)
+	resp, _, err := callCount(ctx, c, rpc, req)
 	return resp, err
 }
 
-// callCount is one retried unary Metadata RPC of the given class; it also reports the attempts
-// made (see doCount).
-func callCount[Req, Resp any](ctx context.Context, c *Client, class callClass,
+// callCount is call that also reports the attempts made (see doCount).
+func callCount[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, int, error) {
 	var resp Resp
-	n, err := c.doCount(ctx, class, func(ctx context.Context, ep *endpoint) error {
+	n, err := c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
 		var hdr metadata.MD
 		r, err := rpc(ep.md, ctx, req, grpc.Header(&hdr))
 		if err == nil {
@@ -373,11 +417,11 @@ func (c *Client) followHint(ep *endpoint, hdr metadata.MD) {
 	}
 }
 
-// callAdmin is one retried unary Admin RPC of the given class.
-func callAdmin[Req, Resp any](ctx context.Context, c *Client, class callClass,
+// callAdmin is one retried unary Admin RPC.
+func callAdmin[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.AdminClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
 	var resp Resp
-	err := c.do(ctx, class, func(ctx context.Context, ep *endpoint) error {
+	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
 		r, err := rpc(ep.admin, ctx, req)
 		if err == nil {
 			resp = r

@@ -22,13 +22,13 @@ const (
 	DefaultBackoffMax = 500 * time.Millisecond
 	// DefaultMaxRetries is how many times one call is retried after its first attempt.
 	DefaultMaxRetries = 20
-	// DefaultAttemptTimeout bounds one attempt of a call at one endpoint. It is derived from
-	// metad's default Raft timing: a follower that hears nothing from its leader for the
-	// heartbeat timeout (400 ms, randomized up to 800 ms) starts an election, which takes one
-	// more round trip and the new leader's term-start barrier. So a node that has answered
-	// nothing for a second is, as far as this client can tell, as good as gone, and the cluster
-	// has a new leader by then; a healthy leader answers a single command or read in a few
-	// milliseconds. A cluster run with longer Raft timeouts wants a proportionally longer value.
+	// DefaultAttemptTimeout is how long a node may leave an attempt unanswered without answering
+	// a health probe either before the attempt is abandoned. It is derived from metad's default
+	// Raft timing: a follower that hears nothing from its leader for the heartbeat timeout (400 ms,
+	// randomized up to 800 ms) starts an election, which takes one more round trip and the new
+	// leader's term-start barrier; so a node silent for a second is, as far as this client can
+	// tell, as good as gone, and the cluster has a new leader by then. A cluster run with longer
+	// Raft timeouts wants a proportionally longer value.
 	DefaultAttemptTimeout = time.Second
 )
 
@@ -58,13 +58,14 @@ type Config struct {
 	// context deadline bounds the retries too. 0 means the default (20); a negative value disables
 	// retries.
 	MaxRetries int
-	// AttemptTimeout bounds one attempt of a call at one endpoint, within the caller's deadline.
-	// An attempt that runs out of it moves the call to the next endpoint at once and keeps
-	// failover away from the silent one for five attempt timeouts, so a paused or cut-off leader
-	// costs a call about one AttemptTimeout, not the whole fault. Calls whose work may take long
-	// on a healthy leader (RemoveAll, UnregisterTenant, member changes, TransferLeader, snapshots)
-	// are bounded by the caller's deadline alone. 0 means the default (1 s); a negative value
-	// turns the bound off.
+	// AttemptTimeout tells a silent node from a slow one. An attempt that has run for half of it
+	// makes the client probe the node's gRPC health on the same connection: a node that answers is
+	// alive and the attempt goes on (probed again every half AttemptTimeout, under the caller's
+	// deadline alone), so a slow leader's write is never retried elsewhere; a node that does not
+	// answer within the other half is silent (paused, stalled, cut off): the attempt is abandoned,
+	// the call moves to the next endpoint at once, and failover passes the silent one by for five
+	// attempt timeouts. 0 means the default (1 s); a negative value turns the watch off (an
+	// attempt then lasts as long as the caller's deadline).
 	AttemptTimeout time.Duration
 	// ClientID identifies this client to the cluster (the writer of its puts, the owner of its
 	// segments). The zero UUID means a random one, chosen in New.

@@ -27,23 +27,24 @@
 //
 // # Attempts
 //
-// One attempt of a call at one endpoint may take at most Config.AttemptTimeout (default 1 s,
-// within the caller's deadline). A node that answers nothing for that long is paused, overloaded or
-// cut off, and by then the others have elected a new leader (metad's heartbeat timeout is 400 ms,
-// randomized up to 800 ms), so the call moves to the next endpoint at once and the silent one
-// becomes suspect for five attempt timeouts: failover passes it by, and a NOT_LEADER naming it is
-// not followed (a follower that has not heard of the election names the leader it last knew). A
-// successful answer from a suspect node, or a leader hint naming it, clears the suspicion. So a
-// paused leader costs a call about one attempt timeout, and a worker's Ping reaches the new leader
-// far within client_ttl. Calls whose work may take long on a healthy leader (RemoveAll,
-// UnregisterTenant, AddMember, RemoveMember, TransferLeader, SnapshotSave, SnapshotRestore) run
-// under the caller's deadline alone.
+// An attempt of a call at one endpoint runs under the caller's deadline and a watchdog. Once it has
+// run for half of Config.AttemptTimeout (default 1 s), the client asks the node for its gRPC
+// health on the same connection. A node that answers is alive and working on the call: the
+// attempt goes on, and the node is asked again every half attempt timeout, so a slow but live
+// leader's write is never abandoned and retried elsewhere (where it could be applied twice). A
+// node that does not answer within the other half is silent (paused, stalled, cut off; by then
+// the others have elected a new leader, metad's heartbeat timeout being 400 ms, randomized up to
+// 800 ms): the attempt is abandoned with UNAVAILABLE, the call moves to the next endpoint at once,
+// and the silent endpoint becomes suspect for five attempt timeouts: failover passes it by, and a
+// NOT_LEADER naming it is not followed (a follower that has not heard of the election names the
+// leader it last knew). A successful answer from a suspect node, or a leader hint naming it,
+// clears the suspicion. So a paused leader costs a call about one attempt timeout, and a worker's
+// Ping reaches the new leader far within client_ttl.
 //
 // # Retries
 //
 // After a failed attempt a call is:
-//   - sent to the next endpoint that is not suspect, at once, when the attempt ran out of
-//     AttemptTimeout;
+//   - sent to the next endpoint that is not suspect, at once, when its node fell silent;
 //   - redirected at once to the named leader on NOT_LEADER with a leader address that is not
 //     suspect (a second redirect in a row waits a backoff first: the nodes disagree while an
 //     election runs);
@@ -59,9 +60,9 @@
 // once. The error returned is the last attempt's gRPC status error, unwrapped: status.FromError,
 // ReasonOf, LeaderOf and DetailOf read it.
 //
-// A write that failed with Unavailable, NOT_LEADER after a failed forward, or an attempt that timed
-// out may still have been committed: the connection broke, or the node went silent, after the
-// command reached Raft. Its retry then meets the
+// A write that failed with Unavailable (a broken connection, a node that fell silent) or NOT_LEADER
+// after a failed forward may still have been committed: the connection broke, or the node went
+// silent, after the command reached Raft. Its retry then meets the
 // committed state. PutEnd is idempotent. PutStart and BatchPutStart recover by themselves: when a
 // retried call meets OBJECT_ALREADY_EXISTS, they revoke this client's own pending write of the key
 // (a revoke fails harmlessly on anyone else's write or a complete object) and place it again.

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"metad/proto/metadv1"
@@ -28,9 +29,26 @@ type fakeNode struct {
 	// batchSizes records the item count of every batch request, in arrival order.
 	batchSizes []int
 
-	// hang, while set, makes the methods that call stall wait for their context to end before
-	// answering: a paused or cut-off node.
+	// hang, while set, makes the methods that call stall, and the health service, wait for their
+	// context to end before answering: a paused or cut-off node.
 	hang atomic.Bool
+	// slow, while set, makes Get and RemoveAll take 300 ms while health answers at once: a live
+	// node with a slow call.
+	slow atomic.Bool
+}
+
+// fakeHealth answers health checks SERVING, or not at all while the node hangs.
+type fakeHealth struct {
+	healthpb.UnimplementedHealthServer
+	n *fakeNode
+}
+
+func (h *fakeHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if h.n.hang.Load() {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
 type fakeMetadata struct {
@@ -59,6 +77,7 @@ func startFakeB(t testing.TB) *fakeNode {
 	n := &fakeNode{addr: lis.Addr().String(), srv: grpc.NewServer()}
 	metadv1.RegisterMetadataServer(n.srv, &fakeMetadata{n: n})
 	metadv1.RegisterAdminServer(n.srv, &fakeAdmin{n: n})
+	healthpb.RegisterHealthServer(n.srv, &fakeHealth{n: n})
 	go func() { _ = n.srv.Serve(lis) }()
 	t.Cleanup(n.srv.Stop)
 	return n
@@ -94,13 +113,23 @@ func (n *fakeNode) enter(method string) error {
 	return nil
 }
 
-// stall waits for ctx to end while hang is set and returns its error (nil when not hanging).
+// stall waits for ctx to end while hang is set and returns its error (nil when not hanging); while
+// slow is set it waits 300 ms (or for ctx).
 func (n *fakeNode) stall(ctx context.Context) error {
-	if !n.hang.Load() {
-		return nil
+	switch {
+	case n.hang.Load():
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	case n.slow.Load():
+		t := time.NewTimer(300 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-t.C:
+		}
 	}
-	<-ctx.Done()
-	return status.FromContextError(ctx.Err()).Err()
+	return nil
 }
 
 func (n *fakeNode) recordBatch(size int) {
@@ -202,20 +231,13 @@ func (m *fakeMetadata) ListGroup(_ context.Context, req *metadv1.ListGroupReques
 	return &metadv1.ListGroupResponse{Keys: out, Truncated: last < "e"}, nil
 }
 
-// RemoveAll answers after 3x its time limit when the node hangs and its caller allows it: a
-// long call on a slow, healthy leader.
+// RemoveAll answers like any call that stalls.
 func (m *fakeMetadata) RemoveAll(ctx context.Context, _ *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
 	if err := m.n.enter("RemoveAll"); err != nil {
 		return nil, err
 	}
-	if m.n.hang.Load() {
-		t := time.NewTimer(300 * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil, status.FromContextError(ctx.Err()).Err()
-		case <-t.C:
-		}
+	if err := m.n.stall(ctx); err != nil {
+		return nil, err
 	}
 	return &metadv1.RemoveAllResponse{Removed: 7}, nil
 }

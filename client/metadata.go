@@ -93,7 +93,7 @@ func (c *Client) PutStart(ctx context.Context, tenant, key string, size uint64, 
 	req := &metadv1.PutStartRequest{
 		Tenant: tenant, ClientId: c.idBytes, Key: []byte(key), Group: opts.group(), Size: size, Config: opts.config(),
 	}
-	resp, n, err := callCount(ctx, c, shortCall, metadv1.MetadataClient.PutStart, req)
+	resp, n, err := callCount(ctx, c, metadv1.MetadataClient.PutStart, req)
 	if n > 1 && IsReason(err, metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS) {
 		if c.PutRevoke(ctx, tenant, key, metadv1.Tier_TIER_UNSPECIFIED) == nil {
 			resp, err = call(ctx, c, metadv1.MetadataClient.PutStart, req)
@@ -190,8 +190,7 @@ func (c *Client) Remove(ctx context.Context, tenant, key string, force bool) err
 
 // RemoveAll erases every removable object of tenant and reports how many were erased and skipped.
 func (c *Client) RemoveAll(ctx context.Context, tenant string, force bool) (*metadv1.RemoveAllResponse, error) {
-	resp, _, err := callCount(ctx, c, longCall, metadv1.MetadataClient.RemoveAll, &metadv1.RemoveAllRequest{Tenant: tenant, Force: force})
-	return resp, err
+	return call(ctx, c, metadv1.MetadataClient.RemoveAll, &metadv1.RemoveAllRequest{Tenant: tenant, Force: force})
 }
 
 // RemoveGroup erases an explicit group and its members in one step; it returns the members erased.

@@ -104,7 +104,7 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.endpoints, "endpoints", a.endpoints, "comma-separated client addresses of the cluster (env "+client.EnvEndpoints+")")
 	fs.StringVar(&a.output, "o", a.output, "output format: table or json")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "deadline of each call to the cluster, retries included")
-	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "bound on one attempt at one node before a call moves to the next (negative: none)")
+	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "how long a node may leave a call and a health probe unanswered before the call moves to the next (negative: wait for --timeout)")
 }
 
 func (a *app) dispatch(args []string) error {
