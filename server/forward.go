@@ -182,7 +182,14 @@ type hop struct {
 }
 
 func (s *Server) newHop(ctx context.Context, method string) *hop {
-	h := &hop{parent: ctx, lost: s.watch.current()}
+	lost := s.watch.current()
+	if lost.Err() != nil && s.b.LeaderReachable() {
+		// The leader is heard from again, and the watch has not looked since (leaderTarget just
+		// checked): start the new stretch now rather than abandon this forward at once.
+		s.watch.observe(true)
+		lost = s.watch.current()
+	}
+	h := &hop{parent: ctx, lost: lost}
 	var cancel context.CancelFunc
 	if longMethods[method] {
 		h.ctx, cancel = context.WithCancel(ctx)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 
@@ -20,10 +21,25 @@ import (
 // asks slowly.
 const maxRecordWait = 32
 
-// recordPacer is owned by Run's goroutine: how many sweeps to skip before the next ask, and how
+// recordPacer is owned by recordLoop's goroutine: how many sweeps to skip before the next ask, and how
 // many to skip after the next failure.
 type recordPacer struct {
 	skip, wait int
+}
+
+// recordLoop runs recordSelf every SweepInterval until ctx ends.
+func (s *Server) recordLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	var p recordPacer
+	for {
+		s.recordSelf(ctx, &p)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // recordSelf asks for this node's member record to be written when it is missing or stale: on the
@@ -37,6 +53,9 @@ func (s *Server) recordSelf(ctx context.Context, p *recordPacer) {
 	if p.skip > 0 {
 		p.skip--
 		return
+	}
+	if !s.b.LeaderReachable() {
+		return // no leader to ask, or one that stopped answering: ask when one is heard from
 	}
 	if err := s.askRecord(ctx); err != nil {
 		p.wait = min(max(1, 2*p.wait), maxRecordWait)

@@ -889,6 +889,11 @@ func (m *metadataService) Ping(ctx context.Context, req *metadv1.PingRequest) (*
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.PingResponse, error) {
 		s.live.touch(client, s.cfg.nowNano())
+		// The segments are read from the state: not before it holds everything committed before
+		// this term, or a worker would be told its segments are gone and mount them again.
+		if err := s.b.LeaderReady(ctx); err != nil {
+			return nil, toStatus(err, "", nil)
+		}
 		ids := s.b.Store().Segments().SegmentsOf(client)
 		out := &metadv1.PingResponse{SegmentIds: make([][]byte, len(ids)), ClientTtlMs: ms(s.cfg.ClientTTL)}
 		for i, id := range ids {

@@ -150,10 +150,11 @@ func (s *Server) Close() {
 }
 
 // Run is the background loop: every SweepInterval it publishes whether this node is the leader
-// (health service "leader"), on the leader expires silent clients, and while this node's member
-// record is missing or stale asks the leader to record it (members.go); beside it, every
-// leaderWatchInterval, it checks that the leader is still heard from (forwards in flight are
-// abandoned when it is not). It returns when ctx is done. Call it once.
+// (health service "leader") and, on the leader, expires silent clients. Beside it run two more
+// loops: every SweepInterval, while this node's member record is missing or stale, it asks the
+// leader to record it (members.go); every leaderWatchInterval it checks that the leader is still
+// heard from (forwards in flight are abandoned when it is not). Neither can hold up the first. It
+// returns when ctx is done and the loops have stopped. Call it once.
 func (s *Server) Run(ctx context.Context) {
 	watched := make(chan struct{})
 	go func() {
@@ -161,22 +162,29 @@ func (s *Server) Run(ctx context.Context) {
 		s.watchLeader(ctx)
 	}()
 	defer func() { <-watched }()
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		s.recordLoop(ctx)
+	}()
+	defer func() { <-recorded }()
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
-	wasLeader := false
-	var rec recordPacer
+	wasLeader, wasTerm := false, uint64(0)
 	for {
-		leader := s.b.IsLeader()
-		if leader != wasLeader {
+		st := s.b.Status()
+		leader := st.Role == ha.RoleLeader
+		// A new term is a new leadership even when this node led the last one too: the clients'
+		// pings went to another leader meanwhile, so their grace starts again.
+		if leader != wasLeader || leader && st.Term != wasTerm {
 			s.setLeaderHealth(leader)
 			s.live.leadershipChanged(leader, s.cfg.nowNano())
-			s.log.Info("leadership changed", "leader", leader)
-			wasLeader = leader
+			s.log.Info("leadership changed", "leader", leader, "term", st.Term)
+			wasLeader, wasTerm = leader, st.Term
 		}
 		if leader {
 			s.expireClients(ctx)
 		}
-		s.recordSelf(ctx, &rec)
 		select {
 		case <-ctx.Done():
 			return
