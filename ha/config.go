@@ -64,8 +64,10 @@ func DefaultConfig() Config {
 // Validate checks the config and fills PeerAddr from PeerListen.
 func (c *Config) Validate() error {
 	var errs []error
-	if err := store.ValidateMemberName(c.Name); err != nil {
-		errs = append(errs, fmt.Errorf("name: %w", err))
+	// Names are checked in full only when a new cluster is made (validateNew): a member named
+	// before the rules of SEMANTICS section 1 keeps starting.
+	if c.Name == "" {
+		errs = append(errs, errors.New("name: must be set"))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: must be set"))
@@ -80,9 +82,6 @@ func (c *Config) Validate() error {
 		found := false
 		seen := map[string]bool{}
 		for _, p := range c.InitialCluster {
-			if err := store.ValidateMemberName(p.Name); err != nil {
-				errs = append(errs, fmt.Errorf("initial_cluster: %w", err))
-			}
 			if seen[p.Name] {
 				errs = append(errs, fmt.Errorf("initial_cluster: %s named twice", p.Name))
 			}
@@ -103,6 +102,19 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInflight < 1 || c.MaxBatch < 1 || c.MaxEntriesOut < 1 {
 		errs = append(errs, errors.New("max_inflight, max_batch, max_entries_out: at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// validateNew checks what only a new cluster must meet: every member name of the initial cluster
+// (this node's among them) is a valid member name (store.ValidateMemberName). NewNode calls it
+// before it bootstraps an empty data dir.
+func (c *Config) validateNew() error {
+	var errs []error
+	for _, p := range c.InitialCluster {
+		if err := store.ValidateMemberName(p.Name); err != nil {
+			errs = append(errs, fmt.Errorf("initial_cluster: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

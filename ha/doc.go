@@ -48,7 +48,7 @@
 //
 // Members that do not lead record their addresses through the leader: package server's loop calls
 // the leader's RecordMember RPC while SelfRecorded is false, and the leader's RecordMember proposes
-// SetMember for a name that is in Raft's configuration (ErrNotMember otherwise). So every member's
+// SetMember for a name that is in Raft's configuration (MEMBER_NOT_FOUND otherwise). So every member's
 // client address is known soon after it starts, whichever node leads.
 //
 // # Failures

@@ -16,9 +16,6 @@ var (
 	ErrNoSlot    = errors.New("proposal pipeline is full")
 )
 
-// ErrNotMember: a member operation named a server that is not in Raft's configuration.
-var ErrNotMember = errors.New("not a member of the cluster")
-
 // NotLeaderError is ErrNotLeader with the leader this node knows of (empty when none is known).
 type NotLeaderError struct {
 	LeaderName string // Raft server name

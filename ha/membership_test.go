@@ -17,6 +17,7 @@ func TestMembershipRequestsChecked(t *testing.T) {
 	l := c.waitLeader()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	c.waitFor("the leader to record its own addresses", 5*time.Second, l.SelfRecorded)
 	last := l.raft.LastIndex()
 
 	for _, tc := range []struct{ name, addr string }{
@@ -70,15 +71,52 @@ func TestMembershipRequestsChecked(t *testing.T) {
 // TestConfigRefusesBadMemberNames: a node's own name and its initial cluster's follow the member
 // name rules, so a SetMember it proposes always applies.
 func TestConfigRefusesBadMemberNames(t *testing.T) {
-	for _, name := range []string{"", "_n1", "n\x01", string(make([]byte, 65))} {
-		cfg := testConfig(name, t.TempDir())
-		if err := cfg.Validate(); err == nil {
-			t.Errorf("name %q accepted", name)
+	empty := testConfig("", t.TempDir())
+	if err := empty.Validate(); err == nil {
+		t.Error("empty name accepted")
+	}
+	// A member named before the rules keeps starting; only a new cluster's names are checked.
+	old := testConfig("_n1", t.TempDir())
+	if err := old.Validate(); err != nil {
+		t.Errorf("an existing member's old-style name refused: %v", err)
+	}
+	for _, name := range []string{"_n1", "n\x01", string(make([]byte, 65))} {
+		cfg := testConfig("n1", t.TempDir())
+		cfg.Bootstrap, cfg.InitialCluster = true, []Peer{{Name: "n1", PeerAddr: "127.0.0.1:1"}, {Name: name, PeerAddr: "127.0.0.1:2"}}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if err := cfg.validateNew(); err == nil {
+			t.Errorf("a new cluster with member %q accepted", name)
 		}
 	}
-	cfg := testConfig("n1", t.TempDir())
-	cfg.Bootstrap, cfg.InitialCluster = true, []Peer{{Name: "n1", PeerAddr: "127.0.0.1:1"}, {Name: "n\t2", PeerAddr: "127.0.0.1:2"}}
-	if err := cfg.Validate(); err == nil {
-		t.Error("initial cluster member with a control byte accepted")
+}
+
+// TestRemoveMemberRetried: a removal whose answer was lost after Raft removed the member (or whose
+// ForgetMember failed) is retried; the retry finds the name gone from the configuration but still
+// recorded, forgets the record and succeeds.
+func TestRemoveMemberRetried(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	l := c.waitLeader()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.raft.AddNonvoter("n9", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordMember(ctx, "n9", "127.0.0.1:7009", "127.0.0.1:7019"); err != nil {
+		t.Fatal(err)
+	}
+	// The first RemoveMember's configuration change, without its ForgetMember.
+	if err := l.raft.RemoveServer("n9", 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveMember(ctx, "n9"); err != nil {
+		t.Fatalf("retried RemoveMember: %v", err)
+	}
+	if _, ok := l.fsm.Members()["n9"]; ok {
+		t.Fatal("the retried removal left n9's record")
+	}
+	if err := l.RemoveMember(ctx, "n9"); !errors.Is(err, store.ErrMemberNotFound) {
+		t.Fatalf("RemoveMember once nothing is left = %v, want MEMBER_NOT_FOUND", err)
 	}
 }

@@ -146,6 +146,9 @@ func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node,
 			return nil, fmt.Errorf("ha: read raft state: %w", err)
 		}
 		if !has {
+			if err := cfg.validateNew(); err != nil {
+				return nil, fmt.Errorf("ha: bootstrap: %w", err)
+			}
 			servers := make([]raft.Server, len(cfg.InitialCluster))
 			for i, p := range cfg.InitialCluster {
 				servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.PeerAddr)}
@@ -290,18 +293,19 @@ func (n *Node) SelfRecorded() bool {
 }
 
 // RecordMember records a member's peer and client addresses in the replicated member records
-// (leader only). name must be a server of Raft's configuration (ErrNotMember otherwise); a record
+// (leader only). name must be a server of Raft's configuration (MEMBER_NOT_FOUND otherwise) and a
+// valid member name (INVALID_PARAMS: a member named before the rules goes unrecorded); a record
 // that already holds these addresses is left as it is, with no log entry.
 func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return n.mapRaftErr(err)
+	if _, err := n.member(name); err != nil {
+		return err
 	}
-	if !slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == name }) {
-		return fmt.Errorf("ha: record member %q: %w", name, ErrNotMember)
+	if err := store.ValidateMemberName(name); err != nil {
+		// A member named before the rules: apply would refuse its record, so do not propose it.
+		return err
 	}
 	if m, ok := n.fsm.Members()[name]; ok && m.PeerAddr == peerAddr && m.ClientAddr == clientAddr {
 		return nil
@@ -521,6 +525,12 @@ func (n *Node) RemoveMember(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err := n.member(name); err != nil {
+		if _, recorded := n.fsm.Members()[name]; !recorded || store.ReasonOf(err) != store.MemberNotFound {
+			return err
+		}
+		// Removed from the configuration by an earlier call whose answer was lost, or whose
+		// ForgetMember failed: finish the job, so that a retried removal succeeds.
+		_, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_ForgetMember{ForgetMember: &metadv1.ForgetMember{Name: name}}})
 		return err
 	}
 	if err := n.mapRaftErr(n.raft.RemoveServer(raft.ServerID(name), 0, timeoutOf(ctx, n.cfg.ApplyTimeout)).Error()); err != nil {

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"runtime/debug"
 	"sort"
 
@@ -269,13 +268,14 @@ func (a *adminService) TransferLeader(ctx context.Context, req *metadv1.Transfer
 // themselves (members.go); the leader refuses a name that is not in the Raft configuration.
 func (a *adminService) RecordMember(ctx context.Context, req *metadv1.RecordMemberRequest) (*metadv1.RecordMemberResponse, error) {
 	s := a.s
-	if req.GetName() == "" {
-		return nil, toStatus(badf("name", "must not be empty"), "", nil)
+	if err := memberOf("name", req.GetName()); err != nil {
+		return nil, toStatus(err, "", nil)
 	}
-	for _, f := range []struct{ field, addr string }{{"peer_address", req.GetPeerAddress()}, {"client_address", req.GetClientAddress()}} {
-		if _, _, err := net.SplitHostPort(f.addr); err != nil {
-			return nil, toStatus(badf(f.field, "want host:port, got %q", f.addr), "", nil)
-		}
+	if err := addressOf("peer_address", req.GetPeerAddress()); err != nil {
+		return nil, toStatus(err, "", nil)
+	}
+	if err := addressOf("client_address", req.GetClientAddress()); err != nil {
+		return nil, toStatus(err, "", nil)
 	}
 	return onLeader(ctx, s, req, func() (*metadv1.RecordMemberResponse, error) {
 		if err := s.b.RecordMember(ctx, req.GetName(), req.GetPeerAddress(), req.GetClientAddress()); err != nil {

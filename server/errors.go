@@ -172,8 +172,6 @@ func toStatus(err error, tenant string, key []byte) error {
 		return unavailableStatus("the outcome is unknown: " + err.Error())
 	case errors.Is(err, ha.ErrShutdown), errors.Is(err, ha.ErrNoSlot):
 		return unavailableStatus(err.Error())
-	case errors.Is(err, ha.ErrNotMember):
-		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):

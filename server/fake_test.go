@@ -186,7 +186,7 @@ func (b *fakeBackend) RecordMember(_ context.Context, name, _, _ string) error {
 		return b.notLeader()
 	}
 	if name != "self" {
-		return fmt.Errorf("fake: record member %q: %w", name, ha.ErrNotMember)
+		return &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
 	}
 	return nil
 }

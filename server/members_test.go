@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"metad/fsm"
 	"metad/ha"
@@ -153,9 +152,7 @@ func TestRecordMemberRefusesANonMember(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := tctx(t)
 	_, err := h.admin.RecordMember(ctx, &metadv1.RecordMemberRequest{Name: "stranger", PeerAddress: "127.0.0.1:1", ClientAddress: "127.0.0.1:2"})
-	if c := status.Code(err); c != codes.FailedPrecondition {
-		t.Fatalf("RecordMember of a non-member: %v, want FailedPrecondition", err)
-	}
+	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_MEMBER_NOT_FOUND)
 	_, err = h.admin.RecordMember(ctx, &metadv1.RecordMemberRequest{Name: "self", PeerAddress: "127.0.0.1:1", ClientAddress: "nowhere"})
 	wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
 	if _, err := h.admin.RecordMember(ctx, &metadv1.RecordMemberRequest{Name: "self", PeerAddress: "127.0.0.1:1", ClientAddress: "127.0.0.1:2"}); err != nil {

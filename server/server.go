@@ -57,7 +57,7 @@ type Backend interface {
 	// returns the new leader's name (leader only).
 	TransferLeader(ctx context.Context, to string) (newLeader string, err error)
 	// RecordMember records a member's peer and client addresses in the replicated member records
-	// (leader only); the name must be in the Raft configuration (ha.ErrNotMember otherwise).
+	// (leader only); the name must be in the Raft configuration (MEMBER_NOT_FOUND otherwise).
 	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
 	// SelfRecorded reports whether the member records this node has applied hold its own current
 	// addresses (Status's Name, PeerAddr and ClientAddr).
