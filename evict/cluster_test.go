@@ -295,8 +295,8 @@ func (c *cluster) putOne(k string) {
 }
 
 // TestFreshWritesSurviveEviction: objects read a while ago (their leases expired) are evicted
-// before objects written after them and never read: eviction takes objects in order of last read
-// or write, with the write time the leader stamped into the log, on every node alike.
+// before objects written after their leases ran out and never read: a write ranks at the time the
+// leader stamped into the log, on every node alike.
 func TestFreshWritesSurviveEviction(t *testing.T) {
 	c := newCluster(t, DefaultConfig())
 	c.propose(&metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{

@@ -16,8 +16,9 @@
 //     the new leader's lease floor), is not marked, has a COMPLETE replica of the tier and no
 //     PROCESSING one. Soft-pinned candidates go to pass 2, or nowhere when AllowEvictSoftPinned is
 //     off. Order: oldest lease first (a read leases until now + ttl, a PutEnd stamps its write
-//     time, so objects go in order of last read or write and a block just written is not taken
-//     first), ties by tenant instance, then object (or group) id: a total
+//     time: an object ranks by its last read plus the ttl or its last write, whichever is later,
+//     so a block just written is not taken first), ties by tenant instance, then object (or
+//     group) id: a total
 //     order on integers, so the selection is deterministic and cheap. The selection keeps only the
 //     oldest units that cover the target (and a quarter more as spares), at most RoundLimit of
 //     them, pruning by a linear-time weighted quickselect as candidates arrive, so a census of a

@@ -174,7 +174,9 @@ func rankOf(u *unit) rank { return rank{lease: u.lease, inst: u.inst, id: u.id, 
 
 // cmp is the eviction order: oldest lease first, ties by tenant instance, then by id (singletons,
 // in creation order, before groups, in creation order). A read leases until its time + ttl and a
-// completed write stamps its own time, so objects go in order of last read or write. Instance ids
+// completed write stamps its own time (SEMANTICS section 4), so an object ranks by its last read
+// plus the ttl or its last write, whichever is later: a block just written ranks after every
+// object read more than a ttl before it, and never as the oldest. Instance ids
 // are never reused and ids are unique within an instance, so it is a total order and the selection
 // is deterministic. Ties are common (leases are whole milliseconds, and every object of a batch is
 // written at one leader time), so they are broken on integers the unit carries: the census

@@ -7,7 +7,9 @@ import (
 )
 
 // Check is the leader's precheck of a command it is about to propose: refused is true when
-// applying c to s's state would certainly be refused, whenever it commits, and r is then the
+// applying c to s's state now would be refused (so a refusal is linearizable at the moment the
+// caller read a current state; a command that commits later might meet another state), and r is
+// then the
 // result to answer with, so that a request the applied state refuses costs no log entry
 // (SEMANTICS section 8). It converts c as its apply handler does and runs the store's Check*
 // method, the predicate apply itself runs, so the two cannot disagree; it changes nothing. A batch

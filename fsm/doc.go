@@ -22,8 +22,10 @@
 //
 // Check is the leader's precheck of a command it is about to propose: it converts the command as
 // its handler does and runs the store's Check* method for it (the predicate apply runs), and
-// reports a refusal only when apply would refuse the command whenever it commits. It changes
-// nothing, and it is no part of apply: apply decides again.
+// reports a refusal only when apply would refuse the command in the state it reads (the leader
+// reads it after a read barrier, so the refusal is a linearizable answer: the request takes
+// effect, as a refusal, at that point). It changes nothing, and it is no part of apply: apply
+// decides again.
 //
 // # Determinism
 //

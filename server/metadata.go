@@ -107,15 +107,6 @@ func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.R
 	return out
 }
 
-// tenantOpen fails with TENANT_NOT_REGISTERED unless the tenant is registered and open: the
-// whole-request check of a batch removal, made on the leader before preparing.
-func tenantOpen(st *store.Store, tenant string) error {
-	if t := st.Tenants().Lookup(tenant); t == nil || t.Life() != store.TenantOpen {
-		return &store.Error{Reason: store.TenantNotRegistered, Msg: fmt.Sprintf("tenant %q is not registered", tenant)}
-	}
-	return nil
-}
-
 // PutStart places a new object.
 func (m *metadataService) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
 	s := m.s
@@ -665,7 +656,7 @@ func (m *metadataService) batchRemove(ctx context.Context, tenant string, keys [
 	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
 		st, toks, pos, refs = cur, nil, nil, nil
 		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
-		if err := tenantOpen(cur, tenant); err != nil {
+		if err := cur.CheckWritable(tenant); err != nil { // the whole request's check
 			return false, err
 		}
 		now := s.cfg.nowNano()

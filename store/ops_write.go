@@ -159,14 +159,15 @@ func putBlocked(now int64, t *TenantState, st *ObjectState, req *PutStartRequest
 }
 
 // anyTime is the time at which the Check* methods ask PutStart's question: the latest possible,
-// since a write in progress becomes discardable with time, so that a check refuses a put only when
-// it is refused whenever it commits.
+// since a write in progress becomes discardable with time, so that a check never refuses a put
+// that the mere passing of time would let through.
 const anyTime = math.MaxInt64
 
-// CheckPutStart reports whether the state refuses req (PutStart) whenever it is applied from now
-// on: an invalid request, a tenant not registered, or a key held by an object with a COMPLETE
-// replica. nil means it may succeed; only apply decides (quota, space, a write that becomes
-// discardable). The leader refuses from it without a log entry; it changes nothing.
+// CheckPutStart reports whether the state refuses req (PutStart), at any later time as far as the
+// passing of time goes (anyTime): an invalid request, a tenant not registered, or a key held by
+// an object with a COMPLETE replica. nil means it may succeed; only apply decides (quota, space, a
+// write that becomes discardable). The leader refuses from it without a log entry; it changes
+// nothing.
 func (s *Store) CheckPutStart(req PutStartRequest) error {
 	if err := req.validate(); err != nil {
 		return err
@@ -277,8 +278,8 @@ func tierMatch(tier alloc.Tier, r Replica) bool { return tier == 0 || r.Tier == 
 //
 // A PutEnd that succeeds (a repeated one too) sets lease = max(lease, now), now being the leader's
 // time from the log entry: leader soft state that protects nothing (see stampWriteLocked) but makes
-// eviction rank the object by its last read or write, so that a block just written goes after
-// blocks read before it. Every node applies it alike; only the leader's copy is ever consulted.
+// eviction rank the object by its last write when that is later than its last read's lease, so
+// that a block just written goes after blocks whose leases ran out before it was written. Every node applies it alike; only the leader's copy is ever consulted.
 func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 	if err := req.validate(); err != nil {
 		return err
@@ -515,10 +516,10 @@ func upsertBlocked(t *TenantState, e *ObjectEntry, st *ObjectState, req *PutStar
 	return nil
 }
 
-// CheckUpsertStart reports whether the state refuses req (UpsertStart) whenever it is applied from
-// now on: an invalid request, a tenant not registered, or a key held by an object in another group
-// or with a write in progress (for a key with no live object, as CheckPutStart). The leader refuses
-// from it without a log entry; it changes nothing.
+// CheckUpsertStart reports whether the state refuses req (UpsertStart), at any later time as far
+// as the passing of time goes: an invalid request, a tenant not registered, or a key held by an
+// object in another group or with a write in progress (for a key with no live object, as
+// CheckPutStart). The leader refuses from it without a log entry; it changes nothing.
 func (s *Store) CheckUpsertStart(req PutStartRequest) error {
 	if err := req.validate(); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"metad/evict"
 	"metad/ha"
+	"metad/server"
 	"metad/store/alloc"
 )
 
@@ -42,6 +43,7 @@ type Config struct {
 	ClientTTL         time.Duration
 	PutDiscardTimeout time.Duration
 	Placement         string
+	ForwardTimeout    time.Duration // bound on one call a follower forwards to the leader (server.Config)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -81,6 +83,7 @@ func DefaultConfig() Config {
 		ClientTTL:            10 * time.Second,
 		PutDiscardTimeout:    30 * time.Second,
 		Placement:            "random",
+		ForwardTimeout:       server.DefaultConfig().ForwardTimeout,
 		ExtraProcs:           ha.DefaultExtraProcs,
 		LogLevel:             "info",
 	}
@@ -105,6 +108,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often to check the snapshot threshold")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "read lease granted by Get and Exist")
 	fs.DurationVar(&c.ClientTTL, "client-ttl", c.ClientTTL, "a client silent this long is expired and its segments unmounted")
+	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "bound on one call a follower forwards to the leader (all but the long ones)")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
 	fs.Float64Var(&c.EvictHighWatermark, "evict-high-watermark", c.EvictHighWatermark, "memory eviction starts above this used/capacity share")
@@ -156,7 +160,8 @@ func (c *Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"heartbeat-timeout", c.HeartbeatTimeout}, {"election-timeout", c.ElectionTimeout}, {"leader-lease-timeout", c.LeaderLeaseTimeout},
-		{"lease-ttl", c.LeaseTTL}, {"client-ttl", c.ClientTTL}, {"put-discard-timeout", c.PutDiscardTimeout}, {"snapshot-interval", c.SnapshotInterval}} {
+		{"lease-ttl", c.LeaseTTL}, {"client-ttl", c.ClientTTL}, {"put-discard-timeout", c.PutDiscardTimeout}, {"snapshot-interval", c.SnapshotInterval},
+		{"forward-timeout", c.ForwardTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %s", d.name, d.v))
 		}

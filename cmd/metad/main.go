@@ -144,6 +144,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	strategy, _ := alloc.ParseStrategy(cfg.Placement)
 	sc := server.DefaultConfig()
 	sc.LeaseTTL, sc.ClientTTL, sc.PutDiscardTimeout, sc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
+	sc.ForwardTimeout = cfg.ForwardTimeout
 	sc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
 		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(node.Store(), tenant, want))
 	}

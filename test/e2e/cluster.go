@@ -183,13 +183,14 @@ func (c *Cluster) Resume(p *Proc) {
 }
 
 // MetricValue reads p's /metrics and returns the sum of the samples of metric name (every label
-// set); a metric with no samples is 0.
+// set); a page with no sample of it is an error (a renamed metric must not read as 0).
 func (c *Cluster) MetricValue(p *Proc, name string) (float64, error) {
 	return MetricValue(p.Metrics, name)
 }
 
 // MetricValue reads the /metrics page served at addr and returns the sum of the samples of metric
-// name (every label set); a metric with no samples is 0.
+// name (every label set); a page with no sample of it is an error (a renamed metric must not read
+// as 0).
 func MetricValue(addr, name string) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -207,6 +208,7 @@ func MetricValue(addr, name string) (float64, error) {
 		return 0, err
 	}
 	var sum float64
+	found := false
 	for _, line := range strings.Split(string(body), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 2 || (f[0] != name && !strings.HasPrefix(f[0], name+"{")) {
@@ -216,7 +218,10 @@ func MetricValue(addr, name string) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: %q: %v", name, line, err)
 		}
-		sum += v
+		sum, found = sum+v, true
+	}
+	if !found {
+		return 0, fmt.Errorf("%s: no sample on %s/metrics", name, addr)
 	}
 	return sum, nil
 }
