@@ -49,9 +49,9 @@ type Config struct {
 	// and its ranking up to date. A census reads every object (a cache miss or more each), so the
 	// limit is large enough that a drain of a few hundred thousand objects takes a few censuses.
 	// Default 262144: at most about 65 MB of selection (up to 1.5x the limit in candidates, 128 B
-	// each in the slab and 40 B in the rank array), held only while a round runs. 1048576 (one census for such a drain) gave better
-	// foreground figures in most bench-evict runs but lost the leader at the start of the eviction
-	// phase in 3 of 17 (docs/performance.md); 262144 never did.
+	// each in the slab and 40 B in the rank array), held only while a round runs. A larger limit
+	// means fewer censuses per drain but a longer one and a larger selection, held while the
+	// foreground waits for processors (docs/performance.md).
 	RoundLimit int
 
 	// PutReleaseTimeout (put_release_timeout): a write PROCESSING longer than this (since its

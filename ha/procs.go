@@ -14,7 +14,7 @@ import "runtime"
 // goroutine whose socket is readable can wait milliseconds before it is even queued, and a read
 // round takes several such waits. With two processors more than CPUs one is free far more often,
 // and a free processor polls the network; the kernel shares the CPUs among the extra threads.
-// Measured in docs/performance.md (eviction gate, "The network waits for a free processor").
+// Measured in docs/performance.md ("Eviction: what a drain costs the foreground").
 const DefaultExtraProcs = 2
 
 // SetProcs sets GOMAXPROCS to the runtime's default (the CPUs this process may use: affinity and
