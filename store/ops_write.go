@@ -169,6 +169,12 @@ const anyTime = math.MaxInt64
 // write that becomes discardable). The leader refuses from it without a log entry; it changes
 // nothing.
 func (s *Store) CheckPutStart(req PutStartRequest) error {
+	return s.checkStart(&req, func(t *TenantState) error { return s.checkPutStart(t, &req) })
+}
+
+// checkStart runs check for a PutStart or UpsertStart request: validated first, then with its
+// tenant's gate held (a tenant that takes no writes refuses it).
+func (s *Store) checkStart(req *PutStartRequest, check func(*TenantState) error) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
@@ -177,7 +183,7 @@ func (s *Store) CheckPutStart(req PutStartRequest) error {
 		return err
 	}
 	defer t.release()
-	return s.checkPutStart(t, &req)
+	return check(t)
 }
 
 // checkPutStart is CheckPutStart on a validated request with t's gate held.
@@ -521,25 +527,19 @@ func upsertBlocked(t *TenantState, e *ObjectEntry, st *ObjectState, req *PutStar
 // object in another group or with a write in progress (for a key with no live object, as
 // CheckPutStart). The leader refuses from it without a log entry; it changes nothing.
 func (s *Store) CheckUpsertStart(req PutStartRequest) error {
-	if err := req.validate(); err != nil {
-		return err
-	}
-	t, err := s.writable(req.Tenant)
-	if err != nil {
-		return err
-	}
-	defer t.release()
-	e := t.dir.lookup(req.Key)
-	if e == nil {
-		return s.checkPutStart(t, &req)
-	}
-	e.mu.Lock()
-	if e.Life() != Active {
-		e.mu.Unlock()
-		return s.checkPutStart(t, &req)
-	}
-	defer e.mu.Unlock()
-	return upsertBlocked(t, e, e.State(), &req)
+	return s.checkStart(&req, func(t *TenantState) error {
+		e := t.dir.lookup(req.Key)
+		if e == nil {
+			return s.checkPutStart(t, &req)
+		}
+		e.mu.Lock()
+		if e.Life() != Active {
+			e.mu.Unlock()
+			return s.checkPutStart(t, &req)
+		}
+		defer e.mu.Unlock()
+		return upsertBlocked(t, e, e.State(), &req)
+	})
 }
 
 // UpsertEnd completes an upsert (the same transition as PutEnd).
