@@ -229,12 +229,21 @@ func testConfig() Config {
 // start serves a Server over b with cfg; the Run loop runs until the test ends.
 func start(t *testing.T, b *fakeBackend, cfg Config) *harness {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	srv, err := New(b, cfg, reg, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, reg, cc := serve(t, b, cfg, lis)
+	return &harness{b: b, srv: srv, reg: reg, addr: lis.Addr().String(), meta: metadv1.NewMetadataClient(cc),
+		admin: metadv1.NewAdminClient(cc), cc: cc}
+}
+
+// serve runs a Server over b on lis (gRPC server, Run loop, metrics on a fresh registry) and
+// returns it with a client connection to it; everything stops when the test ends.
+func serve(t *testing.T, b Backend, cfg Config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	srv, err := New(b, cfg, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +265,7 @@ func start(t *testing.T, b *fakeBackend, cfg Config) *harness {
 		g.Stop()
 		srv.Close()
 	})
-	return &harness{b: b, srv: srv, reg: reg, addr: lis.Addr().String(), meta: metadv1.NewMetadataClient(cc),
-		admin: metadv1.NewAdminClient(cc), cc: cc}
+	return srv, reg, cc
 }
 
 // tctx returns a context that ends with the test or after 10 s.

@@ -1,15 +1,12 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"metad/fsm"
 	"metad/ha"
@@ -50,27 +47,7 @@ func startLiveCluster(t *testing.T) []*liveNode {
 		t.Cleanup(func() { _ = n.Shutdown() }) // runs after the server's cleanup below
 		cfg := DefaultConfig()
 		cfg.SweepInterval = 20 * time.Millisecond
-		srv, err := New(n, cfg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := grpc.NewServer(ServerOptions()...)
-		srv.Register(g)
-		go func() { _ = g.Serve(lis) }()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { srv.Run(ctx); close(done) }()
-		cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cancel()
-			<-done
-			_ = cc.Close()
-			g.Stop()
-			srv.Close()
-		})
+		_, _, cc := serve(t, n, cfg, lis)
 		nodes = append(nodes, &liveNode{name: name, addr: lis.Addr().String(), node: n, admin: metadv1.NewAdminClient(cc)})
 		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
 	}

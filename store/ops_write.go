@@ -285,7 +285,8 @@ func tierMatch(tier alloc.Tier, r Replica) bool { return tier == 0 || r.Tier == 
 // A PutEnd that succeeds (a repeated one too) sets lease = max(lease, now), now being the leader's
 // time from the log entry: leader soft state that protects nothing (see stampWriteLocked) but makes
 // eviction rank the object by its last write when that is later than its last read's lease, so
-// that a block just written goes after blocks whose leases ran out before it was written. Every node applies it alike; only the leader's copy is ever consulted.
+// that a block just written goes after blocks whose leases ran out before it was written. Every
+// node applies it alike; only the leader's copy is ever consulted.
 func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 	if err := req.validate(); err != nil {
 		return err
