@@ -389,6 +389,11 @@ func TestNotLeaderPropose(t *testing.T) {
 		if n == l {
 			continue
 		}
+		// A follower learns who leads from the leader's first append; wait for it.
+		c.waitFor("the follower to know its leader", 5*time.Second, func() bool {
+			name, _ := n.Leader()
+			return name == l.cfg.Name
+		})
 		_, err := n.Propose(context.Background(), mountCmd())
 		var nle *NotLeaderError
 		if !errors.As(err, &nle) || nle.LeaderName != l.cfg.Name {

@@ -211,6 +211,9 @@ func (p *Proposer) loop() {
 }
 
 // send encodes one entry and hands it to Raft; a goroutine waits for it and answers each proposal.
+// If Raft shuts down with the entry queued for the FSM, the future is never answered
+// (hashicorp/raft#498) and that goroutine stays blocked; its callers get ErrShutdown from the loop's
+// end (Slot.Propose).
 func (p *Proposer) send(batch []*proposal) {
 	env := &metadv1.Envelope{LeaderTimeUnixNano: p.clock().UnixNano(), Seed: p.rnd.Uint64(),
 		Commands: make([]*metadv1.Command, len(batch))}
