@@ -3,10 +3,10 @@ package evict
 import (
 	"testing"
 
-	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // The replicated half (store.EvictUnits through fsm's applyEvict): a unit goes all or nothing.
@@ -21,7 +21,7 @@ func (x *fixture) tokenOf(tenant, k string) store.ObjectToken {
 }
 
 func evictCmd(tier alloc.Tier, sizes []uint32, toks ...store.ObjectToken) *metadv1.Command {
-	return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Columns: fsm.ColumnsTo(toks), Tier: fsm.TierTo(tier),
+	return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Columns: wire.ColumnsTo(toks), Tier: wire.TierTo(tier),
 		Kind: metadv1.EvictKind_EVICT_KIND_MEMORY, UnitSizes: sizes}}}
 }
 
@@ -37,7 +37,7 @@ func TestApplyEvictUnits(t *testing.T) {
 	x.put("s1")
 	x.put("s2")
 	g := []store.ObjectToken{x.tokenOf("", "g1"), x.tokenOf("", "g2"), x.tokenOf("", "g3"), x.tokenOf("", "g4")}
-	wantAll := func(r fsm.Result, reason store.Reason) {
+	wantAll := func(r store.Result, reason store.Reason) {
 		t.Helper()
 		if len(r.Units) == 0 {
 			t.Fatalf("no unit outcomes: %+v", r)

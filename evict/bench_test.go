@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -669,7 +668,7 @@ func (c *cluster) roundStats() string {
 
 func benchKey(i int) string { return fmt.Sprintf("obj-%09d", i) }
 
-func countOK(rs []fsm.Result) int {
+func countOK(rs []store.Result) int {
 	n := 0
 	for _, r := range rs {
 		if r.Reason == store.OK || r.Reason == store.ObjectAlreadyExists {

@@ -128,7 +128,7 @@ func (c *cluster) leader() *ha.Node {
 	return l
 }
 
-func (c *cluster) propose(cmd *metadv1.Command) fsm.Result {
+func (c *cluster) propose(cmd *metadv1.Command) store.Result {
 	c.t.Helper()
 	for attempt := 0; ; attempt++ {
 		l := c.leader()

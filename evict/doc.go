@@ -38,7 +38,7 @@
 //     makes the check fail. Locks are released
 //     before proposing.
 //  6. Propose. One Evict command carries the batch's tokens (object id and version), unit by unit
-//     (unit_sizes), in columns (fsm.ColumnsTo: a token costs its key and a few varints). Every
+//     (unit_sizes), in columns (wire.ColumnsTo: a token costs its key and a few varints). Every
 //     node applies store.EvictUnits: a unit is evicted only if every token still matches and, for
 //     a group, names exactly its members; otherwise none of it is. So a write
 //     (PutEnd, upsert) between mark and commit moves a version and saves that unit; an erase and

@@ -63,7 +63,7 @@ type fakeSlot struct {
 
 func (s *fakeSlot) Release() { s.used = true }
 
-func (s *fakeSlot) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
+func (s *fakeSlot) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
 	if s.used {
 		panic("slot used twice")
 	}
@@ -75,12 +75,12 @@ func (s *fakeSlot) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Resul
 	}
 	switch n.fail.Load() {
 	case failDefinite:
-		return fsm.Result{}, fmt.Errorf("fake: refused before the log: %w", ha.ErrNotLeader)
+		return store.Result{}, fmt.Errorf("fake: refused before the log: %w", ha.ErrNotLeader)
 	case failUnknown:
-		return fsm.Result{}, fmt.Errorf("fake: %w", ha.ErrUnknown)
+		return store.Result{}, fmt.Errorf("fake: %w", ha.ErrUnknown)
 	case failUnknownApplied:
 		n.apply(cmd)
-		return fsm.Result{}, fmt.Errorf("fake: %w", ha.ErrUnknown)
+		return store.Result{}, fmt.Errorf("fake: %w", ha.ErrUnknown)
 	}
 	return n.apply(cmd), nil
 }
@@ -94,7 +94,7 @@ const (
 )
 
 // apply appends cmd as one log entry and applies it.
-func (n *fakeNode) apply(cmd *metadv1.Command) fsm.Result {
+func (n *fakeNode) apply(cmd *metadv1.Command) store.Result {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.index++

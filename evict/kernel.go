@@ -13,11 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // Kind is the policy that started an eviction (SEMANTICS section 7).
@@ -781,7 +781,7 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 			e.beforePropose(mk.toks)
 		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{
-			Columns: fsm.ColumnsTo(mk.toks), Tier: fsm.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
+			Columns: wire.ColumnsTo(mk.toks), Tier: wire.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
 		pctx := ctx
 		if sp.detach {
 			pctx = context.WithoutCancel(ctx)
@@ -829,7 +829,7 @@ func definite(err error) bool {
 func tokensTo(toks []store.ObjectToken) []*metadv1.ObjectToken {
 	out := make([]*metadv1.ObjectToken, len(toks))
 	for i, t := range toks {
-		out[i] = fsm.TokenTo(t)
+		out[i] = wire.TokenTo(t)
 	}
 	return out
 }

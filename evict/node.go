@@ -3,7 +3,6 @@ package evict
 import (
 	"context"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -26,7 +25,7 @@ type Node interface {
 // back unused by Release.
 type Slot interface {
 	// Propose replicates cmd and returns its typed result; it consumes the slot.
-	Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error)
+	Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error)
 	// Release gives back an unused slot.
 	Release()
 }

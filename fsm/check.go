@@ -4,6 +4,7 @@ import (
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // Check is the leader's precheck of a command it is about to propose: refused is true when
@@ -21,16 +22,16 @@ import (
 // Check reads the state with no barrier of its own: the caller makes sure the state is current
 // (the leader's term-start barrier applied) and that a refusal is a linearizable read (leadership
 // confirmed) before answering it.
-func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
+func Check(s *store.Store, c *metadv1.Command) (r store.Result, refused bool) {
 	var err error
 	switch op := c.GetOp().(type) {
 	case *metadv1.Command_PutStart:
 		m := op.PutStart
-		err = s.CheckPutStart(putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(), m.GetSize(),
+		err = s.CheckPutStart(wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(), m.GetSize(),
 			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
 	case *metadv1.Command_UpsertStart:
 		m := op.UpsertStart
-		err = s.CheckUpsertStart(putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(), m.GetSize(),
+		err = s.CheckUpsertStart(wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(), m.GetSize(),
 			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
 	case *metadv1.Command_PutEnd:
 		m := op.PutEnd
@@ -48,7 +49,7 @@ func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
 		m := op.BatchPutStart
 		return checkBatch(s, m.GetTenant(), "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }, func(i int) error {
 			it := m.GetItems()[i]
-			return s.CheckPutStart(putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
+			return s.CheckPutStart(wire.PutStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
 				m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs()))
 		})
 	case *metadv1.Command_BatchPutEnd:
@@ -68,13 +69,13 @@ func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
 	case *metadv1.Command_SetQuota:
 		err = s.CheckSetQuota(op.SetQuota.GetTenant())
 	case *metadv1.Command_MountSegment:
-		err = s.CheckMountSegment(SegmentFrom(op.MountSegment.GetSegment()))
+		err = s.CheckMountSegment(wire.SegmentFrom(op.MountSegment.GetSegment()))
 	case *metadv1.Command_UnmountSegment:
 		m := op.UnmountSegment
-		err = s.CheckUnmount(ID16(m.GetClientId()), segmentIDs(m.GetSegmentIds()))
+		err = s.CheckUnmount(wire.ID16(m.GetClientId()), segmentIDs(m.GetSegmentIds()))
 	}
 	if err == nil {
-		return Result{}, false
+		return store.Result{}, false
 	}
 	return fromErr(err), true
 }
@@ -82,18 +83,18 @@ func Check(s *store.Store, c *metadv1.Command) (r Result, refused bool) {
 // checkBatch checks a batch of n items of one tenant, as apply decides it under the rules the
 // leader stamps now (metadv1.RulesVersion): refused whole when its keys repeat (field names them,
 // key gives item i's) or the tenant takes no writes, per item when item refuses every one of them.
-func checkBatch(s *store.Store, tenant, field string, n int, key func(i int) []byte, item func(i int) error) (Result, bool) {
+func checkBatch(s *store.Store, tenant, field string, n int, key func(i int) []byte, item func(i int) error) (store.Result, bool) {
 	if r, ok := distinct(env{rules: metadv1.RulesVersion}, field, n, key); !ok {
 		return r, true
 	}
 	if err := s.CheckWritable(tenant); err != nil {
 		return fromErr(err), true
 	}
-	out := Result{Items: make([]Result, n)}
+	out := store.Result{Items: make([]store.Result, n)}
 	for i := range n {
 		err := item(i)
 		if err == nil {
-			return Result{}, false
+			return store.Result{}, false
 		}
 		out.Items[i] = fromErr(err)
 	}
@@ -103,7 +104,7 @@ func checkBatch(s *store.Store, tenant, field string, n int, key func(i int) []b
 func segmentIDs(raw [][]byte) []alloc.ID {
 	ids := make([]alloc.ID, len(raw))
 	for i, b := range raw {
-		ids[i] = ID16(b)
+		ids[i] = wire.ID16(b)
 	}
 	return ids
 }

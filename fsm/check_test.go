@@ -80,7 +80,7 @@ func TestCheckRefusesOnlyWhatApplyRefuses(t *testing.T) {
 			index++
 			got := applyCmds(t, f, index, g.now, c)[0]
 			if !refused {
-				if got.Reason != store.OK || slices.ContainsFunc(got.Items, func(r Result) bool { return r.Reason != store.OK }) {
+				if got.Reason != store.OK || slices.ContainsFunc(got.Items, func(r store.Result) bool { return r.Reason != store.OK }) {
 					passedThenRefused++
 				}
 				continue

@@ -5,57 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-	"pgregory.net/rapid"
-
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
+	"metad/wire"
 )
-
-// Any token list survives ColumnsTo, a wire round trip and columnsFrom unchanged, in order.
-func TestTokenColumnsRoundTrip(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		tenants := []string{"default", "alpha", "beta"}
-		toks := rapid.SliceOf(rapid.Custom(func(t *rapid.T) store.ObjectToken {
-			return store.ObjectToken{
-				Tenant:   rapid.SampledFrom(tenants).Draw(t, "tenant"),
-				Instance: rapid.Uint64Range(1, 3).Draw(t, "instance"),
-				Key:      rapid.StringN(0, 40, -1).Draw(t, "key"),
-				ObjectID: rapid.Uint64().Draw(t, "id"),
-				Version:  rapid.Uint64().Draw(t, "version"),
-			}
-		})).Draw(t, "tokens")
-		wire, err := proto.Marshal(ColumnsTo(toks))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var c metadv1.TokenColumns
-		if err := proto.Unmarshal(wire, &c); err != nil {
-			t.Fatal(err)
-		}
-		// Decoding over a list left from an earlier entry (as applyEvict does) changes nothing.
-		dst := make([]store.ObjectToken, rapid.IntRange(0, 8).Draw(t, "dst"), 16)
-		for i := range dst {
-			dst[i] = store.ObjectToken{Tenant: "stale", Key: "stale", ObjectID: 7, Version: 7}
-		}
-		got, err := columnsFrom(&c, dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(toks) == 0 {
-			toks = nil
-		}
-		if len(got) == 0 {
-			got = nil
-		}
-		if !slices.Equal(got, toks) {
-			t.Fatalf("round trip: got %v, want %v", got, toks)
-		}
-		if len(c.GetTenants()) > len(tenants)*3 {
-			t.Fatalf("%d tenant entries for at most %d distinct (tenant, instance) pairs", len(c.GetTenants()), len(tenants)*3)
-		}
-	})
-}
 
 // An Evict in columns evicts what the same Evict as token messages does; malformed columns, or
 // both forms at once, reject the command whole with the state unchanged.
@@ -93,11 +46,11 @@ func TestEvictColumns(t *testing.T) {
 	}
 	var msgs []*metadv1.ObjectToken
 	for _, tok := range toks {
-		msgs = append(msgs, TokenTo(tok))
+		msgs = append(msgs, wire.TokenTo(tok))
 	}
 	a, b := fresh(), fresh()
 	ra := applyCmds(t, a, 2, 2e9, evict(&metadv1.Evict{Tokens: msgs}))[0]
-	rb := applyCmds(t, b, 2, 2e9, evict(&metadv1.Evict{Columns: ColumnsTo(toks)}))[0]
+	rb := applyCmds(t, b, 2, 2e9, evict(&metadv1.Evict{Columns: wire.ColumnsTo(toks)}))[0]
 	want := []store.Reason{store.OK, store.OK, store.ObjectNotFound, store.OK}
 	if ra.Count != 3 || !slices.Equal(ra.Units, want) {
 		t.Fatalf("token messages: %+v", ra)
@@ -118,7 +71,7 @@ func TestEvictColumns(t *testing.T) {
 		"keys left over":        func(c *metadv1.TokenColumns) { c.Keys = append(c.Keys, 'x') },
 	}
 	for name, spoil := range bad {
-		c := ColumnsTo(toks)
+		c := wire.ColumnsTo(toks)
 		spoil(c)
 		f := fresh()
 		if r := applyCmds(t, f, 2, 2e9, evict(&metadv1.Evict{Columns: c}))[0]; r.Reason != store.InvalidParams || r.Count != 0 {
@@ -129,7 +82,7 @@ func TestEvictColumns(t *testing.T) {
 		}
 	}
 	f := fresh()
-	if r := applyCmds(t, f, 2, 2e9, evict(&metadv1.Evict{Tokens: msgs, Columns: ColumnsTo(toks)}))[0]; r.Reason != store.InvalidParams {
+	if r := applyCmds(t, f, 2, 2e9, evict(&metadv1.Evict{Tokens: msgs, Columns: wire.ColumnsTo(toks)}))[0]; r.Reason != store.InvalidParams {
 		t.Fatalf("both forms: %+v, want INVALID_PARAMS", r)
 	}
 	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), before) {

@@ -7,12 +7,12 @@
 // commands that the proposer coalesced into that entry. Command i of an entry draws its seed from
 // store.ItemSeed(envelope seed, i). Each command is dispatched through an explicit table, built in
 // New and indexed by the Command oneof's field number; a test checks every command type has a
-// handler. Apply returns an *EntryResult with one typed Result per command.
+// handler. Apply returns an *EntryResult with one typed store.Result per command.
 //
 // # Three kinds of failure
 //
-//   - A deterministic rejection (exists, over quota, not found...) is a value: Result.Reason and
-//     Result.Message. Every replica rejects the same command the same way.
+//   - A deterministic rejection (exists, over quota, not found...) is a value: store.Result.Reason and
+//     store.Result.Message. Every replica rejects the same command the same way.
 //   - Raft failures (not leader, timeout, shutdown) never reach this package: the proposer sees them
 //     on the future.
 //   - An entry that cannot be decoded, carries a newer format, or breaks a store invariant panics

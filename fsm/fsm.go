@@ -37,10 +37,10 @@ const (
 	rulesLimits uint32 = 1
 )
 
-type handler func(s *store.Store, e env, c *metadv1.Command) Result
+type handler func(s *store.Store, e env, c *metadv1.Command) store.Result
 
 // fsmHandler is a handler of FSM-level state (cluster members) rather than the store.
-type fsmHandler func(e env, c *metadv1.Command) Result
+type fsmHandler func(e env, c *metadv1.Command) store.Result
 
 // FSM is metad's state machine. Concurrency contract: Raft calls Apply, ApplyBatch, Snapshot and
 // Restore from one goroutine; Store, Applied and LastTime may be called from any goroutine. The
@@ -119,7 +119,7 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, err))
 	}
-	res := &EntryResult{Index: l.Index, Results: make([]Result, len(envl.GetCommands()))}
+	res := &EntryResult{Index: l.Index, Results: make([]store.Result, len(envl.GetCommands()))}
 	s := f.st.Load()
 	defer func() {
 		if r := recover(); r != nil {
@@ -141,7 +141,7 @@ func (f *FSM) advance(l *raft.Log, now int64) {
 	f.lastTime.Store(now)
 }
 
-func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.ProtoReflect()
 	fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("op"))
 	if fd == nil {
@@ -152,7 +152,7 @@ func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) Result {
 		panic(fmt.Sprintf("fsm: log index %d: no handler for command %s", e.index, fd.Name()))
 	}
 	if op, ok := m.Get(fd).Message().Interface().(fenced); ok && op.GetStateEpoch() != s.Epoch() {
-		return Result{Reason: store.StateReplaced, Message: fmt.Sprintf(
+		return store.Result{Reason: store.StateReplaced, Message: fmt.Sprintf(
 			"%s was prepared against state epoch %d; a snapshot restore replaced it (epoch %d)", fd.Name(), op.GetStateEpoch(), s.Epoch())}
 	}
 	return h(s, e, c)

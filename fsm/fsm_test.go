@@ -22,7 +22,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/golden-v1.snap")
 
 // applyCmds encodes commands into one log entry at index and applies it.
-func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.Command) []Result {
+func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.Command) []store.Result {
 	t.Helper()
 	data, err := EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: now, Seed: index, Commands: cmds})
 	if err != nil {
@@ -67,20 +67,20 @@ func TestApplyTable(t *testing.T) {
 		name  string
 		cmd   *metadv1.Command
 		want  store.Reason
-		check func(t *testing.T, r Result)
+		check func(t *testing.T, r store.Result)
 	}{
 		{"put without segments", putStart("k"), store.NoAvailableHandle, nil},
-		{"mount", mountCmd, store.OK, func(t *testing.T, r Result) {
+		{"mount", mountCmd, store.OK, func(t *testing.T, r store.Result) {
 			if !r.Created {
 				t.Fatal("mount not created")
 			}
 		}},
-		{"mount again", mountCmd, store.OK, func(t *testing.T, r Result) {
+		{"mount again", mountCmd, store.OK, func(t *testing.T, r store.Result) {
 			if r.Created {
 				t.Fatal("repeat mount reported created")
 			}
 		}},
-		{"put start", putStart("k"), store.OK, func(t *testing.T, r Result) {
+		{"put start", putStart("k"), store.OK, func(t *testing.T, r store.Result) {
 			if len(r.Replicas) != 1 || r.Replicas[0].Status != store.Processing {
 				t.Fatalf("replicas %+v", r.Replicas)
 			}
@@ -91,7 +91,7 @@ func TestApplyTable(t *testing.T) {
 		{"put start bad client", &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: []byte{1}, Key: []byte("x"),
 			Size: 1, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}}, store.InvalidParams, nil},
 		{"register", &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}}, store.OK,
-			func(t *testing.T, r Result) {
+			func(t *testing.T, r store.Result) {
 				if r.Instance != 2 {
 					t.Fatalf("instance %d", r.Instance)
 				}
@@ -107,7 +107,7 @@ func TestApplyTable(t *testing.T) {
 		{"unmount other owner", &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
 			ClientId: uuid(0xc1, 9), SegmentIds: [][]byte{seg}}}}, store.SegmentOwnedByOtherClient, nil},
 		{"unmount", &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
-			ClientId: c1, SegmentIds: [][]byte{seg}}}}, store.OK, func(t *testing.T, r Result) {
+			ClientId: c1, SegmentIds: [][]byte{seg}}}}, store.OK, func(t *testing.T, r store.Result) {
 			if r.Unmount.Segments != 1 {
 				t.Fatalf("unmount %+v", r.Unmount)
 			}

@@ -10,6 +10,7 @@ import (
 
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
+	"metad/wire"
 )
 
 // A seeded generator of realistic command logs over several tenants, groups and segments, shared by
@@ -122,7 +123,7 @@ func (g *gen) command() *metadv1.Command {
 			Version: uint64(1 + g.r.IntN(3))}}
 		ev := &metadv1.Evict{Tokens: toks, Tier: metadv1.Tier(g.r.IntN(3))}
 		if g.r.IntN(2) == 0 { // the same tokens in columns, the form the eviction kernel writes
-			ev.Tokens, ev.Columns = nil, ColumnsTo(tokens(toks))
+			ev.Tokens, ev.Columns = nil, wire.ColumnsTo(tokens(toks))
 		}
 		return &metadv1.Command{Op: &metadv1.Command_Evict{Evict: ev}}
 	case n < 95:

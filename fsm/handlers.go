@@ -9,6 +9,7 @@ import (
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // dispatchTable maps each Command oneof field number to its handler. A command type without an
@@ -50,10 +51,10 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 
 // applySetMember records a member's addresses. Its name must be a valid member name
 // (store.ValidateMemberName) on entries written under rulesLimits; before, only not empty.
-func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetSetMember()
 	if m.GetName() == "" {
-		return Result{Reason: store.InvalidParams, Message: "member: empty name"}
+		return store.Result{Reason: store.InvalidParams, Message: "member: empty name"}
 	}
 	if e.rules >= rulesLimits {
 		if err := store.ValidateMemberName(m.GetName()); err != nil {
@@ -63,19 +64,19 @@ func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) Result {
 	ms := f.Members()
 	ms[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
 	f.setMembers(ms)
-	return Result{}
+	return store.Result{}
 }
 
-func (f *FSM) applyForgetMember(_ *store.Store, _ env, c *metadv1.Command) Result {
+func (f *FSM) applyForgetMember(_ *store.Store, _ env, c *metadv1.Command) store.Result {
 	ms := f.Members()
 	delete(ms, c.GetForgetMember().GetName())
 	f.setMembers(ms)
-	return Result{}
+	return store.Result{}
 }
 
-func (f *FSM) applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applyPutStart(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetPutStart()
-	req := putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+	req := wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
 		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
 	reps, err := s.PutStart(e.now, e.seed, req)
 	r := fromErr(err)
@@ -86,9 +87,9 @@ func (f *FSM) applyPutStart(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
-func (f *FSM) applyUpsertStart(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applyUpsertStart(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetUpsertStart()
-	req := putStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+	req := wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
 		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
 	reps, reused, err := s.Upsert(e.now, e.seed, req)
 	r := fromErr(err)
@@ -100,32 +101,32 @@ func (f *FSM) applyUpsertStart(s *store.Store, e env, c *metadv1.Command) Result
 }
 
 func endReq(tenant string, client, key []byte, tier metadv1.Tier) store.PutEndRequest {
-	return store.PutEndRequest{Tenant: tenant, Client: ID16(client), Key: string(key), Tier: TierFrom(tier)}
+	return store.PutEndRequest{Tenant: tenant, Client: wire.ID16(client), Key: string(key), Tier: wire.TierFrom(tier)}
 }
 
-func applyPutEnd(s *store.Store, e env, c *metadv1.Command) Result {
+func applyPutEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetPutEnd()
 	return fromErr(s.PutEnd(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
 }
 
-func applyPutRevoke(s *store.Store, e env, c *metadv1.Command) Result {
+func applyPutRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetPutRevoke()
 	return fromErr(s.PutRevoke(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
 }
 
-func applyUpsertEnd(s *store.Store, e env, c *metadv1.Command) Result {
+func applyUpsertEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetUpsertEnd()
 	return fromErr(s.UpsertEnd(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
 }
 
-func applyUpsertRevoke(s *store.Store, e env, c *metadv1.Command) Result {
+func applyUpsertRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetUpsertRevoke()
 	return fromErr(s.UpsertRevoke(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
 }
 
 // eraseRefs erases the objects the leader prepared: each ref must still be that object of that
 // tenant instance (instance 0: the current instance).
-func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.ObjectRef) []Result {
+func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.ObjectRef) []store.Result {
 	tenant = store.NormalizeTenant(tenant)
 	toks := make([]store.ObjectToken, len(refs))
 	for i, ref := range refs {
@@ -134,7 +135,7 @@ func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.O
 	return items(s.EraseTokens(toks, false))
 }
 
-func applyRemove(s *store.Store, e env, c *metadv1.Command) Result {
+func applyRemove(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetRemove()
 	return fromErr(s.RemoveObject(store.ObjectToken{Tenant: m.GetTenant(), Instance: m.GetTenantInstanceId(),
 		Key: string(m.GetKey()), ObjectID: m.GetObjectId()}))
@@ -142,16 +143,16 @@ func applyRemove(s *store.Store, e env, c *metadv1.Command) Result {
 
 // applyRemoveAll erases exactly the targets the leader prepared (with or without force the leader
 // lists them: leases and PROCESSING checks need its soft state and the census).
-func applyRemoveAll(s *store.Store, e env, c *metadv1.Command) Result {
+func applyRemoveAll(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetRemoveAll()
 	if s.Tenants().Lookup(store.NormalizeTenant(m.GetTenant())) == nil {
 		return fromErr(&store.Error{Reason: store.TenantNotRegistered, Msg: "tenant " + m.GetTenant() + " is not registered"})
 	}
 	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetTargets())
-	return Result{Count: countOK(rs), Items: rs}
+	return store.Result{Count: countOK(rs), Items: rs}
 }
 
-func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
+func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetRemoveGroup()
 	n, err := s.EraseGroup(store.GroupToken{Tenant: m.GetTenant(), Instance: m.GetTenantInstanceId(),
 		Group: string(m.GetGroup()), GroupID: m.GetGroupId(), MaxObjectID: m.GetMaxObjectId()})
@@ -162,28 +163,28 @@ func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) Result {
 
 // distinct refuses a batch command whose keys repeat, whole and before anything changes (SEMANTICS
 // section 1), on entries written under rulesLimits; an older entry applies item by item as it did.
-func distinct(e env, field string, n int, key func(i int) []byte) (Result, bool) {
+func distinct(e env, field string, n int, key func(i int) []byte) (store.Result, bool) {
 	if e.rules < rulesLimits {
-		return Result{}, true
+		return store.Result{}, true
 	}
 	if err := store.ValidateDistinct(field, n, func(i int) string { return string(key(i)) }); err != nil {
 		return fromErr(err), false
 	}
-	return Result{}, true
+	return store.Result{}, true
 }
 
-func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) Result {
+func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetBatchPutStart()
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
 	reqs := make([]store.PutStartRequest, len(m.GetItems()))
 	for i, it := range m.GetItems() {
-		reqs[i] = putStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
+		reqs[i] = wire.PutStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
 			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
 	}
 	res := s.BatchPutStart(e.now, e.seed, reqs)
-	out := Result{Items: make([]Result, len(res))}
+	out := store.Result{Items: make([]store.Result, len(res))}
 	for i, r := range res {
 		out.Items[i] = fromErr(r.Err)
 		out.Items[i].Replicas = r.Replicas
@@ -202,35 +203,35 @@ func endReqs(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) []s
 	return reqs
 }
 
-func applyBatchPutEnd(s *store.Store, e env, c *metadv1.Command) Result {
+func applyBatchPutEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetBatchPutEnd()
 	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
 		return r
 	}
-	return Result{Items: items(s.BatchPutEnd(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
+	return store.Result{Items: items(s.BatchPutEnd(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
-func applyBatchPutRevoke(s *store.Store, e env, c *metadv1.Command) Result {
+func applyBatchPutRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetBatchPutRevoke()
 	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
 		return r
 	}
-	return Result{Items: items(s.BatchPutRevoke(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
+	return store.Result{Items: items(s.BatchPutRevoke(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
-func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) Result {
+func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetBatchRemove()
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
 	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetItems())
-	return Result{Count: countOK(rs), Items: rs}
+	return store.Result{Count: countOK(rs), Items: rs}
 }
 
 func tokens(ts []*metadv1.ObjectToken) []store.ObjectToken {
 	out := make([]store.ObjectToken, len(ts))
 	for i, t := range ts {
-		out[i] = tokenFrom(t)
+		out[i] = wire.TokenFrom(t)
 	}
 	return out
 }
@@ -260,9 +261,9 @@ func (b *evictBuf) put() {
 // cover the tokens exactly reject the command and evict nothing. Without unit_sizes each token
 // stands alone (the form written before units existed). Units has one reason per unit (a lone token
 // is a unit): a unit has one outcome.
-func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
+func applyEvict(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetEvict()
-	tier := TierFrom(m.GetTier())
+	tier := wire.TierFrom(m.GetTier())
 	if tier == 0 {
 		tier = alloc.TierMemory
 	}
@@ -271,15 +272,15 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	toks := tokens(m.GetTokens())
 	if c := m.GetColumns(); c != nil {
 		if len(toks) != 0 {
-			return Result{Reason: store.InvalidParams, Message: "evict: tokens and columns are both set"}
+			return store.Result{Reason: store.InvalidParams, Message: "evict: tokens and columns are both set"}
 		}
 		var err error
-		if toks, err = columnsFrom(c, buf.toks); err != nil {
-			return Result{Reason: store.InvalidParams, Message: "evict: " + err.Error()}
+		if toks, err = wire.ColumnsFrom(c, buf.toks); err != nil {
+			return store.Result{Reason: store.InvalidParams, Message: "evict: " + err.Error()}
 		}
 	}
 	sizes := m.GetUnitSizes()
-	var r Result
+	var r store.Result
 	var errs []error
 	if len(sizes) == 0 {
 		errs, r.Bytes = s.EvictTokens(toks, tier)
@@ -293,13 +294,13 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 		rest := toks
 		for _, n := range sizes {
 			if n == 0 || uint64(n) > uint64(len(rest)) {
-				return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
+				return store.Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
 			}
 			units = append(units, rest[:n:n])
 			rest = rest[n:]
 		}
 		if len(rest) != 0 {
-			return Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
+			return store.Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
 		}
 		buf.units = units
 		errs, r.Bytes = s.EvictUnits(units, tier)
@@ -318,19 +319,19 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
-func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) Result {
+func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) store.Result {
 	rs := items(s.RevokeTokens(tokens(c.GetRevokeExpired().GetTokens())))
-	return Result{Count: countOK(rs), Items: rs}
+	return store.Result{Count: countOK(rs), Items: rs}
 }
 
 // applyMountSegment mounts a segment. An entry written before the segment limits existed mounts
 // what the state recorded then (the tier's capacity is checked whatever the entry's rules).
-func applyMountSegment(s *store.Store, e env, c *metadv1.Command) Result {
+func applyMountSegment(s *store.Store, e env, c *metadv1.Command) store.Result {
 	mount := s.MountSegment
 	if e.rules < rulesLimits {
 		mount = s.MountRecordedSegment
 	}
-	created, err := mount(SegmentFrom(c.GetMountSegment().GetSegment()))
+	created, err := mount(wire.SegmentFrom(c.GetMountSegment().GetSegment()))
 	r := fromErr(err)
 	r.Created = created
 	return r
@@ -338,11 +339,11 @@ func applyMountSegment(s *store.Store, e env, c *metadv1.Command) Result {
 
 // applyUnmountSegment unmounts the listed segments of the client (all of them when none is listed).
 // A listed segment the client does not own is refused, and nothing is unmounted.
-func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) Result {
+func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetUnmountSegment()
-	client := ID16(m.GetClientId())
+	client := wire.ID16(m.GetClientId())
 	if len(m.GetSegmentIds()) == 0 {
-		return Result{Unmount: s.UnmountClient(client)}
+		return store.Result{Unmount: s.UnmountClient(client)}
 	}
 	ids := segmentIDs(m.GetSegmentIds())
 	if err := s.CheckUnmount(client, ids); err != nil {
@@ -358,10 +359,10 @@ func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) Result {
 		total.Replicas += r.Replicas
 		total.Erased += r.Erased
 	}
-	return Result{Unmount: total}
+	return store.Result{Unmount: total}
 }
 
-func applyRegisterTenant(s *store.Store, e env, c *metadv1.Command) Result {
+func applyRegisterTenant(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetRegisterTenant()
 	inst, err := s.RegisterTenant(m.GetName(), m.GetQuotaBytes())
 	r := fromErr(err)
@@ -369,7 +370,7 @@ func applyRegisterTenant(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
-func applyUnregisterTenant(s *store.Store, e env, c *metadv1.Command) Result {
+func applyUnregisterTenant(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetUnregisterTenant()
 	n, err := s.UnregisterTenant(m.GetName(), m.GetForce())
 	r := fromErr(err)
@@ -377,7 +378,7 @@ func applyUnregisterTenant(s *store.Store, e env, c *metadv1.Command) Result {
 	return r
 }
 
-func applySetQuota(s *store.Store, e env, c *metadv1.Command) Result {
+func applySetQuota(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetSetQuota()
 	return fromErr(s.SetQuota(m.GetTenant(), m.GetQuotaBytes()))
 }

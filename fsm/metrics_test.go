@@ -32,7 +32,7 @@ func TestShortPlacementsCounted(t *testing.T) {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{ClientId: c1, Key: []byte(key)}}}
 	}
 	index := uint64(0)
-	apply := func(cmd *metadv1.Command, want store.Reason) Result {
+	apply := func(cmd *metadv1.Command, want store.Reason) store.Result {
 		t.Helper()
 		index++
 		r := applyCmds(t, f, index, int64(index)*1e9, cmd)[0]

@@ -17,7 +17,7 @@ import (
 
 // applyOld applies commands as one log entry written before Envelope.rules_version existed
 // (rules 0), as a log replayed after an upgrade holds them.
-func applyOld(t *testing.T, f *FSM, index uint64, cmds ...*metadv1.Command) []Result {
+func applyOld(t *testing.T, f *FSM, index uint64, cmds ...*metadv1.Command) []store.Result {
 	t.Helper()
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&metadv1.Envelope{
 		FormatVersion: metadv1.EnvelopeFormatVersion, LeaderTimeUnixNano: 1, Seed: index, Commands: cmds})

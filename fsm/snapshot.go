@@ -16,6 +16,7 @@ import (
 	"metad/snapshot"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
@@ -79,10 +80,10 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 	if err != nil {
 		return 0, err
 	}
-	enc := &recordEncoder{segIndex: make(map[alloc.ID]uint32, len(c.Segments))}
+	enc := &wire.RecordEncoder{SegIndex: make(map[alloc.ID]uint32, len(c.Segments))}
 	for i, seg := range c.Segments {
-		enc.segIndex[seg.ID] = uint32(i + 1)
-		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Segment{Segment: &metadv1.SegmentRecord{Segment: SegmentTo(seg.Segment)}}}); err != nil {
+		enc.SegIndex[seg.ID] = uint32(i + 1)
+		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Segment{Segment: &metadv1.SegmentRecord{Segment: wire.SegmentTo(seg.Segment)}}}); err != nil {
 			return sw.Size(), err
 		}
 	}
@@ -98,7 +99,7 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 			return sw.Size(), err
 		}
 		for i := range t.Objects {
-			or, err := enc.encode(&t.Objects[i])
+			or, err := enc.Encode(&t.Objects[i])
 			if err != nil {
 				return sw.Size(), fmt.Errorf("tenant %q: %w", t.Name, err)
 			}
@@ -149,7 +150,7 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 		}
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
-			seg := SegmentFrom(x.Segment.GetSegment())
+			seg := wire.SegmentFrom(x.Segment.GetSegment())
 			if err := b.AddSegment(seg); err != nil {
 				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
@@ -165,7 +166,7 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 			}
 		case *metadv1.Record_Object:
 			o := x.Object
-			st, err := objectFrom(o, segs)
+			st, err := wire.ObjectFrom(o, segs)
 			if err == nil {
 				err = b.AddObject(string(o.GetKey()), string(o.GetGroup()), o.GetGroupId(), st)
 			}

@@ -113,7 +113,7 @@ func (c *testCluster) waitLeader() *Node {
 	return l
 }
 
-func (c *testCluster) propose(cmd *metadv1.Command) fsm.Result {
+func (c *testCluster) propose(cmd *metadv1.Command) store.Result {
 	c.t.Helper()
 	for attempt := 0; ; attempt++ {
 		l := c.waitLeader()
@@ -272,7 +272,7 @@ func TestProposerCoalesces(t *testing.T) {
 func TestProposerLeavesNoResultsBehind(t *testing.T) {
 	c := newTestCluster(t, 1, nil)
 	c.propose(mountCmd())
-	first := func() weak.Pointer[fsm.Result] {
+	first := func() weak.Pointer[store.Result] {
 		bs := &metadv1.BatchPutStart{ClientId: testClient, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}
 		for i := range 64 {
 			bs.Items = append(bs.Items, &metadv1.BatchPutStart_Item{Key: []byte(fmt.Sprintf("k%d", i)), Size: 100})

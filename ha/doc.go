@@ -56,6 +56,6 @@
 // Raft failures come back as this package's errors: *NotLeaderError (with the leader's name and
 // client address when known), ErrUnknown (leadership lost after the entry was sent: it may yet
 // commit), ErrTimeout, ErrShutdown. Deterministic rejections are never errors here; they are
-// fsm.Result values. Shutdown transfers leadership first when this node leads, so a planned stop
+// store.Result values. Shutdown transfers leadership first when this node leads, so a planned stop
 // costs clients a short pause rather than an election timeout.
 package ha

@@ -7,7 +7,7 @@ import (
 
 // Raft-level failures: the command may or may not have been applied (ErrTimeout, ErrUnknown) or was
 // certainly not (ErrNotLeader, ErrShutdown, ErrNoSlot). Deterministic rejections are never errors
-// here: they come back as fsm.Result values.
+// here: they come back as store.Result values.
 var (
 	ErrNotLeader = errors.New("not the leader")
 	ErrShutdown  = errors.New("node is shutting down")

@@ -360,7 +360,7 @@ func (n *Node) LeaderReady(ctx context.Context) error {
 }
 
 // Propose replicates one command through the proposer and returns its typed result.
-func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
+func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
 	return n.proposer.Propose(ctx, cmd)
 }
 

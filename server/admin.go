@@ -6,11 +6,11 @@ import (
 	"runtime/debug"
 	"sort"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // adminService is safe for concurrent use (it keeps no state of its own). It implements
@@ -147,7 +147,7 @@ func (a *adminService) ListSegments(ctx context.Context, req *metadv1.ListSegmen
 		}
 		owner = c
 	}
-	tier := fsm.TierFrom(req.GetTier())
+	tier := wire.TierFrom(req.GetTier())
 	return linearRead(ctx, a.s, req, req.GetStale(), func(st *store.Store, _ bool) (*metadv1.ListSegmentsResponse, error) {
 		var segs []alloc.SegmentInfo
 		for _, sg := range st.Segments().List() {
@@ -158,7 +158,7 @@ func (a *adminService) ListSegments(ctx context.Context, req *metadv1.ListSegmen
 		counts := replicaCounts(st, segs)
 		out := &metadv1.ListSegmentsResponse{Segments: make([]*metadv1.SegmentInfo, len(segs))}
 		for i, sg := range segs {
-			out.Segments[i] = &metadv1.SegmentInfo{Segment: fsm.SegmentTo(sg.Segment), UsedBytes: sg.Used, Replicas: counts[sg.ID]}
+			out.Segments[i] = &metadv1.SegmentInfo{Segment: wire.SegmentTo(sg.Segment), UsedBytes: sg.Used, Replicas: counts[sg.ID]}
 		}
 		return out, nil
 	})

@@ -12,7 +12,7 @@
 //	             yes:
 //	  -> write:   build the command (stamping cluster settings: placement strategy, put discard
 //	              timeout) -> fsm.Check against the leader's state: refused -> answer the refusal
-//	              without a log entry; otherwise Backend.Propose -> fsm.Result
+//	              without a log entry; otherwise Backend.Propose -> store.Result
 //	     removal: store.Prepare* (lease check unless force, PROCESSING check, unlink mark)
 //	              -> propose the command fenced by the prepared tokens -> ClearMarks on failure
 //	     read:    Backend.ReadBarrier -> read the store (Get and Exist grant leases)

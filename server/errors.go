@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -84,7 +83,7 @@ func reasonStatus(r store.Reason, msg, tenant string, key []byte) error {
 }
 
 // resultErr is the status of a command's result (nil when it was applied).
-func resultErr(res *fsm.Result, tenant string, key []byte) error {
+func resultErr(res *store.Result, tenant string, key []byte) error {
 	if res.Reason == store.OK {
 		return nil
 	}

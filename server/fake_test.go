@@ -80,16 +80,16 @@ func (b *fakeBackend) notLeader() error {
 	return &ha.NotLeaderError{LeaderName: name, LeaderAddr: addr}
 }
 
-func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
+func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
 	b.proposals.Add(1)
 	if errp := b.failNext.Swap(nil); errp != nil {
-		return fsm.Result{}, *errp
+		return store.Result{}, *errp
 	}
 	if !b.IsLeader() || b.deposed.Load() {
-		return fsm.Result{}, b.notLeader()
+		return store.Result{}, b.notLeader()
 	}
 	if err := ctx.Err(); err != nil {
-		return fsm.Result{}, err
+		return store.Result{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -100,7 +100,7 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Re
 	data, err := fsm.EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: b.now().UnixNano(), Seed: b.index,
 		Commands: []*metadv1.Command{cmd}})
 	if err != nil {
-		return fsm.Result{}, err
+		return store.Result{}, err
 	}
 	out := b.f.Apply(&raft.Log{Index: b.index, Term: 1, Type: raft.LogCommand, Data: data})
 	return out.(*fsm.EntryResult).Results[0], nil

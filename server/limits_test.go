@@ -7,10 +7,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // segDesc is a valid MEMORY segment descriptor of size bytes at base (owner set by the server).
@@ -66,7 +66,7 @@ func TestMountOverflowRefusedBeforeProposing(t *testing.T) {
 	// 2^64 - 2^48; no segment the limit allows fits any more.
 	st := h.b.Store()
 	for i, size := range []uint64{1 << 62, 1 << 62, 1 << 62, 1<<62 - alloc.MaxSegmentSize} {
-		seg := fsm.SegmentFrom(segDesc(alloc.ID{0x70, byte(i + 1)}, uint64(i+1)<<40, size))
+		seg := wire.SegmentFrom(segDesc(alloc.ID{0x70, byte(i + 1)}, uint64(i+1)<<40, size))
 		seg.Owner = clientB
 		if _, err := st.MountRecordedSegment(seg); err != nil {
 			t.Fatalf("recorded segment %d: %v", i, err)

@@ -9,11 +9,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // metadataService is safe for concurrent use (it keeps no state of its own). It implements
@@ -83,7 +83,7 @@ func endOf(tenant string, client, key []byte, tier metadv1.Tier) (string, alloc.
 
 // propose commits cmd and returns its result, or the status of a Raft failure or a rejection. A
 // command the leader's state refuses is answered from it without a log entry (proposeChecked).
-func (s *Server) propose(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte) (fsm.Result, error) {
+func (s *Server) propose(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte) (store.Result, error) {
 	res, err := s.proposeChecked(ctx, cmd)
 	if err != nil {
 		return res, toStatus(err, tenant, key)
@@ -97,8 +97,8 @@ func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.R
 	out := make([]*metadv1.Replica, len(reps))
 	for i, r := range reps {
 		id := r.Extent.Segment
-		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: fsm.TierTo(r.Tier), SegmentId: id[:],
-			Offset: r.Extent.Offset, Size: size, Status: fsm.StatusTo(r.Status)}
+		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: wire.TierTo(r.Tier), SegmentId: id[:],
+			Offset: r.Extent.Offset, Size: size, Status: wire.StatusTo(r.Status)}
 		if info, ok := st.Segments().Describe(id); ok {
 			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
 		}
@@ -127,7 +127,7 @@ func (m *metadataService) PutStart(ctx context.Context, req *metadv1.PutStartReq
 // proposePut proposes a put that charges want bytes of quota. Rejected with
 // TENANT_QUOTA_EXCEEDED, it has the leader evict that tenant's own objects until the deficit is
 // freed (Config.QuotaEvictor) and tries again, at most twice (SEMANTICS section 6).
-func (s *Server) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (fsm.Result, error) {
+func (s *Server) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (store.Result, error) {
 	for attempt := 0; ; attempt++ {
 		res, err := s.proposeChecked(ctx, cmd)
 		if err != nil {
@@ -292,7 +292,7 @@ func batchEndOf(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) 
 }
 
 // statuses maps per-item results to Statuses, checking there is one per item.
-func statuses(method string, items []fsm.Result, n int) ([]*metadv1.Status, error) {
+func statuses(method string, items []store.Result, n int) ([]*metadv1.Status, error) {
 	if len(items) != n {
 		return nil, internalStatus("%s: %d results for %d items", method, len(items), n)
 	}

@@ -12,7 +12,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -25,7 +24,7 @@ type Backend interface {
 	// node. Raft-level failures are errors: *ha.NotLeaderError (errors.Is ha.ErrNotLeader),
 	// ha.ErrShutdown, ha.ErrTimeout, ha.ErrUnknown, ha.ErrNoSlot, or the context's error; a
 	// deterministic rejection is a Result with a reason, never an error.
-	Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error)
+	Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error)
 	// ReadBarrier is a linearizable read point: it returns once leadership is confirmed and
 	// everything committed before the call has been applied to the store. A leader that has not
 	// applied its term-start barrier yet waits for it.

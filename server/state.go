@@ -47,15 +47,15 @@ func (s *Server) fromState(ctx context.Context, check func(st *store.Store) (pro
 
 // proposeChecked proposes cmd unless the leader's state refuses it (fsm.Check), in which case it
 // returns the refusal as the result apply would have given, without a log entry.
-func (s *Server) proposeChecked(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
-	var refusal fsm.Result
+func (s *Server) proposeChecked(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+	var refusal store.Result
 	propose, err := s.fromState(ctx, func(st *store.Store) (bool, error) {
 		var refused bool
 		refusal, refused = fsm.Check(st, cmd)
 		return !refused, nil
 	})
 	if err != nil {
-		return fsm.Result{}, err
+		return store.Result{}, err
 	}
 	if !propose {
 		return refusal, nil

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/wire"
 )
 
 // Request validation: SEMANTICS section 1, checked before anything is proposed or forwarded. Every
@@ -205,7 +205,7 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 		DataType:            c.GetDataType(),
 	}
 	// The store's own check, as a backstop: it must agree with the checks above.
-	rc := fsm.ReplicaConfigFrom(out)
+	rc := wire.ReplicaConfigFrom(out)
 	if err := rc.Validate(); err != nil {
 		return nil, badf("config", "%s", msgOf(err))
 	}
@@ -226,7 +226,7 @@ func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, e
 	}
 	out := &metadv1.SegmentDesc{Id: d.GetId(), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
 		Endpoint: d.GetEndpoint(), Tier: d.GetTier(), OwnerClientId: client[:]}
-	if err := alloc.ValidateSegment(fsm.SegmentFrom(out)); err != nil {
+	if err := alloc.ValidateSegment(wire.SegmentFrom(out)); err != nil {
 		return nil, &store.Error{Reason: store.InvalidParams, Msg: err.Error()}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package fsm
+package wire
 
 import (
 	"fmt"
@@ -9,10 +9,6 @@ import (
 	"metad/store"
 	"metad/store/alloc"
 )
-
-// Conversions between the wire messages and the store's types. A malformed value (an id that is not
-// 16 bytes, an unknown enum) becomes a value the store rejects with INVALID_PARAMS, the same way on
-// every node; it never panics.
 
 // ID16 converts 16 bytes to an id; any other length gives the zero id, which the store refuses.
 func ID16(b []byte) alloc.ID {
@@ -58,7 +54,8 @@ func StatusTo(s store.ReplicaStatus) metadv1.ReplicaStatus {
 	return metadv1.ReplicaStatus_REPLICA_STATUS_UNSPECIFIED
 }
 
-func statusFrom(s metadv1.ReplicaStatus) store.ReplicaStatus {
+// StatusFrom converts a wire replica status.
+func StatusFrom(s metadv1.ReplicaStatus) store.ReplicaStatus {
 	switch s {
 	case metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING:
 		return store.Processing
@@ -92,7 +89,8 @@ func ReplicaConfigFrom(c *metadv1.ReplicaConfig) store.ReplicaConfig {
 	return out
 }
 
-func putStartFrom(tenant string, client, key, group []byte, size uint64, cfg *metadv1.ReplicaConfig,
+// PutStartFrom builds the store's request for a PutStart or UpsertStart command's fields.
+func PutStartFrom(tenant string, client, key, group []byte, size uint64, cfg *metadv1.ReplicaConfig,
 	p metadv1.PlacementStrategy, discardMs uint64) store.PutStartRequest {
 	return store.PutStartRequest{
 		Tenant: tenant, Client: ID16(client), Key: string(key), Group: string(group), Size: size,
@@ -113,7 +111,8 @@ func SegmentTo(s alloc.Segment) *metadv1.SegmentDesc {
 		Tier: TierTo(s.Tier), OwnerClientId: s.Owner[:]}
 }
 
-func tokenFrom(t *metadv1.ObjectToken) store.ObjectToken {
+// TokenFrom converts a wire token (its tenant normalized).
+func TokenFrom(t *metadv1.ObjectToken) store.ObjectToken {
 	return store.ObjectToken{Tenant: store.NormalizeTenant(t.GetTenant()), Instance: t.GetTenantInstanceId(),
 		Key: string(t.GetKey()), ObjectID: t.GetObjectId(), Version: t.GetVersion()}
 }
@@ -158,11 +157,11 @@ func ColumnsTo(toks []store.ObjectToken) *metadv1.TokenColumns {
 	return c
 }
 
-// columnsFrom converts wire columns to store tokens, or says why they are malformed (columns of
+// ColumnsFrom converts wire columns to store tokens, or says why they are malformed (columns of
 // different lengths, a tenant index out of range, key lengths that do not add up to the keys).
 // Every key is a substring of one copy of the keys column: one allocation for all of them. The
 // tokens are written over dst (its length does not matter; nil allocates).
-func columnsFrom(c *metadv1.TokenColumns, dst []store.ObjectToken) ([]store.ObjectToken, error) {
+func ColumnsFrom(c *metadv1.TokenColumns, dst []store.ObjectToken) ([]store.ObjectToken, error) {
 	n := len(c.GetObjectIds())
 	if len(c.GetVersions()) != n || len(c.GetTenantIndex()) != n || len(c.GetKeyLengths()) != n {
 		return nil, fmt.Errorf("token columns of different lengths: %d object ids, %d versions, %d tenant indexes, %d key lengths",
@@ -196,18 +195,19 @@ func columnsFrom(c *metadv1.TokenColumns, dst []store.ObjectToken) ([]store.Obje
 	return out, nil
 }
 
-// recordEncoder turns captured objects into records, reusing one ObjectRecord and its replica
+// RecordEncoder turns captured objects into snapshot records (SegIndex maps each mounted
+// segment to its 1-based position among the segment records), reusing one ObjectRecord and its replica
 // records for every object (Persist encodes a million of them).
-type recordEncoder struct {
-	segIndex map[alloc.ID]uint32 // segment id -> 1-based position among the segment records
+type RecordEncoder struct {
+	SegIndex map[alloc.ID]uint32
 	rec      metadv1.ObjectRecord
 	reps     []metadv1.ReplicaRecord
 	ptrs     []*metadv1.ReplicaRecord
 	keyBuf   []byte
 }
 
-// encode fills and returns the shared record for o; it is valid until the next call.
-func (x *recordEncoder) encode(o *store.CapturedObject) (*metadv1.ObjectRecord, error) {
+// Encode fills and returns the shared record for o; it is valid until the next call.
+func (x *RecordEncoder) Encode(o *store.CapturedObject) (*metadv1.ObjectRecord, error) {
 	st := o.State
 	group, gid := o.Group()
 	x.keyBuf = append(x.keyBuf[:0], o.Key...)
@@ -227,7 +227,7 @@ func (x *recordEncoder) encode(o *store.CapturedObject) (*metadv1.ObjectRecord, 
 	}
 	rounded := alloc.RoundUp(st.Size)
 	for i, rep := range st.Replicas {
-		idx, ok := x.segIndex[rep.Extent.Segment]
+		idx, ok := x.SegIndex[rep.Extent.Segment]
 		if !ok {
 			return nil, fmt.Errorf("object %q: replica %d on segment %s that is not mounted", o.Key, rep.ID, rep.Extent.Segment)
 		}
@@ -243,8 +243,8 @@ func (x *recordEncoder) encode(o *store.CapturedObject) (*metadv1.ObjectRecord, 
 	return r, nil
 }
 
-// objectFrom decodes one object record; segs lists the snapshot's segment ids by position.
-func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, error) {
+// ObjectFrom decodes one object record; segs lists the snapshot's segment ids by position.
+func ObjectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, error) {
 	st := &store.ObjectState{
 		ID: r.GetObjectId(), Version: r.GetVersion(), Size: r.GetSize(), Writer: ID16(r.GetWriterClientId()),
 		PutStart: r.GetPutStartUnixNano(), DataType: r.GetDataType(), HardPin: r.GetHardPin(),
@@ -261,7 +261,7 @@ func objectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, e
 		if size == 0 {
 			size = alloc.RoundUp(st.Size)
 		}
-		st.Replicas[i] = store.Replica{ID: rr.GetReplicaId(), Tier: TierFrom(rr.GetTier()), Status: statusFrom(rr.GetStatus()),
+		st.Replicas[i] = store.Replica{ID: rr.GetReplicaId(), Tier: TierFrom(rr.GetTier()), Status: StatusFrom(rr.GetStatus()),
 			Extent: alloc.Extent{Segment: segs[idx], Offset: rr.GetOffset(), Size: size}}
 	}
 	if st.MemoryBytes() != r.GetChargedBytes() && r.GetChargedBytes() != 0 {
