@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -268,4 +269,109 @@ func ObjectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, e
 		return nil, fmt.Errorf("object %q: charged %d bytes, replicas hold %d", r.GetKey(), r.GetChargedBytes(), st.MemoryBytes())
 	}
 	return st, nil
+}
+
+// ReasonTo converts a store reason to the wire's; ok is false for a reason the wire does not name
+// (a test checks that every store reason is named).
+func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
+	switch r {
+	case store.OK:
+		return metadv1.Reason_REASON_UNSPECIFIED, true
+	case store.InvalidParams:
+		return metadv1.Reason_REASON_INVALID_PARAMS, true
+	case store.TenantNotRegistered:
+		return metadv1.Reason_REASON_TENANT_NOT_REGISTERED, true
+	case store.TenantNotEmpty:
+		return metadv1.Reason_REASON_TENANT_NOT_EMPTY, true
+	case store.TenantQuotaExceeded:
+		return metadv1.Reason_REASON_TENANT_QUOTA_EXCEEDED, true
+	case store.TenantAlreadyExists:
+		return metadv1.Reason_REASON_TENANT_ALREADY_EXISTS, true
+	case store.ObjectNotFound:
+		return metadv1.Reason_REASON_OBJECT_NOT_FOUND, true
+	case store.ObjectAlreadyExists:
+		return metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS, true
+	case store.ObjectHasLease:
+		return metadv1.Reason_REASON_OBJECT_HAS_LEASE, true
+	case store.ReplicaIsNotReady:
+		return metadv1.Reason_REASON_REPLICA_IS_NOT_READY, true
+	case store.InvalidWrite:
+		return metadv1.Reason_REASON_INVALID_WRITE, true
+	case store.IllegalClient:
+		return metadv1.Reason_REASON_ILLEGAL_CLIENT, true
+	case store.NoAvailableHandle:
+		return metadv1.Reason_REASON_NO_AVAILABLE_HANDLE, true
+	case store.SegmentNotFound:
+		return metadv1.Reason_REASON_SEGMENT_NOT_FOUND, true
+	case store.SegmentOwnedByOtherClient:
+		return metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, true
+	case store.StateReplaced:
+		return metadv1.Reason_REASON_STATE_REPLACED, true
+	case store.MemberNotFound:
+		return metadv1.Reason_REASON_MEMBER_NOT_FOUND, true
+	}
+	return metadv1.Reason_REASON_UNSPECIFIED, false
+}
+
+// ItemStatus is one item's Status in a batch response: OK, or the reason and "REASON: msg".
+func ItemStatus(r store.Reason, msg string) *metadv1.Status {
+	if r == store.OK {
+		return &metadv1.Status{}
+	}
+	wr, ok := ReasonTo(r)
+	if !ok {
+		wr = metadv1.Reason_REASON_UNSPECIFIED
+		msg = "unmapped store reason " + r.String() + ": " + msg
+	}
+	return &metadv1.Status{Reason: wr, Message: r.String() + ": " + msg}
+}
+
+// ErrItem is ItemStatus of an error (nil = OK): a *store.Error by its reason, anything else as
+// INVALID_PARAMS with the error's text.
+func ErrItem(err error) *metadv1.Status {
+	if err == nil {
+		return &metadv1.Status{}
+	}
+	var se *store.Error
+	if errors.As(err, &se) {
+		return ItemStatus(se.Reason, se.Msg)
+	}
+	return ItemStatus(store.InvalidParams, err.Error())
+}
+
+// TenantStateTo converts a tenant's lifecycle to the wire.
+func TenantStateTo(l store.TenantLife) metadv1.TenantState {
+	switch l {
+	case store.TenantOpen:
+		return metadv1.TenantState_TENANT_STATE_OPEN
+	case store.TenantClosing:
+		return metadv1.TenantState_TENANT_STATE_CLOSING
+	case store.TenantRemoved:
+		return metadv1.TenantState_TENANT_STATE_REMOVED
+	}
+	return metadv1.TenantState_TENANT_STATE_UNSPECIFIED
+}
+
+// StrategyTo is a placement strategy as a command carries it.
+func StrategyTo(s alloc.Strategy) metadv1.PlacementStrategy {
+	if s == alloc.StrategyFreeRatioFirst {
+		return metadv1.PlacementStrategy_PLACEMENT_STRATEGY_FREE_RATIO_FIRST
+	}
+	return metadv1.PlacementStrategy_PLACEMENT_STRATEGY_RANDOM
+}
+
+// ReplicasTo describes replicas to a client: where they are (segment endpoint and base, looked up
+// in segs) and the object size.
+func ReplicasTo(segs *alloc.Registry, reps []store.Replica, size uint64) []*metadv1.Replica {
+	out := make([]*metadv1.Replica, len(reps))
+	for i, r := range reps {
+		id := r.Extent.Segment
+		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: TierTo(r.Tier), SegmentId: id[:],
+			Offset: r.Extent.Offset, Size: size, Status: StatusTo(r.Status)}
+		if info, ok := segs.Describe(id); ok {
+			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
+		}
+		out[i] = rp
+	}
+	return out
 }
