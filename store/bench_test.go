@@ -18,7 +18,7 @@ import (
 // Benchmarks of the store against the old shard-lock design (baseline_test.go), both run in the same
 // process on identical data: each benchmark has the sub-benchmarks .../metad and .../baseline, so
 // `-cpu 1,2` measures both at each CPU count. `make bench-store` runs them and prints the ratios
-// (store/internal/benchratio); docs/performance.md has the figures and the targets of issue 2.
+// (store/internal/benchratio, which holds the targets); docs/performance.md has the figures.
 //
 // The 1M-object fixtures are built once per process, on first use, and only by benchmarks, so
 // `go test ./store/` never builds them. Keys are 40 bytes, every object has one MEMORY replica, and

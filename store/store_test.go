@@ -787,9 +787,9 @@ func TestWithHandleOnlyReachesTheLiveEntry(t *testing.T) {
 }
 
 // TestListGroupOfAGroupErasedMeanwhile: ListGroup finds the group in the catalog, then takes its
-// lock; an EraseGroup applied between the two steps leaves it a removed, empty entry. A drill found
-// ListGroup answering that as a group with no members, a state the group never had (it went from
-// three members to not found); it must answer not found.
+// lock; an EraseGroup applied between the two steps leaves it a removed, empty entry. ListGroup must
+// answer not found, never a group with no members, a state the group never had (it goes from three
+// members to not found).
 func TestListGroupOfAGroupErasedMeanwhile(t *testing.T) {
 	s := newTestStore(t)
 	mount(t, s, 1, alloc.TierMemory, 1<<20)

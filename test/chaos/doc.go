@@ -84,18 +84,18 @@
 // # Known anomalies
 //
 // A partition that porcupine finds not linearizable is checked again with relaxations that name
-// anomalies found by these drills (see tolerance in model.go); its report says which explains it,
-// or that none does:
+// known anomalies (see tolerance in model.go); its report says which explains it, or that none
+// does:
 //
 //   - group-not-found: RemoveGroup answers OBJECT_NOT_FOUND, erasing nothing, while the group
 //     still has members, when a removal of one member is in flight (the leader's unlink mark makes
 //     PrepareRemoveGroup treat the marked member as absent and fail the whole group).
 //   - restore-fenced: a Remove or RemoveGroup prepared before a SnapshotRestore and applied after
 //     it answers OBJECT_NOT_FOUND, erasing nothing, though the restored state has the key (the
-//     command was fenced only by the object and group ids of the state it was prepared on). Fixed:
-//     every leader-prepared command carries the state epoch it was checked against, a restore
-//     advances the epoch, and apply refuses a command of another epoch so the leader prepares it
-//     again; the relaxation stays to name a regression.
+//     command fenced only by the object and group ids of the state it was prepared on). The state
+//     epoch prevents it: every leader-prepared command carries the epoch it was checked against, a
+//     restore advances the epoch, and apply refuses a command of another epoch so the leader
+//     prepares it again; the relaxation names a regression.
 //   - dirty-absent: a linearizable Get, Exist or Remove finds a present key absent because a
 //     removal of it was prepared (marked) on the leader but never took effect: its proposal was
 //     rejected at apply (a RemoveGroup that met a new member), or never committed (the leader was

@@ -10,9 +10,9 @@ import (
 	"metad/client"
 )
 
-// Failover figures of issue 4 (docs/performance.md): real processes, default timeouts.
+// Failover figures of docs/performance.md (make bench-failover): real processes, default timeouts.
 //
-//	go test -run '^$' -bench 'Failover|Transfer' -benchtime 1x ./test/e2e/
+//	go test -run '^$' -bench 'FailoverLeaderKill|PlannedTransfer' -benchtime 1x -timeout 20m ./test/e2e/
 
 // firstWrite keeps writing fresh keys until one succeeds and returns how long that took.
 func firstWrite(tb testing.TB, cl *client.Client, from time.Time, tag string) time.Duration {

@@ -2,7 +2,7 @@
 // docs/performance.md. It reads `go test -bench` output on stdin, pairs every
 // Benchmark<Name>/metad-<cpu> with Benchmark<Name>/baseline-<cpu> (the same figure of the store and of
 // the old shard-lock design, measured in the same run), and prints a markdown table: the figure, the
-// CPU count, both values, their ratio, the target of issue 2 and PASS or MISS.
+// CPU count, both values, their ratio, the figure's target and PASS or MISS.
 //
 //	go test -run '^$' -bench . -benchmem -cpu 1,2 ./store/ | tee bench-store.txt
 //	go run ./store/internal/benchratio < bench-store.txt
@@ -25,7 +25,7 @@ import (
 )
 
 // figure is one row kind of the table: which benchmark, which unit, how the ratio is taken and what
-// the issue asks of it.
+// the target asks of it.
 type figure struct {
 	name    string // benchmark name without "Benchmark" and without the design
 	unit    string // the metric compared
@@ -34,7 +34,7 @@ type figure struct {
 	atLeast bool // PASS when ratio >= target; otherwise when ratio <= target
 }
 
-// targets are the figures of issue 2, in the order of its table.
+// targets are the targeted figures, in the order of the table in docs/performance.md.
 var targets = []figure{
 	{name: "PointGet", unit: "ns/op", target: 1.0, atLeast: true},
 	{name: "GroupMemberGet", unit: "ns/op", target: 1.15, atLeast: true},
@@ -171,7 +171,7 @@ type row struct {
 	verdict     string // PASS, MISS or "-" (no target)
 }
 
-// rows pairs the results: the targeted figures first in the issue's order, then any other pair in
+// rows pairs the results: the targeted figures first in the order of targets, then any other pair in
 // input order. missing lists targeted figures with no pair at all.
 func rows(r *results) (out []row, missing []string) {
 	byName := map[string][]int{}
