@@ -86,15 +86,6 @@ var opNames = map[opKind]string{
 
 func (k opKind) String() string { return opNames[k] }
 
-// isWrite reports whether the call may change state.
-func (k opKind) isWrite() bool {
-	switch k {
-	case opGet, opExist, opListGroup, opSnapshot:
-		return false
-	}
-	return true
-}
-
 // result is the kind of answer an operation got.
 type result uint8
 

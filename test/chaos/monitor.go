@@ -173,20 +173,3 @@ func leaderSpans(ss []sample, end time.Duration) []span {
 	}
 	return out
 }
-
-// currentLeader is the leader of the latest poll, or -1.
-func (m *monitor) currentLeader() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := len(m.c.Nodes)
-	if len(m.samples) < n {
-		return -1
-	}
-	leader, term := -1, uint64(0)
-	for _, s := range m.samples[len(m.samples)-n:] {
-		if s.Leader && s.Term >= term {
-			leader, term = s.Node, s.Term
-		}
-	}
-	return leader
-}

@@ -557,19 +557,19 @@ func (w *wclient) removeGroup() {
 }
 
 // read runs a read with the Go client (its retries are harmless: a read changes nothing) and
-// returns the call and return times; ok is false when the read failed without an answer (it is
-// then left out of the history).
-func (w *wclient) read(fn func(ctx context.Context) error) (err error, call, ret time.Duration, ok bool) {
+// returns the call and return times and the read's error; ok is false when the read failed without
+// an answer (it is then left out of the history).
+func (w *wclient) read(fn func(ctx context.Context) error) (call, ret time.Duration, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.wl.cfg.ReadLimit)
 	defer cancel()
 	call = w.wl.hist.since()
 	err = fn(ctx)
 	ret = w.wl.hist.since()
 	if cls, _ := classify(err); cls == clsOK || cls == clsReason {
-		return err, call, ret, true
+		return call, ret, true, err
 	}
 	w.wl.dropped.Add(1)
-	return err, call, ret, false
+	return call, ret, false, err
 }
 
 func readOp(client int, ref keyRef, kind opKind, label string, err error, call, ret time.Duration) *Op {
@@ -588,7 +588,7 @@ func (w *wclient) get() {
 		k = fmt.Sprintf("%s-m%d", w.groupOf(t), w.rng.IntN(groupMembers))
 	}
 	var resp *metadv1.GetResponse
-	err, call, ret, ok := w.read(func(ctx context.Context) error {
+	call, ret, ok, err := w.read(func(ctx context.Context) error {
 		var err error
 		resp, err = w.rd.Get(ctx, t, k)
 		return err
@@ -607,7 +607,7 @@ func (w *wclient) exist() {
 	t := w.tenant()
 	k := w.singleton(t)
 	var ex bool
-	err, call, ret, ok := w.read(func(ctx context.Context) error {
+	call, ret, ok, err := w.read(func(ctx context.Context) error {
 		var err error
 		ex, err = w.rd.Exist(ctx, t, k)
 		return err
@@ -624,7 +624,7 @@ func (w *wclient) batchGet() {
 	t := w.tenant()
 	keys := w.someKeys(t, true)
 	var resp *metadv1.BatchGetResponse
-	err, call, ret, ok := w.read(func(ctx context.Context) error {
+	call, ret, ok, err := w.read(func(ctx context.Context) error {
 		var err error
 		resp, err = w.rd.BatchGet(ctx, t, keys)
 		if err == nil && len(resp.GetResults()) != len(keys) {
@@ -659,7 +659,7 @@ func (w *wclient) batchExist() {
 	t := w.tenant()
 	keys := w.someKeys(t, true)
 	var resp *metadv1.BatchExistResponse
-	err, call, ret, ok := w.read(func(ctx context.Context) error {
+	call, ret, ok, err := w.read(func(ctx context.Context) error {
 		var err error
 		resp, err = w.rd.BatchExist(ctx, t, keys)
 		if err == nil && len(resp.GetExists()) != len(keys) {
@@ -685,7 +685,7 @@ func (w *wclient) listGroup() {
 	t := w.tenant()
 	g := w.groupOf(t)
 	var keys []string
-	err, call, ret, ok := w.read(func(ctx context.Context) error {
+	call, ret, ok, err := w.read(func(ctx context.Context) error {
 		var err error
 		keys, err = w.rd.ListGroup(ctx, t, g)
 		return err
