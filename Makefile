@@ -52,11 +52,28 @@ race:
 unit:
 	$(GO) test -count=1 $(PKGS)
 
-## lint: gofmt (generated code excepted) and go vet.
-lint:
+## lint: gofmt (generated code excepted), go vet, the package layering of docs/design.md and staticcheck.
+lint: tools
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -name '*.pb.go' -not -path './bin/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) test -count=1 ./internal/layering/
+	$(STATICCHECK) $(PKGS)
+
+# The lint tools, pinned; `make tools` installs them into $(TOOLS), as proto/generate.sh does its
+# generators. v0.8.2 is staticcheck 2026.2.2, which builds with and understands Go 1.26.
+TOOLS               := $(CURDIR)/$(BIN)/tools
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK         := $(TOOLS)/staticcheck
+
+## tools: the pinned lint tools in bin/tools (staticcheck of honnef.co/go/tools at STATICCHECK_VERSION);
+## a tool is reinstalled when its pin changes.
+tools:
+	@have=$$($(STATICCHECK) -version 2>/dev/null | sed -n 's/.*(\(.*\))$$/v\1/p'); \
+	  if [ "$$have" != "$(STATICCHECK_VERSION)" ]; then \
+	    echo "installing honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) into $(BIN)/tools"; \
+	    GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	  fi
 
 ## bench: every benchmark table of docs/performance.md.
 bench: bench-store bench-fsm bench-cluster bench-failover bench-evict
