@@ -39,9 +39,6 @@ const (
 
 type handler func(s *store.Store, e env, c *metadv1.Command) store.Result
 
-// fsmHandler is a handler of FSM-level state (cluster members) rather than the store.
-type fsmHandler func(e env, c *metadv1.Command) store.Result
-
 // FSM is metad's state machine. Concurrency contract: Raft calls Apply, ApplyBatch, Snapshot and
 // Restore from one goroutine; Store, Applied and LastTime may be called from any goroutine. The
 // store pointer is swapped atomically by Restore, so a reader holds one store for its whole read.
