@@ -17,6 +17,7 @@ import (
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/server"
+	"metad/service"
 	"metad/store"
 )
 
@@ -83,7 +84,11 @@ func (c *srvCluster) start(name string, cfg ha.Config, gate func()) *srvNode {
 		c.t.Fatal(err)
 	}
 	cfg.PeerListen, cfg.PeerAddr = node.PeerAddr(), node.PeerAddr()
-	srv, err := server.New(node, server.DefaultConfig(), nil, nil)
+	svc, err := service.New(node, f.Store, service.DefaultConfig(), nil, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	srv, err := server.New(svc, node, server.DefaultConfig(), nil, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,35 +1,17 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"time"
-
-	"metad/store"
-	"metad/store/alloc"
 )
 
-// Config is a plain value, read-only once given to New. It holds the server's settings. Settings that change a replicated outcome (Strategy,
-// PutDiscardTimeout) are stamped by the leader into every command it proposes, so followers'
-// values never matter.
+// Config is a plain value, read-only once given to New. It holds the adapter's settings; the
+// settings of what the leader does with a request are service.Config's.
 type Config struct {
-	// LeaseTTL is the read lease that Get and Exist grant, as the store applies it
-	// (store.Config.LeaseTTL); New refuses a Backend whose store disagrees. Default 10 s.
-	LeaseTTL time.Duration
-	// ClientTTL is how long a client may stay silent (no Ping) before the leader expires it and
-	// proposes the unmount of all its segments. Default 10 s.
-	ClientTTL time.Duration
-	// Strategy orders the non-preferred candidate segments of a placement. Default random.
-	Strategy alloc.Strategy
-	// PutDiscardTimeout is put_discard_timeout: a PutStart on a key whose previous write has no
-	// COMPLETE replica and started longer ago than this discards that attempt. Default 30 s.
-	PutDiscardTimeout time.Duration
-	// DefaultQuota is the requested quota, in bytes, of tenant "default" in a new cluster (0 = no
-	// quota). InitCluster applies it. Default 0.
-	DefaultQuota uint64
-	// SweepInterval is the period of Run's loop (leader health status, client expiry). Default 200 ms.
+	// SweepInterval is the period of Run's member-record loop. Default 200 ms.
 	SweepInterval time.Duration
-	// BackgroundTimeout bounds each proposal that Run's loop makes (client expiry). Default 5 s.
+	// BackgroundTimeout bounds each call that Run's loop makes (asking the leader to record this
+	// member). Default 5 s.
 	BackgroundTimeout time.Duration
 	// ForwardTimeout bounds one call a follower forwards to the leader, within the caller's own
 	// deadline, for every call but the long ones (RemoveAll, UnregisterTenant, member changes,
@@ -37,40 +19,20 @@ type Config struct {
 	// on a leader that stopped answering. A forward is also abandoned as soon as the follower
 	// stops hearing from the leader (see forward.go). Default 5 s.
 	ForwardTimeout time.Duration
-	// Now is the clock (leases, put times seen by the leader, client liveness). nil = time.Now;
-	// tests inject a fake.
-	Now func() time.Time
-	// QuotaEvictor, when set, is called on the leader after a PutStart is rejected with
-	// TENANT_QUOTA_EXCEEDED: it evicts the tenant's own objects until a put charging want bytes
-	// fits, and returns the bytes it released (tenant-quota eviction, package evict).
-	QuotaEvictor func(ctx context.Context, tenant string, want uint64) (freed uint64, err error)
 }
 
-// DefaultConfig returns the defaults of SEMANTICS sections 3 and 4.
+// DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		LeaseTTL:          store.DefaultConfig().LeaseTTL,
-		ClientTTL:         10 * time.Second,
-		Strategy:          alloc.StrategyRandom,
-		PutDiscardTimeout: store.DefaultDiscardAfter,
 		SweepInterval:     200 * time.Millisecond,
 		BackgroundTimeout: 5 * time.Second,
 		ForwardTimeout:    5 * time.Second,
-		Now:               time.Now,
 	}
 }
 
 // Validate checks the config; the messages name the setting as flags and YAML spell it.
 func (c Config) Validate() error {
 	switch {
-	case c.LeaseTTL <= 0:
-		return fmt.Errorf("server: lease_ttl must be positive, got %s", c.LeaseTTL)
-	case c.ClientTTL <= 0:
-		return fmt.Errorf("server: client_ttl must be positive, got %s", c.ClientTTL)
-	case c.Strategy != alloc.StrategyRandom && c.Strategy != alloc.StrategyFreeRatioFirst:
-		return fmt.Errorf("server: placement strategy %s unknown, want random or free_ratio_first", c.Strategy)
-	case c.PutDiscardTimeout < time.Millisecond:
-		return fmt.Errorf("server: put_discard_timeout must be at least 1ms, got %s", c.PutDiscardTimeout)
 	case c.SweepInterval <= 0:
 		return fmt.Errorf("server: sweep_interval must be positive, got %s", c.SweepInterval)
 	case c.BackgroundTimeout <= 0:
@@ -80,6 +42,3 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// nowNano is the configured clock in Unix nanoseconds.
-func (c *Config) nowNano() int64 { return c.Now().UnixNano() }

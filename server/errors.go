@@ -10,7 +10,9 @@ import (
 
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/store"
+	"metad/wire"
 )
 
 // This file is the one place where errors become gRPC statuses. Every status the services return
@@ -21,44 +23,32 @@ const errNoLeader = "not the leader, and no leader is known (election in progres
 
 // mapReason gives a store reason's wire reason and gRPC code; ok is false for a reason this
 // table does not know (a test checks every store.Reason is here).
-func mapReason(r store.Reason) (wire metadv1.Reason, code codes.Code, ok bool) {
+func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
+	wr, ok = wire.ReasonTo(r)
+	if !ok {
+		return wr, codes.Internal, false
+	}
 	switch r {
 	case store.OK:
-		return metadv1.Reason_REASON_UNSPECIFIED, codes.OK, true
+		code = codes.OK
 	case store.InvalidParams:
-		return metadv1.Reason_REASON_INVALID_PARAMS, codes.InvalidArgument, true
-	case store.TenantNotRegistered:
-		return metadv1.Reason_REASON_TENANT_NOT_REGISTERED, codes.NotFound, true
-	case store.TenantNotEmpty:
-		return metadv1.Reason_REASON_TENANT_NOT_EMPTY, codes.FailedPrecondition, true
-	case store.TenantQuotaExceeded:
-		return metadv1.Reason_REASON_TENANT_QUOTA_EXCEEDED, codes.ResourceExhausted, true
-	case store.TenantAlreadyExists:
-		return metadv1.Reason_REASON_TENANT_ALREADY_EXISTS, codes.AlreadyExists, true
-	case store.ObjectNotFound:
-		return metadv1.Reason_REASON_OBJECT_NOT_FOUND, codes.NotFound, true
-	case store.ObjectAlreadyExists:
-		return metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS, codes.AlreadyExists, true
-	case store.ObjectHasLease:
-		return metadv1.Reason_REASON_OBJECT_HAS_LEASE, codes.FailedPrecondition, true
-	case store.ReplicaIsNotReady:
-		return metadv1.Reason_REASON_REPLICA_IS_NOT_READY, codes.FailedPrecondition, true
-	case store.InvalidWrite:
-		return metadv1.Reason_REASON_INVALID_WRITE, codes.FailedPrecondition, true
-	case store.IllegalClient:
-		return metadv1.Reason_REASON_ILLEGAL_CLIENT, codes.PermissionDenied, true
-	case store.NoAvailableHandle:
-		return metadv1.Reason_REASON_NO_AVAILABLE_HANDLE, codes.ResourceExhausted, true
-	case store.SegmentNotFound:
-		return metadv1.Reason_REASON_SEGMENT_NOT_FOUND, codes.NotFound, true
-	case store.SegmentOwnedByOtherClient:
-		return metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, codes.PermissionDenied, true
+		code = codes.InvalidArgument
+	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound:
+		code = codes.NotFound
+	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite:
+		code = codes.FailedPrecondition
+	case store.TenantQuotaExceeded, store.NoAvailableHandle:
+		code = codes.ResourceExhausted
+	case store.TenantAlreadyExists, store.ObjectAlreadyExists:
+		code = codes.AlreadyExists
+	case store.IllegalClient, store.SegmentOwnedByOtherClient:
+		code = codes.PermissionDenied
 	case store.StateReplaced:
-		return metadv1.Reason_REASON_STATE_REPLACED, codes.Unavailable, true
-	case store.MemberNotFound:
-		return metadv1.Reason_REASON_MEMBER_NOT_FOUND, codes.NotFound, true
+		code = codes.Unavailable
+	default:
+		return wr, codes.Internal, false
 	}
-	return metadv1.Reason_REASON_UNSPECIFIED, codes.Internal, false
+	return wr, code, true
 }
 
 // withDetail builds a status carrying an ErrorDetail.
@@ -80,39 +70,6 @@ func reasonStatus(r store.Reason, msg, tenant string, key []byte) error {
 		return nil
 	}
 	return withDetail(code, msg, &metadv1.ErrorDetail{Reason: wire, Tenant: tenant, Key: key})
-}
-
-// resultErr is the status of a command's result (nil when it was applied).
-func resultErr(res *store.Result, tenant string, key []byte) error {
-	if res.Reason == store.OK {
-		return nil
-	}
-	return reasonStatus(res.Reason, res.Reason.String()+": "+res.Message, tenant, key)
-}
-
-// itemStatus is one item's Status in a batch response.
-func itemStatus(r store.Reason, msg string) *metadv1.Status {
-	if r == store.OK {
-		return &metadv1.Status{}
-	}
-	wire, _, ok := mapReason(r)
-	if !ok {
-		wire = metadv1.Reason_REASON_UNSPECIFIED
-		msg = "unmapped store reason " + r.String() + ": " + msg
-	}
-	return &metadv1.Status{Reason: wire, Message: r.String() + ": " + msg}
-}
-
-// errItem is itemStatus of a store error (nil = OK).
-func errItem(err error) *metadv1.Status {
-	if err == nil {
-		return &metadv1.Status{}
-	}
-	var se *store.Error
-	if errors.As(err, &se) {
-		return itemStatus(se.Reason, se.Msg)
-	}
-	return itemStatus(store.InvalidParams, err.Error())
 }
 
 // undecodableStatus is the status of a request that does not decode: INVALID_PARAMS naming the
@@ -150,10 +107,17 @@ func unavailableStatus(msg string) error {
 
 // toStatus translates any error a service meets into a status: store rejections by reason, Raft
 // failures (package ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and
-// statuses (from a forwarded call) unchanged. tenant and key go into the ErrorDetail.
-func toStatus(err error, tenant string, key []byte) error {
+// statuses (from a forwarded call) unchanged. A *service.Error's tenant and key go into the
+// ErrorDetail.
+func toStatus(err error) error {
 	if err == nil {
 		return nil
+	}
+	var tenant string
+	var key []byte
+	var fe *service.Error
+	if errors.As(err, &fe) {
+		tenant, key = fe.Tenant, fe.Key
 	}
 	var se *store.Error
 	if errors.As(err, &se) {
@@ -169,6 +133,12 @@ func toStatus(err error, tenant string, key []byte) error {
 		return unavailableStatus("the outcome is unknown (leadership was lost after the command was sent); check before retrying: " + err.Error())
 	case errors.Is(err, ha.ErrTimeout):
 		return unavailableStatus("the outcome is unknown: " + err.Error())
+	case errors.Is(err, service.ErrForward):
+		return notLeaderStatus("", "")
+	case errors.Is(err, service.ErrInternal):
+		return status.Error(codes.Internal, err.Error())
+	case errors.Is(err, service.ErrUnimplemented):
+		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, ha.ErrShutdown), errors.Is(err, ha.ErrNoSlot):
 		return unavailableStatus(err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -188,7 +158,7 @@ func toStatus(err error, tenant string, key []byte) error {
 func forwardErr(err error, leaderName, leaderAddr string) error {
 	st, ok := status.FromError(err)
 	if !ok {
-		return toStatus(err, "", nil)
+		return toStatus(err)
 	}
 	if st.Code() != codes.Unavailable || len(st.Details()) > 0 {
 		return st.Err()

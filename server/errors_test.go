@@ -12,6 +12,7 @@ import (
 
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/store"
 )
 
@@ -61,7 +62,7 @@ func TestRaftErrorsMap(t *testing.T) {
 		{fmt.Errorf("x: %w", ha.ErrNoSlot), codes.Unavailable, rUnavail, "full"},
 	}
 	for _, tc := range cases {
-		err := toStatus(tc.err, "t", []byte("k"))
+		err := toStatus(tc.err)
 		d := wantErr(t, err, tc.code, tc.reason)
 		if !strings.Contains(status.Convert(err).Message(), tc.msg) {
 			t.Errorf("%v: message %q lacks %q", tc.err, status.Convert(err).Message(), tc.msg)
@@ -70,10 +71,10 @@ func TestRaftErrorsMap(t *testing.T) {
 			t.Errorf("%v: NOT_LEADER without the leader: %v", tc.err, d)
 		}
 	}
-	if c := status.Code(toStatus(context.DeadlineExceeded, "", nil)); c != codes.DeadlineExceeded {
+	if c := status.Code(toStatus(context.DeadlineExceeded)); c != codes.DeadlineExceeded {
 		t.Errorf("deadline: %s", c)
 	}
-	if c := status.Code(toStatus(errors.New("boom"), "", nil)); c != codes.Unknown {
+	if c := status.Code(toStatus(errors.New("boom"))); c != codes.Unknown {
 		t.Errorf("other error: %s", c)
 	}
 }
@@ -152,9 +153,9 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			return err
 		}},
 		{store.StateReplaced, "replaced", func() error {
-			// A restore commits before every attempt: the server gives up after maxReplaced.
+			// A restore commits before every attempt: the server gives up after service.MaxReplaced.
 			h.put(t, "", "replaced", 8)
-			h.b.restoreBeforeEachApply(t, maxReplaced+1)
+			h.b.restoreBeforeEachApply(t, service.MaxReplaced+1)
 			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("replaced")})
 			return err
 		}},

@@ -17,6 +17,7 @@ import (
 	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/store"
 	"metad/store/alloc"
 )
@@ -49,7 +50,7 @@ type fakeBackend struct {
 	leaderAddr string
 }
 
-var _ Backend = (*fakeBackend)(nil)
+var _ service.Backend = (*fakeBackend)(nil)
 
 func newFakeBackend(t *testing.T, now func() time.Time) *fakeBackend {
 	t.Helper()
@@ -204,7 +205,7 @@ func newFakeClock() *fakeClock {
 
 func (c *fakeClock) Now() time.Time           { return time.Unix(0, c.ns.Load()) }
 func (c *fakeClock) Advance(d time.Duration)  { c.ns.Add(int64(d)) }
-func (c *fakeClock) config(cfg Config) Config { cfg.Now = c.Now; return cfg }
+func (c *fakeClock) config(cfg config) config { cfg.Now = c.Now; return cfg }
 
 // harness is one Server on a real gRPC server on a loopback port, with clients.
 type harness struct {
@@ -217,42 +218,55 @@ type harness struct {
 	cc    *grpc.ClientConn
 }
 
-// testConfig is DefaultConfig with a fast sweep and a client ttl long enough that tests which
-// move the fake clock past leases do not expire their clients.
-func testConfig() Config {
-	cfg := DefaultConfig()
-	cfg.SweepInterval = 5 * time.Millisecond
+// config is a harness's settings: the service's, and the adapter's in Server.
+type config struct {
+	service.Config
+	Server Config
+}
+
+// testConfig is the defaults with fast sweeps and a client ttl long enough that tests which move
+// the fake clock past leases do not expire their clients.
+func testConfig() config {
+	cfg := config{Config: service.DefaultConfig(), Server: DefaultConfig()}
+	cfg.SweepInterval, cfg.Server.SweepInterval = 5*time.Millisecond, 5*time.Millisecond
 	cfg.ClientTTL = time.Hour
 	return cfg
 }
 
 // start serves a Server over b with cfg; the Run loop runs until the test ends.
-func start(t *testing.T, b *fakeBackend, cfg Config) *harness {
+func start(t *testing.T, b *fakeBackend, cfg config) *harness {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, reg, cc := serve(t, b, cfg, lis)
+	srv, reg, cc := serve(t, b, b.Store, cfg, lis)
 	return &harness{b: b, srv: srv, reg: reg, addr: lis.Addr().String(), meta: metadv1.NewMetadataClient(cc),
 		admin: metadv1.NewAdminClient(cc), cc: cc}
 }
 
-// serve runs a Server over b on lis (gRPC server, Run loop, metrics on a fresh registry) and
-// returns it with a client connection to it; everything stops when the test ends.
-func serve(t *testing.T, b Backend, cfg Config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
+// serve runs a Service over b and state and a Server over it on lis (gRPC server, both Run loops,
+// metrics on a fresh registry, wired as cmd/metad wires them) and returns the Server with a client
+// connection to it; everything stops when the test ends.
+func serve(t *testing.T, b service.Backend, state func() *store.Store, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	srv, err := New(b, cfg, reg, nil)
+	svc, err := service.New(b, state, cfg.Config, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, err := New(svc, b, cfg.Server, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.OnLeadership(srv.SetLeader)
 	g := grpc.NewServer(append(ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
 	srv.Register(g)
 	go func() { _ = g.Serve(lis) }()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Run(ctx); close(done) }()
+	done := make(chan struct{}, 2)
+	go func() { svc.Run(ctx); done <- struct{}{} }()
+	go func() { srv.Run(ctx); done <- struct{}{} }()
 	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
@@ -260,6 +274,7 @@ func serve(t *testing.T, b Backend, cfg Config, lis net.Listener) (*Server, *pro
 	}
 	t.Cleanup(func() {
 		cancel()
+		<-done
 		<-done
 		_ = cc.Close()
 		g.Stop()

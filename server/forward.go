@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	metadv1 "metad/proto/metadv1"
-	"metad/store"
 )
 
 // Forwarding: any node accepts any request; a follower passes a call that must run on the leader
@@ -157,7 +156,7 @@ func (s *Server) watchLeader(ctx context.Context) {
 	t := time.NewTicker(leaderWatchInterval)
 	defer t.Stop()
 	for {
-		s.watch.observe(s.b.LeaderReachable())
+		s.watch.observe(s.node.LeaderReachable())
 		select {
 		case <-ctx.Done():
 			return
@@ -183,7 +182,7 @@ type hop struct {
 
 func (s *Server) newHop(ctx context.Context, method string) *hop {
 	lost := s.watch.current()
-	if lost.Err() != nil && s.b.LeaderReachable() {
+	if lost.Err() != nil && s.node.LeaderReachable() {
 		// The leader is heard from again, and the watch has not looked since (leaderTarget just
 		// checked): start the new stretch now rather than abandon this forward at once.
 		s.watch.observe(true)
@@ -240,14 +239,14 @@ type target struct {
 // leaderTarget decides where a leader-only call runs. It fails with NOT_LEADER when the call was
 // already forwarded once, and with UNAVAILABLE when no leader is known.
 func (s *Server) leaderTarget(ctx context.Context) (target, error) {
-	if s.b.IsLeader() {
+	if s.node.IsLeader() {
 		return target{local: true}, nil
 	}
-	name, addr := s.b.Leader()
+	name, addr := s.node.Leader()
 	if isForwarded(ctx) || addr == "" {
 		return target{}, notLeaderStatus(name, addr)
 	}
-	if !s.b.LeaderReachable() {
+	if !s.node.LeaderReachable() {
 		return target{}, leaderSilentStatus(name)
 	}
 	return target{name: name, addr: addr}, nil
@@ -272,42 +271,4 @@ func (s *Server) forward(ctx context.Context, t target, req, resp proto.Message)
 	}
 	_ = grpc.SetHeader(ctx, metadata.Pairs(LeaderHeader, t.addr)) // a hint; a stream may refuse it
 	return nil
-}
-
-// onLeader runs local on the leader, or forwards req to the leader and returns its answer.
-func onLeader[Resp any, P interface {
-	*Resp
-	proto.Message
-}](ctx context.Context, s *Server, req proto.Message, local func() (P, error)) (P, error) {
-	t, err := s.leaderTarget(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if t.local {
-		return local()
-	}
-	resp := P(new(Resp))
-	if err := s.forward(ctx, t, req, resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// linearRead runs a read that is linearizable unless stale: a stale read runs here on this node's
-// state; otherwise the leader confirms its leadership (ReadBarrier) and runs it, or the call is
-// forwarded to the leader. read gets the store to read and whether it serves a linearizable read
-// (and so may grant leases).
-func linearRead[Resp any, P interface {
-	*Resp
-	proto.Message
-}](ctx context.Context, s *Server, req proto.Message, stale bool, read func(st *store.Store, linear bool) (P, error)) (P, error) {
-	if stale {
-		return read(s.b.Store(), false)
-	}
-	return onLeader(ctx, s, req, func() (P, error) {
-		if err := s.b.ReadBarrier(ctx); err != nil {
-			return nil, toStatus(err, "", nil)
-		}
-		return read(s.b.Store(), true)
-	})
 }

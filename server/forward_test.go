@@ -176,7 +176,7 @@ func TestForwardAbandonedWhenLeaderGoesSilent(t *testing.T) {
 	fb := newFakeBackend(t, nil)
 	fb.setLeader(false, "n1", leader.addr)
 	cfg := testConfig()
-	cfg.ForwardTimeout = time.Minute
+	cfg.Server.ForwardTimeout = time.Minute
 	follower := start(t, fb, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -210,7 +210,7 @@ func TestForwardTimeoutBoundsShortCalls(t *testing.T) {
 	fb := newFakeBackend(t, nil)
 	fb.setLeader(false, "n1", leader.addr)
 	cfg := testConfig()
-	cfg.ForwardTimeout = 200 * time.Millisecond
+	cfg.Server.ForwardTimeout = 200 * time.Millisecond
 	follower := start(t, fb, cfg)
 
 	start := time.Now()

@@ -46,7 +46,7 @@ func (s *Server) recordLoop(ctx context.Context) {
 // leader by proposing it, elsewhere by calling RecordMember on the leader. After a failure it waits
 // twice as many sweeps as after the last one, up to maxRecordWait.
 func (s *Server) recordSelf(ctx context.Context, p *recordPacer) {
-	if s.b.SelfRecorded() {
+	if s.node.SelfRecorded() {
 		p.skip, p.wait = 0, 0
 		return
 	}
@@ -54,7 +54,7 @@ func (s *Server) recordSelf(ctx context.Context, p *recordPacer) {
 		p.skip--
 		return
 	}
-	if !s.b.LeaderReachable() {
+	if !s.node.LeaderReachable() {
 		return // no leader to ask, or one that stopped answering: ask when one is heard from
 	}
 	if err := s.askRecord(ctx); err != nil {
@@ -69,13 +69,13 @@ func (s *Server) recordSelf(ctx context.Context, p *recordPacer) {
 
 // askRecord records this node's addresses, here when it leads or through the leader it knows.
 func (s *Server) askRecord(ctx context.Context) error {
-	st := s.b.Status()
+	st := s.node.Status()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackgroundTimeout)
 	defer cancel()
-	if s.b.IsLeader() {
-		return s.b.RecordMember(ctx, st.Name, st.PeerAddr, st.ClientAddr)
+	if s.node.IsLeader() {
+		return s.node.RecordMember(ctx, st.Name, st.PeerAddr, st.ClientAddr)
 	}
-	name, addr := s.b.Leader()
+	name, addr := s.node.Leader()
 	if addr == "" {
 		return notLeaderStatus(name, addr)
 	}

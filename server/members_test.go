@@ -11,6 +11,7 @@ import (
 	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/store"
 )
 
@@ -45,9 +46,9 @@ func startLiveCluster(t *testing.T) []*liveNode {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = n.Shutdown() }) // runs after the server's cleanup below
-		cfg := DefaultConfig()
-		cfg.SweepInterval = 20 * time.Millisecond
-		_, _, cc := serve(t, n, cfg, lis)
+		cfg := config{Config: service.DefaultConfig(), Server: DefaultConfig()}
+		cfg.SweepInterval, cfg.Server.SweepInterval = 20*time.Millisecond, 20*time.Millisecond
+		_, _, cc := serve(t, n, f.Store, cfg, lis)
 		nodes = append(nodes, &liveNode{name: name, addr: lis.Addr().String(), node: n, admin: metadv1.NewAdminClient(cc)})
 		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
 	}

@@ -2,112 +2,127 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/protobuf/proto"
 
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/store"
 )
 
-// Backend must be safe for concurrent use. It is what the services need from the node; ha.Node
-// implements it.
-type Backend interface {
-	// Propose commits one command through the Raft log and returns its result as applied on this
-	// node. Raft-level failures are errors: *ha.NotLeaderError (errors.Is ha.ErrNotLeader),
-	// ha.ErrShutdown, ha.ErrTimeout, ha.ErrUnknown, ha.ErrNoSlot, or the context's error; a
-	// deterministic rejection is a Result with a reason, never an error.
-	Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error)
-	// ReadBarrier is a linearizable read point: it returns once leadership is confirmed and
-	// everything committed before the call has been applied to the store. A leader that has not
-	// applied its term-start barrier yet waits for it.
-	ReadBarrier(ctx context.Context) error
-	// LeaderReady returns once this node leads and has applied its term-start barrier (its store
-	// holds everything committed before its term), waiting while it leads but is not ready yet;
-	// *ha.NotLeaderError when it does not lead or stops leading meanwhile. It does not confirm
-	// leadership (ReadBarrier does): a deposed leader that has not noticed is still ready.
-	LeaderReady(ctx context.Context) error
-	// Store returns the current store; fetch it per request (a snapshot restore swaps it).
-	Store() *store.Store
+// Service is the leader's side of every unary call (package service implements it): each method
+// validates its request, answers ErrForward (service.ErrForward) when this node does not lead and
+// the call must run on the leader, and otherwise serves it. Its errors are *service.Error or
+// ErrForward; toStatus maps them.
+type Service interface {
+	RegisterTenant(context.Context, *metadv1.RegisterTenantRequest) (*metadv1.RegisterTenantResponse, error)
+	UnregisterTenant(context.Context, *metadv1.UnregisterTenantRequest) (*metadv1.UnregisterTenantResponse, error)
+	ListTenants(context.Context, *metadv1.ListTenantsRequest) (*metadv1.ListTenantsResponse, error)
+	SetQuota(context.Context, *metadv1.SetQuotaRequest) (*metadv1.SetQuotaResponse, error)
+	GetQuota(context.Context, *metadv1.GetQuotaRequest) (*metadv1.GetQuotaResponse, error)
+	ListSegments(context.Context, *metadv1.ListSegmentsRequest) (*metadv1.ListSegmentsResponse, error)
+	ListMembers(context.Context, *metadv1.ListMembersRequest) (*metadv1.ListMembersResponse, error)
+	AddMember(context.Context, *metadv1.AddMemberRequest) (*metadv1.AddMemberResponse, error)
+	RemoveMember(context.Context, *metadv1.RemoveMemberRequest) (*metadv1.RemoveMemberResponse, error)
+	TransferLeader(context.Context, *metadv1.TransferLeaderRequest) (*metadv1.TransferLeaderResponse, error)
+	RecordMember(context.Context, *metadv1.RecordMemberRequest) (*metadv1.RecordMemberResponse, error)
+	Status(context.Context, *metadv1.StatusRequest) (*metadv1.StatusResponse, error)
+	PutStart(context.Context, *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error)
+	PutEnd(context.Context, *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error)
+	PutRevoke(context.Context, *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error)
+	UpsertStart(context.Context, *metadv1.UpsertStartRequest) (*metadv1.UpsertStartResponse, error)
+	UpsertEnd(context.Context, *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error)
+	UpsertRevoke(context.Context, *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error)
+	BatchPutStart(context.Context, *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error)
+	BatchPutEnd(context.Context, *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error)
+	BatchPutRevoke(context.Context, *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error)
+	Get(context.Context, *metadv1.GetRequest) (*metadv1.GetResponse, error)
+	Exist(context.Context, *metadv1.ExistRequest) (*metadv1.ExistResponse, error)
+	BatchGet(context.Context, *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error)
+	BatchExist(context.Context, *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error)
+	ListGroup(context.Context, *metadv1.ListGroupRequest) (*metadv1.ListGroupResponse, error)
+	Remove(context.Context, *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error)
+	BatchRemove(context.Context, *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error)
+	RemoveAll(context.Context, *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error)
+	RemoveGroup(context.Context, *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error)
+	MountSegment(context.Context, *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error)
+	UnmountSegment(context.Context, *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error)
+	Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error)
+	// OpenSnapshot and RestoreSnapshot serve the snapshot streams (see snapshot.go).
+	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
+	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)
+}
+
+// Node must be safe for concurrent use. It is what the adapter needs of the Raft node to route
+// calls and keep its own member record; ha.Node (through service.Backend) implements it.
+type Node interface {
 	// IsLeader reports whether this node is the Raft leader.
 	IsLeader() bool
 	// Leader names the leader this node knows of and its client (gRPC) address; empty if none.
 	Leader() (name, clientAddr string)
 	// LeaderReachable reports whether the leader is this node, or has been heard from recently
-	// enough that a call forwarded to it should be answered (ha.Node: within one heartbeat
-	// timeout).
+	// enough that a call forwarded to it should be answered.
 	LeaderReachable() bool
 	// Status is this node's view of itself and the cluster.
 	Status() ha.Status
-	// Members lists the Raft configuration.
-	Members() ([]ha.Member, error)
-	// AddMember adds a voter (leader only).
-	AddMember(ctx context.Context, name, peerAddr string) error
-	// RemoveMember removes a member (leader only).
-	RemoveMember(ctx context.Context, name string) error
-	// TransferLeader hands leadership to the named member ("" = the most up-to-date follower) and
-	// returns the new leader's name (leader only).
-	TransferLeader(ctx context.Context, to string) (newLeader string, err error)
-	// RecordMember records a member's peer and client addresses in the replicated member records
-	// (leader only); the name must be in the Raft configuration (MEMBER_NOT_FOUND otherwise).
+	// RecordMember records a member's addresses (leader only).
 	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
-	// SelfRecorded reports whether the member records this node has applied hold its own current
-	// addresses (Status's Name, PeerAddr and ClientAddr).
+	// SelfRecorded reports whether the member records hold this node's own current addresses.
 	SelfRecorded() bool
 }
 
-// ha.Node is the Backend of a real node.
-var _ Backend = (*ha.Node)(nil)
+var (
+	_ Service = (*service.Service)(nil)
+	_ Node    = (service.Backend)(nil)
+)
 
 // Health service names: "" is the node as a whole; healthLeader is SERVING only on the leader.
 const healthLeader = "leader"
 
-// Server is safe for concurrent use. It implements the Metadata and Admin gRPC services over a
-// Backend. RPC handlers run on gRPC's goroutines and share only the
-// Backend, the forwarder's connection cache and the client-liveness table (each with its own
-// lock, see forward.go and clients.go); Run is called once and owns the background loop.
+// Server is safe for concurrent use. It implements the Metadata and Admin gRPC services as an
+// adapter over a Service: RPC handlers run on gRPC's goroutines and share only the Service, the
+// Node, the forwarder's connection cache and the leader watch (each with its own lock, see
+// forward.go); Run is called once and owns the background loops.
 type Server struct {
-	b      Backend
+	svc    Service
+	node   Node
 	cfg    Config
 	log    *slog.Logger
 	m      *metrics
 	health *health.Server
 	fwd    *forwarder
 	watch  *leaderWatch
-	live   *liveness
 	meta   *metadataService
 	admin  *adminService
 }
 
-// New returns a Server over b. reg receives the server's metrics (nil: not registered anywhere);
-// log nil discards.
-func New(b Backend, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Server, error) {
-	if b == nil {
-		return nil, fmt.Errorf("server: nil backend")
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+// New returns a Server over svc, routing by node's view of the leader. reg receives the server's
+// metrics (nil: not registered anywhere); log nil discards. Call SetLeader from the service's
+// leadership hook (service.Service.OnLeadership) to keep the "leader" health status current.
+func New(svc Service, node Node, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Server, error) {
+	if svc == nil || node == nil {
+		return nil, fmt.Errorf("server: nil service or node")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if got := b.Store().LeaseTTL(); got != cfg.LeaseTTL {
-		return nil, fmt.Errorf("server: lease_ttl %s differs from the store's %s", cfg.LeaseTTL, got)
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(), watch: newLeaderWatch(), live: newLiveness()}
+	s := &Server{svc: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(), watch: newLeaderWatch()}
 	s.meta = &metadataService{s: s}
 	s.admin = &adminService{s: s}
-	m, err := newMetrics(reg, b)
+	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +130,7 @@ func New(b Backend, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*S
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(metadv1.Metadata_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(metadv1.Admin_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	s.setLeaderHealth(b.IsLeader())
+	s.SetLeader(node.IsLeader())
 	return s, nil
 }
 
@@ -148,51 +163,22 @@ func (s *Server) Close() {
 	s.fwd.close()
 }
 
-// Run is the background loop: every SweepInterval it publishes whether this node is the leader
-// (health service "leader") and, on the leader, expires silent clients. Beside it run two more
-// loops: every SweepInterval, while this node's member record is missing or stale, it asks the
-// leader to record it (members.go); every leaderWatchInterval it checks that the leader is still
-// heard from (forwards in flight are abandoned when it is not). Neither can hold up the first. It
-// returns when ctx is done and the loops have stopped. Call it once.
+// Run runs the adapter's background loops until ctx is done: every SweepInterval, while this
+// node's member record is missing or stale, it asks the leader to record it (members.go); every
+// leaderWatchInterval it checks that the leader is still heard from (forwards in flight are
+// abandoned when it is not). It returns when both have stopped. Call it once.
 func (s *Server) Run(ctx context.Context) {
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
 		s.watchLeader(ctx)
 	}()
-	defer func() { <-watched }()
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		s.recordLoop(ctx)
-	}()
-	defer func() { <-recorded }()
-	tick := time.NewTicker(s.cfg.SweepInterval)
-	defer tick.Stop()
-	wasLeader, wasTerm := false, uint64(0)
-	for {
-		st := s.b.Status()
-		leader := st.Role == ha.RoleLeader
-		// A new term is a new leadership even when this node led the last one too: the clients'
-		// pings went to another leader meanwhile, so their grace starts again.
-		if leader != wasLeader || leader && st.Term != wasTerm {
-			s.setLeaderHealth(leader)
-			s.live.leadershipChanged(leader, s.cfg.nowNano())
-			s.log.Info("leadership changed", "leader", leader, "term", st.Term)
-			wasLeader, wasTerm = leader, st.Term
-		}
-		if leader {
-			s.expireClients(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	s.recordLoop(ctx)
+	<-watched
 }
 
-func (s *Server) setLeaderHealth(leader bool) {
+// SetLeader publishes whether this node leads (health service "leader").
+func (s *Server) SetLeader(leader bool) {
 	st := healthpb.HealthCheckResponse_NOT_SERVING
 	if leader {
 		st = healthpb.HealthCheckResponse_SERVING
@@ -200,18 +186,32 @@ func (s *Server) setLeaderHealth(leader bool) {
 	s.health.SetServingStatus(healthLeader, st)
 }
 
-// InitCluster applies the settings a new cluster starts with: the requested quota of tenant
-// "default" (Config.DefaultQuota). Call it once after bootstrapping a new cluster, on the leader
-// (elsewhere it fails with NOT_LEADER or UNAVAILABLE and changes nothing); with DefaultQuota 0 it
-// does nothing.
-func (s *Server) InitCluster(ctx context.Context) error {
-	if s.cfg.DefaultQuota == 0 {
-		return nil
+// unary runs a unary call: the Service's answer here, or, when this node does not lead
+// (service.ErrForward), the leader's answer to the same call forwarded there (forward.go).
+func unary[Req proto.Message, Resp any, P interface {
+	*Resp
+	proto.Message
+}](ctx context.Context, s *Server, req Req, call func(context.Context, Req) (P, error)) (P, error) {
+	resp, err := call(ctx, req)
+	if !errors.Is(err, service.ErrForward) {
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return resp, nil
 	}
-	res, err := s.b.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetQuota{SetQuota: &metadv1.SetQuota{
-		Tenant: store.DefaultTenant, QuotaBytes: s.cfg.DefaultQuota}}})
+	t, err := s.leaderTarget(ctx)
 	if err != nil {
-		return toStatus(err, store.DefaultTenant, nil)
+		return nil, err
 	}
-	return resultErr(&res, store.DefaultTenant, nil)
+	if t.local { // this node took office since the service looked
+		if resp, err = call(ctx, req); err != nil {
+			return nil, toStatus(err)
+		}
+		return resp, nil
+	}
+	out := P(new(Resp))
+	if err := s.forward(ctx, t, req, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -10,26 +10,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
+	"metad/store"
 )
 
 // The snapshot RPCs stream files of any size, so they run under the caller's context only: no
 // deadline of this package applies. A call that must run on the leader is forwarded like a unary
 // one (at most one hop), its stream relayed chunk by chunk.
-
-// snapshotBackend must be safe for concurrent use. It is what the snapshot RPCs need beyond
-// Backend; ha.Node implements it, and a Backend without it answers Unimplemented.
-type snapshotBackend interface {
-	// OpenSnapshot takes a fresh snapshot (on the leader, after a barrier, unless allowStale) and
-	// opens the file.
-	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
-	// RestoreSnapshot receives, verifies and installs a snapshot file (leader only). A refused file
-	// gives an error wrapping ha.ErrInvalidSnapshot.
-	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)
-}
-
-var _ snapshotBackend = (*ha.Node)(nil)
 
 // snapshotChunkBytes is the data carried by one SnapshotChunk (the proto's bound).
 const snapshotChunkBytes = 1 << 20
@@ -42,10 +30,6 @@ const snapshotLogEvery = 5 * time.Second
 func (a *adminService) SnapshotSave(req *metadv1.SnapshotSaveRequest, stream grpc.ServerStreamingServer[metadv1.SnapshotChunk]) error {
 	s := a.s
 	ctx := stream.Context()
-	sb, ok := s.b.(snapshotBackend)
-	if !ok {
-		return unimplementedStatus("SnapshotSave")
-	}
 	if !req.GetAllowStale() {
 		t, err := s.leaderTarget(ctx)
 		if err != nil {
@@ -56,9 +40,12 @@ func (a *adminService) SnapshotSave(req *metadv1.SnapshotSaveRequest, stream grp
 		}
 	}
 	start := time.Now()
-	snap, err := sb.OpenSnapshot(ctx, req.GetAllowStale())
+	snap, err := s.svc.OpenSnapshot(ctx, req.GetAllowStale())
+	if errors.Is(err, service.ErrUnimplemented) {
+		return unimplementedStatus("SnapshotSave")
+	}
 	if err != nil {
-		return toStatus(err, "", nil)
+		return toStatus(err)
 	}
 	defer snap.Close()
 	s.log.Info("snapshot save: streaming", "index", snap.Index, "term", snap.Term, "bytes", snap.Size)
@@ -70,7 +57,7 @@ func (a *adminService) SnapshotSave(req *metadv1.SnapshotSaveRequest, stream grp
 		if n > 0 {
 			if err := stream.Send(&metadv1.SnapshotChunk{Data: buf[:n], Offset: uint64(off), TotalBytes: uint64(max(snap.Size, 0))}); err != nil {
 				s.log.Warn("snapshot save: stream ended by the caller", "bytes", off, "err", err)
-				return toStatus(err, "", nil)
+				return toStatus(err)
 			}
 			off += int64(n)
 		}
@@ -97,10 +84,6 @@ func (a *adminService) SnapshotSave(req *metadv1.SnapshotSaveRequest, stream grp
 func (a *adminService) SnapshotRestore(stream grpc.ClientStreamingServer[metadv1.SnapshotChunk, metadv1.SnapshotRestoreResponse]) error {
 	s := a.s
 	ctx := stream.Context()
-	sb, ok := s.b.(snapshotBackend)
-	if !ok {
-		return unimplementedStatus("SnapshotRestore")
-	}
 	t, err := s.leaderTarget(ctx)
 	if err != nil {
 		return err
@@ -111,21 +94,18 @@ func (a *adminService) SnapshotRestore(stream grpc.ClientStreamingServer[metadv1
 	start := time.Now()
 	s.log.Info("snapshot restore: started")
 	cr := &chunkReader{recv: stream.Recv}
-	res, err := sb.RestoreSnapshot(ctx, cr)
+	res, err := s.svc.RestoreSnapshot(ctx, cr)
 	if err != nil {
 		s.log.Warn("snapshot restore: failed; the cluster's state is unchanged unless the install had begun", "bytes", cr.off, "err", err)
 		var bad *badChunkError
 		switch {
-		case errors.Is(err, ha.ErrInvalidSnapshot):
-			return toStatus(badf("snapshot", "%s", err.Error()), "", nil)
+		case errors.Is(err, service.ErrUnimplemented):
+			return unimplementedStatus("SnapshotRestore")
 		case errors.As(err, &bad):
-			return toStatus(badf("snapshot", "%s", bad.msg), "", nil)
+			return toStatus(&store.Error{Reason: store.InvalidParams, Msg: "snapshot: " + bad.msg})
 		}
-		return toStatus(err, "", nil)
+		return toStatus(err)
 	}
-	// Client liveness is leader soft state too: every owner of a restored segment starts a fresh
-	// grace now, so workers have client_ttl to reach the restored cluster.
-	s.live.leadershipChanged(true, s.cfg.nowNano())
 	h := res.Header
 	s.log.Info("snapshot restore: done", "index", res.Index, "term", res.Term, "objects", h.GetObjects(),
 		"tenants", h.GetTenants(), "took", time.Since(start))
@@ -200,7 +180,7 @@ func (s *Server) forwardSnapshotSave(ctx context.Context, t target, req *metadv1
 			return hopErr(h, err, t)
 		}
 		if err := stream.Send(c); err != nil {
-			return toStatus(err, "", nil)
+			return toStatus(err)
 		}
 	}
 }
@@ -225,7 +205,7 @@ func (s *Server) forwardSnapshotRestore(ctx context.Context, t target, stream gr
 			break
 		}
 		if err != nil {
-			return toStatus(err, "", nil)
+			return toStatus(err)
 		}
 		if err := up.Send(c); err != nil {
 			break // the leader ended the stream; CloseAndRecv says why

@@ -38,6 +38,7 @@ import (
 	"metad/fsm"
 	"metad/ha"
 	"metad/server"
+	"metad/service"
 	"metad/store"
 	"metad/store/alloc"
 )
@@ -142,17 +143,27 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	strategy, _ := alloc.ParseStrategy(cfg.Placement)
-	sc := server.DefaultConfig()
-	sc.LeaseTTL, sc.ClientTTL, sc.PutDiscardTimeout, sc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
-	sc.ForwardTimeout = cfg.ForwardTimeout
-	sc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
-		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(node.Store(), tenant, want))
+	vc := service.DefaultConfig()
+	vc.LeaseTTL, vc.ClientTTL, vc.PutDiscardTimeout, vc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
+	vc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
+		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, want))
 	}
-	srv, err := server.New(node, sc, reg, log)
+	svc, err := service.New(node, f.Store, vc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
 		return err
 	}
+	sc := server.DefaultConfig()
+	sc.ForwardTimeout = cfg.ForwardTimeout
+	srv, err := server.New(svc, node, sc, reg, log)
+	if err != nil {
+		_ = node.Shutdown()
+		return err
+	}
+	// The one leadership hook: the service resets its soft state, then the adapter's health status
+	// follows and the evictor looks at once.
+	svc.OnLeadership(srv.SetLeader)
+	svc.OnLeadership(func(bool) { ev.Kick() })
 	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	gs := grpc.NewServer(opts...)
 	srv.Register(gs)
@@ -162,7 +173,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listen-client: %w", err)
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
-	runDone := make(chan struct{}, 2)
+	runDone := make(chan struct{}, 3)
+	go func() { svc.Run(runCtx); runDone <- struct{}{} }()
 	go func() { srv.Run(runCtx); runDone <- struct{}{} }()
 	go func() { ev.Run(runCtx); runDone <- struct{}{} }()
 	serveErr := make(chan error, 1)
@@ -201,6 +213,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	srv.Close()
 	cancelRun()
+	<-runDone
 	<-runDone
 	<-runDone
 	if err := node.Shutdown(); err != nil {

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"context"
@@ -30,11 +30,11 @@ import (
 // other error a failure that is returned as it is. It may run twice (on the store current each
 // time), so it must set everything the caller uses afresh on every run. fromState returns what the
 // last run of check returned, or the error of the readiness wait or of the barrier.
-func (s *Server) fromState(ctx context.Context, check func(st *store.Store) (propose bool, err error)) (bool, error) {
+func (s *Service) fromState(ctx context.Context, check func(st *store.Store) (propose bool, err error)) (bool, error) {
 	if err := s.b.LeaderReady(ctx); err != nil {
 		return false, err
 	}
-	propose, err := check(s.b.Store())
+	propose, err := check(s.state())
 	var se *store.Error
 	if propose || (err != nil && !errors.As(err, &se)) {
 		return propose, err
@@ -42,12 +42,12 @@ func (s *Server) fromState(ctx context.Context, check func(st *store.Store) (pro
 	if err := s.b.ReadBarrier(ctx); err != nil {
 		return false, err
 	}
-	return check(s.b.Store())
+	return check(s.state())
 }
 
 // proposeChecked proposes cmd unless the leader's state refuses it (fsm.Check), in which case it
 // returns the refusal as the result apply would have given, without a log entry.
-func (s *Server) proposeChecked(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
 	var refusal store.Result
 	propose, err := s.fromState(ctx, func(st *store.Store) (bool, error) {
 		var refused bool

@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"errors"
@@ -230,14 +230,6 @@ func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, e
 		return nil, &store.Error{Reason: store.InvalidParams, Msg: err.Error()}
 	}
 	return out, nil
-}
-
-// strategyTo is the configured placement strategy as a command carries it.
-func strategyTo(s alloc.Strategy) metadv1.PlacementStrategy {
-	if s == alloc.StrategyFreeRatioFirst {
-		return metadv1.PlacementStrategy_PLACEMENT_STRATEGY_FREE_RATIO_FIRST
-	}
-	return metadv1.PlacementStrategy_PLACEMENT_STRATEGY_RANDOM
 }
 
 // msgOf is an error's message without its reason prefix.

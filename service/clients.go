@@ -1,4 +1,4 @@
-package server
+package service
 
 import (
 	"context"
@@ -105,9 +105,9 @@ func owners(segs []alloc.SegmentInfo) []alloc.ID {
 // expireClients runs on the leader from Run's loop: every client silent for ClientTTL gets its
 // segments unmounted by an UnmountSegment{reason CLIENT_EXPIRED} proposal. A failed proposal is
 // retried on the next sweep (the client stays expired in the table).
-func (s *Server) expireClients(ctx context.Context) {
+func (s *Service) expireClients(ctx context.Context) {
 	now := s.cfg.nowNano()
-	due := s.live.expired(owners(s.b.Store().Segments().List()), now, int64(s.cfg.ClientTTL))
+	due := s.live.expired(owners(s.state().Segments().List()), now, int64(s.cfg.ClientTTL))
 	for _, c := range due {
 		if ctx.Err() != nil || !s.b.IsLeader() {
 			return

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"context"
+
+	metadv1 "metad/proto/metadv1"
+)
+
+// metadataService is safe for concurrent use (it keeps no state of its own). It implements
+// metadv1.MetadataServer: every call goes to the Service here, or to the leader (unary).
+type metadataService struct {
+	metadv1.UnimplementedMetadataServer
+	s *Server
+}
+
+var _ metadv1.MetadataServer = (*metadataService)(nil)
+
+// adminService is safe for concurrent use (it keeps no state of its own). It implements
+// metadv1.AdminServer: the unary calls as metadataService does, the snapshot streams in
+// snapshot.go.
+type adminService struct {
+	metadv1.UnimplementedAdminServer
+	s *Server
+}
+
+var _ metadv1.AdminServer = (*adminService)(nil)
+
+func (a *adminService) RegisterTenant(ctx context.Context, req *metadv1.RegisterTenantRequest) (*metadv1.RegisterTenantResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.RegisterTenant)
+}
+
+func (a *adminService) UnregisterTenant(ctx context.Context, req *metadv1.UnregisterTenantRequest) (*metadv1.UnregisterTenantResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.UnregisterTenant)
+}
+
+func (a *adminService) ListTenants(ctx context.Context, req *metadv1.ListTenantsRequest) (*metadv1.ListTenantsResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListTenants)
+}
+
+func (a *adminService) SetQuota(ctx context.Context, req *metadv1.SetQuotaRequest) (*metadv1.SetQuotaResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.SetQuota)
+}
+
+func (a *adminService) GetQuota(ctx context.Context, req *metadv1.GetQuotaRequest) (*metadv1.GetQuotaResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.GetQuota)
+}
+
+func (a *adminService) ListSegments(ctx context.Context, req *metadv1.ListSegmentsRequest) (*metadv1.ListSegmentsResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListSegments)
+}
+
+func (a *adminService) ListMembers(ctx context.Context, req *metadv1.ListMembersRequest) (*metadv1.ListMembersResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListMembers)
+}
+
+func (a *adminService) AddMember(ctx context.Context, req *metadv1.AddMemberRequest) (*metadv1.AddMemberResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.AddMember)
+}
+
+func (a *adminService) RemoveMember(ctx context.Context, req *metadv1.RemoveMemberRequest) (*metadv1.RemoveMemberResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.RemoveMember)
+}
+
+func (a *adminService) TransferLeader(ctx context.Context, req *metadv1.TransferLeaderRequest) (*metadv1.TransferLeaderResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.TransferLeader)
+}
+
+func (a *adminService) RecordMember(ctx context.Context, req *metadv1.RecordMemberRequest) (*metadv1.RecordMemberResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.RecordMember)
+}
+
+// Status describes the node that answers (never forwarded).
+func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
+	resp, err := a.s.svc.Status(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (m *metadataService) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.PutStart)
+}
+
+func (m *metadataService) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.PutEnd)
+}
+
+func (m *metadataService) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.PutRevoke)
+}
+
+func (m *metadataService) UpsertStart(ctx context.Context, req *metadv1.UpsertStartRequest) (*metadv1.UpsertStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.UpsertStart)
+}
+
+func (m *metadataService) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.UpsertEnd)
+}
+
+func (m *metadataService) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.UpsertRevoke)
+}
+
+func (m *metadataService) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchPutStart)
+}
+
+func (m *metadataService) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchPutEnd)
+}
+
+func (m *metadataService) BatchPutRevoke(ctx context.Context, req *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchPutRevoke)
+}
+
+func (m *metadataService) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.GetResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.Get)
+}
+
+func (m *metadataService) Exist(ctx context.Context, req *metadv1.ExistRequest) (*metadv1.ExistResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.Exist)
+}
+
+func (m *metadataService) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchGet)
+}
+
+func (m *metadataService) BatchExist(ctx context.Context, req *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchExist)
+}
+
+func (m *metadataService) ListGroup(ctx context.Context, req *metadv1.ListGroupRequest) (*metadv1.ListGroupResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.ListGroup)
+}
+
+func (m *metadataService) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.Remove)
+}
+
+func (m *metadataService) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchRemove)
+}
+
+func (m *metadataService) RemoveAll(ctx context.Context, req *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.RemoveAll)
+}
+
+func (m *metadataService) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.RemoveGroup)
+}
+
+func (m *metadataService) MountSegment(ctx context.Context, req *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MountSegment)
+}
+
+func (m *metadataService) UnmountSegment(ctx context.Context, req *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.UnmountSegment)
+}
+
+func (m *metadataService) Ping(ctx context.Context, req *metadv1.PingRequest) (*metadv1.PingResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.Ping)
+}

@@ -1,0 +1,54 @@
+// Package service is the leader's side of every request of the Metadata and Admin APIs: what a
+// node does with a request once the gRPC adapter (package server) has decoded it. It validates the
+// request (SEMANTICS section 1, through the store's own validators), decides whether it runs here,
+// turns it into log commands and reads, and its results into responses. It holds the leader's soft
+// state that is not the store's (client liveness) and owns the one leadership hook. It knows
+// nothing of gRPC: its errors say what went wrong (errors.go) and the adapter maps them to
+// statuses, in one place.
+//
+// # Request path
+//
+//	validate (InvalidArgument naming the field: *store.Error INVALID_PARAMS; nothing proposed)
+//	  -> leader? no: ErrForward (the adapter sends the same call to the leader)
+//	             yes:
+//	  -> write:   build the command (stamping cluster settings: placement strategy, put discard
+//	              timeout) -> fsm.Check against the leader's state: refused -> answer the refusal
+//	              without a log entry; otherwise Backend.Propose -> store.Result
+//	     removal: store.Prepare* (lease check unless force, PROCESSING check, unlink mark)
+//	              -> propose the command fenced by the prepared tokens -> ClearMarks on failure
+//	              -> prepare again when a snapshot restore replaced the state (STATE_REPLACED)
+//	     read:    Backend.ReadBarrier -> read the store (Get and Exist grant leases)
+//	     stale read: served by any node from its own store, no barrier, no lease
+//	  -> the response: per-item Status in request order for batches (wire.ItemStatus), or an
+//	     *Error carrying the tenant and key
+//
+// Checks and prepares read the leader's state, so they run through one helper, fromState
+// (state.go): never before the leader is ready (Backend.LeaderReady; a request waits for it), and
+// an answer given from state without the log (a refusal) only after Backend.ReadBarrier has
+// confirmed leadership and the state has been checked again.
+//
+// # Leader soft state
+//
+// Client liveness (the last Ping of each client) lives here, on the leader only: Run's loop
+// expires a client silent for ClientTTL by proposing the unmount of its segments. Read leases and
+// removal marks live in the store; package ha resets them when this node takes office. Run notices
+// every change of leadership (a new term counts, even when this node led the last one) and runs
+// the one leadership hook: every known client gets a fresh grace (the table is dropped on losing
+// leadership), then the hooks registered with OnLeadership run (cmd/metad registers the adapter's
+// "leader" health status and the evictor's Kick).
+//
+// # Concurrency
+//
+// Methods run concurrently on the callers' goroutines. They share the Backend (safe for concurrent
+// use), the store (fetched per request through the state function, since a snapshot restore swaps
+// it) and the liveness table, whose one mutex is a leaf: no other lock is taken under it, and none
+// is held across a proposal or any I/O. Store locks are taken only inside store calls, and never
+// across a proposal. Run is one goroutine; it returns when its context is done.
+//
+// # Lifecycle
+//
+//	svc, _ := service.New(node, fsm.Store, cfg, registry, log)
+//	svc.OnLeadership(...)  // before Run
+//	go svc.Run(ctx)
+//	svc.InitCluster(ctx)   // once, on the leader of a newly bootstrapped cluster (default tenant quota)
+package service

@@ -1,0 +1,899 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+	"metad/wire"
+)
+
+// Page size of ListGroup: the default and the largest page a request may ask for.
+const (
+	defaultListPage = 1024
+	maxListPage     = store.MaxBatch
+)
+
+// ms converts a duration to the wire's milliseconds.
+func ms(d time.Duration) uint64 { return uint64(d / time.Millisecond) }
+
+// ---- writes ---------------------------------------------------------------------------------
+
+// putStartOf validates a PutStart (or UpsertStart) and builds its command, stamped with the
+// cluster settings of this node (the leader's when it is proposed).
+func (s *Service) putStartOf(tenant string, client, key, group []byte, size uint64, cfg *metadv1.ReplicaConfig) (*metadv1.PutStart, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := keyOf(key); err != nil {
+		return nil, err
+	}
+	if _, err := groupOf(group); err != nil {
+		return nil, err
+	}
+	if err := sizeOf(size); err != nil {
+		return nil, err
+	}
+	rc, err := configOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.PutStart{Tenant: t, ClientId: c[:], Key: key, Group: group, Size: size, Config: rc,
+		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}, nil
+}
+
+// endOf validates the fields shared by PutEnd, PutRevoke, UpsertEnd and UpsertRevoke.
+func endOf(tenant string, client, key []byte, tier metadv1.Tier) (string, alloc.ID, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	if _, err := keyOf(key); err != nil {
+		return "", alloc.ID{}, err
+	}
+	return t, c, tierOf("tier", tier)
+}
+
+// propose commits cmd and returns its result, or the status of a Raft failure or a rejection. A
+// command the leader's state refuses is answered from it without a log entry (proposeChecked).
+func (s *Service) propose(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte) (store.Result, error) {
+	res, err := s.proposeChecked(ctx, cmd)
+	if err != nil {
+		return res, fail(err, tenant, key)
+	}
+	return res, rejected(&res, tenant, key)
+}
+
+// replicasTo describes replicas to a client: where they are (segment endpoint and base) and the
+// object size.
+func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.Replica {
+	out := make([]*metadv1.Replica, len(reps))
+	for i, r := range reps {
+		id := r.Extent.Segment
+		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: wire.TierTo(r.Tier), SegmentId: id[:],
+			Offset: r.Extent.Offset, Size: size, Status: wire.StatusTo(r.Status)}
+		if info, ok := st.Segments().Describe(id); ok {
+			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
+		}
+		out[i] = rp
+	}
+	return out
+}
+
+// PutStart places a new object.
+func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
+	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key,
+		ps.Size*uint64(max(ps.GetConfig().GetMemoryReplicas(), 1)))
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.PutStartResponse{Replicas: wire.ReplicasTo(s.state().Segments(), res.Replicas, ps.Size)}, nil
+}
+
+// proposePut proposes a put that charges want bytes of quota. Rejected with
+// TENANT_QUOTA_EXCEEDED, it has the leader evict that tenant's own objects until the deficit is
+// freed (Config.QuotaEvictor) and tries again, at most twice (SEMANTICS section 6).
+func (s *Service) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (store.Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := s.proposeChecked(ctx, cmd)
+		if err != nil {
+			return res, fail(err, tenant, key)
+		}
+		if res.Reason != store.TenantQuotaExceeded || attempt == 2 || s.cfg.QuotaEvictor == nil {
+			return res, rejected(&res, tenant, key)
+		}
+		if freed, eerr := s.cfg.QuotaEvictor(ctx, tenant, want); eerr != nil || freed == 0 {
+			return res, rejected(&res, tenant, key) // nothing could be freed: the rejection stands
+		}
+	}
+}
+
+// endRequest is what PutEnd, PutRevoke, UpsertEnd and UpsertRevoke requests share.
+type endRequest interface {
+	proto.Message
+	GetTenant() string
+	GetClientId() []byte
+	GetKey() []byte
+	GetTier() metadv1.Tier
+}
+
+// endWrite is the path those four share: validate, then propose on the leader (or forward) the
+// command that wrap builds from the validated fields (given as a PutEnd), answering with an empty
+// response.
+func endWrite[Resp any, P interface {
+	*Resp
+	proto.Message
+}](ctx context.Context, s *Service, req endRequest, wrap func(*metadv1.PutEnd) *metadv1.Command) (P, error) {
+	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := wrap(&metadv1.PutEnd{Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()})
+	if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+		return nil, err
+	}
+	return P(new(Resp)), nil
+}
+
+// PutEnd commits a write.
+func (s *Service) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	return endWrite[metadv1.PutEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
+	})
+}
+
+// PutRevoke abandons a write.
+func (s *Service) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
+	return endWrite[metadv1.PutRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
+	})
+}
+
+// UpsertStart inserts or rewrites an object.
+func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartRequest) (*metadv1.UpsertStartResponse, error) {
+	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
+		Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
+		Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
+	res, err := s.propose(ctx, cmd, ps.Tenant, ps.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.UpsertStartResponse{Replicas: wire.ReplicasTo(s.state().Segments(), res.Replicas, ps.Size), Reused: res.Reused}, nil
+}
+
+// UpsertEnd commits an upsert.
+func (s *Service) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
+	return endWrite[metadv1.UpsertEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
+	})
+}
+
+// UpsertRevoke abandons an upsert.
+func (s *Service) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
+	return endWrite[metadv1.UpsertRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
+	})
+}
+
+// BatchPutStart is PutStart for many keys in one command.
+func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if err := batchOf("items", len(req.GetItems())); err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	items := make([]*metadv1.BatchPutStart_Item, len(req.GetItems()))
+	for i, it := range req.GetItems() {
+		if _, err := keyOf(it.GetKey()); err != nil {
+			return nil, fail(within("items", i, err), tenant, it.GetKey())
+		}
+		if _, err := groupOf(it.GetGroup()); err != nil {
+			return nil, fail(within("items", i, err), tenant, it.GetKey())
+		}
+		if err := sizeOf(it.GetSize()); err != nil {
+			return nil, fail(within("items", i, err), tenant, it.GetKey())
+		}
+		items[i] = &metadv1.BatchPutStart_Item{Key: it.GetKey(), Group: it.GetGroup(), Size: it.GetSize()}
+	}
+	if err := store.ValidateDistinct("items", len(items), func(i int) string { return string(items[i].Key) }); err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	rc, err := configOf(req.GetConfig())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+		Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
+		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
+	res, err := s.propose(ctx, cmd, tenant, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Items) != len(items) {
+		return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(items))
+	}
+	st := s.state()
+	out := &metadv1.BatchPutStartResponse{Results: make([]*metadv1.BatchPutStartResponse_Result, len(items))}
+	for i, r := range res.Items {
+		out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: wire.ItemStatus(r.Reason, r.Message)}
+		if r.Reason == store.OK {
+			out.Results[i].Replicas = wire.ReplicasTo(st.Segments(), r.Replicas, items[i].Size)
+		}
+	}
+	return out, nil
+}
+
+// batchEndOf validates BatchPutEnd and BatchPutRevoke.
+func batchEndOf(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) (string, alloc.ID, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return "", alloc.ID{}, err
+	}
+	if _, err := keysOf("keys", keys); err != nil {
+		return "", alloc.ID{}, err
+	}
+	return t, c, tierOf("tier", tier)
+}
+
+// statuses maps per-item results to Statuses, checking there is one per item.
+func statuses(method string, items []store.Result, n int) ([]*metadv1.Status, error) {
+	if len(items) != n {
+		return nil, internalf("%s: %d results for %d items", method, len(items), n)
+	}
+	out := make([]*metadv1.Status, n)
+	for i, r := range items {
+		out[i] = wire.ItemStatus(r.Reason, r.Message)
+	}
+	return out, nil
+}
+
+// BatchPutEnd is PutEnd for many keys in one command.
+func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{
+		Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
+	res, err := s.propose(ctx, cmd, tenant, nil)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := statuses("BatchPutEnd", res.Items, len(req.GetKeys()))
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.BatchPutEndResponse{Results: sts}, nil
+}
+
+// BatchPutRevoke is PutRevoke for many keys in one command.
+func (s *Service) BatchPutRevoke(ctx context.Context, req *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error) {
+	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
+		Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
+	res, err := s.propose(ctx, cmd, tenant, nil)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := statuses("BatchPutRevoke", res.Items, len(req.GetKeys()))
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.BatchPutRevokeResponse{Results: sts}, nil
+}
+
+// ---- reads ----------------------------------------------------------------------------------
+
+// getObject reads an object; with lease (linearizable reads on the leader) it grants a read lease,
+// otherwise (stale reads) it only looks.
+func getObject(ctx context.Context, st *store.Store, now int64, tenant, key string, lease bool) (store.GetResult, error) {
+	if lease {
+		return settled(ctx, func() (store.GetResult, error) { return st.Get(now, tenant, key) })
+	}
+	return st.Peek(tenant, key)
+}
+
+// settled runs fn again while the store answers store.ErrUnlinkPending: the object's removal or
+// eviction has been proposed and its outcome is not known yet, so neither "found" nor "not found"
+// would be linearizable. The mark goes when that proposal commits or fails, so the wait is short;
+// it ends with the caller's context, and after maxSettle at the latest with UNAVAILABLE (a mark
+// whose outcome stays unknown lasts until the next term; the client retries).
+func settled[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	wait := 200 * time.Microsecond
+	deadline := time.Now().Add(maxSettle)
+	for {
+		v, err := fn()
+		if !errors.Is(err, store.ErrUnlinkPending) {
+			return v, err
+		}
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("%w: the object's removal has been pending for %s", ha.ErrTimeout, maxSettle)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
+}
+
+// maxSettle bounds how long a read waits for an object's pending removal to resolve.
+const maxSettle = 5 * time.Second
+
+// readKeyOf validates the tenant and key of a read.
+func readKeyOf(tenant string, key []byte) (string, string, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return "", "", err
+	}
+	k, err := keyOf(key)
+	return t, k, err
+}
+
+// Get returns where to read an object and grants a read lease (not on a stale read).
+func (s *Service) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.GetResponse, error) {
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	st, linear, err := s.readState(ctx, req.GetStale())
+	if err != nil {
+		return nil, err
+	}
+	v, err := getObject(ctx, st, s.cfg.nowNano(), tenant, key, linear)
+	if err != nil {
+		return nil, fail(err, tenant, req.GetKey())
+	}
+	resp := &metadv1.GetResponse{Replicas: wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
+	if linear {
+		resp.LeaseTtlMs = ms(st.LeaseTTL())
+	}
+	return resp, nil
+}
+
+// Exist reports whether an object is readable, leasing it if so (not on a stale read).
+func (s *Service) Exist(ctx context.Context, req *metadv1.ExistRequest) (*metadv1.ExistResponse, error) {
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	st, linear, err := s.readState(ctx, req.GetStale())
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if linear {
+		ex, err := settled(ctx, func() ([]bool, error) { return st.Exist(s.cfg.nowNano(), tenant, []string{key}) })
+		if err != nil {
+			return nil, fail(err, tenant, req.GetKey())
+		}
+		ok = ex[0]
+	} else {
+		_, err := st.Peek(tenant, key)
+		ok = err == nil
+	}
+	resp := &metadv1.ExistResponse{Exists: ok}
+	if ok && linear {
+		resp.LeaseTtlMs = ms(st.LeaseTTL())
+	}
+	return resp, nil
+}
+
+// BatchGet is Get for many keys; one result per key in request order.
+func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	st, linear, err := s.readState(ctx, req.GetStale())
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.nowNano()
+	out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, len(keys))}
+	found := false
+	for i, k := range keys {
+		v, err := getObject(ctx, st, now, tenant, k, linear)
+		r := &metadv1.BatchGetResponse_Result{Status: wire.ErrItem(err)}
+		if err == nil {
+			found = true
+			r.Replicas, r.Size, r.DataType = wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), v.Size, v.DataType
+		}
+		out.Results[i] = r
+	}
+	if found && linear {
+		out.LeaseTtlMs = ms(st.LeaseTTL())
+	}
+	return out, nil
+}
+
+// BatchExist is Exist for many keys; one answer per key in request order.
+func (s *Service) BatchExist(ctx context.Context, req *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	st, linear, err := s.readState(ctx, req.GetStale())
+	if err != nil {
+		return nil, err
+	}
+	var exists []bool
+	if linear {
+		var err error
+		if exists, err = settled(ctx, func() ([]bool, error) { return st.Exist(s.cfg.nowNano(), tenant, keys) }); err != nil {
+			return nil, fail(err, tenant, nil)
+		}
+	} else {
+		exists = make([]bool, len(keys))
+		for i, k := range keys {
+			_, err := st.Peek(tenant, k)
+			exists[i] = err == nil
+		}
+	}
+	out := &metadv1.BatchExistResponse{Exists: exists}
+	if linear {
+		for _, e := range exists {
+			if e {
+				out.LeaseTtlMs = ms(st.LeaseTTL())
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// ListGroup returns one page of a group's member keys in byte order.
+func (s *Service) ListGroup(ctx context.Context, req *metadv1.ListGroupRequest) (*metadv1.ListGroupResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	group, err := namedGroupOf(req.GetGroup())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if n := len(req.GetStartAfter()); n > store.MaxKeyLen {
+		return nil, fail(badf("start_after", "length %d over %d", n, store.MaxKeyLen), tenant, nil)
+	}
+	limit := int(req.GetLimit())
+	if limit == 0 {
+		limit = defaultListPage
+	}
+	if limit > maxListPage {
+		return nil, fail(badf("limit", "%d over %d", limit, maxListPage), tenant, nil)
+	}
+	after := string(req.GetStartAfter())
+	st, _, err := s.readState(ctx, req.GetStale())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := st.ListGroup(tenant, group)
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	i := 0
+	if after != "" {
+		i = sort.SearchStrings(keys, after)
+		if i < len(keys) && keys[i] == after {
+			i++
+		}
+	}
+	page := keys[i:]
+	out := &metadv1.ListGroupResponse{}
+	if len(page) > limit {
+		page, out.Truncated = page[:limit], true
+	}
+	out.Keys = make([][]byte, len(page))
+	for j, k := range page {
+		out.Keys[j] = []byte(k)
+	}
+	return out, nil
+}
+
+// ---- removal --------------------------------------------------------------------------------
+
+// Removal runs in two steps on the leader (see store/ops_remove.go): the leader prepares (checks
+// leases unless force and PROCESSING replicas, marks the objects so its reads find them gone), then
+// proposes a command fenced by what it checked (state epoch, tenant instance, object id). The
+// prepare step reads the leader's state, so it runs through fromState: not before the leader is
+// ready, and a request it refuses whole is answered only after leadership is confirmed (state.go).
+// Items of a batch it refuses while others are proposed are answered with the command's commit,
+// which confirms that this node still led when it prepared them. Marks are cleared when the
+// proposal fails or apply rejects the item. A command refused with STATE_REPLACED was checked
+// against a state that a snapshot restore replaced before it committed: nothing changed, and the
+// handler prepares it again against the restored state (at most MaxReplaced times).
+
+// MaxReplaced bounds how often one request is prepared again after a snapshot restore replaced the
+// state it was checked against (restores are rare and serialized; two in one request's life are
+// already unusual).
+const MaxReplaced = 3
+
+// Remove erases one object.
+func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error) {
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		var st *store.Store
+		var tok store.ObjectToken
+		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			var err error
+			st = cur
+			tok, err = settled(ctx, func() (store.ObjectToken, error) {
+				return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+			})
+			return err == nil, err
+		}); err != nil {
+			return nil, fail(err, tenant, req.GetKey())
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
+			Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID,
+			StateEpoch: st.Epoch()}}}
+		res, err := s.b.Propose(ctx, cmd)
+		if err != nil {
+			st.ClearMarks([]store.ObjectToken{tok})
+			return nil, fail(err, tenant, req.GetKey())
+		}
+		if res.Reason == store.StateReplaced && attempt < MaxReplaced {
+			continue // st is gone (and its mark with it): check again against the restored state
+		}
+		if err := rejected(&res, tenant, req.GetKey()); err != nil {
+			st.ClearMarks([]store.ObjectToken{tok})
+			return nil, err
+		}
+		return &metadv1.RemoveResponse{}, nil
+	}
+}
+
+// BatchRemove is Remove for many keys in one command; one status per key in request order.
+func (s *Service) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		out, replaced, err := s.batchRemove(ctx, tenant, keys, req)
+		if replaced && attempt < MaxReplaced {
+			continue // checked against a state a snapshot restore replaced: check again
+		}
+		return out, err
+	}
+}
+
+// batchRemove is one attempt of BatchRemove against the current state; replaced reports that the
+// command was refused whole because a snapshot restore replaced that state (nothing removed).
+func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string, req *metadv1.BatchRemoveRequest) (_ *metadv1.BatchRemoveResponse, replaced bool, _ error) {
+	var (
+		st   *store.Store
+		out  *metadv1.BatchRemoveResponse
+		toks []store.ObjectToken
+		pos  []int // request position of each token
+		refs []*metadv1.ObjectRef
+	)
+	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+		st, toks, pos, refs = cur, nil, nil, nil
+		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+		if err := cur.CheckWritable(tenant); err != nil { // the whole request's check
+			return false, err
+		}
+		now := s.cfg.nowNano()
+		for i, k := range keys { // distinct: keysOf refused a repeat
+			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, req.GetForce()) })
+			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
+				// The tenant was registered again during the loop: this key belongs to another instance.
+				cur.ClearMarks([]store.ObjectToken{tok})
+				err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
+			}
+			if err != nil {
+				out.Results[i] = wire.ErrItem(err)
+				continue
+			}
+			toks, pos = append(toks, tok), append(pos, i)
+			refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+		}
+		return len(toks) > 0, nil
+	})
+	if err != nil {
+		return nil, false, fail(err, tenant, nil)
+	}
+	if !propose {
+		return out, false, nil
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
+		Tenant: tenant, Force: req.GetForce(), TenantInstanceId: toks[0].Instance, Items: refs, StateEpoch: st.Epoch()}}}
+	res, err := s.propose(ctx, cmd, tenant, nil)
+	if err == nil && len(res.Items) != len(toks) {
+		err = internalf("BatchRemove: %d results for %d items", len(res.Items), len(toks))
+	}
+	if err != nil {
+		st.ClearMarks(toks)
+		return nil, res.Reason == store.StateReplaced, err
+	}
+	for j, r := range res.Items {
+		out.Results[pos[j]] = wire.ItemStatus(r.Reason, r.Message)
+		if r.Reason != store.OK {
+			st.ClearMarks(toks[j : j+1])
+		}
+	}
+	return out, false, nil
+}
+
+// RemoveAll erases every removable object of a tenant: the leader prepares them all and proposes
+// them in commands of at most 4096 targets.
+func (s *Service) RemoveAll(ctx context.Context, req *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	var removed uint64
+	for attempt := 0; ; attempt++ {
+		var (
+			st     *store.Store
+			before int64
+			toks   []store.ObjectToken
+		)
+		propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			st, before = cur, 0
+			if t := cur.Tenants().Lookup(tenant); t != nil {
+				before = t.Directory().Objects()
+			}
+			var err error
+			toks, err = cur.PrepareRemoveAll(s.cfg.nowNano(), tenant, req.GetForce())
+			return len(toks) > 0, err
+		})
+		if err != nil {
+			return nil, fail(err, tenant, nil)
+		}
+		var n uint64
+		var replaced bool
+		if propose {
+			n, replaced, err = s.removeAllOf(ctx, st, tenant, req.GetForce(), toks)
+		}
+		removed += n
+		if replaced && attempt < MaxReplaced {
+			continue // the rest was checked against a state a snapshot restore replaced
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Skipped: what this last pass saw and left (leased, PROCESSING, or erased meanwhile).
+		return &metadv1.RemoveAllResponse{Removed: removed, Skipped: uint64(max(before-int64(n), 0))}, nil
+	}
+}
+
+// removeAllOf proposes the objects of the tenant prepared in st (toks, from PrepareRemoveAll) in
+// chunks. It returns how many were removed; replaced reports that a chunk was refused because a
+// snapshot restore replaced st (the chunks before it stand, the rest is to be prepared again).
+func (s *Service) removeAllOf(ctx context.Context, st *store.Store, tenant string, force bool, toks []store.ObjectToken) (removed uint64, replaced bool, _ error) {
+	for off := 0; off < len(toks); off += store.MaxBatch {
+		chunk := toks[off:min(off+store.MaxBatch, len(toks))]
+		refs := make([]*metadv1.ObjectRef, len(chunk))
+		for i, tok := range chunk {
+			refs[i] = &metadv1.ObjectRef{Key: []byte(tok.Key), ObjectId: tok.ObjectID}
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveAll{RemoveAll: &metadv1.RemoveAll{
+			Tenant: tenant, Force: force, TenantInstanceId: chunk[0].Instance, Targets: refs, StateEpoch: st.Epoch()}}}
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			st.ClearMarks(toks[off:]) // this chunk and every one not proposed yet
+			return removed, res.Reason == store.StateReplaced, err
+		}
+		for i, r := range res.Items {
+			if r.Reason != store.OK && i < len(chunk) {
+				st.ClearMarks(chunk[i : i+1])
+			}
+		}
+		removed += uint64(res.Count)
+	}
+	return removed, false, nil
+}
+
+// RemoveGroup erases an explicit group and all its members in one command.
+func (s *Service) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	group, err := namedGroupOf(req.GetGroup())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	// A member that joins between the leader's check and the commit makes the replicated step
+	// refuse (OBJECT_ALREADY_EXISTS, nothing erased), and so does a snapshot restore in between
+	// (STATE_REPLACED): check the group again, a few times.
+	for attempt := 0; ; attempt++ {
+		var (
+			st   *store.Store
+			gt   store.GroupToken
+			toks []store.ObjectToken
+		)
+		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			var err error
+			st = cur
+			gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+			return err == nil, err
+		}); err != nil {
+			return nil, fail(err, tenant, nil)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
+			Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),
+			TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID, StateEpoch: st.Epoch()}}}
+		res, err := s.b.Propose(ctx, cmd)
+		if err != nil {
+			st.ClearMarks(toks)
+			return nil, fail(err, tenant, nil)
+		}
+		if (res.Reason == store.ObjectAlreadyExists || res.Reason == store.StateReplaced) && attempt < MaxReplaced {
+			st.ClearMarks(toks)
+			continue
+		}
+		if err := rejected(&res, tenant, nil); err != nil {
+			st.ClearMarks(toks)
+			return nil, err
+		}
+		return &metadv1.RemoveGroupResponse{Removed: uint64(res.Count)}, nil
+	}
+}
+
+// ---- segments and clients -------------------------------------------------------------------
+
+// MountSegment mounts a segment of the calling client.
+func (s *Service) MountSegment(ctx context.Context, req *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error) {
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	seg, err := segmentOf(client, req.GetSegment())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	// propose refuses from the applied state (another owner, a conflict, a tier whose capacity
+	// would overflow) without a log entry; apply checks again.
+	cmd := &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: seg}}}
+	if _, err := s.propose(ctx, cmd, "", nil); err != nil {
+		return nil, err
+	}
+	s.live.touch(client, s.cfg.nowNano())
+	return &metadv1.MountSegmentResponse{}, nil
+}
+
+// UnmountSegment drops a segment of the calling client.
+func (s *Service) UnmountSegment(ctx context.Context, req *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error) {
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if _, err := segmentIDOf("segment_id", req.GetSegmentId()); err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+		ClientId: client[:], SegmentIds: [][]byte{req.GetSegmentId()}, Reason: metadv1.UnmountReason_UNMOUNT_REASON_CLIENT_REQUEST}}}
+	res, err := s.propose(ctx, cmd, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.UnmountSegmentResponse{ReplicasDropped: uint64(res.Unmount.Replicas), ObjectsErased: uint64(res.Unmount.Erased)}, nil
+}
+
+// Ping records that the client is alive (leader soft state) and returns its view of the cluster.
+func (s *Service) Ping(ctx context.Context, req *metadv1.PingRequest) (*metadv1.PingResponse, error) {
+	client, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	s.live.touch(client, s.cfg.nowNano())
+	// The segments are read from the state: not before it holds everything committed before
+	// this term, or a worker would be told its segments are gone and mount them again.
+	if err := s.b.LeaderReady(ctx); err != nil {
+		return nil, fail(err, "", nil)
+	}
+	ids := s.state().Segments().SegmentsOf(client)
+	out := &metadv1.PingResponse{SegmentIds: make([][]byte, len(ids)), ClientTtlMs: ms(s.cfg.ClientTTL)}
+	for i, id := range ids {
+		out.SegmentIds[i] = id[:]
+	}
+	st := s.b.Status()
+	out.LeaderName, out.LeaderAddress, out.Term = st.Name, st.ClientAddr, st.Term
+	if members, err := s.b.Members(); err == nil {
+		for _, mb := range members {
+			if mb.ClientAddr != "" {
+				out.MemberAddresses = append(out.MemberAddresses, mb.ClientAddr)
+			}
+		}
+		sort.Strings(out.MemberAddresses)
+	}
+	return out, nil
+}

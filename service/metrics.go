@@ -1,0 +1,132 @@
+package service
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"metad/store"
+	"metad/store/alloc"
+)
+
+// Every metric of the package is declared in this file and registered on the Registerer given to
+// New. Labels are bounded: tiers, and at most maxTenantLabels tenant names (the rest fold into
+// tenant="_other", a name no tenant can have). No object key is a label. The names keep the
+// metad_server_ prefix they had when the gRPC server owned them, so dashboards keep working.
+
+// maxTenantLabels bounds the per-tenant series: the first tenants by name get their own label.
+const maxTenantLabels = 100
+
+// otherTenants is the label of the tenants past maxTenantLabels (tenant ids never start with '_').
+const otherTenants = "_other"
+
+// metrics is safe for concurrent use (prometheus collectors are).
+type metrics struct {
+	clientsExpired prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics, error) {
+	m := &metrics{
+		clientsExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_server_clients_expired_total",
+			Help: "Clients this node, as leader, expired after client_ttl without a Ping (their segments unmounted).",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.clientsExpired, newStoreCollector(state)} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// storeCollector is safe for concurrent use: it reads the current store on every scrape and
+// reports its census.
+type storeCollector struct {
+	state func() *store.Store
+
+	tenants, objects, groups       *prometheus.Desc
+	segments, used, capacity       *prometheus.Desc // by tier
+	tenantCharged, tenantEffective *prometheus.Desc // by tenant
+	lockWait                       *prometheus.Desc // by lock
+}
+
+var _ prometheus.Collector = (*storeCollector)(nil)
+
+func newStoreCollector(state func() *store.Store) *storeCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &storeCollector{
+		state:           state,
+		tenants:         d("metad_server_store_tenants", "Registered tenants in this node's store."),
+		objects:         d("metad_server_store_objects", "Objects in this node's store."),
+		groups:          d("metad_server_store_groups", "Explicit groups in this node's store."),
+		segments:        d("metad_server_store_segments", "Mounted segments, by tier.", "tier"),
+		used:            d("metad_server_store_used_bytes", "Bytes allocated to replicas in the mounted segments, by tier.", "tier"),
+		capacity:        d("metad_server_store_capacity_bytes", "Summed size of the mounted segments, by tier.", "tier"),
+		tenantCharged:   d("metad_server_tenant_charged_bytes", "MEMORY bytes charged to the tenant (the first 100 tenants by name; the rest summed as _other).", "tenant"),
+		tenantEffective: d("metad_server_tenant_effective_quota_bytes", "Effective quota of the tenant, bytes; 0 = no quota (the first 100 tenants by name; the rest summed as _other).", "tenant"),
+		lockWait:        d("metad_store_lock_wait_seconds", "Wait for a lock on the read path, one read in 64 sampled: lock=route (route shard read lock) or object (the object's lock).", "lock"),
+	}
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.tenantCharged, c.tenantEffective, c.lockWait} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.state()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	ts := st.Tenants().List() // sorted by name
+	var objects int64
+	var groups int
+	var otherCharged, otherEffective uint64
+	for i, t := range ts {
+		objects += t.Directory().Objects()
+		groups += t.Directory().Groups()
+		q := t.Quota()
+		if i < maxTenantLabels {
+			gauge(c.tenantCharged, float64(q.Charged()), t.Name())
+			gauge(c.tenantEffective, float64(q.Effective()), t.Name())
+		} else {
+			otherCharged += q.Charged()
+			otherEffective += q.Effective()
+		}
+	}
+	if len(ts) > maxTenantLabels {
+		gauge(c.tenantCharged, float64(otherCharged), otherTenants)
+		gauge(c.tenantEffective, float64(otherEffective), otherTenants)
+	}
+	gauge(c.tenants, float64(len(ts)))
+	gauge(c.objects, float64(objects))
+	gauge(c.groups, float64(groups))
+	segs := st.Segments()
+	var count [3]int
+	for _, sg := range segs.List() {
+		if sg.Tier.Valid() {
+			count[sg.Tier]++
+		}
+	}
+	for _, tier := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF} {
+		label := strings.ToLower(tier.String())
+		gauge(c.segments, float64(count[tier]), label)
+		gauge(c.used, float64(segs.Used(tier)), label)
+		gauge(c.capacity, float64(segs.Capacity(tier)), label)
+	}
+	w := st.LockWaits()
+	for _, l := range []struct {
+		name string
+		h    *store.WaitHist
+	}{{"route", &w.Route}, {"object", &w.Object}} {
+		n, sum, buckets := l.h.Read()
+		ch <- prometheus.MustNewConstHistogram(c.lockWait, n, sum, buckets, l.name)
+	}
+}

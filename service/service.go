@@ -1,0 +1,202 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// Backend must be safe for concurrent use. It is what the service needs from the Raft node;
+// ha.Node implements it.
+type Backend interface {
+	// Propose commits one command through the Raft log and returns its result as applied on this
+	// node. Raft-level failures are errors: *ha.NotLeaderError (errors.Is ha.ErrNotLeader),
+	// ha.ErrShutdown, ha.ErrTimeout, ha.ErrUnknown, or the context's error; a deterministic
+	// rejection is a Result with a reason, never an error.
+	Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error)
+	// ReadBarrier is a linearizable read point: it returns once leadership is confirmed and
+	// everything committed before the call has been applied to the store. A leader that has not
+	// applied its term-start barrier yet waits for it.
+	ReadBarrier(ctx context.Context) error
+	// LeaderReady returns once this node leads and has applied its term-start barrier (its store
+	// holds everything committed before its term), waiting while it leads but is not ready yet;
+	// *ha.NotLeaderError when it does not lead or stops leading meanwhile. It does not confirm
+	// leadership (ReadBarrier does): a deposed leader that has not noticed is still ready.
+	LeaderReady(ctx context.Context) error
+	// IsLeader reports whether this node is the Raft leader.
+	IsLeader() bool
+	// Leader names the leader this node knows of and its client (gRPC) address; empty if none.
+	Leader() (name, clientAddr string)
+	// LeaderReachable reports whether the leader is this node, or has been heard from recently
+	// enough that a call forwarded to it should be answered (ha.Node: within one heartbeat
+	// timeout).
+	LeaderReachable() bool
+	// Status is this node's view of itself and the cluster.
+	Status() ha.Status
+	// Members lists the Raft configuration.
+	Members() ([]ha.Member, error)
+	// AddMember adds a voter (leader only).
+	AddMember(ctx context.Context, name, peerAddr string) error
+	// RemoveMember removes a member (leader only).
+	RemoveMember(ctx context.Context, name string) error
+	// TransferLeader hands leadership to the named member ("" = the most up-to-date follower) and
+	// returns the new leader's name (leader only).
+	TransferLeader(ctx context.Context, to string) (newLeader string, err error)
+	// RecordMember records a member's peer and client addresses in the replicated member records
+	// (leader only); the name must be in the Raft configuration (MEMBER_NOT_FOUND otherwise).
+	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
+	// SelfRecorded reports whether the member records this node has applied hold its own current
+	// addresses (Status's Name, PeerAddr and ClientAddr).
+	SelfRecorded() bool
+}
+
+// Snapshots must be safe for concurrent use. It is what the snapshot calls need beyond Backend;
+// ha.Node implements it, and a Backend without it answers ErrUnimplemented.
+type Snapshots interface {
+	// OpenSnapshot takes a fresh snapshot (on the leader, after a barrier, unless allowStale) and
+	// opens the file.
+	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
+	// RestoreSnapshot receives, verifies and installs a snapshot file (leader only). A refused file
+	// gives an error wrapping ha.ErrInvalidSnapshot.
+	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)
+}
+
+var (
+	_ Backend   = (*ha.Node)(nil)
+	_ Snapshots = (*ha.Node)(nil)
+)
+
+// Service is safe for concurrent use. It is the leader's side of every request of the Metadata and
+// Admin APIs (see doc.go). Its methods run on the callers' goroutines and share the Backend, the
+// store (fetched per request: a snapshot restore swaps it) and the client-liveness table (one leaf
+// lock); Run is called once and owns the background loop.
+type Service struct {
+	b     Backend
+	state func() *store.Store
+	cfg   Config
+	log   *slog.Logger
+	live  *liveness
+	m     *metrics
+	// leading is written by LeadershipChanged and read by Run; the hooks run on one goroutine.
+	onLeading []func(leading bool)
+}
+
+// New returns a Service over b, which reads the current store through state (the state machine's:
+// a snapshot restore swaps it). reg receives the service's metrics (nil: not registered); log nil
+// discards.
+func New(b Backend, state func() *store.Store, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+	if b == nil || state == nil {
+		return nil, fmt.Errorf("service: nil backend or state")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if got := state().LeaseTTL(); got != cfg.LeaseTTL {
+		return nil, fmt.Errorf("service: lease_ttl %s differs from the store's %s", cfg.LeaseTTL, got)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg, state)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{b: b, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}, nil
+}
+
+// Node is the Backend the service runs on (the gRPC adapter routes calls by its view of the
+// leader).
+func (s *Service) Node() Backend { return s.b }
+
+// OnLeadership registers fn, run by Run on its goroutine whenever this node's leadership changes
+// (true: it leads a new term; false: it stopped leading), after the service's own soft state has
+// been reset. Register before Run.
+func (s *Service) OnLeadership(fn func(leading bool)) { s.onLeading = append(s.onLeading, fn) }
+
+// Run is the background loop: every SweepInterval it notices a change of leadership (a new term is
+// a new leadership even when this node led the last one too) and runs the leadership hook, and on
+// the leader it expires silent clients. It returns when ctx is done. Call it once.
+func (s *Service) Run(ctx context.Context) {
+	tick := time.NewTicker(s.cfg.SweepInterval)
+	defer tick.Stop()
+	wasLeader, wasTerm := false, uint64(0)
+	for {
+		st := s.b.Status()
+		leader := st.Role == ha.RoleLeader
+		if leader != wasLeader || leader && st.Term != wasTerm {
+			s.leadershipChanged(leader)
+			s.log.Info("leadership changed", "leader", leader, "term", st.Term)
+			wasLeader, wasTerm = leader, st.Term
+		}
+		if leader {
+			s.expireClients(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// leadershipChanged is the one leadership hook: the clients' pings went to another leader
+// meanwhile, so on gaining leadership every known client's grace starts again, and on losing it
+// the table is dropped; then the registered hooks run (the adapter's health status, the evictor's
+// kick).
+func (s *Service) leadershipChanged(leading bool) {
+	s.live.leadershipChanged(leading, s.cfg.nowNano())
+	for _, fn := range s.onLeading {
+		fn(leading)
+	}
+}
+
+// InitCluster applies the settings a new cluster starts with: the requested quota of tenant
+// "default" (Config.DefaultQuota). Call it once after bootstrapping a new cluster, on the leader
+// (elsewhere it fails with NOT_LEADER or UNAVAILABLE and changes nothing); with DefaultQuota 0 it
+// does nothing.
+func (s *Service) InitCluster(ctx context.Context) error {
+	if s.cfg.DefaultQuota == 0 {
+		return nil
+	}
+	res, err := s.b.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetQuota{SetQuota: &metadv1.SetQuota{
+		Tenant: store.DefaultTenant, QuotaBytes: s.cfg.DefaultQuota}}})
+	if err != nil {
+		return fail(err, store.DefaultTenant, nil)
+	}
+	return rejected(&res, store.DefaultTenant, nil)
+}
+
+// here returns nil when this node leads, and ErrForward otherwise: the request has been validated
+// and nothing else done, so the caller may send it to the leader.
+func (s *Service) here() error {
+	if s.b.IsLeader() {
+		return nil
+	}
+	return ErrForward
+}
+
+// readState is where a read runs: a stale read on this node's store as it is; a linearizable one
+// (linear true) only on the leader (ErrForward elsewhere), after Backend.ReadBarrier.
+func (s *Service) readState(ctx context.Context, stale bool) (st *store.Store, linear bool, err error) {
+	if stale {
+		return s.state(), false, nil
+	}
+	if err := s.here(); err != nil {
+		return nil, false, err
+	}
+	if err := s.b.ReadBarrier(ctx); err != nil {
+		return nil, false, fail(err, "", nil)
+	}
+	return s.state(), true, nil
+}
