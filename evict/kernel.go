@@ -489,9 +489,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 	// round's need is a tenant's deficit, usually a few objects: its selection grows as it must.
 	var objects int64
 	if sp.kind != KindTenantQuota {
-		for _, t := range s.Tenants().List() {
-			objects += t.Directory().Objects()
-		}
+		objects = s.Totals().Objects
 	}
 	p1 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(0), int(objects))
 	p2 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(1), 0) // soft-pinned objects are few

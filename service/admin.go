@@ -43,8 +43,8 @@ func (s *Service) UnregisterTenant(ctx context.Context, req *metadv1.UnregisterT
 	// The command's result counts objects only; the groups are counted just before, which is
 	// exact unless a put races with the teardown.
 	var groups int
-	if t := s.state().Tenants().Lookup(name); t != nil && req.GetForce() {
-		groups = t.Directory().Groups()
+	if t, ok := s.state().Tenant(name); ok && req.GetForce() {
+		groups = t.Groups
 	}
 	cmd := &metadv1.Command{Op: &metadv1.Command_UnregisterTenant{UnregisterTenant: &metadv1.UnregisterTenant{
 		Name: name, Force: req.GetForce()}}}
@@ -62,16 +62,14 @@ func (s *Service) ListTenants(ctx context.Context, req *metadv1.ListTenantsReque
 		return nil, err
 	}
 	out := &metadv1.ListTenantsResponse{}
-	for _, t := range st.Tenants().List() {
-		if t.Life() == store.TenantRemoved {
+	for _, t := range st.TenantInfos() {
+		if t.Life == store.TenantRemoved {
 			continue
 		}
-		q := t.Quota()
 		out.Tenants = append(out.Tenants, &metadv1.TenantInfo{
-			Name: t.Name(), InstanceId: t.Instance(), RequestedQuotaBytes: q.Requested(),
-			EffectiveQuotaBytes: q.Effective(), ChargedBytes: q.Charged(),
-			Objects: uint64(max(t.Directory().Objects(), 0)), Groups: uint64(t.Directory().Groups()),
-			State: wire.TenantStateTo(t.Life())})
+			Name: t.Name, InstanceId: t.Instance, RequestedQuotaBytes: t.Requested,
+			EffectiveQuotaBytes: t.Effective, ChargedBytes: t.Charged,
+			Objects: uint64(max(t.Objects, 0)), Groups: uint64(t.Groups), State: wire.TenantStateTo(t.Life)})
 	}
 	return out, nil
 }
@@ -90,8 +88,8 @@ func (s *Service) SetQuota(ctx context.Context, req *metadv1.SetQuotaRequest) (*
 		return nil, err
 	}
 	out := &metadv1.SetQuotaResponse{RequestedQuotaBytes: req.GetQuotaBytes()}
-	if t := s.state().Tenants().Lookup(tenant); t != nil {
-		out.RequestedQuotaBytes, out.EffectiveQuotaBytes = t.Quota().Requested(), t.Quota().Effective()
+	if t, ok := s.state().Tenant(tenant); ok {
+		out.RequestedQuotaBytes, out.EffectiveQuotaBytes = t.Requested, t.Effective
 	}
 	return out, nil
 }
@@ -106,13 +104,12 @@ func (s *Service) GetQuota(ctx context.Context, req *metadv1.GetQuotaRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	t := st.Tenants().Lookup(tenant)
-	if t == nil || t.Life() == store.TenantRemoved {
+	t, ok := st.Tenant(tenant)
+	if !ok || t.Life == store.TenantRemoved {
 		return nil, fail(&store.Error{Reason: store.TenantNotRegistered, Msg: fmt.Sprintf("tenant %q is not registered", tenant)}, tenant, nil)
 	}
-	q := t.Quota()
-	return &metadv1.GetQuotaResponse{RequestedQuotaBytes: q.Requested(), EffectiveQuotaBytes: q.Effective(),
-		ChargedBytes: q.Charged(), CapacityBytes: st.Segments().Capacity(alloc.TierMemory)}, nil
+	return &metadv1.GetQuotaResponse{RequestedQuotaBytes: t.Requested, EffectiveQuotaBytes: t.Effective,
+		ChargedBytes: t.Charged, CapacityBytes: st.Segments().Capacity(alloc.TierMemory)}, nil
 }
 
 // ListSegments lists the mounted segments, optionally of one tier or one client, sorted by id.
@@ -293,17 +290,12 @@ func buildVersion() string {
 // Status describes the node that answers (never forwarded).
 func (s *Service) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
 	hs := s.b.Status()
-	st := s.state()
-	var objects int64
-	tenants := st.Tenants().List()
-	for _, t := range tenants {
-		objects += t.Directory().Objects()
-	}
+	n := s.state().Totals()
 	return &metadv1.StatusResponse{
 		Name: hs.Name, ClientAddress: hs.ClientAddr, PeerAddress: hs.PeerAddr, Role: roleTo(hs.Role),
 		Term: hs.Term, AppliedIndex: hs.AppliedIndex, CommitIndex: hs.CommitIndex, LastLogIndex: hs.LastLogIndex,
 		LeaderName: hs.LeaderName, LeaderAddress: hs.LeaderAddr,
-		Objects: uint64(max(objects, 0)), Tenants: uint64(len(tenants)), Segments: uint64(st.Segments().Len()),
+		Objects: uint64(max(n.Objects, 0)), Tenants: uint64(n.Tenants), Segments: uint64(n.Segments),
 		LastSnapshotIndex: hs.LastSnapshotIndex, Version: buildVersion(),
 	}, nil
 }

@@ -715,8 +715,8 @@ func (s *Service) RemoveAll(ctx context.Context, req *metadv1.RemoveAllRequest) 
 		)
 		propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
 			st, before = cur, 0
-			if t := cur.Tenants().Lookup(tenant); t != nil {
-				before = t.Directory().Objects()
+			if t, ok := cur.Tenant(tenant); ok {
+				before = t.Objects
 			}
 			var err error
 			toks, err = cur.PrepareRemoveAll(s.cfg.nowNano(), tenant, req.GetForce())

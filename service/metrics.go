@@ -85,20 +85,19 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	ts := st.Tenants().List() // sorted by name
+	ts := st.TenantInfos() // sorted by name
 	var objects int64
 	var groups int
 	var otherCharged, otherEffective uint64
 	for i, t := range ts {
-		objects += t.Directory().Objects()
-		groups += t.Directory().Groups()
-		q := t.Quota()
+		objects += t.Objects
+		groups += t.Groups
 		if i < maxTenantLabels {
-			gauge(c.tenantCharged, float64(q.Charged()), t.Name())
-			gauge(c.tenantEffective, float64(q.Effective()), t.Name())
+			gauge(c.tenantCharged, float64(t.Charged), t.Name)
+			gauge(c.tenantEffective, float64(t.Effective), t.Name)
 		} else {
-			otherCharged += q.Charged()
-			otherEffective += q.Effective()
+			otherCharged += t.Charged
+			otherEffective += t.Effective
 		}
 	}
 	if len(ts) > maxTenantLabels {
