@@ -15,6 +15,7 @@ import (
 
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/store"
 	"metad/store/alloc"
 	"metad/wire"
@@ -784,19 +785,18 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		if sp.detach {
 			pctx = context.WithoutCancel(ctx)
 		}
-		res, err := slot.Propose(pctx, cmd)
+		// The marks settle by the entry's outcome (service.ProposeMarked): cleared once it is
+		// known, kept while it is not (so no Get leases an object the entry may still evict),
+		// and the next term's ResetSoftState drops them if it never becomes known here.
+		res, err := service.ProposeMarked(pctx, func(c context.Context) (store.Result, error) { return slot.Propose(c, cmd) },
+			func() { mk.clear(s) })
 		out.proposals++
 		e.m.attempts.WithLabelValues(sp.kind.String()).Add(float64(len(batch)))
-		if err != nil && !definite(err) && e.node.IsLeader() {
-			// The entry may still commit (we stopped waiting, or Raft could not say). Clearing
-			// the marks now would let a Get lease an object it is about to evict, so they stay:
-			// they are leader soft state, dropped by the next term's ResetSoftState, and until
-			// then the batch's objects read as gone on this leader.
-			e.m.marksKept.Add(float64(len(mk.toks)))
-			return fmt.Errorf("evict: propose %d objects, outcome unknown, marks kept: %w", len(mk.toks), err)
-		}
-		mk.clear(s)
 		if err != nil {
+			if !definite(err) {
+				e.m.marksKept.Add(float64(len(mk.toks)))
+				return fmt.Errorf("evict: propose %d objects, outcome unknown, marks kept until it is known: %w", len(mk.toks), err)
+			}
 			return fmt.Errorf("evict: propose %d objects: %w", len(mk.toks), err)
 		}
 		if res.Reason != store.OK || len(res.Units) != len(batch) {
@@ -820,9 +820,7 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 const revalidateYield = 256
 
 // definite reports whether a failed proposal certainly never reached the log.
-func definite(err error) bool {
-	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrNoSlot)
-}
+func definite(err error) bool { return service.NoEntry(err) || errors.Is(err, ha.ErrNoSlot) }
 
 func tokensTo(toks []store.ObjectToken) []*metadv1.ObjectToken {
 	out := make([]*metadv1.ObjectToken, len(toks))

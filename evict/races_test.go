@@ -335,9 +335,9 @@ func sameReplicas(a, b []store.Replica) bool {
 	return true
 }
 
-// TestUnknownOutcomeKeepsMarks: when a proposal's outcome is unknown and the node still leads, the
-// marks stay (a Get must not lease what the entry may still evict) until the next term's
-// ResetSoftState; when the node no longer leads they are cleared.
+// TestUnknownOutcomeKeepsMarks: when a proposal's outcome is unknown, the marks stay (a Get must not
+// lease what the entry may still evict) until the next term's ResetSoftState; a node that no longer
+// leads serves no read that looks at them, and clears them when it takes office again.
 func TestUnknownOutcomeKeepsMarks(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -348,7 +348,7 @@ func TestUnknownOutcomeKeepsMarks(t *testing.T) {
 	}{
 		{"never applied, still leader", failUnknown, true, 0, 10},
 		{"applied, still leader", failUnknownApplied, true, 10, 0},
-		{"never applied, leadership lost", failUnknown, false, 0, 0},
+		{"never applied, leadership lost", failUnknown, false, 0, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newFixture(t, nil)

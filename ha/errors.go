@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// Raft-level failures: the command may or may not have been applied (ErrTimeout, ErrUnknown) or was
-// certainly not (ErrNotLeader, ErrShutdown, ErrNoSlot). Deterministic rejections are never errors
+// Raft-level failures: the command may or may not have been applied (ErrUnknown) or was certainly
+// not (ErrNotLeader, ErrShutdown, ErrTimeout: Raft did not take the entry within the apply timeout,
+// ErrNoSlot). Deterministic rejections are never errors
 // here: they come back as store.Result values.
 var (
 	ErrNotLeader = errors.New("not the leader")

@@ -1,0 +1,325 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/wire"
+)
+
+// Removal runs in two steps on the leader (see store/ops_remove.go): the leader prepares (checks
+// leases unless force and PROCESSING replicas, marks the objects so its reads find them gone), then
+// proposes a command fenced by what it checked (state epoch, tenant instance, object id). The
+// prepare step reads the leader's state, so it runs through fromState: not before the leader is
+// ready, and a request it refuses whole is answered only after leadership is confirmed (state.go).
+// Items of a batch it refuses while others are proposed are answered with the command's commit,
+// which confirms that this node still led when it prepared them.
+//
+// Every command that removes marked objects (the four removal kinds here, and eviction's Evict)
+// is proposed through ProposeMarked, which settles the marks by the command's outcome. A command
+// refused with STATE_REPLACED was checked against a state that a snapshot restore replaced before
+// it committed: nothing changed, and the request is prepared again against the restored state
+// (againOnReplaced, at most MaxReplaced times).
+
+// MaxReplaced bounds how often one request is prepared again after a snapshot restore replaced the
+// state it was checked against (restores are rare and serialized; two in one request's life are
+// already unusual).
+const MaxReplaced = 3
+
+// ProposeMarked proposes a command that removes objects the leader marked while checking them,
+// and settles the marks by the command's outcome, whenever that becomes known, through unmark
+// (which clears them all: the marks of objects the command erased went with them).
+//
+//   - A result (applied, or refused whole or in part) or a failure that left no log entry
+//     (NoEntry): the outcome is known, unmark runs.
+//   - A failure whose outcome is unknown (leadership lost with the entry in flight):
+//     the marks stay, so that no read on this leader leases an object the entry may still erase;
+//     this node no longer leads that term, and the next term's store.ResetSoftState clears them.
+//   - ctx ends first: ProposeMarked returns ha.ErrUnknown with ctx's error, and the proposal goes
+//     on; its marks settle as above when its outcome is known.
+//
+// propose is called once, with a context that is not cancelled with ctx (the proposal's outcome is
+// what settles the marks, so it must be waited for); it must return once the entry's outcome is
+// known (ha.Node.Propose and ha.Slot.Propose do).
+func ProposeMarked(ctx context.Context, propose func(context.Context) (store.Result, error), unmark func()) (store.Result, error) {
+	type outcome struct {
+		res store.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := propose(context.WithoutCancel(ctx))
+		if err == nil || NoEntry(err) {
+			unmark()
+		}
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return store.Result{}, fmt.Errorf("%w: stopped waiting for the removal: %w", ha.ErrUnknown, ctx.Err())
+	}
+}
+
+// NoEntry reports whether a failed proposal certainly left no entry that could still commit: this
+// node did not lead, it is shutting down, or Raft did not take the entry within the apply timeout.
+func NoEntry(err error) bool {
+	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrTimeout)
+}
+
+// proposeMarked is ProposeMarked of cmd through the Backend, clearing marks in st.
+func (s *Service) proposeMarked(ctx context.Context, st *store.Store, cmd *metadv1.Command, marks []store.ObjectToken) (store.Result, error) {
+	return ProposeMarked(ctx, func(ctx context.Context) (store.Result, error) { return s.b.Propose(ctx, cmd) },
+		func() { st.ClearMarks(marks) })
+}
+
+// againOnReplaced runs attempt until it does not ask to run again, at most MaxReplaced+1 times;
+// the last run's error stands.
+func againOnReplaced(attempt func() (again bool, err error)) error {
+	for n := 0; ; n++ {
+		again, err := attempt()
+		if !again || n == MaxReplaced {
+			return err
+		}
+	}
+}
+
+// Remove erases one object.
+func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error) {
+	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), req.GetKey())
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	err = againOnReplaced(func() (bool, error) {
+		var st *store.Store
+		var tok store.ObjectToken
+		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			var err error
+			st = cur
+			tok, err = settled(ctx, func() (store.ObjectToken, error) {
+				return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+			})
+			return err == nil, err
+		}); err != nil {
+			return false, fail(err, tenant, req.GetKey())
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
+			Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID,
+			StateEpoch: st.Epoch()}}}
+		res, err := s.proposeMarked(ctx, st, cmd, []store.ObjectToken{tok})
+		if err != nil {
+			return false, fail(err, tenant, req.GetKey())
+		}
+		return res.Reason == store.StateReplaced, rejected(&res, tenant, req.GetKey())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.RemoveResponse{}, nil
+}
+
+// BatchRemove is Remove for many keys in one command; one status per key in request order.
+func (s *Service) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	keys, err := keysOf("keys", req.GetKeys())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	var out *metadv1.BatchRemoveResponse
+	err = againOnReplaced(func() (again bool, err error) {
+		out, again, err = s.batchRemove(ctx, tenant, keys, req)
+		return again, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchRemove is one attempt of BatchRemove against the current state; replaced reports that the
+// command was refused whole because a snapshot restore replaced that state (nothing removed).
+func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string, req *metadv1.BatchRemoveRequest) (_ *metadv1.BatchRemoveResponse, replaced bool, _ error) {
+	var (
+		st   *store.Store
+		out  *metadv1.BatchRemoveResponse
+		toks []store.ObjectToken
+		pos  []int // request position of each token
+		refs []*metadv1.ObjectRef
+	)
+	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+		st, toks, pos, refs = cur, nil, nil, nil
+		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+		if err := cur.CheckWritable(tenant); err != nil { // the whole request's check
+			return false, err
+		}
+		now := s.cfg.nowNano()
+		for i, k := range keys { // distinct: keysOf refused a repeat
+			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, req.GetForce()) })
+			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
+				// The tenant was registered again during the loop: this key belongs to another instance.
+				cur.ClearMarks([]store.ObjectToken{tok})
+				err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
+			}
+			if err != nil {
+				out.Results[i] = wire.ErrItem(err)
+				continue
+			}
+			toks, pos = append(toks, tok), append(pos, i)
+			refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+		}
+		return len(toks) > 0, nil
+	})
+	if err != nil {
+		return nil, false, fail(err, tenant, nil)
+	}
+	if !propose {
+		return out, false, nil
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
+		Tenant: tenant, Force: req.GetForce(), TenantInstanceId: toks[0].Instance, Items: refs, StateEpoch: st.Epoch()}}}
+	res, err := s.proposeMarked(ctx, st, cmd, toks)
+	if err != nil {
+		return nil, false, fail(err, tenant, nil)
+	}
+	if err := rejected(&res, tenant, nil); err != nil {
+		return nil, res.Reason == store.StateReplaced, err
+	}
+	if len(res.Items) != len(toks) {
+		return nil, false, internalf("BatchRemove: %d results for %d items", len(res.Items), len(toks))
+	}
+	for j, r := range res.Items {
+		out.Results[pos[j]] = wire.ItemStatus(r.Reason, r.Message)
+	}
+	return out, false, nil
+}
+
+// RemoveAll erases every removable object of a tenant: the leader prepares them all and proposes
+// them in commands of at most store.MaxBatch targets.
+func (s *Service) RemoveAll(ctx context.Context, req *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	var removed, skipped uint64
+	err = againOnReplaced(func() (bool, error) {
+		var (
+			st     *store.Store
+			before int64
+			toks   []store.ObjectToken
+		)
+		propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			st, before = cur, 0
+			if t, ok := cur.Tenant(tenant); ok {
+				before = t.Objects
+			}
+			var err error
+			toks, err = cur.PrepareRemoveAll(s.cfg.nowNano(), tenant, req.GetForce())
+			return len(toks) > 0, err
+		})
+		if err != nil {
+			return false, fail(err, tenant, nil)
+		}
+		var n uint64
+		var replaced bool
+		if propose {
+			n, replaced, err = s.removeAllOf(ctx, st, tenant, req.GetForce(), toks)
+		}
+		removed += n
+		// Skipped: what this last pass saw and left (leased, PROCESSING, or erased meanwhile).
+		skipped = uint64(max(before-int64(n), 0))
+		return replaced, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.RemoveAllResponse{Removed: removed, Skipped: skipped}, nil
+}
+
+// removeAllOf proposes the objects of the tenant prepared in st (toks, from PrepareRemoveAll) in
+// chunks. It returns how many were removed; replaced reports that a chunk was refused because a
+// snapshot restore replaced st (the chunks before it stand, the rest is to be prepared again).
+func (s *Service) removeAllOf(ctx context.Context, st *store.Store, tenant string, force bool, toks []store.ObjectToken) (removed uint64, replaced bool, _ error) {
+	for off := 0; off < len(toks); off += store.MaxBatch {
+		chunk := toks[off:min(off+store.MaxBatch, len(toks))]
+		refs := make([]*metadv1.ObjectRef, len(chunk))
+		for i, tok := range chunk {
+			refs[i] = &metadv1.ObjectRef{Key: []byte(tok.Key), ObjectId: tok.ObjectID}
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveAll{RemoveAll: &metadv1.RemoveAll{
+			Tenant: tenant, Force: force, TenantInstanceId: chunk[0].Instance, Targets: refs, StateEpoch: st.Epoch()}}}
+		res, err := s.proposeMarked(ctx, st, cmd, chunk)
+		if err == nil {
+			err = rejected(&res, tenant, nil)
+		}
+		if err != nil {
+			st.ClearMarks(toks[off+len(chunk):]) // the chunks not proposed
+			return removed, res.Reason == store.StateReplaced, fail(err, tenant, nil)
+		}
+		removed += uint64(res.Count)
+	}
+	return removed, false, nil
+}
+
+// RemoveGroup erases an explicit group and all its members in one command.
+func (s *Service) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	group, err := namedGroupOf(req.GetGroup())
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	var removed uint64
+	// A member that joins between the leader's check and the commit makes the replicated step
+	// refuse (OBJECT_ALREADY_EXISTS, nothing erased), and so does a snapshot restore in between
+	// (STATE_REPLACED): check the group again, a few times.
+	err = againOnReplaced(func() (bool, error) {
+		var (
+			st   *store.Store
+			gt   store.GroupToken
+			toks []store.ObjectToken
+		)
+		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			var err error
+			st = cur
+			gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+			return err == nil, err
+		}); err != nil {
+			return false, fail(err, tenant, nil)
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
+			Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),
+			TenantInstanceId: gt.Instance, GroupId: gt.GroupID, MaxObjectId: gt.MaxObjectID, StateEpoch: st.Epoch()}}}
+		res, err := s.proposeMarked(ctx, st, cmd, toks)
+		if err != nil {
+			return false, fail(err, tenant, nil)
+		}
+		removed = uint64(res.Count)
+		return res.Reason == store.ObjectAlreadyExists || res.Reason == store.StateReplaced, rejected(&res, tenant, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.RemoveGroupResponse{Removed: removed}, nil
+}
