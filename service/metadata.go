@@ -81,22 +81,6 @@ func (s *Service) propose(ctx context.Context, cmd *metadv1.Command, tenant stri
 	return res, rejected(&res, tenant, key)
 }
 
-// replicasTo describes replicas to a client: where they are (segment endpoint and base) and the
-// object size.
-func replicasTo(st *store.Store, reps []store.Replica, size uint64) []*metadv1.Replica {
-	out := make([]*metadv1.Replica, len(reps))
-	for i, r := range reps {
-		id := r.Extent.Segment
-		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: wire.TierTo(r.Tier), SegmentId: id[:],
-			Offset: r.Extent.Offset, Size: size, Status: wire.StatusTo(r.Status)}
-		if info, ok := st.Segments().Describe(id); ok {
-			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
-		}
-		out[i] = rp
-	}
-	return out
-}
-
 // PutStart places a new object.
 func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
 	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
