@@ -138,12 +138,7 @@ func namedGroupOf(raw []byte) (string, error) {
 }
 
 // batchOf checks the number of items of a batch.
-func batchOf(field string, n int) error {
-	if n < 1 || n > store.MaxBatch {
-		return badf(field, "%d items not in 1..%d", n, store.MaxBatch)
-	}
-	return nil
-}
+func batchOf(field string, n int) error { return store.ValidateBatch(field, n) }
 
 // tierOf checks a tier filter: TIER_UNSPECIFIED (every tier), MEMORY or NOF.
 func tierOf(field string, t metadv1.Tier) error {

@@ -56,10 +56,10 @@ func TestValidation(t *testing.T) {
 	if _, err := s.PutStart(sec, 1, ok); err != nil {
 		t.Fatalf("the valid request fails: %v", err)
 	}
-	if err := ValidateBatch(0); ReasonOf(err) != InvalidParams {
+	if err := ValidateBatch("keys", 0); ReasonOf(err) != InvalidParams {
 		t.Fatal("empty batch accepted")
 	}
-	if err := ValidateBatch(4097); ReasonOf(err) != InvalidParams {
+	if err := ValidateBatch("keys", 4097); ReasonOf(err) != InvalidParams {
 		t.Fatal("4097-item batch accepted")
 	}
 }

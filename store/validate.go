@@ -158,10 +158,11 @@ func (c *ReplicaConfig) Validate() error {
 	return nil
 }
 
-// ValidateBatch checks a batch size: 1..4096 items.
-func ValidateBatch(n int) error {
+// ValidateBatch checks the number of items of a batch: 1..MaxBatch (4096); field names the items as
+// the request spells them ("keys", "items").
+func ValidateBatch(field string, n int) error {
 	if n < 1 || n > MaxBatch {
-		return errf(InvalidParams, "batch: %d items not in 1..%d", n, MaxBatch)
+		return errf(InvalidParams, "%s: %d items not in 1..%d", field, n, MaxBatch)
 	}
 	return nil
 }

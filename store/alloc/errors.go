@@ -11,8 +11,6 @@ import (
 var (
 	// ErrInvalidID: a string is not a UUID (8-4-4-4-12 hex or 32 hex digits).
 	ErrInvalidID = errors.New("invalid id")
-	// ErrInvalidTier: a tier name or value is not MEMORY or NOF.
-	ErrInvalidTier = errors.New("invalid tier")
 	// ErrInvalidStrategy: a placement strategy name or value is unknown.
 	ErrInvalidStrategy = errors.New("invalid placement strategy")
 	// ErrInvalidSegment: a segment to mount fails validation; the error is

@@ -94,16 +94,3 @@ func (t Tier) String() string {
 		return fmt.Sprintf("Tier(%d)", uint8(t))
 	}
 }
-
-// ParseTier accepts "MEMORY" or "NOF" (exact case); anything else fails with
-// ErrInvalidTier.
-func ParseTier(s string) (Tier, error) {
-	switch s {
-	case "MEMORY":
-		return TierMemory, nil
-	case "NOF":
-		return TierNOF, nil
-	default:
-		return 0, fmt.Errorf("parse tier %q: want MEMORY or NOF: %w", s, ErrInvalidTier)
-	}
-}
