@@ -30,14 +30,14 @@ import (
 	"metad/store"
 )
 
-// The foreground-impact benchmark of issue 5: a 3-node loopback cluster holds -evict.objects
+// The foreground-impact benchmark (docs/performance.md, "Eviction"): a 3-node loopback cluster holds -evict.objects
 // objects; Get and PutEnd load runs for -evict.phase with no eviction, then again while the leader's
 // memory eviction removes most of them. It reports throughput and p99 of both in both phases, their
 // ratios, the objects evicted, and heap and RSS per object after the fill, for each group size in
 // -evict.groups; with -evict.reps it repeats the whole (a fresh cluster each time) and reports the
 // medians. Run it with
 //
-//	go test -run '^$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=3
+//	go test -run '^$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=5
 //
 // (make bench-evict). All three nodes and the load share one process, so the ratios are what
 // carries over.
@@ -147,7 +147,7 @@ func (u barrierUse) String() string {
 // up to date only when a GC cycle ends, too coarse for phases of one to three cycles.)
 type runtimeUse struct {
 	cpu        float64 // seconds
-	faults     int64   // minor page faults (memory fresh from the OS, about 10 us each on a VM)
+	faults     int64   // minor page faults (memory fresh from the OS)
 	gcCycles   uint64
 	allocBytes uint64
 	sched      schedHist // how long goroutines waited runnable before they ran
@@ -241,8 +241,8 @@ func (f foreground) putRatio() float64    { return f.under.putRate / f.base.putR
 func (f foreground) putP99Ratio() float64 { return float64(f.under.putP99) / float64(f.base.putP99) }
 
 // benchForeground runs -evict.reps repetitions for one group size and reports the median of each
-// figure across them (every repetition's ratios are logged): this machine's speed drifts by a
-// fifth between minutes, and one pair of phases inherits all of it.
+// figure across them (every repetition's ratios are logged): a machine's speed drifts between
+// minutes, and the median keeps one drifting pair of phases from deciding the figure.
 func benchForeground(b *testing.B, group int) {
 	// The process runs with the processors metad gives itself (ha.SetProcs). Set here, in each
 	// sub-benchmark: the testing package sets GOMAXPROCS back to its -test.cpu value after each.

@@ -81,8 +81,8 @@
 // every 256 revalidations, apply after every 64 units (store.EvictUnits), the selection is sorted
 // in pieces with yields between them, and its rank array is sized once from the object count, and
 // grows, if ever, by a chunked copy (one large copy runs without a preemption point, and into
-// memory fresh from the OS it took hundreds of milliseconds, with a collector's stop-the-world
-// waiting on it). Garbage is the other cost every node pays: the selection's storage is kept
+// memory fresh from the OS it can take long enough to hold a collector's stop-the-world waiting
+// on it). Garbage is the other cost every node pays: the selection's storage is kept
 // between the rounds of a drain (dropped when the loop goes idle), and apply reuses its token
 // lists from one entry to the next.
 //

@@ -14,11 +14,10 @@ import (
 	"metad/snapshot"
 )
 
-// Benchmarks of issue 3 (docs/performance.md, `make bench-fsm`):
+// The state machine's benchmarks (docs/performance.md, `make bench-fsm`):
 //   - BenchmarkApply: PutStart+PutEnd commands applied one per entry and 64 per entry.
 //   - BenchmarkSnapshot1M: at 1M objects (40-byte keys, one MEMORY replica), the time Snapshot()
-//     holds the apply goroutine, Persist, Inspect and Restore times, and snapshot bytes per object
-//     (issues 3 and 6).
+//     holds the apply goroutine, Persist, Inspect and Restore times, and snapshot bytes per object.
 
 const benchSeg = 0x5e
 

@@ -57,7 +57,7 @@ func (b *fakeBackend) restoreBeforeEachApply(t *testing.T, n int) {
 // A removal checked against a state that a snapshot restore replaces before its command commits
 // must act on the restored state: the key is there again (as another object id), so the removal
 // removes it and succeeds. Checked against the replaced state alone, it would answer
-// OBJECT_NOT_FOUND for a key the cluster holds (what the failover drills saw as restore-fenced).
+// OBJECT_NOT_FOUND for a key the cluster holds.
 func TestRemovalAcrossASnapshotRestore(t *testing.T) {
 	removals := []struct {
 		name   string
