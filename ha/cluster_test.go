@@ -428,7 +428,7 @@ func TestRecordMember(t *testing.T) {
 	if err := f.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("RecordMember on a follower: %v", err)
 	}
-	if err := l.RecordMember(ctx, "stranger", "127.0.0.1:1", "127.0.0.1:2"); store.ReasonOf(err) != store.MemberNotFound {
+	if err := l.RecordMember(ctx, "stranger", "127.0.0.1:1", "127.0.0.1:2"); !errors.Is(err, ErrMemberNotFound) {
 		t.Fatalf("RecordMember of a non-member: %v", err)
 	}
 	if err := l.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"metad/store"
+	"metad/fsm"
 )
 
 // Peer is one member of the initial cluster.
@@ -107,12 +107,12 @@ func (c *Config) Validate() error {
 }
 
 // validateNew checks what only a new cluster must meet: every member name of the initial cluster
-// (this node's among them) is a valid member name (store.ValidateMemberName). NewNode calls it
+// (this node's among them) is a valid member name (fsm.ValidateMemberName). NewNode calls it
 // before it bootstraps an empty data dir.
 func (c *Config) validateNew() error {
 	var errs []error
 	for _, p := range c.InitialCluster {
-		if err := store.ValidateMemberName(p.Name); err != nil {
+		if err := invalidMember(fsm.ValidateMemberName(p.Name)); err != nil {
 			errs = append(errs, fmt.Errorf("initial_cluster: %w", err))
 		}
 	}

@@ -31,3 +31,45 @@ func (e *NotLeaderError) Error() string {
 
 // Is makes errors.Is(err, ErrNotLeader) true.
 func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Membership requests refused before Raft sees them (nothing is appended to the log for them). Their
+// texts start with the reason a client is given for them, MEMBER_NOT_FOUND or INVALID_PARAMS, as
+// every deterministic rejection's does.
+var (
+	// ErrMemberNotFound matches (errors.Is) every *MemberNotFoundError.
+	ErrMemberNotFound = errors.New("member not found")
+	// ErrInvalidMember matches (errors.Is) every *InvalidMemberError.
+	ErrInvalidMember = errors.New("invalid member")
+)
+
+// MemberNotFoundError is a membership request naming a member that is not a server of Raft's
+// configuration.
+type MemberNotFoundError struct {
+	Name string
+}
+
+func (e *MemberNotFoundError) Error() string {
+	return fmt.Sprintf("MEMBER_NOT_FOUND: member %.80q is not in the cluster's configuration", e.Name)
+}
+
+// Is makes errors.Is(err, ErrMemberNotFound) true.
+func (e *MemberNotFoundError) Is(target error) bool { return target == ErrMemberNotFound }
+
+// InvalidMemberError is a membership request whose member name or address breaks the member rules
+// (fsm.ValidateMemberName, fsm.ValidateMemberAddress).
+type InvalidMemberError struct {
+	Msg string // what is wrong, as the rule says it
+}
+
+func (e *InvalidMemberError) Error() string { return "INVALID_PARAMS: " + e.Msg }
+
+// Is makes errors.Is(err, ErrInvalidMember) true.
+func (e *InvalidMemberError) Is(target error) bool { return target == ErrInvalidMember }
+
+// invalidMember is nil when err is, and err as an *InvalidMemberError otherwise.
+func invalidMember(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InvalidMemberError{Msg: err.Error()}
+}

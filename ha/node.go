@@ -303,7 +303,7 @@ func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr stri
 	if _, err := n.member(name); err != nil {
 		return err
 	}
-	if err := store.ValidateMemberName(name); err != nil {
+	if err := invalidMember(fsm.ValidateMemberName(name)); err != nil {
 		// A member named before the rules: apply would refuse its record, so do not propose it.
 		return err
 	}
@@ -496,18 +496,18 @@ func (n *Node) leaderOnly() error {
 }
 
 // Membership requests are checked before Raft sees them: a bad name or address for a new member
-// is INVALID_PARAMS and a name that is not in the configuration MEMBER_NOT_FOUND (*store.Error
-// values, like every deterministic rejection), so nothing is appended to the log for them. Removal
-// and transfer only look the name up, so a member added before the name rules can still go.
+// is INVALID_PARAMS (*InvalidMemberError) and a name that is not in the configuration
+// MEMBER_NOT_FOUND (*MemberNotFoundError), so nothing is appended to the log for them. Removal and
+// transfer only look the name up, so a member added before the name rules can still go.
 
 // AddMember adds a voter; the new node must have been started with the existing cluster's state
-// (--initial-cluster-state existing) at peerAddr. The name must be valid (store.ValidateMemberName)
-// and peerAddr host:port (store.ValidateMemberAddress).
+// (--initial-cluster-state existing) at peerAddr. The name must be valid (fsm.ValidateMemberName)
+// and peerAddr host:port (fsm.ValidateMemberAddress).
 func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
-	if err := store.ValidateMemberName(name); err != nil {
+	if err := invalidMember(fsm.ValidateMemberName(name)); err != nil {
 		return err
 	}
-	if err := store.ValidateMemberAddress(peerAddr); err != nil {
+	if err := invalidMember(fsm.ValidateMemberAddress(peerAddr)); err != nil {
 		return err
 	}
 	if err := n.leaderOnly(); err != nil {
@@ -519,13 +519,13 @@ func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
 // RemoveMember removes a member of the configuration and forgets its recorded addresses.
 func (n *Node) RemoveMember(ctx context.Context, name string) error {
 	if name == "" {
-		return &store.Error{Reason: store.InvalidParams, Msg: "member name: empty"}
+		return &InvalidMemberError{Msg: "member name: empty"}
 	}
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
 	if _, err := n.member(name); err != nil {
-		if _, recorded := n.fsm.Members()[name]; !recorded || store.ReasonOf(err) != store.MemberNotFound {
+		if _, recorded := n.fsm.Members()[name]; !recorded || !errors.Is(err, ErrMemberNotFound) {
 			return err
 		}
 		// Removed from the configuration by an earlier call whose answer was lost, or whose
@@ -551,7 +551,7 @@ func (n *Node) member(name string) (Member, error) {
 	}
 	i := slices.IndexFunc(ms, func(m Member) bool { return m.Name == name })
 	if i < 0 {
-		return Member{}, &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %.80q is not in the cluster's configuration", name)}
+		return Member{}, &MemberNotFoundError{Name: name}
 	}
 	return ms[i], nil
 }

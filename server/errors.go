@@ -148,9 +148,10 @@ func unavailableStatus(msg string) error {
 	return withDetail(codes.Unavailable, msg, &metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_UNAVAILABLE})
 }
 
-// toStatus translates any error a service meets into a status: store rejections by reason, Raft
-// failures (package ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and
-// statuses (from a forwarded call) unchanged. tenant and key go into the ErrorDetail.
+// toStatus translates any error a service meets into a status: store rejections by reason,
+// membership refusals (package ha) as MEMBER_NOT_FOUND or INVALID_PARAMS, Raft failures (package
+// ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and statuses (from a
+// forwarded call) unchanged. tenant and key go into the ErrorDetail.
 func toStatus(err error, tenant string, key []byte) error {
 	if err == nil {
 		return nil
@@ -159,8 +160,16 @@ func toStatus(err error, tenant string, key []byte) error {
 	if errors.As(err, &se) {
 		return reasonStatus(se.Reason, se.Error(), tenant, key)
 	}
-	var nl *ha.NotLeaderError
+	var (
+		nl  *ha.NotLeaderError
+		mnf *ha.MemberNotFoundError
+		im  *ha.InvalidMemberError
+	)
 	switch {
+	case errors.As(err, &mnf):
+		return reasonStatus(store.MemberNotFound, mnf.Error(), tenant, key)
+	case errors.As(err, &im):
+		return reasonStatus(store.InvalidParams, im.Error(), tenant, key)
 	case errors.As(err, &nl):
 		return notLeaderStatus(nl.LeaderName, nl.LeaderAddr)
 	case errors.Is(err, ha.ErrNotLeader):

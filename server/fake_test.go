@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -175,7 +174,7 @@ func (b *fakeBackend) TransferLeader(_ context.Context, to string) (string, erro
 // answers for a name that is not in its configuration.
 func knownMember(name string) error {
 	if name != "self" {
-		return &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
+		return &ha.MemberNotFoundError{Name: name}
 	}
 	return nil
 }
@@ -186,7 +185,7 @@ func (b *fakeBackend) RecordMember(_ context.Context, name, _, _ string) error {
 		return b.notLeader()
 	}
 	if name != "self" {
-		return &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
+		return &ha.MemberNotFoundError{Name: name}
 	}
 	return nil
 }
