@@ -823,7 +823,7 @@ const revalidateYield = 256
 
 // definite reports whether a failed proposal certainly never reached the log.
 func definite(err error) bool {
-	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrNoSlot)
+	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown)
 }
 
 func tokensTo(toks []store.ObjectToken) []*metadv1.ObjectToken {

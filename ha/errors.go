@@ -6,14 +6,13 @@ import (
 )
 
 // Raft-level failures: the command may or may not have been applied (ErrTimeout, ErrUnknown) or was
-// certainly not (ErrNotLeader, ErrShutdown, ErrNoSlot). Deterministic rejections are never errors
+// certainly not (ErrNotLeader, ErrShutdown). Deterministic rejections are never errors
 // here: they come back as store.Result values.
 var (
 	ErrNotLeader = errors.New("not the leader")
 	ErrShutdown  = errors.New("node is shutting down")
 	ErrTimeout   = errors.New("timed out waiting for the cluster (no quorum?)")
 	ErrUnknown   = errors.New("outcome unknown: leadership was lost after the command was sent")
-	ErrNoSlot    = errors.New("proposal pipeline is full")
 )
 
 // NotLeaderError is ErrNotLeader with the leader this node knows of (empty when none is known).

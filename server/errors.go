@@ -178,7 +178,7 @@ func toStatus(err error, tenant string, key []byte) error {
 		return unavailableStatus("the outcome is unknown (leadership was lost after the command was sent); check before retrying: " + err.Error())
 	case errors.Is(err, ha.ErrTimeout):
 		return unavailableStatus("the outcome is unknown: " + err.Error())
-	case errors.Is(err, ha.ErrShutdown), errors.Is(err, ha.ErrNoSlot):
+	case errors.Is(err, ha.ErrShutdown):
 		return unavailableStatus(err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())

@@ -59,7 +59,6 @@ func TestRaftErrorsMap(t *testing.T) {
 		{ha.ErrShutdown, codes.Unavailable, rUnavail, "shutting down"},
 		{ha.ErrTimeout, codes.Unavailable, rUnavail, "unknown"},
 		{ha.ErrUnknown, codes.Unavailable, rUnavail, "outcome is unknown"},
-		{fmt.Errorf("x: %w", ha.ErrNoSlot), codes.Unavailable, rUnavail, "full"},
 	}
 	for _, tc := range cases {
 		err := toStatus(tc.err, "t", []byte("k"))

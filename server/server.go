@@ -22,8 +22,8 @@ import (
 type Backend interface {
 	// Propose commits one command through the Raft log and returns its result as applied on this
 	// node. Raft-level failures are errors: *ha.NotLeaderError (errors.Is ha.ErrNotLeader),
-	// ha.ErrShutdown, ha.ErrTimeout, ha.ErrUnknown, ha.ErrNoSlot, or the context's error; a
-	// deterministic rejection is a Result with a reason, never an error.
+	// ha.ErrShutdown, ha.ErrTimeout, ha.ErrUnknown, or the context's error; a deterministic
+	// rejection is a Result with a reason, never an error.
 	Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error)
 	// ReadBarrier is a linearizable read point: it returns once leadership is confirmed and
 	// everything committed before the call has been applied to the store. A leader that has not
