@@ -121,11 +121,11 @@ func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node,
 		}
 	}()
 	var err error
-	if n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")}); err != nil {
+	if n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, RaftDBFile)}); err != nil {
 		return nil, fmt.Errorf("ha: open raft.db: %w", err)
 	}
-	hlog := newRaftLogger(log)
-	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, "snapshots"), cfg.SnapshotRetain, hlog); err != nil {
+	hlog := NewRaftLogger(log)
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, SnapshotsDir), cfg.SnapshotRetain, hlog); err != nil {
 		return nil, fmt.Errorf("ha: snapshot store: %w", err)
 	}
 	// A port of 0 (tests) binds any free port and advertises what it bound.
