@@ -6,8 +6,8 @@ import (
 )
 
 // Raft-level failures: the command may or may not have been applied (ErrTimeout, ErrUnknown) or was
-// certainly not (ErrNotLeader, ErrShutdown). Deterministic rejections are never errors
-// here: they come back as store.Result values.
+// certainly not (ErrNotLeader, ErrShutdown). A command's deterministic rejection is never an error
+// here: it comes back as an fsm.Result value.
 var (
 	ErrNotLeader = errors.New("not the leader")
 	ErrShutdown  = errors.New("node is shutting down")

@@ -111,7 +111,7 @@ func TestRemoveMemberRetried(t *testing.T) {
 	if err := l.RemoveMember(ctx, "n9"); err != nil {
 		t.Fatalf("retried RemoveMember: %v", err)
 	}
-	if _, ok := l.fsm.Members()["n9"]; ok {
+	if _, ok := l.sm.Members()["n9"]; ok {
 		t.Fatal("the retried removal left n9's record")
 	}
 	if err := l.RemoveMember(ctx, "n9"); !errors.Is(err, ErrMemberNotFound) {

@@ -28,10 +28,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
-	"metad/store"
 )
 
 // ErrInvalidSnapshot is a refused snapshot file. The error also wraps the snapshot package's error
@@ -153,11 +151,13 @@ type RestoreResult struct {
 //     its state epoch becomes this cluster's current epoch + 1 (read after a barrier), so that a
 //     removal or eviction prepared against the state being replaced can never commit on the
 //     restored one (apply refuses it with STATE_REPLACED and the leader prepares it again);
-//  2. verify the spooled state completely by building it into a throwaway store (fsm.ReadSnapshot);
+//  2. have the state machine verify the spooled state completely, as it would restore it
+//     (StateMachine.VerifySnapshot: metad's builds it into a throwaway store);
 //  3. install it with Raft's user restore: the leader takes it on, and the hole the restore leaves
 //     in the log makes every follower install it too;
-//  4. start leader soft state afresh (every object leased for one ttl, no unlink mark) and record
-//     this leader's addresses, which also moves the applied index past the restore.
+//  4. start leader soft state afresh (StateMachine.ResetSoftState: every object leased for one
+//     ttl, no unlink mark) and record this leader's addresses, which also moves the applied index
+//     past the restore.
 //
 // A refused file gives an error wrapping ErrInvalidSnapshot and the snapshot package's error. No
 // fixed deadline applies; ctx bounds the transfer and the wait for the install.
@@ -173,7 +173,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	if err := n.raftBarrier(ctx); err != nil {
 		return nil, fmt.Errorf("ha: snapshot restore: %w", err)
 	}
-	epoch := n.fsm.Store().Epoch() + 1
+	epoch := n.sm.StateEpoch() + 1
 	spool, err := os.CreateTemp(n.cfg.DataDir, spoolPattern)
 	if err != nil {
 		return nil, fmt.Errorf("ha: snapshot restore: spool file: %w", err)
@@ -197,7 +197,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 		"objects", h.GetObjects(), "tenants", h.GetTenants(), "state_epoch", epoch, "took", time.Since(start))
 
 	// 2. Verify the state it describes.
-	if _, err := verifySpool(spool, n.Store().LeaseTTL()); err != nil {
+	if _, err := n.verifySpool(spool); err != nil {
 		return nil, err
 	}
 	n.log.Info("snapshot restore: verified", "took", time.Since(start))
@@ -227,7 +227,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
 		res.Index, res.Term = metas[0].Index, metas[0].Term
 	}
-	n.fsm.Store().ResetSoftState(time.Now().UnixNano())
+	n.sm.ResetSoftState(time.Now().UnixNano())
 	// The state is installed whatever the caller does now; these steps get their own bound.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.ApplyTimeout)
 	defer cancel()
@@ -247,7 +247,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 
 // currentMembers is this cluster's recorded members, limited to its Raft configuration, by name.
 func (n *Node) currentMembers() []*metadv1.MemberRecord {
-	recorded := n.fsm.Members()
+	recorded := n.sm.Members()
 	var out []*metadv1.MemberRecord
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
@@ -270,17 +270,13 @@ func invalid(err error) error {
 	return err
 }
 
-// verifySpool reads the whole file f into a throwaway store, so every store invariant must hold,
-// and returns its header.
-func verifySpool(f *os.File, leaseTTL time.Duration) (*metadv1.SnapshotHeader, error) {
+// verifySpool has the state machine verify the whole file f as it would restore it, and returns
+// its header; f is left at its start.
+func (n *Node) verifySpool(f *os.File) (*metadv1.SnapshotHeader, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("ha: snapshot file: %w", err)
 	}
-	cfg := store.DefaultConfig()
-	if leaseTTL > 0 {
-		cfg.LeaseTTL = leaseTTL
-	}
-	_, _, h, err := fsm.ReadSnapshot(cfg, bufio.NewReaderSize(f, 1<<20))
+	h, err := n.sm.VerifySnapshot(bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
 		return nil, invalid(err)
 	}

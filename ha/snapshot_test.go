@@ -72,7 +72,7 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	dst.put("only-in-dst")
 	dst.waitConverged()
 	l := dst.waitLeader()
-	membersBefore := l.fsm.Members()
+	membersBefore := l.sm.Members()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := l.RestoreSnapshot(ctx, bytes.NewReader(file))
@@ -87,14 +87,14 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	// replaced state are refused), and otherwise installs exactly the saved state.
 	want := digestAt(src.anyNode(), 1)
 	for name, n := range dst.nodes {
-		if e := n.Store().Epoch(); e != 1 {
+		if e := storeOf(n).Epoch(); e != 1 {
 			t.Fatalf("%s: state epoch %d after the first restore, want 1", name, e)
 		}
 		if !bytes.Equal(digest(n), want) {
 			t.Fatalf("%s holds a state other than the snapshot's", name)
 		}
 		// The member records are this cluster's, never the source's.
-		for mname, m := range n.fsm.Members() {
+		for mname, m := range n.sm.Members() {
 			if b, ok := membersBefore[mname]; ok && b != m || m.ClientAddr != "client-of-"+mname {
 				t.Fatalf("%s: member %s recorded as %+v after the restore", name, mname, m)
 			}
@@ -119,7 +119,7 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	}
 	dst.waitConverged()
 	for name, n := range dst.nodes {
-		if e := n.Store().Epoch(); e != 2 {
+		if e := storeOf(n).Epoch(); e != 2 {
 			t.Fatalf("%s: state epoch %d after the second restore, want 2", name, e)
 		}
 	}
@@ -200,7 +200,7 @@ func TestOnlineRestoreRefusesBadFiles(t *testing.T) {
 	good := c.saveSnapshot()
 	before := digest(c.anyNode())
 	l := c.waitLeader()
-	idx, _ := l.fsm.Applied()
+	idx, _ := l.sm.Applied()
 	for name, bad := range badSnapshots(t, good) {
 		_, err := l.RestoreSnapshot(context.Background(), bytes.NewReader(bad.file))
 		if !errors.Is(err, ErrInvalidSnapshot) || !errors.Is(err, bad.kind) {
@@ -208,7 +208,7 @@ func TestOnlineRestoreRefusesBadFiles(t *testing.T) {
 		}
 		t.Logf("%s: %v", name, err)
 	}
-	if after, _ := l.fsm.Applied(); after != idx {
+	if after, _ := l.sm.Applied(); after != idx {
 		t.Fatalf("a refused restore moved the applied index from %d to %d", idx, after)
 	}
 	for name, n := range c.nodes {

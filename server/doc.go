@@ -35,7 +35,8 @@
 // Client liveness (the last Ping of each client) lives here, on the leader only: Run's loop
 // expires a client silent for ClientTTL by proposing the unmount of its segments, and gives every
 // known client a fresh grace when this node becomes leader. Read leases and removal marks live in
-// the store; package ha resets them when leadership changes (store.ResetSoftState).
+// the store; the node's leadership hook resets them when this node gains leadership
+// (store.ResetSoftState; cmd/metad registers it), and package ha after an online snapshot restore.
 //
 // # Member records
 //

@@ -22,6 +22,15 @@ type liveNode struct {
 	admin      metadv1.AdminClient
 }
 
+// nodeBackend is a real node as the server's Backend, as cmd/metad wires it: the store comes from
+// the state machine at each call.
+type nodeBackend struct {
+	*ha.Node
+	f *fsm.FSM
+}
+
+func (b nodeBackend) Store() *store.Store { return b.f.Store() }
+
 // startLiveCluster starts three members, bootstraps them and stops everything when the test ends.
 func startLiveCluster(t *testing.T) []*liveNode {
 	t.Helper()
@@ -40,6 +49,11 @@ func startLiveCluster(t *testing.T) []*liveNode {
 		hc := ha.DefaultConfig()
 		hc.Name, hc.DataDir = name, t.TempDir()
 		hc.PeerListen, hc.PeerAddr, hc.ClientAddr = "127.0.0.1:0", "127.0.0.1:0", lis.Addr().String()
+		hc.OnLeadership = func(leading bool, _ uint64) {
+			if leading {
+				f.Store().ResetSoftState(time.Now().UnixNano())
+			}
+		}
 		n, err := ha.NewNode(hc, f, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +61,7 @@ func startLiveCluster(t *testing.T) []*liveNode {
 		t.Cleanup(func() { _ = n.Shutdown() }) // runs after the server's cleanup below
 		cfg := DefaultConfig()
 		cfg.SweepInterval = 20 * time.Millisecond
-		_, _, cc := serve(t, n, cfg, lis)
+		_, _, cc := serve(t, nodeBackend{n, f}, cfg, lis)
 		nodes = append(nodes, &liveNode{name: name, addr: lis.Addr().String(), node: n, admin: metadv1.NewAdminClient(cc)})
 		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
 	}

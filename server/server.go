@@ -17,8 +17,8 @@ import (
 	"metad/store"
 )
 
-// Backend must be safe for concurrent use. It is what the services need from the node; ha.Node
-// implements it.
+// Backend must be safe for concurrent use. It is what the services need from the node: ha.Node
+// implements all of it but Store, which cmd/metad adds from the state machine.
 type Backend interface {
 	// Propose commits one command through the Raft log and returns its result as applied on this
 	// node. Raft-level failures are errors: *ha.NotLeaderError (errors.Is ha.ErrNotLeader),
@@ -62,9 +62,6 @@ type Backend interface {
 	// addresses (Status's Name, PeerAddr and ClientAddr).
 	SelfRecorded() bool
 }
-
-// ha.Node is the Backend of a real node.
-var _ Backend = (*ha.Node)(nil)
 
 // Health service names: "" is the node as a whole; healthLeader is SERVING only on the leader.
 const healthLeader = "leader"

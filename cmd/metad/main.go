@@ -100,6 +100,30 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+var _ ha.StateMachine = (*fsm.FSM)(nil)
+
+// backend is the server's Backend over this process's node: ha.Node, with the store read from the
+// state machine at each call (a snapshot restore swaps it).
+type backend struct {
+	*ha.Node
+	f *fsm.FSM
+}
+
+var _ server.Backend = backend{}
+
+func (b backend) Store() *store.Store { return b.f.Store() }
+
+// leadership is the node's leadership hook: a node that gains leadership starts the store's leader
+// soft state afresh (every object leased for one lease ttl, no unlink mark), before its term-start
+// barrier. The store is read at the call: a snapshot restore swaps it.
+func leadership(f *fsm.FSM) func(leading bool, term uint64) {
+	return func(leading bool, _ uint64) {
+		if leading {
+			f.Store().ResetSoftState(time.Now().UnixNano())
+		}
+	}
+}
+
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	clientAddr := cfg.AdvertiseClient
 	if clientAddr == "" {
@@ -126,6 +150,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		hc.InitialCluster = []ha.Peer{{Name: cfg.Name, PeerAddr: peer}}
 	}
+	hc.OnLeadership = leadership(f)
 	node, err := ha.NewNode(hc, f, log)
 	if err != nil {
 		return err
@@ -136,7 +161,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = node.Shutdown()
 		return err
 	}
-	ev, err := evict.New(cfg.evictConfig(), evict.FromHA(node), reg, log)
+	ev, err := evict.New(cfg.evictConfig(), evict.FromHA(node, f.Store), reg, log)
 	if err != nil {
 		_ = node.Shutdown()
 		return err
@@ -146,9 +171,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sc.LeaseTTL, sc.ClientTTL, sc.PutDiscardTimeout, sc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
 	sc.ForwardTimeout = cfg.ForwardTimeout
 	sc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
-		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(node.Store(), tenant, want))
+		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, want))
 	}
-	srv, err := server.New(node, sc, reg, log)
+	srv, err := server.New(backend{Node: node, f: f}, sc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
 		return err
