@@ -393,7 +393,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 }
 
 // runPhase runs the foreground load for -evict.phase and measures it.
-func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *atomic.Int64) phaseStats {
+func runPhase(b *testing.B, l *liveNode, reg prometheus.Gatherer, n int, putSeq *atomic.Int64) phaseStats {
 	ctx, cancel := context.WithTimeout(context.Background(), *benchPhaseLen)
 	defer cancel()
 	rt0, rb0 := readRuntime(), readBarrierUse(b, reg, l.Store())
@@ -411,7 +411,7 @@ func runPhase(b *testing.B, l *ha.Node, reg prometheus.Gatherer, n int, putSeq *
 // fill those are its 4096-item batches, about 100 MB over the three members that the first phase
 // would otherwise start with and the second not, a higher collector goal for the first phase only.
 // After it both phases start from a heap in the same steady state.
-func warmUp(b *testing.B, c *cluster, l *ha.Node, n int, putSeq *atomic.Int64) time.Duration {
+func warmUp(b *testing.B, c *cluster, l *liveNode, n int, putSeq *atomic.Int64) time.Duration {
 	start := time.Now()
 	past := l.Status().CommitIndex + ha.LogCacheEntries
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -447,7 +447,7 @@ func warmUp(b *testing.B, c *cluster, l *ha.Node, n int, putSeq *atomic.Int64) t
 // runLoad runs Get load (a linearizable read: read barrier, then the store) on the hot set and
 // PutStart+PutEnd load (PutEnd timed) on new keys, through the leader, until ctx ends, and returns
 // each reader's Get and each writer's PutEnd latencies.
-func runLoad(ctx context.Context, b *testing.B, l *ha.Node, n int, putSeq *atomic.Int64) (getLat, putLat [][]time.Duration) {
+func runLoad(ctx context.Context, b *testing.B, l *liveNode, n int, putSeq *atomic.Int64) (getLat, putLat [][]time.Duration) {
 	getLat = make([][]time.Duration, benchReaders)
 	putLat = make([][]time.Duration, benchWriters)
 	var wg sync.WaitGroup
@@ -529,7 +529,7 @@ var benchGets atomic.Int64
 // during the drain and after it) with the GC cycles that ended (+N) and the MB allocated in the
 // tick, and the read-barrier rounds per second with their mean VerifyLeader and apply wait (from
 // barrier), labelled with the phase.
-func logProgress(logf func(string, ...any), phase string, l *ha.Node, before int64, barrier func() barrierUse) func() {
+func logProgress(logf func(string, ...any), phase string, l *liveNode, before int64, barrier func() barrierUse) func() {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)

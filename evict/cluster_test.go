@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,10 +24,22 @@ import (
 
 const clusterLeaseTTL = 100 * time.Millisecond // a new leader's lease floor lasts this long
 
+// liveNode is a cluster member: the node with its state machine.
+type liveNode struct {
+	*ha.Node
+	f *fsm.FSM
+}
+
+// Store returns the node's current store.
+func (n *liveNode) Store() *store.Store { return n.f.Store() }
+
+// FSM returns the node's state machine.
+func (n *liveNode) FSM() *fsm.FSM { return n.f }
+
 type cluster struct {
 	t      testing.TB
 	names  []string
-	nodes  map[string]*ha.Node // live nodes
+	nodes  map[string]*liveNode // live nodes
 	stores map[string]func() *store.Store
 	evs    map[string]*Evictor
 	cancel map[string]context.CancelFunc
@@ -42,7 +55,7 @@ func newCluster(t testing.TB, evCfg Config) *cluster {
 // heartbeats on a small machine).
 func newClusterWith(t testing.TB, evCfg Config, leaseTTL time.Duration, fast bool) *cluster {
 	t.Helper()
-	c := &cluster{t: t, nodes: map[string]*ha.Node{}, stores: map[string]func() *store.Store{},
+	c := &cluster{t: t, nodes: map[string]*liveNode{}, stores: map[string]func() *store.Store{},
 		evs: map[string]*Evictor{}, cancel: map[string]context.CancelFunc{}}
 	var peers []ha.Peer
 	for i := 1; i <= 3; i++ {
@@ -58,15 +71,27 @@ func newClusterWith(t testing.TB, evCfg Config, leaseTTL time.Duration, fast boo
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := ha.NewNode(cfg, f, nil)
+		// The leadership hook a daemon registers, and a kick for the evictor, created once the node
+		// is.
+		var evp atomic.Pointer[Evictor]
+		cfg.OnLeadership = func(leading bool, _ uint64) {
+			if leading {
+				f.Store().ResetSoftState(time.Now().UnixNano())
+			}
+			if ev := evp.Load(); ev != nil {
+				ev.Kick()
+			}
+		}
+		hn, err := ha.NewNode(cfg, f, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := New(evCfg, FromHA(n), nil, nil)
+		n := &liveNode{Node: hn, f: f}
+		ev, err := New(evCfg, FromHA(hn, f.Store), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.OnLeadership(func(bool) { ev.Kick() })
+		evp.Store(ev)
 		c.names = append(c.names, name)
 		c.nodes[name], c.stores[name], c.evs[name] = n, n.Store, ev
 		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
@@ -110,9 +135,9 @@ func (c *cluster) stop() {
 }
 
 // leader waits for a leader that serves linearizable reads.
-func (c *cluster) leader() *ha.Node {
+func (c *cluster) leader() *liveNode {
 	c.t.Helper()
-	var l *ha.Node
+	var l *liveNode
 	waitFor(c.t, "a ready leader", 10*time.Second, func() bool {
 		for _, n := range c.nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

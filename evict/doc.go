@@ -102,9 +102,10 @@
 //
 // # Call sequence
 //
-//	ev, err := evict.New(cfg, evict.FromHA(node), registry, log)
-//	node.OnLeadership(func(bool) { ev.Kick() })
+//	ev, err := evict.New(cfg, evict.FromHA(node, f.Store), registry, log) // f: the node's *fsm.FSM
+//	// in the node's leadership hook (ha.Config.OnLeadership), on gaining leadership:
+//	ev.Kick()
 //	go ev.Run(ctx)
 //	// in the server, on TENANT_QUOTA_EXCEEDED from PutStart (at most twice):
-//	freed, err := ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(node.Store(), tenant, size*replicas))
+//	freed, err := ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, size*replicas))
 package evict

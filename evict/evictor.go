@@ -63,7 +63,7 @@ func New(cfg Config, node Node, reg prometheus.Registerer, log *slog.Logger) (*E
 }
 
 // Kick makes Run look at once instead of at its next tick (after an allocation failure, or on
-// gaining leadership: pass it to ha.Node.OnLeadership as func(bool) { e.Kick() }).
+// gaining leadership: call it from the node's leadership hook, ha.Config.OnLeadership).
 func (e *Evictor) Kick() {
 	select {
 	case e.kick <- struct{}{}:

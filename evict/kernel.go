@@ -3,7 +3,6 @@ package evict
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/bits"
 	"runtime"
@@ -13,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
 	"metad/store"
@@ -820,7 +818,7 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 const revalidateYield = 256
 
 // definite reports whether a failed proposal certainly never reached the log.
-func definite(err error) bool { return service.NoEntry(err) || errors.Is(err, ha.ErrNoSlot) }
+func definite(err error) bool { return service.NoEntry(err) }
 
 func tokensTo(toks []store.ObjectToken) []*metadv1.ObjectToken {
 	out := make([]*metadv1.ObjectToken, len(toks))

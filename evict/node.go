@@ -8,8 +8,8 @@ import (
 	"metad/store"
 )
 
-// Node is what the evictor needs of a cluster member. *ha.Node fits through FromHA; tests supply a
-// fake over a single store.
+// Node is what the evictor needs of a cluster member. *ha.Node, with the state machine's store,
+// fits through FromHA; tests supply a fake over a single store.
 type Node interface {
 	// Store returns the current store (a snapshot restore may swap it; the evictor asks once per
 	// round).
@@ -32,12 +32,16 @@ type Slot interface {
 
 var _ Slot = (*ha.Slot)(nil)
 
-// FromHA adapts a Raft node to Node.
-func FromHA(n *ha.Node) Node { return haNode{n} }
+// FromHA adapts a Raft node to Node; st returns the current store of the node's state machine
+// (fsm.FSM.Store), read at each call.
+func FromHA(n *ha.Node, st func() *store.Store) Node { return haNode{n, st} }
 
-type haNode struct{ n *ha.Node }
+type haNode struct {
+	n  *ha.Node
+	st func() *store.Store
+}
 
-func (h haNode) Store() *store.Store { return h.n.Store() }
+func (h haNode) Store() *store.Store { return h.st() }
 func (h haNode) IsLeader() bool      { return h.n.IsLeader() }
 
 func (h haNode) TryReserve() (Slot, bool) {

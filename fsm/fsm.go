@@ -93,6 +93,22 @@ func (f *FSM) Store() *store.Store { return f.st.Load() }
 // Applied returns the index and term of the last entry applied.
 func (f *FSM) Applied() (index, term uint64) { return f.applied.Load(), f.term.Load() }
 
+// StateEpoch returns the current state's epoch (store.Store.Epoch).
+func (f *FSM) StateEpoch() uint64 { return f.st.Load().Epoch() }
+
+// Objects returns how many objects the current state holds, over every tenant.
+func (f *FSM) Objects() int64 {
+	var n int64
+	for _, t := range f.st.Load().Tenants().List() {
+		n += t.Directory().Objects()
+	}
+	return n
+}
+
+// ResetSoftState starts the current store's leader soft state afresh at now (unix ns):
+// store.Store.ResetSoftState.
+func (f *FSM) ResetSoftState(now int64) { f.st.Load().ResetSoftState(now) }
+
 // Apply applies one log entry.
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	return f.apply(l)
@@ -196,6 +212,14 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	c := f.st.Load().CaptureInto(f.spare.Swap(nil))
 	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
+}
+
+// VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would (ReadSnapshot
+// with this FSM's store config), changing nothing; it returns the file's header. A refused file
+// gives an error wrapping the snapshot package's error that names what is wrong.
+func (f *FSM) VerifySnapshot(r io.Reader) (*metadv1.SnapshotHeader, error) {
+	_, _, h, err := ReadSnapshot(f.cfg, r)
+	return h, err
 }
 
 // Restore replaces the state with a snapshot's: it reads and verifies the whole snapshot into a new

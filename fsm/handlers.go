@@ -50,14 +50,14 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 }
 
 // applySetMember records a member's addresses. Its name must be a valid member name
-// (store.ValidateMemberName) on entries written under rulesLimits; before, only not empty.
+// (ValidateMemberName) on entries written under rulesLimits; before, only not empty.
 func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetSetMember()
 	if m.GetName() == "" {
 		return store.Result{Reason: store.InvalidParams, Message: "member: empty name"}
 	}
 	if e.rules >= rulesLimits {
-		if err := store.ValidateMemberName(m.GetName()); err != nil {
+		if err := ValidateMemberName(m.GetName()); err != nil {
 			return fromErr(err)
 		}
 	}

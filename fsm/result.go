@@ -6,10 +6,14 @@ import (
 	"metad/store"
 )
 
-// EntryResult is what Apply returns for one log entry: one store.Result per command of its envelope.
+// Result is the typed outcome of one command as the state machine applied it: a store.Result,
+// named here so that the proposer hands it on without depending on the store.
+type Result = store.Result
+
+// EntryResult is what Apply returns for one log entry: one Result per command of its envelope.
 type EntryResult struct {
 	Index   uint64
-	Results []store.Result
+	Results []Result
 }
 
 func fromErr(err error) store.Result {

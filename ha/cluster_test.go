@@ -66,7 +66,7 @@ func (c *testCluster) start(name string) *Node {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	node, err := NewNode(c.cfgs[name], f, nil)
+	node, err := NewNode(withSoftState(c.cfgs[name], f), f, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -77,6 +77,22 @@ func (c *testCluster) start(name string) *Node {
 	c.nodes[name] = node
 	return node
 }
+
+var _ StateMachine = (*fsm.FSM)(nil)
+
+// withSoftState is cfg with the leadership hook a daemon registers: a node that gains leadership
+// starts the store's leader soft state afresh.
+func withSoftState(cfg Config, f *fsm.FSM) Config {
+	cfg.OnLeadership = func(leading bool, _ uint64) {
+		if leading {
+			f.Store().ResetSoftState(time.Now().UnixNano())
+		}
+	}
+	return cfg
+}
+
+// storeOf is n's current store.
+func storeOf(n *Node) *store.Store { return n.sm.(*fsm.FSM).Store() }
 
 func (c *testCluster) stopAll() {
 	for name, n := range c.nodes {
@@ -156,7 +172,7 @@ func (c *testCluster) put(key string) {
 
 // digest is a node's replicated state as snapshot bytes (index and term left out).
 func digest(n *Node) []byte {
-	snap, _ := n.fsm.Snapshot()
+	snap, _ := n.sm.Snapshot()
 	var buf bytes.Buffer
 	_, _ = fsm.WriteCapture(&buf, snap.(interface{ Capture() *store.Capture }).Capture(), nil, 0, 0, 0)
 	return buf.Bytes()
@@ -165,7 +181,7 @@ func digest(n *Node) []byte {
 // digestAt is digest as if n's state had the given state epoch (to compare a restored state with
 // the one it was saved from: the restore advanced the epoch).
 func digestAt(n *Node, epoch uint64) []byte {
-	snap, _ := n.fsm.Snapshot()
+	snap, _ := n.sm.Snapshot()
 	c := snap.(interface{ Capture() *store.Capture }).Capture()
 	c.Epoch = epoch
 	var buf bytes.Buffer
@@ -181,7 +197,7 @@ func (c *testCluster) waitConverged() {
 		var idx uint64
 		i := 0
 		for _, n := range c.nodes {
-			a, _ := n.fsm.Applied()
+			a, _ := n.sm.Applied()
 			d := digest(n)
 			if i == 0 {
 				first, idx = d, a
@@ -195,7 +211,7 @@ func (c *testCluster) waitConverged() {
 }
 
 func (c *testCluster) readable(n *Node, key string) bool {
-	_, err := n.Store().Get(time.Now().UnixNano(), "", key)
+	_, err := storeOf(n).Get(time.Now().UnixNano(), "", key)
 	return err == nil
 }
 
@@ -428,7 +444,7 @@ func TestRecordMember(t *testing.T) {
 	if err := f.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("RecordMember on a follower: %v", err)
 	}
-	if err := l.RecordMember(ctx, "stranger", "127.0.0.1:1", "127.0.0.1:2"); store.ReasonOf(err) != store.MemberNotFound {
+	if err := l.RecordMember(ctx, "stranger", "127.0.0.1:1", "127.0.0.1:2"); !errors.Is(err, ErrMemberNotFound) {
 		t.Fatalf("RecordMember of a non-member: %v", err)
 	}
 	if err := l.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); err != nil {

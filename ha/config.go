@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"metad/store"
+	"metad/fsm"
 )
 
 // Peer is one member of the initial cluster.
@@ -41,6 +41,23 @@ type Config struct {
 	MaxInflight   int // proposer slots: commands proposed but not yet applied. Default 4096
 	MaxBatch      int // commands coalesced into one log entry at most. Default 256
 	MaxEntriesOut int // log entries in flight from the proposer at once. Default 1 (see doc.go)
+
+	// OnLeadership, when set, is the node's one leadership hook: the place where the caller starts
+	// and drops what belongs to a leader's term (leader soft state). The node calls it on its
+	// leadership goroutine, synchronously and never twice at once:
+	//
+	//   - with leading=true and the term it now leads, when it gains leadership, before it issues
+	//     the term-start barrier: nothing has been decided from this node's state in the term yet
+	//     (it is not ready, so linearizable reads, removal checks and refusals wait), and once the
+	//     hook returns the barrier is applied and the node becomes ready;
+	//   - with leading=false and the term it last gained, when it loses leadership, after it has
+	//     stopped being ready.
+	//
+	// Raft may fold changes that come close together into the last one, so the hook can see a gain
+	// without the loss before it, or a loss without the gain before it (term 0 when this node has
+	// not led since it started). The hook must return promptly (the node takes office only after
+	// it) and must not wait for this node's readiness, barrier or proposals.
+	OnLeadership func(leading bool, term uint64)
 }
 
 // DefaultConfig returns the defaults documented on Config; the caller sets names and addresses.
@@ -107,12 +124,12 @@ func (c *Config) Validate() error {
 }
 
 // validateNew checks what only a new cluster must meet: every member name of the initial cluster
-// (this node's among them) is a valid member name (store.ValidateMemberName). NewNode calls it
+// (this node's among them) is a valid member name (fsm.ValidateMemberName). NewNode calls it
 // before it bootstraps an empty data dir.
 func (c *Config) validateNew() error {
 	var errs []error
 	for _, p := range c.InitialCluster {
-		if err := store.ValidateMemberName(p.Name); err != nil {
+		if err := invalidMember(fsm.ValidateMemberName(p.Name)); err != nil {
 			errs = append(errs, fmt.Errorf("initial_cluster: %w", err))
 		}
 	}

@@ -1,6 +1,8 @@
 // Package ha turns the state machine into a replicated service: one Node per metad process, over
 // hashicorp/raft with raft-boltdb (log and stable store in <data-dir>/raft.db), a file snapshot
-// store (<data-dir>/snapshots) and the TCP transport.
+// store (<data-dir>/snapshots) and the TCP transport. The node takes the state machine as a
+// StateMachine (metad's is *fsm.FSM) and knows nothing of the store behind it; the offline tools
+// for its data dir are package datadir's.
 //
 // # Writes: the proposer
 //
@@ -39,12 +41,17 @@
 // node that does not lead, or is waiting when leadership is lost, gets *NotLeaderError. Readiness
 // does not confirm leadership; ReadBarrier does.
 //
-// # Leader soft state
+// # Leadership
 //
-// On gaining leadership the node resets the store's soft state conservatively (every object counts
-// as leased for one lease ttl, no unlink mark survives), runs the term-start barrier, and records
-// its own client address in the replicated member list (SetMember) so that followers can name and
-// reach it. Hooks registered with OnLeadership (client liveness, the eviction loop) run after that.
+// On gaining leadership the node calls its one leadership hook (Config.OnLeadership) with the term
+// it now leads, then runs the term-start barrier, becomes ready, and records its own client address
+// in the replicated member list (SetMember) so that followers can name and reach it; on losing
+// leadership it stops being ready and calls the hook again. The hook is where the caller starts
+// what belongs to a leader's term: metad gives it service.Leadership.Changed, which resets the
+// store's leader soft state there (every object counts as leased for one lease ttl, no unlink mark
+// survives), so the reset comes before the barrier and before anything is decided from the state in
+// the term. After an online snapshot
+// restore the node itself resets it (StateMachine.ResetSoftState).
 //
 // Members that do not lead record their addresses through the leader: package server's loop calls
 // the leader's RecordMember RPC while SelfRecorded is false, and the leader's RecordMember proposes
@@ -55,7 +62,9 @@
 //
 // Raft failures come back as this package's errors: *NotLeaderError (with the leader's name and
 // client address when known), ErrUnknown (leadership lost after the entry was sent: it may yet
-// commit), ErrTimeout, ErrShutdown. Deterministic rejections are never errors here; they are
-// store.Result values. Shutdown transfers leadership first when this node leads, so a planned stop
+// commit), ErrTimeout, ErrShutdown. A command's deterministic rejection is never an error here; it
+// is an fsm.Result value. Membership requests that break the member rules or name a member that is
+// not in the configuration are refused before Raft sees them, with *InvalidMemberError and
+// *MemberNotFoundError. Shutdown transfers leadership first when this node leads, so a planned stop
 // costs clients a short pause rather than an election timeout.
 package ha

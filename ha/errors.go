@@ -6,15 +6,13 @@ import (
 )
 
 // Raft-level failures: the command may or may not have been applied (ErrUnknown) or was certainly
-// not (ErrNotLeader, ErrShutdown, ErrTimeout: Raft did not take the entry within the apply timeout,
-// ErrNoSlot). Deterministic rejections are never errors
-// here: they come back as store.Result values.
+// not (ErrNotLeader, ErrShutdown, ErrTimeout: Raft did not take the entry within the apply timeout).
+// A command's deterministic rejection is never an error here: it comes back as an fsm.Result value.
 var (
 	ErrNotLeader = errors.New("not the leader")
 	ErrShutdown  = errors.New("node is shutting down")
 	ErrTimeout   = errors.New("timed out waiting for the cluster (no quorum?)")
 	ErrUnknown   = errors.New("outcome unknown: leadership was lost after the command was sent")
-	ErrNoSlot    = errors.New("proposal pipeline is full")
 )
 
 // NotLeaderError is ErrNotLeader with the leader this node knows of (empty when none is known).
@@ -32,3 +30,45 @@ func (e *NotLeaderError) Error() string {
 
 // Is makes errors.Is(err, ErrNotLeader) true.
 func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Membership requests refused before Raft sees them (nothing is appended to the log for them). Their
+// texts start with the reason a client is given for them, MEMBER_NOT_FOUND or INVALID_PARAMS, as
+// every deterministic rejection's does.
+var (
+	// ErrMemberNotFound matches (errors.Is) every *MemberNotFoundError.
+	ErrMemberNotFound = errors.New("member not found")
+	// ErrInvalidMember matches (errors.Is) every *InvalidMemberError.
+	ErrInvalidMember = errors.New("invalid member")
+)
+
+// MemberNotFoundError is a membership request naming a member that is not a server of Raft's
+// configuration.
+type MemberNotFoundError struct {
+	Name string
+}
+
+func (e *MemberNotFoundError) Error() string {
+	return fmt.Sprintf("MEMBER_NOT_FOUND: member %.80q is not in the cluster's configuration", e.Name)
+}
+
+// Is makes errors.Is(err, ErrMemberNotFound) true.
+func (e *MemberNotFoundError) Is(target error) bool { return target == ErrMemberNotFound }
+
+// InvalidMemberError is a membership request whose member name or address breaks the member rules
+// (fsm.ValidateMemberName, fsm.ValidateMemberAddress).
+type InvalidMemberError struct {
+	Msg string // what is wrong, as the rule says it
+}
+
+func (e *InvalidMemberError) Error() string { return "INVALID_PARAMS: " + e.Msg }
+
+// Is makes errors.Is(err, ErrInvalidMember) true.
+func (e *InvalidMemberError) Is(target error) bool { return target == ErrInvalidMember }
+
+// invalidMember is nil when err is, and err as an *InvalidMemberError otherwise.
+func invalidMember(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InvalidMemberError{Msg: err.Error()}
+}

@@ -2,8 +2,6 @@ package ha
 
 import (
 	"log/slog"
-
-	"metad/fsm"
 )
 
 // Seams for the tests of package ha_test, which drive real nodes together with the server.
@@ -11,8 +9,8 @@ import (
 // NewNodeWithApplyGate is NewNode whose state machine calls gate on its apply goroutine before it
 // applies each entry or batch of entries: a gate that blocks holds apply (and with it the node's
 // term-start barrier) back.
-func NewNodeWithApplyGate(cfg Config, f *fsm.FSM, log *slog.Logger, gate func()) (*Node, error) {
-	return newNode(cfg, f, log, gate)
+func NewNodeWithApplyGate(cfg Config, sm StateMachine, log *slog.Logger, gate func()) (*Node, error) {
+	return newNode(cfg, sm, log, gate)
 }
 
 // Kill stops the node as a crash would: no leadership transfer.

@@ -9,10 +9,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// newRaftLogger bridges hashicorp/raft's hclog output into slog: hclog writes JSON lines into a
+// NewRaftLogger bridges hashicorp/raft's hclog output into slog: hclog writes JSON lines into a
 // writer that re-emits each as one slog record at the matching level, with its fields as
-// attributes.
-func newRaftLogger(log *slog.Logger) hclog.Logger {
+// attributes. Every Raft instance of metad logs through it, package datadir's offline ones too.
+func NewRaftLogger(log *slog.Logger) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       "raft",
 		Level:      hclog.Info,

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"metad/store"
 )
 
 // TestMembershipRequestsChecked: a malformed name or address is INVALID_PARAMS and a name that is
-// not in the configuration MEMBER_NOT_FOUND, as *store.Error values and with nothing appended to
-// the log; transferring leadership to the leader itself is a no-op that names it.
+// not in the configuration MEMBER_NOT_FOUND, as *InvalidMemberError and *MemberNotFoundError values
+// and with nothing appended to the log; transferring leadership to the leader itself is a no-op that names it.
 func TestMembershipRequestsChecked(t *testing.T) {
 	c := newTestCluster(t, 1, nil)
 	l := c.waitLeader()
@@ -30,17 +28,17 @@ func TestMembershipRequestsChecked(t *testing.T) {
 		{"n2", ":7002"},
 		{"n2", "127.0.0.1:7002\n"},
 	} {
-		if err := l.AddMember(ctx, tc.name, tc.addr); store.ReasonOf(err) != store.InvalidParams || err == nil {
+		if err := l.AddMember(ctx, tc.name, tc.addr); !errors.Is(err, ErrInvalidMember) {
 			t.Errorf("AddMember(%q, %q) = %v, want INVALID_PARAMS", tc.name, tc.addr, err)
 		}
 	}
-	if err := l.RemoveMember(ctx, "ghost"); !errors.Is(err, store.ErrMemberNotFound) {
+	if err := l.RemoveMember(ctx, "ghost"); !errors.Is(err, ErrMemberNotFound) {
 		t.Errorf("RemoveMember of an unknown member = %v, want MEMBER_NOT_FOUND", err)
 	}
-	if err := l.RemoveMember(ctx, ""); store.ReasonOf(err) != store.InvalidParams || err == nil {
+	if err := l.RemoveMember(ctx, ""); !errors.Is(err, ErrInvalidMember) {
 		t.Errorf("RemoveMember of no name = %v, want INVALID_PARAMS", err)
 	}
-	if _, err := l.TransferLeader(ctx, "ghost"); !errors.Is(err, store.ErrMemberNotFound) {
+	if _, err := l.TransferLeader(ctx, "ghost"); !errors.Is(err, ErrMemberNotFound) {
 		t.Errorf("TransferLeader to an unknown member = %v, want MEMBER_NOT_FOUND", err)
 	}
 	if got := l.raft.LastIndex(); got != last {
@@ -113,10 +111,10 @@ func TestRemoveMemberRetried(t *testing.T) {
 	if err := l.RemoveMember(ctx, "n9"); err != nil {
 		t.Fatalf("retried RemoveMember: %v", err)
 	}
-	if _, ok := l.fsm.Members()["n9"]; ok {
+	if _, ok := l.sm.Members()["n9"]; ok {
 		t.Fatal("the retried removal left n9's record")
 	}
-	if err := l.RemoveMember(ctx, "n9"); !errors.Is(err, store.ErrMemberNotFound) {
+	if err := l.RemoveMember(ctx, "n9"); !errors.Is(err, ErrMemberNotFound) {
 		t.Fatalf("RemoveMember once nothing is left = %v, want MEMBER_NOT_FOUND", err)
 	}
 }

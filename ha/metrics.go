@@ -78,7 +78,7 @@ func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	r := c.n.raft
-	applied, _ := c.n.fsm.Applied()
+	applied, _ := c.n.sm.Applied()
 	leader := 0.0
 	if r.State() == raft.Leader {
 		leader = 1

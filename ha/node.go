@@ -21,7 +21,6 @@ import (
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
-	"metad/store"
 )
 
 // Node is one metad cluster member: hashicorp/raft over a raft-boltdb log and stable store, a file
@@ -31,7 +30,7 @@ import (
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
-	fsm  *fsm.FSM
+	sm   StateMachine
 	raft *raft.Raft
 
 	bolt      *raftboltdb.BoltStore
@@ -50,13 +49,11 @@ type Node struct {
 	stopped  context.CancelFunc // cancels stopCtx; called by Shutdown with close(stop)
 	wg       sync.WaitGroup
 	shutOnce sync.Once
-
-	leaderHooks []func(isLeader bool) // run on the leadership goroutine, in order
 }
 
-// applyNotifier wraps the FSM so the read barrier learns what has been applied.
+// applyNotifier wraps the state machine so the read barrier learns what has been applied.
 type applyNotifier struct {
-	*fsm.FSM
+	StateMachine
 	applied *appliedWaiter
 	// gate, when set, runs on the apply goroutine before each entry or batch is applied (tests
 	// hold apply back with it; nil in a daemon).
@@ -69,7 +66,7 @@ func (a applyNotifier) Apply(l *raft.Log) interface{} {
 	if a.gate != nil {
 		a.gate()
 	}
-	r := a.FSM.Apply(l)
+	r := a.StateMachine.Apply(l)
 	a.applied.advance(l.Index)
 	return r
 }
@@ -78,7 +75,7 @@ func (a applyNotifier) ApplyBatch(logs []*raft.Log) []interface{} {
 	if a.gate != nil {
 		a.gate()
 	}
-	r := a.FSM.ApplyBatch(logs)
+	r := a.StateMachine.ApplyBatch(logs)
 	if len(logs) > 0 {
 		a.applied.advance(logs[len(logs)-1].Index)
 	}
@@ -86,22 +83,22 @@ func (a applyNotifier) ApplyBatch(logs []*raft.Log) []interface{} {
 }
 
 func (a applyNotifier) Restore(rc io.ReadCloser) error {
-	if err := a.FSM.Restore(rc); err != nil {
+	if err := a.StateMachine.Restore(rc); err != nil {
 		return err
 	}
-	idx, _ := a.FSM.Applied()
+	idx, _ := a.StateMachine.Applied()
 	a.applied.advance(idx)
 	return nil
 }
 
-// NewNode opens (or creates) the data dir, starts Raft, and bootstraps a new cluster when
+// NewNode opens (or creates) the data dir, starts Raft over sm, and bootstraps a new cluster when
 // cfg.Bootstrap is set and the data dir holds no Raft state yet.
-func NewNode(cfg Config, f *fsm.FSM, log *slog.Logger) (*Node, error) {
-	return newNode(cfg, f, log, nil)
+func NewNode(cfg Config, sm StateMachine, log *slog.Logger) (*Node, error) {
+	return newNode(cfg, sm, log, nil)
 }
 
 // newNode is NewNode whose state machine runs applyGate (if not nil) before it applies anything.
-func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node, error) {
+func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -111,7 +108,7 @@ func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node,
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("ha: data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, fsm: f, applied: newAppliedWaiter(), ready: newReadiness(), stop: make(chan struct{}),
+	n := &Node{cfg: cfg, log: log, sm: sm, applied: newAppliedWaiter(), ready: newReadiness(), stop: make(chan struct{}),
 		metrics: newMetrics()}
 	n.stopCtx, n.stopped = context.WithCancel(context.Background())
 	ok := false
@@ -121,11 +118,11 @@ func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node,
 		}
 	}()
 	var err error
-	if n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")}); err != nil {
+	if n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, RaftDBFile)}); err != nil {
 		return nil, fmt.Errorf("ha: open raft.db: %w", err)
 	}
-	hlog := newRaftLogger(log)
-	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, "snapshots"), cfg.SnapshotRetain, hlog); err != nil {
+	hlog := NewRaftLogger(log)
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, SnapshotsDir), cfg.SnapshotRetain, hlog); err != nil {
 		return nil, fmt.Errorf("ha: snapshot store: %w", err)
 	}
 	// A port of 0 (tests) binds any free port and advertises what it bound.
@@ -165,10 +162,10 @@ func newNode(cfg Config, f *fsm.FSM, log *slog.Logger, applyGate func()) (*Node,
 	if err != nil {
 		return nil, fmt.Errorf("ha: log cache: %w", err)
 	}
-	if n.raft, err = raft.NewRaft(rc, applyNotifier{FSM: f, applied: n.applied, gate: applyGate}, logs, n.bolt, n.snaps, n.transport); err != nil {
+	if n.raft, err = raft.NewRaft(rc, applyNotifier{StateMachine: sm, applied: n.applied, gate: applyGate}, logs, n.bolt, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("ha: start raft: %w", err)
 	}
-	idx, _ := f.Applied()
+	idx, _ := sm.Applied()
 	n.applied.advance(idx)
 	n.proposer = newProposer(n.raft, cfg, n.Leader)
 	n.proposer.ready = n.isReady
@@ -214,17 +211,14 @@ func (n *Node) BootstrapCluster(peers []Peer) error {
 	return n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 }
 
-// OnLeadership registers a hook run (on one goroutine, in registration order) whenever this node
-// gains (true) or loses (false) leadership. Register hooks before the node can become leader.
-func (n *Node) OnLeadership(fn func(isLeader bool)) { n.leaderHooks = append(n.leaderHooks, fn) }
-
-// watchLeadership starts leader soft state conservatively on gaining leadership and drops it on
-// losing it: the store's leases count as held for one ttl, the term-start barrier is applied before
-// this node decides anything from its state (linearizable reads, removal checks, refusals), and the
-// leader records its own client address.
+// watchLeadership follows this node's leadership: on gaining it, the leadership hook runs, the
+// term-start barrier is applied before this node decides anything from its state (linearizable
+// reads, removal checks, refusals), and the leader records its own client address; on losing it,
+// readiness ends and the hook runs.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	ch := n.raft.LeaderCh()
+	var term uint64 // the term this node last gained leadership in
 	for {
 		select {
 		case <-n.stop:
@@ -233,22 +227,23 @@ func (n *Node) watchLeadership() {
 			n.ready.set(0)
 			n.metrics.leaderChanges.Inc()
 			if isLeader {
-				n.takeOffice()
-			}
-			for _, h := range n.leaderHooks {
-				h(isLeader)
+				term = n.raft.CurrentTerm()
+				n.takeOffice(term)
+			} else if n.cfg.OnLeadership != nil {
+				n.cfg.OnLeadership(false, term)
 			}
 		}
 	}
 }
 
-// takeOffice makes this node ready in the term it now leads: once its term-start barrier is
-// applied, its state holds everything committed before the term. A barrier that fails while the
-// node still leads in that term is tried again (requests wait for readiness meanwhile); one that
-// fails because the term ended or the node stops gives up.
-func (n *Node) takeOffice() {
-	term := n.raft.CurrentTerm()
-	n.fsm.Store().ResetSoftState(time.Now().UnixNano())
+// takeOffice makes this node ready in term, which it now leads: the leadership hook runs first;
+// then, once its term-start barrier is applied, its state holds everything committed before the
+// term. A barrier that fails while the node still leads in that term is tried again (requests wait
+// for readiness meanwhile); one that fails because the term ended or the node stops gives up.
+func (n *Node) takeOffice(term uint64) {
+	if n.cfg.OnLeadership != nil {
+		n.cfg.OnLeadership(true, term)
+	}
 	retry := 10 * time.Millisecond
 	for {
 		// Raft may never answer a barrier it took just before it shut down (the leader loop gone),
@@ -288,7 +283,7 @@ func (n *Node) takeOffice() {
 // and client addresses. A member whose record is missing or stale asks the leader to record it
 // (RecordMember; package server does, whichever node leads), and a new leader records its own.
 func (n *Node) SelfRecorded() bool {
-	m, ok := n.fsm.Members()[n.cfg.Name]
+	m, ok := n.sm.Members()[n.cfg.Name]
 	return ok && m.ClientAddr == n.cfg.ClientAddr && m.PeerAddr == n.cfg.PeerAddr
 }
 
@@ -303,11 +298,11 @@ func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr stri
 	if _, err := n.member(name); err != nil {
 		return err
 	}
-	if err := store.ValidateMemberName(name); err != nil {
+	if err := invalidMember(fsm.ValidateMemberName(name)); err != nil {
 		// A member named before the rules: apply would refuse its record, so do not propose it.
 		return err
 	}
-	if m, ok := n.fsm.Members()[name]; ok && m.PeerAddr == peerAddr && m.ClientAddr == clientAddr {
+	if m, ok := n.sm.Members()[name]; ok && m.PeerAddr == peerAddr && m.ClientAddr == clientAddr {
 		return nil
 	}
 	res, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
@@ -360,7 +355,7 @@ func (n *Node) LeaderReady(ctx context.Context) error {
 }
 
 // Propose replicates one command through the proposer and returns its typed result.
-func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
 	return n.proposer.Propose(ctx, cmd)
 }
 
@@ -384,12 +379,6 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 	return n.mapRaftErr(err)
 }
 
-// FSM returns the state machine.
-func (n *Node) FSM() *fsm.FSM { return n.fsm }
-
-// Store returns the current store.
-func (n *Node) Store() *store.Store { return n.fsm.Store() }
-
 // IsLeader reports whether this node is the leader.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
@@ -403,7 +392,7 @@ func (n *Node) Leader() (name, clientAddr string) {
 	if name == n.cfg.Name {
 		return name, n.cfg.ClientAddr
 	}
-	return name, n.fsm.Members()[name].ClientAddr
+	return name, n.sm.Members()[name].ClientAddr
 }
 
 // LeaderReachable reports whether this node may expect the leader it knows of to answer: it is
@@ -447,13 +436,11 @@ func (n *Node) Status() Status {
 	st := Status{Name: n.cfg.Name, ClientAddr: n.cfg.ClientAddr, PeerAddr: n.cfg.PeerAddr,
 		Role: roleOf(n.raft.State()), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
 		LastLogIndex: n.raft.LastIndex(), LeaderName: name, LeaderAddr: addr}
-	st.AppliedIndex, _ = n.fsm.Applied()
+	st.AppliedIndex, _ = n.sm.Applied()
 	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
 		st.LastSnapshotIndex = metas[0].Index
 	}
-	for _, t := range n.Store().Tenants().List() {
-		st.Objects += t.Directory().Objects()
-	}
+	st.Objects = n.sm.Objects()
 	return st
 }
 
@@ -475,7 +462,7 @@ func (n *Node) Members() ([]Member, error) {
 	if err := f.Error(); err != nil {
 		return nil, err
 	}
-	recorded := n.fsm.Members()
+	recorded := n.sm.Members()
 	leader, _ := n.Leader()
 	var out []Member
 	for _, s := range f.Configuration().Servers {
@@ -496,18 +483,18 @@ func (n *Node) leaderOnly() error {
 }
 
 // Membership requests are checked before Raft sees them: a bad name or address for a new member
-// is INVALID_PARAMS and a name that is not in the configuration MEMBER_NOT_FOUND (*store.Error
-// values, like every deterministic rejection), so nothing is appended to the log for them. Removal
-// and transfer only look the name up, so a member added before the name rules can still go.
+// is INVALID_PARAMS (*InvalidMemberError) and a name that is not in the configuration
+// MEMBER_NOT_FOUND (*MemberNotFoundError), so nothing is appended to the log for them. Removal and
+// transfer only look the name up, so a member added before the name rules can still go.
 
 // AddMember adds a voter; the new node must have been started with the existing cluster's state
-// (--initial-cluster-state existing) at peerAddr. The name must be valid (store.ValidateMemberName)
-// and peerAddr host:port (store.ValidateMemberAddress).
+// (--initial-cluster-state existing) at peerAddr. The name must be valid (fsm.ValidateMemberName)
+// and peerAddr host:port (fsm.ValidateMemberAddress).
 func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
-	if err := store.ValidateMemberName(name); err != nil {
+	if err := invalidMember(fsm.ValidateMemberName(name)); err != nil {
 		return err
 	}
-	if err := store.ValidateMemberAddress(peerAddr); err != nil {
+	if err := invalidMember(fsm.ValidateMemberAddress(peerAddr)); err != nil {
 		return err
 	}
 	if err := n.leaderOnly(); err != nil {
@@ -519,13 +506,13 @@ func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
 // RemoveMember removes a member of the configuration and forgets its recorded addresses.
 func (n *Node) RemoveMember(ctx context.Context, name string) error {
 	if name == "" {
-		return &store.Error{Reason: store.InvalidParams, Msg: "member name: empty"}
+		return &InvalidMemberError{Msg: "member name: empty"}
 	}
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
 	if _, err := n.member(name); err != nil {
-		if _, recorded := n.fsm.Members()[name]; !recorded || store.ReasonOf(err) != store.MemberNotFound {
+		if _, recorded := n.sm.Members()[name]; !recorded || !errors.Is(err, ErrMemberNotFound) {
 			return err
 		}
 		// Removed from the configuration by an earlier call whose answer was lost, or whose
@@ -551,7 +538,7 @@ func (n *Node) member(name string) (Member, error) {
 	}
 	i := slices.IndexFunc(ms, func(m Member) bool { return m.Name == name })
 	if i < 0 {
-		return Member{}, &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %.80q is not in the cluster's configuration", name)}
+		return Member{}, &MemberNotFoundError{Name: name}
 	}
 	return ms[i], nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
-	"metad/store"
 )
 
 // Proposer turns concurrent commands into few log entries. Callers take a slot (bounded: at most
@@ -51,7 +50,7 @@ type proposal struct {
 }
 
 type proposalResult struct {
-	res store.Result
+	res fsm.Result
 	err error
 }
 
@@ -126,7 +125,7 @@ func (s *Slot) Release() {
 }
 
 // Propose replicates cmd and returns its result. The slot is consumed.
-func (s *Slot) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+func (s *Slot) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
 	if s.used {
 		panic("ha: slot used twice")
 	}
@@ -136,13 +135,13 @@ func (s *Slot) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result,
 	case s.p.reqs <- pr: // never blocks long: reqs has room for every slot
 	case <-s.p.stop:
 		s.p.slots <- struct{}{}
-		return store.Result{}, ErrShutdown
+		return fsm.Result{}, ErrShutdown
 	}
 	select {
 	case r := <-pr.done:
 		return r.res, r.err
 	case <-ctx.Done():
-		return store.Result{}, fmt.Errorf("%w: %w", ErrUnknown, ctx.Err())
+		return fsm.Result{}, fmt.Errorf("%w: %w", ErrUnknown, ctx.Err())
 	case <-s.p.loopDone:
 		// The loop is gone. It answered everything it took; a proposal enqueued after its last
 		// drain was never sent to Raft.
@@ -150,16 +149,16 @@ func (s *Slot) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result,
 		case r := <-pr.done:
 			return r.res, r.err
 		default:
-			return store.Result{}, ErrShutdown
+			return fsm.Result{}, ErrShutdown
 		}
 	}
 }
 
 // Propose reserves a slot and proposes cmd.
-func (p *Proposer) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+func (p *Proposer) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
 	s, err := p.Reserve(ctx)
 	if err != nil {
-		return store.Result{}, err
+		return fsm.Result{}, err
 	}
 	return s.Propose(ctx, cmd)
 }
@@ -258,7 +257,7 @@ func (p *Proposer) send(batch []*proposal) {
 	}()
 }
 
-func (p *Proposer) finish(batch []*proposal, results []store.Result, err error) {
+func (p *Proposer) finish(batch []*proposal, results []fsm.Result, err error) {
 	for i, pr := range batch {
 		r := proposalResult{err: err}
 		if err == nil {

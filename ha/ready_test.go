@@ -29,11 +29,21 @@ type srvNode struct {
 	name string
 	cfg  ha.Config
 	node *ha.Node
+	f    *fsm.FSM
 	srv  *server.Server
 	g    *grpc.Server
 	cc   *grpc.ClientConn
 	meta metadv1.MetadataClient
 }
+
+// backend is a node as the server's Backend, as metad wires it: the store comes from the state
+// machine at each call.
+type backend struct {
+	*ha.Node
+	f *fsm.FSM
+}
+
+func (b backend) Store() *store.Store { return b.f.Store() }
 
 type srvCluster struct {
 	t     *testing.T
@@ -78,13 +88,15 @@ func (c *srvCluster) start(name string, cfg ha.Config, gate func()) *srvNode {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	lead := service.NewLeadership(f.Store, nil)
+	cfg.OnLeadership = lead.Changed
 	node, err := ha.NewNodeWithApplyGate(cfg, f, nil, gate)
 	if err != nil {
 		_ = lis.Close()
 		c.t.Fatal(err)
 	}
 	cfg.PeerListen, cfg.PeerAddr = node.PeerAddr(), node.PeerAddr()
-	svc, err := service.New(node, f.Store, service.DefaultConfig(), nil, nil)
+	svc, err := service.New(node, f.Store, lead, service.DefaultConfig(), nil, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -99,7 +111,7 @@ func (c *srvCluster) start(name string, cfg ha.Config, gate func()) *srvNode {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	sn := &srvNode{name: name, cfg: cfg, node: node, srv: srv, g: g, cc: cc, meta: metadv1.NewMetadataClient(cc)}
+	sn := &srvNode{name: name, cfg: cfg, node: node, f: f, srv: srv, g: g, cc: cc, meta: metadv1.NewMetadataClient(cc)}
 	c.nodes[name] = sn
 	return sn
 }
@@ -207,7 +219,7 @@ func TestNewLeaderAnswersOnlyOnceCaughtUp(t *testing.T) {
 		}
 		c.waitFor("the transfer to settle", 5*time.Second, func() bool { n, _ := l.node.Leader(); return n != "" })
 	}
-	if got := f.node.Store().Tenants().Lookup(store.DefaultTenant).Directory().Objects(); got != 0 {
+	if got := f.f.Store().Tenants().Lookup(store.DefaultTenant).Directory().Objects(); got != 0 {
 		t.Fatalf("the new leader applied %d objects while its apply was held", got)
 	}
 

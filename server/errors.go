@@ -105,10 +105,10 @@ func unavailableStatus(msg string) error {
 	return withDetail(codes.Unavailable, msg, &metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_UNAVAILABLE})
 }
 
-// toStatus translates any error a service meets into a status: store rejections by reason, Raft
-// failures (package ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and
-// statuses (from a forwarded call) unchanged. A *service.Error's tenant and key go into the
-// ErrorDetail.
+// toStatus translates any error a service meets into a status: store rejections by reason,
+// membership refusals (package ha) as MEMBER_NOT_FOUND or INVALID_PARAMS, Raft failures (package
+// ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and statuses (from a
+// forwarded call) unchanged. A *service.Error's tenant and key go into the ErrorDetail.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -123,8 +123,16 @@ func toStatus(err error) error {
 	if errors.As(err, &se) {
 		return reasonStatus(se.Reason, se.Error(), tenant, key)
 	}
-	var nl *ha.NotLeaderError
+	var (
+		nl  *ha.NotLeaderError
+		mnf *ha.MemberNotFoundError
+		im  *ha.InvalidMemberError
+	)
 	switch {
+	case errors.As(err, &mnf):
+		return reasonStatus(store.MemberNotFound, mnf.Error(), tenant, key)
+	case errors.As(err, &im):
+		return reasonStatus(store.InvalidParams, im.Error(), tenant, key)
 	case errors.As(err, &nl):
 		return notLeaderStatus(nl.LeaderName, nl.LeaderAddr)
 	case errors.Is(err, ha.ErrNotLeader):
@@ -139,7 +147,7 @@ func toStatus(err error) error {
 		return status.Error(codes.Internal, err.Error())
 	case errors.Is(err, service.ErrUnimplemented):
 		return status.Error(codes.Unimplemented, err.Error())
-	case errors.Is(err, ha.ErrShutdown), errors.Is(err, ha.ErrNoSlot):
+	case errors.Is(err, ha.ErrShutdown):
 		return unavailableStatus(err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
@@ -59,7 +60,6 @@ func TestRaftErrorsMap(t *testing.T) {
 		{ha.ErrShutdown, codes.Unavailable, rUnavail, "shutting down"},
 		{ha.ErrTimeout, codes.Unavailable, rUnavail, "unknown"},
 		{ha.ErrUnknown, codes.Unavailable, rUnavail, "outcome is unknown"},
-		{fmt.Errorf("x: %w", ha.ErrNoSlot), codes.Unavailable, rUnavail, "full"},
 	}
 	for _, tc := range cases {
 		err := toStatus(tc.err)
@@ -76,6 +76,31 @@ func TestRaftErrorsMap(t *testing.T) {
 	}
 	if c := status.Code(toStatus(errors.New("boom"))); c != codes.Unknown {
 		t.Errorf("other error: %s", c)
+	}
+}
+
+// TestMembershipErrorsMap: package ha's membership refusals become the statuses of the store
+// rejections of the same reason and text: code, ErrorDetail and message.
+func TestMembershipErrorsMap(t *testing.T) {
+	cases := []struct {
+		err  error
+		want *store.Error
+	}{
+		{&ha.MemberNotFoundError{Name: "ghost"},
+			&store.Error{Reason: store.MemberNotFound, Msg: `member "ghost" is not in the cluster's configuration`}},
+		{fmt.Errorf("remove: %w", &ha.MemberNotFoundError{Name: "ghost"}),
+			&store.Error{Reason: store.MemberNotFound, Msg: `member "ghost" is not in the cluster's configuration`}},
+		{&ha.InvalidMemberError{Msg: "member name: empty"},
+			&store.Error{Reason: store.InvalidParams, Msg: "member name: empty"}},
+	}
+	for _, tc := range cases {
+		got, want := status.Convert(toStatus(tc.err)), status.Convert(toStatus(tc.want))
+		if !proto.Equal(got.Proto(), want.Proto()) {
+			t.Errorf("%v: status %v, want %v", tc.err, got.Proto(), want.Proto())
+		}
+	}
+	if !errors.Is(&ha.MemberNotFoundError{Name: "x"}, ha.ErrMemberNotFound) || !errors.Is(&ha.InvalidMemberError{}, ha.ErrInvalidMember) {
+		t.Error("membership errors do not match their sentinels")
 	}
 }
 

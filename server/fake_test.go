@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -42,6 +41,9 @@ type fakeBackend struct {
 	// leads (IsLeader, LeaderReady), but confirming leadership and proposing fail with NOT_LEADER.
 	deposed atomic.Bool
 
+	term         atomic.Uint64                                   // the current term (Status)
+	onLeadership atomic.Pointer[func(leading bool, term uint64)] // the leadership hook; nil until the harness sets it
+
 	// silent makes a follower report that it has not heard from its leader recently.
 	silent atomic.Bool
 
@@ -63,15 +65,26 @@ func newFakeBackend(t *testing.T, now func() time.Time) *fakeBackend {
 	}
 	b := &fakeBackend{f: f, now: now}
 	b.leader.Store(true)
+	b.term.Store(1)
 	return b
 }
 
 // setLeader makes the backend a follower that knows the leader (name, addr), or the leader.
+// A change of leadership runs the leadership hook, as ha.Node does; gaining it starts a new term.
 func (b *fakeBackend) setLeader(isLeader bool, name, addr string) {
-	b.leader.Store(isLeader)
 	b.leaderMu.Lock()
 	b.leaderName, b.leaderAddr = name, addr
 	b.leaderMu.Unlock()
+	if b.leader.Swap(isLeader) == isLeader {
+		return
+	}
+	term := b.term.Load()
+	if isLeader {
+		term = b.term.Add(1)
+	}
+	if fn := b.onLeadership.Load(); fn != nil {
+		(*fn)(isLeader, term)
+	}
 }
 
 func (b *fakeBackend) failNextPropose(err error) { b.failNext.Store(&err) }
@@ -150,7 +163,7 @@ func (b *fakeBackend) Status() ha.Status {
 	name, addr := b.Leader()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return ha.Status{Name: "self", ClientAddr: "self-addr", Role: role, Term: 1, AppliedIndex: b.index,
+	return ha.Status{Name: "self", ClientAddr: "self-addr", Role: role, Term: b.term.Load(), AppliedIndex: b.index,
 		CommitIndex: b.index, LastLogIndex: b.index, LeaderName: name, LeaderAddr: addr}
 }
 
@@ -176,7 +189,7 @@ func (b *fakeBackend) TransferLeader(_ context.Context, to string) (string, erro
 // answers for a name that is not in its configuration.
 func knownMember(name string) error {
 	if name != "self" {
-		return &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
+		return &ha.MemberNotFoundError{Name: name}
 	}
 	return nil
 }
@@ -187,7 +200,7 @@ func (b *fakeBackend) RecordMember(_ context.Context, name, _, _ string) error {
 		return b.notLeader()
 	}
 	if name != "self" {
-		return &store.Error{Reason: store.MemberNotFound, Msg: fmt.Sprintf("member %q is not in the cluster's configuration", name)}
+		return &ha.MemberNotFoundError{Name: name}
 	}
 	return nil
 }
@@ -240,18 +253,21 @@ func start(t *testing.T, b *fakeBackend, cfg config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, reg, cc := serve(t, b, b.Store, cfg, lis)
+	lead := service.NewLeadership(b.Store, cfg.Now)
+	changed := lead.Changed
+	b.onLeadership.Store(&changed)
+	srv, reg, cc := serve(t, b, b.Store, lead, cfg, lis)
 	return &harness{b: b, srv: srv, reg: reg, addr: lis.Addr().String(), meta: metadv1.NewMetadataClient(cc),
 		admin: metadv1.NewAdminClient(cc), cc: cc}
 }
 
-// serve runs a Service over b and state and a Server over it on lis (gRPC server, both Run loops,
+// serve runs a Service over b, state and the leadership hook lead, and a Server over it on lis (gRPC server, both Run loops,
 // metrics on a fresh registry, wired as cmd/metad wires them) and returns the Server with a client
 // connection to it; everything stops when the test ends.
-func serve(t *testing.T, b service.Backend, state func() *store.Store, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
+func serve(t *testing.T, b service.Backend, state func() *store.Store, lead *service.Leadership, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	svc, err := service.New(b, state, cfg.Config, reg, nil)
+	svc, err := service.New(b, state, lead, cfg.Config, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,15 @@ type liveNode struct {
 	admin      metadv1.AdminClient
 }
 
+// nodeBackend is a real node as the server's Backend, as cmd/metad wires it: the store comes from
+// the state machine at each call.
+type nodeBackend struct {
+	*ha.Node
+	f *fsm.FSM
+}
+
+func (b nodeBackend) Store() *store.Store { return b.f.Store() }
+
 // startLiveCluster starts three members, bootstraps them and stops everything when the test ends.
 func startLiveCluster(t *testing.T) []*liveNode {
 	t.Helper()
@@ -41,6 +50,8 @@ func startLiveCluster(t *testing.T) []*liveNode {
 		hc := ha.DefaultConfig()
 		hc.Name, hc.DataDir = name, t.TempDir()
 		hc.PeerListen, hc.PeerAddr, hc.ClientAddr = "127.0.0.1:0", "127.0.0.1:0", lis.Addr().String()
+		lead := service.NewLeadership(f.Store, nil)
+		hc.OnLeadership = lead.Changed
 		n, err := ha.NewNode(hc, f, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +59,7 @@ func startLiveCluster(t *testing.T) []*liveNode {
 		t.Cleanup(func() { _ = n.Shutdown() }) // runs after the server's cleanup below
 		cfg := config{Config: service.DefaultConfig(), Server: DefaultConfig()}
 		cfg.SweepInterval, cfg.Server.SweepInterval = 20*time.Millisecond, 20*time.Millisecond
-		_, _, cc := serve(t, n, f.Store, cfg, lis)
+		_, _, cc := serve(t, n, f.Store, lead, cfg, lis)
 		nodes = append(nodes, &liveNode{name: name, addr: lis.Addr().String(), node: n, admin: metadv1.NewAdminClient(cc)})
 		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
 	}

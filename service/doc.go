@@ -30,12 +30,13 @@
 // # Leader soft state
 //
 // Client liveness (the last Ping of each client) lives here, on the leader only: Run's loop
-// expires a client silent for ClientTTL by proposing the unmount of its segments. Read leases and
-// removal marks live in the store; package ha resets them when this node takes office. Run notices
-// every change of leadership (a new term counts, even when this node led the last one) and runs
-// the one leadership hook: every known client gets a fresh grace (the table is dropped on losing
-// leadership), then the hooks registered with OnLeadership run (cmd/metad registers the adapter's
-// "leader" health status and the evictor's Kick).
+// expires a client silent for ClientTTL by proposing the unmount of its segments, in the term whose
+// leadership the hook has started here. Read leases and removal marks live in the store. The one
+// leadership hook is Leadership.Changed (leadership.go), which the Raft node calls whenever this
+// node gains leadership (before the term-start barrier) or loses it: on gaining, the store's soft
+// state starts afresh (store.ResetSoftState); then every known client gets a fresh grace (the table
+// is dropped on losing leadership); then the hooks registered with OnLeadership run (cmd/metad
+// registers the adapter's "leader" health status and the evictor's Kick).
 //
 // # Concurrency
 //
@@ -47,8 +48,11 @@
 //
 // # Lifecycle
 //
-//	svc, _ := service.New(node, fsm.Store, cfg, registry, log)
-//	svc.OnLeadership(...)  // before Run
+//	lead := service.NewLeadership(fsm.Store, time.Now)
+//	haCfg.OnLeadership = lead.Changed  // before the node starts
+//	node, _ := ha.NewNode(haCfg, fsm, log)
+//	svc, _ := service.New(node, fsm.Store, lead, cfg, registry, log)
+//	svc.OnLeadership(...)
 //	go svc.Run(ctx)
 //	svc.InitCluster(ctx)   // once, on the leader of a newly bootstrapped cluster (default tenant quota)
 package service

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,16 +88,20 @@ type Service struct {
 	log   *slog.Logger
 	live  *liveness
 	m     *metrics
-	// leading is written by LeadershipChanged and read by Run; the hooks run on one goroutine.
+	// term is the term whose leadership the leadership hook has started here (0: not leading);
+	// Run expires clients only in that term, after the liveness table was started afresh for it.
+	term atomic.Uint64
+
+	hooksMu   sync.Mutex // guards onLeading; a leaf: the hooks run after it is released
 	onLeading []func(leading bool)
 }
 
 // New returns a Service over b, which reads the current store through state (the state machine's:
-// a snapshot restore swaps it). reg receives the service's metrics (nil: not registered); log nil
-// discards.
-func New(b Backend, state func() *store.Store, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
-	if b == nil || state == nil {
-		return nil, fmt.Errorf("service: nil backend or state")
+// a snapshot restore swaps it), and attaches it to lead, the node's leadership hook. reg receives
+// the service's metrics (nil: not registered); log nil discards.
+func New(b Backend, state func() *store.Store, lead *Leadership, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+	if b == nil || state == nil || lead == nil {
+		return nil, fmt.Errorf("service: nil backend, state or leadership hook")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -112,34 +119,38 @@ func New(b Backend, state func() *store.Store, cfg Config, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	return &Service{b: b, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}, nil
+	s := &Service{b: b, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}
+	lead.svc.Store(s)
+	// The node may have taken office before the hook could reach the service.
+	if st := b.Status(); st.Role == ha.RoleLeader {
+		s.leadershipChanged(true, st.Term)
+	}
+	return s, nil
 }
 
 // Node is the Backend the service runs on (the gRPC adapter routes calls by its view of the
 // leader).
 func (s *Service) Node() Backend { return s.b }
 
-// OnLeadership registers fn, run by Run on its goroutine whenever this node's leadership changes
-// (true: it leads a new term; false: it stopped leading), after the service's own soft state has
-// been reset. Register before Run.
-func (s *Service) OnLeadership(fn func(leading bool)) { s.onLeading = append(s.onLeading, fn) }
+// OnLeadership registers fn, run on the leadership hook's goroutine whenever this node's
+// leadership changes (true: it leads a new term; false: it stopped leading), after the service's
+// own soft state has been started afresh. fn must return promptly. Register before the node can
+// lead (cmd/metad registers right after New).
+func (s *Service) OnLeadership(fn func(leading bool)) {
+	s.hooksMu.Lock()
+	defer s.hooksMu.Unlock()
+	s.onLeading = append(s.onLeading, fn)
+}
 
-// Run is the background loop: every SweepInterval it notices a change of leadership (a new term is
-// a new leadership even when this node led the last one too) and runs the leadership hook, and on
-// the leader it expires silent clients. It returns when ctx is done. Call it once.
+// Run is the background loop: every SweepInterval, on the leader, it expires silent clients. It
+// returns when ctx is done. Call it once.
 func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
-	wasLeader, wasTerm := false, uint64(0)
 	for {
-		st := s.b.Status()
-		leader := st.Role == ha.RoleLeader
-		if leader != wasLeader || leader && st.Term != wasTerm {
-			s.leadershipChanged(leader)
-			s.log.Info("leadership changed", "leader", leader, "term", st.Term)
-			wasLeader, wasTerm = leader, st.Term
-		}
-		if leader {
+		// Only in the term the hook started here: Raft reports a new term's leadership before its
+		// hook has started the liveness table afresh for it.
+		if st := s.b.Status(); st.Role == ha.RoleLeader && st.Term != 0 && st.Term == s.term.Load() {
 			s.expireClients(ctx)
 		}
 		select {
@@ -150,13 +161,21 @@ func (s *Service) Run(ctx context.Context) {
 	}
 }
 
-// leadershipChanged is the one leadership hook: the clients' pings went to another leader
-// meanwhile, so on gaining leadership every known client's grace starts again, and on losing it
-// the table is dropped; then the registered hooks run (the adapter's health status, the evictor's
-// kick).
-func (s *Service) leadershipChanged(leading bool) {
+// leadershipChanged is the service's part of the leadership hook: the clients' pings went to
+// another leader meanwhile, so on gaining leadership every known client's grace starts again, and
+// on losing it the table is dropped; then the registered hooks run.
+func (s *Service) leadershipChanged(leading bool, term uint64) {
 	s.live.leadershipChanged(leading, s.cfg.nowNano())
-	for _, fn := range s.onLeading {
+	if leading {
+		s.term.Store(term)
+	} else {
+		s.term.Store(0)
+	}
+	s.log.Info("leadership changed", "leader", leading, "term", term)
+	s.hooksMu.Lock()
+	hooks := slices.Clone(s.onLeading)
+	s.hooksMu.Unlock()
+	for _, fn := range hooks {
 		fn(leading)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
@@ -47,17 +48,17 @@ func tenantNamed(field, raw string) (string, error) {
 	return t, nil
 }
 
-// memberOf checks a member name given in field (store.ValidateMemberName).
+// memberOf checks a member name given in field (fsm.ValidateMemberName).
 func memberOf(field, name string) error {
-	if err := store.ValidateMemberName(name); err != nil {
+	if err := fsm.ValidateMemberName(name); err != nil {
 		return badf(field, "%s", msgOf(err))
 	}
 	return nil
 }
 
-// addressOf checks a member address given in field (store.ValidateMemberAddress).
+// addressOf checks a member address given in field (fsm.ValidateMemberAddress).
 func addressOf(field, addr string) error {
-	if err := store.ValidateMemberAddress(addr); err != nil {
+	if err := fsm.ValidateMemberAddress(addr); err != nil {
 		return badf(field, "%s", msgOf(err))
 	}
 	return nil

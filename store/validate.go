@@ -1,8 +1,6 @@
 package store
 
 import (
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,9 +21,6 @@ const (
 	DefaultSoftPin  = 30 * time.Minute
 	MaxBatch        = 4096
 	MaxRequestBytes = 16 << 20
-	// A cluster member's name is its Raft server id; its address is host:port.
-	MaxMemberNameLen    = 64
-	MaxMemberAddressLen = 1024
 )
 
 // NormalizeTenant maps the empty tenant id to DefaultTenant.
@@ -52,34 +47,6 @@ func validateName(what, n string, limit int) error {
 		if c := n[i]; c < 0x20 || c == 0x7f {
 			return errf(InvalidParams, "%s %q: control byte 0x%02x at %d", what, n, c, i)
 		}
-	}
-	return nil
-}
-
-// ValidateMemberName checks a cluster member's name (its Raft server id): like a tenant id
-// (SEMANTICS section 1), 1..64 bytes.
-func ValidateMemberName(n string) error { return validateName("member name", n, MaxMemberNameLen) }
-
-// ValidateMemberAddress checks a member's address: host:port (net.SplitHostPort) of at most 1024
-// bytes, a host that is not empty, a decimal port in 1..65535, and no byte below 0x20 or 0x7F.
-func ValidateMemberAddress(a string) error {
-	if len(a) == 0 || len(a) > MaxMemberAddressLen {
-		return errf(InvalidParams, "address: length %d not in 1..%d", len(a), MaxMemberAddressLen)
-	}
-	for i := 0; i < len(a); i++ {
-		if c := a[i]; c < 0x20 || c == 0x7f {
-			return errf(InvalidParams, "address %q: control byte 0x%02x at %d", a, c, i)
-		}
-	}
-	host, port, err := net.SplitHostPort(a)
-	if err != nil {
-		return errf(InvalidParams, "address %q: want host:port (%v)", a, err)
-	}
-	if host == "" {
-		return errf(InvalidParams, "address %q: empty host", a)
-	}
-	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-		return errf(InvalidParams, "address %q: port %q not in 1..65535", a, port)
 	}
 	return nil
 }

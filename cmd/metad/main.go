@@ -101,6 +101,8 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+var _ ha.StateMachine = (*fsm.FSM)(nil)
+
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	clientAddr := cfg.AdvertiseClient
 	if clientAddr == "" {
@@ -127,6 +129,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		hc.InitialCluster = []ha.Peer{{Name: cfg.Name, PeerAddr: peer}}
 	}
+	lead := service.NewLeadership(f.Store, time.Now) // the node's one leadership hook
+	hc.OnLeadership = lead.Changed
 	node, err := ha.NewNode(hc, f, log)
 	if err != nil {
 		return err
@@ -137,7 +141,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = node.Shutdown()
 		return err
 	}
-	ev, err := evict.New(cfg.evictConfig(), evict.FromHA(node), reg, log)
+	ev, err := evict.New(cfg.evictConfig(), evict.FromHA(node, f.Store), reg, log)
 	if err != nil {
 		_ = node.Shutdown()
 		return err
@@ -148,7 +152,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
 		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, want))
 	}
-	svc, err := service.New(node, f.Store, vc, reg, log)
+	svc, err := service.New(node, f.Store, lead, vc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
 		return err
@@ -160,7 +164,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = node.Shutdown()
 		return err
 	}
-	// The one leadership hook: the service resets its soft state, then the adapter's health status
+	// After the leadership hook has started the soft state afresh, the adapter's health status
 	// follows and the evictor looks at once.
 	svc.OnLeadership(srv.SetLeader)
 	svc.OnLeadership(func(bool) { ev.Kick() })

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"metad/ha"
+	"metad/datadir"
 )
 
 // `metad recover` rewrites the Raft configuration of a stopped node's data dir, for a cluster
@@ -50,7 +50,7 @@ func runRecover(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	storeCfg, _ := storeConfig(c.LeaseTTL)
 	log := newLogger(stderr, c.LogLevel).With("cmd", "recover")
-	res, err := ha.RecoverDataDir(c.DataDir, peers, storeCfg, log)
+	res, err := datadir.Recover(c.DataDir, peers, storeCfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "metad recover: %v\n", err)
 		return 1
@@ -65,19 +65,19 @@ func runRecover(args []string, getenv func(string) string, stdout, stderr io.Wri
 	return 0
 }
 
-func (c *recoverConfig) validate() ([]ha.RecoveryPeer, error) {
+func (c *recoverConfig) validate() ([]datadir.RecoveryPeer, error) {
 	var errs []error
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data-dir: must be set"))
 	}
-	var peers []ha.RecoveryPeer
+	var peers []datadir.RecoveryPeer
 	if c.Peers == "" {
 		errs = append(errs, errors.New("peers: must be set"))
 	} else if raw, err := os.ReadFile(c.Peers); err != nil {
 		errs = append(errs, fmt.Errorf("peers: %w", err))
-	} else if peers, err = ha.ParsePeersFile(raw); err != nil {
+	} else if peers, err = datadir.ParsePeersFile(raw); err != nil {
 		errs = append(errs, fmt.Errorf("peers %s: %w", c.Peers, err))
-	} else if c.Name != "" && !slices.ContainsFunc(peers, func(p ha.RecoveryPeer) bool { return p.ID == c.Name }) {
+	} else if c.Name != "" && !slices.ContainsFunc(peers, func(p datadir.RecoveryPeer) bool { return p.ID == c.Name }) {
 		errs = append(errs, fmt.Errorf("peers %s: does not list this node %q", c.Peers, c.Name))
 	}
 	if _, err := storeConfig(c.LeaseTTL); err != nil {

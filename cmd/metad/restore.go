@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"metad/datadir"
 	"metad/ha"
 	"metad/store"
 )
@@ -52,7 +53,7 @@ func runRestore(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return usageExit(stderr, "restore", err)
 	}
 	log := newLogger(stderr, c.LogLevel).With("cmd", "restore", "node", c.Name)
-	h, err := ha.RestoreDataDir(ha.DataDirRestore{Snapshot: c.Snapshot, DataDir: c.DataDir, Name: c.Name, Peers: peers, Store: storeCfg}, log)
+	h, err := datadir.Restore(datadir.RestoreOptions{Snapshot: c.Snapshot, DataDir: c.DataDir, Name: c.Name, Peers: peers, Store: storeCfg}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "metad restore: %v\n", err)
 		if errors.Is(err, ha.ErrInvalidSnapshot) {

@@ -1,0 +1,85 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	metadv1 "metad/proto/metadv1"
+)
+
+// records reads every record of a file.
+func records(t *testing.T, data []byte) (*metadv1.SnapshotHeader, []*metadv1.Record) {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*metadv1.Record
+	for {
+		rec := &metadv1.Record{}
+		err := r.Next(rec)
+		if errors.Is(err, io.EOF) {
+			return r.Header(), out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func member(name string) *metadv1.MemberRecord {
+	return &metadv1.MemberRecord{Name: name, PeerAddress: name + ":1", ClientAddress: name + ":2"}
+}
+
+// TestRewriteReplacesMembersAndEpoch: the copy holds the same header and records but for the
+// member records and the state epoch.
+func TestRewriteReplacesMembersAndEpoch(t *testing.T) {
+	var src bytes.Buffer
+	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), []*metadv1.MemberRecord{member("old")}, 3); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a"), member("b")}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(out.Len()) || h.GetStateEpoch() != 7 {
+		t.Fatalf("header %v, size %d of %d bytes", h, n, out.Len())
+	}
+	wantH, want := records(t, sample(t))
+	gotH, got := records(t, out.Bytes())
+	wantH.StateEpoch = 7
+	if !proto.Equal(gotH, wantH) {
+		t.Fatalf("header %v, want %v", gotH, wantH)
+	}
+	want = append(want, &metadv1.Record{Record: &metadv1.Record_Member{Member: member("a")}},
+		&metadv1.Record{Record: &metadv1.Record_Member{Member: member("b")}})
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			t.Fatalf("record %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestRewriteFailures: a damaged source is named as damage; a failed write is not.
+func TestRewriteFailures(t *testing.T) {
+	data := sample(t)
+	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), nil, 1); !errors.Is(err, ErrTruncated) || !Damaged(err) {
+		t.Errorf("truncated source: %v", err)
+	}
+	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), nil, 1); err == nil || Damaged(err) {
+		t.Errorf("failed write: %v", err)
+	}
+}
