@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"metad/fsm"
 	"metad/ha"
@@ -94,7 +95,7 @@ func Recover(dataDir string, peers []RecoveryPeer, cfg store.Config, log *slog.L
 	start := time.Now()
 	bolt, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: 2 * time.Second}})
 	if err != nil {
-		if errors.Is(err, bbolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is locked", ErrInUse, dbPath)
 		}
 		return nil, fmt.Errorf("datadir: open %s: %w", dbPath, err)

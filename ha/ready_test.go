@@ -36,15 +36,6 @@ type srvNode struct {
 	meta metadv1.MetadataClient
 }
 
-// backend is a node as the server's Backend, as metad wires it: the store comes from the state
-// machine at each call.
-type backend struct {
-	*ha.Node
-	f *fsm.FSM
-}
-
-func (b backend) Store() *store.Store { return b.f.Store() }
-
 type srvCluster struct {
 	t     *testing.T
 	nodes map[string]*srvNode

@@ -23,15 +23,6 @@ type liveNode struct {
 	admin      metadv1.AdminClient
 }
 
-// nodeBackend is a real node as the server's Backend, as cmd/metad wires it: the store comes from
-// the state machine at each call.
-type nodeBackend struct {
-	*ha.Node
-	f *fsm.FSM
-}
-
-func (b nodeBackend) Store() *store.Store { return b.f.Store() }
-
 // startLiveCluster starts three members, bootstraps them and stops everything when the test ends.
 func startLiveCluster(t *testing.T) []*liveNode {
 	t.Helper()
