@@ -75,7 +75,7 @@ tools:
 	    GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	  fi
 
-## bench: every benchmark table of docs/performance.md.
+## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
 bench: bench-store bench-fsm bench-cluster bench-failover bench-evict
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
