@@ -47,6 +47,7 @@ type FSM struct {
 	log      *slog.Logger
 	st       atomic.Pointer[store.Store]
 	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
+	sessions atomic.Pointer[sessionTable]      // replicated (OpenSession, session commands); swapped by Restore
 	spare    atomic.Pointer[store.Capture]     // a released capture's storage, reused by the next Snapshot
 	handlers map[protoreflect.FieldNumber]handler
 	m        metrics
@@ -69,6 +70,7 @@ func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
 	f := &FSM{cfg: cfg, log: log}
 	f.st.Store(s)
 	f.members.Store(&map[string]Member{})
+	f.sessions.Store(newSessionTable(1, &f.m.sessionsExpired))
 	f.handlers = f.dispatchTable()
 	return f, nil
 }
@@ -142,7 +144,7 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	for i, c := range envl.GetCommands() {
 		e := env{index: l.Index, now: envl.GetLeaderTimeUnixNano(), seed: store.ItemSeed(envl.GetSeed(), i),
 			rules: envl.GetRulesVersion()}
-		res.Results[i] = f.dispatch(s, e, c)
+		res.Results[i] = f.runCommand(s, e, c)
 	}
 	f.advance(l, envl.GetLeaderTimeUnixNano())
 	return res
@@ -211,7 +213,9 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 // Snapshot captures the replicated state; it runs on the apply goroutine and only copies pointers.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	c := f.st.Load().CaptureInto(f.spare.Swap(nil))
-	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
+	next, sessions := f.sessions.Load().capture()
+	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), nextSess: next, sessions: sessions,
+		index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
 }
 
 // VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would (ReadSnapshot
@@ -226,12 +230,13 @@ func (f *FSM) VerifySnapshot(r io.Reader) (*metadv1.SnapshotHeader, error) {
 // store and swaps it in only if everything holds. On error the FSM is unchanged.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, members, h, err := ReadSnapshot(f.cfg, rc)
+	s, members, sessions, h, err := readState(f.cfg, rc, &f.m.sessionsExpired)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	f.st.Store(s)
 	f.setMembers(members)
+	f.sessions.Store(sessions)
 	f.applied.Store(h.GetIndex())
 	f.term.Store(h.GetTerm())
 	f.lastTime.Store(h.GetCreatedAtUnixNano())

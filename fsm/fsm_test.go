@@ -19,7 +19,7 @@ import (
 	"metad/store"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/golden-v1.snap")
+var update = flag.Bool("update", false, "rewrite testdata/golden-v2.snap")
 
 // applyCmds encodes commands into one log entry at index and applies it.
 func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.Command) []store.Result {
@@ -256,8 +256,36 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// TestGoldenSnapshotV1: a file of format version 1 (written before client sessions) still reads, as
+// the same state with no session.
 func TestGoldenSnapshotV1(t *testing.T) {
-	path := filepath.Join("testdata", "golden-v1.snap")
+	data, err := os.ReadFile(filepath.Join("testdata", "golden-v1.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := snapshot.Inspect(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FormatVersion != 1 || info.Index != 300 || info.Objects == 0 || len(info.Tenants) != 3 || len(info.Segments) == 0 || len(info.Members) != 3 {
+		t.Fatalf("golden snapshot reads as %+v", info)
+	}
+	f := newFSM(t)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.Sessions(); n != 0 {
+		t.Fatalf("%d sessions from a version 1 file", n)
+	}
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), stateOnly(t, data)) {
+		t.Fatal("a version 1 file re-encodes to another state")
+	}
+}
+
+// TestGoldenSnapshotV2: the current format, client sessions included, reads and re-encodes to the
+// same bytes, and a restored session answers a retry with its kept result.
+func TestGoldenSnapshotV2(t *testing.T) {
+	path := filepath.Join("testdata", "golden-v2.snap")
 	if *update {
 		f := newFSM(t)
 		f.ApplyBatch(genLogs(t, 42, 300))
@@ -273,7 +301,7 @@ func TestGoldenSnapshotV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.FormatVersion != 1 || info.Index != 300 || info.Objects == 0 || len(info.Tenants) != 3 || len(info.Segments) == 0 || len(info.Members) != 3 {
+	if info.FormatVersion != 2 || info.Index != 300 || info.Objects == 0 || len(info.Tenants) < 2 || len(info.Members) != 3 || info.Sessions != 1 {
 		t.Fatalf("golden snapshot reads as %+v", info)
 	}
 	f := newFSM(t)
@@ -282,6 +310,20 @@ func TestGoldenSnapshotV1(t *testing.T) {
 	}
 	if !bytes.Equal(snapshotBytes(t, f), data) {
 		t.Fatal("golden snapshot does not re-encode to the same bytes")
+	}
+	sessions, results := f.Sessions()
+	if sessions != 1 || results == 0 {
+		t.Fatalf("%d sessions keeping %d results, want 1 keeping some", sessions, results)
+	}
+	src := newFSM(t)
+	src.ApplyBatch(genLogs(t, 42, 300))
+	for seq := uint64(1); seq < 200; seq++ {
+		h := &metadv1.SessionHeader{SessionId: 1, Seq: seq}
+		want, kept := src.Replay(h)
+		got, ok := f.Replay(h)
+		if kept != ok || kept && (got.Reason != want.Reason || len(got.Replicas) != len(want.Replicas) || len(got.Items) != len(want.Items)) {
+			t.Fatalf("seq %d: restored answer %+v (%v), original %+v (%v)", seq, got, ok, want, kept)
+		}
 	}
 }
 

@@ -31,6 +31,7 @@ func uuid(a, b byte) []byte {
 type gen struct {
 	r   *rand.Rand
 	now int64
+	seq uint64 // the last session sequence number used (session 1, opened by setup)
 }
 
 func newGen(seed uint64) *gen {
@@ -71,7 +72,23 @@ func (g *gen) setup() []*metadv1.Command {
 		cmds = append(cmds, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{Name: fmt.Sprintf("n%d", i),
 			PeerAddress: fmt.Sprintf("127.0.0.1:610%d", i), ClientAddress: fmt.Sprintf("127.0.0.1:600%d", i)}}})
 	}
-	return cmds
+	return append(cmds, &metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{TtlMs: 3_600_000, Window: 16}}})
+}
+
+// withSession gives a command of a client write session 1's header, one time in five: a new
+// sequence number, or a repeat of a recent one (a retry), acknowledging all but the last few.
+func (g *gen) withSession(c *metadv1.Command) *metadv1.Command {
+	if g.r.IntN(5) != 0 {
+		return c
+	}
+	seq := g.seq + 1
+	if g.seq > 0 && g.r.IntN(3) == 0 {
+		seq = max(1, g.seq-uint64(g.r.IntN(3)))
+	} else {
+		g.seq = seq
+	}
+	c.Session = &metadv1.SessionHeader{SessionId: 1, Seq: seq, FirstUnackedSeq: max(1, g.seq-uint64(g.r.IntN(6)))}
+	return c
 }
 
 // command draws one random command.
@@ -153,7 +170,7 @@ func (g *gen) entry() *metadv1.Envelope {
 	}
 	e := &metadv1.Envelope{LeaderTimeUnixNano: g.now, Seed: g.r.Uint64()}
 	for range 1 + g.r.IntN(4) {
-		e.Commands = append(e.Commands, g.command())
+		e.Commands = append(e.Commands, g.withSession(g.command()))
 	}
 	return e
 }

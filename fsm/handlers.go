@@ -45,6 +45,7 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("unregister_tenant"): applyUnregisterTenant,
 		num("set_quota"):         applySetQuota,
 		num("set_member"):        f.applySetMember,
+		num("open_session"):      f.applyOpenSession,
 		num("forget_member"):     f.applyForgetMember,
 	}
 }

@@ -15,7 +15,10 @@ import (
 
 // metrics is safe for concurrent use: the apply goroutine adds, a scrape reads.
 type metrics struct {
-	shortPlacements atomic.Uint64 // successful puts placed with fewer replicas than asked
+	shortPlacements   atomic.Uint64 // successful puts placed with fewer replicas than asked
+	sessionsOpened    atomic.Uint64
+	sessionsExpired   atomic.Uint64 // dropped as expired, or as the least recently used of a full table
+	sessionDuplicates atomic.Uint64 // session commands answered with a kept result
 }
 
 // countShort counts a put that succeeded with fewer replicas than it asked for (SEMANTICS section
@@ -32,8 +35,22 @@ func (f *FSM) ShortPlacements() uint64 { return f.m.shortPlacements.Load() }
 
 // RegisterMetrics registers the state machine's metrics on reg.
 func (f *FSM) RegisterMetrics(reg prometheus.Registerer) error {
-	return reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "metad_fsm_short_placements_total",
-		Help: "Puts this node applied that were placed with fewer replicas than asked (a put succeeds with at least one replica of each tier asked; PutStart, UpsertStart that placed anew, each BatchPutStart item). Every node applies the same puts and counts the same.",
-	}, func() float64 { return float64(f.ShortPlacements()) }))
+	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	for _, c := range []prometheus.Collector{
+		counter("metad_fsm_short_placements_total", "Puts this node applied that were placed with fewer replicas than asked (a put succeeds with at least one replica of each tier asked; PutStart, UpsertStart that placed anew, each BatchPutStart item). Every node applies the same puts and counts the same.", &f.m.shortPlacements),
+		counter("metad_fsm_sessions_opened_total", "Client sessions opened (OpenSession applied).", &f.m.sessionsOpened),
+		counter("metad_fsm_sessions_expired_total", "Client sessions dropped: unused for their ttl, or the least recently used of a full table.", &f.m.sessionsExpired),
+		counter("metad_fsm_session_duplicates_total", "Session commands applied as duplicates: answered with the result the session kept, nothing done.", &f.m.sessionDuplicates),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "metad_fsm_sessions", Help: "Open client sessions."},
+			func() float64 { n, _ := f.Sessions(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "metad_fsm_session_results", Help: "Results the open sessions keep for retries."},
+			func() float64 { _, n := f.Sessions(); return float64(n) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

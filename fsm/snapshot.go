@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -27,6 +28,8 @@ type fsmSnapshot struct {
 	fsm       *FSM
 	capture   *store.Capture
 	members   []Member
+	nextSess  uint64
+	sessions  []sessionCopy
 	index     uint64
 	term      uint64
 	createdAt int64
@@ -36,7 +39,7 @@ type fsmSnapshot struct {
 // Persist streams the snapshot into the sink and closes it (cancels it on error).
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	n, err := WriteCapture(sink, s.capture, s.members, s.index, s.term, s.createdAt)
+	n, err := writeState(sink, s.capture, s.members, s.nextSess, s.sessions, s.index, s.term, s.createdAt)
 	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot at index %d: %w", s.index, err)
@@ -66,15 +69,21 @@ func sortedMembers(m map[string]Member) []Member {
 	return out
 }
 
-// WriteCapture writes a capture and the cluster members as a snapshot file (segments by id, each
-// tenant and its objects by key, members by name) and returns the bytes written. The same state
-// always gives the same bytes.
+// WriteCapture writes a capture and the cluster members as a snapshot file with no client sessions
+// (segments by id, each tenant and its objects by key, members by name) and returns the bytes
+// written. The same state always gives the same bytes.
 func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term uint64, createdAt int64) (int64, error) {
+	return writeState(w, c, members, 1, nil, index, term, createdAt)
+}
+
+// writeState is WriteCapture with the client sessions (by id, after the members) and the next
+// session id.
+func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, index, term uint64, createdAt int64) (int64, error) {
 	c.Sort()
 	h := &metadv1.SnapshotHeader{
 		FormatVersion: metadv1.SnapshotFormatVersion, Index: index, Term: term, CreatedAtUnixNano: createdAt,
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
-		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch,
+		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
 	}
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
@@ -116,6 +125,17 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 			return sw.Size(), err
 		}
 	}
+	for _, ss := range sessions {
+		sr := &metadv1.SessionRecord{Id: ss.id, TtlMs: uint64(ss.ttl / int64(time.Millisecond)), Window: uint32(ss.window),
+			LastActiveUnixNano: ss.lastActive, Floor: ss.floor, Results: make([]*metadv1.CachedResult, len(ss.seqs))}
+		for i, seq := range ss.seqs {
+			sr.Results[i] = &metadv1.CachedResult{Seq: seq, Result: wire.ResultTo(ss.results[i])}
+		}
+		rec.Record = &metadv1.Record_Session{Session: sr}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
 	if err := sw.Close(); err != nil {
 		return sw.Size(), err
 	}
@@ -126,15 +146,26 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 // (magic, version, frames, counts, checksum) and the state it describes (store.Builder). Nothing is
 // returned unless everything holds.
 func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Member, *metadv1.SnapshotHeader, error) {
+	s, members, _, h, err := readState(cfg, r, nil)
+	return s, members, h, err
+}
+
+// readState is ReadSnapshot that also reads the client sessions into a new table (expired counts
+// its later expiries).
+func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *metadv1.SnapshotHeader, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	members := map[string]Member{}
 	h := sr.Header()
+	if expired == nil {
+		expired = new(atomic.Uint64)
+	}
+	sessions := newSessionTable(h.GetNextSessionId(), expired)
 	b, err := store.NewBuilder(cfg, h.GetNextTenantInstanceId(), h.GetStateEpoch())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var segs []alloc.ID
 	groups := uint64(0)
@@ -146,13 +177,13 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 			break
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			seg := wire.SegmentFrom(x.Segment.GetSegment())
 			if err := b.AddSegment(seg); err != nil {
-				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			segs = append(segs, seg.ID)
 		case *metadv1.Record_Tenant:
@@ -162,7 +193,7 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 			if err := b.AddTenant(store.TenantCapture{Name: t.GetName(), Instance: t.GetInstanceId(),
 				Requested: t.GetRequestedQuotaBytes(), NextObjectID: t.GetNextObjectId(), NextGroupID: t.GetNextGroupId(),
 				NextReplicaID: t.GetNextReplicaId()}); err != nil {
-				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Object:
 			o := x.Object
@@ -171,26 +202,49 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 				err = b.AddObject(string(o.GetKey()), string(o.GetGroup()), o.GetGroupId(), st)
 			}
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			if o.GetGroupId() != 0 {
 				seenGroups[o.GetGroupId()] = struct{}{}
 			}
+		case *metadv1.Record_Session:
+			if err := addSession(sessions, x.Session); err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
 		case *metadv1.Record_Member:
 			m := x.Member
 			if m.GetName() == "" {
-				return nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
+				return nil, nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
 			}
 			members[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
 		}
 	}
 	groups += uint64(len(seenGroups))
 	if groups != h.GetGroups() {
-		return nil, nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
+		return nil, nil, nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
 	}
 	s, err := b.Finish()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+		return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 	}
-	return s, members, h, nil
+	return s, members, sessions, h, nil
+}
+
+// addSession installs a session record into t.
+func addSession(t *sessionTable, r *metadv1.SessionRecord) error {
+	c := sessionCopy{id: r.GetId(), floor: r.GetFloor(), window: uint64(r.GetWindow()),
+		ttl: int64(min(r.GetTtlMs(), 1<<40)) * int64(time.Millisecond), lastActive: r.GetLastActiveUnixNano()}
+	last := uint64(0)
+	for _, cr := range r.GetResults() {
+		if cr.GetSeq() <= last {
+			return fmt.Errorf("session %d: kept answers not in ascending order at seq %d", c.id, cr.GetSeq())
+		}
+		last = cr.GetSeq()
+		res, err := wire.ResultFrom(cr.GetResult())
+		if err != nil {
+			return fmt.Errorf("session %d seq %d: %v", c.id, cr.GetSeq(), err)
+		}
+		c.seqs, c.results = append(c.seqs, cr.GetSeq()), append(c.results, res)
+	}
+	return t.add(c)
 }

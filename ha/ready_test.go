@@ -87,7 +87,7 @@ func (c *srvCluster) start(name string, cfg ha.Config, gate func()) *srvNode {
 		c.t.Fatal(err)
 	}
 	cfg.PeerListen, cfg.PeerAddr = node.PeerAddr(), node.PeerAddr()
-	svc, err := service.New(node, f.Store, lead, service.DefaultConfig(), nil, nil)
+	svc, err := service.New(node, f, lead, service.DefaultConfig(), nil, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}

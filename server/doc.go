@@ -34,7 +34,7 @@
 //
 // # Lifecycle
 //
-//	svc, _ := service.New(node, fsm.Store, lead, serviceCfg, registry, log)
+//	svc, _ := service.New(node, fsm, lead, serviceCfg, registry, log)
 //	s, _ := server.New(svc, node, cfg, registry, log)
 //	svc.OnLeadership(s.SetLeader)
 //	g := grpc.NewServer(append(server.ServerOptions(), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))...)

@@ -35,7 +35,8 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 		code = codes.InvalidArgument
 	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound:
 		code = codes.NotFound
-	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite:
+	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
+		store.SessionExpired, store.SequenceTooOld:
 		code = codes.FailedPrecondition
 	case store.TenantQuotaExceeded, store.NoAvailableHandle:
 		code = codes.ResourceExhausted

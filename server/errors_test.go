@@ -188,6 +188,28 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{Name: "ghost"})
 			return err
 		}},
+		{store.SessionExpired, "sess", func() error {
+			_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("sess"), Size: 8,
+				Session: &metadv1.SessionHeader{SessionId: 999, Seq: 1}})
+			return err
+		}},
+		{store.SequenceTooOld, "old", func() error {
+			open, err := h.meta.OpenSession(ctx, &metadv1.OpenSessionRequest{})
+			if err != nil {
+				return err
+			}
+			id := open.GetSessionId()
+			for i, key := range []string{"s1", "s2"} {
+				seq := uint64(i + 1)
+				if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 8,
+					Session: &metadv1.SessionHeader{SessionId: id, Seq: seq, FirstUnackedSeq: seq}}); err != nil {
+					return err
+				}
+			}
+			_, err = h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("old"), Size: 8,
+				Session: &metadv1.SessionHeader{SessionId: id, Seq: 1, FirstUnackedSeq: 1}})
+			return err
+		}},
 		{store.SegmentOwnedByOtherClient, "", func() error {
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: &metadv1.SegmentDesc{
 				Id: idb(segA), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep", Tier: metadv1.Tier_TIER_MEMORY}})

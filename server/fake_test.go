@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -30,10 +31,11 @@ type fakeBackend struct {
 	mu    sync.Mutex // serializes apply, as Raft's single apply goroutine does; guards index
 	index uint64
 
-	proposals atomic.Int64
-	barriers  atomic.Int64
-	leader    atomic.Bool
-	failNext  atomic.Pointer[error] // the next Propose fails with this error
+	proposals  atomic.Int64
+	loseAnswer atomic.Bool // the next proposal applies, and its answer is lost
+	barriers   atomic.Int64
+	leader     atomic.Bool
+	failNext   atomic.Pointer[error] // the next Propose fails with this error
 	// beforeApply, when set, runs once just before the next proposal applies (with apply held), as
 	// a snapshot restore committed between a leader's check and its command's commit would.
 	beforeApply atomic.Pointer[func()]
@@ -117,6 +119,10 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (store.
 		return store.Result{}, err
 	}
 	out := b.f.Apply(&raft.Log{Index: b.index, Term: 1, Type: raft.LogCommand, Data: data})
+	if b.loseAnswer.Swap(false) {
+		// Applied, and the answer lost on its way back (a leader killed after the commit).
+		return store.Result{}, fmt.Errorf("%w: answer lost after apply (test fault)", ha.ErrUnknown)
+	}
 	return out.(*fsm.EntryResult).Results[0], nil
 }
 
@@ -256,7 +262,7 @@ func start(t *testing.T, b *fakeBackend, cfg config) *harness {
 	lead := service.NewLeadership(b.Store, cfg.Now)
 	changed := lead.Changed
 	b.onLeadership.Store(&changed)
-	srv, reg, cc := serve(t, b, b.Store, lead, cfg, lis)
+	srv, reg, cc := serve(t, b, b.f, lead, cfg, lis)
 	return &harness{b: b, srv: srv, reg: reg, addr: lis.Addr().String(), meta: metadv1.NewMetadataClient(cc),
 		admin: metadv1.NewAdminClient(cc), cc: cc}
 }
@@ -264,7 +270,7 @@ func start(t *testing.T, b *fakeBackend, cfg config) *harness {
 // serve runs a Service over b, state and the leadership hook lead, and a Server over it on lis (gRPC server, both Run loops,
 // metrics on a fresh registry, wired as cmd/metad wires them) and returns the Server with a client
 // connection to it; everything stops when the test ends.
-func serve(t *testing.T, b service.Backend, state func() *store.Store, lead *service.Leadership, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
+func serve(t *testing.T, b service.Backend, state service.State, lead *service.Leadership, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	svc, err := service.New(b, state, lead, cfg.Config, reg, nil)

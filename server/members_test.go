@@ -50,7 +50,7 @@ func startLiveCluster(t *testing.T) []*liveNode {
 		t.Cleanup(func() { _ = n.Shutdown() }) // runs after the server's cleanup below
 		cfg := config{Config: service.DefaultConfig(), Server: DefaultConfig()}
 		cfg.SweepInterval, cfg.Server.SweepInterval = 20*time.Millisecond, 20*time.Millisecond
-		_, _, cc := serve(t, n, f.Store, lead, cfg, lis)
+		_, _, cc := serve(t, n, f, lead, cfg, lis)
 		nodes = append(nodes, &liveNode{name: name, addr: lis.Addr().String(), node: n, admin: metadv1.NewAdminClient(cc)})
 		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
 	}

@@ -58,6 +58,7 @@ type Service interface {
 	MountSegment(context.Context, *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error)
 	UnmountSegment(context.Context, *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error)
 	Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error)
+	OpenSession(context.Context, *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error)
 	// OpenSnapshot and RestoreSnapshot serve the snapshot streams (see snapshot.go).
 	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
 	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)

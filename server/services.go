@@ -158,3 +158,7 @@ func (m *metadataService) UnmountSegment(ctx context.Context, req *metadv1.Unmou
 func (m *metadataService) Ping(ctx context.Context, req *metadv1.PingRequest) (*metadv1.PingResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.Ping)
 }
+
+func (m *metadataService) OpenSession(ctx context.Context, req *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.OpenSession)
+}

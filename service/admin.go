@@ -15,6 +15,10 @@ import (
 
 // RegisterTenant creates a tenant instance.
 func (s *Service) RegisterTenant(ctx context.Context, req *metadv1.RegisterTenantRequest) (*metadv1.RegisterTenantResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	name, err := tenantNamed("name", req.GetName())
 	if err != nil {
 		return nil, fail(err, req.GetName(), nil)
@@ -33,6 +37,10 @@ func (s *Service) RegisterTenant(ctx context.Context, req *metadv1.RegisterTenan
 
 // UnregisterTenant closes a tenant (with force, erasing its objects and groups).
 func (s *Service) UnregisterTenant(ctx context.Context, req *metadv1.UnregisterTenantRequest) (*metadv1.UnregisterTenantResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	name, err := tenantNamed("name", req.GetName())
 	if err != nil {
 		return nil, fail(err, req.GetName(), nil)
@@ -76,6 +84,10 @@ func (s *Service) ListTenants(ctx context.Context, req *metadv1.ListTenantsReque
 
 // SetQuota changes a tenant's requested quota and reports the effective quota after it.
 func (s *Service) SetQuota(ctx context.Context, req *metadv1.SetQuotaRequest) (*metadv1.SetQuotaResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, err := tenantOf(req.GetTenant())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), nil)

@@ -34,6 +34,12 @@ type Config struct {
 	// Now is the clock (leases, put times seen by the leader, client liveness). nil = time.Now;
 	// tests inject a fake.
 	Now func() time.Time
+	// SessionTTL is how long a client session may go without a command before apply drops it
+	// (by the leader times in the log). Default 5 min.
+	SessionTTL time.Duration
+	// SessionWindow bounds the sequence numbers a session may have in use at once, so the answers
+	// it keeps. Default 64.
+	SessionWindow uint32
 	// QuotaEvictor, when set, is called on the leader after a PutStart is rejected with
 	// TENANT_QUOTA_EXCEEDED: it evicts the tenant's own objects until a put charging want bytes
 	// fits, and returns the bytes it released (tenant-quota eviction, package evict).
@@ -49,6 +55,8 @@ func DefaultConfig() Config {
 		PutDiscardTimeout: store.DefaultDiscardAfter,
 		SweepInterval:     200 * time.Millisecond,
 		BackgroundTimeout: 5 * time.Second,
+		SessionTTL:        5 * time.Minute,
+		SessionWindow:     64,
 		Now:               time.Now,
 	}
 }
@@ -68,6 +76,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("service: sweep_interval must be positive, got %s", c.SweepInterval)
 	case c.BackgroundTimeout <= 0:
 		return fmt.Errorf("service: background_timeout must be positive, got %s", c.BackgroundTimeout)
+	}
+	if err := validSessionConfig(c); err != nil {
+		return err
 	}
 	return nil
 }

@@ -51,7 +51,7 @@
 //	lead := service.NewLeadership(fsm.Store, time.Now)
 //	haCfg.OnLeadership = lead.Changed  // before the node starts
 //	node, _ := ha.NewNode(haCfg, fsm, log)
-//	svc, _ := service.New(node, fsm.Store, lead, cfg, registry, log)
+//	svc, _ := service.New(node, fsm, lead, cfg, registry, log)
 //	svc.OnLeadership(...)
 //	go svc.Run(ctx)
 //	svc.InitCluster(ctx)   // once, on the leader of a newly bootstrapped cluster (default tenant quota)

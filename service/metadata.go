@@ -83,6 +83,10 @@ func (s *Service) propose(ctx context.Context, cmd *metadv1.Command, tenant stri
 
 // PutStart places a new object.
 func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), req.GetKey())
@@ -148,6 +152,10 @@ func endWrite[Resp any, P interface {
 
 // PutEnd commits a write.
 func (s *Service) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	return endWrite[metadv1.PutEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
@@ -155,6 +163,10 @@ func (s *Service) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*meta
 
 // PutRevoke abandons a write.
 func (s *Service) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	return endWrite[metadv1.PutRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
@@ -162,6 +174,10 @@ func (s *Service) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) 
 
 // UpsertStart inserts or rewrites an object.
 func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartRequest) (*metadv1.UpsertStartResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	ps, err := s.putStartOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetGroup(), req.GetSize(), req.GetConfig())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), req.GetKey())
@@ -181,6 +197,10 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 
 // UpsertEnd commits an upsert.
 func (s *Service) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	return endWrite[metadv1.UpsertEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
@@ -188,6 +208,10 @@ func (s *Service) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) 
 
 // UpsertRevoke abandons an upsert.
 func (s *Service) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	return endWrite[metadv1.UpsertRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
@@ -195,6 +219,10 @@ func (s *Service) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeReq
 
 // BatchPutStart is PutStart for many keys in one command.
 func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, err := tenantOf(req.GetTenant())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), nil)
@@ -280,6 +308,10 @@ func statuses(method string, items []store.Result, n int) ([]*metadv1.Status, er
 
 // BatchPutEnd is PutEnd for many keys in one command.
 func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), nil)
@@ -302,6 +334,10 @@ func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndReque
 
 // BatchPutRevoke is PutRevoke for many keys in one command.
 func (s *Service) BatchPutRevoke(ctx context.Context, req *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), nil)
@@ -545,6 +581,10 @@ func (s *Service) ListGroup(ctx context.Context, req *metadv1.ListGroupRequest) 
 
 // MountSegment mounts a segment of the calling client.
 func (s *Service) MountSegment(ctx context.Context, req *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	client, err := clientOf("client_id", req.GetClientId())
 	if err != nil {
 		return nil, fail(err, "", nil)
@@ -568,6 +608,10 @@ func (s *Service) MountSegment(ctx context.Context, req *metadv1.MountSegmentReq
 
 // UnmountSegment drops a segment of the calling client.
 func (s *Service) UnmountSegment(ctx context.Context, req *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	client, err := clientOf("client_id", req.GetClientId())
 	if err != nil {
 		return nil, fail(err, "", nil)

@@ -74,6 +74,7 @@ func NoEntry(err error) bool {
 
 // proposeMarked is ProposeMarked of cmd through the Backend, clearing marks in st.
 func (s *Service) proposeMarked(ctx context.Context, st *store.Store, cmd *metadv1.Command, marks []store.ObjectToken) (store.Result, error) {
+	cmd = stamped(ctx, cmd)
 	return ProposeMarked(ctx, func(ctx context.Context) (store.Result, error) { return s.b.Propose(ctx, cmd) },
 		func() { st.ClearMarks(marks) })
 }
@@ -91,6 +92,10 @@ func againOnReplaced(attempt func() (again bool, err error)) error {
 
 // Remove erases one object.
 func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, key, err := readKeyOf(req.GetTenant(), req.GetKey())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), req.GetKey())
@@ -101,7 +106,13 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 	err = againOnReplaced(func() (bool, error) {
 		var st *store.Store
 		var tok store.ObjectToken
+		var kept *store.Result
 		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			kept = nil
+			if r, ok := s.replayed(ctx); ok { // this session's retry of a removal that applied
+				kept = &r
+				return false, nil
+			}
 			var err error
 			st = cur
 			tok, err = settled(ctx, func() (store.ObjectToken, error) {
@@ -110,6 +121,9 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 			return err == nil, err
 		}); err != nil {
 			return false, fail(err, tenant, req.GetKey())
+		}
+		if kept != nil {
+			return false, rejected(kept, tenant, req.GetKey())
 		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{
 			Tenant: tenant, Key: req.GetKey(), Force: req.GetForce(), TenantInstanceId: tok.Instance, ObjectId: tok.ObjectID,
@@ -279,6 +293,10 @@ func (s *Service) removeAllOf(ctx context.Context, st *store.Store, tenant strin
 
 // RemoveGroup erases an explicit group and all its members in one command.
 func (s *Service) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, err := tenantOf(req.GetTenant())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), nil)
@@ -299,14 +317,24 @@ func (s *Service) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupReque
 			st   *store.Store
 			gt   store.GroupToken
 			toks []store.ObjectToken
+			kept *store.Result
 		)
 		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+			kept = nil
+			if r, ok := s.replayed(ctx); ok { // this session's retry of a removal that applied
+				kept = &r
+				return false, nil
+			}
 			var err error
 			st = cur
 			gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
 			return err == nil, err
 		}); err != nil {
 			return false, fail(err, tenant, nil)
+		}
+		if kept != nil {
+			removed = uint64(kept.Count)
+			return false, rejected(kept, tenant, nil)
 		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{
 			Tenant: tenant, Group: req.GetGroup(), Force: req.GetForce(),

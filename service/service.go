@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -72,9 +73,18 @@ type Snapshots interface {
 	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)
 }
 
+// State is the replicated state as the service reads it; *fsm.FSM implements it.
+type State interface {
+	// Store returns the current store (a snapshot restore swaps it; fetch it per request).
+	Store() *store.Store
+	// Replay returns the result the state keeps for a session header's (session, seq).
+	Replay(h *metadv1.SessionHeader) (store.Result, bool)
+}
+
 var (
 	_ Backend   = (*ha.Node)(nil)
 	_ Snapshots = (*ha.Node)(nil)
+	_ State     = (*fsm.FSM)(nil)
 )
 
 // Service is safe for concurrent use. It is the leader's side of every request of the Metadata and
@@ -83,6 +93,7 @@ var (
 // lock); Run is called once and owns the background loop.
 type Service struct {
 	b     Backend
+	st    State
 	state func() *store.Store
 	cfg   Config
 	log   *slog.Logger
@@ -96,13 +107,14 @@ type Service struct {
 	onLeading []func(leading bool)
 }
 
-// New returns a Service over b, which reads the current store through state (the state machine's:
-// a snapshot restore swaps it), and attaches it to lead, the node's leadership hook. reg receives
-// the service's metrics (nil: not registered); log nil discards.
-func New(b Backend, state func() *store.Store, lead *Leadership, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
-	if b == nil || state == nil || lead == nil {
+// New returns a Service over b, which reads the replicated state through st (the state machine's:
+// a snapshot restore swaps its store), and attaches it to lead, the node's leadership hook. reg
+// receives the service's metrics (nil: not registered); log nil discards.
+func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+	if b == nil || st == nil || lead == nil {
 		return nil, fmt.Errorf("service: nil backend, state or leadership hook")
 	}
+	state := st.Store
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -119,7 +131,7 @@ func New(b Backend, state func() *store.Store, lead *Leadership, cfg Config, reg
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{b: b, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}
+	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}
 	lead.svc.Store(s)
 	// The node may have taken office before the hook could reach the service.
 	if st := b.Status(); st.Role == ha.RoleLeader {

@@ -46,10 +46,17 @@ func (s *Service) fromState(ctx context.Context, check func(st *store.Store) (pr
 }
 
 // proposeChecked proposes cmd unless the leader's state refuses it (fsm.Check), in which case it
-// returns the refusal as the result apply would have given, without a log entry.
+// returns the refusal as the result apply would have given, without a log entry. A request whose
+// session already applied it is answered with the kept result instead (session.go), without a
+// log entry either.
 func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+	cmd = stamped(ctx, cmd)
 	var refusal store.Result
 	propose, err := s.fromState(ctx, func(st *store.Store) (bool, error) {
+		if r, ok := s.replayed(ctx); ok {
+			refusal = r
+			return false, nil
+		}
 		var refused bool
 		refusal, refused = fsm.Check(st, cmd)
 		return !refused, nil

@@ -236,7 +236,7 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 		r.counts.segments++
 	case *metadv1.Record_Object:
 		r.counts.objects++
-	case *metadv1.Record_Member:
+	case *metadv1.Record_Member, *metadv1.Record_Session:
 	default:
 		return fmt.Errorf("snapshot: record ending at byte %d has no known kind: %w", r.n, ErrCorrupt)
 	}

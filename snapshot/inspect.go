@@ -21,6 +21,7 @@ type Info struct {
 	Tenants       []TenantInfo  `json:"tenants"`
 	Segments      []SegmentInfo `json:"segments"`
 	Members       []MemberInfo  `json:"members"`
+	Sessions      int           `json:"sessions"` // client sessions (format version 2)
 }
 
 // MemberInfo is one recorded cluster member of a snapshot.
@@ -84,6 +85,8 @@ func Inspect(r io.Reader) (*Info, error) {
 			s := x.Segment.GetSegment()
 			info.Segments = append(info.Segments, SegmentInfo{ID: uuidString(s.GetId()), Name: s.GetName(),
 				Tier: tierName(s.GetTier()), Size: s.GetSize(), Endpoint: s.GetEndpoint(), Owner: uuidString(s.GetOwnerClientId())})
+		case *metadv1.Record_Session:
+			info.Sessions++
 		case *metadv1.Record_Member:
 			m := x.Member
 			info.Members = append(info.Members, MemberInfo{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()})

@@ -30,6 +30,8 @@ const (
 	SegmentOwnedByOtherClient
 	StateReplaced
 	MemberNotFound
+	SessionExpired
+	SequenceTooOld
 	numReasons
 )
 
@@ -51,6 +53,8 @@ var reasonNames = [numReasons]string{
 	SegmentOwnedByOtherClient: "SEGMENT_OWNED_BY_OTHER_CLIENT",
 	StateReplaced:             "STATE_REPLACED",
 	MemberNotFound:            "MEMBER_NOT_FOUND",
+	SessionExpired:            "SESSION_EXPIRED",
+	SequenceTooOld:            "SEQUENCE_TOO_OLD",
 }
 
 // String returns the reason's stable upper-case name.

@@ -1,9 +1,10 @@
 package store
 
 // Result is the typed outcome of one replicated command as applied to the store (package fsm
-// dispatches commands and builds it; the proposer hands it to the caller). Reason OK means applied; any other reason is a
-// deterministic rejection and Message says why. Only the payload fields of the command's kind are
-// set.
+// dispatches commands and builds it; the proposer hands it to the caller). Reason OK means
+// applied; any other reason is a deterministic rejection and Message says why. Only the payload
+// fields of the command's kind are set. A Result is never changed once built: a client session
+// keeps it to answer retries.
 type Result struct {
 	Reason  Reason
 	Message string
@@ -16,6 +17,7 @@ type Result struct {
 	Created  bool          // MountSegment: false when the mount was a repeat
 	Unmount  UnmountResult // UnmountSegment
 	Items    []Result      // batch forms and token lists: one per item, in request order
+	Session  uint64        // OpenSession: the new session's id
 	// Evict: the outcome of each unit, in command order (a token of the form without unit_sizes
 	// is a unit). A reason, not a Result, because every node builds it for every unit of every
 	// Evict it applies, hundreds of thousands in a large eviction.

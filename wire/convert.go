@@ -309,6 +309,10 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_STATE_REPLACED, true
 	case store.MemberNotFound:
 		return metadv1.Reason_REASON_MEMBER_NOT_FOUND, true
+	case store.SessionExpired:
+		return metadv1.Reason_REASON_SESSION_EXPIRED, true
+	case store.SequenceTooOld:
+		return metadv1.Reason_REASON_SEQUENCE_TOO_OLD, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }
@@ -374,4 +378,55 @@ func ReplicasTo(segs *alloc.Registry, reps []store.Replica, size uint64) []*meta
 		out[i] = rp
 	}
 	return out
+}
+
+// ReasonFrom converts a wire reason to the store's; ok is false for one the store does not know
+// (NOT_LEADER and UNAVAILABLE are not store reasons).
+func ReasonFrom(r metadv1.Reason) (_ store.Reason, ok bool) {
+	for _, sr := range store.Reasons() {
+		if w, known := ReasonTo(sr); known && w == r {
+			return sr, true
+		}
+	}
+	return store.OK, false
+}
+
+// ResultTo converts a command's result to the record a client session keeps in a snapshot.
+func ResultTo(r store.Result) *metadv1.ResultRecord {
+	wr, _ := ReasonTo(r.Reason)
+	out := &metadv1.ResultRecord{Reason: uint32(wr), Message: r.Message, Reused: r.Reused, Count: uint64(max(r.Count, 0)),
+		Bytes: r.Bytes, Instance: r.Instance, Created: r.Created, UnmountSegments: uint64(max(r.Unmount.Segments, 0)),
+		UnmountReplicas: uint64(max(r.Unmount.Replicas, 0)), UnmountErased: uint64(max(r.Unmount.Erased, 0)), Session: r.Session}
+	for _, rep := range r.Replicas {
+		out.Replicas = append(out.Replicas, &metadv1.ResultReplica{ReplicaId: rep.ID, SegmentId: rep.Extent.Segment[:],
+			Offset: rep.Extent.Offset, Size: rep.Extent.Size, Tier: TierTo(rep.Tier), Status: StatusTo(rep.Status)})
+	}
+	for _, it := range r.Items {
+		out.Items = append(out.Items, ResultTo(it))
+	}
+	return out
+}
+
+// ResultFrom converts a kept result back; an unknown reason is an error (the record is corrupt).
+func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
+	reason, ok := ReasonFrom(metadv1.Reason(rec.GetReason()))
+	if !ok {
+		return store.Result{}, fmt.Errorf("result with unknown reason %d", rec.GetReason())
+	}
+	r := store.Result{Reason: reason, Message: rec.GetMessage(), Reused: rec.GetReused(), Count: int(min(rec.GetCount(), 1<<40)),
+		Bytes: rec.GetBytes(), Instance: rec.GetInstance(), Created: rec.GetCreated(), Session: rec.GetSession(),
+		Unmount: store.UnmountResult{Segments: int(min(rec.GetUnmountSegments(), 1<<40)),
+			Replicas: int(min(rec.GetUnmountReplicas(), 1<<40)), Erased: int(min(rec.GetUnmountErased(), 1<<40))}}
+	for _, rp := range rec.GetReplicas() {
+		r.Replicas = append(r.Replicas, store.Replica{ID: rp.GetReplicaId(), Tier: TierFrom(rp.GetTier()), Status: StatusFrom(rp.GetStatus()),
+			Extent: alloc.Extent{Segment: ID16(rp.GetSegmentId()), Offset: rp.GetOffset(), Size: rp.GetSize()}})
+	}
+	for _, it := range rec.GetItems() {
+		ir, err := ResultFrom(it)
+		if err != nil {
+			return store.Result{}, err
+		}
+		r.Items = append(r.Items, ir)
+	}
+	return r, nil
 }

@@ -152,7 +152,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
 		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, want))
 	}
-	svc, err := service.New(node, f.Store, lead, vc, reg, log)
+	svc, err := service.New(node, f, lead, vc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
 		return err

@@ -92,7 +92,11 @@ type RegisterTenantRequest struct {
 	// Tenant name, 1..256 bytes, not starting with '_', no control bytes.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Requested quota in bytes of MEMORY replicas; 0 = no quota.
-	QuotaBytes    uint64 `protobuf:"varint,2,opt,name=quota_bytes,json=quotaBytes,proto3" json:"quota_bytes,omitempty"`
+	QuotaBytes uint64 `protobuf:"varint,2,opt,name=quota_bytes,json=quotaBytes,proto3" json:"quota_bytes,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -139,6 +143,13 @@ func (x *RegisterTenantRequest) GetQuotaBytes() uint64 {
 		return x.QuotaBytes
 	}
 	return 0
+}
+
+func (x *RegisterTenantRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // RegisterTenantResponse identifies the new instance.
@@ -193,7 +204,11 @@ type UnregisterTenantRequest struct {
 	// Tenant name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Erase all its objects and groups too; without it a non-empty tenant fails with TENANT_NOT_EMPTY.
-	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	Force bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -240,6 +255,13 @@ func (x *UnregisterTenantRequest) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *UnregisterTenantRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // UnregisterTenantResponse counts what was erased.
@@ -504,7 +526,11 @@ type SetQuotaRequest struct {
 	// Tenant name.
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// New requested quota, bytes; 0 = no quota.
-	QuotaBytes    uint64 `protobuf:"varint,2,opt,name=quota_bytes,json=quotaBytes,proto3" json:"quota_bytes,omitempty"`
+	QuotaBytes uint64 `protobuf:"varint,2,opt,name=quota_bytes,json=quotaBytes,proto3" json:"quota_bytes,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -551,6 +577,13 @@ func (x *SetQuotaRequest) GetQuotaBytes() uint64 {
 		return x.QuotaBytes
 	}
 	return 0
+}
+
+func (x *SetQuotaRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // SetQuotaResponse reports the quota in force after the change.
@@ -1902,17 +1935,19 @@ var File_metadv1_admin_proto protoreflect.FileDescriptor
 
 const file_metadv1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x13metadv1/admin.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"L\n" +
+	"\x13metadv1/admin.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\x7f\n" +
 	"\x15RegisterTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vquota_bytes\x18\x02 \x01(\x04R\n" +
-	"quotaBytes\"9\n" +
+	"quotaBytes\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"9\n" +
 	"\x16RegisterTenantResponse\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
-	"instanceId\"C\n" +
+	"instanceId\"v\n" +
 	"\x17UnregisterTenantRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"j\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"j\n" +
 	"\x18UnregisterTenantResponse\x12'\n" +
 	"\x0fobjects_removed\x18\x01 \x01(\x04R\x0eobjectsRemoved\x12%\n" +
 	"\x0egroups_removed\x18\x02 \x01(\x04R\rgroupsRemoved\"*\n" +
@@ -1930,11 +1965,12 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x06groups\x18\a \x01(\x04R\x06groups\x12+\n" +
 	"\x05state\x18\b \x01(\x0e2\x15.metad.v1.TenantStateR\x05state\"E\n" +
 	"\x13ListTenantsResponse\x12.\n" +
-	"\atenants\x18\x01 \x03(\v2\x14.metad.v1.TenantInfoR\atenants\"J\n" +
+	"\atenants\x18\x01 \x03(\v2\x14.metad.v1.TenantInfoR\atenants\"}\n" +
 	"\x0fSetQuotaRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
 	"\vquota_bytes\x18\x02 \x01(\x04R\n" +
-	"quotaBytes\"z\n" +
+	"quotaBytes\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"z\n" +
 	"\x10SetQuotaResponse\x122\n" +
 	"\x15requested_quota_bytes\x18\x01 \x01(\x04R\x13requestedQuotaBytes\x122\n" +
 	"\x15effective_quota_bytes\x18\x02 \x01(\x04R\x13effectiveQuotaBytes\"?\n" +
@@ -2090,51 +2126,55 @@ var file_metadv1_admin_proto_goTypes = []any{
 	(*SnapshotSaveRequest)(nil),      // 28: metad.v1.SnapshotSaveRequest
 	(*SnapshotChunk)(nil),            // 29: metad.v1.SnapshotChunk
 	(*SnapshotRestoreResponse)(nil),  // 30: metad.v1.SnapshotRestoreResponse
-	(TenantState)(0),                 // 31: metad.v1.TenantState
-	(Tier)(0),                        // 32: metad.v1.Tier
-	(*SegmentDesc)(nil),              // 33: metad.v1.SegmentDesc
+	(*SessionHeader)(nil),            // 31: metad.v1.SessionHeader
+	(TenantState)(0),                 // 32: metad.v1.TenantState
+	(Tier)(0),                        // 33: metad.v1.Tier
+	(*SegmentDesc)(nil),              // 34: metad.v1.SegmentDesc
 }
 var file_metadv1_admin_proto_depIdxs = []int32{
-	31, // 0: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
-	6,  // 1: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
-	32, // 2: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
-	33, // 3: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
-	13, // 4: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
-	15, // 5: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
-	0,  // 6: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
-	1,  // 7: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
-	3,  // 8: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
-	5,  // 9: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
-	8,  // 10: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
-	10, // 11: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
-	12, // 12: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
-	16, // 13: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
-	18, // 14: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
-	20, // 15: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
-	24, // 16: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
-	22, // 17: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
-	26, // 18: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
-	28, // 19: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
-	29, // 20: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
-	2,  // 21: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
-	4,  // 22: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
-	7,  // 23: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
-	9,  // 24: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
-	11, // 25: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
-	14, // 26: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
-	17, // 27: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
-	19, // 28: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
-	21, // 29: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
-	25, // 30: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
-	23, // 31: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
-	27, // 32: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
-	29, // 33: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
-	30, // 34: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
-	21, // [21:35] is the sub-list for method output_type
-	7,  // [7:21] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	31, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	31, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	32, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
+	6,  // 3: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
+	31, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
+	33, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
+	34, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
+	13, // 7: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
+	15, // 8: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
+	0,  // 9: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
+	1,  // 10: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
+	3,  // 11: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
+	5,  // 12: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
+	8,  // 13: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
+	10, // 14: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
+	12, // 15: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
+	16, // 16: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
+	18, // 17: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
+	20, // 18: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
+	24, // 19: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
+	22, // 20: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
+	26, // 21: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
+	28, // 22: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
+	29, // 23: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
+	2,  // 24: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
+	4,  // 25: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
+	7,  // 26: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
+	9,  // 27: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
+	11, // 28: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
+	14, // 29: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
+	17, // 30: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
+	19, // 31: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
+	21, // 32: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
+	25, // 33: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
+	23, // 34: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
+	27, // 35: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
+	29, // 36: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
+	30, // 37: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
+	24, // [24:38] is the sub-list for method output_type
+	10, // [10:24] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_admin_proto_init() }

@@ -319,7 +319,11 @@ type Command struct {
 	//	*Command_SetQuota
 	//	*Command_SetMember
 	//	*Command_ForgetMember
-	Op            isCommand_Op `protobuf_oneof:"op"`
+	//	*Command_OpenSession
+	Op isCommand_Op `protobuf_oneof:"op"`
+	// The client's session header, as the request carried it: apply runs the command at most once
+	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
+	Session       *SessionHeader `protobuf:"bytes,30,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +563,22 @@ func (x *Command) GetForgetMember() *ForgetMember {
 	return nil
 }
 
+func (x *Command) GetOpenSession() *OpenSession {
+	if x != nil {
+		if x, ok := x.Op.(*Command_OpenSession); ok {
+			return x.OpenSession
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -673,6 +693,11 @@ type Command_ForgetMember struct {
 	ForgetMember *ForgetMember `protobuf:"bytes,22,opt,name=forget_member,json=forgetMember,proto3,oneof"`
 }
 
+type Command_OpenSession struct {
+	// Open a client session.
+	OpenSession *OpenSession `protobuf:"bytes,23,opt,name=open_session,json=openSession,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -717,6 +742,64 @@ func (*Command_SetMember) isCommand_Op() {}
 
 func (*Command_ForgetMember) isCommand_Op() {}
 
+func (*Command_OpenSession) isCommand_Op() {}
+
+// OpenSession opens a client session; its id is the next of the replicated session counter.
+type OpenSession struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session expires when no command of it has been applied for this long, by the leader times
+	// stamped in the log.
+	TtlMs uint64 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Sequence numbers in use at once, at most (the cached answers a session may hold).
+	Window        uint32 `protobuf:"varint,2,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenSession) Reset() {
+	*x = OpenSession{}
+	mi := &file_metadv1_command_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenSession) ProtoMessage() {}
+
+func (x *OpenSession) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenSession.ProtoReflect.Descriptor instead.
+func (*OpenSession) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OpenSession) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *OpenSession) GetWindow() uint32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
 // ObjectToken names one object as the leader saw it, so apply can tell whether it changed since:
 // a token whose tenant instance, object id or version no longer matches is skipped.
 type ObjectToken struct {
@@ -737,7 +820,7 @@ type ObjectToken struct {
 
 func (x *ObjectToken) Reset() {
 	*x = ObjectToken{}
-	mi := &file_metadv1_command_proto_msgTypes[2]
+	mi := &file_metadv1_command_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +832,7 @@ func (x *ObjectToken) String() string {
 func (*ObjectToken) ProtoMessage() {}
 
 func (x *ObjectToken) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[2]
+	mi := &file_metadv1_command_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +845,7 @@ func (x *ObjectToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectToken.ProtoReflect.Descriptor instead.
 func (*ObjectToken) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{2}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ObjectToken) GetTenant() string {
@@ -813,7 +896,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_metadv1_command_proto_msgTypes[3]
+	mi := &file_metadv1_command_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +908,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[3]
+	mi := &file_metadv1_command_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +921,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{3}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ObjectRef) GetKey() []byte {
@@ -881,7 +964,7 @@ type PutStart struct {
 
 func (x *PutStart) Reset() {
 	*x = PutStart{}
-	mi := &file_metadv1_command_proto_msgTypes[4]
+	mi := &file_metadv1_command_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +976,7 @@ func (x *PutStart) String() string {
 func (*PutStart) ProtoMessage() {}
 
 func (x *PutStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[4]
+	mi := &file_metadv1_command_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +989,7 @@ func (x *PutStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStart.ProtoReflect.Descriptor instead.
 func (*PutStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{4}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PutStart) GetTenant() string {
@@ -982,7 +1065,7 @@ type PutEnd struct {
 
 func (x *PutEnd) Reset() {
 	*x = PutEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[5]
+	mi := &file_metadv1_command_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1077,7 @@ func (x *PutEnd) String() string {
 func (*PutEnd) ProtoMessage() {}
 
 func (x *PutEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[5]
+	mi := &file_metadv1_command_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1090,7 @@ func (x *PutEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEnd.ProtoReflect.Descriptor instead.
 func (*PutEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{5}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutEnd) GetTenant() string {
@@ -1055,7 +1138,7 @@ type PutRevoke struct {
 
 func (x *PutRevoke) Reset() {
 	*x = PutRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[6]
+	mi := &file_metadv1_command_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1150,7 @@ func (x *PutRevoke) String() string {
 func (*PutRevoke) ProtoMessage() {}
 
 func (x *PutRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[6]
+	mi := &file_metadv1_command_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1163,7 @@ func (x *PutRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRevoke.ProtoReflect.Descriptor instead.
 func (*PutRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutRevoke) GetTenant() string {
@@ -1136,7 +1219,7 @@ type UpsertStart struct {
 
 func (x *UpsertStart) Reset() {
 	*x = UpsertStart{}
-	mi := &file_metadv1_command_proto_msgTypes[7]
+	mi := &file_metadv1_command_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1231,7 @@ func (x *UpsertStart) String() string {
 func (*UpsertStart) ProtoMessage() {}
 
 func (x *UpsertStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[7]
+	mi := &file_metadv1_command_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1244,7 @@ func (x *UpsertStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertStart.ProtoReflect.Descriptor instead.
 func (*UpsertStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpsertStart) GetTenant() string {
@@ -1237,7 +1320,7 @@ type UpsertEnd struct {
 
 func (x *UpsertEnd) Reset() {
 	*x = UpsertEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[8]
+	mi := &file_metadv1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1332,7 @@ func (x *UpsertEnd) String() string {
 func (*UpsertEnd) ProtoMessage() {}
 
 func (x *UpsertEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[8]
+	mi := &file_metadv1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1345,7 @@ func (x *UpsertEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertEnd.ProtoReflect.Descriptor instead.
 func (*UpsertEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpsertEnd) GetTenant() string {
@@ -1310,7 +1393,7 @@ type UpsertRevoke struct {
 
 func (x *UpsertRevoke) Reset() {
 	*x = UpsertRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[9]
+	mi := &file_metadv1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1405,7 @@ func (x *UpsertRevoke) String() string {
 func (*UpsertRevoke) ProtoMessage() {}
 
 func (x *UpsertRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[9]
+	mi := &file_metadv1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1418,7 @@ func (x *UpsertRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertRevoke.ProtoReflect.Descriptor instead.
 func (*UpsertRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{9}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpsertRevoke) GetTenant() string {
@@ -1390,7 +1473,7 @@ type Remove struct {
 
 func (x *Remove) Reset() {
 	*x = Remove{}
-	mi := &file_metadv1_command_proto_msgTypes[10]
+	mi := &file_metadv1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1485,7 @@ func (x *Remove) String() string {
 func (*Remove) ProtoMessage() {}
 
 func (x *Remove) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[10]
+	mi := &file_metadv1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1498,7 @@ func (x *Remove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Remove.ProtoReflect.Descriptor instead.
 func (*Remove) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{10}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Remove) GetTenant() string {
@@ -1483,7 +1566,7 @@ type RemoveAll struct {
 
 func (x *RemoveAll) Reset() {
 	*x = RemoveAll{}
-	mi := &file_metadv1_command_proto_msgTypes[11]
+	mi := &file_metadv1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1578,7 @@ func (x *RemoveAll) String() string {
 func (*RemoveAll) ProtoMessage() {}
 
 func (x *RemoveAll) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[11]
+	mi := &file_metadv1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1508,7 +1591,7 @@ func (x *RemoveAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAll.ProtoReflect.Descriptor instead.
 func (*RemoveAll) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{11}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RemoveAll) GetTenant() string {
@@ -1571,7 +1654,7 @@ type RemoveGroup struct {
 
 func (x *RemoveGroup) Reset() {
 	*x = RemoveGroup{}
-	mi := &file_metadv1_command_proto_msgTypes[12]
+	mi := &file_metadv1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1666,7 @@ func (x *RemoveGroup) String() string {
 func (*RemoveGroup) ProtoMessage() {}
 
 func (x *RemoveGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[12]
+	mi := &file_metadv1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1679,7 @@ func (x *RemoveGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveGroup.ProtoReflect.Descriptor instead.
 func (*RemoveGroup) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{12}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoveGroup) GetTenant() string {
@@ -1669,7 +1752,7 @@ type BatchPutStart struct {
 
 func (x *BatchPutStart) Reset() {
 	*x = BatchPutStart{}
-	mi := &file_metadv1_command_proto_msgTypes[13]
+	mi := &file_metadv1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1764,7 @@ func (x *BatchPutStart) String() string {
 func (*BatchPutStart) ProtoMessage() {}
 
 func (x *BatchPutStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[13]
+	mi := &file_metadv1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1777,7 @@ func (x *BatchPutStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutStart.ProtoReflect.Descriptor instead.
 func (*BatchPutStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{13}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BatchPutStart) GetTenant() string {
@@ -1756,7 +1839,7 @@ type BatchPutEnd struct {
 
 func (x *BatchPutEnd) Reset() {
 	*x = BatchPutEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[14]
+	mi := &file_metadv1_command_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1851,7 @@ func (x *BatchPutEnd) String() string {
 func (*BatchPutEnd) ProtoMessage() {}
 
 func (x *BatchPutEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[14]
+	mi := &file_metadv1_command_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1864,7 @@ func (x *BatchPutEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutEnd.ProtoReflect.Descriptor instead.
 func (*BatchPutEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{14}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BatchPutEnd) GetTenant() string {
@@ -1829,7 +1912,7 @@ type BatchPutRevoke struct {
 
 func (x *BatchPutRevoke) Reset() {
 	*x = BatchPutRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[15]
+	mi := &file_metadv1_command_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +1924,7 @@ func (x *BatchPutRevoke) String() string {
 func (*BatchPutRevoke) ProtoMessage() {}
 
 func (x *BatchPutRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[15]
+	mi := &file_metadv1_command_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +1937,7 @@ func (x *BatchPutRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutRevoke.ProtoReflect.Descriptor instead.
 func (*BatchPutRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{15}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BatchPutRevoke) GetTenant() string {
@@ -1906,7 +1989,7 @@ type BatchRemove struct {
 
 func (x *BatchRemove) Reset() {
 	*x = BatchRemove{}
-	mi := &file_metadv1_command_proto_msgTypes[16]
+	mi := &file_metadv1_command_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2001,7 @@ func (x *BatchRemove) String() string {
 func (*BatchRemove) ProtoMessage() {}
 
 func (x *BatchRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[16]
+	mi := &file_metadv1_command_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2014,7 @@ func (x *BatchRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRemove.ProtoReflect.Descriptor instead.
 func (*BatchRemove) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{16}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BatchRemove) GetTenant() string {
@@ -2005,7 +2088,7 @@ type Evict struct {
 
 func (x *Evict) Reset() {
 	*x = Evict{}
-	mi := &file_metadv1_command_proto_msgTypes[17]
+	mi := &file_metadv1_command_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2100,7 @@ func (x *Evict) String() string {
 func (*Evict) ProtoMessage() {}
 
 func (x *Evict) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[17]
+	mi := &file_metadv1_command_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2113,7 @@ func (x *Evict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evict.ProtoReflect.Descriptor instead.
 func (*Evict) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{17}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Evict) GetTokens() []*ObjectToken {
@@ -2103,7 +2186,7 @@ type TokenColumns struct {
 
 func (x *TokenColumns) Reset() {
 	*x = TokenColumns{}
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2198,7 @@ func (x *TokenColumns) String() string {
 func (*TokenColumns) ProtoMessage() {}
 
 func (x *TokenColumns) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2211,7 @@ func (x *TokenColumns) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenColumns.ProtoReflect.Descriptor instead.
 func (*TokenColumns) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TokenColumns) GetTenants() []string {
@@ -2195,7 +2278,7 @@ type RevokeExpired struct {
 
 func (x *RevokeExpired) Reset() {
 	*x = RevokeExpired{}
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2290,7 @@ func (x *RevokeExpired) String() string {
 func (*RevokeExpired) ProtoMessage() {}
 
 func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2303,7 @@ func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeExpired.ProtoReflect.Descriptor instead.
 func (*RevokeExpired) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RevokeExpired) GetTokens() []*ObjectToken {
@@ -2248,7 +2331,7 @@ type MountSegment struct {
 
 func (x *MountSegment) Reset() {
 	*x = MountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2343,7 @@ func (x *MountSegment) String() string {
 func (*MountSegment) ProtoMessage() {}
 
 func (x *MountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2356,7 @@ func (x *MountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountSegment.ProtoReflect.Descriptor instead.
 func (*MountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MountSegment) GetSegment() *SegmentDesc {
@@ -2300,7 +2383,7 @@ type UnmountSegment struct {
 
 func (x *UnmountSegment) Reset() {
 	*x = UnmountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2395,7 @@ func (x *UnmountSegment) String() string {
 func (*UnmountSegment) ProtoMessage() {}
 
 func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2408,7 @@ func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountSegment.ProtoReflect.Descriptor instead.
 func (*UnmountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UnmountSegment) GetClientId() []byte {
@@ -2362,7 +2445,7 @@ type RegisterTenant struct {
 
 func (x *RegisterTenant) Reset() {
 	*x = RegisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2457,7 @@ func (x *RegisterTenant) String() string {
 func (*RegisterTenant) ProtoMessage() {}
 
 func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2470,7 @@ func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTenant.ProtoReflect.Descriptor instead.
 func (*RegisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RegisterTenant) GetName() string {
@@ -2418,7 +2501,7 @@ type UnregisterTenant struct {
 
 func (x *UnregisterTenant) Reset() {
 	*x = UnregisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2513,7 @@ func (x *UnregisterTenant) String() string {
 func (*UnregisterTenant) ProtoMessage() {}
 
 func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2526,7 @@ func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTenant.ProtoReflect.Descriptor instead.
 func (*UnregisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UnregisterTenant) GetName() string {
@@ -2473,7 +2556,7 @@ type SetQuota struct {
 
 func (x *SetQuota) Reset() {
 	*x = SetQuota{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2568,7 @@ func (x *SetQuota) String() string {
 func (*SetQuota) ProtoMessage() {}
 
 func (x *SetQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2581,7 @@ func (x *SetQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuota.ProtoReflect.Descriptor instead.
 func (*SetQuota) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SetQuota) GetTenant() string {
@@ -2532,7 +2615,7 @@ type SetMember struct {
 
 func (x *SetMember) Reset() {
 	*x = SetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +2627,7 @@ func (x *SetMember) String() string {
 func (*SetMember) ProtoMessage() {}
 
 func (x *SetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +2640,7 @@ func (x *SetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
 func (*SetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SetMember) GetName() string {
@@ -2592,7 +2675,7 @@ type ForgetMember struct {
 
 func (x *ForgetMember) Reset() {
 	*x = ForgetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2604,7 +2687,7 @@ func (x *ForgetMember) String() string {
 func (*ForgetMember) ProtoMessage() {}
 
 func (x *ForgetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2617,7 +2700,7 @@ func (x *ForgetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
 func (*ForgetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ForgetMember) GetName() string {
@@ -2642,7 +2725,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2737,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2750,7 @@ func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutStart_Item.ProtoReflect.Descriptor instead.
 func (*BatchPutStart_Item) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{13, 0}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{14, 0}
 }
 
 func (x *BatchPutStart_Item) GetKey() []byte {
@@ -2701,8 +2784,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x9d\n" +
-	"\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8c\v\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -2730,8 +2812,13 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\tset_quota\x18\x14 \x01(\v2\x12.metad.v1.SetQuotaH\x00R\bsetQuota\x124\n" +
 	"\n" +
 	"set_member\x18\x15 \x01(\v2\x13.metad.v1.SetMemberH\x00R\tsetMember\x12=\n" +
-	"\rforget_member\x18\x16 \x01(\v2\x16.metad.v1.ForgetMemberH\x00R\fforgetMemberB\x04\n" +
-	"\x02op\"\x9c\x01\n" +
+	"\rforget_member\x18\x16 \x01(\v2\x16.metad.v1.ForgetMemberH\x00R\fforgetMember\x12:\n" +
+	"\fopen_session\x18\x17 \x01(\v2\x15.metad.v1.OpenSessionH\x00R\vopenSession\x121\n" +
+	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asessionB\x04\n" +
+	"\x02op\"<\n" +
+	"\vOpenSession\x12\x15\n" +
+	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\x12\x16\n" +
+	"\x06window\x18\x02 \x01(\rR\x06window\"\x9c\x01\n" +
 	"\vObjectToken\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x12tenant_instance_id\x18\x02 \x01(\x04R\x10tenantInstanceId\x12\x10\n" +
@@ -2905,94 +2992,98 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
 	(UnmountReason)(0),         // 2: metad.v1.UnmountReason
 	(*Envelope)(nil),           // 3: metad.v1.Envelope
 	(*Command)(nil),            // 4: metad.v1.Command
-	(*ObjectToken)(nil),        // 5: metad.v1.ObjectToken
-	(*ObjectRef)(nil),          // 6: metad.v1.ObjectRef
-	(*PutStart)(nil),           // 7: metad.v1.PutStart
-	(*PutEnd)(nil),             // 8: metad.v1.PutEnd
-	(*PutRevoke)(nil),          // 9: metad.v1.PutRevoke
-	(*UpsertStart)(nil),        // 10: metad.v1.UpsertStart
-	(*UpsertEnd)(nil),          // 11: metad.v1.UpsertEnd
-	(*UpsertRevoke)(nil),       // 12: metad.v1.UpsertRevoke
-	(*Remove)(nil),             // 13: metad.v1.Remove
-	(*RemoveAll)(nil),          // 14: metad.v1.RemoveAll
-	(*RemoveGroup)(nil),        // 15: metad.v1.RemoveGroup
-	(*BatchPutStart)(nil),      // 16: metad.v1.BatchPutStart
-	(*BatchPutEnd)(nil),        // 17: metad.v1.BatchPutEnd
-	(*BatchPutRevoke)(nil),     // 18: metad.v1.BatchPutRevoke
-	(*BatchRemove)(nil),        // 19: metad.v1.BatchRemove
-	(*Evict)(nil),              // 20: metad.v1.Evict
-	(*TokenColumns)(nil),       // 21: metad.v1.TokenColumns
-	(*RevokeExpired)(nil),      // 22: metad.v1.RevokeExpired
-	(*MountSegment)(nil),       // 23: metad.v1.MountSegment
-	(*UnmountSegment)(nil),     // 24: metad.v1.UnmountSegment
-	(*RegisterTenant)(nil),     // 25: metad.v1.RegisterTenant
-	(*UnregisterTenant)(nil),   // 26: metad.v1.UnregisterTenant
-	(*SetQuota)(nil),           // 27: metad.v1.SetQuota
-	(*SetMember)(nil),          // 28: metad.v1.SetMember
-	(*ForgetMember)(nil),       // 29: metad.v1.ForgetMember
-	(*BatchPutStart_Item)(nil), // 30: metad.v1.BatchPutStart.Item
-	(*ReplicaConfig)(nil),      // 31: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 32: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 33: metad.v1.SegmentDesc
+	(*OpenSession)(nil),        // 5: metad.v1.OpenSession
+	(*ObjectToken)(nil),        // 6: metad.v1.ObjectToken
+	(*ObjectRef)(nil),          // 7: metad.v1.ObjectRef
+	(*PutStart)(nil),           // 8: metad.v1.PutStart
+	(*PutEnd)(nil),             // 9: metad.v1.PutEnd
+	(*PutRevoke)(nil),          // 10: metad.v1.PutRevoke
+	(*UpsertStart)(nil),        // 11: metad.v1.UpsertStart
+	(*UpsertEnd)(nil),          // 12: metad.v1.UpsertEnd
+	(*UpsertRevoke)(nil),       // 13: metad.v1.UpsertRevoke
+	(*Remove)(nil),             // 14: metad.v1.Remove
+	(*RemoveAll)(nil),          // 15: metad.v1.RemoveAll
+	(*RemoveGroup)(nil),        // 16: metad.v1.RemoveGroup
+	(*BatchPutStart)(nil),      // 17: metad.v1.BatchPutStart
+	(*BatchPutEnd)(nil),        // 18: metad.v1.BatchPutEnd
+	(*BatchPutRevoke)(nil),     // 19: metad.v1.BatchPutRevoke
+	(*BatchRemove)(nil),        // 20: metad.v1.BatchRemove
+	(*Evict)(nil),              // 21: metad.v1.Evict
+	(*TokenColumns)(nil),       // 22: metad.v1.TokenColumns
+	(*RevokeExpired)(nil),      // 23: metad.v1.RevokeExpired
+	(*MountSegment)(nil),       // 24: metad.v1.MountSegment
+	(*UnmountSegment)(nil),     // 25: metad.v1.UnmountSegment
+	(*RegisterTenant)(nil),     // 26: metad.v1.RegisterTenant
+	(*UnregisterTenant)(nil),   // 27: metad.v1.UnregisterTenant
+	(*SetQuota)(nil),           // 28: metad.v1.SetQuota
+	(*SetMember)(nil),          // 29: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 30: metad.v1.ForgetMember
+	(*BatchPutStart_Item)(nil), // 31: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 32: metad.v1.SessionHeader
+	(*ReplicaConfig)(nil),      // 33: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 34: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 35: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
-	7,  // 1: metad.v1.Command.put_start:type_name -> metad.v1.PutStart
-	8,  // 2: metad.v1.Command.put_end:type_name -> metad.v1.PutEnd
-	9,  // 3: metad.v1.Command.put_revoke:type_name -> metad.v1.PutRevoke
-	10, // 4: metad.v1.Command.upsert_start:type_name -> metad.v1.UpsertStart
-	11, // 5: metad.v1.Command.upsert_end:type_name -> metad.v1.UpsertEnd
-	12, // 6: metad.v1.Command.upsert_revoke:type_name -> metad.v1.UpsertRevoke
-	13, // 7: metad.v1.Command.remove:type_name -> metad.v1.Remove
-	14, // 8: metad.v1.Command.remove_all:type_name -> metad.v1.RemoveAll
-	15, // 9: metad.v1.Command.remove_group:type_name -> metad.v1.RemoveGroup
-	16, // 10: metad.v1.Command.batch_put_start:type_name -> metad.v1.BatchPutStart
-	17, // 11: metad.v1.Command.batch_put_end:type_name -> metad.v1.BatchPutEnd
-	18, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
-	19, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
-	20, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
-	22, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
-	23, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
-	24, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
-	25, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
-	26, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
-	27, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	28, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
-	29, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
-	31, // 23: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 24: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	32, // 25: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	32, // 26: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	31, // 27: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 28: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	32, // 29: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	32, // 30: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	6,  // 31: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	31, // 32: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	30, // 33: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 34: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	32, // 35: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	32, // 36: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	6,  // 37: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	5,  // 38: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	32, // 39: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 40: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	21, // 41: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	5,  // 42: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	33, // 43: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 44: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	8,  // 1: metad.v1.Command.put_start:type_name -> metad.v1.PutStart
+	9,  // 2: metad.v1.Command.put_end:type_name -> metad.v1.PutEnd
+	10, // 3: metad.v1.Command.put_revoke:type_name -> metad.v1.PutRevoke
+	11, // 4: metad.v1.Command.upsert_start:type_name -> metad.v1.UpsertStart
+	12, // 5: metad.v1.Command.upsert_end:type_name -> metad.v1.UpsertEnd
+	13, // 6: metad.v1.Command.upsert_revoke:type_name -> metad.v1.UpsertRevoke
+	14, // 7: metad.v1.Command.remove:type_name -> metad.v1.Remove
+	15, // 8: metad.v1.Command.remove_all:type_name -> metad.v1.RemoveAll
+	16, // 9: metad.v1.Command.remove_group:type_name -> metad.v1.RemoveGroup
+	17, // 10: metad.v1.Command.batch_put_start:type_name -> metad.v1.BatchPutStart
+	18, // 11: metad.v1.Command.batch_put_end:type_name -> metad.v1.BatchPutEnd
+	19, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
+	20, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
+	21, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
+	23, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
+	24, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
+	25, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
+	26, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
+	27, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
+	28, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
+	29, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	30, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
+	32, // 24: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	33, // 25: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 26: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	34, // 27: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	34, // 28: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	33, // 29: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 30: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	34, // 31: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	34, // 32: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 33: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	33, // 34: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	31, // 35: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 36: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	34, // 37: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	34, // 38: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 39: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	6,  // 40: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	34, // 41: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 42: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	22, // 43: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 44: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	35, // 45: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 46: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3024,6 +3115,7 @@ func file_metadv1_command_proto_init() {
 		(*Command_SetQuota)(nil),
 		(*Command_SetMember)(nil),
 		(*Command_ForgetMember)(nil),
+		(*Command_OpenSession)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3031,7 +3123,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

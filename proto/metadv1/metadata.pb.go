@@ -45,7 +45,11 @@ type PutStartRequest struct {
 	// Object size in bytes, 1..2^40.
 	Size uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
 	// Replicas, pins and data type wanted; absent means the defaults (1 memory replica, no pins).
-	Config        *ReplicaConfig `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
+	Config *ReplicaConfig `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -122,6 +126,13 @@ func (x *PutStartRequest) GetConfig() *ReplicaConfig {
 	return nil
 }
 
+func (x *PutStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // PutStartResponse says where to write.
 type PutStartResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -178,7 +189,11 @@ type PutEndRequest struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// Tier whose replicas are committed; TIER_UNSPECIFIED = every tier.
-	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +256,13 @@ func (x *PutEndRequest) GetTier() Tier {
 	return Tier_TIER_UNSPECIFIED
 }
 
+func (x *PutEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // PutEndResponse is empty: success is the absence of an error.
 type PutEndResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -288,7 +310,11 @@ type PutRevokeRequest struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// Tier whose PROCESSING replicas are dropped; TIER_UNSPECIFIED = every tier.
-	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -351,6 +377,13 @@ func (x *PutRevokeRequest) GetTier() Tier {
 	return Tier_TIER_UNSPECIFIED
 }
 
+func (x *PutRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // PutRevokeResponse is empty: success is the absence of an error.
 type PutRevokeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -402,7 +435,11 @@ type UpsertStartRequest struct {
 	// New object size in bytes, 1..2^40.
 	Size uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
 	// Replicas, pins and data type wanted; absent means the defaults.
-	Config        *ReplicaConfig `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
+	Config *ReplicaConfig `protobuf:"bytes,6,opt,name=config,proto3" json:"config,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +516,13 @@ func (x *UpsertStartRequest) GetConfig() *ReplicaConfig {
 	return nil
 }
 
+func (x *UpsertStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // UpsertStartResponse says where to write.
 type UpsertStartResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -544,7 +588,11 @@ type UpsertEndRequest struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// Tier whose replicas are committed; TIER_UNSPECIFIED = every tier.
-	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -607,6 +655,13 @@ func (x *UpsertEndRequest) GetTier() Tier {
 	return Tier_TIER_UNSPECIFIED
 }
 
+func (x *UpsertEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // UpsertEndResponse is empty: success is the absence of an error.
 type UpsertEndResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -654,7 +709,11 @@ type UpsertRevokeRequest struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// Tier whose PROCESSING replicas are dropped; TIER_UNSPECIFIED = every tier.
-	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -715,6 +774,13 @@ func (x *UpsertRevokeRequest) GetTier() Tier {
 		return x.Tier
 	}
 	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *UpsertRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // UpsertRevokeResponse is empty: success is the absence of an error.
@@ -1018,7 +1084,11 @@ type RemoveRequest struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	// Remove even under a read lease (never while a replica is PROCESSING).
-	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	Force bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1072,6 +1142,13 @@ func (x *RemoveRequest) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *RemoveRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // RemoveResponse is empty: success is the absence of an error.
@@ -1229,7 +1306,11 @@ type RemoveGroupRequest struct {
 	// Group id, 1..256 bytes, no NUL.
 	Group []byte `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
 	// Remove even if a member is leased.
-	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	Force bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1283,6 +1364,13 @@ func (x *RemoveGroupRequest) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *RemoveGroupRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // RemoveGroupResponse counts what was done.
@@ -1478,7 +1566,11 @@ type BatchPutStartRequest struct {
 	// The objects to place.
 	Items []*BatchPutStartRequest_Item `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
 	// Config applied to every item; absent means the defaults.
-	Config        *ReplicaConfig `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
+	Config *ReplicaConfig `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1541,6 +1633,13 @@ func (x *BatchPutStartRequest) GetConfig() *ReplicaConfig {
 	return nil
 }
 
+func (x *BatchPutStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // BatchPutStartResponse has one result per item, in request order.
 type BatchPutStartResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1597,7 +1696,11 @@ type BatchPutEndRequest struct {
 	// Object keys, distinct.
 	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
 	// Tier committed for every key; TIER_UNSPECIFIED = every tier.
-	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1660,6 +1763,13 @@ func (x *BatchPutEndRequest) GetTier() Tier {
 	return Tier_TIER_UNSPECIFIED
 }
 
+func (x *BatchPutEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // BatchPutEndResponse has one status per key, in request order.
 type BatchPutEndResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1716,7 +1826,11 @@ type BatchPutRevokeRequest struct {
 	// Object keys, distinct.
 	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
 	// Tier revoked for every key; TIER_UNSPECIFIED = every tier.
-	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1777,6 +1891,13 @@ func (x *BatchPutRevokeRequest) GetTier() Tier {
 		return x.Tier
 	}
 	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *BatchPutRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // BatchPutRevokeResponse has one status per key, in request order.
@@ -2179,7 +2300,11 @@ type MountSegmentRequest struct {
 	// Mounting client: 16-byte UUID; becomes the segment's owner.
 	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// The segment; its owner_client_id is ignored (taken from client_id).
-	Segment       *SegmentDesc `protobuf:"bytes,2,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *SegmentDesc `protobuf:"bytes,2,opt,name=segment,proto3" json:"segment,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2228,6 +2353,13 @@ func (x *MountSegmentRequest) GetSegment() *SegmentDesc {
 	return nil
 }
 
+func (x *MountSegmentRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
 // MountSegmentResponse is empty: success is the absence of an error.
 type MountSegmentResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2271,7 +2403,11 @@ type UnmountSegmentRequest struct {
 	// Owning client: 16-byte UUID.
 	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Segment id: 16-byte UUID.
-	SegmentId     []byte `protobuf:"bytes,2,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	SegmentId []byte `protobuf:"bytes,2,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2316,6 +2452,13 @@ func (x *UnmountSegmentRequest) GetClientId() []byte {
 func (x *UnmountSegmentRequest) GetSegmentId() []byte {
 	if x != nil {
 		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *UnmountSegmentRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
 	}
 	return nil
 }
@@ -2513,6 +2656,116 @@ func (x *PingResponse) GetTerm() uint64 {
 	return 0
 }
 
+// OpenSessionRequest opens a session.
+type OpenSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The opening client, 16-byte UUID (informational; any client may use the session).
+	ClientId      []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenSessionRequest) Reset() {
+	*x = OpenSessionRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenSessionRequest) ProtoMessage() {}
+
+func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
+func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *OpenSessionRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+// OpenSessionResponse names the new session and its rules.
+type OpenSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's id, never reused.
+	SessionId uint64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// A session unused for this long (by the leader's clock, as stamped in the log) expires.
+	TtlMs uint64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// At most this many sequence numbers at or above first_unacked_seq may be in use at once.
+	Window        uint32 `protobuf:"varint,3,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenSessionResponse) Reset() {
+	*x = OpenSessionResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenSessionResponse) ProtoMessage() {}
+
+func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
+func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *OpenSessionResponse) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *OpenSessionResponse) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *OpenSessionResponse) GetWindow() uint32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2528,7 +2781,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[42]
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2793,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[42]
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2843,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[43]
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2855,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[43]
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2902,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2914,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,49 +2962,55 @@ var File_metadv1_metadata_proto protoreflect.FileDescriptor
 
 const file_metadv1_metadata_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/metadata.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xb3\x01\n" +
+	"\x16metadv1/metadata.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xe6\x01\n" +
 	"\x0fPutStartRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x14\n" +
 	"\x05group\x18\x04 \x01(\fR\x05group\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x04R\x04size\x12/\n" +
-	"\x06config\x18\x06 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\"A\n" +
+	"\x06config\x18\x06 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"A\n" +
 	"\x10PutStartResponse\x12-\n" +
-	"\breplicas\x18\x01 \x03(\v2\x11.metad.v1.ReplicaR\breplicas\"z\n" +
+	"\breplicas\x18\x01 \x03(\v2\x11.metad.v1.ReplicaR\breplicas\"\xad\x01\n" +
 	"\rPutEndRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\x10\n" +
-	"\x0ePutEndResponse\"}\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x10\n" +
+	"\x0ePutEndResponse\"\xb0\x01\n" +
 	"\x10PutRevokeRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\x13\n" +
-	"\x11PutRevokeResponse\"\xb6\x01\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x13\n" +
+	"\x11PutRevokeResponse\"\xe9\x01\n" +
 	"\x12UpsertStartRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x14\n" +
 	"\x05group\x18\x04 \x01(\fR\x05group\x12\x12\n" +
 	"\x04size\x18\x05 \x01(\x04R\x04size\x12/\n" +
-	"\x06config\x18\x06 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\"\\\n" +
+	"\x06config\x18\x06 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\\\n" +
 	"\x13UpsertStartResponse\x12-\n" +
 	"\breplicas\x18\x01 \x03(\v2\x11.metad.v1.ReplicaR\breplicas\x12\x16\n" +
-	"\x06reused\x18\x02 \x01(\bR\x06reused\"}\n" +
+	"\x06reused\x18\x02 \x01(\bR\x06reused\"\xb0\x01\n" +
 	"\x10UpsertEndRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\x13\n" +
-	"\x11UpsertEndResponse\"\x80\x01\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x13\n" +
+	"\x11UpsertEndResponse\"\xb3\x01\n" +
 	"\x13UpsertRevokeRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\x16\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x16\n" +
 	"\x14UpsertRevokeResponse\"L\n" +
 	"\n" +
 	"GetRequest\x12\x16\n" +
@@ -2771,22 +3030,24 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\rExistResponse\x12\x16\n" +
 	"\x06exists\x18\x01 \x01(\bR\x06exists\x12 \n" +
 	"\flease_ttl_ms\x18\x02 \x01(\x04R\n" +
-	"leaseTtlMs\"O\n" +
+	"leaseTtlMs\"\x82\x01\n" +
 	"\rRemoveRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
-	"\x05force\x18\x03 \x01(\bR\x05force\"\x10\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x10\n" +
 	"\x0eRemoveResponse\"@\n" +
 	"\x10RemoveAllRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"G\n" +
 	"\x11RemoveAllResponse\x12\x18\n" +
 	"\aremoved\x18\x01 \x01(\x04R\aremoved\x12\x18\n" +
-	"\askipped\x18\x02 \x01(\x04R\askipped\"X\n" +
+	"\askipped\x18\x02 \x01(\x04R\askipped\"\x8b\x01\n" +
 	"\x12RemoveGroupRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\fR\x05group\x12\x14\n" +
-	"\x05force\x18\x03 \x01(\bR\x05force\"/\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"/\n" +
 	"\x13RemoveGroupResponse\x12\x18\n" +
 	"\aremoved\x18\x01 \x01(\x04R\aremoved\"\x8d\x01\n" +
 	"\x10ListGroupRequest\x12\x16\n" +
@@ -2798,12 +3059,13 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x05limit\x18\x05 \x01(\rR\x05limit\"E\n" +
 	"\x11ListGroupResponse\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\fR\x04keys\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xfb\x01\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xae\x02\n" +
 	"\x14BatchPutStartRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x129\n" +
 	"\x05items\x18\x03 \x03(\v2#.metad.v1.BatchPutStartRequest.ItemR\x05items\x12/\n" +
-	"\x06config\x18\x04 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\x1aB\n" +
+	"\x06config\x18\x04 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x1aB\n" +
 	"\x04Item\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\fR\x05group\x12\x12\n" +
@@ -2812,19 +3074,21 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2&.metad.v1.BatchPutStartResponse.ResultR\aresults\x1aa\n" +
 	"\x06Result\x12(\n" +
 	"\x06status\x18\x01 \x01(\v2\x10.metad.v1.StatusR\x06status\x12-\n" +
-	"\breplicas\x18\x02 \x03(\v2\x11.metad.v1.ReplicaR\breplicas\"\x81\x01\n" +
+	"\breplicas\x18\x02 \x03(\v2\x11.metad.v1.ReplicaR\breplicas\"\xb4\x01\n" +
 	"\x12BatchPutEndRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"A\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"A\n" +
 	"\x13BatchPutEndResponse\x12*\n" +
-	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\x84\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\xb7\x01\n" +
 	"\x15BatchPutRevokeRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"D\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"D\n" +
 	"\x16BatchPutRevokeResponse\x12*\n" +
 	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"S\n" +
 	"\x0fBatchGetRequest\x12\x16\n" +
@@ -2853,15 +3117,17 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x04keys\x18\x02 \x03(\fR\x04keys\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\"A\n" +
 	"\x13BatchRemoveResponse\x12*\n" +
-	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"c\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\x96\x01\n" +
 	"\x13MountSegmentRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12/\n" +
-	"\asegment\x18\x02 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\"\x16\n" +
-	"\x14MountSegmentResponse\"S\n" +
+	"\asegment\x18\x02 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x16\n" +
+	"\x14MountSegmentResponse\"\x86\x01\n" +
 	"\x15UnmountSegmentRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x1d\n" +
 	"\n" +
-	"segment_id\x18\x02 \x01(\fR\tsegmentId\"j\n" +
+	"segment_id\x18\x02 \x01(\fR\tsegmentId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"j\n" +
 	"\x16UnmountSegmentResponse\x12)\n" +
 	"\x10replicas_dropped\x18\x01 \x01(\x04R\x0freplicasDropped\x12%\n" +
 	"\x0eobjects_erased\x18\x02 \x01(\x04R\robjectsErased\"*\n" +
@@ -2875,7 +3141,14 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"leaderName\x12%\n" +
 	"\x0eleader_address\x18\x04 \x01(\tR\rleaderAddress\x12)\n" +
 	"\x10member_addresses\x18\x05 \x03(\tR\x0fmemberAddresses\x12\x12\n" +
-	"\x04term\x18\x06 \x01(\x04R\x04term2\xda\v\n" +
+	"\x04term\x18\x06 \x01(\x04R\x04term\"1\n" +
+	"\x12OpenSessionRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\"c\n" +
+	"\x13OpenSessionResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
+	"\x06window\x18\x03 \x01(\rR\x06window2\xa6\f\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -2898,7 +3171,8 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\vBatchRemove\x12\x1c.metad.v1.BatchRemoveRequest\x1a\x1d.metad.v1.BatchRemoveResponse\x12M\n" +
 	"\fMountSegment\x12\x1d.metad.v1.MountSegmentRequest\x1a\x1e.metad.v1.MountSegmentResponse\x12S\n" +
 	"\x0eUnmountSegment\x12\x1f.metad.v1.UnmountSegmentRequest\x1a .metad.v1.UnmountSegmentResponse\x125\n" +
-	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12J\n" +
+	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_metadata_proto_rawDescOnce sync.Once
@@ -2912,7 +3186,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -2956,86 +3230,104 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*UnmountSegmentResponse)(nil),       // 39: metad.v1.UnmountSegmentResponse
 	(*PingRequest)(nil),                  // 40: metad.v1.PingRequest
 	(*PingResponse)(nil),                 // 41: metad.v1.PingResponse
-	(*BatchPutStartRequest_Item)(nil),    // 42: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 43: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 44: metad.v1.BatchGetResponse.Result
-	(*ReplicaConfig)(nil),                // 45: metad.v1.ReplicaConfig
-	(*Replica)(nil),                      // 46: metad.v1.Replica
-	(Tier)(0),                            // 47: metad.v1.Tier
-	(*Status)(nil),                       // 48: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 49: metad.v1.SegmentDesc
+	(*OpenSessionRequest)(nil),           // 42: metad.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),          // 43: metad.v1.OpenSessionResponse
+	(*BatchPutStartRequest_Item)(nil),    // 44: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 45: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 46: metad.v1.BatchGetResponse.Result
+	(*ReplicaConfig)(nil),                // 47: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 48: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 49: metad.v1.Replica
+	(Tier)(0),                            // 50: metad.v1.Tier
+	(*Status)(nil),                       // 51: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 52: metad.v1.SegmentDesc
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	45, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	46, // 1: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	47, // 2: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	47, // 3: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	45, // 4: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	46, // 5: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	47, // 6: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	47, // 7: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	46, // 8: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	42, // 9: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	45, // 10: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	43, // 11: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	47, // 12: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 13: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	47, // 14: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 15: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	44, // 16: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	48, // 17: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	49, // 18: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	48, // 19: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	46, // 20: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	48, // 21: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	46, // 22: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	0,  // 23: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 24: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 25: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 26: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 27: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 28: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 29: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 30: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 31: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 32: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 33: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 34: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 35: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 36: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 37: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 38: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 39: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 40: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 41: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 42: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 43: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	1,  // 44: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 45: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 46: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 47: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 48: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 49: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 50: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 51: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 52: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 53: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 54: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 55: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 56: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 57: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 58: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 59: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 60: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 61: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 62: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 63: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 64: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	44, // [44:65] is the sub-list for method output_type
-	23, // [23:44] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	47, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	48, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	49, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	50, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	48, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	50, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	48, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	47, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	48, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	49, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	50, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	48, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	50, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	48, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	49, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	48, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	48, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	44, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	47, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	48, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	45, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	50, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	48, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	51, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	50, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	48, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	51, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	46, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	51, // 28: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	52, // 29: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	48, // 30: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	48, // 31: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	51, // 32: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	49, // 33: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	51, // 34: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	49, // 35: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	0,  // 36: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,  // 37: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,  // 38: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,  // 39: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,  // 40: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10, // 41: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12, // 42: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14, // 43: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16, // 44: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18, // 45: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20, // 46: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22, // 47: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24, // 48: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26, // 49: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28, // 50: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30, // 51: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32, // 52: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34, // 53: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36, // 54: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38, // 55: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40, // 56: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42, // 57: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	1,  // 58: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,  // 59: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,  // 60: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,  // 61: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,  // 62: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11, // 63: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13, // 64: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15, // 65: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17, // 66: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19, // 67: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21, // 68: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23, // 69: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25, // 70: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27, // 71: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29, // 72: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31, // 73: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33, // 74: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35, // 75: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37, // 76: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39, // 77: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41, // 78: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43, // 79: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	58, // [58:80] is the sub-list for method output_type
+	36, // [36:58] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -3050,7 +3342,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,7 @@ const (
 	Metadata_MountSegment_FullMethodName   = "/metad.v1.Metadata/MountSegment"
 	Metadata_UnmountSegment_FullMethodName = "/metad.v1.Metadata/UnmountSegment"
 	Metadata_Ping_FullMethodName           = "/metad.v1.Metadata/Ping"
+	Metadata_OpenSession_FullMethodName    = "/metad.v1.Metadata/OpenSession"
 )
 
 // MetadataClient is the client API for Metadata service.
@@ -100,6 +101,9 @@ type MetadataClient interface {
 	UnmountSegment(ctx context.Context, in *UnmountSegmentRequest, opts ...grpc.CallOption) (*UnmountSegmentResponse, error)
 	// Ping keeps the client alive (it is expired after client_ttl of silence) and returns its view.
 	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
+	// OpenSession opens a client session (a replicated command): writes that carry its header are
+	// applied at most once, and a retry of one gets the first attempt's answer.
+	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
 }
 
 type metadataClient struct {
@@ -320,6 +324,16 @@ func (c *metadataClient) Ping(ctx context.Context, in *PingRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *metadataClient) OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenSessionResponse)
+	err := c.cc.Invoke(ctx, Metadata_OpenSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetadataServer is the server API for Metadata service.
 // All implementations must embed UnimplementedMetadataServer
 // for forward compatibility.
@@ -368,6 +382,9 @@ type MetadataServer interface {
 	UnmountSegment(context.Context, *UnmountSegmentRequest) (*UnmountSegmentResponse, error)
 	// Ping keeps the client alive (it is expired after client_ttl of silence) and returns its view.
 	Ping(context.Context, *PingRequest) (*PingResponse, error)
+	// OpenSession opens a client session (a replicated command): writes that carry its header are
+	// applied at most once, and a retry of one gets the first attempt's answer.
+	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
 	mustEmbedUnimplementedMetadataServer()
 }
 
@@ -440,6 +457,9 @@ func (UnimplementedMetadataServer) UnmountSegment(context.Context, *UnmountSegme
 }
 func (UnimplementedMetadataServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
+}
+func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
 }
 func (UnimplementedMetadataServer) mustEmbedUnimplementedMetadataServer() {}
 func (UnimplementedMetadataServer) testEmbeddedByValue()                  {}
@@ -840,6 +860,24 @@ func _Metadata_Ping_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_OpenSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OpenSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).OpenSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_OpenSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).OpenSession(ctx, req.(*OpenSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Metadata_ServiceDesc is the grpc.ServiceDesc for Metadata service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -930,6 +968,10 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ping",
 			Handler:    _Metadata_Ping_Handler,
+		},
+		{
+			MethodName: "OpenSession",
+			Handler:    _Metadata_OpenSession_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -215,7 +215,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_SEGMENT_OWNED_BY_OTHER_CLIENT",
 		"REASON_TENANT_ALREADY_EXISTS",
 		"REASON_STATE_REPLACED", // a leader-prepared command met a state a snapshot restore replaced
-		"REASON_MEMBER_NOT_FOUND",
+		"REASON_MEMBER_NOT_FOUND", "REASON_SESSION_EXPIRED", "REASON_SEQUENCE_TOO_OLD",
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -243,7 +243,7 @@ func TestServiceMethods(t *testing.T) {
 			"PutStart", "PutEnd", "PutRevoke", "UpsertStart", "UpsertEnd", "UpsertRevoke",
 			"Get", "Exist", "Remove", "RemoveAll", "RemoveGroup", "ListGroup",
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
-			"MountSegment", "UnmountSegment", "Ping",
+			"MountSegment", "UnmountSegment", "Ping", "OpenSession",
 		}},
 		{metadv1.File_metadv1_admin_proto, "Admin", []string{
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",

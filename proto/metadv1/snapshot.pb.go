@@ -60,7 +60,9 @@ type SnapshotHeader struct {
 	// State epoch: 0 for a new cluster, advanced by every snapshot restore (metactl snapshot restore
 	// writes the cluster's epoch + 1 here before installing). Commands the leader prepared against
 	// another epoch are refused (STATE_REPLACED).
-	StateEpoch    uint64 `protobuf:"varint,10,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	StateEpoch uint64 `protobuf:"varint,10,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	// The next client session id (format version 2; 0 in older files: sessions start at 1).
+	NextSessionId uint64 `protobuf:"varint,11,opt,name=next_session_id,json=nextSessionId,proto3" json:"next_session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -161,6 +163,13 @@ func (x *SnapshotHeader) GetNextTenantInstanceId() uint64 {
 func (x *SnapshotHeader) GetStateEpoch() uint64 {
 	if x != nil {
 		return x.StateEpoch
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetNextSessionId() uint64 {
+	if x != nil {
+		return x.NextSessionId
 	}
 	return 0
 }
@@ -579,6 +588,7 @@ type Record struct {
 	//	*Record_Segment
 	//	*Record_Object
 	//	*Record_Member
+	//	*Record_Session
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -657,6 +667,15 @@ func (x *Record) GetMember() *MemberRecord {
 	return nil
 }
 
+func (x *Record) GetSession() *SessionRecord {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Session); ok {
+			return x.Session
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -681,6 +700,11 @@ type Record_Member struct {
 	Member *MemberRecord `protobuf:"bytes,4,opt,name=member,proto3,oneof"`
 }
 
+type Record_Session struct {
+	// A client session (format version 2); session records come after every tenant, sorted by id.
+	Session *SessionRecord `protobuf:"bytes,5,opt,name=session,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -688,6 +712,399 @@ func (*Record_Segment) isRecord_Record() {}
 func (*Record_Object) isRecord_Record() {}
 
 func (*Record_Member) isRecord_Record() {}
+
+func (*Record_Session) isRecord_Record() {}
+
+// SessionRecord is one open client session and the answers it keeps.
+type SessionRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session id.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Expiry after this long without a command, milliseconds.
+	TtlMs uint64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Sequence numbers in use at once, at most.
+	Window uint32 `protobuf:"varint,3,opt,name=window,proto3" json:"window,omitempty"`
+	// Leader time of the session's last command, Unix nanoseconds.
+	LastActiveUnixNano int64 `protobuf:"fixed64,4,opt,name=last_active_unix_nano,json=lastActiveUnixNano,proto3" json:"last_active_unix_nano,omitempty"`
+	// Sequence numbers below this have been acknowledged; their answers are gone.
+	Floor uint64 `protobuf:"varint,5,opt,name=floor,proto3" json:"floor,omitempty"`
+	// The kept answers, by sequence number ascending.
+	Results       []*CachedResult `protobuf:"bytes,6,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionRecord) Reset() {
+	*x = SessionRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionRecord) ProtoMessage() {}
+
+func (x *SessionRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
+func (*SessionRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SessionRecord) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SessionRecord) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *SessionRecord) GetWindow() uint32 {
+	if x != nil {
+		return x.Window
+	}
+	return 0
+}
+
+func (x *SessionRecord) GetLastActiveUnixNano() int64 {
+	if x != nil {
+		return x.LastActiveUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRecord) GetFloor() uint64 {
+	if x != nil {
+		return x.Floor
+	}
+	return 0
+}
+
+func (x *SessionRecord) GetResults() []*CachedResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// CachedResult is the answer to one sequence number of a session.
+type CachedResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sequence number.
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The command's result.
+	Result        *ResultRecord `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CachedResult) Reset() {
+	*x = CachedResult{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CachedResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CachedResult) ProtoMessage() {}
+
+func (x *CachedResult) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CachedResult.ProtoReflect.Descriptor instead.
+func (*CachedResult) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CachedResult) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *CachedResult) GetResult() *ResultRecord {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// ResultRecord is a command's typed result (the FSM's Result), as a session keeps it.
+type ResultRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The store's reason code; 0 = applied.
+	Reason uint32 `protobuf:"varint,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Why, for a rejection.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// PutStart, UpsertStart: the replicas to write.
+	Replicas []*ResultReplica `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// UpsertStart: the extents were kept.
+	Reused bool `protobuf:"varint,4,opt,name=reused,proto3" json:"reused,omitempty"`
+	// Objects affected.
+	Count uint64 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	// Bytes freed.
+	Bytes uint64 `protobuf:"varint,6,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// RegisterTenant: the new instance id.
+	Instance uint64 `protobuf:"varint,7,opt,name=instance,proto3" json:"instance,omitempty"`
+	// MountSegment: false when the mount was a repeat.
+	Created bool `protobuf:"varint,8,opt,name=created,proto3" json:"created,omitempty"`
+	// UnmountSegment: segments unmounted.
+	UnmountSegments uint64 `protobuf:"varint,9,opt,name=unmount_segments,json=unmountSegments,proto3" json:"unmount_segments,omitempty"`
+	// UnmountSegment: replicas dropped.
+	UnmountReplicas uint64 `protobuf:"varint,10,opt,name=unmount_replicas,json=unmountReplicas,proto3" json:"unmount_replicas,omitempty"`
+	// UnmountSegment: objects erased.
+	UnmountErased uint64 `protobuf:"varint,11,opt,name=unmount_erased,json=unmountErased,proto3" json:"unmount_erased,omitempty"`
+	// Batch forms: one per item.
+	Items []*ResultRecord `protobuf:"bytes,12,rep,name=items,proto3" json:"items,omitempty"`
+	// OpenSession: the new session's id.
+	Session       uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultRecord) Reset() {
+	*x = ResultRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultRecord) ProtoMessage() {}
+
+func (x *ResultRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultRecord.ProtoReflect.Descriptor instead.
+func (*ResultRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ResultRecord) GetReason() uint32 {
+	if x != nil {
+		return x.Reason
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ResultRecord) GetReplicas() []*ResultReplica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *ResultRecord) GetReused() bool {
+	if x != nil {
+		return x.Reused
+	}
+	return false
+}
+
+func (x *ResultRecord) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetInstance() uint64 {
+	if x != nil {
+		return x.Instance
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *ResultRecord) GetUnmountSegments() uint64 {
+	if x != nil {
+		return x.UnmountSegments
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetUnmountReplicas() uint64 {
+	if x != nil {
+		return x.UnmountReplicas
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetUnmountErased() uint64 {
+	if x != nil {
+		return x.UnmountErased
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetItems() []*ResultRecord {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ResultRecord) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+// ResultReplica is one replica in a ResultRecord.
+type ResultReplica struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Replica id.
+	ReplicaId uint64 `protobuf:"varint,1,opt,name=replica_id,json=replicaId,proto3" json:"replica_id,omitempty"`
+	// Its segment, 16 bytes.
+	SegmentId []byte `protobuf:"bytes,2,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// Offset in the segment.
+	Offset uint64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Extent size, bytes.
+	Size uint64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	// Tier.
+	Tier Tier `protobuf:"varint,5,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// Status when the result was built.
+	Status        ReplicaStatus `protobuf:"varint,6,opt,name=status,proto3,enum=metad.v1.ReplicaStatus" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultReplica) Reset() {
+	*x = ResultReplica{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultReplica) ProtoMessage() {}
+
+func (x *ResultReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultReplica.ProtoReflect.Descriptor instead.
+func (*ResultReplica) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ResultReplica) GetReplicaId() uint64 {
+	if x != nil {
+		return x.ReplicaId
+	}
+	return 0
+}
+
+func (x *ResultReplica) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *ResultReplica) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ResultReplica) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ResultReplica) GetTier() Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *ResultReplica) GetStatus() ReplicaStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ReplicaStatus_REPLICA_STATUS_UNSPECIFIED
+}
 
 // MemberRecord is one cluster member's recorded addresses (SetMember).
 type MemberRecord struct {
@@ -704,7 +1121,7 @@ type MemberRecord struct {
 
 func (x *MemberRecord) Reset() {
 	*x = MemberRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +1133,7 @@ func (x *MemberRecord) String() string {
 func (*MemberRecord) ProtoMessage() {}
 
 func (x *MemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +1146,7 @@ func (x *MemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRecord.ProtoReflect.Descriptor instead.
 func (*MemberRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MemberRecord) GetName() string {
@@ -757,7 +1174,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xd2\x02\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xfa\x02\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -770,7 +1187,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x17next_tenant_instance_id\x18\t \x01(\x04R\x14nextTenantInstanceId\x12\x1f\n" +
 	"\vstate_epoch\x18\n" +
 	" \x01(\x04R\n" +
-	"stateEpoch\"\x96\x02\n" +
+	"stateEpoch\x12&\n" +
+	"\x0fnext_session_id\x18\v \x01(\x04R\rnextSessionId\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -805,13 +1223,48 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tdata_type\x18\v \x01(\rR\bdataType\x12\x19\n" +
 	"\bhard_pin\x18\f \x01(\bR\ahardPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\r \x01(\x04R\fsoftPinTtlMs\x12<\n" +
-	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\xdd\x01\n" +
+	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\x92\x02\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
 	"\x06object\x18\x03 \x01(\v2\x16.metad.v1.ObjectRecordH\x00R\x06object\x120\n" +
-	"\x06member\x18\x04 \x01(\v2\x16.metad.v1.MemberRecordH\x00R\x06memberB\b\n" +
-	"\x06record\"l\n" +
+	"\x06member\x18\x04 \x01(\v2\x16.metad.v1.MemberRecordH\x00R\x06member\x123\n" +
+	"\asession\x18\x05 \x01(\v2\x17.metad.v1.SessionRecordH\x00R\asessionB\b\n" +
+	"\x06record\"\xc9\x01\n" +
+	"\rSessionRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
+	"\x06window\x18\x03 \x01(\rR\x06window\x121\n" +
+	"\x15last_active_unix_nano\x18\x04 \x01(\x10R\x12lastActiveUnixNano\x12\x14\n" +
+	"\x05floor\x18\x05 \x01(\x04R\x05floor\x120\n" +
+	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
+	"\fCachedResult\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xb4\x03\n" +
+	"\fResultRecord\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
+	"\breplicas\x18\x03 \x03(\v2\x17.metad.v1.ResultReplicaR\breplicas\x12\x16\n" +
+	"\x06reused\x18\x04 \x01(\bR\x06reused\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x04R\x05count\x12\x14\n" +
+	"\x05bytes\x18\x06 \x01(\x04R\x05bytes\x12\x1a\n" +
+	"\binstance\x18\a \x01(\x04R\binstance\x12\x18\n" +
+	"\acreated\x18\b \x01(\bR\acreated\x12)\n" +
+	"\x10unmount_segments\x18\t \x01(\x04R\x0funmountSegments\x12)\n" +
+	"\x10unmount_replicas\x18\n" +
+	" \x01(\x04R\x0funmountReplicas\x12%\n" +
+	"\x0eunmount_erased\x18\v \x01(\x04R\runmountErased\x12,\n" +
+	"\x05items\x18\f \x03(\v2\x16.metad.v1.ResultRecordR\x05items\x12\x18\n" +
+	"\asession\x18\r \x01(\x04R\asession\"\xce\x01\n" +
+	"\rResultReplica\x12\x1d\n" +
+	"\n" +
+	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x02 \x01(\fR\tsegmentId\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x04R\x04size\x12\"\n" +
+	"\x04tier\x18\x05 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12/\n" +
+	"\x06status\x18\x06 \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\"l\n" +
 	"\fMemberRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
@@ -829,7 +1282,7 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_metadv1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil), // 0: metad.v1.SnapshotHeader
 	(*TenantRecord)(nil),   // 1: metad.v1.TenantRecord
@@ -837,27 +1290,38 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(*ReplicaRecord)(nil),  // 3: metad.v1.ReplicaRecord
 	(*ObjectRecord)(nil),   // 4: metad.v1.ObjectRecord
 	(*Record)(nil),         // 5: metad.v1.Record
-	(*MemberRecord)(nil),   // 6: metad.v1.MemberRecord
-	(TenantState)(0),       // 7: metad.v1.TenantState
-	(*SegmentDesc)(nil),    // 8: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),     // 9: metad.v1.ReplicaStatus
-	(Tier)(0),              // 10: metad.v1.Tier
+	(*SessionRecord)(nil),  // 6: metad.v1.SessionRecord
+	(*CachedResult)(nil),   // 7: metad.v1.CachedResult
+	(*ResultRecord)(nil),   // 8: metad.v1.ResultRecord
+	(*ResultReplica)(nil),  // 9: metad.v1.ResultReplica
+	(*MemberRecord)(nil),   // 10: metad.v1.MemberRecord
+	(TenantState)(0),       // 11: metad.v1.TenantState
+	(*SegmentDesc)(nil),    // 12: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),     // 13: metad.v1.ReplicaStatus
+	(Tier)(0),              // 14: metad.v1.Tier
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	7,  // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	8,  // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	9,  // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	10, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	11, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	12, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	13, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	14, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
 	1,  // 5: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
 	2,  // 6: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
 	4,  // 7: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
-	6,  // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	10, // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
+	6,  // 9: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
+	7,  // 10: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	8,  // 11: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	9,  // 12: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	8,  // 13: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	14, // 14: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	13, // 15: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -871,6 +1335,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Segment)(nil),
 		(*Record_Object)(nil),
 		(*Record_Member)(nil),
+		(*Record_Session)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -878,7 +1343,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

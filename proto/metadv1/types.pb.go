@@ -184,6 +184,12 @@ const (
 	Reason_REASON_STATE_REPLACED Reason = 17
 	// RemoveMember or TransferLeader names a member that is not in the cluster's configuration.
 	Reason_REASON_MEMBER_NOT_FOUND Reason = 18
+	// The request's session is unknown or expired: nothing was done. Writes of the session whose
+	// answers were lost have unknown outcomes; open a new session.
+	Reason_REASON_SESSION_EXPIRED Reason = 19
+	// The request's sequence number is below what its session acknowledged (first_unacked_seq), or
+	// past its window: nothing was done, and an earlier answer is no longer kept.
+	Reason_REASON_SEQUENCE_TOO_OLD Reason = 20
 )
 
 // Enum value maps for Reason.
@@ -208,6 +214,8 @@ var (
 		16: "REASON_TENANT_ALREADY_EXISTS",
 		17: "REASON_STATE_REPLACED",
 		18: "REASON_MEMBER_NOT_FOUND",
+		19: "REASON_SESSION_EXPIRED",
+		20: "REASON_SEQUENCE_TOO_OLD",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -229,6 +237,8 @@ var (
 		"REASON_TENANT_ALREADY_EXISTS":         16,
 		"REASON_STATE_REPLACED":                17,
 		"REASON_MEMBER_NOT_FOUND":              18,
+		"REASON_SESSION_EXPIRED":               19,
+		"REASON_SEQUENCE_TOO_OLD":              20,
 	}
 )
 
@@ -817,6 +827,73 @@ func (x *SegmentDesc) GetOwnerClientId() []byte {
 	return nil
 }
 
+// SessionHeader makes a write exactly-once: the session (OpenSession), this operation's sequence
+// number (the client numbers its operations from 1 and reuses the number on every retry of the same
+// operation), and the lowest sequence number whose answer the client has not received yet (the
+// answers below it are no longer kept).
+type SessionHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session, from OpenSession.
+	SessionId uint64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// This operation's number, at least 1.
+	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// Every operation below this number has been answered to the client.
+	FirstUnackedSeq uint64 `protobuf:"varint,3,opt,name=first_unacked_seq,json=firstUnackedSeq,proto3" json:"first_unacked_seq,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SessionHeader) Reset() {
+	*x = SessionHeader{}
+	mi := &file_metadv1_types_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionHeader) ProtoMessage() {}
+
+func (x *SessionHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_types_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionHeader.ProtoReflect.Descriptor instead.
+func (*SessionHeader) Descriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SessionHeader) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+func (x *SessionHeader) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *SessionHeader) GetFirstUnackedSeq() uint64 {
+	if x != nil {
+		return x.FirstUnackedSeq
+	}
+	return 0
+}
+
 var File_metadv1_types_proto protoreflect.FileDescriptor
 
 const file_metadv1_types_proto_rawDesc = "" +
@@ -858,7 +935,12 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\x04R\x04size\x12\x1a\n" +
 	"\bendpoint\x18\x05 \x01(\tR\bendpoint\x12\"\n" +
 	"\x04tier\x18\x06 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12&\n" +
-	"\x0fowner_client_id\x18\a \x01(\fR\rownerClientId*;\n" +
+	"\x0fowner_client_id\x18\a \x01(\fR\rownerClientId\"l\n" +
+	"\rSessionHeader\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +
+	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq*;\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vTIER_MEMORY\x10\x01\x12\f\n" +
@@ -866,7 +948,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xbf\x04\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xf8\x04\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -887,7 +969,9 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"$REASON_SEGMENT_OWNED_BY_OTHER_CLIENT\x10\x0f\x12 \n" +
 	"\x1cREASON_TENANT_ALREADY_EXISTS\x10\x10\x12\x19\n" +
 	"\x15REASON_STATE_REPLACED\x10\x11\x12\x1b\n" +
-	"\x17REASON_MEMBER_NOT_FOUND\x10\x12*v\n" +
+	"\x17REASON_MEMBER_NOT_FOUND\x10\x12\x12\x1a\n" +
+	"\x16REASON_SESSION_EXPIRED\x10\x13\x12\x1b\n" +
+	"\x17REASON_SEQUENCE_TOO_OLD\x10\x14*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +
@@ -911,7 +995,7 @@ func file_metadv1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_metadv1_types_proto_goTypes = []any{
 	(Tier)(0),             // 0: metad.v1.Tier
 	(ReplicaStatus)(0),    // 1: metad.v1.ReplicaStatus
@@ -923,6 +1007,7 @@ var file_metadv1_types_proto_goTypes = []any{
 	(*Replica)(nil),       // 7: metad.v1.Replica
 	(*ReplicaConfig)(nil), // 8: metad.v1.ReplicaConfig
 	(*SegmentDesc)(nil),   // 9: metad.v1.SegmentDesc
+	(*SessionHeader)(nil), // 10: metad.v1.SessionHeader
 }
 var file_metadv1_types_proto_depIdxs = []int32{
 	2, // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
@@ -949,7 +1034,7 @@ func file_metadv1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_types_proto_rawDesc), len(file_metadv1_types_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -6,8 +6,9 @@ const (
 	// EnvelopeFormatVersion is Envelope.format_version for the Raft log entries this release writes.
 	EnvelopeFormatVersion uint32 = 1
 	// SnapshotFormatVersion is SnapshotHeader.format_version for the snapshot records this release
-	// writes.
-	SnapshotFormatVersion uint32 = 1
+	// writes. 2 adds the client sessions (SessionRecord, SnapshotHeader.next_session_id); a
+	// version 1 file reads as a state with no session.
+	SnapshotFormatVersion uint32 = 2
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules

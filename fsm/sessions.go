@@ -1,0 +1,260 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// Client sessions (exactly-once writes). A session is replicated state: OpenSession assigns the next
+// id of a replicated counter, and every command that carries a SessionHeader runs at most once per
+// (session, seq): apply keeps the result of every applied command (Reason OK; a rejection changed
+// nothing, so running it again is harmless) and answers a repeat with it. The client numbers its
+// operations and reuses the number on every retry; its first_unacked_seq lets apply drop the answers
+// it no longer needs. Time is the leader's, stamped in each entry, never a node's clock, so every
+// node expires the same sessions at the same entry.
+//
+// The rules, in the order apply checks them:
+//   - unknown session, or one unused for its ttl: SESSION_EXPIRED, nothing done (the session is
+//     dropped);
+//   - seq 0: INVALID_PARAMS;
+//   - the floor rises to min(first_unacked_seq, seq): answers below it are dropped;
+//   - seq below the floor: SEQUENCE_TOO_OLD;
+//   - a kept answer for seq: returned, nothing done (a duplicate);
+//   - seq at or past floor + window: SEQUENCE_TOO_OLD (the client acknowledges nothing);
+//   - otherwise the command runs, and its result is kept if it applied.
+//
+// The number of sessions is bounded (MaxSessions): OpenSession first drops every expired session,
+// then, if the table is still full, the one unused the longest (ties: the lowest id).
+
+// Session limits.
+const (
+	// MaxSessions bounds the open sessions.
+	MaxSessions = 65536
+	// MaxSessionWindow bounds a session's window (OpenSession.window).
+	MaxSessionWindow = 4096
+	// MinSessionTTL is the shortest session ttl OpenSession accepts.
+	MinSessionTTL = time.Second
+)
+
+// session is one open client session. It is owned by the apply goroutine; readers take the table's
+// lock.
+type session struct {
+	id         uint64
+	ttl        int64 // ns
+	window     uint64
+	lastActive int64 // leader time of its last command, Unix ns
+	floor      uint64
+	results    map[uint64]store.Result // kept answers by seq
+}
+
+func (ss *session) expired(now int64) bool { return now-ss.lastActive > ss.ttl }
+
+// sessionTable is safe for concurrent use: the apply goroutine writes under mu, the leader's
+// service reads (Replay) under its read lock. A snapshot restore replaces the whole table.
+type sessionTable struct {
+	mu      sync.RWMutex // guards next and byID; a leaf
+	limit   int          // MaxSessions (tests lower it)
+	next    uint64       // the next session id (ids start at 1)
+	byID    map[uint64]*session
+	expired *atomic.Uint64 // counts the sessions dropped as expired or least recently used
+}
+
+func newSessionTable(next uint64, expired *atomic.Uint64) *sessionTable {
+	return &sessionTable{limit: MaxSessions, next: max(next, 1), byID: map[uint64]*session{}, expired: expired}
+}
+
+// open opens a session at leader time now.
+func (t *sessionTable) open(now int64, ttl time.Duration, window uint32) store.Result {
+	if ttl < MinSessionTTL || window < 1 || window > MaxSessionWindow {
+		return store.Result{Reason: store.InvalidParams, Message: fmt.Sprintf(
+			"open session: ttl %s (at least %s) or window %d (1..%d) out of range", ttl, MinSessionTTL, window, MaxSessionWindow)}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, ss := range t.byID { // every expired one goes, whatever the order
+		if ss.expired(now) {
+			delete(t.byID, id)
+			t.expired.Add(1)
+		}
+	}
+	if len(t.byID) >= t.limit {
+		var lru *session
+		for _, ss := range t.byID {
+			if lru == nil || ss.lastActive < lru.lastActive || ss.lastActive == lru.lastActive && ss.id < lru.id {
+				lru = ss
+			}
+		}
+		delete(t.byID, lru.id)
+		t.expired.Add(1)
+	}
+	id := t.next
+	t.next++
+	t.byID[id] = &session{id: id, ttl: int64(ttl), window: uint64(window), lastActive: now, floor: 1, results: map[uint64]store.Result{}}
+	return store.Result{Session: id}
+}
+
+// run applies a command of session h at leader time now: exec runs it unless the rules above
+// answer first.
+func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, exec func() store.Result) (r store.Result, duplicate bool) {
+	t.mu.Lock()
+	ss := t.byID[h.GetSessionId()]
+	if ss == nil || ss.expired(now) {
+		if ss != nil {
+			delete(t.byID, ss.id)
+			t.expired.Add(1)
+		}
+		t.mu.Unlock()
+		return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", h.GetSessionId())}, false
+	}
+	seq := h.GetSeq()
+	if seq == 0 {
+		t.mu.Unlock()
+		return store.Result{Reason: store.InvalidParams, Message: "session.seq: must be at least 1"}, false
+	}
+	ss.lastActive = max(ss.lastActive, now)
+	if f := min(h.GetFirstUnackedSeq(), seq); f > ss.floor {
+		for s := range ss.results {
+			if s < f {
+				delete(ss.results, s)
+			}
+		}
+		ss.floor = f
+	}
+	if seq < ss.floor {
+		t.mu.Unlock()
+		return store.Result{Reason: store.SequenceTooOld, Message: fmt.Sprintf(
+			"session %d: seq %d is below the acknowledged floor %d", ss.id, seq, ss.floor)}, false
+	}
+	if kept, ok := ss.results[seq]; ok {
+		t.mu.Unlock()
+		return kept, true
+	}
+	if seq-ss.floor >= ss.window {
+		t.mu.Unlock()
+		return store.Result{Reason: store.SequenceTooOld, Message: fmt.Sprintf(
+			"session %d: seq %d is past the window of %d above the acknowledged floor %d", ss.id, seq, ss.window, ss.floor)}, false
+	}
+	t.mu.Unlock()
+	r = exec() // the apply goroutine is the only writer: ss stays in the table meanwhile
+	if r.Reason == store.OK {
+		t.mu.Lock()
+		ss.results[seq] = r
+		t.mu.Unlock()
+	}
+	return r, false
+}
+
+// replay returns the kept answer of h's (session, seq), if there is one.
+func (t *sessionTable) replay(h *metadv1.SessionHeader) (store.Result, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if ss := t.byID[h.GetSessionId()]; ss != nil {
+		r, ok := ss.results[h.GetSeq()]
+		return r, ok
+	}
+	return store.Result{}, false
+}
+
+// counts returns the open sessions and the answers they keep.
+func (t *sessionTable) counts() (sessions, results int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, ss := range t.byID {
+		results += len(ss.results)
+	}
+	return len(t.byID), results
+}
+
+// sessionCopy is a session as a snapshot holds it: answers by seq ascending.
+type sessionCopy struct {
+	id, floor, window uint64
+	ttl, lastActive   int64
+	seqs              []uint64
+	results           []store.Result
+}
+
+// capture copies the table for a snapshot (on the apply goroutine): sessions by id ascending. Kept
+// results are never changed once kept, so they are shared, not copied.
+func (t *sessionTable) capture() (next uint64, out []sessionCopy) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ids := slices.Sorted(maps.Keys(t.byID))
+	out = make([]sessionCopy, len(ids))
+	for i, id := range ids {
+		ss := t.byID[id]
+		c := sessionCopy{id: id, floor: ss.floor, window: ss.window, ttl: ss.ttl, lastActive: ss.lastActive,
+			seqs: slices.Sorted(maps.Keys(ss.results))}
+		c.results = make([]store.Result, len(c.seqs))
+		for j, s := range c.seqs {
+			c.results[j] = ss.results[s]
+		}
+		out[i] = c
+	}
+	return t.next, out
+}
+
+// add installs a session read from a snapshot.
+func (t *sessionTable) add(c sessionCopy) error {
+	if c.id == 0 || c.id >= t.next {
+		return fmt.Errorf("session %d not below the next session id %d", c.id, t.next)
+	}
+	if _, dup := t.byID[c.id]; dup {
+		return fmt.Errorf("session %d twice", c.id)
+	}
+	if c.window < 1 || c.window > MaxSessionWindow || c.ttl <= 0 || c.floor < 1 {
+		return fmt.Errorf("session %d: window %d, ttl %d ns or floor %d out of range", c.id, c.window, c.ttl, c.floor)
+	}
+	ss := &session{id: c.id, ttl: c.ttl, window: c.window, lastActive: c.lastActive, floor: c.floor,
+		results: make(map[uint64]store.Result, len(c.seqs))}
+	for i, s := range c.seqs {
+		if s < c.floor {
+			return fmt.Errorf("session %d: kept answer %d below its floor %d", c.id, s, c.floor)
+		}
+		ss.results[s] = c.results[i]
+	}
+	t.byID[c.id] = ss
+	return nil
+}
+
+// Replay returns the answer the state keeps for the session header's (session, seq): the result of
+// the command that applied with that header, if the session still keeps it. The leader answers a
+// retried request with it instead of deciding anything again.
+func (f *FSM) Replay(h *metadv1.SessionHeader) (store.Result, bool) {
+	if h.GetSessionId() == 0 {
+		return store.Result{}, false
+	}
+	return f.sessions.Load().replay(h)
+}
+
+// Sessions returns the open sessions and the answers they keep.
+func (f *FSM) Sessions() (sessions, results int) { return f.sessions.Load().counts() }
+
+// applyOpenSession opens a client session.
+func (f *FSM) applyOpenSession(_ *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetOpenSession()
+	r := f.sessions.Load().open(e.now, time.Duration(min(m.GetTtlMs(), 1<<40))*time.Millisecond, m.GetWindow())
+	if r.Reason == store.OK {
+		f.m.sessionsOpened.Add(1)
+	}
+	return r
+}
+
+// runCommand applies one command, through its session when it carries one.
+func (f *FSM) runCommand(s *store.Store, e env, c *metadv1.Command) store.Result {
+	h := c.GetSession()
+	if h.GetSessionId() == 0 {
+		return f.dispatch(s, e, c)
+	}
+	r, dup := f.sessions.Load().run(e.now, h, func() store.Result { return f.dispatch(s, e, c) })
+	if dup {
+		f.m.sessionDuplicates.Add(1)
+	}
+	return r
+}

@@ -1,0 +1,101 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+)
+
+// Client sessions (exactly-once writes). A write request may carry a SessionHeader; the service
+// puts it on the request's command, and apply runs the command at most once per (session, seq),
+// keeping the result of one that applied (package fsm, sessions.go). Before it decides anything
+// from its own state for such a request (a precheck refusal, a removal's prepare), the leader
+// looks for the result its state keeps for (session, seq) and, when there is one, answers with it:
+// so a retry of a write that applied gets the first answer, from any node, even after a leader
+// change or a snapshot restore, and changes nothing. A request without a header behaves as before:
+// at most once, its outcome unknown when the answer is lost.
+//
+// Requests that take a header: the puts and upserts (start, end, revoke, and their batch forms),
+// Remove, RemoveGroup, MountSegment, UnmountSegment, RegisterTenant, UnregisterTenant, SetQuota.
+// RemoveAll and BatchRemove take none (a retry removes what is left and answers for that).
+
+// sessionKey carries a request's session header in its context, from the handler that validated
+// it to the helpers that propose (proposeChecked, proposeMarked) and prepare.
+type sessionKey struct{}
+
+// withSession validates a request's session header and returns ctx carrying it (nil: ctx as it
+// is). A header names a session (id > 0) and a sequence number (seq >= 1) no smaller than its
+// first_unacked_seq.
+func withSession(ctx context.Context, h *metadv1.SessionHeader) (context.Context, error) {
+	if h == nil {
+		return ctx, nil
+	}
+	switch {
+	case h.GetSessionId() == 0:
+		return ctx, badf("session.session_id", "must not be 0")
+	case h.GetSeq() == 0:
+		return ctx, badf("session.seq", "must be at least 1")
+	case h.GetFirstUnackedSeq() > h.GetSeq():
+		return ctx, badf("session.first_unacked_seq", "%d above seq %d", h.GetFirstUnackedSeq(), h.GetSeq())
+	}
+	return context.WithValue(ctx, sessionKey{}, h), nil
+}
+
+// sessionOf returns the session header ctx carries, or nil.
+func sessionOf(ctx context.Context) *metadv1.SessionHeader {
+	h, _ := ctx.Value(sessionKey{}).(*metadv1.SessionHeader)
+	return h
+}
+
+// stamped returns cmd carrying ctx's session header.
+func stamped(ctx context.Context, cmd *metadv1.Command) *metadv1.Command {
+	if h := sessionOf(ctx); h != nil {
+		cmd.Session = h
+	}
+	return cmd
+}
+
+// replayed returns the result the state keeps for ctx's (session, seq), if any.
+func (s *Service) replayed(ctx context.Context) (store.Result, bool) {
+	h := sessionOf(ctx)
+	if h == nil {
+		return store.Result{}, false
+	}
+	return s.st.Replay(h)
+}
+
+// OpenSession opens a client session: a replicated command whose id the log assigns, with the
+// service's ttl and window.
+func (s *Service) OpenSession(ctx context.Context, req *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error) {
+	if len(req.GetClientId()) > 0 {
+		if _, err := clientOf("client_id", req.GetClientId()); err != nil {
+			return nil, fail(err, "", nil)
+		}
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{
+		TtlMs: ms(s.cfg.SessionTTL), Window: s.cfg.SessionWindow}}}
+	res, err := s.b.Propose(ctx, cmd)
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if err := rejected(&res, "", nil); err != nil {
+		return nil, err
+	}
+	if res.Session == 0 {
+		return nil, internalf("OpenSession applied without a session id")
+	}
+	return &metadv1.OpenSessionResponse{SessionId: res.Session, TtlMs: ms(s.cfg.SessionTTL), Window: s.cfg.SessionWindow}, nil
+}
+
+// validSessionConfig checks the session settings against the state machine's limits.
+func validSessionConfig(c Config) error {
+	if c.SessionTTL < 1e9 || c.SessionWindow < 1 || c.SessionWindow > 4096 {
+		return fmt.Errorf("service: session_ttl %s (at least 1s) or session window %d (1..4096) out of range", c.SessionTTL, c.SessionWindow)
+	}
+	return nil
+}
