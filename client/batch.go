@@ -174,7 +174,7 @@ func (c *Client) BatchPutStart(ctx context.Context, tenant string, items []Batch
 		if err != nil {
 			return out, err
 		}
-		if n > 1 {
+		if n > 1 && !c.sessions() {
 			c.replaceOwnPending(ctx, req, resp.GetResults())
 		}
 		out = append(out, resp.GetResults()...)

@@ -64,6 +64,9 @@ type Client struct {
 	mu     sync.Mutex
 	eps    []*endpoint // append-only; eps[i].idx == i
 	byAddr map[string]*endpoint
+
+	// sess numbers the writes of this client's session; nil with Config.NoSession (session.go).
+	sess *session
 }
 
 // New returns a Client for cfg after applying the defaults (DefaultConfig) to its zero fields and
@@ -74,6 +77,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, id: cfg.ClientID, byAddr: make(map[string]*endpoint)}
+	if !cfg.NoSession {
+		c.sess = newSession()
+	}
 	if c.id.IsZero() {
 		c.id = NewUUID()
 	}
@@ -393,14 +399,16 @@ func call[Req, Resp any](ctx context.Context, c *Client,
 func callCount[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.MetadataClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, int, error) {
 	var resp Resp
-	n, err := c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
-		var hdr metadata.MD
-		r, err := rpc(ep.md, ctx, req, grpc.Header(&hdr))
-		if err == nil {
-			resp = r
-			c.followHint(ep, hdr)
-		}
-		return err
+	n, err := c.inSession(ctx, req, func() (int, error) {
+		return c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
+			var hdr metadata.MD
+			r, err := rpc(ep.md, ctx, req, grpc.Header(&hdr))
+			if err == nil {
+				resp = r
+				c.followHint(ep, hdr)
+			}
+			return err
+		})
 	})
 	return resp, n, err
 }
@@ -421,12 +429,14 @@ func (c *Client) followHint(ep *endpoint, hdr metadata.MD) {
 func callAdmin[Req, Resp any](ctx context.Context, c *Client,
 	rpc func(metadv1.AdminClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
 	var resp Resp
-	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
-		r, err := rpc(ep.admin, ctx, req)
-		if err == nil {
-			resp = r
-		}
-		return err
+	_, err := c.inSession(ctx, req, func() (int, error) {
+		return c.doCount(ctx, func(ctx context.Context, ep *endpoint) error {
+			r, err := rpc(ep.admin, ctx, req)
+			if err == nil {
+				resp = r
+			}
+			return err
+		})
 	})
 	return resp, err
 }

@@ -67,6 +67,10 @@ type Config struct {
 	// attempt timeouts. 0 means the default (1 s); a negative value turns the watch off (an
 	// attempt then lasts as long as the caller's deadline).
 	AttemptTimeout time.Duration
+	// NoSession makes the client write without a session: each write at most once, its outcome
+	// unknown when its answer is lost (see the package documentation, Sessions). By default the
+	// client opens a session with its first write and every write is exactly once.
+	NoSession bool
 	// ClientID identifies this client to the cluster (the writer of its puts, the owner of its
 	// segments). The zero UUID means a random one, chosen in New.
 	ClientID UUID

@@ -84,7 +84,8 @@ func readOpts(opts []ReadOption) readOptions {
 // PutStart places a new object of size bytes: it charges the tenant's quota and returns the
 // PROCESSING replicas to write. tenant "" means "default".
 //
-// If the call had to be retried and the retry met OBJECT_ALREADY_EXISTS, the object may be this
+// Within a session (the default) a retry of a put that applied answers with its replicas. Without
+// one, if the call had to be retried and the retry met OBJECT_ALREADY_EXISTS, the object may be this
 // very put, committed by an attempt whose answer was lost. PutStart then revokes this client's
 // PROCESSING replicas of key (which succeeds only if the pending write is this client's) and
 // places the object again; otherwise it returns OBJECT_ALREADY_EXISTS. A client must therefore not
@@ -94,7 +95,7 @@ func (c *Client) PutStart(ctx context.Context, tenant, key string, size uint64, 
 		Tenant: tenant, ClientId: c.idBytes, Key: []byte(key), Group: opts.group(), Size: size, Config: opts.config(),
 	}
 	resp, n, err := callCount(ctx, c, metadv1.MetadataClient.PutStart, req)
-	if n > 1 && IsReason(err, metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS) {
+	if n > 1 && !c.sessions() && IsReason(err, metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS) {
 		if c.PutRevoke(ctx, tenant, key, metadv1.Tier_TIER_UNSPECIFIED) == nil {
 			resp, err = call(ctx, c, metadv1.MetadataClient.PutStart, req)
 		}

@@ -81,7 +81,7 @@ func stateDigest(r io.Reader) (string, error) {
 	h := sha256.New()
 	hd := sr.Header()
 	var b []byte
-	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId()} {
+	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId(), hd.GetNextSessionId()} {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	h.Write(b)

@@ -123,7 +123,7 @@ func TestSnapshotSaveInspectRestore(t *testing.T) {
 
 	// Inspect: the counts match what was written and what the cluster reports.
 	doc := src.Inspect(saved)
-	if doc.Checksum != "ok" || doc.FormatVersion != 1 || doc.Objects != wantObjects || len(doc.Tenants) != 3 || len(doc.Segments) != 3 || doc.Index == 0 {
+	if doc.Checksum != "ok" || doc.FormatVersion != metadv1.SnapshotFormatVersion || doc.Objects != wantObjects || len(doc.Tenants) != 3 || len(doc.Segments) != 3 || doc.Index == 0 {
 		t.Fatalf("inspect: %+v", doc)
 	}
 	if strconv.FormatUint(doc.Index, 10) != m[1] || strconv.FormatUint(doc.Term, 10) != m[2] {

@@ -1,0 +1,183 @@
+package client
+
+import (
+	"context"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"metad/proto/metadv1"
+)
+
+// Sessions (exactly-once writes). Unless Config.NoSession is set, the client opens a session on
+// the cluster with its first write (OpenSession) and numbers its writes: every request that takes a
+// SessionHeader carries the session, a sequence number of its own that every retry of the call
+// reuses (to any endpoint), and the lowest number still waiting for its answer. The cluster runs a
+// numbered write at most once and answers a retry of one that applied with the first answer: a
+// retried PutStart returns the replicas of the attempt whose answer was lost, a retried Remove
+// succeeds. At most the session's window (64 by default) of numbers are in use at once; a write
+// past it waits for the oldest to finish.
+//
+// A session unused for its ttl (5 minutes by default) expires. A call whose first attempt meets
+// SESSION_EXPIRED (nothing was done) opens a new session and goes again; one whose later attempt
+// meets it returns the error: an earlier attempt may have applied, and the outcome is unknown.
+// Without a session (NoSession, or a cluster that does not know OpenSession) a write is at most
+// once, and its outcome is unknown when its answer is lost.
+
+// session is safe for concurrent use. It is this client's session and the numbers in use.
+type session struct {
+	openMu sync.Mutex // serializes opening; taken before mu, never while mu is held
+
+	mu       sync.Mutex // guards the fields below; a leaf (no I/O under it)
+	cond     *sync.Cond // on mu: a number was released or the session changed
+	off      bool       // the cluster does not know sessions: write without
+	id       uint64     // 0: none open
+	window   uint64
+	next     uint64              // the next sequence number
+	inflight map[uint64]struct{} // numbers whose calls have not returned
+}
+
+func newSession() *session {
+	s := &session{inflight: map[uint64]struct{}{}}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// floor is the lowest number in use, or next when none is (mu held).
+func (s *session) floor() uint64 {
+	f := s.next
+	for seq := range s.inflight {
+		f = min(f, seq)
+	}
+	return f
+}
+
+// begin takes the next number of the open session, opening one first if none is, and waiting while
+// the window is full. nil, nil: write without a session.
+func (s *session) begin(ctx context.Context, c *Client) (*metadv1.SessionHeader, error) {
+	for {
+		s.mu.Lock()
+		if s.off {
+			s.mu.Unlock()
+			return nil, nil
+		}
+		if s.id != 0 {
+			for s.id != 0 && s.next-s.floor() >= s.window {
+				s.cond.Wait()
+			}
+			if s.id != 0 {
+				seq := s.next
+				s.next++
+				s.inflight[seq] = struct{}{}
+				h := &metadv1.SessionHeader{SessionId: s.id, Seq: seq, FirstUnackedSeq: s.floor()}
+				s.mu.Unlock()
+				return h, nil
+			}
+		}
+		s.mu.Unlock()
+		if err := s.open(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// open opens a session unless one is open already.
+func (s *session) open(ctx context.Context, c *Client) error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	s.mu.Lock()
+	done := s.off || s.id != 0
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	resp, err := call(ctx, c, metadv1.MetadataClient.OpenSession, &metadv1.OpenSessionRequest{ClientId: c.idBytes})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		s.off = true // a cluster without sessions: at most once, as before
+		return nil
+	case err != nil:
+		return err
+	}
+	s.id, s.window, s.next = resp.GetSessionId(), uint64(max(resp.GetWindow(), 1)), 1
+	clear(s.inflight)
+	s.cond.Broadcast()
+	return nil
+}
+
+// end releases h's number.
+func (s *session) end(h *metadv1.SessionHeader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.GetSessionId() == s.id {
+		delete(s.inflight, h.GetSeq())
+		s.cond.Broadcast()
+	}
+}
+
+// expired forgets the session h named, so that the next begin opens a new one.
+func (s *session) expired(h *metadv1.SessionHeader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.GetSessionId() == s.id {
+		s.id = 0
+		clear(s.inflight)
+		s.cond.Broadcast()
+	}
+}
+
+// using reports whether the client writes with a session (one open, or to be opened).
+func (s *session) using() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.off
+}
+
+// sessionField returns req's session header field, nil if the request takes none.
+func sessionField(req any) protoreflect.FieldDescriptor {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return nil
+	}
+	fd := m.ProtoReflect().Descriptor().Fields().ByName("session")
+	if fd == nil || fd.Message() == nil || fd.Message().FullName() != (&metadv1.SessionHeader{}).ProtoReflect().Descriptor().FullName() {
+		return nil
+	}
+	return fd
+}
+
+// inSession runs run, which sends req (retried), under the client's session when req takes a
+// header and the client has one (see the rules above). It returns run's attempt count and error.
+func (c *Client) inSession(ctx context.Context, req any, run func() (int, error)) (int, error) {
+	fd := sessionField(req)
+	if fd == nil || c.sess == nil {
+		return run()
+	}
+	m := req.(proto.Message).ProtoReflect()
+	for try := 0; ; try++ {
+		h, err := c.sess.begin(ctx, c)
+		if err != nil {
+			return 0, err
+		}
+		if h == nil {
+			m.Clear(fd)
+			return run()
+		}
+		m.Set(fd, protoreflect.ValueOfMessage(h.ProtoReflect()))
+		n, err := run()
+		c.sess.end(h)
+		if try == 0 && n == 1 && IsReason(err, metadv1.Reason_REASON_SESSION_EXPIRED) {
+			c.sess.expired(h) // nothing was done: open a new session and go again
+			continue
+		}
+		return n, err
+	}
+}
+
+// sessions reports whether this client's writes carry a session header.
+func (c *Client) sessions() bool { return c.sess != nil && c.sess.using() }
