@@ -60,14 +60,16 @@
 // once. The error returned is the last attempt's gRPC status error, unwrapped: status.FromError,
 // ReasonOf, LeaderOf and DetailOf read it.
 //
-// A write that failed with Unavailable (a broken connection, a node that fell silent) or NOT_LEADER
-// after a failed forward may still have been committed: the connection broke, or the node went
-// silent, after the command reached Raft. Its retry then meets the
-// committed state. PutEnd is idempotent. PutStart and BatchPutStart recover by themselves: when a
-// retried call meets OBJECT_ALREADY_EXISTS, they revoke this client's own pending write of the key
-// (a revoke fails harmlessly on anyone else's write or a complete object) and place it again.
-// Remove may report OBJECT_NOT_FOUND for an object its lost attempt removed; callers that need to
-// know read back.
+// Writes are exactly-once within the client's session (session.go): the client opens one with its
+// first write and every retry of a call carries the call's sequence number, so a retry of a write
+// whose answer was lost (a broken connection, a node that fell silent after the command reached
+// Raft) gets the first answer and changes nothing: a retried PutStart returns the replicas placed,
+// a retried Remove succeeds. Without a session (Config.NoSession, or a cluster without
+// OpenSession) such a retry meets the committed state instead: PutEnd is idempotent; PutStart and
+// BatchPutStart recover by themselves (when a retried call meets OBJECT_ALREADY_EXISTS they revoke
+// this client's own pending write of the key and place it again); Remove may report
+// OBJECT_NOT_FOUND for an object its lost attempt removed. RemoveAll and BatchRemove carry no
+// session.
 //
 // # Batches
 //

@@ -15,6 +15,7 @@ import (
 	"metad/evict"
 	"metad/ha"
 	"metad/server"
+	"metad/service"
 	"metad/store/alloc"
 )
 
@@ -44,6 +45,8 @@ type Config struct {
 	PutDiscardTimeout time.Duration
 	Placement         string
 	ForwardTimeout    time.Duration // bound on one call a follower forwards to the leader (server.Config)
+	SessionTTL        time.Duration // a client session unused this long expires (service.Config)
+	SessionWindow     uint          // sequence numbers a session may have in use at once (service.Config)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -84,6 +87,8 @@ func DefaultConfig() Config {
 		PutDiscardTimeout:    30 * time.Second,
 		Placement:            "random",
 		ForwardTimeout:       server.DefaultConfig().ForwardTimeout,
+		SessionTTL:           service.DefaultConfig().SessionTTL,
+		SessionWindow:        uint(service.DefaultConfig().SessionWindow),
 		ExtraProcs:           ha.DefaultExtraProcs,
 		LogLevel:             "info",
 	}
@@ -109,6 +114,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "read lease granted by Get and Exist")
 	fs.DurationVar(&c.ClientTTL, "client-ttl", c.ClientTTL, "a client silent this long is expired and its segments unmounted")
 	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "bound on one call a follower forwards to the leader (all but the long ones)")
+	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "a client session with no write for this long expires (at least 1s)")
+	fs.UintVar(&c.SessionWindow, "session-window", c.SessionWindow, "sequence numbers a client session may have in use at once (1..4096)")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
 	fs.Float64Var(&c.EvictHighWatermark, "evict-high-watermark", c.EvictHighWatermark, "memory eviction starts above this used/capacity share")
@@ -168,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.evictConfig().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.SessionTTL < time.Second || c.SessionWindow < 1 || c.SessionWindow > 4096 {
+		errs = append(errs, fmt.Errorf("session-ttl %s (at least 1s) or session-window %d (1..4096) out of range", c.SessionTTL, c.SessionWindow))
 	}
 	if _, err := alloc.ParseStrategy(c.Placement); err != nil {
 		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
