@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict chaos proto tools clean
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions chaos proto tools clean
 
 all: build
 
@@ -76,7 +76,7 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-failover bench-evict
+bench: bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -85,6 +85,12 @@ bench-fsm:
 ## bench-cluster: write and read throughput of a 3-node loopback cluster beside the etcd baseline.
 bench-cluster: build
 	./scripts/bench-cluster.sh 64 10
+
+## bench-sessions: object puts/s at 64 clients with client sessions and without, alternated in one
+## run (the ratio is the sessions' cost), and the heap that 10k full sessions keep.
+bench-sessions: build
+	./scripts/bench-sessions.sh 64 10 3
+	$(GO) test -run '^$$' -bench SessionMemory -benchtime 1x ./fsm/
 
 ## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
 ## during memory eviction, for group sizes 1, 8 and 64; five repetitions each, medians reported

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -18,8 +19,8 @@ import (
 // reuses (to any endpoint), and the lowest number still waiting for its answer. The cluster runs a
 // numbered write at most once and answers a retry of one that applied with the first answer: a
 // retried PutStart returns the replicas of the attempt whose answer was lost, a retried Remove
-// succeeds. At most the session's window (64 by default) of numbers are in use at once; a write
-// past it waits for the oldest to finish.
+// succeeds. A session's numbers in use span at most its window (64 by default); a client writes
+// through up to maxSessions sessions, and a write waits only when every one is full.
 //
 // A session unused for its ttl (5 minutes by default) expires. A call whose first attempt meets
 // SESSION_EXPIRED (nothing was done) opens a new session and goes again; one whose later attempt
@@ -27,36 +28,50 @@ import (
 // Without a session (NoSession, or a cluster that does not know OpenSession) a write is at most
 // once, and its outcome is unknown when its answer is lost.
 
-// session is safe for concurrent use. It is this client's session and the numbers in use.
+// maxSessions bounds the sessions one client writes through. A write takes a number of any session
+// whose window has room; one slow write pins its session's window (its answer, and every later one
+// of that session, stay unacknowledged), so the others carry on, and a client opens another session
+// only when every open one is full.
+const maxSessions = 4
+
+// session is safe for concurrent use. It is this client's sessions and the numbers in use.
 type session struct {
 	openMu sync.Mutex // serializes opening; taken before mu, never while mu is held
 
-	mu       sync.Mutex // guards the fields below; a leaf (no I/O under it)
-	cond     *sync.Cond // on mu: a number was released or the session changed
-	off      bool       // the cluster does not know sessions: write without
-	id       uint64     // 0: none open
+	mu   sync.Mutex // guards the fields below; a leaf (no I/O under it)
+	cond *sync.Cond // on mu: a number was released or a session changed
+	off  bool       // the cluster does not know sessions: write without
+	open []*seqs    // the open sessions
+}
+
+// seqs is one open session: its window and the numbers in use (guarded by session.mu).
+type seqs struct {
+	id       uint64
 	window   uint64
 	next     uint64              // the next sequence number
 	inflight map[uint64]struct{} // numbers whose calls have not returned
 }
 
 func newSession() *session {
-	s := &session{inflight: map[uint64]struct{}{}}
+	s := &session{}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
 
-// floor is the lowest number in use, or next when none is (mu held).
-func (s *session) floor() uint64 {
-	f := s.next
-	for seq := range s.inflight {
+// floor is the lowest number in use, or next when none is.
+func (q *seqs) floor() uint64 {
+	f := q.next
+	for seq := range q.inflight {
 		f = min(f, seq)
 	}
 	return f
 }
 
-// begin takes the next number of the open session, opening one first if none is, and waiting while
-// the window is full. nil, nil: write without a session.
+func (q *seqs) room() bool { return q.next-q.floor() < q.window }
+
+// begin takes the next number of an open session with room, opening a session when none is open or
+// every open one is full (up to maxSessions), and waiting while all are full. nil, nil: write
+// without a session.
 func (s *session) begin(ctx context.Context, c *Client) (*metadv1.SessionHeader, error) {
 	for {
 		s.mu.Lock()
@@ -64,32 +79,35 @@ func (s *session) begin(ctx context.Context, c *Client) (*metadv1.SessionHeader,
 			s.mu.Unlock()
 			return nil, nil
 		}
-		if s.id != 0 {
-			for s.id != 0 && s.next-s.floor() >= s.window {
-				s.cond.Wait()
-			}
-			if s.id != 0 {
-				seq := s.next
-				s.next++
-				s.inflight[seq] = struct{}{}
-				h := &metadv1.SessionHeader{SessionId: s.id, Seq: seq, FirstUnackedSeq: s.floor()}
+		for _, q := range s.open {
+			if q.room() {
+				seq := q.next
+				q.next++
+				q.inflight[seq] = struct{}{}
+				h := &metadv1.SessionHeader{SessionId: q.id, Seq: seq, FirstUnackedSeq: q.floor()}
 				s.mu.Unlock()
 				return h, nil
 			}
 		}
+		if len(s.open) >= maxSessions {
+			s.cond.Wait()
+			s.mu.Unlock()
+			continue
+		}
+		have := len(s.open)
 		s.mu.Unlock()
-		if err := s.open(ctx, c); err != nil {
+		if err := s.add(ctx, c, have); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// open opens a session unless one is open already.
-func (s *session) open(ctx context.Context, c *Client) error {
+// add opens a session unless one was added since the caller saw have open.
+func (s *session) add(ctx context.Context, c *Client, have int) error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	s.mu.Lock()
-	done := s.off || s.id != 0
+	done := s.off || len(s.open) != have
 	s.mu.Unlock()
 	if done {
 		return nil
@@ -104,8 +122,7 @@ func (s *session) open(ctx context.Context, c *Client) error {
 	case err != nil:
 		return err
 	}
-	s.id, s.window, s.next = resp.GetSessionId(), uint64(max(resp.GetWindow(), 1)), 1
-	clear(s.inflight)
+	s.open = append(s.open, &seqs{id: resp.GetSessionId(), window: uint64(max(resp.GetWindow(), 1)), next: 1, inflight: map[uint64]struct{}{}})
 	s.cond.Broadcast()
 	return nil
 }
@@ -114,24 +131,24 @@ func (s *session) open(ctx context.Context, c *Client) error {
 func (s *session) end(h *metadv1.SessionHeader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.GetSessionId() == s.id {
-		delete(s.inflight, h.GetSeq())
-		s.cond.Broadcast()
+	for _, q := range s.open {
+		if q.id == h.GetSessionId() {
+			delete(q.inflight, h.GetSeq())
+			s.cond.Broadcast()
+			return
+		}
 	}
 }
 
-// expired forgets the session h named, so that the next begin opens a new one.
+// expired forgets the session h named, so that a later begin opens another.
 func (s *session) expired(h *metadv1.SessionHeader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.GetSessionId() == s.id {
-		s.id = 0
-		clear(s.inflight)
-		s.cond.Broadcast()
-	}
+	s.open = slices.DeleteFunc(s.open, func(q *seqs) bool { return q.id == h.GetSessionId() })
+	s.cond.Broadcast()
 }
 
-// using reports whether the client writes with a session (one open, or to be opened).
+// using reports whether the client writes with sessions (open, or to be opened).
 func (s *session) using() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,8 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
+	"metad/wire"
 )
 
 // Client sessions (exactly-once writes). A session is replicated state: OpenSession assigns the next
@@ -51,10 +54,64 @@ type session struct {
 	window     uint64
 	lastActive int64 // leader time of its last command, Unix ns
 	floor      uint64
-	results    map[uint64]store.Result // kept answers by seq
+	// kept holds the kept answers, encoded (wire.ResultTo, deterministic protobuf; a fraction of a
+	// store.Result's size): a ring of window slots, the answer to seq in slot seq % window. Every
+	// kept seq is in [floor, floor+window), so a slot holds at most one.
+	kept [][]byte
+	n    int // kept answers
 }
 
 func (ss *session) expired(now int64) bool { return now-ss.lastActive > ss.ttl }
+
+func newSession(id uint64, ttl int64, window uint64, lastActive int64, floor uint64) *session {
+	return &session{id: id, ttl: ttl, window: window, lastActive: lastActive, floor: floor, kept: make([][]byte, window)}
+}
+
+// answer returns the kept encoded answer to seq, nil if none.
+func (ss *session) answer(seq uint64) []byte {
+	if seq < ss.floor || seq-ss.floor >= ss.window {
+		return nil
+	}
+	return ss.kept[seq%ss.window]
+}
+
+// keep keeps the encoded answer to seq, which is in the window.
+func (ss *session) keep(seq uint64, b []byte) {
+	if ss.kept[seq%ss.window] == nil {
+		ss.n++
+	}
+	ss.kept[seq%ss.window] = b
+}
+
+// raise moves the floor up to f, dropping the answers below it.
+func (ss *session) raise(f uint64) {
+	for seq := ss.floor; seq < f && seq < ss.floor+ss.window; seq++ {
+		if ss.kept[seq%ss.window] != nil {
+			ss.kept[seq%ss.window] = nil
+			ss.n--
+		}
+	}
+	ss.floor = f
+}
+
+// encodeResult encodes an answer to keep. Results are made by apply from well-formed values, so
+// encoding cannot fail.
+func encodeResult(r store.Result) []byte {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(wire.ResultTo(r))
+	if err != nil {
+		panic(fmt.Sprintf("fsm: encode a kept session result: %v", err))
+	}
+	return b
+}
+
+// decodeResult decodes a kept answer.
+func decodeResult(b []byte) (store.Result, error) {
+	rec := &metadv1.ResultRecord{}
+	if err := proto.Unmarshal(b, rec); err != nil {
+		return store.Result{}, err
+	}
+	return wire.ResultFrom(rec)
+}
 
 // sessionTable is safe for concurrent use: the apply goroutine writes under mu, the leader's
 // service reads (Replay) under its read lock. A snapshot restore replaces the whole table.
@@ -96,7 +153,7 @@ func (t *sessionTable) open(now int64, ttl time.Duration, window uint32) store.R
 	}
 	id := t.next
 	t.next++
-	t.byID[id] = &session{id: id, ttl: int64(ttl), window: uint64(window), lastActive: now, floor: 1, results: map[uint64]store.Result{}}
+	t.byID[id] = newSession(id, int64(ttl), uint64(window), now, 1)
 	return store.Result{Session: id}
 }
 
@@ -120,20 +177,19 @@ func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, exec func() stor
 	}
 	ss.lastActive = max(ss.lastActive, now)
 	if f := min(h.GetFirstUnackedSeq(), seq); f > ss.floor {
-		for s := range ss.results {
-			if s < f {
-				delete(ss.results, s)
-			}
-		}
-		ss.floor = f
+		ss.raise(f)
 	}
 	if seq < ss.floor {
 		t.mu.Unlock()
 		return store.Result{Reason: store.SequenceTooOld, Message: fmt.Sprintf(
 			"session %d: seq %d is below the acknowledged floor %d", ss.id, seq, ss.floor)}, false
 	}
-	if kept, ok := ss.results[seq]; ok {
+	if b := ss.answer(seq); b != nil {
 		t.mu.Unlock()
+		kept, err := decodeResult(b)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: session %d seq %d: a kept answer does not decode: %v", h.GetSessionId(), seq, err))
+		}
 		return kept, true
 	}
 	if seq-ss.floor >= ss.window {
@@ -144,8 +200,9 @@ func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, exec func() stor
 	t.mu.Unlock()
 	r = exec() // the apply goroutine is the only writer: ss stays in the table meanwhile
 	if r.Reason == store.OK {
+		b := encodeResult(r)
 		t.mu.Lock()
-		ss.results[seq] = r
+		ss.keep(seq, b)
 		t.mu.Unlock()
 	}
 	return r, false
@@ -156,8 +213,10 @@ func (t *sessionTable) replay(h *metadv1.SessionHeader) (store.Result, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if ss := t.byID[h.GetSessionId()]; ss != nil {
-		r, ok := ss.results[h.GetSeq()]
-		return r, ok
+		if b := ss.answer(h.GetSeq()); b != nil {
+			r, err := decodeResult(b)
+			return r, err == nil
+		}
 	}
 	return store.Result{}, false
 }
@@ -167,21 +226,21 @@ func (t *sessionTable) counts() (sessions, results int) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, ss := range t.byID {
-		results += len(ss.results)
+		results += ss.n
 	}
 	return len(t.byID), results
 }
 
-// sessionCopy is a session as a snapshot holds it: answers by seq ascending.
+// sessionCopy is a session as a snapshot holds it: encoded answers by seq ascending.
 type sessionCopy struct {
 	id, floor, window uint64
 	ttl, lastActive   int64
 	seqs              []uint64
-	results           []store.Result
+	results           [][]byte
 }
 
 // capture copies the table for a snapshot (on the apply goroutine): sessions by id ascending. Kept
-// results are never changed once kept, so they are shared, not copied.
+// answers are never changed once kept, so they are shared, not copied.
 func (t *sessionTable) capture() (next uint64, out []sessionCopy) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -189,11 +248,11 @@ func (t *sessionTable) capture() (next uint64, out []sessionCopy) {
 	out = make([]sessionCopy, len(ids))
 	for i, id := range ids {
 		ss := t.byID[id]
-		c := sessionCopy{id: id, floor: ss.floor, window: ss.window, ttl: ss.ttl, lastActive: ss.lastActive,
-			seqs: slices.Sorted(maps.Keys(ss.results))}
-		c.results = make([]store.Result, len(c.seqs))
-		for j, s := range c.seqs {
-			c.results[j] = ss.results[s]
+		c := sessionCopy{id: id, floor: ss.floor, window: ss.window, ttl: ss.ttl, lastActive: ss.lastActive}
+		for seq := ss.floor; seq < ss.floor+ss.window; seq++ {
+			if b := ss.kept[seq%ss.window]; b != nil {
+				c.seqs, c.results = append(c.seqs, seq), append(c.results, b)
+			}
 		}
 		out[i] = c
 	}
@@ -211,13 +270,15 @@ func (t *sessionTable) add(c sessionCopy) error {
 	if c.window < 1 || c.window > MaxSessionWindow || c.ttl <= 0 || c.floor < 1 {
 		return fmt.Errorf("session %d: window %d, ttl %d ns or floor %d out of range", c.id, c.window, c.ttl, c.floor)
 	}
-	ss := &session{id: c.id, ttl: c.ttl, window: c.window, lastActive: c.lastActive, floor: c.floor,
-		results: make(map[uint64]store.Result, len(c.seqs))}
+	ss := newSession(c.id, c.ttl, c.window, c.lastActive, c.floor)
 	for i, s := range c.seqs {
-		if s < c.floor {
-			return fmt.Errorf("session %d: kept answer %d below its floor %d", c.id, s, c.floor)
+		if s < c.floor || s-c.floor >= c.window {
+			return fmt.Errorf("session %d: kept answer %d outside its window [%d, %d)", c.id, s, c.floor, c.floor+c.window)
 		}
-		ss.results[s] = c.results[i]
+		if _, err := decodeResult(c.results[i]); err != nil {
+			return fmt.Errorf("session %d seq %d: %v", c.id, s, err)
+		}
+		ss.keep(s, c.results[i])
 	}
 	t.byID[c.id] = ss
 	return nil

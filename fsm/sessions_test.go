@@ -2,11 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
+	"metad/store/alloc"
 )
 
 // sessionFixture is an FSM with a mounted segment, a registered default tenant and one open
@@ -169,3 +172,34 @@ func TestSessionsIgnoreNodeClocks(t *testing.T) {
 type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
+
+// BenchmarkSessionMemory reports the heap that open sessions keep: sessions (default 10000) whose
+// windows (default 64) are full of kept PutStart results, one replica each, the state a client
+// that acknowledges nothing leaves. Run it with
+//
+//	go test -run '^$' -bench SessionMemory -benchtime 1x ./fsm/
+func BenchmarkSessionMemory(b *testing.B) {
+	const sessions, window = 10000, 64
+	for range b.N {
+		t := newSessionTable(1, new(atomic.Uint64))
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range sessions {
+			id := t.open(int64(i), time.Hour, window).Session
+			for seq := uint64(1); seq <= window; seq++ {
+				r := store.Result{Replicas: []store.Replica{{ID: seq, Extent: alloc.Extent{Offset: seq << 12, Size: 4096}, Tier: alloc.TierMemory}}}
+				t.run(int64(i), &metadv1.SessionHeader{SessionId: id, Seq: seq, FirstUnackedSeq: 1}, func() store.Result { return r })
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if n, kept := t.counts(); n != sessions || kept != sessions*window {
+			b.Fatalf("%d sessions keeping %d results", n, kept)
+		}
+		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		b.ReportMetric(heap/sessions, "bytes/session")
+		b.ReportMetric(heap/(1<<20), "MiB")
+		runtime.KeepAlive(t)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/proto"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
@@ -129,7 +130,11 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		sr := &metadv1.SessionRecord{Id: ss.id, TtlMs: uint64(ss.ttl / int64(time.Millisecond)), Window: uint32(ss.window),
 			LastActiveUnixNano: ss.lastActive, Floor: ss.floor, Results: make([]*metadv1.CachedResult, len(ss.seqs))}
 		for i, seq := range ss.seqs {
-			sr.Results[i] = &metadv1.CachedResult{Seq: seq, Result: wire.ResultTo(ss.results[i])}
+			rec := &metadv1.ResultRecord{}
+			if err := proto.Unmarshal(ss.results[i], rec); err != nil {
+				return sw.Size(), fmt.Errorf("session %d seq %d: %w", ss.id, seq, err)
+			}
+			sr.Results[i] = &metadv1.CachedResult{Seq: seq, Result: rec}
 		}
 		rec.Record = &metadv1.Record_Session{Session: sr}
 		if err := sw.WriteRecord(rec); err != nil {
@@ -244,7 +249,7 @@ func addSession(t *sessionTable, r *metadv1.SessionRecord) error {
 		if err != nil {
 			return fmt.Errorf("session %d seq %d: %v", c.id, cr.GetSeq(), err)
 		}
-		c.seqs, c.results = append(c.seqs, cr.GetSeq()), append(c.results, res)
+		c.seqs, c.results = append(c.seqs, cr.GetSeq()), append(c.results, encodeResult(res))
 	}
 	return t.add(c)
 }

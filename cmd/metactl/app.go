@@ -33,6 +33,7 @@ type app struct {
 	output    string
 	timeout   time.Duration
 	attempt   time.Duration // --attempt-timeout: client.Config.AttemptTimeout
+	noSession bool          // --no-session: client.Config.NoSession
 
 	// clients opened by this invocation, closed at its end.
 	clients []*client.Client
@@ -104,6 +105,7 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.endpoints, "endpoints", a.endpoints, "comma-separated client addresses of the cluster (env "+client.EnvEndpoints+")")
 	fs.StringVar(&a.output, "o", a.output, "output format: table or json")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "deadline of each call to the cluster, retries included")
+	fs.BoolVar(&a.noSession, "no-session", a.noSession, "write without a client session (each write at most once, its outcome unknown when its answer is lost)")
 	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "how long a node may leave a call and a health probe unanswered before the call moves to the next (negative: wait for --timeout)")
 }
 
@@ -244,7 +246,7 @@ func (a *app) printer() *printer { return &printer{w: a.stdout, json: a.output =
 
 // client opens a client of the cluster acting as id; it is closed when the invocation ends.
 func (a *app) client(id client.UUID) (*client.Client, error) {
-	c, err := client.New(client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id, AttemptTimeout: a.attempt})
+	c, err := client.New(client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id, AttemptTimeout: a.attempt, NoSession: a.noSession})
 	if err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
