@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 import grpc
 
@@ -629,7 +629,7 @@ def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem],
         started = yield from batch_put_start(cid, tenant, items, opts)
     except errors.MetadError as e:
         start_err = e
-        started = list(e.partial or [])  # type: ignore[call-overload]
+        started = cast(List[metadata_pb2.BatchPutStartResponse.Result], e.partial or [])
     out: List[Optional[types_pb2.Status]] = [None] * len(started)
     ok: List[Key] = []
     ok_idx: List[int] = []
@@ -642,7 +642,7 @@ def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem],
     try:
         ended = yield from batch_put_end(cid, tenant, ok, types_pb2.TIER_UNSPECIFIED) if ok else _empty()
     except errors.MetadError as e:
-        for j, s in enumerate(e.partial or []):  # type: ignore[call-overload]
+        for j, s in enumerate(cast(List[types_pb2.Status], e.partial or [])):
             out[ok_idx[j]] = s
         n = next((i for i, s in enumerate(out) if s is None), len(out))
         e.partial = out[:n]

@@ -3,6 +3,7 @@ every call is a coroutine. Use one AsyncClient from one event loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import asyncio
 import time
 from typing import Any, List, Optional, Sequence, Tuple, TypeVar
@@ -30,7 +31,7 @@ class AsyncClient:
         bad configuration."""
         cfg = config or Config()
         if endpoints is not None:
-            cfg = Config(**{**cfg.__dict__, "endpoints": list(endpoints)})
+            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
         cfg.validate()
         self._cfg = cfg
         self._id = cfg.client_id or core.new_client_id()

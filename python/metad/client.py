@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
@@ -40,7 +41,7 @@ class Client:
         first call. Raises ValueError for a bad configuration."""
         cfg = config or Config()
         if endpoints is not None:
-            cfg = Config(**{**cfg.__dict__, "endpoints": list(endpoints)})
+            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
         cfg.validate()
         self._cfg = cfg
         self._id = cfg.client_id or core.new_client_id()

@@ -8,7 +8,7 @@ gRPC status; it carries the reason, tenant, key and (for :class:`NotLeader`) the
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple, Type
+from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import grpc
 
@@ -35,7 +35,7 @@ def reason_name(reason: int) -> str:
     if reason == types_pb2.REASON_UNSPECIFIED:
         return "OK"
     try:
-        return types_pb2.Reason.Name(reason).removeprefix("REASON_")
+        return str(types_pb2.Reason.Name(reason)).removeprefix("REASON_")
     except ValueError:
         return f"REASON_{reason}"
 
@@ -207,13 +207,12 @@ class MemberNotFound(MetadError):
     reason = types_pb2.REASON_MEMBER_NOT_FOUND
 
 
-_BY_REASON: Dict[int, Type[MetadError]] = {
-    cls.reason: cls for cls in (
-        InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
-        ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
-        NoAvailableHandle, SegmentNotFound, NotLeader, Unavailable, SegmentOwnedByOtherClient,
-        TenantAlreadyExists, StateReplaced, MemberNotFound)
-}
+_REASON_CLASSES: Tuple[Type[MetadError], ...] = (
+    InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
+    ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
+    NoAvailableHandle, SegmentNotFound, NotLeader, Unavailable, SegmentOwnedByOtherClient,
+    TenantAlreadyExists, StateReplaced, MemberNotFound)
+_BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 
 def error_for(reason: int, message: str = "", *, tenant: str = "", key: bytes = b"",
@@ -252,7 +251,7 @@ def _varint(buf: bytes, i: int) -> Tuple[int, int]:
 def _fields(buf: bytes) -> Sequence[Tuple[int, object]]:
     """The (field number, value) pairs of a message: ints for varints, bytes for length-delimited
     fields; fixed-width fields are skipped."""
-    out = []
+    out: List[Tuple[int, object]] = []
     i = 0
     while i < len(buf):
         tag, i = _varint(buf, i)
@@ -283,7 +282,8 @@ def error_detail(details: bytes) -> Optional[types_pb2.ErrorDetail]:
             url, value = any_fields.get(1, b""), any_fields.get(2, b"")
             if isinstance(url, bytes) and url.decode("utf-8", "replace") == _ERROR_DETAIL_TYPE \
                     and isinstance(value, bytes):
-                return types_pb2.ErrorDetail.FromString(value)
+                d: types_pb2.ErrorDetail = types_pb2.ErrorDetail.FromString(value)
+                return d
     except Exception:  # a malformed detail is treated as absent
         return None
     return None
