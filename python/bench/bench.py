@@ -49,6 +49,7 @@ async def py_bench(endpoints: List[str], op: str, clients: int, seconds: int, ke
             for i in range(0, keys, 1024):
                 await c.batch_put([metad.BatchPutItem(k, 4096) for k in pre[i:i + 1024]])
         done = errors = 0
+        first_error: Dict[str, str] = {}
         stop_at = time.monotonic() + seconds
 
         async def worker(w: int) -> None:
@@ -65,13 +66,17 @@ async def py_bench(endpoints: List[str], op: str, clients: int, seconds: int, ke
                     else:
                         await c.get(pre[rng.randrange(len(pre))])
                     done += 1
-                except metad.MetadError:
+                except metad.MetadError as e:
                     errors += 1
+                    first_error.setdefault("e", str(e))
 
         t0 = time.monotonic()
         await asyncio.gather(*(worker(w) for w in range(clients)))
         elapsed = time.monotonic() - t0
         pinger.cancel()
+        await c.unmount_segment(seg.id)
+        if first_error:
+            print(f"python {op}: first error: {first_error['e']}", file=sys.stderr)
         return {"per_sec": done / elapsed, "errors": errors}
 
 
@@ -81,7 +86,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=5, help="duration of each run")
     ap.add_argument("--keys", type=int, default=2000, help="keys preloaded for get")
     a = ap.parse_args()
-    c = Cluster(fast=False)
+    # A long client ttl: the segments of one run's clients stay mounted through the later runs,
+    # so objects placed in them are not erased under a later run's gets.
+    c = Cluster(["--client-ttl", "5m"], fast=False)
     try:
         with metad.Client(c.endpoints) as cl:
             c.leader(cl)

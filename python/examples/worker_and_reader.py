@@ -25,7 +25,7 @@ def main() -> None:
             for i in range(3):
                 key, data = f"example/{i}", f"cached block {i}".encode()
                 try:
-                    (replica,) = worker.put_start(key, len(data))
+                    (replica,) = worker.put_start(key, len(data), options=metad.PutOptions(preferred_segments=[seg.id]))
                 except metad.ObjectAlreadyExists:
                     continue  # left by an earlier run
                 memory[replica.offset:replica.offset + len(data)] = data
