@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions chaos proto tools clean
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -24,8 +24,35 @@ run: build
 clean-data:
 	rm -rf data
 
-## test: lint, every test with the race detector, and a short run of each fuzz target (what CI runs).
-test: lint race fuzz-short
+## test: lint, every test with the race detector, a short run of each fuzz target, and the Python
+## client's suite (what CI runs).
+test: lint race fuzz-short python-test
+
+# The Python client (python/) runs on Debian's Python and packages (these machines reach no Python
+# index): python-env installs those missing, then makes a virtual environment in PYVENV that sees
+# them (--system-site-packages) and holds the package installed from python/ (editable).
+PYTHON    := /usr/bin/python3
+PYVENV    := python/.venv
+PY_DEBS   := python3-venv python3-pip python3-setuptools python3-grpcio python3-protobuf python3-pytest mypy
+
+## python-env: Debian's Python packages for the client (apt-get, when missing) and its venv in python/.venv.
+python-env:
+	@missing=$$(for p in $(PY_DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages:" $$missing; \
+	    if [ "$$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi; \
+	    $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	  fi
+	@if [ ! -x $(PYVENV)/bin/python ]; then \
+	    $(PYTHON) -m venv --system-site-packages $(PYVENV) && \
+	    $(PYVENV)/bin/pip install -q --no-index --no-build-isolation --no-deps -e ./python; \
+	  fi
+
+## python-test: mypy (strict) over the Python client, then its pytest suite on real 3-node clusters.
+python-test: python-env
+	$(GO) build -o $(BIN)/ ./cmd/...
+	cd python && .venv/bin/python -m mypy
+	cd python && .venv/bin/python -m pytest -q
 
 # A count of executions, not a duration: with a duration, Go 1.26's fuzz coordinator can report
 # "context deadline exceeded" as a failure when the time runs out under CPU load (golang/go#75804,
@@ -102,6 +129,13 @@ bench-evict:
 bench-failover:
 	$(GO) test -run '^$$' -bench 'FailoverLeaderKill|PlannedTransfer' -benchtime 1x -timeout 20m ./test/e2e/
 
+## bench-python: Python client puts/s and gets/s beside the Go client's (metactl bench), same run,
+## same concurrency (CLIENTS, default 16), on a fresh 3-node loopback cluster.
+CLIENTS ?= 16
+bench-python: python-env
+	$(GO) build -o $(BIN)/ ./cmd/...
+	$(PYVENV)/bin/python python/bench/bench.py --clients $(CLIENTS) --seconds 5
+
 ## bench-store: the store against the old shard-lock design, same process, ratios printed.
 bench-store:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu $(BENCHCPU) -timeout 60m ./store/ | tee bench-store.txt
@@ -121,4 +155,4 @@ chaos:
 	CHAOS_SEEDS=$(SEEDS) CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -run '^TestDrillMany$$' -timeout 180m -v ./test/chaos/
 
 clean:
-	rm -rf $(BIN) bench-*.txt
+	rm -rf $(BIN) bench-*.txt $(PYVENV)

@@ -1,0 +1,36 @@
+"""metad: the Python client of metad, the Raft-replicated metadata service of a KV-cache store.
+
+    import metad
+    with metad.Client(["10.0.0.1:6001", "10.0.0.2:6001", "10.0.0.3:6001"]) as c:
+        c.put(b"k1", 4096)
+        print(c.get(b"k1").replicas)
+
+:class:`Client` is synchronous; :class:`metad.aio.AsyncClient` is its asyncio form. Failures are
+:class:`MetadError` subclasses, one per wire reason (:class:`ObjectNotFound`, ...). Messages come
+from :mod:`metad.metadv1` (generated from proto/ by ``make proto``).
+"""
+
+from metad._core import (DEFAULT_ENDPOINTS, ENV_ENDPOINTS, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, BatchPutItem, Config,
+                         Key, PutOptions, default_endpoints, new_client_id, segment, split_endpoints)
+from metad.aio import AsyncClient
+from metad.client import Client, PingLoop
+from metad.errors import (BadResponse, ClientClosed, IllegalClient, InvalidParams, InvalidWrite, MemberNotFound,
+                          MetadError, NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease,
+                          ObjectNotFound, OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, SegmentNotFound,
+                          SegmentOwnedByOtherClient, StateReplaced, TenantAlreadyExists, TenantNotEmpty,
+                          TenantNotRegistered, TenantQuotaExceeded, Unavailable, error_for, item_error,
+                          reason_name)
+from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
+    "new_client_id", "default_endpoints", "split_endpoints", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
+    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "error_for", "item_error", "reason_name",
+    "MetadError", "ClientClosed", "BadResponse", "RepeatedKey", "OutcomeUnknown", "InvalidParams",
+    "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",
+    "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
+    "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
+    "StateReplaced", "MemberNotFound", "types_pb2", "metadata_pb2", "admin_pb2",
+]

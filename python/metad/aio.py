@@ -1,0 +1,425 @@
+"""The asyncio metad client, on grpc.aio. Same calls, rules and exceptions as :class:`metad.Client`;
+every call is a coroutine. Use one AsyncClient from one event loop."""
+
+from __future__ import annotations
+
+import dataclasses
+import asyncio
+import time
+from typing import Any, List, Optional, Sequence, Tuple, TypeVar
+
+import grpc
+import grpc.aio
+
+from metad import _core as core
+from metad import errors
+from metad._core import BatchPutItem, Config, Key, PutOptions
+from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+
+T = TypeVar("T")
+
+_SILENT_CODES = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
+class AsyncClient:
+    """The asyncio form of :class:`metad.Client`: the same methods, each a coroutine, with the
+    same leader discovery, attempt watchdog, retries and typed exceptions. Create it inside the
+    event loop that uses it; ``await client.close()`` (or ``async with``) ends it."""
+
+    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None) -> None:
+        """Connect lazily to endpoints (default: ``config.endpoints``). Raises ValueError for a
+        bad configuration."""
+        cfg = config or Config()
+        if endpoints is not None:
+            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
+        cfg.validate()
+        self._cfg = cfg
+        self._id = cfg.client_id or core.new_client_id()
+        self._cluster = core.Cluster(cfg.endpoints, self._dial)
+
+    @staticmethod
+    def _dial(addr: str) -> Any:
+        return grpc.aio.insecure_channel(addr, options=core.CHANNEL_OPTIONS)
+
+    @property
+    def client_id(self) -> bytes:
+        """The 16-byte id this client writes and mounts as."""
+        return self._id
+
+    @property
+    def config(self) -> Config:
+        """The configuration in force."""
+        return self._cfg
+
+    def endpoints(self) -> List[str]:
+        """The known endpoints: those configured, then any learned from the cluster."""
+        return self._cluster.addrs()
+
+    def leader(self) -> str:
+        """The endpoint calls currently go to: the believed leader."""
+        return self._cluster.cur.addr
+
+    async def close(self) -> None:
+        """Close every channel. Calls in flight fail; later calls raise ClientClosed."""
+        for ch in self._cluster.close():
+            await ch.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _run(self, op: core.Op[T], timeout: Optional[float]) -> T:
+        t = self._cfg.timeout if timeout is None else timeout
+        deadline = None if t is None else time.monotonic() + t
+        try:
+            rpc = next(op)
+            while True:
+                try:
+                    reply = await self._call(rpc, deadline)
+                except errors.MetadError as e:
+                    rpc = op.throw(e)
+                else:
+                    rpc = op.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    async def _call(self, rpc: core.Rpc, deadline: Optional[float]) -> core.Reply:
+        cl = self._cluster
+        if cl.closed:
+            raise errors.ClientClosed("client closed")
+        if rpc.endpoint is not None:
+            return core.Reply(await self._once(rpc, deadline), 1)
+        delay = self._cfg.retry_initial
+        redirected = False
+        n = 0
+        while True:
+            ep = cl.cur
+            n += 1
+            try:
+                resp = await self._attempt(ep, rpc, deadline)
+            except errors.MetadError as err:
+                err.attempts = n
+                if (deadline is not None and time.monotonic() >= deadline) or n > self._cfg.max_retries or cl.closed:
+                    raise
+                if getattr(err, "_silent", False):
+                    assert self._cfg.attempt_timeout is not None
+                    ep.suspect_until = time.monotonic() + core.SUSPECT_ATTEMPTS * self._cfg.attempt_timeout
+                    redirected = False
+                    cl.advance(ep)
+                    continue
+                act, leader = core.classify(err, ep.addr)
+                if act == core.STOP:
+                    raise
+                if act == core.REDIRECT:
+                    if not cl.redirect(leader):
+                        redirected = False
+                        cl.advance(ep)
+                    elif not redirected:
+                        redirected = True
+                        continue
+                else:
+                    redirected = False
+                    cl.advance(ep)
+                d = core.jitter(delay)
+                if deadline is not None and deadline - time.monotonic() <= d:
+                    raise
+                await asyncio.sleep(d)
+                delay = min(2 * delay, self._cfg.retry_max)
+            else:
+                ep.suspect_until = 0.0
+                return core.Reply(resp, n)
+
+    async def _attempt(self, ep: core.Endpoint, rpc: core.Rpc, deadline: Optional[float]) -> Any:
+        """One attempt at ep under the attempt watchdog (see Client._attempt)."""
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        call = ep.method(rpc.service, rpc.method)(rpc.request, timeout=remaining)
+        task: "asyncio.Future[Any]" = asyncio.ensure_future(call)
+        at = self._cfg.attempt_timeout
+        if at is not None:
+            half = at / 2
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=half)
+                if done:
+                    break
+                pt = at - half
+                if deadline is not None:
+                    pt = max(0.0, min(pt, deadline - time.monotonic()))
+                probe = asyncio.ensure_future(ep.health(b"", timeout=pt))
+                await asyncio.wait({task, probe}, return_when=asyncio.FIRST_COMPLETED)
+                if task.done():
+                    probe.cancel()
+                    break
+                code = grpc.StatusCode.OK
+                try:
+                    await probe
+                except grpc.aio.AioRpcError as e:
+                    code = e.code()
+                except Exception:
+                    pass
+                if code in _SILENT_CODES and not task.done():
+                    call.cancel()
+                    if deadline is not None and time.monotonic() >= deadline:
+                        break
+                    e2 = core.silent_error(ep, at)
+                    setattr(e2, "_silent", True)
+                    raise e2
+        try:
+            resp = await task
+        except asyncio.CancelledError:
+            if not call.cancelled():
+                raise
+            raise errors.OutcomeUnknown("the call was cancelled", code=grpc.StatusCode.CANCELLED) from None
+        except grpc.aio.AioRpcError as e:
+            raise errors.from_rpc_error(e) from None
+        if rpc.service == "md":
+            self._cluster.follow_hint(ep, await call.initial_metadata())
+        return resp
+
+    async def _once(self, rpc: core.Rpc, deadline: Optional[float]) -> Any:
+        assert rpc.endpoint is not None
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ep = self._cluster.by_addr.get(rpc.endpoint)
+        temp = None
+        if ep is None:
+            temp = self._dial(rpc.endpoint)
+            ep = core.Endpoint(rpc.endpoint, -1, temp)
+        try:
+            return await ep.method(rpc.service, rpc.method)(rpc.request, timeout=remaining)
+        except grpc.aio.AioRpcError as e:
+            raise errors.from_rpc_error(e) from None
+        finally:
+            if temp is not None:
+                await temp.close()
+
+    # Metadata: puts and upserts.
+
+    async def put_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
+                  timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+        """Place a new object of size bytes: charge the tenant's quota and return the PROCESSING
+        replicas to write.
+
+        If the call was retried and the retry met OBJECT_ALREADY_EXISTS, the object may be this
+        very put, committed by an attempt whose answer was lost: put_start then revokes this
+        client's pending write of key (which succeeds only if it is this client's) and places the
+        object again; otherwise it raises ObjectAlreadyExists. So a client must not have two puts
+        of one key in progress at once.
+        """
+        return await self._run(core.put_start(self._id, tenant, key, size, options), timeout)
+
+    async def put_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                timeout: Optional[float] = None) -> None:
+        """Commit this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every
+        tier). Idempotent."""
+        await self._run(core.put_end(self._id, tenant, key, tier), timeout)
+
+    async def put_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                   timeout: Optional[float] = None) -> None:
+        """Drop this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every tier)."""
+        await self._run(core.put_revoke(self._id, tenant, key, tier), timeout)
+
+    async def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
+            timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+        """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
+        at all. Returns the replicas as placed, marked COMPLETE. If put_end fails, a put_revoke is
+        tried (its failure ignored) and put_end's error raised."""
+        return await self._run(core.put(self._id, tenant, key, size, options), timeout)
+
+    async def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
+                     timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
+        """Insert or rewrite key with size bytes. Returns the PROCESSING replicas to write and
+        whether the existing extents were reused (same size)."""
+        return await self._run(core.upsert_start(self._id, tenant, key, size, options), timeout)
+
+    async def upsert_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                   timeout: Optional[float] = None) -> None:
+        """Commit an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
+        await self._run(core.upsert_end(self._id, tenant, key, tier), timeout)
+
+    async def upsert_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                      timeout: Optional[float] = None) -> None:
+        """Abandon an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
+        await self._run(core.upsert_revoke(self._id, tenant, key, tier), timeout)
+
+    # Metadata: reads and removals.
+
+    async def get(self, key: Key, *, tenant: str = "", stale: bool = False,
+            timeout: Optional[float] = None) -> metadata_pb2.GetResponse:
+        """Where to read key: its COMPLETE replicas, size, data type and the read lease granted
+        (lease_ttl_ms; 0 for a stale read). stale lets any node answer from its own state. A
+        missing key raises ObjectNotFound."""
+        return await self._run(core.get(tenant, key, stale), timeout)
+
+    async def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+        """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
+        False, not an error."""
+        return await self._run(core.exist(tenant, key, stale), timeout)
+
+    async def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
+        """Erase key; force removes it even under a read lease (never while it is being written).
+        A retried remove may raise ObjectNotFound for an object its lost attempt removed."""
+        await self._run(core.remove(tenant, key, force), timeout)
+
+    async def remove_all(self, *, tenant: str = "", force: bool = False,
+                   timeout: Optional[float] = None) -> metadata_pb2.RemoveAllResponse:
+        """Erase every removable object of tenant; the answer counts those erased and skipped."""
+        return await self._run(core.remove_all(tenant, force), timeout)
+
+    # Groups.
+
+    async def list_group(self, group: Key, *, tenant: str = "", stale: bool = False,
+                   timeout: Optional[float] = None) -> List[bytes]:
+        """Every member key of an explicit group in byte order, fetched page after page (separate
+        reads: a group that changes meanwhile may be listed inconsistently). On failure the
+        exception's ``partial`` holds the keys listed so far."""
+        return await self._run(core.list_group(tenant, group, stale), timeout)
+
+    async def list_group_page(self, group: Key, *, tenant: str = "", start_after: Key = b"", limit: int = 0,
+                        stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bool]:
+        """One page of a group's member keys after start_after (b"" = from the start), at most
+        limit keys (0 = the server's page size), and whether more follow."""
+        return await self._run(core.list_group_page(tenant, group, start_after, limit, stale), timeout)
+
+    async def remove_group(self, group: Key, *, tenant: str = "", force: bool = False,
+                     timeout: Optional[float] = None) -> int:
+        """Erase an explicit group and its members in one step; returns the members erased."""
+        return await self._run(core.remove_group(tenant, group, force), timeout)
+
+    # Batches. Each takes any number of items and sends them in consecutive requests of at most
+    # 4096 items (and 3 MiB of keys), each retried on its own. A request that fails as a whole
+    # raises its error with ``partial`` set to the results of the requests before it.
+
+    async def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
+                        options: Optional[PutOptions] = None,
+                        timeout: Optional[float] = None) -> List[metadata_pb2.BatchPutStartResponse.Result]:
+        """put_start for every item (one options for all; each item names its group). One result
+        per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
+        Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
+        return await self._run(core.batch_put_start(self._id, tenant, items, options), timeout)
+
+    async def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                      timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """put_end of tier for every key; one Status per key, in order. Keys must be distinct."""
+        return await self._run(core.batch_put_end(self._id, tenant, keys, tier), timeout)
+
+    async def batch_put_revoke(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                         timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """put_revoke of tier for every key; one Status per key, in order. Keys must be distinct."""
+        return await self._run(core.batch_put_revoke(self._id, tenant, keys, tier), timeout)
+
+    async def batch_put(self, items: Sequence[BatchPutItem], *, tenant: str = "", options: Optional[PutOptions] = None,
+                  timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """batch_put_start then batch_put_end for the items that started: one Status per item, the
+        start's failure or else the end's outcome."""
+        return await self._run(core.batch_put(self._id, tenant, items, options), timeout)
+
+    async def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                  timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
+        """get for every key: one result per key, in order (repeats allowed: each key is asked
+        once and its result given at every position); lease_ttl_ms is the smallest granted."""
+        return await self._run(core.batch_get(tenant, keys, stale), timeout)
+
+    async def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                    timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
+        """exist for every key, merged like batch_get (repeats allowed)."""
+        return await self._run(core.batch_exist(tenant, keys, stale), timeout)
+
+    async def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
+                     timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """remove for every key; one Status per key, in order. Keys must be distinct."""
+        return await self._run(core.batch_remove(tenant, keys, force), timeout)
+
+    # Segments and liveness.
+
+    async def mount_segment(self, segment: types_pb2.SegmentDesc, *, timeout: Optional[float] = None) -> None:
+        """Mount segment as a segment of this client (its owner_client_id is ignored). Mounting
+        the same id again as the same client is a no-op. ``metad.segment()`` builds one."""
+        await self._run(core.mount_segment(self._id, segment), timeout)
+
+    async def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None,
+                        timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
+        """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
+        replica in it."""
+        return await self._run(core.unmount_segment(owner or self._id, segment_id), timeout)
+
+    async def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
+                      stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:
+        """The mounted segments of tier (TIER_UNSPECIFIED = every tier) and owner (None = every
+        client), sorted by id, with their usage."""
+        return await self._run(core.list_segments(tier, owner, stale), timeout)
+
+    async def ping(self, *, timeout: Optional[float] = None) -> metadata_pb2.PingResponse:
+        """Keep this client alive and return the cluster's view of it: its mounted segments, the
+        client ttl, the leader (which becomes the endpoint calls go to) and the members."""
+        return await self._run(core.ping(self._id, self._cluster), timeout)
+
+    # Tenants.
+
+    async def register_tenant(self, name: str, quota_bytes: int = 0, *, timeout: Optional[float] = None) -> int:
+        """Create tenant name with a requested quota in bytes (0 = none); returns the instance id."""
+        return await self._run(core.register_tenant(name, quota_bytes), timeout)
+
+    async def unregister_tenant(self, name: str, *, force: bool = False,
+                          timeout: Optional[float] = None) -> admin_pb2.UnregisterTenantResponse:
+        """Remove tenant name; with force also erase its objects and groups (else a non-empty
+        tenant raises TenantNotEmpty)."""
+        return await self._run(core.unregister_tenant(name, force), timeout)
+
+    async def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.TenantInfo]:
+        """The registered tenants sorted by name, with their usage."""
+        return await self._run(core.list_tenants(stale), timeout)
+
+    async def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> admin_pb2.SetQuotaResponse:
+        """Set a tenant's requested quota (0 = none); returns the quota in force after."""
+        return await self._run(core.set_quota(tenant, quota_bytes), timeout)
+
+    async def get_quota(self, tenant: str, *, stale: bool = False,
+                  timeout: Optional[float] = None) -> admin_pb2.GetQuotaResponse:
+        """A tenant's quota and usage."""
+        return await self._run(core.get_quota(tenant, stale), timeout)
+
+    # Cluster.
+
+    async def status(self, endpoint: str, *, timeout: Optional[float] = None) -> admin_pb2.StatusResponse:
+        """The status of the node at endpoint (any address, known or not), in its own view. Never
+        retried or redirected."""
+        return await self._run(core.status(endpoint), timeout)
+
+    async def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]]:
+        """(endpoint, status, error) for every known endpoint, asked concurrently, in endpoint
+        order; an unreachable node has its error set (bound the wait with timeout)."""
+        async def one(addr: str) -> Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]:
+            try:
+                return addr, await self.status(addr, timeout=timeout), None
+            except errors.MetadError as e:
+                return addr, None, e
+        return list(await asyncio.gather(*(one(a) for a in self.endpoints())))
+
+    async def list_members(self, *, timeout: Optional[float] = None) -> admin_pb2.ListMembersResponse:
+        """The cluster's Raft configuration."""
+        return await self._run(core.list_members(), timeout)
+
+    async def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> admin_pb2.TransferLeaderResponse:
+        """Hand leadership to member target ("" = the most up-to-date follower); the new leader
+        becomes the endpoint calls go to."""
+        return await self._run(core.transfer_leader(target, self._cluster), timeout)
+
+    async def ping_loop(self, segments: Sequence[types_pb2.SegmentDesc] = (), *, interval: float = 1.0) -> None:
+        """Ping every interval seconds until cancelled (run it as a task), each ping limited to a
+        third of the client ttl, remounting those of segments the cluster no longer has. A failed
+        ping is retried at the next tick; ClientClosed ends the loop."""
+        limit = 5.0
+        while True:
+            try:
+                resp = await self.ping(timeout=limit)
+                if resp.client_ttl_ms:
+                    limit = min(5.0, max(resp.client_ttl_ms / 3000, 0.001))
+                for s in core.missing_segments(segments, resp.segment_ids):
+                    await self.mount_segment(s, timeout=limit)
+            except errors.ClientClosed:
+                return
+            except errors.MetadError:
+                pass
+            await asyncio.sleep(interval)

@@ -1,0 +1,503 @@
+"""The synchronous metad client."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
+
+import grpc
+
+from metad import _core as core
+from metad import errors
+from metad._core import BatchPutItem, Config, Key, PutOptions
+from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+
+T = TypeVar("T")
+
+_SILENT_CODES = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
+class Client:
+    """A connection to a metad cluster, safe for use from any number of threads.
+
+    It keeps one gRPC channel per known endpoint and sends every call to the endpoint it believes
+    is the leader, initially the first. A leader named by a forwarding follower (the
+    ``x-metad-leader`` header), a NOT_LEADER answer, :meth:`ping` or :meth:`transfer_leader`
+    becomes the endpoint calls go to. After a failed attempt a call is sent to the next endpoint
+    that is not suspect at once when its node fell silent; redirected at once to a leader named by
+    NOT_LEADER (a second redirect in a row waits a backoff); retried at the next endpoint after a
+    backoff on UNAVAILABLE or a connection error; and raised at once for anything else (a
+    deterministic rejection, the call's own timeout). See :class:`~metad.Config`.
+
+    Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
+    raises a :class:`~metad.errors.MetadError` subclass. Keys and group ids are ``bytes`` or ``str``
+    (sent as UTF-8). ``tenant`` "" means "default".
+    """
+
+    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None) -> None:
+        """Connect lazily to endpoints (default: ``config.endpoints``); nothing is dialled until the
+        first call. Raises ValueError for a bad configuration."""
+        cfg = config or Config()
+        if endpoints is not None:
+            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
+        cfg.validate()
+        self._cfg = cfg
+        self._id = cfg.client_id or core.new_client_id()
+        self._cluster = core.Cluster(cfg.endpoints, self._dial)
+
+    @staticmethod
+    def _dial(addr: str) -> Any:
+        return grpc.insecure_channel(addr, options=core.CHANNEL_OPTIONS)
+
+    # Lifecycle and state.
+
+    @property
+    def client_id(self) -> bytes:
+        """The 16-byte id this client writes and mounts as."""
+        return self._id
+
+    @property
+    def config(self) -> Config:
+        """The configuration in force."""
+        return self._cfg
+
+    def endpoints(self) -> List[str]:
+        """The known endpoints: those configured, then any learned from the cluster."""
+        return self._cluster.addrs()
+
+    def leader(self) -> str:
+        """The endpoint calls currently go to: the believed leader."""
+        return self._cluster.cur.addr
+
+    def close(self) -> None:
+        """Close every channel. Calls in flight fail; later calls raise ClientClosed."""
+        for ch in self._cluster.close():
+            ch.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # The retry loop.
+
+    def _run(self, op: core.Op[T], timeout: Optional[float]) -> T:
+        t = self._cfg.timeout if timeout is None else timeout
+        deadline = None if t is None else time.monotonic() + t
+        try:
+            rpc = next(op)
+            while True:
+                try:
+                    reply = self._call(rpc, deadline)
+                except errors.MetadError as e:
+                    rpc = op.throw(e)
+                else:
+                    rpc = op.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+
+    def _call(self, rpc: core.Rpc, deadline: Optional[float]) -> core.Reply:
+        cl = self._cluster
+        if cl.closed:
+            raise errors.ClientClosed("client closed")
+        if rpc.endpoint is not None:
+            return core.Reply(self._once(rpc, deadline), 1)
+        delay = self._cfg.retry_initial
+        redirected = False
+        n = 0
+        while True:
+            ep = cl.cur
+            n += 1
+            try:
+                resp = self._attempt(ep, rpc, deadline)
+            except errors.MetadError as err:
+                err.attempts = n
+                silent = getattr(err, "_silent", False)
+                if (deadline is not None and time.monotonic() >= deadline) or n > self._cfg.max_retries or cl.closed:
+                    raise
+                if silent:
+                    # The node stopped answering anything; go elsewhere at once (the attempt
+                    # already waited) and keep failover away from it for a while.
+                    assert self._cfg.attempt_timeout is not None
+                    ep.suspect_until = time.monotonic() + core.SUSPECT_ATTEMPTS * self._cfg.attempt_timeout
+                    redirected = False
+                    cl.advance(ep)
+                    continue
+                act, leader = core.classify(err, ep.addr)
+                if act == core.STOP:
+                    raise
+                if act == core.REDIRECT:
+                    if not cl.redirect(leader):
+                        redirected = False
+                        cl.advance(ep)
+                    elif not redirected:
+                        # The first redirect in a row goes at once; a second means the nodes
+                        # disagree (an election is under way), so it waits like a failover.
+                        redirected = True
+                        continue
+                else:
+                    redirected = False
+                    cl.advance(ep)
+                d = core.jitter(delay)
+                if deadline is not None and deadline - time.monotonic() <= d:
+                    raise
+                time.sleep(d)
+                delay = min(2 * delay, self._cfg.retry_max)
+            else:
+                ep.suspect_until = 0.0
+                return core.Reply(resp, n)
+
+    def _attempt(self, ep: core.Endpoint, rpc: core.Rpc, deadline: Optional[float]) -> Any:
+        """One attempt at ep, watched over by the attempt watchdog. Raises the attempt's
+        MetadError; a silent node's has ``_silent`` set."""
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        mc = ep.method(rpc.service, rpc.method)
+        fut = mc.future(rpc.request, timeout=remaining)
+        at = self._cfg.attempt_timeout
+        if at is not None:
+            half = at / 2
+            ev = threading.Event()
+            fut.add_done_callback(lambda _f: ev.set())
+            next_probe = time.monotonic() + half
+            probe: Any = None
+            while True:
+                ev.clear()
+                if fut.done():
+                    break
+                if probe is not None and probe.done():
+                    code = _code_of(probe)
+                    if code in _SILENT_CODES:
+                        fut.cancel()
+                        if deadline is not None and time.monotonic() >= deadline:
+                            break  # the call's own limit ran out: report that, not silence
+                        e = core.silent_error(ep, at)
+                        setattr(e, "_silent", True)
+                        raise e
+                    probe = None  # any answer, even an error, comes from a live server
+                    next_probe = time.monotonic() + half
+                if probe is None:
+                    wait = next_probe - time.monotonic()
+                    if wait <= 0:
+                        pt = at - half
+                        if deadline is not None:
+                            pt = max(0.0, min(pt, deadline - time.monotonic()))
+                        probe = ep.health.future(b"", timeout=pt)
+                        probe.add_done_callback(lambda _f: ev.set())
+                        continue
+                    ev.wait(wait)
+                else:
+                    ev.wait()
+        try:
+            resp = fut.result()
+        except grpc.FutureCancelledError:
+            raise errors.OutcomeUnknown("the call was cancelled", code=grpc.StatusCode.CANCELLED) from None
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+        if rpc.service == "md":
+            self._cluster.follow_hint(ep, fut.initial_metadata())
+        return resp
+
+    def _once(self, rpc: core.Rpc, deadline: Optional[float]) -> Any:
+        """rpc sent once to its own endpoint (known or not), without retries."""
+        assert rpc.endpoint is not None
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ep = self._cluster.by_addr.get(rpc.endpoint)
+        temp = None
+        if ep is None:
+            temp = self._dial(rpc.endpoint)
+            ep = core.Endpoint(rpc.endpoint, -1, temp)
+        try:
+            return ep.method(rpc.service, rpc.method)(rpc.request, timeout=remaining)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+        finally:
+            if temp is not None:
+                temp.close()
+
+    # Metadata: puts and upserts.
+
+    def put_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
+                  timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+        """Place a new object of size bytes: charge the tenant's quota and return the PROCESSING
+        replicas to write.
+
+        If the call was retried and the retry met OBJECT_ALREADY_EXISTS, the object may be this
+        very put, committed by an attempt whose answer was lost: put_start then revokes this
+        client's pending write of key (which succeeds only if it is this client's) and places the
+        object again; otherwise it raises ObjectAlreadyExists. So a client must not have two puts
+        of one key in progress at once.
+        """
+        return self._run(core.put_start(self._id, tenant, key, size, options), timeout)
+
+    def put_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                timeout: Optional[float] = None) -> None:
+        """Commit this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every
+        tier). Idempotent."""
+        self._run(core.put_end(self._id, tenant, key, tier), timeout)
+
+    def put_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                   timeout: Optional[float] = None) -> None:
+        """Drop this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every tier)."""
+        self._run(core.put_revoke(self._id, tenant, key, tier), timeout)
+
+    def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
+            timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+        """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
+        at all. Returns the replicas as placed, marked COMPLETE. If put_end fails, a put_revoke is
+        tried (its failure ignored) and put_end's error raised."""
+        return self._run(core.put(self._id, tenant, key, size, options), timeout)
+
+    def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
+                     timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
+        """Insert or rewrite key with size bytes. Returns the PROCESSING replicas to write and
+        whether the existing extents were reused (same size)."""
+        return self._run(core.upsert_start(self._id, tenant, key, size, options), timeout)
+
+    def upsert_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                   timeout: Optional[float] = None) -> None:
+        """Commit an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
+        self._run(core.upsert_end(self._id, tenant, key, tier), timeout)
+
+    def upsert_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                      timeout: Optional[float] = None) -> None:
+        """Abandon an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
+        self._run(core.upsert_revoke(self._id, tenant, key, tier), timeout)
+
+    # Metadata: reads and removals.
+
+    def get(self, key: Key, *, tenant: str = "", stale: bool = False,
+            timeout: Optional[float] = None) -> metadata_pb2.GetResponse:
+        """Where to read key: its COMPLETE replicas, size, data type and the read lease granted
+        (lease_ttl_ms; 0 for a stale read). stale lets any node answer from its own state. A
+        missing key raises ObjectNotFound."""
+        return self._run(core.get(tenant, key, stale), timeout)
+
+    def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+        """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
+        False, not an error."""
+        return self._run(core.exist(tenant, key, stale), timeout)
+
+    def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
+        """Erase key; force removes it even under a read lease (never while it is being written).
+        A retried remove may raise ObjectNotFound for an object its lost attempt removed."""
+        self._run(core.remove(tenant, key, force), timeout)
+
+    def remove_all(self, *, tenant: str = "", force: bool = False,
+                   timeout: Optional[float] = None) -> metadata_pb2.RemoveAllResponse:
+        """Erase every removable object of tenant; the answer counts those erased and skipped."""
+        return self._run(core.remove_all(tenant, force), timeout)
+
+    # Groups.
+
+    def list_group(self, group: Key, *, tenant: str = "", stale: bool = False,
+                   timeout: Optional[float] = None) -> List[bytes]:
+        """Every member key of an explicit group in byte order, fetched page after page (separate
+        reads: a group that changes meanwhile may be listed inconsistently). On failure the
+        exception's ``partial`` holds the keys listed so far."""
+        return self._run(core.list_group(tenant, group, stale), timeout)
+
+    def list_group_page(self, group: Key, *, tenant: str = "", start_after: Key = b"", limit: int = 0,
+                        stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bool]:
+        """One page of a group's member keys after start_after (b"" = from the start), at most
+        limit keys (0 = the server's page size), and whether more follow."""
+        return self._run(core.list_group_page(tenant, group, start_after, limit, stale), timeout)
+
+    def remove_group(self, group: Key, *, tenant: str = "", force: bool = False,
+                     timeout: Optional[float] = None) -> int:
+        """Erase an explicit group and its members in one step; returns the members erased."""
+        return self._run(core.remove_group(tenant, group, force), timeout)
+
+    # Batches. Each takes any number of items and sends them in consecutive requests of at most
+    # 4096 items (and 3 MiB of keys), each retried on its own. A request that fails as a whole
+    # raises its error with ``partial`` set to the results of the requests before it.
+
+    def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
+                        options: Optional[PutOptions] = None,
+                        timeout: Optional[float] = None) -> List[metadata_pb2.BatchPutStartResponse.Result]:
+        """put_start for every item (one options for all; each item names its group). One result
+        per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
+        Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
+        return self._run(core.batch_put_start(self._id, tenant, items, options), timeout)
+
+    def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                      timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """put_end of tier for every key; one Status per key, in order. Keys must be distinct."""
+        return self._run(core.batch_put_end(self._id, tenant, keys, tier), timeout)
+
+    def batch_put_revoke(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
+                         timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """put_revoke of tier for every key; one Status per key, in order. Keys must be distinct."""
+        return self._run(core.batch_put_revoke(self._id, tenant, keys, tier), timeout)
+
+    def batch_put(self, items: Sequence[BatchPutItem], *, tenant: str = "", options: Optional[PutOptions] = None,
+                  timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """batch_put_start then batch_put_end for the items that started: one Status per item, the
+        start's failure or else the end's outcome."""
+        return self._run(core.batch_put(self._id, tenant, items, options), timeout)
+
+    def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                  timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
+        """get for every key: one result per key, in order (repeats allowed: each key is asked
+        once and its result given at every position); lease_ttl_ms is the smallest granted."""
+        return self._run(core.batch_get(tenant, keys, stale), timeout)
+
+    def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                    timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
+        """exist for every key, merged like batch_get (repeats allowed)."""
+        return self._run(core.batch_exist(tenant, keys, stale), timeout)
+
+    def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
+                     timeout: Optional[float] = None) -> List[types_pb2.Status]:
+        """remove for every key; one Status per key, in order. Keys must be distinct."""
+        return self._run(core.batch_remove(tenant, keys, force), timeout)
+
+    # Segments and liveness.
+
+    def mount_segment(self, segment: types_pb2.SegmentDesc, *, timeout: Optional[float] = None) -> None:
+        """Mount segment as a segment of this client (its owner_client_id is ignored). Mounting
+        the same id again as the same client is a no-op. ``metad.segment()`` builds one."""
+        self._run(core.mount_segment(self._id, segment), timeout)
+
+    def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None,
+                        timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
+        """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
+        replica in it."""
+        return self._run(core.unmount_segment(owner or self._id, segment_id), timeout)
+
+    def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
+                      stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:
+        """The mounted segments of tier (TIER_UNSPECIFIED = every tier) and owner (None = every
+        client), sorted by id, with their usage."""
+        return self._run(core.list_segments(tier, owner, stale), timeout)
+
+    def ping(self, *, timeout: Optional[float] = None) -> metadata_pb2.PingResponse:
+        """Keep this client alive and return the cluster's view of it: its mounted segments, the
+        client ttl, the leader (which becomes the endpoint calls go to) and the members."""
+        return self._run(core.ping(self._id, self._cluster), timeout)
+
+    def ping_loop(self, segments: Sequence[types_pb2.SegmentDesc] = (), *, interval: float = 1.0,
+                  on_error: Optional[Callable[[errors.MetadError], None]] = None) -> "PingLoop":
+        """Start a daemon thread that pings every interval seconds (each ping limited to a third
+        of the client ttl) and remounts those of segments the cluster no longer has (the client
+        was expired while silent). Stop it with ``PingLoop.stop()``."""
+        return PingLoop(self, segments, interval, on_error)
+
+    # Tenants.
+
+    def register_tenant(self, name: str, quota_bytes: int = 0, *, timeout: Optional[float] = None) -> int:
+        """Create tenant name with a requested quota in bytes (0 = none); returns the instance id."""
+        return self._run(core.register_tenant(name, quota_bytes), timeout)
+
+    def unregister_tenant(self, name: str, *, force: bool = False,
+                          timeout: Optional[float] = None) -> admin_pb2.UnregisterTenantResponse:
+        """Remove tenant name; with force also erase its objects and groups (else a non-empty
+        tenant raises TenantNotEmpty)."""
+        return self._run(core.unregister_tenant(name, force), timeout)
+
+    def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.TenantInfo]:
+        """The registered tenants sorted by name, with their usage."""
+        return self._run(core.list_tenants(stale), timeout)
+
+    def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> admin_pb2.SetQuotaResponse:
+        """Set a tenant's requested quota (0 = none); returns the quota in force after."""
+        return self._run(core.set_quota(tenant, quota_bytes), timeout)
+
+    def get_quota(self, tenant: str, *, stale: bool = False,
+                  timeout: Optional[float] = None) -> admin_pb2.GetQuotaResponse:
+        """A tenant's quota and usage."""
+        return self._run(core.get_quota(tenant, stale), timeout)
+
+    # Cluster.
+
+    def status(self, endpoint: str, *, timeout: Optional[float] = None) -> admin_pb2.StatusResponse:
+        """The status of the node at endpoint (any address, known or not), in its own view. Never
+        retried or redirected."""
+        return self._run(core.status(endpoint), timeout)
+
+    def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]]:
+        """(endpoint, status, error) for every known endpoint, asked concurrently, in endpoint
+        order; an unreachable node has its error set (bound the wait with timeout)."""
+        eps = self.endpoints()
+        out: List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]] = [
+            (a, None, None) for a in eps]
+
+        def one(i: int, addr: str) -> None:
+            try:
+                out[i] = (addr, self.status(addr, timeout=timeout), None)
+            except errors.MetadError as e:
+                out[i] = (addr, None, e)
+        threads = [threading.Thread(target=one, args=(i, a)) for i, a in enumerate(eps)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    def list_members(self, *, timeout: Optional[float] = None) -> admin_pb2.ListMembersResponse:
+        """The cluster's Raft configuration."""
+        return self._run(core.list_members(), timeout)
+
+    def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> admin_pb2.TransferLeaderResponse:
+        """Hand leadership to member target ("" = the most up-to-date follower); the new leader
+        becomes the endpoint calls go to."""
+        return self._run(core.transfer_leader(target, self._cluster), timeout)
+
+
+def _code_of(fut: Any) -> Optional[grpc.StatusCode]:
+    """The status code a finished call future ended with (OK for success)."""
+    try:
+        fut.result()
+    except grpc.RpcError as e:
+        code: Optional[grpc.StatusCode] = e.code()
+        return code
+    except Exception:
+        return None
+    return grpc.StatusCode.OK
+
+
+class PingLoop:
+    """A worker's keep-alive: a daemon thread that pings its client every interval and remounts
+    the segments the cluster lost. ``pings``, ``failures`` and ``remounts`` count what it did;
+    ``last`` is the latest PingResponse."""
+
+    def __init__(self, client: Client, segments: Sequence[types_pb2.SegmentDesc], interval: float,
+                 on_error: Optional[Callable[[errors.MetadError], None]]) -> None:
+        self._c = client
+        self._segs = list(segments)
+        self._interval = interval
+        self._on_error = on_error
+        self._stop = threading.Event()
+        self.pings = self.failures = self.remounts = 0
+        self.last: Optional[metadata_pb2.PingResponse] = None
+        self._limit = 5.0
+        self._t = threading.Thread(target=self._run, name="metad-ping", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                resp = self._c.ping(timeout=self._limit)
+                self.pings += 1
+                self.last = resp
+                if resp.client_ttl_ms:
+                    self._limit = min(5.0, max(resp.client_ttl_ms / 3000, 0.001))
+                missing = core.missing_segments(self._segs, resp.segment_ids)
+                for s in missing:
+                    self._c.mount_segment(s, timeout=self._limit)
+                    self.remounts += 1
+            except errors.MetadError as e:
+                if isinstance(e, errors.ClientClosed):
+                    return
+                self.failures += 1
+                if self._on_error is not None:
+                    self._on_error(e)
+            self._stop.wait(self._interval)
+
+    def stop(self) -> None:
+        """Stop the loop and wait for its thread."""
+        self._stop.set()
+        self._t.join()

@@ -1,0 +1,292 @@
+from metad.metadv1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+NODE_ROLE_CANDIDATE: NodeRole
+NODE_ROLE_FOLLOWER: NodeRole
+NODE_ROLE_LEADER: NodeRole
+NODE_ROLE_SHUTDOWN: NodeRole
+NODE_ROLE_UNSPECIFIED: NodeRole
+
+class AddMemberRequest(_message.Message):
+    __slots__ = ["name", "peer_address"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    peer_address: str
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ...) -> None: ...
+
+class AddMemberResponse(_message.Message):
+    __slots__ = ["index"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class GetQuotaRequest(_message.Message):
+    __slots__ = ["stale", "tenant"]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., stale: bool = ...) -> None: ...
+
+class GetQuotaResponse(_message.Message):
+    __slots__ = ["capacity_bytes", "charged_bytes", "effective_quota_bytes", "requested_quota_bytes"]
+    CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CHARGED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    capacity_bytes: int
+    charged_bytes: int
+    effective_quota_bytes: int
+    requested_quota_bytes: int
+    def __init__(self, requested_quota_bytes: _Optional[int] = ..., effective_quota_bytes: _Optional[int] = ..., charged_bytes: _Optional[int] = ..., capacity_bytes: _Optional[int] = ...) -> None: ...
+
+class ListMembersRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListMembersResponse(_message.Message):
+    __slots__ = ["index", "members"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class ListSegmentsRequest(_message.Message):
+    __slots__ = ["client_id", "stale", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    stale: bool
+    tier: _types_pb2.Tier
+    def __init__(self, stale: bool = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., client_id: _Optional[bytes] = ...) -> None: ...
+
+class ListSegmentsResponse(_message.Message):
+    __slots__ = ["segments"]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    segments: _containers.RepeatedCompositeFieldContainer[SegmentInfo]
+    def __init__(self, segments: _Optional[_Iterable[_Union[SegmentInfo, _Mapping]]] = ...) -> None: ...
+
+class ListTenantsRequest(_message.Message):
+    __slots__ = ["stale"]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    stale: bool
+    def __init__(self, stale: bool = ...) -> None: ...
+
+class ListTenantsResponse(_message.Message):
+    __slots__ = ["tenants"]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    tenants: _containers.RepeatedCompositeFieldContainer[TenantInfo]
+    def __init__(self, tenants: _Optional[_Iterable[_Union[TenantInfo, _Mapping]]] = ...) -> None: ...
+
+class Member(_message.Message):
+    __slots__ = ["client_address", "leader", "name", "peer_address", "voter"]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    VOTER_FIELD_NUMBER: _ClassVar[int]
+    client_address: str
+    leader: bool
+    name: str
+    peer_address: str
+    voter: bool
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., voter: bool = ..., leader: bool = ...) -> None: ...
+
+class RecordMemberRequest(_message.Message):
+    __slots__ = ["client_address", "name", "peer_address"]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    client_address: str
+    name: str
+    peer_address: str
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
+
+class RecordMemberResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class RegisterTenantRequest(_message.Message):
+    __slots__ = ["name", "quota_bytes"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    quota_bytes: int
+    def __init__(self, name: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+
+class RegisterTenantResponse(_message.Message):
+    __slots__ = ["instance_id"]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: int
+    def __init__(self, instance_id: _Optional[int] = ...) -> None: ...
+
+class RemoveMemberRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RemoveMemberResponse(_message.Message):
+    __slots__ = ["index"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class SegmentInfo(_message.Message):
+    __slots__ = ["replicas", "segment", "used_bytes"]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    USED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    replicas: int
+    segment: _types_pb2.SegmentDesc
+    used_bytes: int
+    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., used_bytes: _Optional[int] = ..., replicas: _Optional[int] = ...) -> None: ...
+
+class SetQuotaRequest(_message.Message):
+    __slots__ = ["quota_bytes", "tenant"]
+    QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    quota_bytes: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+
+class SetQuotaResponse(_message.Message):
+    __slots__ = ["effective_quota_bytes", "requested_quota_bytes"]
+    EFFECTIVE_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    effective_quota_bytes: int
+    requested_quota_bytes: int
+    def __init__(self, requested_quota_bytes: _Optional[int] = ..., effective_quota_bytes: _Optional[int] = ...) -> None: ...
+
+class SnapshotChunk(_message.Message):
+    __slots__ = ["data", "offset", "total_bytes"]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    offset: int
+    total_bytes: int
+    def __init__(self, data: _Optional[bytes] = ..., offset: _Optional[int] = ..., total_bytes: _Optional[int] = ...) -> None: ...
+
+class SnapshotRestoreResponse(_message.Message):
+    __slots__ = ["groups", "index", "objects", "segments", "tenants", "term"]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    groups: int
+    index: int
+    objects: int
+    segments: int
+    tenants: int
+    term: int
+    def __init__(self, index: _Optional[int] = ..., term: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ...) -> None: ...
+
+class SnapshotSaveRequest(_message.Message):
+    __slots__ = ["allow_stale"]
+    ALLOW_STALE_FIELD_NUMBER: _ClassVar[int]
+    allow_stale: bool
+    def __init__(self, allow_stale: bool = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ["applied_index", "client_address", "commit_index", "last_log_index", "last_snapshot_index", "last_snapshot_term", "leader_address", "leader_name", "name", "objects", "peer_address", "role", "segments", "tenants", "term", "version"]
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    LAST_LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
+    LAST_SNAPSHOT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    LAST_SNAPSHOT_TERM_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_NAME_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    applied_index: int
+    client_address: str
+    commit_index: int
+    last_log_index: int
+    last_snapshot_index: int
+    last_snapshot_term: int
+    leader_address: str
+    leader_name: str
+    name: str
+    objects: int
+    peer_address: str
+    role: NodeRole
+    segments: int
+    tenants: int
+    term: int
+    version: str
+    def __init__(self, name: _Optional[str] = ..., client_address: _Optional[str] = ..., peer_address: _Optional[str] = ..., role: _Optional[_Union[NodeRole, str]] = ..., term: _Optional[int] = ..., applied_index: _Optional[int] = ..., commit_index: _Optional[int] = ..., last_log_index: _Optional[int] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., objects: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., last_snapshot_index: _Optional[int] = ..., last_snapshot_term: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
+
+class TenantInfo(_message.Message):
+    __slots__ = ["charged_bytes", "effective_quota_bytes", "groups", "instance_id", "name", "objects", "requested_quota_bytes", "state"]
+    CHARGED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    charged_bytes: int
+    effective_quota_bytes: int
+    groups: int
+    instance_id: int
+    name: str
+    objects: int
+    requested_quota_bytes: int
+    state: _types_pb2.TenantState
+    def __init__(self, name: _Optional[str] = ..., instance_id: _Optional[int] = ..., requested_quota_bytes: _Optional[int] = ..., effective_quota_bytes: _Optional[int] = ..., charged_bytes: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., state: _Optional[_Union[_types_pb2.TenantState, str]] = ...) -> None: ...
+
+class TransferLeaderRequest(_message.Message):
+    __slots__ = ["target"]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    def __init__(self, target: _Optional[str] = ...) -> None: ...
+
+class TransferLeaderResponse(_message.Message):
+    __slots__ = ["leader_address", "leader_name"]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_NAME_FIELD_NUMBER: _ClassVar[int]
+    leader_address: str
+    leader_name: str
+    def __init__(self, leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ...) -> None: ...
+
+class UnregisterTenantRequest(_message.Message):
+    __slots__ = ["force", "name"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    name: str
+    def __init__(self, name: _Optional[str] = ..., force: bool = ...) -> None: ...
+
+class UnregisterTenantResponse(_message.Message):
+    __slots__ = ["groups_removed", "objects_removed"]
+    GROUPS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    groups_removed: int
+    objects_removed: int
+    def __init__(self, objects_removed: _Optional[int] = ..., groups_removed: _Optional[int] = ...) -> None: ...
+
+class NodeRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

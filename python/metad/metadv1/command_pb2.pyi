@@ -1,0 +1,408 @@
+from metad.metadv1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+EVICT_KIND_MEMORY: EvictKind
+EVICT_KIND_NOF: EvictKind
+EVICT_KIND_TENANT_QUOTA: EvictKind
+EVICT_KIND_UNSPECIFIED: EvictKind
+PLACEMENT_STRATEGY_FREE_RATIO_FIRST: PlacementStrategy
+PLACEMENT_STRATEGY_RANDOM: PlacementStrategy
+PLACEMENT_STRATEGY_UNSPECIFIED: PlacementStrategy
+UNMOUNT_REASON_CLIENT_EXPIRED: UnmountReason
+UNMOUNT_REASON_CLIENT_REQUEST: UnmountReason
+UNMOUNT_REASON_UNSPECIFIED: UnmountReason
+
+class BatchPutEnd(_message.Message):
+    __slots__ = ["client_id", "keys", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class BatchPutRevoke(_message.Message):
+    __slots__ = ["client_id", "keys", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class BatchPutStart(_message.Message):
+    __slots__ = ["client_id", "config", "items", "placement", "put_discard_timeout_ms", "tenant"]
+    class Item(_message.Message):
+        __slots__ = ["group", "key", "size"]
+        GROUP_FIELD_NUMBER: _ClassVar[int]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        SIZE_FIELD_NUMBER: _ClassVar[int]
+        group: bytes
+        key: bytes
+        size: int
+        def __init__(self, key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ...) -> None: ...
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    PUT_DISCARD_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    config: _types_pb2.ReplicaConfig
+    items: _containers.RepeatedCompositeFieldContainer[BatchPutStart.Item]
+    placement: PlacementStrategy
+    put_discard_timeout_ms: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., items: _Optional[_Iterable[_Union[BatchPutStart.Item, _Mapping]]] = ..., placement: _Optional[_Union[PlacementStrategy, str]] = ..., put_discard_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class BatchRemove(_message.Message):
+    __slots__ = ["force", "items", "state_epoch", "tenant", "tenant_instance_id"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    items: _containers.RepeatedCompositeFieldContainer[ObjectRef]
+    state_epoch: int
+    tenant: str
+    tenant_instance_id: int
+    def __init__(self, tenant: _Optional[str] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class Command(_message.Message):
+    __slots__ = ["batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "evict", "forget_member", "mount_segment", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "set_member", "set_quota", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
+    BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_PUT_START_FIELD_NUMBER: _ClassVar[int]
+    BATCH_REMOVE_FIELD_NUMBER: _ClassVar[int]
+    EVICT_FIELD_NUMBER: _ClassVar[int]
+    FORGET_MEMBER_FIELD_NUMBER: _ClassVar[int]
+    MOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    PUT_END_FIELD_NUMBER: _ClassVar[int]
+    PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
+    PUT_START_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TENANT_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_ALL_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_GROUP_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    SET_MEMBER_FIELD_NUMBER: _ClassVar[int]
+    SET_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    UNREGISTER_TENANT_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_END_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_REVOKE_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_START_FIELD_NUMBER: _ClassVar[int]
+    batch_put_end: BatchPutEnd
+    batch_put_revoke: BatchPutRevoke
+    batch_put_start: BatchPutStart
+    batch_remove: BatchRemove
+    evict: Evict
+    forget_member: ForgetMember
+    mount_segment: MountSegment
+    put_end: PutEnd
+    put_revoke: PutRevoke
+    put_start: PutStart
+    register_tenant: RegisterTenant
+    remove: Remove
+    remove_all: RemoveAll
+    remove_group: RemoveGroup
+    revoke_expired: RevokeExpired
+    set_member: SetMember
+    set_quota: SetQuota
+    unmount_segment: UnmountSegment
+    unregister_tenant: UnregisterTenant
+    upsert_end: UpsertEnd
+    upsert_revoke: UpsertRevoke
+    upsert_start: UpsertStart
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ...) -> None: ...
+
+class Envelope(_message.Message):
+    __slots__ = ["commands", "format_version", "leader_time_unix_nano", "rules_version", "seed"]
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_TIME_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    RULES_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    commands: _containers.RepeatedCompositeFieldContainer[Command]
+    format_version: int
+    leader_time_unix_nano: int
+    rules_version: int
+    seed: int
+    def __init__(self, format_version: _Optional[int] = ..., leader_time_unix_nano: _Optional[int] = ..., seed: _Optional[int] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., rules_version: _Optional[int] = ...) -> None: ...
+
+class Evict(_message.Message):
+    __slots__ = ["columns", "kind", "state_epoch", "tier", "tokens", "unit_sizes"]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    UNIT_SIZES_FIELD_NUMBER: _ClassVar[int]
+    columns: TokenColumns
+    kind: EvictKind
+    state_epoch: int
+    tier: _types_pb2.Tier
+    tokens: _containers.RepeatedCompositeFieldContainer[ObjectToken]
+    unit_sizes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, tokens: _Optional[_Iterable[_Union[ObjectToken, _Mapping]]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., kind: _Optional[_Union[EvictKind, str]] = ..., unit_sizes: _Optional[_Iterable[int]] = ..., state_epoch: _Optional[int] = ..., columns: _Optional[_Union[TokenColumns, _Mapping]] = ...) -> None: ...
+
+class ForgetMember(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class MountSegment(_message.Message):
+    __slots__ = ["segment"]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    segment: _types_pb2.SegmentDesc
+    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
+
+class ObjectRef(_message.Message):
+    __slots__ = ["key", "object_id"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    object_id: int
+    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ...) -> None: ...
+
+class ObjectToken(_message.Message):
+    __slots__ = ["key", "object_id", "tenant", "tenant_instance_id", "version"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    object_id: int
+    tenant: str
+    tenant_instance_id: int
+    version: int
+    def __init__(self, tenant: _Optional[str] = ..., tenant_instance_id: _Optional[int] = ..., key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
+
+class PutEnd(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class PutRevoke(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class PutStart(_message.Message):
+    __slots__ = ["client_id", "config", "group", "key", "placement", "put_discard_timeout_ms", "size", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    PUT_DISCARD_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    config: _types_pb2.ReplicaConfig
+    group: bytes
+    key: bytes
+    placement: PlacementStrategy
+    put_discard_timeout_ms: int
+    size: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., placement: _Optional[_Union[PlacementStrategy, str]] = ..., put_discard_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class RegisterTenant(_message.Message):
+    __slots__ = ["name", "quota_bytes"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    quota_bytes: int
+    def __init__(self, name: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+
+class Remove(_message.Message):
+    __slots__ = ["force", "key", "object_id", "state_epoch", "tenant", "tenant_instance_id"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    key: bytes
+    object_id: int
+    state_epoch: int
+    tenant: str
+    tenant_instance_id: int
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., object_id: _Optional[int] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class RemoveAll(_message.Message):
+    __slots__ = ["force", "state_epoch", "targets", "tenant", "tenant_instance_id"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    state_epoch: int
+    targets: _containers.RepeatedCompositeFieldContainer[ObjectRef]
+    tenant: str
+    tenant_instance_id: int
+    def __init__(self, tenant: _Optional[str] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., targets: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class RemoveGroup(_message.Message):
+    __slots__ = ["force", "group", "group_id", "max_object_id", "state_epoch", "tenant", "tenant_instance_id"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    group: bytes
+    group_id: int
+    max_object_id: int
+    state_epoch: int
+    tenant: str
+    tenant_instance_id: int
+    def __init__(self, tenant: _Optional[str] = ..., group: _Optional[bytes] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., group_id: _Optional[int] = ..., max_object_id: _Optional[int] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class RevokeExpired(_message.Message):
+    __slots__ = ["state_epoch", "tokens"]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    state_epoch: int
+    tokens: _containers.RepeatedCompositeFieldContainer[ObjectToken]
+    def __init__(self, tokens: _Optional[_Iterable[_Union[ObjectToken, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class SetMember(_message.Message):
+    __slots__ = ["client_address", "name", "peer_address"]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    client_address: str
+    name: str
+    peer_address: str
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
+
+class SetQuota(_message.Message):
+    __slots__ = ["quota_bytes", "tenant"]
+    QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    quota_bytes: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+
+class TokenColumns(_message.Message):
+    __slots__ = ["key_lengths", "keys", "object_ids", "tenant_index", "tenant_instance_ids", "tenants", "versions"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_IDS_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    keys: bytes
+    object_ids: _containers.RepeatedScalarFieldContainer[int]
+    tenant_index: _containers.RepeatedScalarFieldContainer[int]
+    tenant_instance_ids: _containers.RepeatedScalarFieldContainer[int]
+    tenants: _containers.RepeatedScalarFieldContainer[str]
+    versions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, tenants: _Optional[_Iterable[str]] = ..., tenant_instance_ids: _Optional[_Iterable[int]] = ..., tenant_index: _Optional[_Iterable[int]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., object_ids: _Optional[_Iterable[int]] = ..., versions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class UnmountSegment(_message.Message):
+    __slots__ = ["client_id", "reason", "segment_ids"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    reason: UnmountReason
+    segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, client_id: _Optional[bytes] = ..., segment_ids: _Optional[_Iterable[bytes]] = ..., reason: _Optional[_Union[UnmountReason, str]] = ...) -> None: ...
+
+class UnregisterTenant(_message.Message):
+    __slots__ = ["force", "name"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    name: str
+    def __init__(self, name: _Optional[str] = ..., force: bool = ...) -> None: ...
+
+class UpsertEnd(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class UpsertRevoke(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class UpsertStart(_message.Message):
+    __slots__ = ["client_id", "config", "group", "key", "placement", "put_discard_timeout_ms", "size", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    PUT_DISCARD_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    config: _types_pb2.ReplicaConfig
+    group: bytes
+    key: bytes
+    placement: PlacementStrategy
+    put_discard_timeout_ms: int
+    size: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., placement: _Optional[_Union[PlacementStrategy, str]] = ..., put_discard_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class PlacementStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class EvictKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class UnmountReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -1,0 +1,408 @@
+from metad.metadv1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class BatchExistRequest(_message.Message):
+    __slots__ = ["keys", "stale", "tenant"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., keys: _Optional[_Iterable[bytes]] = ..., stale: bool = ...) -> None: ...
+
+class BatchExistResponse(_message.Message):
+    __slots__ = ["exists", "lease_ttl_ms"]
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    exists: _containers.RepeatedScalarFieldContainer[bool]
+    lease_ttl_ms: int
+    def __init__(self, exists: _Optional[_Iterable[bool]] = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class BatchGetRequest(_message.Message):
+    __slots__ = ["keys", "stale", "tenant"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., keys: _Optional[_Iterable[bytes]] = ..., stale: bool = ...) -> None: ...
+
+class BatchGetResponse(_message.Message):
+    __slots__ = ["lease_ttl_ms", "results"]
+    class Result(_message.Message):
+        __slots__ = ["data_type", "replicas", "size", "status"]
+        DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        SIZE_FIELD_NUMBER: _ClassVar[int]
+        STATUS_FIELD_NUMBER: _ClassVar[int]
+        data_type: int
+        replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+        size: int
+        status: _types_pb2.Status
+        def __init__(self, status: _Optional[_Union[_types_pb2.Status, _Mapping]] = ..., replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., size: _Optional[int] = ..., data_type: _Optional[int] = ...) -> None: ...
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    lease_ttl_ms: int
+    results: _containers.RepeatedCompositeFieldContainer[BatchGetResponse.Result]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchGetResponse.Result, _Mapping]]] = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class BatchPutEndRequest(_message.Message):
+    __slots__ = ["client_id", "keys", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class BatchPutEndResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
+    def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
+
+class BatchPutRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "keys", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class BatchPutRevokeResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
+    def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
+
+class BatchPutStartRequest(_message.Message):
+    __slots__ = ["client_id", "config", "items", "tenant"]
+    class Item(_message.Message):
+        __slots__ = ["group", "key", "size"]
+        GROUP_FIELD_NUMBER: _ClassVar[int]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        SIZE_FIELD_NUMBER: _ClassVar[int]
+        group: bytes
+        key: bytes
+        size: int
+        def __init__(self, key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ...) -> None: ...
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    config: _types_pb2.ReplicaConfig
+    items: _containers.RepeatedCompositeFieldContainer[BatchPutStartRequest.Item]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., items: _Optional[_Iterable[_Union[BatchPutStartRequest.Item, _Mapping]]] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ...) -> None: ...
+
+class BatchPutStartResponse(_message.Message):
+    __slots__ = ["results"]
+    class Result(_message.Message):
+        __slots__ = ["replicas", "status"]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        STATUS_FIELD_NUMBER: _ClassVar[int]
+        replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+        status: _types_pb2.Status
+        def __init__(self, status: _Optional[_Union[_types_pb2.Status, _Mapping]] = ..., replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchPutStartResponse.Result]
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchPutStartResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class BatchRemoveRequest(_message.Message):
+    __slots__ = ["force", "keys", "tenant"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., keys: _Optional[_Iterable[bytes]] = ..., force: bool = ...) -> None: ...
+
+class BatchRemoveResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
+    def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
+
+class ExistRequest(_message.Message):
+    __slots__ = ["key", "stale", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., stale: bool = ...) -> None: ...
+
+class ExistResponse(_message.Message):
+    __slots__ = ["exists", "lease_ttl_ms"]
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    exists: bool
+    lease_ttl_ms: int
+    def __init__(self, exists: bool = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ["key", "stale", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., stale: bool = ...) -> None: ...
+
+class GetResponse(_message.Message):
+    __slots__ = ["data_type", "lease_ttl_ms", "replicas", "size"]
+    DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    data_type: int
+    lease_ttl_ms: int
+    replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+    size: int
+    def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., lease_ttl_ms: _Optional[int] = ..., size: _Optional[int] = ..., data_type: _Optional[int] = ...) -> None: ...
+
+class ListGroupRequest(_message.Message):
+    __slots__ = ["group", "limit", "stale", "start_after", "tenant"]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    START_AFTER_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    group: bytes
+    limit: int
+    stale: bool
+    start_after: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., group: _Optional[bytes] = ..., stale: bool = ..., start_after: _Optional[bytes] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListGroupResponse(_message.Message):
+    __slots__ = ["keys", "truncated"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    truncated: bool
+    def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., truncated: bool = ...) -> None: ...
+
+class MountSegmentRequest(_message.Message):
+    __slots__ = ["client_id", "segment"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    segment: _types_pb2.SegmentDesc
+    def __init__(self, client_id: _Optional[bytes] = ..., segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
+
+class MountSegmentResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class PingRequest(_message.Message):
+    __slots__ = ["client_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    def __init__(self, client_id: _Optional[bytes] = ...) -> None: ...
+
+class PingResponse(_message.Message):
+    __slots__ = ["client_ttl_ms", "leader_address", "leader_name", "member_addresses", "segment_ids", "term"]
+    CLIENT_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    client_ttl_ms: int
+    leader_address: str
+    leader_name: str
+    member_addresses: _containers.RepeatedScalarFieldContainer[str]
+    segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    term: int
+    def __init__(self, segment_ids: _Optional[_Iterable[bytes]] = ..., client_ttl_ms: _Optional[int] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., member_addresses: _Optional[_Iterable[str]] = ..., term: _Optional[int] = ...) -> None: ...
+
+class PutEndRequest(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class PutEndResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class PutRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class PutRevokeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class PutStartRequest(_message.Message):
+    __slots__ = ["client_id", "config", "group", "key", "size", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    config: _types_pb2.ReplicaConfig
+    group: bytes
+    key: bytes
+    size: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ...) -> None: ...
+
+class PutStartResponse(_message.Message):
+    __slots__ = ["replicas"]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+    def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+
+class RemoveAllRequest(_message.Message):
+    __slots__ = ["force", "tenant"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., force: bool = ...) -> None: ...
+
+class RemoveAllResponse(_message.Message):
+    __slots__ = ["removed", "skipped"]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    removed: int
+    skipped: int
+    def __init__(self, removed: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class RemoveGroupRequest(_message.Message):
+    __slots__ = ["force", "group", "tenant"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    group: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., group: _Optional[bytes] = ..., force: bool = ...) -> None: ...
+
+class RemoveGroupResponse(_message.Message):
+    __slots__ = ["removed"]
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    removed: int
+    def __init__(self, removed: _Optional[int] = ...) -> None: ...
+
+class RemoveRequest(_message.Message):
+    __slots__ = ["force", "key", "tenant"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    key: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., force: bool = ...) -> None: ...
+
+class RemoveResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class UnmountSegmentRequest(_message.Message):
+    __slots__ = ["client_id", "segment_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    segment_id: bytes
+    def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ...) -> None: ...
+
+class UnmountSegmentResponse(_message.Message):
+    __slots__ = ["objects_erased", "replicas_dropped"]
+    OBJECTS_ERASED_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    objects_erased: int
+    replicas_dropped: int
+    def __init__(self, replicas_dropped: _Optional[int] = ..., objects_erased: _Optional[int] = ...) -> None: ...
+
+class UpsertEndRequest(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class UpsertEndResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class UpsertRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "key", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+
+class UpsertRevokeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class UpsertStartRequest(_message.Message):
+    __slots__ = ["client_id", "config", "group", "key", "size", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    config: _types_pb2.ReplicaConfig
+    group: bytes
+    key: bytes
+    size: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ...) -> None: ...
+
+class UpsertStartResponse(_message.Message):
+    __slots__ = ["replicas", "reused"]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REUSED_FIELD_NUMBER: _ClassVar[int]
+    replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+    reused: bool
+    def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., reused: bool = ...) -> None: ...

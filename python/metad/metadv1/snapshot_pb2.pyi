@@ -1,0 +1,125 @@
+from metad.metadv1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class MemberRecord(_message.Message):
+    __slots__ = ["client_address", "name", "peer_address"]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    client_address: str
+    name: str
+    peer_address: str
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
+
+class ObjectRecord(_message.Message):
+    __slots__ = ["charged_bytes", "data_type", "group", "group_id", "hard_pin", "key", "object_id", "put_start_unix_nano", "replicas", "size", "soft_pin_deadline_unix_nano", "soft_pin_ttl_ms", "version", "writer_client_id"]
+    CHARGED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    HARD_PIN_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    PUT_START_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SOFT_PIN_DEADLINE_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    SOFT_PIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    WRITER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    charged_bytes: int
+    data_type: int
+    group: bytes
+    group_id: int
+    hard_pin: bool
+    key: bytes
+    object_id: int
+    put_start_unix_nano: int
+    replicas: _containers.RepeatedCompositeFieldContainer[ReplicaRecord]
+    size: int
+    soft_pin_deadline_unix_nano: int
+    soft_pin_ttl_ms: int
+    version: int
+    writer_client_id: bytes
+    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ...) -> None: ...
+
+class Record(_message.Message):
+    __slots__ = ["member", "object", "segment", "tenant"]
+    MEMBER_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    member: MemberRecord
+    object: ObjectRecord
+    segment: SegmentRecord
+    tenant: TenantRecord
+    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ...) -> None: ...
+
+class ReplicaRecord(_message.Message):
+    __slots__ = ["offset", "replica_id", "segment_index", "size", "status", "tier"]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    replica_id: int
+    segment_index: int
+    size: int
+    status: _types_pb2.ReplicaStatus
+    tier: _types_pb2.Tier
+    def __init__(self, replica_id: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., size: _Optional[int] = ...) -> None: ...
+
+class SegmentRecord(_message.Message):
+    __slots__ = ["segment"]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    segment: _types_pb2.SegmentDesc
+    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
+
+class SnapshotHeader(_message.Message):
+    __slots__ = ["created_at_unix_nano", "format_version", "groups", "index", "next_tenant_instance_id", "objects", "segments", "state_epoch", "tenants", "term"]
+    CREATED_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    NEXT_TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    created_at_unix_nano: int
+    format_version: int
+    groups: int
+    index: int
+    next_tenant_instance_id: int
+    objects: int
+    segments: int
+    state_epoch: int
+    tenants: int
+    term: int
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class TenantRecord(_message.Message):
+    __slots__ = ["instance_id", "name", "next_group_id", "next_object_id", "next_replica_id", "requested_quota_bytes", "state"]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NEXT_GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    NEXT_REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    instance_id: int
+    name: str
+    next_group_id: int
+    next_object_id: int
+    next_replica_id: int
+    requested_quota_bytes: int
+    state: _types_pb2.TenantState
+    def __init__(self, name: _Optional[str] = ..., instance_id: _Optional[int] = ..., requested_quota_bytes: _Optional[int] = ..., state: _Optional[_Union[_types_pb2.TenantState, str]] = ..., next_object_id: _Optional[int] = ..., next_group_id: _Optional[int] = ..., next_replica_id: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,132 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+REASON_ILLEGAL_CLIENT: Reason
+REASON_INVALID_PARAMS: Reason
+REASON_INVALID_WRITE: Reason
+REASON_MEMBER_NOT_FOUND: Reason
+REASON_NOT_LEADER: Reason
+REASON_NO_AVAILABLE_HANDLE: Reason
+REASON_OBJECT_ALREADY_EXISTS: Reason
+REASON_OBJECT_HAS_LEASE: Reason
+REASON_OBJECT_NOT_FOUND: Reason
+REASON_REPLICA_IS_NOT_READY: Reason
+REASON_SEGMENT_NOT_FOUND: Reason
+REASON_SEGMENT_OWNED_BY_OTHER_CLIENT: Reason
+REASON_STATE_REPLACED: Reason
+REASON_TENANT_ALREADY_EXISTS: Reason
+REASON_TENANT_NOT_EMPTY: Reason
+REASON_TENANT_NOT_REGISTERED: Reason
+REASON_TENANT_QUOTA_EXCEEDED: Reason
+REASON_UNAVAILABLE: Reason
+REASON_UNSPECIFIED: Reason
+REPLICA_STATUS_COMPLETE: ReplicaStatus
+REPLICA_STATUS_PROCESSING: ReplicaStatus
+REPLICA_STATUS_UNSPECIFIED: ReplicaStatus
+SOFT_PIN_ACTION_DISABLE: SoftPinAction
+SOFT_PIN_ACTION_ENABLE: SoftPinAction
+SOFT_PIN_ACTION_NONE: SoftPinAction
+TENANT_STATE_CLOSING: TenantState
+TENANT_STATE_OPEN: TenantState
+TENANT_STATE_REMOVED: TenantState
+TENANT_STATE_UNSPECIFIED: TenantState
+TIER_MEMORY: Tier
+TIER_NOF: Tier
+TIER_UNSPECIFIED: Tier
+
+class ErrorDetail(_message.Message):
+    __slots__ = ["key", "leader_address", "leader_name", "reason", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    leader_address: str
+    leader_name: str
+    reason: Reason
+    tenant: str
+    def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ...) -> None: ...
+
+class Replica(_message.Message):
+    __slots__ = ["base_address", "offset", "replica_id", "segment_endpoint", "segment_id", "size", "status", "tier"]
+    BASE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    base_address: int
+    offset: int
+    replica_id: int
+    segment_endpoint: str
+    segment_id: bytes
+    size: int
+    status: ReplicaStatus
+    tier: Tier
+    def __init__(self, replica_id: _Optional[int] = ..., tier: _Optional[_Union[Tier, str]] = ..., segment_id: _Optional[bytes] = ..., segment_endpoint: _Optional[str] = ..., base_address: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., status: _Optional[_Union[ReplicaStatus, str]] = ...) -> None: ...
+
+class ReplicaConfig(_message.Message):
+    __slots__ = ["data_type", "hard_pin", "memory_replicas", "nof_replicas", "preferred_segment_ids", "soft_pin", "soft_pin_ttl_ms"]
+    DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    HARD_PIN_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    NOF_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    SOFT_PIN_FIELD_NUMBER: _ClassVar[int]
+    SOFT_PIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    data_type: int
+    hard_pin: bool
+    memory_replicas: int
+    nof_replicas: int
+    preferred_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    soft_pin: SoftPinAction
+    soft_pin_ttl_ms: int
+    def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ...) -> None: ...
+
+class SegmentDesc(_message.Message):
+    __slots__ = ["base", "endpoint", "id", "name", "owner_client_id", "size", "tier"]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    base: int
+    endpoint: str
+    id: bytes
+    name: str
+    owner_client_id: bytes
+    size: int
+    tier: Tier
+    def __init__(self, id: _Optional[bytes] = ..., name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ..., endpoint: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., owner_client_id: _Optional[bytes] = ...) -> None: ...
+
+class Status(_message.Message):
+    __slots__ = ["message", "reason"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    reason: Reason
+    def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class Tier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ReplicaStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class TenantState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class SoftPinAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

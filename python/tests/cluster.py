@@ -1,0 +1,150 @@
+"""A 3-node metad cluster on loopback for the tests and the benchmark: real processes of
+bin/metad, free 127.0.0.1 ports, data in a temporary directory, every process stopped by stop()."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional, TypeVar
+
+import metad
+from metad.metadv1 import admin_pb2
+
+T = TypeVar("T")
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+METAD = os.environ.get("METAD_BIN", os.path.join(REPO, "bin", "metad"))
+
+# The short Raft timeouts of test/e2e (NewCluster), so elections take well under a second.
+FAST_RAFT = ["--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms"]
+
+
+def free_ports(n: int) -> List[int]:
+    """n loopback ports that were free a moment ago."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def wait_for(cond: Callable[[], Optional[T]], timeout: float, what: str, every: float = 0.05) -> T:
+    """Poll cond until it returns a value other than None/False, or fail after timeout seconds."""
+    end = time.monotonic() + timeout
+    last: Optional[BaseException] = None
+    while time.monotonic() < end:
+        try:
+            v = cond()
+            if v:
+                return v
+        except Exception as e:  # the condition may fail while the cluster settles
+            last = e
+        time.sleep(every)
+    raise TimeoutError(f"{what}: not within {timeout}s (last error: {last})")
+
+
+@dataclass
+class Node:
+    name: str
+    client: str
+    peer: str
+    metrics: str
+    data: str
+    log: str
+    proc: Optional[subprocess.Popen] = None  # type: ignore[type-arg]
+
+
+class Cluster:
+    """Three metad processes bootstrapping one cluster; extra flags go to every node."""
+
+    def __init__(self, extra: Optional[List[str]] = None, fast: bool = True) -> None:
+        if not os.access(METAD, os.X_OK):
+            raise RuntimeError(f"{METAD} not found: build it with `go build -o bin/ ./cmd/...`")
+        self.dir = tempfile.mkdtemp(prefix="metad-py-")
+        ports = free_ports(9)
+        self.nodes = [Node(f"n{i+1}", f"127.0.0.1:{ports[3*i]}", f"127.0.0.1:{ports[3*i+1]}",
+                           f"127.0.0.1:{ports[3*i+2]}", os.path.join(self.dir, f"n{i+1}"),
+                           os.path.join(self.dir, f"n{i+1}.log")) for i in range(3)]
+        self.initial = ",".join(f"{n.name}={n.peer}" for n in self.nodes)
+        self.extra = (FAST_RAFT if fast else []) + (extra or [])
+        for n in self.nodes:
+            self.start(n)
+
+    @property
+    def endpoints(self) -> List[str]:
+        return [n.client for n in self.nodes]
+
+    def start(self, n: Node) -> None:
+        args = [METAD, "--name", n.name, "--data-dir", n.data, "--listen-client", n.client,
+                "--listen-peer", n.peer, "--listen-metrics", n.metrics, "--initial-cluster", self.initial,
+                "--log-level", "warn"] + self.extra
+        with open(n.log, "ab") as log:
+            n.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+
+    def kill(self, n: Node) -> None:
+        """SIGKILL n and wait for it to exit."""
+        if n.proc is not None:
+            n.proc.kill()
+            n.proc.wait()
+            n.proc = None
+
+    def pause(self, n: Node) -> None:
+        assert n.proc is not None
+        n.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self, n: Node) -> None:
+        if n.proc is not None:
+            n.proc.send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        """Stop every process (SIGTERM, then SIGKILL after 10 s) and remove the data."""
+        for n in self.nodes:
+            if n.proc is not None:
+                n.proc.send_signal(signal.SIGCONT)
+                n.proc.terminate()
+        for n in self.nodes:
+            if n.proc is not None:
+                try:
+                    n.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    n.proc.kill()
+                    n.proc.wait()
+                n.proc = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def leader(self, c: metad.Client, timeout: float = 15.0) -> Node:
+        """The node that reports itself leader, and that the live nodes agree on, waited for."""
+        def find() -> Optional[Node]:
+            live = [n for n in self.nodes if n.proc is not None]
+            names = set()
+            for n in live:
+                st = c.status(n.client, timeout=1.0)
+                names.add(st.leader_name)
+            if len(names) != 1:
+                return None
+            name = names.pop()
+            for n in live:
+                if n.name == name and c.status(n.client, timeout=1.0).role == admin_pb2.NODE_ROLE_LEADER:
+                    return n
+            return None
+        return wait_for(find, timeout, "a leader the live nodes agree on")
+
+    def logs(self) -> str:
+        out = []
+        for n in self.nodes:
+            try:
+                with open(n.log) as f:
+                    out.append(f"--- {n.name}\n" + f.read()[-4000:])
+            except OSError:
+                pass
+        return "\n".join(out)
