@@ -17,7 +17,7 @@ from metad.client import Client, PingLoop
 from metad.errors import (BadResponse, ClientClosed, IllegalClient, InvalidParams, InvalidWrite, MemberNotFound,
                           MetadError, NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease,
                           ObjectNotFound, OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, SegmentNotFound,
-                          SegmentOwnedByOtherClient, StateReplaced, TenantAlreadyExists, TenantNotEmpty,
+                          SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced, TenantAlreadyExists, TenantNotEmpty,
                           TenantNotRegistered, TenantQuotaExceeded, Unavailable, error_for, item_error,
                           reason_name)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
@@ -32,5 +32,5 @@ __all__ = [
     "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
     "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
-    "StateReplaced", "MemberNotFound", "types_pb2", "metadata_pb2", "admin_pb2",
+    "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -19,7 +19,7 @@ __all__ = [
     "InvalidParams", "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound",
     "ObjectAlreadyExists", "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient",
     "NoAvailableHandle", "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient",
-    "TenantAlreadyExists", "StateReplaced", "MemberNotFound",
+    "TenantAlreadyExists", "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
     "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
@@ -207,11 +207,21 @@ class MemberNotFound(MetadError):
     reason = types_pb2.REASON_MEMBER_NOT_FOUND
 
 
+class SessionExpired(MetadError):
+    """The request's session is unknown or expired; nothing was done."""
+    reason = types_pb2.REASON_SESSION_EXPIRED
+
+
+class SequenceTooOld(MetadError):
+    """The request's sequence number is below its session's acknowledged floor or past its window."""
+    reason = types_pb2.REASON_SEQUENCE_TOO_OLD
+
+
 _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
     ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
     NoAvailableHandle, SegmentNotFound, NotLeader, Unavailable, SegmentOwnedByOtherClient,
-    TenantAlreadyExists, StateReplaced, MemberNotFound)
+    TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 

@@ -115,12 +115,14 @@ class RecordMemberResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RegisterTenantRequest(_message.Message):
-    __slots__ = ["name", "quota_bytes"]
+    __slots__ = ["name", "quota_bytes", "session"]
     NAME_FIELD_NUMBER: _ClassVar[int]
     QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     name: str
     quota_bytes: int
-    def __init__(self, name: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+    session: _types_pb2.SessionHeader
+    def __init__(self, name: _Optional[str] = ..., quota_bytes: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class RegisterTenantResponse(_message.Message):
     __slots__ = ["instance_id"]
@@ -151,12 +153,14 @@ class SegmentInfo(_message.Message):
     def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., used_bytes: _Optional[int] = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class SetQuotaRequest(_message.Message):
-    __slots__ = ["quota_bytes", "tenant"]
+    __slots__ = ["quota_bytes", "session", "tenant"]
     QUOTA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     quota_bytes: int
+    session: _types_pb2.SessionHeader
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., quota_bytes: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class SetQuotaResponse(_message.Message):
     __slots__ = ["effective_quota_bytes", "requested_quota_bytes"]
@@ -273,12 +277,14 @@ class TransferLeaderResponse(_message.Message):
     def __init__(self, leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ...) -> None: ...
 
 class UnregisterTenantRequest(_message.Message):
-    __slots__ = ["force", "name"]
+    __slots__ = ["force", "name", "session"]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     force: bool
     name: str
-    def __init__(self, name: _Optional[str] = ..., force: bool = ...) -> None: ...
+    session: _types_pb2.SessionHeader
+    def __init__(self, name: _Optional[str] = ..., force: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class UnregisterTenantResponse(_message.Message):
     __slots__ = ["groups_removed", "objects_removed"]

@@ -81,7 +81,7 @@ class BatchRemove(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ["batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "evict", "forget_member", "mount_segment", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "set_member", "set_quota", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    __slots__ = ["batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "evict", "forget_member", "mount_segment", "open_session", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "session", "set_member", "set_quota", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
     BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_START_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +89,7 @@ class Command(_message.Message):
     EVICT_FIELD_NUMBER: _ClassVar[int]
     FORGET_MEMBER_FIELD_NUMBER: _ClassVar[int]
     MOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SESSION_FIELD_NUMBER: _ClassVar[int]
     PUT_END_FIELD_NUMBER: _ClassVar[int]
     PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     PUT_START_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +98,7 @@ class Command(_message.Message):
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     REMOVE_GROUP_FIELD_NUMBER: _ClassVar[int]
     REVOKE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     SET_MEMBER_FIELD_NUMBER: _ClassVar[int]
     SET_QUOTA_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
@@ -111,6 +113,7 @@ class Command(_message.Message):
     evict: Evict
     forget_member: ForgetMember
     mount_segment: MountSegment
+    open_session: OpenSession
     put_end: PutEnd
     put_revoke: PutRevoke
     put_start: PutStart
@@ -119,6 +122,7 @@ class Command(_message.Message):
     remove_all: RemoveAll
     remove_group: RemoveGroup
     revoke_expired: RevokeExpired
+    session: _types_pb2.SessionHeader
     set_member: SetMember
     set_quota: SetQuota
     unmount_segment: UnmountSegment
@@ -126,7 +130,7 @@ class Command(_message.Message):
     upsert_end: UpsertEnd
     upsert_revoke: UpsertRevoke
     upsert_start: UpsertStart
-    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ...) -> None: ...
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class Envelope(_message.Message):
     __slots__ = ["commands", "format_version", "leader_time_unix_nano", "rules_version", "seed"]
@@ -191,6 +195,14 @@ class ObjectToken(_message.Message):
     tenant_instance_id: int
     version: int
     def __init__(self, tenant: _Optional[str] = ..., tenant_instance_id: _Optional[int] = ..., key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
+
+class OpenSession(_message.Message):
+    __slots__ = ["ttl_ms", "window"]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    ttl_ms: int
+    window: int
+    def __init__(self, ttl_ms: _Optional[int] = ..., window: _Optional[int] = ...) -> None: ...
 
 class PutEnd(_message.Message):
     __slots__ = ["client_id", "key", "tenant", "tier"]

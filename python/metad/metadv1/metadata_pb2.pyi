@@ -54,16 +54,18 @@ class BatchGetResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[BatchGetResponse.Result, _Mapping]]] = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class BatchPutEndRequest(_message.Message):
-    __slots__ = ["client_id", "keys", "tenant", "tier"]
+    __slots__ = ["client_id", "keys", "session", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     keys: _containers.RepeatedScalarFieldContainer[bytes]
+    session: _types_pb2.SessionHeader
     tenant: str
     tier: _types_pb2.Tier
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class BatchPutEndResponse(_message.Message):
     __slots__ = ["results"]
@@ -72,16 +74,18 @@ class BatchPutEndResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
 class BatchPutRevokeRequest(_message.Message):
-    __slots__ = ["client_id", "keys", "tenant", "tier"]
+    __slots__ = ["client_id", "keys", "session", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     keys: _containers.RepeatedScalarFieldContainer[bytes]
+    session: _types_pb2.SessionHeader
     tenant: str
     tier: _types_pb2.Tier
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class BatchPutRevokeResponse(_message.Message):
     __slots__ = ["results"]
@@ -90,7 +94,7 @@ class BatchPutRevokeResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
 class BatchPutStartRequest(_message.Message):
-    __slots__ = ["client_id", "config", "items", "tenant"]
+    __slots__ = ["client_id", "config", "items", "session", "tenant"]
     class Item(_message.Message):
         __slots__ = ["group", "key", "size"]
         GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -103,12 +107,14 @@ class BatchPutStartRequest(_message.Message):
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     config: _types_pb2.ReplicaConfig
     items: _containers.RepeatedCompositeFieldContainer[BatchPutStartRequest.Item]
+    session: _types_pb2.SessionHeader
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., items: _Optional[_Iterable[_Union[BatchPutStartRequest.Item, _Mapping]]] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., items: _Optional[_Iterable[_Union[BatchPutStartRequest.Item, _Mapping]]] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class BatchPutStartResponse(_message.Message):
     __slots__ = ["results"]
@@ -202,16 +208,34 @@ class ListGroupResponse(_message.Message):
     def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., truncated: bool = ...) -> None: ...
 
 class MountSegmentRequest(_message.Message):
-    __slots__ = ["client_id", "segment"]
+    __slots__ = ["client_id", "segment", "session"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     segment: _types_pb2.SegmentDesc
-    def __init__(self, client_id: _Optional[bytes] = ..., segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
+    session: _types_pb2.SessionHeader
+    def __init__(self, client_id: _Optional[bytes] = ..., segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class MountSegmentResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ["client_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    def __init__(self, client_id: _Optional[bytes] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ["session_id", "ttl_ms", "window"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    ttl_ms: int
+    window: int
+    def __init__(self, session_id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ...) -> None: ...
 
 class PingRequest(_message.Message):
     __slots__ = ["client_id"]
@@ -236,52 +260,58 @@ class PingResponse(_message.Message):
     def __init__(self, segment_ids: _Optional[_Iterable[bytes]] = ..., client_ttl_ms: _Optional[int] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., member_addresses: _Optional[_Iterable[str]] = ..., term: _Optional[int] = ...) -> None: ...
 
 class PutEndRequest(_message.Message):
-    __slots__ = ["client_id", "key", "tenant", "tier"]
+    __slots__ = ["client_id", "key", "session", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     key: bytes
+    session: _types_pb2.SessionHeader
     tenant: str
     tier: _types_pb2.Tier
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class PutEndResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class PutRevokeRequest(_message.Message):
-    __slots__ = ["client_id", "key", "tenant", "tier"]
+    __slots__ = ["client_id", "key", "session", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     key: bytes
+    session: _types_pb2.SessionHeader
     tenant: str
     tier: _types_pb2.Tier
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class PutRevokeResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class PutStartRequest(_message.Message):
-    __slots__ = ["client_id", "config", "group", "key", "size", "tenant"]
+    __slots__ = ["client_id", "config", "group", "key", "session", "size", "tenant"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     config: _types_pb2.ReplicaConfig
     group: bytes
     key: bytes
+    session: _types_pb2.SessionHeader
     size: int
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class PutStartResponse(_message.Message):
     __slots__ = ["replicas"]
@@ -306,14 +336,16 @@ class RemoveAllResponse(_message.Message):
     def __init__(self, removed: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
 
 class RemoveGroupRequest(_message.Message):
-    __slots__ = ["force", "group", "tenant"]
+    __slots__ = ["force", "group", "session", "tenant"]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     force: bool
     group: bytes
+    session: _types_pb2.SessionHeader
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., group: _Optional[bytes] = ..., force: bool = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., group: _Optional[bytes] = ..., force: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class RemoveGroupResponse(_message.Message):
     __slots__ = ["removed"]
@@ -322,26 +354,30 @@ class RemoveGroupResponse(_message.Message):
     def __init__(self, removed: _Optional[int] = ...) -> None: ...
 
 class RemoveRequest(_message.Message):
-    __slots__ = ["force", "key", "tenant"]
+    __slots__ = ["force", "key", "session", "tenant"]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     force: bool
     key: bytes
+    session: _types_pb2.SessionHeader
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., force: bool = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., force: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class RemoveResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class UnmountSegmentRequest(_message.Message):
-    __slots__ = ["client_id", "segment_id"]
+    __slots__ = ["client_id", "segment_id", "session"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     segment_id: bytes
-    def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ...) -> None: ...
+    session: _types_pb2.SessionHeader
+    def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class UnmountSegmentResponse(_message.Message):
     __slots__ = ["objects_erased", "replicas_dropped"]
@@ -352,52 +388,58 @@ class UnmountSegmentResponse(_message.Message):
     def __init__(self, replicas_dropped: _Optional[int] = ..., objects_erased: _Optional[int] = ...) -> None: ...
 
 class UpsertEndRequest(_message.Message):
-    __slots__ = ["client_id", "key", "tenant", "tier"]
+    __slots__ = ["client_id", "key", "session", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     key: bytes
+    session: _types_pb2.SessionHeader
     tenant: str
     tier: _types_pb2.Tier
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class UpsertEndResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class UpsertRevokeRequest(_message.Message):
-    __slots__ = ["client_id", "key", "tenant", "tier"]
+    __slots__ = ["client_id", "key", "session", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     key: bytes
+    session: _types_pb2.SessionHeader
     tenant: str
     tier: _types_pb2.Tier
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class UpsertRevokeResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class UpsertStartRequest(_message.Message):
-    __slots__ = ["client_id", "config", "group", "key", "size", "tenant"]
+    __slots__ = ["client_id", "config", "group", "key", "session", "size", "tenant"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     config: _types_pb2.ReplicaConfig
     group: bytes
     key: bytes
+    session: _types_pb2.SessionHeader
     size: int
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class UpsertStartResponse(_message.Message):
     __slots__ = ["replicas", "reused"]

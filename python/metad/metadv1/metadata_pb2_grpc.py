@@ -120,6 +120,11 @@ class MetadataStub(object):
                 request_serializer=metadv1_dot_metadata__pb2.PingRequest.SerializeToString,
                 response_deserializer=metadv1_dot_metadata__pb2.PingResponse.FromString,
                 )
+        self.OpenSession = channel.unary_unary(
+                '/metad.v1.Metadata/OpenSession',
+                request_serializer=metadv1_dot_metadata__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.OpenSessionResponse.FromString,
+                )
 
 
 class MetadataServicer(object):
@@ -273,6 +278,14 @@ class MetadataServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenSession(self, request, context):
+        """OpenSession opens a client session (a replicated command): writes that carry its header are
+        applied at most once, and a retry of one gets the first attempt's answer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetadataServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -380,6 +393,11 @@ def add_MetadataServicer_to_server(servicer, server):
                     servicer.Ping,
                     request_deserializer=metadv1_dot_metadata__pb2.PingRequest.FromString,
                     response_serializer=metadv1_dot_metadata__pb2.PingResponse.SerializeToString,
+            ),
+            'OpenSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=metadv1_dot_metadata__pb2.OpenSessionRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.OpenSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -746,5 +764,22 @@ class Metadata(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/Ping',
             metadv1_dot_metadata__pb2.PingRequest.SerializeToString,
             metadv1_dot_metadata__pb2.PingResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/OpenSession',
+            metadv1_dot_metadata__pb2.OpenSessionRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.OpenSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -6,6 +6,14 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class CachedResult(_message.Message):
+    __slots__ = ["result", "seq"]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    result: ResultRecord
+    seq: int
+    def __init__(self, seq: _Optional[int] = ..., result: _Optional[_Union[ResultRecord, _Mapping]] = ...) -> None: ...
+
 class MemberRecord(_message.Message):
     __slots__ = ["client_address", "name", "peer_address"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -49,16 +57,18 @@ class ObjectRecord(_message.Message):
     def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ...) -> None: ...
 
 class Record(_message.Message):
-    __slots__ = ["member", "object", "segment", "tenant"]
+    __slots__ = ["member", "object", "segment", "session", "tenant"]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     member: MemberRecord
     object: ObjectRecord
     segment: SegmentRecord
+    session: SessionRecord
     tenant: TenantRecord
-    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ...) -> None: ...
 
 class ReplicaRecord(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_index", "size", "status", "tier"]
@@ -76,18 +86,81 @@ class ReplicaRecord(_message.Message):
     tier: _types_pb2.Tier
     def __init__(self, replica_id: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., size: _Optional[int] = ...) -> None: ...
 
+class ResultRecord(_message.Message):
+    __slots__ = ["bytes", "count", "created", "instance", "items", "message", "reason", "replicas", "reused", "session", "unmount_erased", "unmount_replicas", "unmount_segments"]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REUSED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_ERASED_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    bytes: int
+    count: int
+    created: bool
+    instance: int
+    items: _containers.RepeatedCompositeFieldContainer[ResultRecord]
+    message: str
+    reason: int
+    replicas: _containers.RepeatedCompositeFieldContainer[ResultReplica]
+    reused: bool
+    session: int
+    unmount_erased: int
+    unmount_replicas: int
+    unmount_segments: int
+    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ...) -> None: ...
+
+class ResultReplica(_message.Message):
+    __slots__ = ["offset", "replica_id", "segment_id", "size", "status", "tier"]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    replica_id: int
+    segment_id: bytes
+    size: int
+    status: _types_pb2.ReplicaStatus
+    tier: _types_pb2.Tier
+    def __init__(self, replica_id: _Optional[int] = ..., segment_id: _Optional[bytes] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ...) -> None: ...
+
 class SegmentRecord(_message.Message):
     __slots__ = ["segment"]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     segment: _types_pb2.SegmentDesc
     def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
 
+class SessionRecord(_message.Message):
+    __slots__ = ["floor", "id", "last_active_unix_nano", "results", "ttl_ms", "window"]
+    FLOOR_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACTIVE_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    floor: int
+    id: int
+    last_active_unix_nano: int
+    results: _containers.RepeatedCompositeFieldContainer[CachedResult]
+    ttl_ms: int
+    window: int
+    def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ...) -> None: ...
+
 class SnapshotHeader(_message.Message):
-    __slots__ = ["created_at_unix_nano", "format_version", "groups", "index", "next_tenant_instance_id", "objects", "segments", "state_epoch", "tenants", "term"]
+    __slots__ = ["created_at_unix_nano", "format_version", "groups", "index", "next_session_id", "next_tenant_instance_id", "objects", "segments", "state_epoch", "tenants", "term"]
     CREATED_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -98,13 +171,14 @@ class SnapshotHeader(_message.Message):
     format_version: int
     groups: int
     index: int
+    next_session_id: int
     next_tenant_instance_id: int
     objects: int
     segments: int
     state_epoch: int
     tenants: int
     term: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ...) -> None: ...
 
 class TenantRecord(_message.Message):
     __slots__ = ["instance_id", "name", "next_group_id", "next_object_id", "next_replica_id", "requested_quota_bytes", "state"]

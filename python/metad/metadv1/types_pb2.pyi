@@ -17,6 +17,8 @@ REASON_OBJECT_NOT_FOUND: Reason
 REASON_REPLICA_IS_NOT_READY: Reason
 REASON_SEGMENT_NOT_FOUND: Reason
 REASON_SEGMENT_OWNED_BY_OTHER_CLIENT: Reason
+REASON_SEQUENCE_TOO_OLD: Reason
+REASON_SESSION_EXPIRED: Reason
 REASON_STATE_REPLACED: Reason
 REASON_TENANT_ALREADY_EXISTS: Reason
 REASON_TENANT_NOT_EMPTY: Reason
@@ -107,6 +109,16 @@ class SegmentDesc(_message.Message):
     size: int
     tier: Tier
     def __init__(self, id: _Optional[bytes] = ..., name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ..., endpoint: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., owner_client_id: _Optional[bytes] = ...) -> None: ...
+
+class SessionHeader(_message.Message):
+    __slots__ = ["first_unacked_seq", "seq", "session_id"]
+    FIRST_UNACKED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    first_unacked_seq: int
+    seq: int
+    session_id: int
+    def __init__(self, session_id: _Optional[int] = ..., seq: _Optional[int] = ..., first_unacked_seq: _Optional[int] = ...) -> None: ...
 
 class Status(_message.Message):
     __slots__ = ["message", "reason"]
