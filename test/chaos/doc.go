@@ -30,10 +30,14 @@
 // singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten PutStart
 // then PutRevoke), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
 // RemoveGroup (force or not), Get, Exist, BatchGet, BatchExist, ListGroup. Object sizes are random,
-// so a read of an older incarnation of a key shows. Writes make one RPC attempt each (the Go
-// client with retries off, routed like the client would: to the leader an error names, else the
-// next node), so that every attempt is recorded on its own: a retried write would fold two
-// commands into one answer. Reads use the Go client with its retries (a read changes nothing).
+// so a read of an older incarnation of a key shows. The even clients' writes make one RPC attempt
+// each (the Go client with retries off, no session, routed like the client would: to the leader an
+// error names, else the next node), so that every attempt is recorded on its own: without a
+// session a retried write could be applied twice. The odd clients write through the Go client in
+// its session with its retries: one call is one operation, and the model holds it to taking effect
+// once, whatever its retries did (a write whose answer was lost must answer as its first attempt
+// did, not apply again). BatchRemove takes no session and is routed like the even clients' writes
+// in every client. Reads use the Go client with its retries (a read changes nothing).
 // A probe (probe.go) writes a fresh key with client.Put, retries on, every 50 ms, open loop: it
 // measures when writes succeed, and its keys must all survive.
 //
@@ -45,7 +49,9 @@
 // follower, restart, and leadership transferred to it the moment it is back, while the workload's
 // removals keep arriving (restart-transfer: a leader that has not applied its backlog yet must not
 // answer from it); a snapshot saved from the leader under load; a snapshot saved, more load, then
-// restored (SnapshotRestore) under load. One fault at a time: inject, hold, heal, wait until every node
+// restored (SnapshotRestore) under load; lost answers (drop-reply: the link from the clients to the
+// leader is muted for 0.5-3 s, so calls arrive and run and their answers vanish, and every write in
+// flight there is retried elsewhere with its outcome unknown). One fault at a time: inject, hold, heal, wait until every node
 // names one leader, a quiet gap, the next. "leader" and "follower" are resolved when the fault is
 // injected. Memory pressure with eviction is not drilled: the workers' segments are large enough
 // that the evictor (which cmd/metad runs) never has work, and the model has no eviction (the report

@@ -30,6 +30,11 @@ const (
 	// transferred to it the moment it is back: a leader that has not applied its backlog yet, with
 	// the workload's removals arriving at once.
 	RestartTransfer FaultKind = "restart-transfer"
+	// DropReply: the answers the leader sends the drill's clients are lost for Hold (the link from
+	// the clients to it is muted: calls arrive and run, answers vanish), so every write in flight
+	// there is retried elsewhere after its outcome became unknown. Within a session the retry
+	// gets the first answer; a duplicate effect is an anomaly.
+	DropReply FaultKind = "drop-reply"
 )
 
 // allFaults are the kinds the schedule draws from, with their weights.
@@ -39,7 +44,7 @@ var allFaults = []struct {
 }{
 	{KillLeader, 5}, {KillFollower, 2}, {PauseLeader, 2}, {PauseFollower, 1},
 	{IsolateLeader, 3}, {IsolateFollower, 2}, {Transfer, 2}, {StopLeader, 1}, {Snapshot, 1}, {Restore, 1},
-	{RestartTransfer, 2},
+	{RestartTransfer, 2}, {DropReply, 2},
 }
 
 // Fault is one planned fault and, once run, what happened. A plain value.
@@ -109,6 +114,8 @@ func plan(rng *rand.Rand, duration time.Duration, kinds, exclude []FaultKind) []
 		case Transfer:
 			f.Pick = rng.IntN(3) - 1
 		case Restore:
+			f.Hold = time.Duration(500+rng.IntN(2500)) * time.Millisecond
+		case DropReply:
 			f.Hold = time.Duration(500+rng.IntN(2500)) * time.Millisecond
 		}
 		out = append(out, f)
@@ -249,6 +256,10 @@ func (in *injector) one(f *Fault) {
 		in.c.Net().Isolate(target, len(in.c.Nodes), f.Mode)
 		in.wait(f.Hold)
 		in.c.Net().Heal()
+	case DropReply:
+		in.c.Net().Set(External, target, Mute)
+		in.wait(f.Hold)
+		in.c.Net().Set(External, target, Pass)
 	case RestartTransfer:
 		in.c.Kill(n)
 		in.wait(f.Hold)

@@ -27,6 +27,9 @@ import (
 //     connection: the sender learns fast).
 //   - Blackhole: connections stay open but no byte is forwarded until the rule changes (a silent
 //     partition: the sender learns only from its timeouts). Buffered bytes flow again on Pass.
+//   - Mute: requests flow to the node, and everything it sends back is discarded: every call
+//     arrives and runs, and its answer is lost (the node looks silent to the caller). When the
+//     rule changes, the link's connections are closed (their streams lost bytes mid-frame).
 //
 // A partition of node i from node j sets both (i, j) and (j, i): Raft and forwarding connections
 // are opened by either side.
@@ -41,10 +44,11 @@ const (
 	Pass Mode = iota
 	Drop
 	Blackhole
+	Mute
 )
 
 func (m Mode) String() string {
-	return [...]string{"pass", "drop", "blackhole"}[m]
+	return [...]string{"pass", "drop", "blackhole", "mute"}[m]
 }
 
 // link is a directed pair of nodes (From may be External).
@@ -101,12 +105,13 @@ func (n *Net) Set(from, to int, m Mode) {
 
 func (n *Net) setLocked(from, to int, m Mode) {
 	l := link{from, to}
+	was := n.rules[l]
 	if m == Pass {
 		delete(n.rules, l)
 	} else {
 		n.rules[l] = m
 	}
-	if m == Drop {
+	if m == Drop || was == Mute && m != Mute {
 		for c := range n.conns {
 			if c.link == l {
 				c.closeLocked()
@@ -133,7 +138,14 @@ func (n *Net) Isolate(node int, nodes int, m Mode) {
 func (n *Net) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for l := range n.rules {
+	for l, m := range n.rules {
+		if m == Mute {
+			for c := range n.conns {
+				if c.link == l {
+					c.closeLocked()
+				}
+			}
+		}
 		delete(n.rules, l)
 	}
 	close(n.changed)
@@ -262,8 +274,8 @@ func (p *Proxy) handle(in net.Conn) {
 	p.net.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.net.copy(c, out, in) }()
-	go func() { defer wg.Done(); p.net.copy(c, in, out) }()
+	go func() { defer wg.Done(); p.net.copy(c, out, in, false) }()
+	go func() { defer wg.Done(); p.net.copy(c, in, out, true) }()
 	wg.Wait()
 	p.net.mu.Lock()
 	c.closeLocked()
@@ -271,9 +283,10 @@ func (p *Proxy) handle(in net.Conn) {
 	p.net.mu.Unlock()
 }
 
-// copy moves bytes from src to dst, holding them while the link is blackholed, until either side
-// closes or the link drops; then it closes the connection.
-func (n *Net) copy(c *pconn, dst io.Writer, src io.Reader) {
+// copy moves bytes from src to dst, holding them while the link is blackholed and discarding the
+// node's (reply) while it is muted, until either side closes or the link drops; then it closes the
+// connection.
+func (n *Net) copy(c *pconn, dst io.Writer, src io.Reader, reply bool) {
 	defer func() {
 		n.mu.Lock()
 		c.closeLocked()
@@ -285,7 +298,11 @@ func (n *Net) copy(c *pconn, dst io.Writer, src io.Reader) {
 		if k > 0 {
 			for {
 				m, changed := n.mode(c.link)
-				if m == Pass {
+				if m == Pass || m == Mute && !reply {
+					break
+				}
+				if m == Mute {
+					k = 0 // the answer is lost
 					break
 				}
 				if m == Drop {
@@ -297,8 +314,10 @@ func (n *Net) copy(c *pconn, dst io.Writer, src io.Reader) {
 					return
 				}
 			}
-			if _, werr := dst.Write(buf[:k]); werr != nil {
-				return
+			if k > 0 {
+				if _, werr := dst.Write(buf[:k]); werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {

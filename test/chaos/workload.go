@@ -156,6 +156,9 @@ func (wl *workload) Start() error {
 		}
 		w := &wclient{wl: wl, id: int32(i), r: r, rd: rd, dirty: map[string]int{},
 			rng: rand.New(rand.NewPCG(wl.seed, uint64(i)+1))}
+		if i%2 == 1 { // the odd clients write through the reads' client: a session, and its retries
+			w.sess = rd
+		}
 		w.r.cur = i % len(wl.eps)
 		wl.wg.Add(1)
 		go func() {
@@ -186,10 +189,15 @@ func (wl *workload) fail(err error) {
 
 // wclient is one workload client; used by its goroutine only.
 type wclient struct {
-	wl    *workload
-	id    int32
-	r     *router
-	rd    *client.Client // reads: the Go client with its retries
+	wl *workload
+	id int32
+	r  *router
+	rd *client.Client // reads: the Go client with its retries
+	// sess, when set, writes: the Go client in its session, retrying a write on any node with the
+	// same sequence number, so that a write whose answer was lost (a killed leader, a muted link)
+	// is applied once and answered as the first attempt would have been. One call is one
+	// operation, recorded as one: the checker holds it to exactly once.
+	sess  *client.Client
 	rng   *rand.Rand
 	dirty map[string]int // "tenant\x00key" -> revoke attempts: a write of ours may be pending there
 }
@@ -272,6 +280,30 @@ type try struct {
 // attempt runs one write RPC through the router until it is proposed or refused (at most four
 // tries of calls that were certainly not proposed). It returns every try, the last one last.
 func (w *wclient) attempt(fn func(ctx context.Context, cl *client.Client) error) []try {
+	if w.sess != nil {
+		return w.inSession(fn)
+	}
+	return w.routed(fn)
+}
+
+// inSession is one write call through the session client, its retries inside.
+func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) error) []try {
+	// One call, its retries inside: a session write is at most once, whatever the retries.
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCallLimit*w.wl.cfg.AttemptLimit)
+	t := try{call: w.wl.hist.since()}
+	t.err = fn(ctx, w.sess)
+	t.ret = w.wl.hist.since()
+	cancel()
+	t.cls, t.reason = classify(t.err)
+	if t.cls != clsOK && t.cls != clsReason && t.cls != clsUnknown {
+		w.wl.noops.Add(1)
+	}
+	return []try{t}
+}
+
+// routed is attempt through the router: one try per node, every try recorded (the writes that take
+// no session header, BatchRemove, go this way in every client).
+func (w *wclient) routed(fn func(ctx context.Context, cl *client.Client) error) []try {
 	backoff := 20 * time.Millisecond
 	var tries []try
 	for n := 0; ; n++ {
@@ -303,6 +335,10 @@ func (w *wclient) attempt(fn func(ctx context.Context, cl *client.Client) error)
 		backoff = min(2*backoff, 400*time.Millisecond)
 	}
 }
+
+// sessionCallLimit is a session write's deadline, in attempt limits: room for the client to leave a
+// silent node (one attempt timeout) and retry elsewhere after an election.
+const sessionCallLimit = 4
 
 // last is the final try.
 func last(ts []try) try { return ts[len(ts)-1] }
@@ -529,7 +565,7 @@ func (w *wclient) batchRemove() {
 	keys := w.someKeys(t, true)
 	force := w.rng.IntN(10) < 7
 	var st []*metadv1.Status
-	ts := w.attempt(func(ctx context.Context, cl *client.Client) error {
+	ts := w.routed(func(ctx context.Context, cl *client.Client) error { // BatchRemove takes no session
 		var err error
 		st, err = cl.BatchRemove(ctx, t, keys, force)
 		if err == nil && len(st) != len(keys) {
