@@ -8,6 +8,11 @@
 :class:`Client` is synchronous; :class:`metad.aio.AsyncClient` is its asyncio form. Failures are
 :class:`MetadError` subclasses, one per wire reason (:class:`ObjectNotFound`, ...). Messages come
 from :mod:`metad.metadv1` (generated from proto/ by ``make proto``).
+
+Writes are exactly once within client sessions, opened by the client with its first write: every
+retry of a write carries the call's session and sequence number, and the cluster answers a retry of
+a write that applied with its first answer. ``Config(no_session=True)`` writes without (each write
+at most once). See :class:`metad._core.SessionPool`.
 """
 
 from metad._core import (DEFAULT_ENDPOINTS, ENV_ENDPOINTS, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, BatchPutItem, Config,

@@ -1,5 +1,6 @@
 """What the synchronous and the asyncio clients share: configuration, the endpoint list and its
-leader choice, the retry rules, and every operation written once as a generator of RPCs.
+leader choice, the retry rules, the session pool's state (:class:`SessionPool`), and every
+operation written once as a generator of RPCs.
 
 An operation (``_ops``-style function below) yields :class:`Rpc` objects and receives a
 :class:`Reply` for each, or has the call's :class:`~metad.errors.MetadError` thrown into it; the
@@ -92,6 +93,9 @@ class Config:
         timeout: default limit of one call, retries included, seconds; None means none (retries
             are still bounded by max_retries). Each call's ``timeout`` argument overrides it.
         client_id: the 16-byte id this client writes and mounts as; None means a random UUID.
+        no_session: write without a client session: each write at most once, its outcome unknown
+            when its answer is lost. By default (False) the client opens a session with its first
+            write and every write is exactly once (see :class:`SessionPool`).
     """
 
     endpoints: Sequence[str] = field(default_factory=default_endpoints)
@@ -101,6 +105,7 @@ class Config:
     attempt_timeout: Optional[float] = 1.0
     timeout: Optional[float] = None
     client_id: Optional[bytes] = None
+    no_session: bool = False
 
     def validate(self) -> None:
         """Raise ValueError naming the first problem of the configuration."""
@@ -384,20 +389,166 @@ def new_client_id() -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
+# Sessions (exactly-once writes).
+
+MAX_SESSIONS = 4
+"""Most sessions one client writes through. A write takes a number of any open session whose
+window has room; one slow write pins its session's window (its answer, and every later one of that
+session, stay unacknowledged), so the others carry on, and a client opens another session only when
+every open one is full."""
+
+_SESSION_HEADER = types_pb2.SessionHeader.DESCRIPTOR.full_name
+_session_fields: Dict[str, bool] = {}
+
+
+def takes_session(request: Any) -> bool:
+    """Whether request has a ``session`` field of type ``metad.v1.SessionHeader``: the requests
+    of the writes the cluster runs at most once per (session, seq). Read from the message
+    descriptor (and remembered per message type)."""
+    d = getattr(request, "DESCRIPTOR", None)
+    if d is None:
+        return False
+    name = d.full_name
+    got = _session_fields.get(name)
+    if got is None:
+        fd = d.fields_by_name.get("session")
+        got = fd is not None and fd.message_type is not None and fd.message_type.full_name == _SESSION_HEADER
+        _session_fields[name] = got
+    return got
+
+
+class _Seqs:
+    """One open session: its id, its window, the next sequence number and those in use (the
+    numbers of calls that have not returned)."""
+
+    def __init__(self, session_id: int, window: int) -> None:
+        self.id = session_id
+        self.window = window
+        self.next = 1
+        self.inflight: set[int] = set()
+
+    def floor(self) -> int:
+        """The lowest number in use, or next when none is."""
+        return min(self.inflight, default=self.next)
+
+    def room(self) -> bool:
+        """Whether one more number fits in the window."""
+        return self.next - self.floor() < self.window
+
+
+class SessionPool:
+    """The client sessions of one client and the numbers in use, without locking or waiting: the
+    synchronous client guards it with a threading.Condition, the asyncio client with an
+    asyncio.Condition, and each serializes opening a session with a lock of its own.
+
+    Unless ``Config.no_session`` is set, a client opens a session on the cluster with its first
+    write that takes a header (OpenSession, through the normal retried call path) and numbers its
+    writes: every request with a ``session`` field (:func:`takes_session`) carries the session, a
+    sequence number of its own (from 1 per session) that every retry of the call reuses, to any
+    endpoint, and the lowest number of that session still waiting for its answer. The number is
+    released when the call returns. The cluster runs a numbered write at most once and answers a
+    retry of one that applied with the first answer: a retried put_start returns the replicas of the
+    attempt whose answer was lost, a retried remove succeeds. A session's numbers in use span at
+    most its window (OpenSessionResponse.window); a client writes through up to
+    :data:`MAX_SESSIONS` sessions, opening another only when every open one is full, and a write
+    waits (within its timeout) only while all of them are full.
+
+    A session unused for its ttl expires. A call whose first attempt meets SESSION_EXPIRED
+    (nothing was done) drops that session, opens a new one and goes again, once; one whose later
+    attempt meets it raises :class:`~metad.errors.SessionExpired`: an earlier attempt may have
+    applied. An error opening a session is raised with ``attempts`` 0: the write was not sent. A
+    cluster that answers OpenSession with UNIMPLEMENTED turns sessions off for good; without a
+    session a write is at most once and its outcome is unknown when its answer is lost.
+    """
+
+    def __init__(self) -> None:
+        self.off = False
+        self.open: List[_Seqs] = []
+
+    def take(self) -> Optional[types_pb2.SessionHeader]:
+        """The header of the next number of an open session with room, that number now in use;
+        None when sessions are off or none has room (see :meth:`full`)."""
+        if self.off:
+            return None
+        for q in self.open:
+            if q.room():
+                seq = q.next
+                q.next += 1
+                q.inflight.add(seq)
+                return types_pb2.SessionHeader(session_id=q.id, seq=seq, first_unacked_seq=q.floor())
+        return None
+
+    def full(self) -> bool:
+        """Whether no more sessions may be opened: a write must wait for a number."""
+        return len(self.open) >= MAX_SESSIONS
+
+    def opened(self, resp: metadata_pb2.OpenSessionResponse) -> None:
+        """Add the session OpenSession answered."""
+        self.open.append(_Seqs(resp.session_id, max(resp.window, 1)))
+
+    def release(self, h: types_pb2.SessionHeader) -> None:
+        """Release h's number (its call returned)."""
+        for q in self.open:
+            if q.id == h.session_id:
+                q.inflight.discard(h.seq)
+                return
+
+    def expired(self, h: types_pb2.SessionHeader) -> None:
+        """Forget the session h named, so that a later write opens another."""
+        self.open = [q for q in self.open if q.id != h.session_id]
+
+    def using(self) -> bool:
+        """Whether writes carry a header (sessions open, or to be opened)."""
+        return not self.off
+
+
+def open_session_rpc(cid: bytes) -> Rpc:
+    """The retried OpenSession call that opens a session for client cid."""
+    return Rpc("md", "OpenSession", metadata_pb2.OpenSessionRequest(client_id=cid))
+
+
+def unimplemented(err: errors.MetadError) -> bool:
+    """Whether err says the cluster does not know the method (OpenSession of a cluster without
+    sessions)."""
+    return bool(err.code == grpc.StatusCode.UNIMPLEMENTED)
+
+
+def session_wait_timeout() -> errors.MetadError:
+    """The error of a write whose timeout ran out while every session's window was full: nothing
+    was sent."""
+    return errors.MetadError("every session's window stayed full until the call's timeout; nothing was sent",
+                             code=grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def set_header(request: Any, h: Optional[types_pb2.SessionHeader]) -> None:
+    """Put h in request's session field, or clear the field when h is None."""
+    if h is None:
+        request.ClearField("session")
+    else:
+        request.session.CopyFrom(h)
+
+
+# ---------------------------------------------------------------------------------------------
 # Operations. Each is a generator that yields Rpc and returns the call's result.
 
 
-def put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions]) -> Op[List[types_pb2.Replica]]:
+Sessions = Callable[[], bool]
+"""Reports whether the client writes within sessions (:meth:`SessionPool.using`, False with
+``Config.no_session``)."""
+
+
+def put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
+              sessions: Sessions) -> Op[List[types_pb2.Replica]]:
     req = metadata_pb2.PutStartRequest(tenant=tenant, client_id=cid, key=_b(key), group=_group(opts), size=size,
                                        config=_config(opts))
     try:
         r = yield Rpc("md", "PutStart", req)
     except errors.ObjectAlreadyExists as e:
-        if e.attempts <= 1:
-            raise
-        # An earlier attempt may have placed this very put and lost its answer: revoke this
-        # client's own pending write (it fails on anyone else's, or on a complete object) and
-        # place it again.
+        if e.attempts <= 1 or sessions():
+            raise  # within a session a retry of a put that applied gets its answer, not this
+        # Without a session, an earlier attempt may have placed this very put and lost its
+        # answer: revoke this client's own pending write (it fails on anyone else's, or on a
+        # complete object) and place it again.
         try:
             yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_b(key)))
         except errors.MetadError:
@@ -414,8 +565,9 @@ def put_revoke(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
     yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_b(key), tier=tier))  # type: ignore[arg-type]
 
 
-def put(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions]) -> Op[List[types_pb2.Replica]]:
-    reps = yield from put_start(cid, tenant, key, size, opts)
+def put(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
+        sessions: Sessions) -> Op[List[types_pb2.Replica]]:
+    reps = yield from put_start(cid, tenant, key, size, opts, sessions)
     try:
         yield from put_end(cid, tenant, key, types_pb2.TIER_UNSPECIFIED)
     except errors.MetadError:
@@ -542,8 +694,8 @@ def _check_count(got: int, want: int) -> None:
         raise errors.BadResponse(f"malformed response: {got} results for {want} items")
 
 
-def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem],
-                    opts: Optional[PutOptions]) -> Op[List[metadata_pb2.BatchPutStartResponse.Result]]:
+def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],
+                    sessions: Sessions) -> Op[List[metadata_pb2.BatchPutStartResponse.Result]]:
     keys = [_b(it.key) for it in items]
     groups = [_b(it.group) for it in items]
     _check_repeats("items", keys)
@@ -559,7 +711,7 @@ def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem],
         except errors.MetadError as err:
             err.partial = out
             raise
-        if r.attempts > 1:
+        if r.attempts > 1 and not sessions():
             yield from _replace_own_pending(req, results)
         out.extend(results)
     return out
@@ -567,7 +719,7 @@ def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem],
 
 def _replace_own_pending(req: metadata_pb2.BatchPutStartRequest,
                          results: List[metadata_pb2.BatchPutStartResponse.Result]) -> Op[None]:
-    """put_start's recovery for a retried batch: items answered OBJECT_ALREADY_EXISTS whose
+    """put_start's recovery for a retried batch sent without a session: items answered OBJECT_ALREADY_EXISTS whose
     pending write this client can revoke were placed by a lost attempt; revoke and place them
     again and replace their results. Failures leave the results as they were."""
     idx = [i for i, r in enumerate(results) if r.status.reason == types_pb2.REASON_OBJECT_ALREADY_EXISTS]
@@ -622,11 +774,11 @@ def batch_remove(tenant: str, keys: Sequence[Key], force: bool) -> Op[List[types
         tenant=tenant, keys=ks, force=force))))
 
 
-def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem],
-              opts: Optional[PutOptions]) -> Op[List[types_pb2.Status]]:
+def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],
+              sessions: Sessions) -> Op[List[types_pb2.Status]]:
     start_err: Optional[errors.MetadError] = None
     try:
-        started = yield from batch_put_start(cid, tenant, items, opts)
+        started = yield from batch_put_start(cid, tenant, items, opts, sessions)
     except errors.MetadError as e:
         start_err = e
         started = cast(List[metadata_pb2.BatchPutStartResponse.Result], e.partial or [])

@@ -1,5 +1,6 @@
 """The asyncio metad client, on grpc.aio. Same calls, rules and exceptions as :class:`metad.Client`;
-every call is a coroutine. Use one AsyncClient from one event loop."""
+every call is a coroutine, and writes go within client sessions the same way (see
+:class:`metad._core.SessionPool`). Use one AsyncClient from one event loop."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ _SILENT_CODES = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 
 class AsyncClient:
     """The asyncio form of :class:`metad.Client`: the same methods, each a coroutine, with the
-    same leader discovery, attempt watchdog, retries and typed exceptions. Create it inside the
+    same leader discovery, attempt watchdog, retries, client sessions (writes exactly once unless
+    ``Config.no_session``) and typed exceptions. Create it inside the
     event loop that uses it; ``await client.close()`` (or ``async with``) ends it."""
 
     def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None) -> None:
@@ -36,10 +38,15 @@ class AsyncClient:
         self._cfg = cfg
         self._id = cfg.client_id or core.new_client_id()
         self._cluster = core.Cluster(cfg.endpoints, self._dial)
+        self._sess: Optional[_Sessions] = None if cfg.no_session else _Sessions()
 
     @staticmethod
     def _dial(addr: str) -> Any:
         return grpc.aio.insecure_channel(addr, options=core.CHANNEL_OPTIONS)
+
+    def _sessions(self) -> bool:
+        """Whether this client's writes carry a session header."""
+        return self._sess is not None and self._sess.using()
 
     @property
     def client_id(self) -> bytes:
@@ -87,6 +94,28 @@ class AsyncClient:
             return result
 
     async def _call(self, rpc: core.Rpc, deadline: Optional[float]) -> core.Reply:
+        """rpc, retried, within a session when its request takes a header and the client writes in
+        sessions (see Client._call)."""
+        sess = self._sess
+        if sess is None or rpc.endpoint is not None or not core.takes_session(rpc.request):
+            return await self._retried(rpc, deadline)
+        for again in (False, True):
+            h = await sess.begin(self, deadline)
+            core.set_header(rpc.request, h)
+            if h is None:
+                return await self._retried(rpc, deadline)
+            try:
+                return await self._retried(rpc, deadline)
+            except errors.SessionExpired as e:
+                if again or e.attempts != 1:
+                    raise
+                await sess.expired(h)  # nothing was done: open a new session and go again
+            finally:
+                await sess.end(h)
+        raise AssertionError("unreachable")
+
+    async def _retried(self, rpc: core.Rpc, deadline: Optional[float]) -> core.Reply:
+        """rpc sent to the believed leader and retried (see Client._retried)."""
         cl = self._cluster
         if cl.closed:
             raise errors.ClientClosed("client closed")
@@ -201,13 +230,14 @@ class AsyncClient:
         """Place a new object of size bytes: charge the tenant's quota and return the PROCESSING
         replicas to write.
 
-        If the call was retried and the retry met OBJECT_ALREADY_EXISTS, the object may be this
-        very put, committed by an attempt whose answer was lost: put_start then revokes this
-        client's pending write of key (which succeeds only if it is this client's) and places the
-        object again; otherwise it raises ObjectAlreadyExists. So a client must not have two puts
-        of one key in progress at once.
+        Within a session (the default) a retry of a put that applied answers with its replicas.
+        Without one, if the call was retried and the retry met OBJECT_ALREADY_EXISTS, the object
+        may be this very put, committed by an attempt whose answer was lost: put_start then revokes
+        this client's pending write of key (which succeeds only if it is this client's) and places
+        the object again; otherwise it raises ObjectAlreadyExists. So a client must not have two
+        puts of one key in progress at once.
         """
-        return await self._run(core.put_start(self._id, tenant, key, size, options), timeout)
+        return await self._run(core.put_start(self._id, tenant, key, size, options, self._sessions), timeout)
 
     async def put_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                 timeout: Optional[float] = None) -> None:
@@ -225,7 +255,7 @@ class AsyncClient:
         """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
         at all. Returns the replicas as placed, marked COMPLETE. If put_end fails, a put_revoke is
         tried (its failure ignored) and put_end's error raised."""
-        return await self._run(core.put(self._id, tenant, key, size, options), timeout)
+        return await self._run(core.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     async def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
                      timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
@@ -259,7 +289,8 @@ class AsyncClient:
 
     async def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
-        A retried remove may raise ObjectNotFound for an object its lost attempt removed."""
+        Without a session a retried remove may raise ObjectNotFound for an object its lost attempt
+        removed."""
         await self._run(core.remove(tenant, key, force), timeout)
 
     async def remove_all(self, *, tenant: str = "", force: bool = False,
@@ -297,7 +328,7 @@ class AsyncClient:
         """put_start for every item (one options for all; each item names its group). One result
         per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
         Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
-        return await self._run(core.batch_put_start(self._id, tenant, items, options), timeout)
+        return await self._run(core.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
 
     async def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                       timeout: Optional[float] = None) -> List[types_pb2.Status]:
@@ -313,7 +344,7 @@ class AsyncClient:
                   timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """batch_put_start then batch_put_end for the items that started: one Status per item, the
         start's failure or else the end's outcome."""
-        return await self._run(core.batch_put(self._id, tenant, items, options), timeout)
+        return await self._run(core.batch_put(self._id, tenant, items, options, self._sessions), timeout)
 
     async def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
                   timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
@@ -423,3 +454,75 @@ class AsyncClient:
             except errors.MetadError:
                 pass
             await asyncio.sleep(interval)
+
+
+class _Sessions:
+    """The client's SessionPool for one event loop: a write waits on an asyncio.Condition while
+    every session is full, and opening a session is serialized by an asyncio.Lock of its own
+    (taken before the condition's, never while that is held)."""
+
+    def __init__(self) -> None:
+        self._open_mu = asyncio.Lock()
+        self._cond = asyncio.Condition()
+        self._pool = core.SessionPool()
+
+    async def begin(self, c: AsyncClient, deadline: Optional[float]) -> Optional[types_pb2.SessionHeader]:
+        """The header of the next number of an open session with room, opening a session when none
+        is open or every open one is full (up to core.MAX_SESSIONS), and waiting while all are full
+        (until deadline). None: write without a session."""
+        while True:
+            async with self._cond:
+                while True:
+                    if self._pool.off:
+                        return None
+                    h = self._pool.take()
+                    if h is not None:
+                        return h
+                    if not self._pool.full():
+                        break
+                    wait = None if deadline is None else deadline - time.monotonic()
+                    if wait is not None and wait <= 0:
+                        raise core.session_wait_timeout()
+                    try:
+                        await asyncio.wait_for(self._cond.wait(), wait)
+                    except asyncio.TimeoutError:
+                        raise core.session_wait_timeout() from None
+                have = len(self._pool.open)
+            await self._add(c, deadline, have)
+
+    async def _add(self, c: AsyncClient, deadline: Optional[float], have: int) -> None:
+        """Open a session unless one was added (or sessions turned off) since the caller saw have
+        open."""
+        async with self._open_mu:
+            if self._pool.off or len(self._pool.open) != have:
+                return
+            try:
+                resp = (await c._retried(core.open_session_rpc(c.client_id), deadline)).response
+            except errors.MetadError as e:
+                if not core.unimplemented(e):
+                    e.attempts = 0  # the write itself was not sent
+                    raise
+                self._pool.off = True  # a cluster without sessions: at most once, as before
+            else:
+                self._pool.opened(resp)
+            await self._notify()
+
+    async def _notify(self) -> None:
+        """Wake the writes waiting for a number."""
+        async with self._cond:
+            self._cond.notify_all()
+
+    async def end(self, h: types_pb2.SessionHeader) -> None:
+        """Release h's number: at once (even if the wake-up that follows is cancelled), then wake
+        the writes waiting for one."""
+        self._pool.release(h)
+        await self._notify()
+
+    async def expired(self, h: types_pb2.SessionHeader) -> None:
+        """Forget the session h named, so that a later begin opens another."""
+        self._pool.expired(h)
+        await self._notify()
+
+    def using(self) -> bool:
+        """Whether the client writes with sessions (open, or to be opened)."""
+        return not self._pool.off

@@ -1,4 +1,5 @@
-"""The synchronous metad client."""
+"""The synchronous metad client. Writes go within client sessions unless ``Config.no_session``
+(see :class:`metad._core.SessionPool`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ class Client:
     backoff on UNAVAILABLE or a connection error; and raised at once for anything else (a
     deterministic rejection, the call's own timeout). See :class:`~metad.Config`.
 
+    Writes are exactly once within the client's sessions: the client opens a session with its
+    first write and numbers its writes, every retry of a call carrying the call's number, so a retry
+    of a write whose answer was lost gets the first answer and changes nothing (see
+    :class:`metad._core.SessionPool`; ``Config(no_session=True)`` writes without). remove_all and
+    batch_remove carry no session: a retry removes what is left and answers for that.
+
     Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
     raises a :class:`~metad.errors.MetadError` subclass. Keys and group ids are ``bytes`` or ``str``
     (sent as UTF-8). ``tenant`` "" means "default".
@@ -46,10 +53,15 @@ class Client:
         self._cfg = cfg
         self._id = cfg.client_id or core.new_client_id()
         self._cluster = core.Cluster(cfg.endpoints, self._dial)
+        self._sess: Optional[_Sessions] = None if cfg.no_session else _Sessions()
 
     @staticmethod
     def _dial(addr: str) -> Any:
         return grpc.insecure_channel(addr, options=core.CHANNEL_OPTIONS)
+
+    def _sessions(self) -> bool:
+        """Whether this client's writes carry a session header."""
+        return self._sess is not None and self._sess.using()
 
     # Lifecycle and state.
 
@@ -101,6 +113,28 @@ class Client:
             return result
 
     def _call(self, rpc: core.Rpc, deadline: Optional[float]) -> core.Reply:
+        """rpc, retried, within a session when its request takes a header and the client writes in
+        sessions (see core.SessionPool for the rules)."""
+        sess = self._sess
+        if sess is None or rpc.endpoint is not None or not core.takes_session(rpc.request):
+            return self._retried(rpc, deadline)
+        for again in (False, True):
+            h = sess.begin(self, deadline)
+            core.set_header(rpc.request, h)
+            if h is None:
+                return self._retried(rpc, deadline)
+            try:
+                return self._retried(rpc, deadline)
+            except errors.SessionExpired as e:
+                if again or e.attempts != 1:
+                    raise
+                sess.expired(h)  # nothing was done: open a new session and go again
+            finally:
+                sess.end(h)
+        raise AssertionError("unreachable")
+
+    def _retried(self, rpc: core.Rpc, deadline: Optional[float]) -> core.Reply:
+        """rpc sent to the believed leader and retried by the rules of the class."""
         cl = self._cluster
         if cl.closed:
             raise errors.ClientClosed("client closed")
@@ -225,13 +259,14 @@ class Client:
         """Place a new object of size bytes: charge the tenant's quota and return the PROCESSING
         replicas to write.
 
-        If the call was retried and the retry met OBJECT_ALREADY_EXISTS, the object may be this
-        very put, committed by an attempt whose answer was lost: put_start then revokes this
-        client's pending write of key (which succeeds only if it is this client's) and places the
-        object again; otherwise it raises ObjectAlreadyExists. So a client must not have two puts
-        of one key in progress at once.
+        Within a session (the default) a retry of a put that applied answers with its replicas.
+        Without one, if the call was retried and the retry met OBJECT_ALREADY_EXISTS, the object
+        may be this very put, committed by an attempt whose answer was lost: put_start then revokes
+        this client's pending write of key (which succeeds only if it is this client's) and places
+        the object again; otherwise it raises ObjectAlreadyExists. So a client must not have two
+        puts of one key in progress at once.
         """
-        return self._run(core.put_start(self._id, tenant, key, size, options), timeout)
+        return self._run(core.put_start(self._id, tenant, key, size, options, self._sessions), timeout)
 
     def put_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                 timeout: Optional[float] = None) -> None:
@@ -249,7 +284,7 @@ class Client:
         """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
         at all. Returns the replicas as placed, marked COMPLETE. If put_end fails, a put_revoke is
         tried (its failure ignored) and put_end's error raised."""
-        return self._run(core.put(self._id, tenant, key, size, options), timeout)
+        return self._run(core.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
                      timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
@@ -283,7 +318,8 @@ class Client:
 
     def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
-        A retried remove may raise ObjectNotFound for an object its lost attempt removed."""
+        Without a session a retried remove may raise ObjectNotFound for an object its lost attempt
+        removed."""
         self._run(core.remove(tenant, key, force), timeout)
 
     def remove_all(self, *, tenant: str = "", force: bool = False,
@@ -321,7 +357,7 @@ class Client:
         """put_start for every item (one options for all; each item names its group). One result
         per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
         Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
-        return self._run(core.batch_put_start(self._id, tenant, items, options), timeout)
+        return self._run(core.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
 
     def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                       timeout: Optional[float] = None) -> List[types_pb2.Status]:
@@ -337,7 +373,7 @@ class Client:
                   timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """batch_put_start then batch_put_end for the items that started: one Status per item, the
         start's failure or else the end's outcome."""
-        return self._run(core.batch_put(self._id, tenant, items, options), timeout)
+        return self._run(core.batch_put(self._id, tenant, items, options, self._sessions), timeout)
 
     def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
                   timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
@@ -445,6 +481,76 @@ class Client:
         """Hand leadership to member target ("" = the most up-to-date follower); the new leader
         becomes the endpoint calls go to."""
         return self._run(core.transfer_leader(target, self._cluster), timeout)
+
+
+class _Sessions:
+    """The client's SessionPool under a threading.Condition: a write waits on it while every
+    session is full, and opening a session is serialized by a lock of its own (taken before the
+    condition's, never while that is held)."""
+
+    def __init__(self) -> None:
+        self._open_mu = threading.Lock()
+        self._cond = threading.Condition()
+        self._pool = core.SessionPool()
+
+    def begin(self, c: Client, deadline: Optional[float]) -> Optional[types_pb2.SessionHeader]:
+        """The header of the next number of an open session with room, opening a session when none
+        is open or every open one is full (up to core.MAX_SESSIONS), and waiting while all are full
+        (until deadline). None: write without a session."""
+        while True:
+            with self._cond:
+                while True:
+                    if self._pool.off:
+                        return None
+                    h = self._pool.take()
+                    if h is not None:
+                        return h
+                    if not self._pool.full():
+                        break
+                    wait = None if deadline is None else deadline - time.monotonic()
+                    if wait is not None and wait <= 0:
+                        raise core.session_wait_timeout()
+                    self._cond.wait(wait)
+                have = len(self._pool.open)
+            self._add(c, deadline, have)
+
+    def _add(self, c: Client, deadline: Optional[float], have: int) -> None:
+        """Open a session unless one was added (or sessions turned off) since the caller saw have
+        open."""
+        with self._open_mu:
+            with self._cond:
+                if self._pool.off or len(self._pool.open) != have:
+                    return
+            try:
+                resp = c._retried(core.open_session_rpc(c.client_id), deadline).response
+            except errors.MetadError as e:
+                if not core.unimplemented(e):
+                    e.attempts = 0  # the write itself was not sent
+                    raise
+                with self._cond:
+                    self._pool.off = True  # a cluster without sessions: at most once, as before
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._pool.opened(resp)
+                self._cond.notify_all()
+
+    def end(self, h: types_pb2.SessionHeader) -> None:
+        """Release h's number."""
+        with self._cond:
+            self._pool.release(h)
+            self._cond.notify_all()
+
+    def expired(self, h: types_pb2.SessionHeader) -> None:
+        """Forget the session h named, so that a later begin opens another."""
+        with self._cond:
+            self._pool.expired(h)
+            self._cond.notify_all()
+
+    def using(self) -> bool:
+        """Whether the client writes with sessions (open, or to be opened)."""
+        with self._cond:
+            return self._pool.using()
 
 
 def _code_of(fut: Any) -> Optional[grpc.StatusCode]:
