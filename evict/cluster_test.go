@@ -44,6 +44,13 @@ type cluster struct {
 	evs    map[string]*Evictor
 	cancel map[string]context.CancelFunc
 	wg     sync.WaitGroup
+
+	// The test's client session: propose numbers every command in it, so that a command retried
+	// after an unknown outcome (a leadership change mid-commit) is applied once.
+	sessMu   sync.Mutex
+	sess     uint64
+	nextSeq  uint64
+	inflight map[uint64]struct{}
 }
 
 func newCluster(t testing.TB, evCfg Config) *cluster {
@@ -155,6 +162,11 @@ func (c *cluster) leader() *liveNode {
 
 func (c *cluster) propose(cmd *metadv1.Command) store.Result {
 	c.t.Helper()
+	if cmd.GetOpenSession() == nil {
+		h := c.begin()
+		defer c.end(h)
+		cmd.Session = h
+	}
 	for attempt := 0; ; attempt++ {
 		l := c.leader()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -167,6 +179,34 @@ func (c *cluster) propose(cmd *metadv1.Command) store.Result {
 			c.t.Fatalf("propose: %v", err)
 		}
 	}
+}
+
+// begin takes the next number of the test's session, opening it with the first command.
+func (c *cluster) begin() *metadv1.SessionHeader {
+	c.t.Helper()
+	c.sessMu.Lock()
+	defer c.sessMu.Unlock()
+	if c.sess == 0 {
+		r := c.propose(&metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{TtlMs: 3_600_000, Window: 4096}}})
+		if r.Reason != store.OK {
+			c.t.Fatalf("open session: %s %s", r.Reason, r.Message)
+		}
+		c.sess, c.nextSeq, c.inflight = r.Session, 1, map[uint64]struct{}{}
+	}
+	seq := c.nextSeq
+	c.nextSeq++
+	c.inflight[seq] = struct{}{}
+	floor := seq
+	for s := range c.inflight {
+		floor = min(floor, s)
+	}
+	return &metadv1.SessionHeader{SessionId: c.sess, Seq: seq, FirstUnackedSeq: floor}
+}
+
+func (c *cluster) end(h *metadv1.SessionHeader) {
+	c.sessMu.Lock()
+	delete(c.inflight, h.GetSeq())
+	c.sessMu.Unlock()
 }
 
 // fill mounts a MEMORY segment of 100 slots and writes groups x size objects (group "" = singletons)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -150,6 +151,38 @@ func (c *srvCluster) leader() *srvNode {
 	return l
 }
 
+// sessionWriter returns a function that runs one write on the node that leads, in a session
+// opened now, retrying it (with the same sequence number) while the answer is UNAVAILABLE: a
+// leadership change, or a commit whose outcome was lost. Anything else fails the test.
+func (c *srvCluster) sessionWriter(ctx context.Context) func(what string, fn func(metadv1.MetadataClient, *metadv1.SessionHeader) error) {
+	c.t.Helper()
+	var id, seq uint64
+	open := func() error {
+		r, err := c.leader().meta.OpenSession(ctx, &metadv1.OpenSessionRequest{})
+		id = r.GetSessionId()
+		return err
+	}
+	retry := func(what string, fn func() error) {
+		c.t.Helper()
+		for {
+			err := fn()
+			if err == nil {
+				return
+			}
+			if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+				c.t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
+	retry("OpenSession", open)
+	return func(what string, fn func(metadv1.MetadataClient, *metadv1.SessionHeader) error) {
+		c.t.Helper()
+		seq++
+		h := &metadv1.SessionHeader{SessionId: id, Seq: seq, FirstUnackedSeq: seq}
+		retry(what, func() error { return fn(c.leader().meta, h) })
+	}
+}
+
 var (
 	readyClient  = bytes.Repeat([]byte{0xc1}, 16)
 	readySegment = bytes.Repeat([]byte{0x5e}, 16)
@@ -162,25 +195,33 @@ func readyKey(i int) []byte { return []byte(fmt.Sprintf("k%02d", i)) }
 // that reach it then wait until it has applied its term-start barrier: none is answered from the
 // state it has not caught up with (OBJECT_NOT_FOUND for an acknowledged object), and none bounces
 // (NOT_LEADER naming the node itself). The restarted node's apply is held back by a gate until every
-// request waits, so the window the failover drills hit for 100-200 ms stays open as long as needed.
+// request waits, so the window in which the new leader has not caught up stays open as long as the
+// test needs.
 func TestNewLeaderAnswersOnlyOnceCaughtUp(t *testing.T) {
 	c := newSrvCluster(t, 3)
 	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := l.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: readyClient, Segment: &metadv1.SegmentDesc{
-		Id: readySegment, Name: "s", Base: 1 << 32, Size: 64 << 20, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY}}); err != nil {
-		t.Fatal(err)
-	}
+	// The setup writes go to whichever node leads, in a session: one retried after a leadership
+	// change under this machine's load is applied once.
+	write := c.sessionWriter(ctx)
+	write("MountSegment", func(m metadv1.MetadataClient, h *metadv1.SessionHeader) error {
+		_, err := m.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: readyClient, Segment: &metadv1.SegmentDesc{
+			Id: readySegment, Name: "s", Base: 1 << 32, Size: 64 << 20, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY}, Session: h})
+		return err
+	})
 	const keys = 40
 	for i := range keys {
-		if _, err := l.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: readyClient, Key: readyKey(i), Size: 100}); err != nil {
-			t.Fatalf("PutStart %s: %v", readyKey(i), err)
-		}
-		if _, err := l.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: readyClient, Key: readyKey(i)}); err != nil {
-			t.Fatalf("PutEnd %s: %v", readyKey(i), err)
-		}
+		write("PutStart", func(m metadv1.MetadataClient, h *metadv1.SessionHeader) error {
+			_, err := m.PutStart(ctx, &metadv1.PutStartRequest{ClientId: readyClient, Key: readyKey(i), Size: 100, Session: h})
+			return err
+		})
+		write("PutEnd", func(m metadv1.MetadataClient, h *metadv1.SessionHeader) error {
+			_, err := m.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: readyClient, Key: readyKey(i), Session: h})
+			return err
+		})
 	}
+	l = c.leader()
 	var f *srvNode
 	for _, sn := range c.nodes {
 		if sn != l {
