@@ -68,8 +68,7 @@
 // OpenSession) such a retry meets the committed state instead: PutEnd is idempotent; PutStart and
 // BatchPutStart recover by themselves (when a retried call meets OBJECT_ALREADY_EXISTS they revoke
 // this client's own pending write of the key and place it again); Remove may report
-// OBJECT_NOT_FOUND for an object its lost attempt removed. RemoveAll and BatchRemove carry no
-// session.
+// OBJECT_NOT_FOUND for an object its lost attempt removed. RemoveAll carries no session.
 //
 // # Batches
 //

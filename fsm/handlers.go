@@ -225,7 +225,41 @@ func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) store.Result {
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
-	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), m.GetItems())
+	// Items the leader refused when it prepared the batch are answered as refused, untouched; the
+	// others are erased together.
+	items := m.GetItems()
+	var refused []int
+	erase := items
+	for i, ref := range items {
+		if ref.GetRefused() != metadv1.Reason_REASON_UNSPECIFIED {
+			if refused == nil {
+				erase = make([]*metadv1.ObjectRef, 0, len(items))
+				erase = append(erase, items[:i]...)
+			}
+			refused = append(refused, i)
+		} else if refused != nil {
+			erase = append(erase, ref)
+		}
+	}
+	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), erase)
+	if refused != nil {
+		all := make([]store.Result, len(items))
+		next, r := 0, 0
+		for i, ref := range items {
+			if r < len(refused) && refused[r] == i {
+				reason, ok := wire.ReasonFrom(ref.GetRefused())
+				if !ok || reason == store.OK {
+					reason = store.InvalidParams
+				}
+				all[i] = store.Result{Reason: reason, Message: ref.GetRefusedMessage()}
+				r++
+				continue
+			}
+			all[i] = rs[next]
+			next++
+		}
+		rs = all
+	}
 	return store.Result{Count: countOK(rs), Items: rs}
 }
 

@@ -203,3 +203,36 @@ func BenchmarkSessionMemory(b *testing.B) {
 		runtime.KeepAlive(t)
 	}
 }
+
+// TestBatchRemoveRefusedItems: a BatchRemove carries the items the leader refused when it prepared
+// the batch; apply answers them with the leader's refusal and leaves their objects alone, and answers
+// every item in order.
+func TestBatchRemoveRefusedItems(t *testing.T) {
+	x := newSessionFixture(t, time.Minute, 8)
+	for _, k := range []string{"a", "b"} {
+		if r := x.put(0, 0, 0, 0, k); r.Reason != store.OK {
+			t.Fatalf("put %s: %+v", k, r)
+		}
+		if r := x.apply(0, &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: genClients[0], Key: []byte(k)}}})[0]; r.Reason != store.OK {
+			t.Fatalf("put end %s: %+v", k, r)
+		}
+	}
+	r := x.apply(0, &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{Tenant: "default", TenantInstanceId: 1,
+		Items: []*metadv1.ObjectRef{
+			{Key: []byte("b"), ObjectId: ^uint64(0), Refused: metadv1.Reason_REASON_OBJECT_HAS_LEASE, RefusedMessage: "leased"},
+			{Key: []byte("a")},
+		}}}})[0]
+	if r.Reason != store.OK || len(r.Items) != 2 || r.Items[0].Reason != store.ObjectHasLease || r.Items[0].Message != "leased" ||
+		r.Items[1].Reason != store.OK || r.Count != 1 {
+		t.Fatalf("BatchRemove: %+v", r)
+	}
+	ok := 0
+	for _, k := range []string{"a", "b"} {
+		if x.f.Store().WithObject("default", k, func(*store.LockedObject) error { return nil }) == nil {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of a (removed) and b (refused, kept) remain, want 1", ok)
+	}
+}

@@ -122,6 +122,16 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 		t.Fatal("the removed object is back")
 	}
 
+	// BatchRemove answers every key from its command's result: b2 removed, "nope" refused when the
+	// leader prepared it; the retry gets both answers again, not OBJECT_NOT_FOUND for b2.
+	h.put(t, "", "b2", 64)
+	br := &metadv1.BatchRemoveRequest{Keys: [][]byte{[]byte("b2"), []byte("nope")}, Force: true, Session: c.next()}
+	bres := lostThenRetried(t, h, "BatchRemove", func() (*metadv1.BatchRemoveResponse, error) { return h.meta.BatchRemove(ctx, br) })
+	if len(bres.GetResults()) != 2 || bres.GetResults()[0].GetReason() != 0 ||
+		bres.GetResults()[1].GetReason() != metadv1.Reason_REASON_OBJECT_NOT_FOUND {
+		t.Fatalf("retried BatchRemove: %v", bres)
+	}
+
 	reg := &metadv1.RegisterTenantRequest{Name: "t1", Session: c.next()}
 	h.b.loseAnswer.Store(true)
 	if _, err := h.admin.RegisterTenant(ctx, reg); err == nil {

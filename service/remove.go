@@ -140,8 +140,14 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 	return &metadv1.RemoveResponse{}, nil
 }
 
-// BatchRemove is Remove for many keys in one command; one status per key in request order.
+// BatchRemove is Remove for many keys in one command; one status per key in request order. The
+// command carries every key: those the leader refuses when it prepares them are carried with the
+// refusal (ObjectRef.refused), so the command's result answers each key and a session can keep it.
 func (s *Service) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, err := tenantOf(req.GetTenant())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), nil)
@@ -164,6 +170,10 @@ func (s *Service) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveReque
 	return out, nil
 }
 
+// refusedID is the object id of a BatchRemove item the leader refused: no object has it, so a
+// binary that does not know ObjectRef.refused changes nothing for the item.
+const refusedID = ^uint64(0)
+
 // batchRemove is one attempt of BatchRemove against the current state; replaced reports that the
 // command was refused whole because a snapshot restore replaced that state (nothing removed).
 func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string, req *metadv1.BatchRemoveRequest) (_ *metadv1.BatchRemoveResponse, replaced bool, _ error) {
@@ -171,12 +181,16 @@ func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string,
 		st   *store.Store
 		out  *metadv1.BatchRemoveResponse
 		toks []store.ObjectToken
-		pos  []int // request position of each token
-		refs []*metadv1.ObjectRef
+		refs []*metadv1.ObjectRef // one per key, in request order
+		kept *store.Result
 	)
 	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
-		st, toks, pos, refs = cur, nil, nil, nil
+		st, toks, refs, kept = cur, nil, make([]*metadv1.ObjectRef, len(keys)), nil
 		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+		if r, ok := s.replayed(ctx); ok { // this session's retry of a batch that applied
+			kept = &r
+			return false, nil
+		}
 		if err := cur.CheckWritable(tenant); err != nil { // the whole request's check
 			return false, err
 		}
@@ -190,15 +204,20 @@ func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string,
 			}
 			if err != nil {
 				out.Results[i] = wire.ErrItem(err)
+				refs[i] = &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: refusedID, Refused: out.Results[i].GetReason(),
+					RefusedMessage: msgOf(err)}
 				continue
 			}
-			toks, pos = append(toks, tok), append(pos, i)
-			refs = append(refs, &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID})
+			toks = append(toks, tok)
+			refs[i] = &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID}
 		}
 		return len(toks) > 0, nil
 	})
 	if err != nil {
 		return nil, false, fail(err, tenant, nil)
+	}
+	if kept != nil {
+		return statusesOf(kept, len(keys), tenant)
 	}
 	if !propose {
 		return out, false, nil
@@ -212,11 +231,20 @@ func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string,
 	if err := rejected(&res, tenant, nil); err != nil {
 		return nil, res.Reason == store.StateReplaced, err
 	}
-	if len(res.Items) != len(toks) {
-		return nil, false, internalf("BatchRemove: %d results for %d items", len(res.Items), len(toks))
+	return statusesOf(&res, len(keys), tenant)
+}
+
+// statusesOf is a BatchRemove's answer from its command's result: one status per key.
+func statusesOf(res *store.Result, n int, tenant string) (*metadv1.BatchRemoveResponse, bool, error) {
+	if err := rejected(res, tenant, nil); err != nil {
+		return nil, false, err
 	}
-	for j, r := range res.Items {
-		out.Results[pos[j]] = wire.ItemStatus(r.Reason, r.Message)
+	if len(res.Items) != n {
+		return nil, false, internalf("BatchRemove: %d results for %d items", len(res.Items), n)
+	}
+	out := &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, n)}
+	for i, r := range res.Items {
+		out.Results[i] = wire.ItemStatus(r.Reason, r.Message)
 	}
 	return out, false, nil
 }

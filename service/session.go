@@ -18,8 +18,9 @@ import (
 // at most once, its outcome unknown when the answer is lost.
 //
 // Requests that take a header: the puts and upserts (start, end, revoke, and their batch forms),
-// Remove, RemoveGroup, MountSegment, UnmountSegment, RegisterTenant, UnregisterTenant, SetQuota.
-// RemoveAll and BatchRemove take none (a retry removes what is left and answers for that).
+// Remove, BatchRemove, RemoveGroup, MountSegment, UnmountSegment, RegisterTenant,
+// UnregisterTenant, SetQuota. RemoveAll takes none: it is several commands, and a retry removes
+// what is left and answers for that.
 
 // sessionKey carries a request's session header in its context, from the handler that validated
 // it to the helpers that propose (proposeChecked, proposeMarked) and prepare.

@@ -888,10 +888,18 @@ type ObjectRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Object key.
 	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	// Object id the leader found under key; 0 = not checked (force).
-	ObjectId      uint64 `protobuf:"varint,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Object id the leader found under key; 0 = not checked (force). With refused set it is
+	// 2^64-1, an id no object has, so that a binary that does not know refused changes nothing.
+	ObjectId uint64 `protobuf:"varint,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	// BatchRemove only: the leader refused this item when it prepared the batch (its lease, a
+	// PROCESSING replica, not found...); apply answers the item with this reason and message and
+	// changes nothing. The batch carries every key of the request so that its result answers each,
+	// in request order, and a session can keep that answer.
+	Refused Reason `protobuf:"varint,3,opt,name=refused,proto3,enum=metad.v1.Reason" json:"refused,omitempty"`
+	// The refusal's message.
+	RefusedMessage string `protobuf:"bytes,4,opt,name=refused_message,json=refusedMessage,proto3" json:"refused_message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ObjectRef) Reset() {
@@ -936,6 +944,20 @@ func (x *ObjectRef) GetObjectId() uint64 {
 		return x.ObjectId
 	}
 	return 0
+}
+
+func (x *ObjectRef) GetRefused() Reason {
+	if x != nil {
+		return x.Refused
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+func (x *ObjectRef) GetRefusedMessage() string {
+	if x != nil {
+		return x.RefusedMessage
+	}
+	return ""
 }
 
 // PutStart places a new object (validated: key, group, size and config within limits).
@@ -2824,10 +2846,12 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x12tenant_instance_id\x18\x02 \x01(\x04R\x10tenantInstanceId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x1b\n" +
 	"\tobject_id\x18\x04 \x01(\x04R\bobjectId\x12\x18\n" +
-	"\aversion\x18\x05 \x01(\x04R\aversion\":\n" +
+	"\aversion\x18\x05 \x01(\x04R\aversion\"\x8f\x01\n" +
 	"\tObjectRef\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1b\n" +
-	"\tobject_id\x18\x02 \x01(\x04R\bobjectId\"\x9c\x02\n" +
+	"\tobject_id\x18\x02 \x01(\x04R\bobjectId\x12*\n" +
+	"\arefused\x18\x03 \x01(\x0e2\x10.metad.v1.ReasonR\arefused\x12'\n" +
+	"\x0frefused_message\x18\x04 \x01(\tR\x0erefusedMessage\"\x9c\x02\n" +
 	"\bPutStart\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
@@ -3027,9 +3051,10 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*ForgetMember)(nil),       // 30: metad.v1.ForgetMember
 	(*BatchPutStart_Item)(nil), // 31: metad.v1.BatchPutStart.Item
 	(*SessionHeader)(nil),      // 32: metad.v1.SessionHeader
-	(*ReplicaConfig)(nil),      // 33: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 34: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 35: metad.v1.SegmentDesc
+	(Reason)(0),                // 33: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 34: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 35: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 36: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3057,33 +3082,34 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	30, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
 	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
 	32, // 24: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	33, // 25: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 26: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	34, // 27: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	34, // 28: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	33, // 29: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 30: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	34, // 31: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	34, // 32: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 33: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	33, // 34: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	31, // 35: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 36: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	34, // 37: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	34, // 38: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 39: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 40: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	34, // 41: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 42: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 43: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 44: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	35, // 45: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 46: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	33, // 25: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	34, // 26: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 27: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	35, // 28: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	35, // 29: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	34, // 30: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 31: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	35, // 32: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	35, // 33: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 34: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	34, // 35: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	31, // 36: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 37: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	35, // 38: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	35, // 39: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 40: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	6,  // 41: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	35, // 42: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 43: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	22, // 44: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 45: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	36, // 46: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 47: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }

@@ -2192,7 +2192,11 @@ type BatchRemoveRequest struct {
 	// Object keys, distinct.
 	Keys [][]byte `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
 	// Remove even under a read lease.
-	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	Force bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2246,6 +2250,13 @@ func (x *BatchRemoveRequest) GetForce() bool {
 		return x.Force
 	}
 	return false
+}
+
+func (x *BatchRemoveRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
 }
 
 // BatchRemoveResponse has one status per key, in request order.
@@ -3111,11 +3122,12 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x12BatchExistResponse\x12\x16\n" +
 	"\x06exists\x18\x01 \x03(\bR\x06exists\x12 \n" +
 	"\flease_ttl_ms\x18\x02 \x01(\x04R\n" +
-	"leaseTtlMs\"V\n" +
+	"leaseTtlMs\"\x89\x01\n" +
 	"\x12BatchRemoveRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04keys\x18\x02 \x03(\fR\x04keys\x12\x14\n" +
-	"\x05force\x18\x03 \x01(\bR\x05force\"A\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"A\n" +
 	"\x13BatchRemoveResponse\x12*\n" +
 	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\x96\x01\n" +
 	"\x13MountSegmentRequest\x12\x1b\n" +
@@ -3271,63 +3283,64 @@ var file_metadv1_metadata_proto_depIdxs = []int32{
 	48, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
 	51, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
 	46, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	51, // 28: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	52, // 29: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	48, // 30: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	48, // 31: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 32: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	49, // 33: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	51, // 34: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	49, // 35: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	0,  // 36: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 37: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 38: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 39: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 40: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 41: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 42: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 43: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 44: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 45: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 46: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 47: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 48: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 49: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 50: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 51: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 52: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 53: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 54: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 55: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 56: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42, // 57: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	1,  // 58: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 59: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 60: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 61: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 62: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 63: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 64: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 65: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 66: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 67: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 68: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 69: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 70: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 71: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 72: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 73: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 74: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 75: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 76: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 77: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 78: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43, // 79: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	58, // [58:80] is the sub-list for method output_type
-	36, // [36:58] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	48, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	51, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	52, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	48, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	48, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	51, // 33: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	49, // 34: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	51, // 35: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	49, // 36: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	0,  // 37: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,  // 38: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,  // 39: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,  // 40: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,  // 41: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10, // 42: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12, // 43: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14, // 44: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16, // 45: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18, // 46: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20, // 47: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22, // 48: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24, // 49: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26, // 50: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28, // 51: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30, // 52: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32, // 53: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34, // 54: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36, // 55: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38, // 56: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40, // 57: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42, // 58: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	1,  // 59: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,  // 60: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,  // 61: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,  // 62: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,  // 63: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11, // 64: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13, // 65: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15, // 66: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17, // 67: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19, // 68: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21, // 69: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23, // 70: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25, // 71: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27, // 72: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29, // 73: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31, // 74: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33, // 75: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35, // 76: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37, // 77: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39, // 78: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41, // 79: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43, // 80: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	59, // [59:81] is the sub-list for method output_type
+	37, // [37:59] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }

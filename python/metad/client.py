@@ -35,8 +35,8 @@ class Client:
     Writes are exactly once within the client's sessions: the client opens a session with its
     first write and numbers its writes, every retry of a call carrying the call's number, so a retry
     of a write whose answer was lost gets the first answer and changes nothing (see
-    :class:`metad._core.SessionPool`; ``Config(no_session=True)`` writes without). remove_all and
-    batch_remove carry no session: a retry removes what is left and answers for that.
+    :class:`metad._core.SessionPool`; ``Config(no_session=True)`` writes without). remove_all carries
+    no session: a retry removes what is left and answers for that.
 
     Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
     raises a :class:`~metad.errors.MetadError` subclass. Keys and group ids are ``bytes`` or ``str``

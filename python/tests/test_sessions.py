@@ -250,8 +250,8 @@ def test_requests_that_take_a_header() -> None:
     takes = {d.name for m in (metadata_pb2, admin_pb2) for d in m.DESCRIPTOR.message_types_by_name.values()
              if core.takes_session(getattr(m, d.name)())}
     assert {"PutStartRequest", "PutEndRequest", "RemoveRequest", "RemoveGroupRequest", "BatchPutStartRequest",
-            "MountSegmentRequest", "RegisterTenantRequest", "SetQuotaRequest"} <= takes
-    for name in ("RemoveAllRequest", "BatchRemoveRequest", "GetRequest", "PingRequest", "OpenSessionRequest"):
+            "BatchRemoveRequest", "MountSegmentRequest", "RegisterTenantRequest", "SetQuotaRequest"} <= takes
+    for name in ("RemoveAllRequest", "GetRequest", "PingRequest", "OpenSessionRequest"):
         assert name not in takes
 
 

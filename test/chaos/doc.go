@@ -36,8 +36,7 @@
 // session a retried write could be applied twice. The odd clients write through the Go client in
 // its session with its retries: one call is one operation, and the model holds it to taking effect
 // once, whatever its retries did (a write whose answer was lost must answer as its first attempt
-// did, not apply again). BatchRemove takes no session and is routed like the even clients' writes
-// in every client. Reads use the Go client with its retries (a read changes nothing).
+// did, not apply again). Reads use the Go client with its retries (a read changes nothing).
 // A probe (probe.go) writes a fresh key with client.Put, retries on, every 50 ms, open loop: it
 // measures when writes succeed, and its keys must all survive.
 //

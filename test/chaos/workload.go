@@ -301,8 +301,7 @@ func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) erro
 	return []try{t}
 }
 
-// routed is attempt through the router: one try per node, every try recorded (the writes that take
-// no session header, BatchRemove, go this way in every client).
+// routed is attempt through the router: one try per node, every try recorded.
 func (w *wclient) routed(fn func(ctx context.Context, cl *client.Client) error) []try {
 	backoff := 20 * time.Millisecond
 	var tries []try
@@ -565,7 +564,7 @@ func (w *wclient) batchRemove() {
 	keys := w.someKeys(t, true)
 	force := w.rng.IntN(10) < 7
 	var st []*metadv1.Status
-	ts := w.routed(func(ctx context.Context, cl *client.Client) error { // BatchRemove takes no session
+	ts := w.attempt(func(ctx context.Context, cl *client.Client) error {
 		var err error
 		st, err = cl.BatchRemove(ctx, t, keys, force)
 		if err == nil && len(st) != len(keys) {

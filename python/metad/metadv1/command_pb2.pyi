@@ -175,12 +175,16 @@ class MountSegment(_message.Message):
     def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
 
 class ObjectRef(_message.Message):
-    __slots__ = ["key", "object_id"]
+    __slots__ = ["key", "object_id", "refused", "refused_message"]
     KEY_FIELD_NUMBER: _ClassVar[int]
     OBJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     object_id: int
-    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ...) -> None: ...
+    refused: _types_pb2.Reason
+    refused_message: str
+    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., refused: _Optional[_Union[_types_pb2.Reason, str]] = ..., refused_message: _Optional[str] = ...) -> None: ...
 
 class ObjectToken(_message.Message):
     __slots__ = ["key", "object_id", "tenant", "tenant_instance_id", "version"]

@@ -130,14 +130,16 @@ class BatchPutStartResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[BatchPutStartResponse.Result, _Mapping]]] = ...) -> None: ...
 
 class BatchRemoveRequest(_message.Message):
-    __slots__ = ["force", "keys", "tenant"]
+    __slots__ = ["force", "keys", "session", "tenant"]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     force: bool
     keys: _containers.RepeatedScalarFieldContainer[bytes]
+    session: _types_pb2.SessionHeader
     tenant: str
-    def __init__(self, tenant: _Optional[str] = ..., keys: _Optional[_Iterable[bytes]] = ..., force: bool = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., keys: _Optional[_Iterable[bytes]] = ..., force: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
 
 class BatchRemoveResponse(_message.Message):
     __slots__ = ["results"]
