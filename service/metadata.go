@@ -306,8 +306,19 @@ func statuses(method string, items []store.Result, n int) ([]*metadv1.Status, er
 	return out, nil
 }
 
-// BatchPutEnd is PutEnd for many keys in one command.
-func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+// batchEndRequest is what BatchPutEnd and BatchPutRevoke requests share.
+type batchEndRequest interface {
+	GetSession() *metadv1.SessionHeader
+	GetTenant() string
+	GetClientId() []byte
+	GetKeys() [][]byte
+	GetTier() metadv1.Tier
+}
+
+// batchEnd is the path BatchPutEnd and BatchPutRevoke share: validate, then propose on the leader
+// the command that wrap builds from the validated fields (given as a BatchPutEnd), and answer one
+// status per key.
+func (s *Service) batchEnd(ctx context.Context, method string, req batchEndRequest, wrap func(*metadv1.BatchPutEnd) *metadv1.Command) ([]*metadv1.Status, error) {
 	ctx, err := withSession(ctx, req.GetSession())
 	if err != nil {
 		return nil, fail(err, "", nil)
@@ -319,13 +330,19 @@ func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{
-		Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
+	cmd := wrap(&metadv1.BatchPutEnd{Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()})
 	res, err := s.propose(ctx, cmd, tenant, nil)
 	if err != nil {
 		return nil, err
 	}
-	sts, err := statuses("BatchPutEnd", res.Items, len(req.GetKeys()))
+	return statuses(method, res.Items, len(req.GetKeys()))
+}
+
+// BatchPutEnd is PutEnd for many keys in one command.
+func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	sts, err := s.batchEnd(ctx, "BatchPutEnd", req, func(e *metadv1.BatchPutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: e}}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -334,24 +351,10 @@ func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndReque
 
 // BatchPutRevoke is PutRevoke for many keys in one command.
 func (s *Service) BatchPutRevoke(ctx context.Context, req *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error) {
-	ctx, err := withSession(ctx, req.GetSession())
-	if err != nil {
-		return nil, fail(err, "", nil)
-	}
-	tenant, client, err := batchEndOf(req.GetTenant(), req.GetClientId(), req.GetKeys(), req.GetTier())
-	if err != nil {
-		return nil, fail(err, req.GetTenant(), nil)
-	}
-	if err := s.here(); err != nil {
-		return nil, err
-	}
-	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
-		Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
-	res, err := s.propose(ctx, cmd, tenant, nil)
-	if err != nil {
-		return nil, err
-	}
-	sts, err := statuses("BatchPutRevoke", res.Items, len(req.GetKeys()))
+	sts, err := s.batchEnd(ctx, "BatchPutRevoke", req, func(e *metadv1.BatchPutEnd) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
+			Tenant: e.Tenant, ClientId: e.ClientId, Keys: e.Keys, Tier: e.Tier}}}
+	})
 	if err != nil {
 		return nil, err
 	}
