@@ -38,10 +38,10 @@ const maxSessions = 4
 type session struct {
 	openMu sync.Mutex // serializes opening; taken before mu, never while mu is held
 
-	mu   sync.Mutex // guards the fields below; a leaf (no I/O under it)
-	cond *sync.Cond // on mu: a number was released or a session changed
-	off  bool       // the cluster does not know sessions: write without
-	open []*seqs    // the open sessions
+	mu      sync.Mutex    // guards the fields below; a leaf (no I/O under it)
+	changed chan struct{} // closed and replaced when a number is released or a session changes
+	off     bool          // the cluster does not know sessions: write without
+	open    []*seqs       // the open sessions
 }
 
 // seqs is one open session: its window and the numbers in use (guarded by session.mu).
@@ -52,10 +52,12 @@ type seqs struct {
 	inflight map[uint64]struct{} // numbers whose calls have not returned
 }
 
-func newSession() *session {
-	s := &session{}
-	s.cond = sync.NewCond(&s.mu)
-	return s
+func newSession() *session { return &session{changed: make(chan struct{})} }
+
+// wake tells waiting writes that a number was released or a session changed (mu held).
+func (s *session) wake() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // floor is the lowest number in use, or next when none is.
@@ -70,8 +72,8 @@ func (q *seqs) floor() uint64 {
 func (q *seqs) room() bool { return q.next-q.floor() < q.window }
 
 // begin takes the next number of an open session with room, opening a session when none is open or
-// every open one is full (up to maxSessions), and waiting while all are full. nil, nil: write
-// without a session.
+// every open one is full (up to maxSessions), and waiting while all are full (until ctx ends: its
+// error, nothing sent). nil, nil: write without a session.
 func (s *session) begin(ctx context.Context, c *Client) (*metadv1.SessionHeader, error) {
 	for {
 		s.mu.Lock()
@@ -90,8 +92,13 @@ func (s *session) begin(ctx context.Context, c *Client) (*metadv1.SessionHeader,
 			}
 		}
 		if len(s.open) >= maxSessions {
-			s.cond.Wait()
+			ch := s.changed
 			s.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			continue
 		}
 		have := len(s.open)
@@ -123,7 +130,7 @@ func (s *session) add(ctx context.Context, c *Client, have int) error {
 		return err
 	}
 	s.open = append(s.open, &seqs{id: resp.GetSessionId(), window: uint64(max(resp.GetWindow(), 1)), next: 1, inflight: map[uint64]struct{}{}})
-	s.cond.Broadcast()
+	s.wake()
 	return nil
 }
 
@@ -134,7 +141,7 @@ func (s *session) end(h *metadv1.SessionHeader) {
 	for _, q := range s.open {
 		if q.id == h.GetSessionId() {
 			delete(q.inflight, h.GetSeq())
-			s.cond.Broadcast()
+			s.wake()
 			return
 		}
 	}
@@ -145,7 +152,7 @@ func (s *session) expired(h *metadv1.SessionHeader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.open = slices.DeleteFunc(s.open, func(q *seqs) bool { return q.id == h.GetSessionId() })
-	s.cond.Broadcast()
+	s.wake()
 }
 
 // using reports whether the client writes with sessions (open, or to be opened).
