@@ -199,7 +199,6 @@ func readyKey(i int) []byte { return []byte(fmt.Sprintf("k%02d", i)) }
 // test needs.
 func TestNewLeaderAnswersOnlyOnceCaughtUp(t *testing.T) {
 	c := newSrvCluster(t, 3)
-	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The setup writes go to whichever node leads, in a session: one retried after a leadership
@@ -221,7 +220,7 @@ func TestNewLeaderAnswersOnlyOnceCaughtUp(t *testing.T) {
 			return err
 		})
 	}
-	l = c.leader()
+	l := c.leader()
 	var f *srvNode
 	for _, sn := range c.nodes {
 		if sn != l {
