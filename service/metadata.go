@@ -463,13 +463,9 @@ func (s *Service) Exist(ctx context.Context, req *metadv1.ExistRequest) (*metadv
 
 // BatchGet is Get for many keys; one result per key in request order.
 func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error) {
-	tenant, err := tenantOf(req.GetTenant())
+	tenant, keys, err := tenantKeysOf(req.GetTenant(), req.GetKeys())
 	if err != nil {
-		return nil, fail(err, req.GetTenant(), nil)
-	}
-	keys, err := keysOf("keys", req.GetKeys())
-	if err != nil {
-		return nil, fail(err, tenant, nil)
+		return nil, err
 	}
 	st, linear, err := s.readState(ctx, req.GetStale())
 	if err != nil {
@@ -495,13 +491,9 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 
 // BatchExist is Exist for many keys; one answer per key in request order.
 func (s *Service) BatchExist(ctx context.Context, req *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error) {
-	tenant, err := tenantOf(req.GetTenant())
+	tenant, keys, err := tenantKeysOf(req.GetTenant(), req.GetKeys())
 	if err != nil {
-		return nil, fail(err, req.GetTenant(), nil)
-	}
-	keys, err := keysOf("keys", req.GetKeys())
-	if err != nil {
-		return nil, fail(err, tenant, nil)
+		return nil, err
 	}
 	st, linear, err := s.readState(ctx, req.GetStale())
 	if err != nil {

@@ -148,13 +148,9 @@ func (s *Service) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveReque
 	if err != nil {
 		return nil, fail(err, "", nil)
 	}
-	tenant, err := tenantOf(req.GetTenant())
+	tenant, keys, err := tenantKeysOf(req.GetTenant(), req.GetKeys())
 	if err != nil {
-		return nil, fail(err, req.GetTenant(), nil)
-	}
-	keys, err := keysOf("keys", req.GetKeys())
-	if err != nil {
-		return nil, fail(err, tenant, nil)
+		return nil, err
 	}
 	if err := s.here(); err != nil {
 		return nil, err

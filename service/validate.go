@@ -124,6 +124,20 @@ func keysOf(field string, raw [][]byte) ([]string, error) {
 	return keys, nil
 }
 
+// tenantKeysOf checks the tenant and the keys of a batch read or removal; its error carries the
+// tenant for the caller's answer.
+func tenantKeysOf(rawTenant string, rawKeys [][]byte) (string, []string, error) {
+	tenant, err := tenantOf(rawTenant)
+	if err != nil {
+		return "", nil, fail(err, rawTenant, nil)
+	}
+	keys, err := keysOf("keys", rawKeys)
+	if err != nil {
+		return "", nil, fail(err, tenant, nil)
+	}
+	return tenant, keys, nil
+}
+
 // groupOf checks a group id; empty means a singleton.
 func groupOf(raw []byte) (string, error) {
 	g := string(raw)
