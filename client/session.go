@@ -22,9 +22,10 @@ import (
 // succeeds. A session's numbers in use span at most its window (64 by default); a client writes
 // through up to maxSessions sessions, and a write waits only when every one is full.
 //
-// A session unused for its ttl (5 minutes by default) expires. A call whose first attempt meets
-// SESSION_EXPIRED (nothing was done) opens a new session and goes again; one whose later attempt
-// meets it returns the error: an earlier attempt may have applied, and the outcome is unknown.
+// A session unused for its ttl (5 minutes by default) expires, and a snapshot restore ends every
+// session. A call whose first attempt meets SESSION_EXPIRED (nothing was done) drops that session
+// and goes again in another, opening a new one when none is left; one whose later attempt meets it
+// returns the error: an earlier attempt may have applied, and the outcome is unknown.
 // Without a session (NoSession, or a cluster that does not know OpenSession) a write is at most
 // once, and its outcome is unknown when its answer is lost.
 
@@ -195,8 +196,10 @@ func (c *Client) inSession(ctx context.Context, req any, run func() (int, error)
 		m.Set(fd, protoreflect.ValueOfMessage(h.ProtoReflect()))
 		n, err := run()
 		c.sess.end(h)
-		if try == 0 && n == 1 && IsReason(err, metadv1.Reason_REASON_SESSION_EXPIRED) {
-			c.sess.expired(h) // nothing was done: open a new session and go again
+		// A first attempt that met SESSION_EXPIRED did nothing: drop the session and go again in
+		// another (each of the client's sessions may have expired, and a new one is opened last).
+		if n == 1 && try <= maxSessions && IsReason(err, metadv1.Reason_REASON_SESSION_EXPIRED) {
+			c.sess.expired(h)
 			continue
 		}
 		return n, err

@@ -101,7 +101,7 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 		return nil, fmt.Errorf("datadir: create snapshot: %w", err)
 	}
 	// A new cluster: no command was ever prepared against any state of it, so the file's epoch stays.
-	if _, _, err := snapshot.Rewrite(sink, bufio.NewReaderSize(f, 1<<20), nil, h.GetStateEpoch()); err != nil {
+	if _, _, err := snapshot.Rewrite(sink, bufio.NewReaderSize(f, 1<<20), nil, h.GetStateEpoch(), 0); err != nil {
 		_ = sink.Cancel()
 		return nil, invalid(err)
 	}

@@ -26,7 +26,7 @@ import (
 // The rules, in the order apply checks them:
 //   - unknown session, or one unused for its ttl: SESSION_EXPIRED, nothing done (the session is
 //     dropped);
-//   - seq 0: INVALID_PARAMS;
+//   - seq 0 or above MaxSessionSeq: INVALID_PARAMS;
 //   - the floor rises to min(first_unacked_seq, seq): answers below it are dropped;
 //   - seq below the floor: SEQUENCE_TOO_OLD;
 //   - a kept answer for seq: returned, nothing done (a duplicate);
@@ -44,6 +44,9 @@ const (
 	MaxSessionWindow = 4096
 	// MinSessionTTL is the shortest session ttl OpenSession accepts.
 	MinSessionTTL = time.Second
+	// MaxSessionSeq is the largest sequence number a command may carry (floor + window then never
+	// overflows).
+	MaxSessionSeq = 1<<63 - 1
 )
 
 // session is one open client session. It is owned by the apply goroutine; readers take the table's
@@ -171,9 +174,9 @@ func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, exec func() stor
 		return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", h.GetSessionId())}, false
 	}
 	seq := h.GetSeq()
-	if seq == 0 {
+	if seq == 0 || seq > MaxSessionSeq {
 		t.mu.Unlock()
-		return store.Result{Reason: store.InvalidParams, Message: "session.seq: must be at least 1"}, false
+		return store.Result{Reason: store.InvalidParams, Message: fmt.Sprintf("session.seq: %d not in 1..%d", seq, uint64(MaxSessionSeq))}, false
 	}
 	ss.lastActive = max(ss.lastActive, now)
 	if f := min(h.GetFirstUnackedSeq(), seq); f > ss.floor {
@@ -292,6 +295,24 @@ func (f *FSM) Replay(h *metadv1.SessionHeader) (store.Result, bool) {
 		return store.Result{}, false
 	}
 	return f.sessions.Load().replay(h)
+}
+
+// NextSessionID returns the id the next OpenSession assigns.
+func (f *FSM) NextSessionID() uint64 {
+	t := f.sessions.Load()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.next
+}
+
+// SessionOpen reports whether the state holds session id (it may still expire at the next entry
+// that uses it).
+func (f *FSM) SessionOpen(id uint64) bool {
+	t := f.sessions.Load()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	_, ok := t.byID[id]
+	return ok
 }
 
 // Sessions returns the open sessions and the answers they keep.

@@ -186,7 +186,8 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	// 1. Receive, checking the format as it streams.
 	n.log.Info("snapshot restore: receiving", "spool", spool.Name())
 	members := n.currentMembers()
-	h, size, err := snapshot.Rewrite(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, members, epoch)
+	h, size, err := snapshot.Rewrite(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, members, epoch,
+		n.sm.NextSessionID())
 	if err != nil {
 		return nil, invalid(err)
 	}

@@ -22,6 +22,9 @@ type StateMachine interface {
 	Members() map[string]fsm.Member
 	// StateEpoch returns the current state's epoch (RestoreSnapshot installs the next one).
 	StateEpoch() uint64
+	// NextSessionID returns the next client session id (RestoreSnapshot installs a state whose
+	// counter is at least this, and no session of the file).
+	NextSessionID() uint64
 	// Objects returns how many objects the current state holds (Status).
 	Objects() int64
 	// VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would, changing

@@ -109,7 +109,7 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 		var kept *store.Result
 		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
 			kept = nil
-			if r, ok := s.replayed(ctx); ok { // this session's retry of a removal that applied
+			if r, ok := s.answered(ctx); ok { // this session's retry of a removal that applied
 				kept = &r
 				return false, nil
 			}
@@ -118,6 +118,10 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 			tok, err = settled(ctx, func() (store.ObjectToken, error) {
 				return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
 			})
+			if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
+				kept = &r
+				return false, nil
+			}
 			return err == nil, err
 		}); err != nil {
 			return false, fail(err, tenant, req.GetKey())
@@ -183,7 +187,7 @@ func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string,
 	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
 		st, toks, refs, kept = cur, nil, make([]*metadv1.ObjectRef, len(keys)), nil
 		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
-		if r, ok := s.replayed(ctx); ok { // this session's retry of a batch that applied
+		if r, ok := s.answered(ctx); ok { // this session's retry of a batch that applied
 			kept = &r
 			return false, nil
 		}
@@ -345,13 +349,17 @@ func (s *Service) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupReque
 		)
 		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
 			kept = nil
-			if r, ok := s.replayed(ctx); ok { // this session's retry of a removal that applied
+			if r, ok := s.answered(ctx); ok { // this session's retry of a removal that applied
 				kept = &r
 				return false, nil
 			}
 			var err error
 			st = cur
 			gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+			if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
+				kept = &r
+				return false, nil
+			}
 			return err == nil, err
 		}); err != nil {
 			return false, fail(err, tenant, nil)

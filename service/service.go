@@ -79,6 +79,8 @@ type State interface {
 	Store() *store.Store
 	// Replay returns the result the state keeps for a session header's (session, seq).
 	Replay(h *metadv1.SessionHeader) (store.Result, bool)
+	// SessionOpen reports whether the state holds the session.
+	SessionOpen(id uint64) bool
 }
 
 var (

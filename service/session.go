@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 )
@@ -14,8 +15,10 @@ import (
 // from its own state for such a request (a precheck refusal, a removal's prepare), the leader
 // looks for the result its state keeps for (session, seq) and, when there is one, answers with it:
 // so a retry of a write that applied gets the first answer, from any node, even after a leader
-// change or a snapshot restore, and changes nothing. A request without a header behaves as before:
-// at most once, its outcome unknown when the answer is lost.
+// change, and changes nothing. When the state holds no such session (expired, dropped, or ended by
+// an operator's snapshot restore) it answers SESSION_EXPIRED, as apply would, never a refusal from
+// the state. A request without a header behaves as before: at most once, its outcome unknown when
+// the answer is lost.
 //
 // Requests that take a header: the puts and upserts (start, end, revoke, and their batch forms),
 // Remove, BatchRemove, RemoveGroup, MountSegment, UnmountSegment, RegisterTenant,
@@ -27,8 +30,8 @@ import (
 type sessionKey struct{}
 
 // withSession validates a request's session header and returns ctx carrying it (nil: ctx as it
-// is). A header names a session (id > 0) and a sequence number (seq >= 1) no smaller than its
-// first_unacked_seq.
+// is). A header names a session (id > 0) and a sequence number (1 <= seq <= fsm.MaxSessionSeq) no
+// smaller than its first_unacked_seq.
 func withSession(ctx context.Context, h *metadv1.SessionHeader) (context.Context, error) {
 	if h == nil {
 		return ctx, nil
@@ -38,6 +41,8 @@ func withSession(ctx context.Context, h *metadv1.SessionHeader) (context.Context
 		return ctx, badf("session.session_id", "must not be 0")
 	case h.GetSeq() == 0:
 		return ctx, badf("session.seq", "must be at least 1")
+	case h.GetSeq() > fsm.MaxSessionSeq:
+		return ctx, badf("session.seq", "%d above %d", h.GetSeq(), uint64(fsm.MaxSessionSeq))
 	case h.GetFirstUnackedSeq() > h.GetSeq():
 		return ctx, badf("session.first_unacked_seq", "%d above seq %d", h.GetFirstUnackedSeq(), h.GetSeq())
 	}
@@ -58,13 +63,22 @@ func stamped(ctx context.Context, cmd *metadv1.Command) *metadv1.Command {
 	return cmd
 }
 
-// replayed returns the result the state keeps for ctx's (session, seq), if any.
-func (s *Service) replayed(ctx context.Context) (store.Result, bool) {
+// answered returns the answer the state already holds for ctx's (session, seq), if any: the result
+// it keeps for it, or SESSION_EXPIRED when it holds no such session (expired, dropped, or replaced
+// by a snapshot restore), where apply would answer the same. A request with an answer is answered
+// with it, never refused from the state: its first attempt may have applied.
+func (s *Service) answered(ctx context.Context) (store.Result, bool) {
 	h := sessionOf(ctx)
 	if h == nil {
 		return store.Result{}, false
 	}
-	return s.st.Replay(h)
+	if r, ok := s.st.Replay(h); ok {
+		return r, true
+	}
+	if !s.st.SessionOpen(h.GetSessionId()) {
+		return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", h.GetSessionId())}, true
+	}
+	return store.Result{}, false
 }
 
 // OpenSession opens a client session: a replicated command whose id the log assigns, with the

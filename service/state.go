@@ -53,12 +53,15 @@ func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (sto
 	cmd = stamped(ctx, cmd)
 	var refusal store.Result
 	propose, err := s.fromState(ctx, func(st *store.Store) (bool, error) {
-		if r, ok := s.replayed(ctx); ok {
+		if r, ok := s.answered(ctx); ok {
 			refusal = r
 			return false, nil
 		}
 		var refused bool
 		refusal, refused = fsm.Check(st, cmd)
+		if r, ok := s.answered(ctx); refused && ok { // its first attempt applied meanwhile
+			refusal = r
+		}
 		return !refused, nil
 	})
 	if err != nil {

@@ -40,11 +40,11 @@ func member(name string) *metadv1.MemberRecord {
 // member records and the state epoch.
 func TestRewriteReplacesMembersAndEpoch(t *testing.T) {
 	var src bytes.Buffer
-	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), []*metadv1.MemberRecord{member("old")}, 3); err != nil {
+	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), []*metadv1.MemberRecord{member("old")}, 3, 0); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a"), member("b")}, 7)
+	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a"), member("b")}, 7, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,32 @@ func TestRewriteReplacesMembersAndEpoch(t *testing.T) {
 	}
 }
 
+// TestRewriteDropsSessions: a restored state keeps none of the file's client sessions, and its next
+// session id is at least the one given (ids this cluster handed out are not handed out again).
+func TestRewriteDropsSessions(t *testing.T) {
+	var src bytes.Buffer
+	w, err := NewWriter(&src, &metadv1.SnapshotHeader{FormatVersion: 2, Index: 9, Term: 2, NextSessionId: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Session{Session: &metadv1.SessionRecord{Id: 4, TtlMs: 1000, Window: 1, Floor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ next, want uint64 }{{9, 9}, {2, 5}} {
+		var out bytes.Buffer
+		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), nil, 1, tc.next); err != nil {
+			t.Fatal(err)
+		}
+		h, recs := records(t, out.Bytes())
+		if len(recs) != 0 || h.GetNextSessionId() != tc.want {
+			t.Fatalf("next %d: %d records, next session id %d, want none and %d", tc.next, len(recs), h.GetNextSessionId(), tc.want)
+		}
+	}
+}
+
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
@@ -76,10 +102,10 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 // TestRewriteFailures: a damaged source is named as damage; a failed write is not.
 func TestRewriteFailures(t *testing.T) {
 	data := sample(t)
-	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), nil, 1); !errors.Is(err, ErrTruncated) || !Damaged(err) {
+	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), nil, 1, 0); !errors.Is(err, ErrTruncated) || !Damaged(err) {
 		t.Errorf("truncated source: %v", err)
 	}
-	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), nil, 1); err == nil || Damaged(err) {
+	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), nil, 1, 0); err == nil || Damaged(err) {
 		t.Errorf("failed write: %v", err)
 	}
 }
