@@ -236,3 +236,19 @@ func TestBatchRemoveRefusedItems(t *testing.T) {
 		t.Fatalf("%d of a (removed) and b (refused, kept) remain, want 1", ok)
 	}
 }
+
+// TestSessionSeqBounded: a sequence number past MaxSessionSeq is refused, so floor + window never
+// wraps.
+func TestSessionSeqBounded(t *testing.T) {
+	x := newSessionFixture(t, time.Minute, 8)
+	if r := x.put(0, x.id, MaxSessionSeq+1, MaxSessionSeq+1, "k"); r.Reason != store.InvalidParams {
+		t.Fatalf("seq past the bound: %s", r.Reason)
+	}
+	if r := x.put(0, x.id, MaxSessionSeq, MaxSessionSeq, "k"); r.Reason != store.OK {
+		t.Fatalf("seq at the bound: %+v", r)
+	}
+	_, got := x.f.sessions.Load().capture()
+	if len(got) != 1 || len(got[0].seqs) != 1 || got[0].seqs[0] != MaxSessionSeq {
+		t.Fatalf("captured %+v, want the kept answer at the bound", got)
+	}
+}

@@ -169,3 +169,17 @@ func TestSessionHeaderValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestGoneSessionIsNotRefusedFromState: a retry whose session the state no longer holds is answered
+// SESSION_EXPIRED, as apply would, not with a refusal from the leader's state (its first attempt
+// may have been the write that the state now shows).
+func TestGoneSessionIsNotRefusedFromState(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	h.mount(t, clientA, segA)
+	h.put(t, "", "k", 64)
+	_, err := h.meta.PutStart(tctx(t), &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 64,
+		Session: &metadv1.SessionHeader{SessionId: 77, Seq: 3, FirstUnackedSeq: 3}})
+	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_SESSION_EXPIRED)
+	_, err = h.meta.Remove(tctx(t), &metadv1.RemoveRequest{Key: []byte("absent"), Session: &metadv1.SessionHeader{SessionId: 77, Seq: 4}})
+	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_SESSION_EXPIRED)
+}
