@@ -35,7 +35,8 @@ const (
 	clsUnknown                 // may or may not have taken effect
 )
 
-// classify sorts an error of one RPC attempt. Store reasons are rejections; NOT_LEADER naming a
+// classify sorts an error of one RPC attempt. Store reasons are rejections, but SESSION_EXPIRED,
+// which leaves an earlier attempt's outcome unknown; NOT_LEADER naming a
 // leader without a failed forward, UNAVAILABLE "no leader is known" or "pipeline is full", and a
 // connection that never came up (the client's, or the follower's forward: refused, no server
 // preface) mean nothing was proposed; everything else (a deadline, a broken connection, "outcome
@@ -47,6 +48,10 @@ func classify(err error) (errClass, string) {
 	r := client.ReasonOf(err)
 	switch r {
 	case metadv1.Reason_REASON_UNSPECIFIED, metadv1.Reason_REASON_NOT_LEADER, metadv1.Reason_REASON_UNAVAILABLE:
+	case metadv1.Reason_REASON_SESSION_EXPIRED:
+		// The client returns it only for a retry (a first attempt's opens a new session): an
+		// earlier attempt may have applied before the session ended.
+		return clsUnknown, ""
 	default:
 		return clsReason, client.ReasonName(r)
 	}
