@@ -70,9 +70,10 @@ func inspectFile(path string) (*snapshot.Info, string, error) {
 
 // stateDigest is a SHA-256 of the replicated state a snapshot file describes: the header's counts
 // and id counter and every segment, tenant and object record, but not the position (index, term,
-// created-at), the state epoch (which a restore advances) nor the member records (which describe
-// the cluster it came from). Two clusters hold
-// the same state exactly when snapshots saved from them have the same digest.
+// created-at), the state epoch (which a restore advances), the member records (which describe the
+// cluster it came from) nor the client sessions (which belong to that cluster's clients, and which
+// a restore ends). Two clusters hold the same state exactly when snapshots saved from them have the
+// same digest.
 func stateDigest(r io.Reader) (string, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
@@ -81,7 +82,7 @@ func stateDigest(r io.Reader) (string, error) {
 	h := sha256.New()
 	hd := sr.Header()
 	var b []byte
-	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId(), hd.GetNextSessionId()} {
+	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId()} {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	h.Write(b)
@@ -95,7 +96,8 @@ func stateDigest(r io.Reader) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if _, ok := rec.Record.(*metadv1.Record_Member); ok {
+		switch rec.Record.(type) {
+		case *metadv1.Record_Member, *metadv1.Record_Session:
 			continue
 		}
 		b, err = opts.MarshalAppend(binary.AppendUvarint(b[:0], uint64(opts.Size(rec))), rec)
