@@ -142,10 +142,6 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 	return s, nil
 }
 
-// Node is the Backend the service runs on (the gRPC adapter routes calls by its view of the
-// leader).
-func (s *Service) Node() Backend { return s.b }
-
 // OnLeadership registers fn, run on the leadership hook's goroutine whenever this node's
 // leadership changes (true: it leads a new term; false: it stopped leading), after the service's
 // own soft state has been started afresh. fn must return promptly. Register before the node can

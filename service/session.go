@@ -109,8 +109,9 @@ func (s *Service) OpenSession(ctx context.Context, req *metadv1.OpenSessionReque
 
 // validSessionConfig checks the session settings against the state machine's limits.
 func validSessionConfig(c Config) error {
-	if c.SessionTTL < 1e9 || c.SessionWindow < 1 || c.SessionWindow > 4096 {
-		return fmt.Errorf("service: session_ttl %s (at least 1s) or session window %d (1..4096) out of range", c.SessionTTL, c.SessionWindow)
+	if c.SessionTTL < fsm.MinSessionTTL || c.SessionWindow < 1 || c.SessionWindow > fsm.MaxSessionWindow {
+		return fmt.Errorf("service: session_ttl %s (at least %s) or session window %d (1..%d) out of range",
+			c.SessionTTL, fsm.MinSessionTTL, c.SessionWindow, fsm.MaxSessionWindow)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"metad/evict"
+	"metad/fsm"
 	"metad/ha"
 	"metad/server"
 	"metad/service"
@@ -176,8 +177,9 @@ func (c *Config) Validate() error {
 	if err := c.evictConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.SessionTTL < time.Second || c.SessionWindow < 1 || c.SessionWindow > 4096 {
-		errs = append(errs, fmt.Errorf("session-ttl %s (at least 1s) or session-window %d (1..4096) out of range", c.SessionTTL, c.SessionWindow))
+	if c.SessionTTL < fsm.MinSessionTTL || c.SessionWindow < 1 || c.SessionWindow > fsm.MaxSessionWindow {
+		errs = append(errs, fmt.Errorf("session-ttl %s (at least %s) or session-window %d (1..%d) out of range",
+			c.SessionTTL, fsm.MinSessionTTL, c.SessionWindow, fsm.MaxSessionWindow))
 	}
 	if _, err := alloc.ParseStrategy(c.Placement); err != nil {
 		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
