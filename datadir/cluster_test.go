@@ -15,6 +15,7 @@ import (
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
+	"metad/snapshot/snapshottest"
 	"metad/store"
 )
 
@@ -239,49 +240,6 @@ func freeAddrs(t *testing.T, n int) []string {
 	return out
 }
 
-// overlapping returns a snapshot that passes every format check (so Inspect accepts it) but
-// describes an impossible state: two objects on the same extent.
-func overlapping(t *testing.T, good []byte) []byte {
-	t.Helper()
-	sr, err := snapshot.NewReader(bytes.NewReader(good))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sw, err := snapshot.NewWriter(&out, sr.Header())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first *metadv1.ReplicaRecord
-	rec := &metadv1.Record{}
-	for {
-		err := sr.Next(rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, ok := rec.Record.(*metadv1.Record_Object); ok && len(o.Object.GetReplicas()) > 0 {
-			if first == nil {
-				first = o.Object.GetReplicas()[0]
-			} else {
-				o.Object.GetReplicas()[0].Offset = first.GetOffset()
-			}
-		}
-		if err := sw.WriteRecord(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := snapshot.Inspect(bytes.NewReader(out.Bytes())); err != nil {
-		t.Fatalf("the overlapping snapshot should pass Inspect: %v", err)
-	}
-	return out.Bytes()
-}
-
 // badSnapshots are broken versions of good, each with the error it must be refused with.
 func badSnapshots(t *testing.T, good []byte) map[string]struct {
 	file []byte
@@ -300,6 +258,6 @@ func badSnapshots(t *testing.T, good []byte) map[string]struct {
 		"foreign":     {[]byte(`{"this": "is a JSON file, not a snapshot"}`), snapshot.ErrBadMagic},
 		"future":      {future, snapshot.ErrFutureVersion},
 		"checksum":    {checksum, snapshot.ErrChecksum},
-		"overlapping": {overlapping(t, good), snapshot.ErrCorrupt},
+		"overlapping": {snapshottest.Overlapping(t, good), snapshot.ErrCorrupt},
 	}
 }

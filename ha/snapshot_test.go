@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
+	"metad/snapshot/snapshottest"
 )
 
 // saveSnapshot streams a fresh snapshot from the leader into memory.
@@ -125,49 +125,6 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	}
 }
 
-// overlapping returns a snapshot that passes every format check (so Inspect accepts it) but
-// describes an impossible state: two objects on the same extent.
-func overlapping(t *testing.T, good []byte) []byte {
-	t.Helper()
-	sr, err := snapshot.NewReader(bytes.NewReader(good))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sw, err := snapshot.NewWriter(&out, sr.Header())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first *metadv1.ReplicaRecord
-	rec := &metadv1.Record{}
-	for {
-		err := sr.Next(rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o, ok := rec.Record.(*metadv1.Record_Object); ok && len(o.Object.GetReplicas()) > 0 {
-			if first == nil {
-				first = o.Object.GetReplicas()[0]
-			} else {
-				o.Object.GetReplicas()[0].Offset = first.GetOffset()
-			}
-		}
-		if err := sw.WriteRecord(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := snapshot.Inspect(bytes.NewReader(out.Bytes())); err != nil {
-		t.Fatalf("the overlapping snapshot should pass Inspect: %v", err)
-	}
-	return out.Bytes()
-}
-
 // badSnapshots are broken versions of good, each with the error it must be refused with.
 func badSnapshots(t *testing.T, good []byte) map[string]struct {
 	file []byte
@@ -186,7 +143,7 @@ func badSnapshots(t *testing.T, good []byte) map[string]struct {
 		"foreign":     {[]byte(`{"this": "is a JSON file, not a snapshot"}`), snapshot.ErrBadMagic},
 		"future":      {future, snapshot.ErrFutureVersion},
 		"checksum":    {checksum, snapshot.ErrChecksum},
-		"overlapping": {overlapping(t, good), snapshot.ErrCorrupt},
+		"overlapping": {snapshottest.Overlapping(t, good), snapshot.ErrCorrupt},
 	}
 }
 

@@ -123,6 +123,7 @@ func (s *Service) proposePut(ctx context.Context, cmd *metadv1.Command, tenant s
 // endRequest is what PutEnd, PutRevoke, UpsertEnd and UpsertRevoke requests share.
 type endRequest interface {
 	proto.Message
+	GetSession() *metadv1.SessionHeader
 	GetTenant() string
 	GetClientId() []byte
 	GetKey() []byte
@@ -136,6 +137,10 @@ func endWrite[Resp any, P interface {
 	*Resp
 	proto.Message
 }](ctx context.Context, s *Service, req endRequest, wrap func(*metadv1.PutEnd) *metadv1.Command) (P, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
 	tenant, client, err := endOf(req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetTier())
 	if err != nil {
 		return nil, fail(err, req.GetTenant(), req.GetKey())
@@ -152,21 +157,13 @@ func endWrite[Resp any, P interface {
 
 // PutEnd commits a write.
 func (s *Service) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
-	ctx, err := withSession(ctx, req.GetSession())
-	if err != nil {
-		return nil, fail(err, "", nil)
-	}
 	return endWrite[metadv1.PutEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
-		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
+		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: e}}
 	})
 }
 
 // PutRevoke abandons a write.
 func (s *Service) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
-	ctx, err := withSession(ctx, req.GetSession())
-	if err != nil {
-		return nil, fail(err, "", nil)
-	}
 	return endWrite[metadv1.PutRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
@@ -197,10 +194,6 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 
 // UpsertEnd commits an upsert.
 func (s *Service) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
-	ctx, err := withSession(ctx, req.GetSession())
-	if err != nil {
-		return nil, fail(err, "", nil)
-	}
 	return endWrite[metadv1.UpsertEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
@@ -208,10 +201,6 @@ func (s *Service) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) 
 
 // UpsertRevoke abandons an upsert.
 func (s *Service) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
-	ctx, err := withSession(ctx, req.GetSession())
-	if err != nil {
-		return nil, fail(err, "", nil)
-	}
 	return endWrite[metadv1.UpsertRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,50 +211,6 @@ func sameState(tb testing.TB, c *Cluster, a, b string) {
 	if da, db := c.Inspect(a).StateDigest, c.Inspect(b).StateDigest; da != db {
 		tb.Fatalf("state digests differ: %s %s", da, db)
 	}
-}
-
-// overlapping rewrites a good snapshot so that it passes every format check (metactl snapshot
-// inspect accepts it) but describes an impossible state: the second object with a replica sits on
-// the first one's extent. Only a full verification (building the state) refuses it.
-func overlapping(tb testing.TB, good []byte) []byte {
-	tb.Helper()
-	sr, err := snapshot.NewReader(bytes.NewReader(good))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out bytes.Buffer
-	sw, err := snapshot.NewWriter(&out, sr.Header())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var first *metadv1.ReplicaRecord
-	rec := &metadv1.Record{}
-	for {
-		err := sr.Next(rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if o, ok := rec.Record.(*metadv1.Record_Object); ok && len(o.Object.GetReplicas()) > 0 {
-			r := o.Object.GetReplicas()[0]
-			switch {
-			case first == nil:
-				first = r
-			case r.GetSegmentIndex() == first.GetSegmentIndex() && r.GetOffset() != first.GetOffset():
-				r.Offset = first.GetOffset()
-				first = &metadv1.ReplicaRecord{SegmentIndex: 1 << 30} // done: no further change
-			}
-		}
-		if err := sw.WriteRecord(rec); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := sw.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return out.Bytes()
 }
 
 // pingLoop keeps cl's client alive (its mounted segments stay) until the test ends.

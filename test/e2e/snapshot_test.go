@@ -14,6 +14,7 @@ import (
 
 	"metad/client"
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot/snapshottest"
 )
 
 // tenantWant is what populate wrote into one tenant.
@@ -275,7 +276,7 @@ func refuseBadFiles(t *testing.T, c *Cluster, cl *client.Client, good string, di
 		{"foreign", []byte("<html><body>not a snapshot at all</body></html>\n"), "SNAPSHOT_BAD_MAGIC", "not a metad snapshot (bad magic)"},
 		{"future", future, "SNAPSHOT_FUTURE_VERSION", "newer than this binary reads"},
 		{"checksum", damaged, "SNAPSHOT_CHECKSUM", "snapshot checksum mismatch"},
-		{"impossible", overlapping(t, data), "", "snapshot is corrupt"},
+		{"impossible", snapshottest.Overlapping(t, data), "", "snapshot is corrupt"},
 	}
 	dir := t.TempDir()
 	for _, tc := range cases {
