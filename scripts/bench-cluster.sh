@@ -7,26 +7,8 @@ cd "$(dirname "$0")/.."
 clients=${1:-64} secs=${2:-10}
 BIN=${BIN:-bin}
 baseline=../shared/bench/etcd-baseline/run.sh
-root=$(mktemp -d)
-pids=()
-stop() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$root"
-}
-trap stop EXIT
-cluster="n1=127.0.0.1:7101,n2=127.0.0.1:7102,n3=127.0.0.1:7103"
-for i in 1 2 3; do
-	"$BIN/metad" --name "n$i" --data-dir "$root/n$i" --listen-client "127.0.0.1:700$i" \
-		--listen-peer "127.0.0.1:710$i" --listen-metrics "127.0.0.1:720$i" --initial-cluster "$cluster" \
-		--log-level warn >"$root/n$i.log" 2>&1 &
-	pids+=($!)
-done
-export METAD_ENDPOINTS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
-for _ in $(seq 1 100); do
-	"$BIN/metactl" --timeout 1s status 2>/dev/null | grep -q " leader " && break
-	sleep 0.1
-done
+. scripts/cluster.sh
+start_cluster 7000
 
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d['$1'])"; }
 run_metad() { "$BIN/metactl" -o json bench --clients "$clients" --duration "${secs}s" --op "$1" --mount 4GiB --size 4096; }
@@ -38,8 +20,7 @@ mget=$(run_metad get)
 # single-client write latency (the p50 target)
 echo "metad single-client put..." >&2
 m1=$("$BIN/metactl" -o json bench --clients 1 --duration 5s --op put --mount 1GiB --size 4096)
-stop
-pids=()
+stop_cluster
 trap - EXIT
 
 # run.sh exits with its killed members' status; its summary line is what counts.

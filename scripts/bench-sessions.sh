@@ -7,26 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-64} secs=${2:-10} rounds=${3:-3}
 BIN=${BIN:-bin}
-root=$(mktemp -d)
-pids=()
-stop() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$root"
-}
-trap stop EXIT
-cluster="n1=127.0.0.1:7301,n2=127.0.0.1:7302,n3=127.0.0.1:7303"
-for i in 1 2 3; do
-	"$BIN/metad" --name "n$i" --data-dir "$root/n$i" --listen-client "127.0.0.1:740$i" \
-		--listen-peer "127.0.0.1:730$i" --listen-metrics "" --initial-cluster "$cluster" \
-		--log-level warn >"$root/n$i.log" 2>&1 &
-	pids+=($!)
-done
-export METAD_ENDPOINTS=127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
-for _ in $(seq 1 100); do
-	"$BIN/metactl" --timeout 1s status 2>/dev/null | grep -q " leader " && break
-	sleep 0.1
-done
+. scripts/cluster.sh
+start_cluster 7400
 
 run() { "$BIN/metactl" -o json $1 bench --clients "$clients" --duration "${secs}s" --op put --mount 4GiB --size 4096; }
 with=() without=()
