@@ -24,6 +24,11 @@ type Config struct {
 	PeerAddr   string // address other members dial (defaults to PeerListen)
 	ClientAddr string // this node's gRPC address, recorded so others can name and reach the leader
 
+	// PeerTLS, when set, puts the Raft transport on mutual TLS: every peer connection presents a
+	// certificate naming a member, and every RPC on an accepted connection must name that member
+	// as its sender (see PeerTLS). nil: plaintext TCP.
+	PeerTLS *PeerTLS
+
 	InitialCluster []Peer // members of a new cluster (must include this node when bootstrapping)
 	Bootstrap      bool   // true for --initial-cluster-state new: bootstrap if the data dir is empty
 
@@ -91,6 +96,11 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.PeerListen); err != nil {
 		errs = append(errs, fmt.Errorf("listen_peer %q: %v", c.PeerListen, err))
+	}
+	if c.PeerTLS != nil {
+		if err := c.PeerTLS.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.PeerAddr == "" {
 		c.PeerAddr = c.PeerListen

@@ -1,8 +1,8 @@
 // Package ha turns the state machine into a replicated service: one Node per metad process, over
 // hashicorp/raft with raft-boltdb (log and stable store in <data-dir>/raft.db), a file snapshot
-// store (<data-dir>/snapshots) and the TCP transport. The node takes the state machine as a
-// StateMachine (metad's is *fsm.FSM) and knows nothing of the store behind it; the offline tools
-// for its data dir are package datadir's.
+// store (<data-dir>/snapshots) and the TCP transport (mutual TLS when Config.PeerTLS is set). The
+// node takes the state machine as a StateMachine (metad's is *fsm.FSM) and knows nothing of the
+// store behind it; the offline tools for its data dir are package datadir's.
 //
 // # Writes: the proposer
 //
@@ -57,6 +57,15 @@
 // the leader's RecordMember RPC while SelfRecorded is false, and the leader's RecordMember proposes
 // SetMember for a name that is in Raft's configuration (MEMBER_NOT_FOUND otherwise). So every member's
 // client address is known soon after it starts, whichever node leads.
+//
+// # Peer transport
+//
+// Under PeerTLS every peer connection is mutual TLS and both ends' certificates must name members.
+// Raft believes the sender an RPC names, so each accepted connection sits behind a gate
+// (gateConn): it reads one RPC frame ahead with the transport's codec, checks that the header's
+// sender is the member the peer's certificate names, and releases exactly that frame's bytes to
+// the transport; a mismatch closes the connection before Raft sees the RPC, and is logged and
+// counted (metad_peer_rpcs_refused_total).
 //
 // # Failures
 //

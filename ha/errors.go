@@ -15,6 +15,15 @@ var (
 	ErrUnknown   = errors.New("outcome unknown: leadership was lost after the command was sent")
 )
 
+// Peer transport failures under PeerTLS.
+var (
+	// ErrPeerRefused: the transport closed an accepted peer connection: its TLS handshake failed,
+	// its certificate names no member, or an RPC on it names another sender than that member.
+	ErrPeerRefused = errors.New("ha: peer connection refused")
+	// ErrPeerNotMember: a dialed peer's certificate names no cluster member.
+	ErrPeerNotMember = errors.New("ha: peer certificate names no member")
+)
+
 // NotLeaderError is ErrNotLeader with the leader this node knows of (empty when none is known).
 type NotLeaderError struct {
 	LeaderName string // Raft server name

@@ -13,12 +13,13 @@ type metrics struct {
 	commitApply   prometheus.Histogram // entry handed to Raft -> committed and applied
 	entryCommands prometheus.Histogram // commands per log entry
 	leaderChanges prometheus.Counter
-	readVerify    prometheus.Histogram // read barrier: VerifyLeader (a heartbeat round through the Raft loop)
-	readApply     prometheus.Histogram // read barrier: waiting for apply to reach the recorded commit index
+	readVerify    prometheus.Histogram   // read barrier: VerifyLeader (a heartbeat round through the Raft loop)
+	readApply     prometheus.Histogram   // read barrier: waiting for apply to reach the recorded commit index
+	peerRefused   *prometheus.CounterVec // peer connections and RPCs the PeerTLS gate refused, by reason
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		commitApply: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "metad_raft_commit_apply_seconds",
 			Help:    "Time from handing a log entry to Raft until it is committed and applied on the leader.",
@@ -43,13 +44,21 @@ func newMetrics() *metrics {
 			Help:    "Read barrier rounds: time waiting for the state machine to apply the commit index recorded at the round's start.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 		}),
+		peerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_peer_rpcs_refused_total",
+			Help: "Peer connections closed by the Raft transport's TLS gate, by reason: handshake, not_member (before any RPC), no_sender, sender_mismatch, bad_frame (an RPC that never reached Raft).",
+		}, []string{"reason"}),
 	}
+	for _, r := range refusedReasons {
+		m.peerRefused.WithLabelValues(r)
+	}
+	return m
 }
 
 // RegisterMetrics registers the node's metrics on reg.
 func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{n.metrics.commitApply, n.metrics.entryCommands, n.metrics.leaderChanges,
-		n.metrics.readVerify, n.metrics.readApply, &raftCollector{n: n}} {
+		n.metrics.readVerify, n.metrics.readApply, n.metrics.peerRefused, &raftCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

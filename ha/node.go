@@ -24,9 +24,9 @@ import (
 )
 
 // Node is one metad cluster member: hashicorp/raft over a raft-boltdb log and stable store, a file
-// snapshot store and the TCP transport, with the proposer, the read barrier and leader soft state
-// on top. Concurrency contract: every exported method is safe for concurrent use; Shutdown may be
-// called once, after which calls fail with ErrShutdown.
+// snapshot store and the TCP transport (mutual TLS under PeerTLS), with the proposer, the read
+// barrier and leader soft state on top. Concurrency contract: every exported method is safe for
+// concurrent use; Shutdown may be called once, after which calls fail with ErrShutdown.
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
@@ -132,7 +132,7 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 			return nil, fmt.Errorf("ha: peer address %q: %w", cfg.PeerAddr, err)
 		}
 	}
-	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.PeerListen, adv, 5, 10*time.Second, hlog); err != nil {
+	if n.transport, err = newPeerTransport(cfg, adv, hlog, log, n.metrics.peerRefused); err != nil {
 		return nil, fmt.Errorf("ha: listen on %s: %w", cfg.PeerListen, err)
 	}
 	n.cfg.PeerAddr = string(n.transport.LocalAddr())
