@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -134,6 +135,16 @@ func TestPeerTLSClusterReplicatesAndFailsOver(t *testing.T) {
 		c.put(fmt.Sprintf("a%02d", i))
 	}
 	c.waitConverged()
+	// A planned handover (TimeoutNow) through the gate, then a crash.
+	l := c.waitLeader()
+	to := c.otherThan(l.cfg.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if got, err := l.TransferLeader(ctx, to); err != nil || got != to {
+		t.Fatalf("transfer to %s: got %s, %v", to, got, err)
+	}
+	c.waitFor("the target to be a ready leader", 5*time.Second, func() bool { x := c.leader(); return x != nil && x.cfg.Name == to })
+	c.put("after-transfer")
 	old := c.waitLeader()
 	oldName := old.cfg.Name
 	_ = old.kill()
