@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -286,5 +287,26 @@ func TestSecurityResolveUsesTheCertificatesDirectory(t *testing.T) {
 	var cfg Config
 	if err := SecurityFromEnv().Apply(&cfg); err != nil || cfg.TLS == nil || cfg.APIKey != "k" || cfg.TLS.GetClientCertificate != nil {
 		t.Fatalf("from the environment: %v, TLS %v, key %q", err, cfg.TLS != nil, cfg.APIKey)
+	}
+}
+
+func TestTLSExpiredServerCertificateIsRefusedWithAClearError(t *testing.T) {
+	p := newTestPKI(t)
+	old := t.TempDir()
+	mc, mk, err := p.ca.IssueMember(old, "n1", []string{"127.0.0.1"}, tlsconf.Options{NotBefore: time.Now().Add(-48 * time.Hour), Validity: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.serverCert, err = tls.LoadX509KeyPair(mc, mk); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := startTLSFake(t, p)
+	cfg, err := TLSFromFiles(p.caFile, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClient(t, Config{Endpoints: []string{n.addr}, TLS: cfg, MaxRetries: -1})
+	if _, err := c.Ping(testCtx(t)); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("Ping to a node with an expired certificate: %v; want UNAVAILABLE saying it expired", err)
 	}
 }
