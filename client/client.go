@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -129,8 +130,15 @@ func (c *Client) Close() error {
 
 // dial opens a lazy connection to addr.
 func (c *Client) dial(addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	creds := insecure.NewCredentials()
+	if c.cfg.TLS != nil {
+		creds = credentials.NewTLS(c.cfg.TLS)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if c.cfg.APIKey != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{header: "Bearer " + c.cfg.APIKey}))
+	}
+	conn, err := grpc.NewClient(addr, append(opts,
 		grpc.WithConnectParams(grpc.ConnectParams{
 			// Reconnect quickly to a restarted node; calls never wait for a connection (a node
 			// that is down fails fast with Unavailable and the call moves on).
@@ -138,7 +146,7 @@ func (c *Client) dial(addr string) (*grpc.ClientConn, error) {
 			MinConnectTimeout: c.cfg.DialTimeout,
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxSendMsgBytes), grpc.MaxCallRecvMsgSize(maxRecvMsgBytes)),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: endpoint %q: %w", addr, err)
 	}

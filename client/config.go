@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -74,6 +75,12 @@ type Config struct {
 	// ClientID identifies this client to the cluster (the writer of its puts, the owner of its
 	// segments). The zero UUID means a random one, chosen in New.
 	ClientID UUID
+	// TLS, when set, makes every connection TLS with this configuration (TLSFromFiles builds one
+	// from PEM files; the server name defaults to each endpoint's host). nil: plaintext TCP.
+	TLS *tls.Config
+	// APIKey, when set, is sent on every call as the gRPC metadata `authorization: Bearer <key>`.
+	// It needs TLS: New refuses a key without it (ErrKeyWithoutTLS).
+	APIKey string
 }
 
 // DefaultConfig returns the configuration New uses for zero fields: DefaultEndpoints(), a 3 s dial
@@ -159,6 +166,14 @@ func (c Config) Validate() error {
 	if c.RetryBackoff.Max < c.RetryBackoff.Initial {
 		return fmt.Errorf("client: RetryBackoff.Max (%v) is less than RetryBackoff.Initial (%v)",
 			c.RetryBackoff.Max, c.RetryBackoff.Initial)
+	}
+	if c.APIKey != "" {
+		if c.TLS == nil {
+			return ErrKeyWithoutTLS
+		}
+		if err := validAPIKey(c.APIKey); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -18,12 +18,26 @@
 //
 // # Endpoints and the leader
 //
-// The Client keeps one gRPC connection per known endpoint (plain TCP, no TLS: metad serves on
-// loopback or a private network) and sends every call to the endpoint it believes is the leader,
+// The Client keeps one gRPC connection per known endpoint and sends every call to the endpoint it
+// believes is the leader,
 // initially the first one. Any node accepts any call and a follower forwards writes, so this only
 // saves a hop; but a node that cannot forward answers NOT_LEADER and names the leader. The leader
 // named by a NOT_LEADER error, a Ping or a TransferLeader becomes the endpoint calls go to; an
 // address not in the list is added to it.
+//
+// # Transport security
+//
+// Connections are plain TCP unless Config.TLS is set (TLSFromFiles builds a TLS 1.3 configuration
+// from a CA file, which may hold several certificates, and an optional client certificate that is
+// re-read for new connections when its files change). Config.APIKey is sent on every call as
+// `authorization: Bearer <key>` and needs TLS. Security names this material by file and
+// SecurityFromEnv reads it from METAD_CACERT, METAD_CERT, METAD_KEY, METAD_API_KEY and
+// METAD_CERTS_DIR (a certificates directory: its ca.crt, and the root principal's client
+// certificate when neither a certificate nor a key is named):
+//
+//	cfg := client.Config{}
+//	if err := client.SecurityFromEnv().Apply(&cfg); err != nil { ... }
+//	c, err := client.New(cfg)
 //
 // # Attempts
 //

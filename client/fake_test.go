@@ -67,14 +67,15 @@ func startFake(t *testing.T) *fakeNode {
 	return startFakeB(t)
 }
 
-// startFakeB is startFake for tests and benchmarks.
-func startFakeB(t testing.TB) *fakeNode {
+// startFakeB is startFake for tests and benchmarks; opts configure its gRPC server (TLS,
+// interceptors).
+func startFakeB(t testing.TB, opts ...grpc.ServerOption) *fakeNode {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &fakeNode{addr: lis.Addr().String(), srv: grpc.NewServer()}
+	n := &fakeNode{addr: lis.Addr().String(), srv: grpc.NewServer(opts...)}
 	metadv1.RegisterMetadataServer(n.srv, &fakeMetadata{n: n})
 	metadv1.RegisterAdminServer(n.srv, &fakeAdmin{n: n})
 	healthpb.RegisterHealthServer(n.srv, &fakeHealth{n: n})

@@ -34,6 +34,8 @@ type app struct {
 	timeout   time.Duration
 	attempt   time.Duration // --attempt-timeout: client.Config.AttemptTimeout
 	noSession bool          // --no-session: client.Config.NoSession
+	// Transport security (client.Security): --cacert, --cert, --key, --api-key, --certs-dir.
+	sec client.Security
 
 	// clients opened by this invocation, closed at its end.
 	clients []*client.Client
@@ -74,12 +76,16 @@ var verbs = []*verb{
 	{"snapshot save", "FILE [--allow-stale]", "stream a fresh snapshot of the cluster into FILE, verified (no --timeout)", runSnapshotSave},
 	{"snapshot inspect", "FILE", "verify a snapshot file and summarize it (no cluster needed)", runSnapshotInspect},
 	{"snapshot restore", "FILE", "replace the cluster's state with a snapshot file, verified first (no --timeout)", runSnapshotRestore},
+	{"cert create-ca", "[--certs-dir D] [--validity V]", "create a cluster CA (ca.crt, ca.key) in the certificates directory", runCertCreateCA},
+	{"cert create-member", "--name N --hosts H1,H2 [--certs-dir D] [--validity V]", "issue a node certificate for member N, valid for hosts H", runCertCreateMember},
+	{"cert create-client", "--name P [--certs-dir D] [--validity V]", "issue a client certificate for principal P", runCertCreateClient},
+	{"cert ls", "[--certs-dir D]", "list the certificates of the directory: identity, expiry", runCertLs},
 	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D]", "simulate a cache worker: mount segments, ping until stopped", runWorker},
 	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]", "run a load and print ops/s and latency percentiles", runBench},
 }
 
 // groups are the verbs that take a sub-verb.
-var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true}
+var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true, "cert": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {
@@ -106,6 +112,11 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.output, "o", a.output, "output format: table or json")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "deadline of each call to the cluster, retries included")
 	fs.BoolVar(&a.noSession, "no-session", a.noSession, "write without a client session (each write at most once, its outcome unknown when its answer is lost)")
+	fs.StringVar(&a.sec.CACert, "cacert", a.sec.CACert, "PEM file of the CA certificates that verify the nodes; turns TLS on (env "+client.EnvCACert+")")
+	fs.StringVar(&a.sec.Cert, "cert", a.sec.Cert, "PEM client certificate to authenticate with (env "+client.EnvCert+")")
+	fs.StringVar(&a.sec.Key, "key", a.sec.Key, "PEM key of --cert (env "+client.EnvKey+")")
+	fs.StringVar(&a.sec.APIKey, "api-key", a.sec.APIKey, "API key to authenticate with; needs TLS (env "+client.EnvAPIKey+")")
+	fs.StringVar(&a.sec.CertsDir, "certs-dir", a.sec.CertsDir, "certificates directory: without --cacert, its ca.crt turns TLS on and, without --cert and --api-key, its client.root.crt is presented (env "+client.EnvCertsDir+"); the directory of the cert verbs")
 	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "how long a node may leave a call and a health probe unanswered before the call moves to the next (negative: wait for --timeout)")
 }
 
@@ -114,6 +125,10 @@ func (a *app) dispatch(args []string) error {
 	a.output = "table"
 	a.timeout = 10 * time.Second
 	a.attempt = client.DefaultAttemptTimeout
+	a.sec = client.SecurityFromEnv()
+	if a.sec.CertsDir == "" {
+		a.sec.CertsDir = defaultCertsDir
+	}
 	fs := flag.NewFlagSet("metactl", flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
 	a.globalFlags(fs)
@@ -182,12 +197,14 @@ func subVerbs(group string) []string {
 
 func (a *app) usage(w io.Writer) {
 	fmt.Fprintf(w, "metactl: the client and operator tool of metad\n\n")
-	fmt.Fprintf(w, "usage: metactl [--endpoints A,B,C] [-o table|json] [--timeout D] [--attempt-timeout D] VERB [ARGS] [FLAGS]\n\nverbs:\n")
+	fmt.Fprintf(w, "usage: metactl [--endpoints A,B,C] [-o table|json] [--timeout D] [--attempt-timeout D]\n               [--cacert F] [--cert F --key F] [--api-key K] [--certs-dir D] VERB [ARGS] [FLAGS]\n\nverbs:\n")
 	for _, v := range verbs {
 		fmt.Fprintf(w, "  %-16s %s\n", v.name, v.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'metactl help VERB' or 'metactl VERB -h' for a verb's flags. Global flags may also follow the verb.\n")
 	fmt.Fprintf(w, "Endpoints default to $%s or 127.0.0.1:6001,127.0.0.1:6002,127.0.0.1:6003.\n", client.EnvEndpoints)
+	fmt.Fprintf(w, "TLS is on with --cacert, or when <certs-dir>/ca.crt exists (--certs-dir, default %s): then the root\n", defaultCertsDir)
+	fmt.Fprintf(w, "client certificate there is presented unless --cert or --api-key is given. Otherwise plaintext.\n")
 	fmt.Fprintf(w, "Sizes take units: 4096, 4KiB (= 4K), 1GiB, 1GB (= 10^9).\n")
 }
 
@@ -244,9 +261,17 @@ func (a *app) parse(v *verb, fs *flag.FlagSet, args []string, minPos, maxPos int
 // printer returns the printer for the chosen output format.
 func (a *app) printer() *printer { return &printer{w: a.stdout, json: a.output == "json"} }
 
-// client opens a client of the cluster acting as id; it is closed when the invocation ends.
+// defaultCertsDir is where `make run` writes the certificates of its cluster.
+const defaultCertsDir = "data/certs"
+
+// client opens a client of the cluster acting as id, over TLS and with the credentials the
+// security options name (client.Security.Apply); it is closed when the invocation ends.
 func (a *app) client(id client.UUID) (*client.Client, error) {
-	c, err := client.New(client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id, AttemptTimeout: a.attempt, NoSession: a.noSession})
+	cfg := client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id, AttemptTimeout: a.attempt, NoSession: a.noSession}
+	if err := a.sec.Apply(&cfg); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}

@@ -1,12 +1,27 @@
 // Command metactl is the client and operator tool of metad.
 //
-//	metactl [--endpoints A,B,C] [-o table|json] [--timeout D] VERB [ARGS] [FLAGS]
+//	metactl [--endpoints A,B,C] [-o table|json] [--timeout D]
+//	        [--cacert F] [--cert F --key F] [--api-key K] [--certs-dir D] VERB [ARGS] [FLAGS]
 //
 // Global flags may also follow the verb, and a verb's flags may follow its arguments
 // (`metactl put k1 --size 4KiB -o json`); everything after "--" is an argument. Endpoints default
 // to $METAD_ENDPOINTS, else 127.0.0.1:6001,127.0.0.1:6002,127.0.0.1:6003 (the `make run`
 // cluster). --timeout (default 10s) bounds each call to the cluster, retries included: calls go to
 // the leader, follow NOT_LEADER redirects and fail over past unreachable nodes (package client).
+//
+// # Transport security
+//
+// --cacert names the PEM file of the CA certificates that verify the nodes (several allowed: an
+// overlap bundle while the CA rotates) and turns TLS 1.3 on; --cert and --key name a client
+// certificate to authenticate with, --api-key an API key sent on every call as `authorization:
+// Bearer <key>` (refused without TLS). Their defaults come from METAD_CACERT, METAD_CERT,
+// METAD_KEY and METAD_API_KEY. Without --cacert, when <certs-dir>/ca.crt exists (--certs-dir,
+// default $METAD_CERTS_DIR or data/certs, which `make run` creates), metactl uses TLS with that
+// CA and, unless --cert or --api-key is given, presents the root principal's certificate
+// client.root.crt/.key there (root is the bootstrap admin). So the README's commands work
+// unchanged against the `make run` cluster; without that directory metactl speaks plaintext.
+// Every verb, worker and bench included, takes these options; a worker usually names its own
+// principal's certificate with --cert/--key.
 //
 // # Verbs
 //
@@ -37,6 +52,20 @@
 //	leader transfer [--to NAME]
 //	status                               one row per endpoint: name, client and peer address, role,
 //	                                     term, applied index, objects, leader; unreachable ones marked
+//
+// Certificates (Go's crypto, no cluster needed; in --certs-dir; an existing file is never
+// overwritten, the verb fails naming it; V is days, 365d, or a Go duration, 8760h):
+//
+//	cert create-ca [--validity V]        the cluster CA: ca.crt, ca.key (default 10 years)
+//	cert create-member --name N --hosts H1,H2 [--validity V]
+//	                                     member N's node certificate (metad://member/N), for server and
+//	                                     client use, valid for the IP addresses and DNS names H that
+//	                                     clients and peers dial: member.N.crt, member.N.key (default 1 year)
+//	cert create-client --name P [--validity V]
+//	                                     principal P's client certificate (metad://principal/P):
+//	                                     client.P.crt, client.P.key (default 1 year); P = root for the admin
+//	cert ls                              every certificate of *.crt: file, identity ("ca" for a CA),
+//	                                     not-after, and "expired" or "expires in <d>"
 //
 // Tools:
 //

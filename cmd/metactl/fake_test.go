@@ -51,7 +51,9 @@ type fakeAdmin struct {
 	c *fakeCluster
 }
 
-func startCluster(t *testing.T) *fakeCluster {
+// startCluster starts a fake cluster on loopback; opts configure its gRPC server (TLS,
+// interceptors). It stops when the test ends.
+func startCluster(t *testing.T, opts ...grpc.ServerOption) *fakeCluster {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,7 +69,7 @@ func startCluster(t *testing.T) *fakeCluster {
 	}
 	c.members = []*metadv1.Member{{Name: "n1", PeerAddress: "127.0.0.1:6101", ClientAddress: c.addr, Voter: true, Leader: true}}
 	c.registerLocked("default", 0)
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	metadv1.RegisterMetadataServer(srv, c)
 	metadv1.RegisterAdminServer(srv, &fakeAdmin{c: c})
 	go func() { _ = srv.Serve(lis) }()

@@ -13,10 +13,16 @@ Writes are exactly once within client sessions, opened by the client with its fi
 retry of a write carries the call's session and sequence number, and the cluster answers a retry of
 a write that applied with its first answer. ``Config(no_session=True)`` writes without (each write
 at most once). See :class:`metad._core.SessionPool`.
+
+Connections are plaintext unless TLS is configured: ``Client(endpoints, tls=metad.TLS(ca_file=...,
+cert_file=..., key_file=...), api_key=...)``, or the METAD_CACERT, METAD_CERT, METAD_KEY,
+METAD_API_KEY and METAD_CERTS_DIR environment variables (:func:`tls_from_env`). The API key is sent
+on every call as ``authorization: Bearer <key>`` and only over TLS.
 """
 
-from metad._core import (DEFAULT_ENDPOINTS, ENV_ENDPOINTS, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, BatchPutItem, Config,
-                         Key, PutOptions, default_endpoints, new_client_id, segment, split_endpoints)
+from metad._core import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS, ENV_KEY,
+                         MAX_BATCH_BYTES, MAX_BATCH_ITEMS, TLS, BatchPutItem, Config, Key, PutOptions,
+                         api_key_from_env, default_endpoints, new_client_id, segment, split_endpoints, tls_from_env)
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad.errors import (BadResponse, ClientClosed, IllegalClient, InvalidParams, InvalidWrite, MemberNotFound,
@@ -32,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
     "new_client_id", "default_endpoints", "split_endpoints", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
+    "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
     "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "error_for", "item_error", "reason_name",
     "MetadError", "ClientClosed", "BadResponse", "RepeatedKey", "OutcomeUnknown", "InvalidParams",
     "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",

@@ -60,6 +60,111 @@ HEALTH_METHOD = "/grpc.health.v1.Health/Check"
 its answer is not decoded: any answer proves the node alive."""
 
 
+ENV_CACERT = "METAD_CACERT"
+"""Environment variable naming the PEM file of the CA certificates that verify the nodes (several
+allowed: an overlap bundle while the CA rotates); setting it turns TLS on."""
+
+ENV_CERT = "METAD_CERT"
+"""Environment variable naming the PEM client certificate to present (with METAD_KEY)."""
+
+ENV_KEY = "METAD_KEY"
+"""Environment variable naming the PEM key of METAD_CERT."""
+
+ENV_API_KEY = "METAD_API_KEY"
+"""Environment variable holding the API key sent on every call (needs TLS)."""
+
+ENV_CERTS_DIR = "METAD_CERTS_DIR"
+"""Environment variable naming a certificates directory (``metactl cert`` writes one): without
+METAD_CACERT, its ca.crt turns TLS on and, with no certificate, key or API key named, its
+client.root.crt/.key are presented when present."""
+
+ROOT_PRINCIPAL = "root"
+"""The bootstrap admin principal, whose client certificate a certificates directory may hold."""
+
+
+@dataclass(frozen=True)
+class TLS:
+    """TLS material of a client, by file (PEM).
+
+    Attributes:
+        ca_file: the CA certificates that verify the nodes; may hold several (an overlap bundle).
+        cert_file: the client certificate to authenticate with; None: none (an API key may
+            authenticate instead). Needs key_file.
+        key_file: the key of cert_file.
+
+    The files are read when a client is created; a renewed certificate is used by clients
+    created after the renewal.
+    """
+
+    ca_file: str
+    cert_file: Optional[str] = None
+    key_file: Optional[str] = None
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first problem: no CA file, or a certificate without its key
+        (or the reverse)."""
+        if not self.ca_file:
+            raise ValueError("metad: tls.ca_file is required")
+        if bool(self.cert_file) != bool(self.key_file):
+            raise ValueError("metad: tls.cert_file and tls.key_file go together "
+                             f"(got cert_file={self.cert_file!r}, key_file={self.key_file!r})")
+
+    def channel_credentials(self) -> Any:
+        """grpc.ssl_channel_credentials of the files, read now. Raises ValueError for a file that
+        cannot be read or holds no PEM block."""
+        def read(what: str, path: str) -> bytes:
+            try:
+                with open(path, "rb") as f:
+                    b = f.read()
+            except OSError as e:
+                raise ValueError(f"metad: tls.{what}: {e}") from None
+            if b"-----BEGIN " not in b:
+                raise ValueError(f"metad: tls.{what}: {path}: no PEM block")
+            return b
+
+        ca = read("ca_file", self.ca_file)
+        cert = read("cert_file", self.cert_file) if self.cert_file else None
+        key = read("key_file", self.key_file) if self.key_file else None
+        return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+
+
+def tls_from_env() -> Optional[TLS]:
+    """The TLS named by METAD_CACERT, METAD_CERT and METAD_KEY, else by the certificates directory
+    METAD_CERTS_DIR (its ca.crt and, when none of METAD_CERT, METAD_KEY and METAD_API_KEY is set,
+    its client.root.crt/.key if present); None (plaintext) when no CA file is named or found.
+    Raises ValueError for a certificate named without a CA file."""
+    ca = os.environ.get(ENV_CACERT, "")
+    cert = os.environ.get(ENV_CERT, "")
+    key = os.environ.get(ENV_KEY, "")
+    d = os.environ.get(ENV_CERTS_DIR, "")
+    if not ca and d and os.path.exists(os.path.join(d, "ca.crt")):
+        ca = os.path.join(d, "ca.crt")
+        rc, rk = (os.path.join(d, f"client.{ROOT_PRINCIPAL}.{ext}") for ext in ("crt", "key"))
+        if not cert and not key and not os.environ.get(ENV_API_KEY) and os.path.exists(rc) and os.path.exists(rk):
+            cert, key = rc, rk
+    if not ca:
+        if cert or key:
+            raise ValueError(f"metad: {ENV_CERT}/{ENV_KEY} need a CA file to verify the nodes ({ENV_CACERT})")
+        return None
+    return TLS(ca, cert or None, key or None)
+
+
+def api_key_from_env() -> Optional[str]:
+    """The API key in METAD_API_KEY, or None."""
+    return os.environ.get(ENV_API_KEY) or None
+
+
+def channel_credentials(cfg: "Config") -> Any:
+    """The channel credentials of cfg: None for plaintext; the TLS credentials, composed with the
+    API key as ``authorization: Bearer <key>`` call credentials when there is one."""
+    if cfg.tls is None:
+        return None
+    creds = cfg.tls.channel_credentials()
+    if cfg.api_key:
+        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(cfg.api_key))
+    return creds
+
+
 def split_endpoints(s: str) -> List[str]:
     """Split a comma-separated endpoint list, trimming spaces and dropping empty entries."""
     return [e.strip() for e in s.split(",") if e.strip()]
@@ -96,6 +201,9 @@ class Config:
         no_session: write without a client session: each write at most once, its outcome unknown
             when its answer is lost. By default (False) the client opens a session with its first
             write and every write is exactly once (see :class:`SessionPool`).
+        tls: the TLS material (:class:`TLS`); None: plaintext. Default: :func:`tls_from_env`.
+        api_key: sent on every call as ``authorization: Bearer <key>``; needs ``tls`` (a key is
+            never sent in clear). Default: METAD_API_KEY.
     """
 
     endpoints: Sequence[str] = field(default_factory=default_endpoints)
@@ -106,6 +214,8 @@ class Config:
     timeout: Optional[float] = None
     client_id: Optional[bytes] = None
     no_session: bool = False
+    tls: Optional[TLS] = field(default_factory=tls_from_env)
+    api_key: Optional[str] = field(default_factory=api_key_from_env)
 
     def validate(self) -> None:
         """Raise ValueError naming the first problem of the configuration."""
@@ -127,6 +237,13 @@ class Config:
             raise ValueError(f"metad: attempt_timeout must be positive or None, got {self.attempt_timeout}")
         if self.client_id is not None and len(self.client_id) != 16:
             raise ValueError(f"metad: client_id must be 16 bytes, got {len(self.client_id)}")
+        if self.tls is not None:
+            self.tls.validate()
+        if self.api_key:
+            if self.tls is None:
+                raise ValueError(f"metad: an API key needs TLS (set tls=TLS(ca_file=...) or {ENV_CACERT})")
+            if any(c <= " " or c > "~" for c in self.api_key):
+                raise ValueError("metad: api_key: printable ASCII without spaces")
 
 
 @dataclass

@@ -43,21 +43,30 @@ class Client:
     (sent as UTF-8). ``tenant`` "" means "default".
     """
 
-    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None) -> None:
+    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None, *,
+                 tls: Optional[core.TLS] = None, api_key: Optional[str] = None) -> None:
         """Connect lazily to endpoints (default: ``config.endpoints``); nothing is dialled until the
-        first call. Raises ValueError for a bad configuration."""
+        first call. Raises ValueError for a bad configuration. tls and api_key, when
+        given, replace the configuration's (by default from the METAD_* environment variables:
+        :func:`metad.tls_from_env`); the TLS files are read here."""
         cfg = config or Config()
         if endpoints is not None:
             cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
+        if tls is not None:
+            cfg = dataclasses.replace(cfg, tls=tls)
+        if api_key is not None:
+            cfg = dataclasses.replace(cfg, api_key=api_key)
         cfg.validate()
         self._cfg = cfg
+        self._creds = core.channel_credentials(cfg)
         self._id = cfg.client_id or core.new_client_id()
         self._cluster = core.Cluster(cfg.endpoints, self._dial)
         self._sess: Optional[_Sessions] = None if cfg.no_session else _Sessions()
 
-    @staticmethod
-    def _dial(addr: str) -> Any:
-        return grpc.insecure_channel(addr, options=core.CHANNEL_OPTIONS)
+    def _dial(self, addr: str) -> Any:
+        if self._creds is None:
+            return grpc.insecure_channel(addr, options=core.CHANNEL_OPTIONS)
+        return grpc.secure_channel(addr, self._creds, options=core.CHANNEL_OPTIONS)
 
     def _sessions(self) -> bool:
         """Whether this client's writes carry a session header."""
