@@ -2,7 +2,8 @@
 // operators, and the metrics endpoint.
 //
 //	metad --name n1 --data-dir data/n1 --listen-client 127.0.0.1:6001 --listen-peer 127.0.0.1:6101 \
-//	      --listen-metrics 127.0.0.1:6201 --initial-cluster n1=127.0.0.1:6101,n2=127.0.0.1:6102,n3=127.0.0.1:6103
+//	      --listen-metrics 127.0.0.1:6201 --initial-cluster n1=127.0.0.1:6101,n2=127.0.0.1:6102,n3=127.0.0.1:6103 \
+//	      --cacert certs/ca.crt --cert certs/member.n1.crt --key certs/member.n1.key
 //
 // Every flag is also an environment variable (METAD_DATA_DIR) and a key of the YAML file named by
 // --config. A member serves TLS on every listener with its node certificate (--cacert, --cert,
