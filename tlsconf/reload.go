@@ -108,7 +108,7 @@ func (r *Reloader) reload(force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	raw, sum, err := readAll(r.files)
-	if err == nil && !force && sum == r.seen {
+	if !force && sum == r.seen {
 		return nil
 	}
 	r.seen = sum
@@ -145,15 +145,19 @@ func load(f Files) (*material, error) {
 	return parse(f, raw, sum)
 }
 
-// readAll reads the files of f (CA, Cert, Key; absent ones empty) and hashes their contents.
+// readAll reads the files of f (CA, Cert, Key; unnamed ones empty) and hashes what it found: their
+// contents, or the error reading one, so that a file that stays unreadable hashes alike.
 func readAll(f Files) ([3][]byte, [sha256.Size]byte, error) {
 	var raw [3][]byte
+	var errs []error
 	h := sha256.New()
 	for i, p := range []string{f.CA, f.Cert, f.Key} {
 		if p != "" {
 			b, err := os.ReadFile(p)
 			if err != nil {
-				return raw, [sha256.Size]byte{}, fmt.Errorf("%w: %w", ErrBadMaterial, err)
+				errs = append(errs, fmt.Errorf("%w: %w", ErrBadMaterial, err))
+				fmt.Fprintf(h, "error %q;", err.Error())
+				continue
 			}
 			raw[i] = b
 		}
@@ -162,7 +166,7 @@ func readAll(f Files) ([3][]byte, [sha256.Size]byte, error) {
 	}
 	var sum [sha256.Size]byte
 	copy(sum[:], h.Sum(nil))
-	return raw, sum, nil
+	return raw, sum, errors.Join(errs...)
 }
 
 // parse checks the contents read from f: a CA bundle of at least one certificate; a certificate

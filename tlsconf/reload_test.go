@@ -424,4 +424,13 @@ func TestReloaderRunFollowsFileChanges(t *testing.T) {
 	if err := r.Reload(); err == nil {
 		t.Fatal("Reload (SIGHUP) did not try the bad content again")
 	}
+	if err := os.Remove(f.Key); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_ = r.reload(false)
+	}
+	if got := testutil.ToFloat64(r.reloads.WithLabelValues("error")); got != 3 {
+		t.Fatalf("a missing file: %v errors counted in all, want 3 (once more for the missing file)", got)
+	}
 }
