@@ -323,13 +323,13 @@ func TestReloaderServerUsesReloadedCABundle(t *testing.T) {
 	bob.ca = append(append([]byte{}, caPEM(ca2)...), node.ca...) // bob trusts the servers' CA too
 	aliceR, bobR := clientFiles(alice), clientFiles(bob)
 
-	if _, err := dial(addr, "127.0.0.1", aliceR.ClientConfig()); err != nil {
+	if err := try(addr, "127.0.0.1", aliceR.ClientConfig()); err != nil {
 		t.Fatalf("a client of the trusted CA: %v", err)
 	}
-	if _, err := dial(addr, "127.0.0.1", bobR.ClientConfig()); err == nil {
+	if err := try(addr, "127.0.0.1", bobR.ClientConfig()); err == nil {
 		t.Fatal("a client certificate of an untrusted CA was accepted")
 	}
-	if _, err := dial(addr, "127.0.0.1", newReloader(t, Files{CA: f.CA}).ClientConfig()); err == nil {
+	if err := try(addr, "127.0.0.1", newReloader(t, Files{CA: f.CA}).ClientConfig()); err == nil {
 		t.Fatal("a client without a certificate was accepted under RequireAndVerifyClientCert")
 	}
 	overlap := node
@@ -339,7 +339,7 @@ func TestReloaderServerUsesReloadedCABundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, cr := range map[string]*Reloader{"ca1": aliceR, "ca2": bobR} {
-		if _, err := dial(addr, "127.0.0.1", cr.ClientConfig()); err != nil {
+		if err := try(addr, "127.0.0.1", cr.ClientConfig()); err != nil {
 			t.Fatalf("client of %s under the overlap bundle: %v", name, err)
 		}
 	}
@@ -349,7 +349,7 @@ func TestReloaderServerUsesReloadedCABundle(t *testing.T) {
 	if err := r.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dial(addr, "127.0.0.1", aliceR.ClientConfig()); err == nil {
+	if err := try(addr, "127.0.0.1", aliceR.ClientConfig()); err == nil {
 		t.Fatal("a client of a CA removed from the bundle was accepted")
 	}
 }
@@ -366,17 +366,17 @@ func TestReloaderClientVerifiesServer(t *testing.T) {
 	cf := Files{CA: filepath.Join(t.TempDir(), "ca.pem")}
 	p.install(cf, pemSet{ca: caPEM(ca1)})
 	cr := newReloader(t, cf)
-	if _, err := dial(addr, "localhost", cr.ClientConfig()); err == nil {
+	if err := try(addr, "localhost", cr.ClientConfig()); err == nil {
 		t.Fatal("a server of an untrusted CA was accepted")
 	}
 	p.install(cf, pemSet{ca: append(caPEM(ca1), caPEM(ca2)...)})
 	if err := cr.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dial(addr, "localhost", cr.ClientConfig()); err != nil {
+	if err := try(addr, "localhost", cr.ClientConfig()); err != nil {
 		t.Fatalf("after the bundle reload: %v", err)
 	}
-	if _, err := dial(addr, "other.example", cr.ClientConfig()); err == nil {
+	if err := try(addr, "other.example", cr.ClientConfig()); err == nil {
 		t.Fatal("a server certificate not valid for the dialed name was accepted")
 	}
 
@@ -384,7 +384,7 @@ func TestReloaderClientVerifiesServer(t *testing.T) {
 	pf := filesIn(t.TempDir())
 	p.install(pf, p.client(ca1, "mallory"))
 	paddr := echoServer(t, newReloader(t, pf).ServerConfig(tls.NoClientCert))
-	if _, err := dial(paddr, "localhost", cr.ClientConfig()); err == nil {
+	if err := try(paddr, "localhost", cr.ClientConfig()); err == nil {
 		t.Fatal("a client certificate was accepted as a server's")
 	}
 }
@@ -433,4 +433,13 @@ func TestReloaderRunFollowsFileChanges(t *testing.T) {
 	if got := testutil.ToFloat64(r.reloads.WithLabelValues("error")); got != 3 {
 		t.Fatalf("a missing file: %v errors counted in all, want 3 (once more for the missing file)", got)
 	}
+}
+
+// try dials as dial does and closes the connection.
+func try(addr, server string, cfg *tls.Config) error {
+	c, err := dial(addr, server, cfg)
+	if err == nil {
+		_ = c.Close()
+	}
+	return err
 }
