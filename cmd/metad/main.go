@@ -8,8 +8,9 @@
 // Every flag is also an environment variable (METAD_DATA_DIR) and a key of the YAML file named by
 // --config. A member serves TLS on every listener with its node certificate (--cacert, --cert,
 // --key), re-read when the files change and on SIGHUP; --insecure runs a plaintext cluster on
-// loopback addresses only. On SIGINT or SIGTERM it stops in this order: health NOT_SERVING, leadership handed to
-// another member if this one leads, gRPC graceful stop, Raft shutdown, stores closed.
+// loopback addresses only. On SIGINT or SIGTERM it stops in this order: health NOT_SERVING,
+// leadership handed to another member if this one leads, gRPC graceful stop, Raft shutdown,
+// stores closed.
 //
 // Two offline subcommands work on a stopped member's data dir (docs/operations.md):
 //
