@@ -18,7 +18,7 @@ start_cluster() {
 	for i in 1 2 3; do
 		"$BIN/metad" --name "n$i" --data-dir "$root/n$i" --listen-client "127.0.0.1:$((base + i))" \
 			--listen-peer "127.0.0.1:$((base + 100 + i))" --listen-metrics "127.0.0.1:$((base + 200 + i))" \
-			--initial-cluster "$cluster" --log-level warn "$@" >"$root/n$i.log" 2>&1 &
+			--initial-cluster "$cluster" --log-level warn --insecure "$@" >"$root/n$i.log" 2>&1 &
 		pids+=($!)
 	done
 	export METAD_ENDPOINTS="127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"

@@ -22,7 +22,7 @@ trap cleanup INT TERM EXIT
 for i in 1 2 3; do
 	"$BIN/metad" --name "n$i" --data-dir "$DATA/n$i" \
 		--listen-client "127.0.0.1:600$i" --listen-peer "127.0.0.1:610$i" --listen-metrics "127.0.0.1:620$i" \
-		--initial-cluster "$CLUSTER" >"$DATA/logs/n$i.log" 2>&1 &
+		--initial-cluster "$CLUSTER" --insecure >"$DATA/logs/n$i.log" 2>&1 &
 	pids+=($!)
 done
 

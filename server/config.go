@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 )
 
 // Config is a plain value, read-only once given to New. It holds the adapter's settings; the
@@ -19,6 +21,10 @@ type Config struct {
 	// on a leader that stopped answering. A forward is also abandoned as soon as the follower
 	// stops hearing from the leader (see forward.go). Default 5 s.
 	ForwardTimeout time.Duration
+	// DialCredentials secure this node's calls to the leader (forwarded calls and RecordMember):
+	// with TLS, credentials that present this member's node certificate and verify the leader's
+	// against the cluster's CA bundle. Nil: plaintext (a cluster run with --insecure).
+	DialCredentials credentials.TransportCredentials
 }
 
 // DefaultConfig returns the defaults.

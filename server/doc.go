@@ -16,7 +16,8 @@
 // A follower that receives a leader-only call forwards it to the leader's client address,
 // marked with the x-metad-forwarded metadata; a node that receives a forwarded call while not
 // leader answers NOT_LEADER (naming the leader it knows) instead of forwarding again. With no
-// known leader the answer is UNAVAILABLE. Clients retry both.
+// known leader the answer is UNAVAILABLE. Clients retry both. Forwards and RecordMember calls dial
+// the leader with Config.DialCredentials (the member's node certificate; nil: plaintext).
 //
 // # Member records
 //

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -48,12 +49,20 @@ const forwardMsgBytes = 64 << 20
 
 // forwarder is safe for concurrent use. It caches one client connection per leader address.
 type forwarder struct {
+	creds credentials.TransportCredentials // of every dial; read-only
+
 	mu     sync.Mutex // guards conns and closed; a leaf: nothing is acquired while it is held
 	conns  map[string]*grpc.ClientConn
 	closed bool
 }
 
-func newForwarder() *forwarder { return &forwarder{conns: make(map[string]*grpc.ClientConn)} }
+// newForwarder returns a forwarder that dials with creds (nil: plaintext).
+func newForwarder(creds credentials.TransportCredentials) *forwarder {
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	return &forwarder{creds: creds, conns: make(map[string]*grpc.ClientConn)}
+}
 
 // conn returns the cached connection to addr, dialing (lazily: grpc.NewClient connects on first
 // use) if there is none.
@@ -74,7 +83,7 @@ func (f *forwarder) conn(addr string) (*grpc.ClientConn, error) {
 		}
 	}
 	cc, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(f.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(forwardMsgBytes), grpc.MaxCallSendMsgSize(forwardMsgBytes)))
 	if err != nil {
 		return nil, unavailableStatus("cannot reach the leader at " + addr + ": " + err.Error())

@@ -120,7 +120,7 @@ func New(svc Service, node Node, cfg Config, reg prometheus.Registerer, log *slo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(), watch: newLeaderWatch()}
+	s := &Server{svc: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(cfg.DialCredentials), watch: newLeaderWatch()}
 	s.meta = &metadataService{s: s}
 	s.admin = &adminService{s: s}
 	m, err := newMetrics(reg)

@@ -56,6 +56,16 @@ type Config struct {
 	AllowEvictSoftPinned bool
 	PutReleaseTimeout    time.Duration
 
+	// TLS: the member's node certificate (naming metad://member/<Name>) and the cluster's CA
+	// bundle, used by every listener and dialer; or Insecure, for a plaintext cluster on loopback
+	// addresses only. One of the two is required.
+	CACert            string
+	Cert              string
+	Key               string
+	ClientCertAuth    string        // optional | require: whether a client must present a verified certificate
+	TLSReloadInterval time.Duration // how often the three files are checked for a change (SIGHUP reloads at once)
+	Insecure          bool
+
 	ExtraProcs int // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	LogLevel   string
 }
@@ -90,6 +100,8 @@ func DefaultConfig() Config {
 		ForwardTimeout:       server.DefaultConfig().ForwardTimeout,
 		SessionTTL:           service.DefaultConfig().SessionTTL,
 		SessionWindow:        uint(service.DefaultConfig().SessionWindow),
+		ClientCertAuth:       "optional",
+		TLSReloadInterval:    5 * time.Second,
 		ExtraProcs:           ha.DefaultExtraProcs,
 		LogLevel:             "info",
 	}
@@ -125,6 +137,12 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.NOFEvictRatio, "nof-evict-ratio", c.NOFEvictRatio, "share of NOF capacity one eviction aims to free beyond the watermark")
 	fs.BoolVar(&c.AllowEvictSoftPinned, "allow-evict-soft-pinned", c.AllowEvictSoftPinned, "evict soft-pinned objects after every unpinned one")
 	fs.DurationVar(&c.PutReleaseTimeout, "put-release-timeout", c.PutReleaseTimeout, "a write PROCESSING longer than this is revoked")
+	fs.StringVar(&c.CACert, "cacert", c.CACert, "the cluster's CA bundle (PEM; during a CA rotation, the old and the new CA): client and peer certificates must chain to it")
+	fs.StringVar(&c.Cert, "cert", c.Cert, "this member's node certificate (PEM; metactl cert), naming metad://member/<name>: served by every listener, presented by every dial")
+	fs.StringVar(&c.Key, "key", c.Key, "the private key of --cert (PEM)")
+	fs.StringVar(&c.ClientCertAuth, "client-cert-auth", c.ClientCertAuth, "optional (a client presents a certificate or an API key) or require (a verified client certificate on every connection)")
+	fs.DurationVar(&c.TLSReloadInterval, "tls-reload-interval", c.TLSReloadInterval, "how often --cacert, --cert and --key are checked for a change; SIGHUP reloads them at once")
+	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without TLS or authentication: every call is allowed; refused unless every listen and advertise address is loopback")
 	fs.IntVar(&c.ExtraProcs, "extra-procs", c.ExtraProcs, "Go processors (GOMAXPROCS) beyond the CPUs this process may use, so that one is free to poll the network; the GOMAXPROCS environment variable, when set, wins")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
@@ -184,6 +202,7 @@ func (c *Config) Validate() error {
 	if _, err := alloc.ParseStrategy(c.Placement); err != nil {
 		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
 	}
+	errs = append(errs, c.validateSecurity()...)
 	if c.ExtraProcs < 0 || c.ExtraProcs > 64 {
 		errs = append(errs, fmt.Errorf("extra-procs: want 0 to 64, got %d", c.ExtraProcs))
 	}
@@ -193,6 +212,61 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
+}
+
+// validateSecurity checks the TLS settings: certificates, or --insecure on loopback addresses.
+func (c *Config) validateSecurity() []error {
+	var errs []error
+	files := []struct{ name, v string }{{"cacert", c.CACert}, {"cert", c.Cert}, {"key", c.Key}}
+	if c.Insecure {
+		for _, f := range files {
+			if f.v != "" {
+				errs = append(errs, fmt.Errorf("insecure: cannot be combined with --%s", f.name))
+			}
+		}
+		for _, a := range []struct{ name, v string }{{"listen-client", c.ListenClient}, {"advertise-client", c.AdvertiseClient},
+			{"listen-peer", c.ListenPeer}, {"advertise-peer", c.AdvertisePeer}, {"listen-metrics", c.ListenMetrics}} {
+			if a.v != "" && !isLoopback(a.v) {
+				errs = append(errs, fmt.Errorf("insecure: refused because %s %q is not a loopback address; a cluster reachable from other hosts needs --cacert, --cert and --key", a.name, a.v))
+			}
+		}
+	} else {
+		var missing []string
+		for _, f := range files {
+			if f.v == "" {
+				missing = append(missing, "--"+f.name)
+			}
+		}
+		switch {
+		case len(missing) == len(files):
+			errs = append(errs, errors.New("cacert, cert, key: not set: pass --cacert, --cert and --key (the cluster CA bundle and this member's node certificate and key, from `metactl cert`), or --insecure for a plaintext cluster on loopback addresses only"))
+		case len(missing) > 0:
+			errs = append(errs, fmt.Errorf("%s: not set: TLS needs --cacert, --cert and --key together", strings.Join(missing, ", ")))
+		}
+	}
+	switch c.ClientCertAuth {
+	case "optional", "require":
+	default:
+		errs = append(errs, fmt.Errorf("client-cert-auth %q: want optional or require", c.ClientCertAuth))
+	}
+	if c.TLSReloadInterval <= 0 {
+		errs = append(errs, fmt.Errorf("tls-reload-interval: must be positive, got %s", c.TLSReloadInterval))
+	}
+	return errs
+}
+
+// isLoopback says whether a host:port names a loopback address: an IP in 127.0.0.0/8 or ::1, or
+// localhost. An empty host (every interface) is not.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // evictConfig is the eviction part of the config.

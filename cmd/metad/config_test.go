@@ -15,7 +15,7 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"METAD_LEASE_TTL": "5s", "METAD_NAME": "from-env"}
-	c, err := loadConfig([]string{"--config", file, "--name", "from-flag"}, func(k string) string { return env[k] }, io.Discard)
+	c, err := loadConfig([]string{"--config", file, "--name", "from-flag", "--insecure"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,15 @@
 // operators, and the metrics endpoint.
 //
 //	metad --name n1 --data-dir data/n1 --listen-client 127.0.0.1:6001 --listen-peer 127.0.0.1:6101 \
-//	      --listen-metrics 127.0.0.1:6201 --initial-cluster n1=127.0.0.1:6101,n2=127.0.0.1:6102,n3=127.0.0.1:6103
+//	      --listen-metrics 127.0.0.1:6201 --initial-cluster n1=127.0.0.1:6101,n2=127.0.0.1:6102,n3=127.0.0.1:6103 \
+//	      --cacert certs/ca.crt --cert certs/member.n1.crt --key certs/member.n1.key
 //
 // Every flag is also an environment variable (METAD_DATA_DIR) and a key of the YAML file named by
-// --config. On SIGINT or SIGTERM it stops in this order: health NOT_SERVING, leadership handed to
-// another member if this one leads, gRPC graceful stop, Raft shutdown, stores closed.
+// --config. A member serves TLS on every listener with its node certificate (--cacert, --cert,
+// --key), re-read when the files change and on SIGHUP; --insecure runs a plaintext cluster on
+// loopback addresses only. On SIGINT or SIGTERM it stops in this order: health NOT_SERVING,
+// leadership handed to another member if this one leads, gRPC graceful stop, Raft shutdown,
+// stores closed.
 //
 // Two offline subcommands work on a stopped member's data dir (docs/operations.md):
 //
@@ -16,6 +20,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"metad/evict"
 	"metad/fsm"
@@ -41,6 +48,7 @@ import (
 	"metad/service"
 	"metad/store"
 	"metad/store/alloc"
+	"metad/tlsconf"
 )
 
 func main() {
@@ -103,10 +111,58 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 
 var _ ha.StateMachine = (*fsm.FSM)(nil)
 
+// loadTLS loads the member's TLS material and checks that its certificate names this member; nil
+// with --insecure, which it logs as a warning.
+func loadTLS(cfg Config, log *slog.Logger) (*tlsconf.Reloader, error) {
+	if cfg.Insecure {
+		log.Warn("--insecure: the cluster is unauthenticated and unencrypted: every call is allowed, from anyone who can reach these loopback addresses")
+		return nil, nil
+	}
+	rl, err := tlsconf.NewReloader(tlsconf.Files{CA: cfg.CACert, Cert: cfg.Cert, Key: cfg.Key}, log)
+	if err != nil {
+		return nil, err
+	}
+	if want := (tlsconf.Identity{Kind: tlsconf.Member, Name: cfg.Name}); rl.Identity() != want {
+		return nil, fmt.Errorf("cert %s names %s, but this member is %s (--name): each member serves its own node certificate",
+			cfg.Cert, rl.Identity(), want)
+	}
+	return rl, nil
+}
+
+// clientAuth is the client certificate policy of the client listener.
+func (c *Config) clientAuth() tls.ClientAuthType {
+	if c.ClientCertAuth == "require" {
+		return tls.RequireAndVerifyClientCert
+	}
+	return tls.VerifyClientCertIfGiven
+}
+
+// reloadOnHUP reloads rl's files at every SIGHUP until ctx is done (a failed reload is logged and
+// counted by rl). Without TLS there is nothing to reload, and SIGHUP does not stop the process.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, rl *tlsconf.Reloader, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if rl == nil {
+				log.Info("SIGHUP: nothing to reload without TLS")
+				continue
+			}
+			log.Info("SIGHUP: reloading the TLS material")
+			_ = rl.Reload()
+		}
+	}
+}
+
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	clientAddr := cfg.AdvertiseClient
 	if clientAddr == "" {
 		clientAddr = cfg.ListenClient
+	}
+	rl, err := loadTLS(cfg, log)
+	if err != nil {
+		return err
 	}
 	f, err := fsm.New(store.Config{LeaseTTL: cfg.LeaseTTL}, log)
 	if err != nil {
@@ -137,7 +193,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg)); err != nil {
+	err = errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg))
+	if rl != nil {
+		err = errors.Join(err, rl.RegisterMetrics(reg, "client"))
+		if cfg.ListenMetrics != "" {
+			err = errors.Join(err, rl.RegisterMetrics(reg, "metrics"))
+		}
+	}
+	if err != nil {
 		_ = node.Shutdown()
 		return err
 	}
@@ -160,6 +223,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sc := server.DefaultConfig()
 	sc.ForwardTimeout = cfg.ForwardTimeout
+	if rl != nil {
+		sc.DialCredentials = credentials.NewTLS(rl.ClientConfig())
+	}
 	srv, err := server.New(svc, node, sc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
@@ -170,6 +236,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	svc.OnLeadership(srv.SetLeader)
 	svc.OnLeadership(func(bool) { ev.Kick() })
 	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
+	if rl != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(rl.ServerConfig(cfg.clientAuth()))))
+	}
 	gs := grpc.NewServer(opts...)
 	srv.Register(gs)
 	lis, err := net.Listen("tcp", cfg.ListenClient)
@@ -178,10 +247,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("listen-client: %w", err)
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
-	runDone := make(chan struct{}, 3)
-	go func() { svc.Run(runCtx); runDone <- struct{}{} }()
-	go func() { srv.Run(runCtx); runDone <- struct{}{} }()
-	go func() { ev.Run(runCtx); runDone <- struct{}{} }()
+	var bg sync.WaitGroup // the background loops; each returns when runCtx is done
+	bg.Go(func() { svc.Run(runCtx) })
+	bg.Go(func() { srv.Run(runCtx) })
+	bg.Go(func() { ev.Run(runCtx) })
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	bg.Go(func() { reloadOnHUP(runCtx, hup, rl, log) })
+	if rl != nil {
+		bg.Go(func() { rl.Run(runCtx, cfg.TLSReloadInterval) })
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
 
@@ -192,13 +268,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if err != nil {
 			gs.Stop()
 			cancelRun()
+			bg.Wait()
 			_ = node.Shutdown()
 			return fmt.Errorf("listen-metrics: %w", err)
+		}
+		if rl != nil {
+			mlis = tls.NewListener(mlis, rl.ServerConfig(tls.NoClientCert))
 		}
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(mlis) }()
 	}
-	log.Info("metad started", "client", clientAddr, "peer", node.PeerAddr(), "metrics", cfg.ListenMetrics, "data_dir", cfg.DataDir)
+	log.Info("metad started", "client", clientAddr, "peer", node.PeerAddr(), "metrics", cfg.ListenMetrics, "data_dir", cfg.DataDir,
+		"tls", rl != nil)
 
 	var runErr error
 	select {
@@ -218,9 +299,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	srv.Close()
 	cancelRun()
-	<-runDone
-	<-runDone
-	<-runDone
+	bg.Wait()
 	if err := node.Shutdown(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}

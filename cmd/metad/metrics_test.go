@@ -38,7 +38,7 @@ func TestPprofIsAFlagOffByDefault(t *testing.T) {
 		if tc.env != nil {
 			getenv = func(k string) string { return tc.env[k] }
 		}
-		c, err := loadConfig(tc.args, getenv, io.Discard)
+		c, err := loadConfig(append(tc.args, "--insecure"), getenv, io.Discard)
 		if err != nil || c.Pprof != tc.want {
 			t.Fatalf("%s: pprof %v (%v), want %v", tc.name, c.Pprof, err, tc.want)
 		}

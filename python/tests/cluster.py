@@ -87,7 +87,7 @@ class Cluster:
     def start(self, n: Node) -> None:
         args = [METAD, "--name", n.name, "--data-dir", n.data, "--listen-client", n.client,
                 "--listen-peer", n.peer, "--listen-metrics", n.metrics, "--initial-cluster", self.initial,
-                "--log-level", "warn"] + self.extra
+                "--log-level", "warn", "--insecure"] + self.extra
         with open(n.log, "ab") as log:
             n.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
 

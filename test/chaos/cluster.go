@@ -151,7 +151,7 @@ func (c *Cluster) start(n *Node, initial string) error {
 	args := append([]string{"--name", n.Name, "--data-dir", n.DataDir,
 		"--listen-client", n.ClientListen, "--advertise-client", n.Client(),
 		"--listen-peer", n.PeerListen, "--advertise-peer", n.PeerProxy.Addr(),
-		"--listen-metrics", n.Metrics, "--initial-cluster", initial}, c.flags...)
+		"--listen-metrics", n.Metrics, "--initial-cluster", initial, "--insecure"}, c.flags...)
 	logf, err := os.OpenFile(filepath.Join(c.logDir, n.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -120,7 +120,7 @@ func newCluster(tb testing.TB, n int, fast bool, extra ...string) *Cluster {
 func (c *Cluster) Start(p *Proc) {
 	c.T.Helper()
 	args := []string{"--name", p.Name, "--data-dir", p.DataDir, "--listen-client", p.Client, "--listen-peer", p.Peer,
-		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial}
+		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial, "--insecure"}
 	if c.fast {
 		args = append(args, "--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms")
 	}
