@@ -257,6 +257,7 @@ func (r *Reloader) ServerConfig(clientAuth tls.ClientAuthType) *tls.Config {
 	return &tls.Config{
 		MinVersion:             tls.VersionTLS13,
 		SessionTicketsDisabled: true,
+		ClientAuth:             clientAuth, // what every handshake's config asks; says so to whoever inspects this one
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			m := r.cur.Load()
 			if m.cert == nil {

@@ -187,6 +187,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	lead := service.NewLeadership(f.Store, time.Now) // the node's one leadership hook
 	hc.OnLeadership = lead.Changed
+	if rl != nil { // the peers' Raft traffic is mutual TLS with member certificates (ha/peertls.go)
+		hc.PeerTLS = &ha.PeerTLS{Server: rl.ServerConfig(tls.RequireAndVerifyClientCert), Client: rl.ClientConfig()}
+	}
 	node, err := ha.NewNode(hc, f, log)
 	if err != nil {
 		return err
@@ -195,7 +198,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	err = errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg))
 	if rl != nil {
-		err = errors.Join(err, rl.RegisterMetrics(reg, "client"))
+		err = errors.Join(err, rl.RegisterMetrics(reg, "client"), rl.RegisterMetrics(reg, "peer"))
 		if cfg.ListenMetrics != "" {
 			err = errors.Join(err, rl.RegisterMetrics(reg, "metrics"))
 		}
