@@ -48,6 +48,7 @@ type FSM struct {
 	st       atomic.Pointer[store.Store]
 	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
 	sessions atomic.Pointer[sessionTable]      // replicated (OpenSession, session commands); swapped by Restore
+	auth     atomic.Pointer[AuthState]         // immutable, copy-on-write; replicated (auth commands); swapped by Restore
 	spare    atomic.Pointer[store.Capture]     // a released capture's storage, reused by the next Snapshot
 	handlers map[protoreflect.FieldNumber]handler
 	m        metrics
@@ -71,6 +72,7 @@ func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
 	f.st.Store(s)
 	f.members.Store(&map[string]Member{})
 	f.sessions.Store(newSessionTable(1, &f.m.sessionsExpired))
+	f.auth.Store(emptyAuth)
 	f.handlers = f.dispatchTable()
 	return f, nil
 }

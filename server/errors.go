@@ -33,19 +33,22 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 		code = codes.OK
 	case store.InvalidParams:
 		code = codes.InvalidArgument
-	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound:
+	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound,
+		store.KeyNotFound, store.RoleNotFound:
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
 		store.SessionExpired, store.SequenceTooOld:
 		code = codes.FailedPrecondition
-	case store.TenantQuotaExceeded, store.NoAvailableHandle:
+	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded:
 		code = codes.ResourceExhausted
-	case store.TenantAlreadyExists, store.ObjectAlreadyExists:
+	case store.TenantAlreadyExists, store.ObjectAlreadyExists, store.KeyAlreadyExists:
 		code = codes.AlreadyExists
 	case store.IllegalClient, store.SegmentOwnedByOtherClient:
 		code = codes.PermissionDenied
 	case store.StateReplaced:
 		code = codes.Unavailable
+	case store.AuthRevisionStale: // the service authorizes again and retries; a client may retry too
+		code = codes.Aborted
 	default:
 		return wr, codes.Internal, false
 	}
