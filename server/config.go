@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 )
@@ -19,6 +20,13 @@ type Config struct {
 	// on a leader that stopped answering. A forward is also abandoned as soon as the follower
 	// stops hearing from the leader (see forward.go). Default 5 s.
 	ForwardTimeout time.Duration
+	// Authenticate turns authentication and authorization of every call on (auth.go): cmd/metad
+	// sets it when the client listener runs TLS. Off (--insecure), every call is allowed.
+	Authenticate bool
+	// ForwardTLS, when set, is the TLS configuration of the connections that forward calls to the
+	// leader and ask it to record this member: it must present this member's certificate, which
+	// the leader believes a forwarded principal from. nil: plaintext.
+	ForwardTLS *tls.Config
 }
 
 // DefaultConfig returns the defaults.

@@ -111,7 +111,8 @@ func unavailableStatus(msg string) error {
 
 // toStatus translates any error a service meets into a status: store rejections by reason,
 // membership refusals (package ha) as MEMBER_NOT_FOUND or INVALID_PARAMS, Raft failures (package
-// ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and statuses (from a
+// ha) into NOT_LEADER or UNAVAILABLE, authentication and authorization failures (package service)
+// into UNAUTHENTICATED and PERMISSION_DENIED, context errors into their codes, and statuses (from a
 // forwarded call) unchanged. A *service.Error's tenant and key go into the ErrorDetail.
 func toStatus(err error) error {
 	if err == nil {
@@ -147,6 +148,10 @@ func toStatus(err error) error {
 		return unavailableStatus("the outcome is unknown: " + err.Error())
 	case errors.Is(err, service.ErrForward):
 		return notLeaderStatus("", "")
+	case errors.Is(err, service.ErrUnauthenticated):
+		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, service.ErrPermissionDenied):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, service.ErrInternal):
 		return status.Error(codes.Internal, err.Error())
 	case errors.Is(err, service.ErrUnimplemented):

@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -48,12 +50,21 @@ const forwardMsgBytes = 64 << 20
 
 // forwarder is safe for concurrent use. It caches one client connection per leader address.
 type forwarder struct {
+	creds credentials.TransportCredentials // read-only after newForwarder
+
 	mu     sync.Mutex // guards conns and closed; a leaf: nothing is acquired while it is held
 	conns  map[string]*grpc.ClientConn
 	closed bool
 }
 
-func newForwarder() *forwarder { return &forwarder{conns: make(map[string]*grpc.ClientConn)} }
+// newForwarder dials with tlsCfg (nil: plaintext).
+func newForwarder(tlsCfg *tls.Config) *forwarder {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	return &forwarder{creds: creds, conns: make(map[string]*grpc.ClientConn)}
+}
 
 // conn returns the cached connection to addr, dialing (lazily: grpc.NewClient connects on first
 // use) if there is none.
@@ -74,7 +85,7 @@ func (f *forwarder) conn(addr string) (*grpc.ClientConn, error) {
 		}
 	}
 	cc, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(f.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(forwardMsgBytes), grpc.MaxCallSendMsgSize(forwardMsgBytes)))
 	if err != nil {
 		return nil, unavailableStatus("cannot reach the leader at " + addr + ": " + err.Error())
@@ -223,6 +234,12 @@ func (h *hop) why(t target, err error) error {
 	return nil
 }
 
+// forwardContext is the outgoing context of a forward of the call in ctx, run under hctx: marked
+// forwarded, with the call's authentication (forwardMD: the principal, or a deferred call's key).
+func forwardContext(ctx, hctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(hctx, append([]string{forwardedKey, "1"}, forwardMD(ctx)...)...)
+}
+
 // isForwarded reports whether the incoming call was forwarded by another node.
 func isForwarded(ctx context.Context) bool {
 	md, ok := metadata.FromIncomingContext(ctx)
@@ -265,7 +282,7 @@ func (s *Server) forward(ctx context.Context, t target, req, resp proto.Message)
 	s.m.forwarded.WithLabelValues(methodLabel(method)).Inc()
 	h := s.newHop(ctx, method)
 	defer h.done()
-	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
+	out := forwardContext(ctx, h.ctx)
 	if err := cc.Invoke(out, method, req, resp); err != nil {
 		return hopErr(h, err, t)
 	}

@@ -69,8 +69,12 @@ func (a *adminService) RecordMember(ctx context.Context, req *metadv1.RecordMemb
 	return unary(ctx, a.s, req, a.s.svc.RecordMember)
 }
 
-// Status describes the node that answers (never forwarded).
+// Status describes the node that answers (never forwarded, unless its authentication was deferred
+// to the leader).
 func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
+	if deferredAuth(ctx) {
+		return unary(ctx, a.s, req, a.s.svc.Status)
+	}
 	resp, err := a.s.svc.Status(ctx, req)
 	return resp, toStatus(err)
 }

@@ -70,5 +70,5 @@ func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (sto
 	if !propose {
 		return refusal, nil
 	}
-	return s.b.Propose(ctx, cmd)
+	return s.proposeAuthed(ctx, cmd)
 }
