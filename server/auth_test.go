@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -176,6 +177,21 @@ func (b *fakeBackend) applyLocked(t *testing.T, cmd *metadv1.Command) store.Resu
 		t.Fatal(err)
 	}
 	return b.f.Apply(&raft.Log{Index: b.index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.EntryResult).Results[0]
+}
+
+// authChangeBeforeEachApply makes an auth command (a grant to a principal of its own) commit
+// before each of the next n proposals applies: every one of them was checked against an auth
+// revision that is gone by its commit.
+func (b *fakeBackend) authChangeBeforeEachApply(t *testing.T, n int) {
+	var fn func()
+	i := 0
+	fn = func() {
+		if i++; i < n {
+			defer b.beforeApply.Store(&fn)
+		}
+		b.applyLocked(t, grantCmd(fmt.Sprintf("p%d", i), "reader"))
+	}
+	b.beforeApply.Store(&fn)
 }
 
 // mustApply applies an (internal, unstamped) command and fails the test unless it applied.
@@ -663,5 +679,97 @@ func TestStaleRevisionCheckedAgain(t *testing.T) {
 	wantCode(t, register(withKey(t, alice), "t3"), codes.Unauthenticated, "unknown")
 	if _, ok := n.b.Store().Tenant("t3"); ok {
 		t.Fatal("tenant t3 registered with a key revoked before the commit")
+	}
+}
+
+// authPair is a leader n1 and a follower n2 that forwards to it, both authenticating, the
+// follower's forwards presenting its member certificate.
+func authPair(t *testing.T) (leader, follower *authNode) {
+	p := newPKI(t)
+	leader = startAuth(t, p, newFakeBackend(t, nil), "n1")
+	fb := newFakeBackend(t, nil)
+	fb.setLeader(false, "n1", leader.addr)
+	follower = startAuth(t, p, fb, "n2")
+	for _, n := range []*authNode{leader, follower} {
+		for _, cmd := range []*metadv1.Command{
+			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}},
+			grantCmd("alice", "tenant:a"),
+		} {
+			n.b.mustApply(t, cmd)
+		}
+	}
+	return leader, follower
+}
+
+// TestFollowerForwardsPrincipal: a follower forwards the principal it authenticated, and the
+// leader, believing it from the follower's member certificate, authorizes it again against its
+// own state.
+func TestFollowerForwardsPrincipal(t *testing.T) {
+	leader, follower := authPair(t)
+	tok, keyCmd := newKey(t, leader.b, "alice", 0)
+	follower.b.mustApply(t, keyCmd)
+	c := follower.clients(t)
+	ctx := withKey(t, tok)
+	if _, err := c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{}); err != nil {
+		t.Fatalf("through the follower, on its own tenant: %v", err)
+	}
+	if got := leader.b.proposals.Load() + leader.b.barriers.Load(); got == 0 {
+		t.Fatal("the call did not reach the leader")
+	}
+	if got := testutil.ToFloat64(leader.srv.m.authVerifications); got != 0 {
+		t.Fatalf("the leader verified the key itself (%v times); it should take the forwarded principal", got)
+	}
+	// The follower refuses another tenant itself.
+	fwd := testutil.ToFloat64(follower.srv.m.forwarded.WithLabelValues("Metadata/RemoveAll"))
+	_, err := c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{Tenant: "b"})
+	wantCode(t, err, codes.PermissionDenied, `"alice"`)
+	if got := testutil.ToFloat64(follower.srv.m.forwarded.WithLabelValues("Metadata/RemoveAll")); got != fwd {
+		t.Fatal("a refused call was forwarded")
+	}
+	// The leader's state decides: a role revoked there (not yet applied on the follower) is
+	// refused, and so is a key revoked there.
+	leader.b.mustApply(t, revokeRoleCmd("alice", "tenant:a"))
+	_, err = c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{})
+	wantCode(t, err, codes.PermissionDenied, "holds no tenant role")
+	leader.b.mustApply(t, grantCmd("alice", "tenant:a"))
+	leader.b.mustApply(t, revokeKeyCmd(tok))
+	_, err = c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{})
+	wantCode(t, err, codes.Unauthenticated, "unknown")
+}
+
+// TestFollowerDefersUnknownKey: a follower whose state does not hold the call's key (created
+// moments ago, not applied there yet) never answers from its state, not even a stale read it would
+// serve itself: it forwards the call with its authorization, and the leader authenticates it.
+func TestFollowerDefersUnknownKey(t *testing.T) {
+	leader, follower := authPair(t)
+	tok, _ := newKey(t, leader.b, "alice", 0) // the leader's state only
+	leader.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "only-on-leader"}}})
+	leader.b.mustApply(t, grantCmd("alice", "reader"))
+	c := follower.clients(t)
+	resp, err := c.admin.ListTenants(withKey(t, tok), &metadv1.ListTenantsRequest{Stale: true})
+	if err != nil {
+		t.Fatalf("a stale read with a key only the leader knows: %v", err)
+	}
+	found := false
+	for _, ti := range resp.GetTenants() {
+		found = found || ti.GetName() == "only-on-leader"
+	}
+	if !found {
+		t.Fatalf("the answer came from the follower's state, not the leader's: %v", resp.GetTenants())
+	}
+	if got := testutil.ToFloat64(follower.srv.m.authDeferred); got != 1 {
+		t.Fatalf("%v calls deferred to the leader, want 1", got)
+	}
+	// Status, which a node answers about itself, goes to the leader too.
+	st, err := c.admin.Status(withKey(t, tok), &metadv1.StatusRequest{})
+	if err != nil || st.GetRole() != metadv1.NodeRole_NODE_ROLE_LEADER {
+		t.Fatalf("Status with a key only the leader knows: %v %v", st.GetRole(), err)
+	}
+	// A key neither knows: the leader says so.
+	unknown, _ := newKey(t, newFakeBackend(t, nil), "alice", 0)
+	_, err = c.admin.ListTenants(withKey(t, unknown), &metadv1.ListTenantsRequest{Stale: true})
+	wantCode(t, err, codes.Unauthenticated, "unknown")
+	if got := testutil.ToFloat64(leader.srv.m.authFailures.WithLabelValues("unknown_key")); got != 1 {
+		t.Fatalf("the leader refused %v unknown keys, want 1 (it decides)", got)
 	}
 }

@@ -18,6 +18,15 @@
 // leader answers NOT_LEADER (naming the leader it knows) instead of forwarding again. With no
 // known leader the answer is UNAVAILABLE. Clients retry both.
 //
+// # Authentication
+//
+// With Config.Authenticate (cmd/metad sets it when the client listener runs TLS), every call of the
+// Metadata and Admin services is authenticated (auth.go: a verified client certificate's
+// principal, an API key verified once per connection, or a member forwarding for a principal) and
+// authorized by the service (service.Authorize) before it runs; gRPC health and reflection stay
+// open. A follower forwards the principal it authenticated with the call, and a call whose API key
+// its state does not hold yet, with the key, for the leader to authenticate.
+//
 // # Member records
 //
 // Run's loop keeps this node's own member record (its client and peer addresses) current: while
@@ -37,7 +46,8 @@
 //	svc, _ := service.New(node, fsm, lead, serviceCfg, registry, log)
 //	s, _ := server.New(svc, node, cfg, registry, log)
 //	svc.OnLeadership(s.SetLeader)
-//	g := grpc.NewServer(append(server.ServerOptions(), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))...)
+//	opts := append(server.ServerOptions(), grpc.Creds(tlsCreds), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))
+//	g := grpc.NewServer(append(opts, s.AuthOptions()...)...) // authentication (Config.Authenticate)
 //	s.Register(g)
 //	go svc.Run(ctx); go s.Run(ctx)
 //	... serve ...

@@ -184,6 +184,16 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("replaced")})
 			return err
 		}},
+		{store.AuthRevisionStale, "", func() error {
+			// An auth change commits before every attempt: the service gives up after
+			// service.MaxAuthStale checks again (auth_test.go).
+			n := startAuth(t, newPKI(t), newFakeBackend(t, nil), "n1")
+			n.b.mustApply(t, grantCmd("ops", "admin"))
+			tok, _ := newKey(t, n.b, "ops", 0)
+			n.b.authChangeBeforeEachApply(t, service.MaxAuthStale+1)
+			_, err := n.clients(t).admin.SetQuota(withKey(t, tok), &metadv1.SetQuotaRequest{QuotaBytes: 1 << 20})
+			return err
+		}},
 		{store.MemberNotFound, "", func() error {
 			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{Name: "ghost"})
 			return err

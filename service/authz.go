@@ -189,7 +189,7 @@ func tokenErr(token string, err error) error {
 	}
 	switch {
 	case errors.Is(err, fsm.ErrUnknownKey):
-		return fmt.Errorf("%w: %w: API key %s is unknown (never created, or revoked)", ErrUnauthenticated, ErrUnknownKey, id)
+		return &unknownKeyError{id: id}
 	case errors.Is(err, fsm.ErrKeyExpired):
 		return fmt.Errorf("%w: API key %s has expired", ErrUnauthenticated, id)
 	case errors.Is(err, fsm.ErrBadToken):
@@ -197,6 +197,16 @@ func tokenErr(token string, err error) error {
 	}
 	return fmt.Errorf("%w: API key %s refused", ErrUnauthenticated, id)
 }
+
+// unknownKeyError is a plain value: a key this node's state does not hold. It is ErrUnauthenticated
+// and ErrUnknownKey.
+type unknownKeyError struct{ id string }
+
+func (e *unknownKeyError) Error() string {
+	return fmt.Sprintf("%v: API key %s is unknown (never created, or revoked)", ErrUnauthenticated, e.id)
+}
+
+func (e *unknownKeyError) Unwrap() []error { return []error{ErrUnauthenticated, ErrUnknownKey} }
 
 // Authorize checks that c may call method with req, against the auth state current now, and
 // returns ctx carrying the call, for the proposals it makes (stamped with c's principal and that
