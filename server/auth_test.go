@@ -773,3 +773,43 @@ func TestFollowerDefersUnknownKey(t *testing.T) {
 		t.Fatalf("the leader refused %v unknown keys, want 1 (it decides)", got)
 	}
 }
+
+// TestStaleRemovalDeniedClearsMarks: a removal whose caller loses its role between the leader's
+// prepare and the commit is refused (PERMISSION_DENIED after the recheck), the object stays, and
+// the leader's unlink mark is cleared: reads find it at once.
+func TestStaleRemovalDeniedClearsMarks(t *testing.T) {
+	p := newPKI(t)
+	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
+	n.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}})
+	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
+	alice, _ := newKey(t, n.b, "alice", 0)
+	root := n.clients(t, p.client(t, fsm.RootPrincipal))
+	ctx := tctx(t)
+	if _, err := root.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := root.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: "a", ClientId: idb(clientA), Key: []byte(k), Size: 4096}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: "a", ClientId: idb(clientA), Key: []byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := n.clients(t)
+	fn := func() { n.b.applyLocked(t, revokeRoleCmd("alice", "tenant:a")) }
+	n.b.beforeApply.Store(&fn)
+	_, err := c.meta.Remove(withKey(t, alice), &metadv1.RemoveRequest{Key: []byte("k1"), Force: true})
+	wantCode(t, err, codes.PermissionDenied, "holds no tenant role")
+	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
+	n.b.beforeApply.Store(&fn)
+	_, err = c.meta.BatchRemove(withKey(t, alice), &metadv1.BatchRemoveRequest{Keys: [][]byte{[]byte("k2")}, Force: true})
+	wantCode(t, err, codes.PermissionDenied, "holds no tenant role")
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := root.meta.Get(short, &metadv1.GetRequest{Tenant: "a", Key: []byte(k)}); err != nil {
+			t.Fatalf("%s after the refused removal: %v", k, err)
+		}
+	}
+}

@@ -78,8 +78,11 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		start := time.Now()
 		var resp any
 		var err error
-		if pm, ok := req.(proto.Message); s.cfg.Authenticate && !openMethod(info.FullMethod) && ok {
-			if ctx, err = s.admit(ctx, info.FullMethod, pm); err == nil {
+		if s.cfg.Authenticate && !openMethod(info.FullMethod) {
+			pm, ok := req.(proto.Message)
+			if !ok {
+				err = internalStatus("%s: the request is no protobuf message", info.FullMethod)
+			} else if ctx, err = s.admit(ctx, info.FullMethod, pm); err == nil {
 				resp, err = handler(ctx, req)
 			}
 		} else {
