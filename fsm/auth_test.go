@@ -1,15 +1,18 @@
 package fsm
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
 	"metad/store"
 )
 
@@ -311,5 +314,71 @@ func TestStaleAuthRevisionRefusedBeforeSession(t *testing.T) {
 	g.AuthRevision = 2
 	if r := x.apply(5*time.Second, g)[0]; r.Reason != store.AuthRevisionStale || f.Auth().Revision() != 3 {
 		t.Fatalf("stale grant: %s, revision %d", r.Reason, f.Auth().Revision())
+	}
+}
+
+// TestBadAuthRecordsAreRefused: a snapshot whose auth records break the state's soundness is
+// refused as corrupt, and the FSM keeps its state.
+func TestBadAuthRecordsAreRefused(t *testing.T) {
+	hash := bytes.Repeat([]byte{7}, 32)
+	key := func(id, p string) *metadv1.Record {
+		return &metadv1.Record{Record: &metadv1.Record_Key{Key: &metadv1.KeyRecord{Id: id, Principal: p, Sha256: hash, CreatedMs: 1}}}
+	}
+	roles := func(p string, rs ...string) *metadv1.Record {
+		return &metadv1.Record{Record: &metadv1.Record_Role{Role: &metadv1.RoleRecord{Principal: p, Roles: rs}}}
+	}
+	file := func(recs ...*metadv1.Record) []byte {
+		h := &metadv1.SnapshotHeader{FormatVersion: metadv1.SnapshotFormatVersion, Index: 5, Term: 1, NextTenantInstanceId: 2}
+		for _, r := range recs {
+			switch r.Record.(type) {
+			case *metadv1.Record_Key:
+				h.Keys++
+			case *metadv1.Record_Role:
+				h.RoleBindings++
+			}
+		}
+		var buf bytes.Buffer
+		w, err := snapshot.NewWriter(&buf, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := w.WriteRecord(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	good := file(key("00000000000000aa", "a"), key("00000000000000bb", "b"), roles("a", "reader", "tenant:t"), roles("b", "admin"))
+	f := newFSM(t)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(good))); err != nil {
+		t.Fatalf("a sound file: %v", err)
+	}
+	before := snapshotBytes(t, f)
+	for name, data := range map[string][]byte{
+		"bad key id":            file(key("00000000000000AA", "a")),
+		"keys out of order":     file(key("00000000000000bb", "a"), key("00000000000000aa", "a")),
+		"key twice":             file(key("00000000000000aa", "a"), key("00000000000000aa", "a")),
+		"bad principal":         file(key("00000000000000aa", "-a")),
+		"short hash":            file(&metadv1.Record{Record: &metadv1.Record_Key{Key: &metadv1.KeyRecord{Id: "00000000000000aa", Principal: "a", Sha256: hash[:31]}}}),
+		"expiry before created": file(&metadv1.Record{Record: &metadv1.Record_Key{Key: &metadv1.KeyRecord{Id: "00000000000000aa", Principal: "a", Sha256: hash, CreatedMs: 5, ExpiresMs: 5}}}),
+		"key after roles":       file(roles("a", "admin"), key("00000000000000aa", "a")),
+		"unknown role":          file(roles("a", "owner")),
+		"role not canonical":    file(roles("a", "worker:C1000000000000000000000000000001")),
+		"roles out of order":    file(roles("a", "tenant:t", "reader")),
+		"role twice":            file(roles("a", "reader", "reader")),
+		"no role":               file(roles("a")),
+		"principals unordered":  file(roles("b", "admin"), roles("a", "admin")),
+	} {
+		err := f.Restore(io.NopCloser(bytes.NewReader(data)))
+		if !errors.Is(err, snapshot.ErrCorrupt) {
+			t.Errorf("%s: %v, want corrupt", name, err)
+		}
+		if !bytes.Equal(snapshotBytes(t, f), before) {
+			t.Fatalf("%s: a refused restore changed the FSM", name)
+		}
 	}
 }

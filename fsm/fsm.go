@@ -216,7 +216,7 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	c := f.st.Load().CaptureInto(f.spare.Swap(nil))
 	next, sessions := f.sessions.Load().capture()
-	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), nextSess: next, sessions: sessions,
+	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), nextSess: next, sessions: sessions, auth: f.auth.Load(),
 		index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
 }
 
@@ -232,13 +232,15 @@ func (f *FSM) VerifySnapshot(r io.Reader) (*metadv1.SnapshotHeader, error) {
 // store and swaps it in only if everything holds. On error the FSM is unchanged.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, members, sessions, h, err := readState(f.cfg, rc, &f.m.sessionsExpired)
+	st, err := readState(f.cfg, rc, &f.m.sessionsExpired)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	f.st.Store(s)
-	f.setMembers(members)
-	f.sessions.Store(sessions)
+	h := st.header
+	f.st.Store(st.store)
+	f.setMembers(st.members)
+	f.sessions.Store(st.sessions)
+	f.auth.Store(st.auth)
 	f.applied.Store(h.GetIndex())
 	f.term.Store(h.GetTerm())
 	f.lastTime.Store(h.GetCreatedAtUnixNano())

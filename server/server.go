@@ -59,6 +59,12 @@ type Service interface {
 	UnmountSegment(context.Context, *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error)
 	Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error)
 	OpenSession(context.Context, *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error)
+	CreateKey(context.Context, *metadv1.CreateKeyRequest) (*metadv1.CreateKeyResponse, error)
+	RevokeKey(context.Context, *metadv1.RevokeKeyRequest) (*metadv1.RevokeKeyResponse, error)
+	ListKeys(context.Context, *metadv1.ListKeysRequest) (*metadv1.ListKeysResponse, error)
+	GrantRole(context.Context, *metadv1.GrantRoleRequest) (*metadv1.GrantRoleResponse, error)
+	RevokeRole(context.Context, *metadv1.RevokeRoleRequest) (*metadv1.RevokeRoleResponse, error)
+	ListRoles(context.Context, *metadv1.ListRolesRequest) (*metadv1.ListRolesResponse, error)
 	// OpenSnapshot and RestoreSnapshot serve the snapshot streams (see snapshot.go).
 	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
 	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)

@@ -5,7 +5,9 @@
 // Stream order, deterministic for a given state:
 //   1. one SnapshotHeader (its own frame);
 //   2. every SegmentRecord, sorted by segment id bytes;
-//   3. for each tenant sorted by name: its TenantRecord, then its ObjectRecords sorted by key bytes.
+//   3. for each tenant sorted by name: its TenantRecord, then its ObjectRecords sorted by key bytes;
+//   4. the MemberRecords by name, the SessionRecords by id (format version 2), the KeyRecords by id
+//      and the RoleRecords by principal (format version 3).
 // An ObjectRecord belongs to the TenantRecord before it and names its replicas' segments by position
 // among the SegmentRecords, so neither tenant names nor 16-byte segment ids repeat per object.
 //
