@@ -192,7 +192,7 @@ func TestStoreReasonsReachClient(t *testing.T) {
 		}},
 		{store.AuthRevisionStale, "", func() error {
 			// An auth change commits before every attempt: the service gives up after
-			// service.MaxAuthStale checks again (auth_test.go).
+			// service.MaxAuthStale checks again (authz_test.go).
 			n := startAuth(t, newPKI(t), newFakeBackend(t, nil), "n1")
 			n.b.mustApply(t, grantCmd("ops", "admin"))
 			tok, _ := newKey(t, n.b, "ops", 0)
