@@ -37,9 +37,10 @@
 // # Concurrency
 //
 // RPC handlers run concurrently on gRPC's goroutines. They share the Service and the Node (safe for
-// concurrent use), the forwarder's connection cache and the leader watch; each of the last two has
-// one mutex that is a leaf: no other lock is taken under it, and none is held across a forward or
-// any I/O. Run is one goroutine; it returns when its context is done.
+// concurrent use), the forwarder's connection cache, the leader watch and their connection's
+// authentication cache (auth.go); each of the last three has one mutex that is a leaf: no other
+// lock is taken under it, and none is held across a forward or any I/O. Run is one goroutine; it
+// returns when its context is done.
 //
 // # Lifecycle
 //
