@@ -48,6 +48,7 @@ type FSM struct {
 	st       atomic.Pointer[store.Store]
 	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
 	sessions atomic.Pointer[sessionTable]      // replicated (OpenSession, session commands); swapped by Restore
+	auth     atomic.Pointer[AuthState]         // immutable, copy-on-write; replicated (auth commands); swapped by Restore
 	spare    atomic.Pointer[store.Capture]     // a released capture's storage, reused by the next Snapshot
 	handlers map[protoreflect.FieldNumber]handler
 	m        metrics
@@ -71,6 +72,7 @@ func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
 	f.st.Store(s)
 	f.members.Store(&map[string]Member{})
 	f.sessions.Store(newSessionTable(1, &f.m.sessionsExpired))
+	f.auth.Store(emptyAuth)
 	f.handlers = f.dispatchTable()
 	return f, nil
 }
@@ -214,7 +216,7 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	c := f.st.Load().CaptureInto(f.spare.Swap(nil))
 	next, sessions := f.sessions.Load().capture()
-	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), nextSess: next, sessions: sessions,
+	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), nextSess: next, sessions: sessions, auth: f.auth.Load(),
 		index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
 }
 
@@ -230,13 +232,15 @@ func (f *FSM) VerifySnapshot(r io.Reader) (*metadv1.SnapshotHeader, error) {
 // store and swaps it in only if everything holds. On error the FSM is unchanged.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, members, sessions, h, err := readState(f.cfg, rc, &f.m.sessionsExpired)
+	st, err := readState(f.cfg, rc, &f.m.sessionsExpired)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	f.st.Store(s)
-	f.setMembers(members)
-	f.sessions.Store(sessions)
+	h := st.header
+	f.st.Store(st.store)
+	f.setMembers(st.members)
+	f.sessions.Store(st.sessions)
+	f.auth.Store(st.auth)
 	f.applied.Store(h.GetIndex())
 	f.term.Store(h.GetTerm())
 	f.lastTime.Store(h.GetCreatedAtUnixNano())

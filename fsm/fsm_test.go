@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ import (
 	"metad/store"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/golden-v2.snap")
+var update = flag.Bool("update", false, "rewrite testdata/golden-v3.snap")
 
 // applyCmds encodes commands into one log entry at index and applies it.
 func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.Command) []store.Result {
@@ -282,20 +283,13 @@ func TestGoldenSnapshotV1(t *testing.T) {
 	}
 }
 
-// TestGoldenSnapshotV2: the current format, client sessions included, reads and re-encodes to the
-// same bytes, and a restored session answers a retry with its kept result.
+// TestGoldenSnapshotV2: a file of format version 2 (client sessions, written before the auth
+// state) still reads, as the same state with its sessions and no key or role binding, and a
+// restored session answers a retry with its kept result.
 func TestGoldenSnapshotV2(t *testing.T) {
-	path := filepath.Join("testdata", "golden-v2.snap")
-	if *update {
-		f := newFSM(t)
-		f.ApplyBatch(genLogs(t, 42, 300))
-		if err := os.WriteFile(path, snapshotBytes(t, f), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(filepath.Join("testdata", "golden-v2.snap"))
 	if err != nil {
-		t.Fatalf("%v (run go test ./fsm -run Golden -update to create it)", err)
+		t.Fatal(err)
 	}
 	info, err := snapshot.Inspect(bytes.NewReader(data))
 	if err != nil {
@@ -308,8 +302,11 @@ func TestGoldenSnapshotV2(t *testing.T) {
 	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(snapshotBytes(t, f), data) {
-		t.Fatal("golden snapshot does not re-encode to the same bytes")
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), stateOnly(t, data)) {
+		t.Fatal("a version 2 file re-encodes to another state")
+	}
+	if a := f.Auth(); a.Revision() != 0 || len(a.Keys()) != 0 || len(a.Principals()) != 0 {
+		t.Fatalf("a version 2 file restores auth state: revision %d", a.Revision())
 	}
 	sessions, results := f.Sessions()
 	if sessions != 1 || results == 0 {
@@ -324,6 +321,68 @@ func TestGoldenSnapshotV2(t *testing.T) {
 		if kept != ok || kept && (got.Reason != want.Reason || len(got.Replicas) != len(want.Replicas) || len(got.Items) != len(want.Items)) {
 			t.Fatalf("seq %d: restored answer %+v (%v), original %+v (%v)", seq, got, ok, want, kept)
 		}
+	}
+}
+
+// goldenV3Source is the state of golden-v3.snap: genLogs(42, 300) and then auth commands.
+func goldenV3Source(t *testing.T) *FSM {
+	f := newFSM(t)
+	f.ApplyBatch(genLogs(t, 42, 300))
+	idx := uint64(300)
+	for _, c := range []*metadv1.Command{
+		createKeyCmd("00000000000000aa", "alice", secretOf('a'), 1_700_000_000_000, 0),
+		createKeyCmd("00000000000000bb", RootPrincipal, secretOf('r'), 1_700_000_000_000, 1_800_000_000_000),
+		createKeyCmd("00000000000000cc", "gone", secretOf('g'), 1_700_000_000_000, 0),
+		revokeKeyCmd("00000000000000cc"),
+		grantCmd("alice", "tenant:t1"),
+		grantCmd("alice", "worker:"+workerID),
+		grantCmd("bob", "reader"),
+	} {
+		applyAuth(t, f, &idx, c)
+	}
+	return f
+}
+
+// TestGoldenSnapshotV3: the current format, the auth state included, reads and re-encodes to the
+// same bytes.
+func TestGoldenSnapshotV3(t *testing.T) {
+	path := filepath.Join("testdata", "golden-v3.snap")
+	if *update {
+		if err := os.WriteFile(path, snapshotBytes(t, goldenV3Source(t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./fsm -run Golden -update to create it)", err)
+	}
+	info, err := snapshot.Inspect(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FormatVersion != 3 || info.Index != 307 || info.Objects == 0 || len(info.Members) != 3 || info.Sessions != 1 ||
+		info.Keys != 2 || info.RoleBindings != 2 || info.AuthRevision != 7 {
+		t.Fatalf("golden snapshot reads as %+v", info)
+	}
+	f := newFSM(t)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, f), data) {
+		t.Fatal("golden snapshot does not re-encode to the same bytes")
+	}
+	if !bytes.Equal(snapshotBytes(t, goldenV3Source(t)), data) {
+		t.Fatal("the golden file's state no longer encodes to its bytes")
+	}
+	a := f.Auth()
+	if a.Revision() != 7 || !slices.Equal(a.Roles("alice"), []Role{{RoleTenant, "t1"}, {RoleWorker, workerID}}) {
+		t.Fatalf("restored auth: revision %d, alice %v", a.Revision(), a.Roles("alice"))
+	}
+	if k, err := a.VerifyToken(FormatToken("00000000000000bb", secretOf('r')), 1_750_000_000_000); err != nil || k.Principal != RootPrincipal {
+		t.Fatalf("restored key: %+v, %v", k, err)
+	}
+	if _, err := a.VerifyToken(FormatToken("00000000000000cc", secretOf('g')), 1_750_000_000_000); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("revoked key after restore: %v", err)
 	}
 }
 

@@ -47,6 +47,10 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("set_member"):        f.applySetMember,
 		num("open_session"):      f.applyOpenSession,
 		num("forget_member"):     f.applyForgetMember,
+		num("create_key"):        f.applyCreateKey,
+		num("revoke_key"):        f.applyRevokeKey,
+		num("grant_role"):        f.applyGrantRole,
+		num("revoke_role"):       f.applyRevokeRole,
 	}
 }
 

@@ -328,8 +328,13 @@ func (f *FSM) applyOpenSession(_ *store.Store, e env, c *metadv1.Command) store.
 	return r
 }
 
-// runCommand applies one command, through its session when it carries one.
+// runCommand applies one command, through its session when it carries one. A command authorized
+// against an older auth revision is refused first (AUTH_REVISION_STALE): its session never sees
+// it, so the refusal is not kept as the answer to its seq and the retry with the same seq runs.
 func (f *FSM) runCommand(s *store.Store, e env, c *metadv1.Command) store.Result {
+	if r, stale := staleAuth(f.auth.Load(), c); stale {
+		return r
+	}
 	h := c.GetSession()
 	if h.GetSessionId() == 0 {
 		return f.dispatch(s, e, c)

@@ -31,6 +31,7 @@ type fsmSnapshot struct {
 	members   []Member
 	nextSess  uint64
 	sessions  []sessionCopy
+	auth      *AuthState
 	index     uint64
 	term      uint64
 	createdAt int64
@@ -40,7 +41,7 @@ type fsmSnapshot struct {
 // Persist streams the snapshot into the sink and closes it (cancels it on error).
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	n, err := writeState(sink, s.capture, s.members, s.nextSess, s.sessions, s.index, s.term, s.createdAt)
+	n, err := writeState(sink, s.capture, s.members, s.nextSess, s.sessions, s.auth, s.index, s.term, s.createdAt)
 	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot at index %d: %w", s.index, err)
@@ -71,20 +72,24 @@ func sortedMembers(m map[string]Member) []Member {
 }
 
 // WriteCapture writes a capture and the cluster members as a snapshot file with no client sessions
-// (segments by id, each tenant and its objects by key, members by name) and returns the bytes
-// written. The same state always gives the same bytes.
+// and no auth state (segments by id, each tenant and its objects by key, members by name) and
+// returns the bytes written. The same state always gives the same bytes.
 func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term uint64, createdAt int64) (int64, error) {
-	return writeState(w, c, members, 1, nil, index, term, createdAt)
+	return writeState(w, c, members, 1, nil, emptyAuth, index, term, createdAt)
 }
 
-// writeState is WriteCapture with the client sessions (by id, after the members) and the next
-// session id.
-func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, index, term uint64, createdAt int64) (int64, error) {
+// writeState is WriteCapture with the client sessions (by id, after the members), the next
+// session id, and the auth state (keys by id, then role bindings by principal, after the
+// sessions; its revision in the header).
+func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, auth *AuthState,
+	index, term uint64, createdAt int64) (int64, error) {
+	ar := auth.Records()
 	c.Sort()
 	h := &metadv1.SnapshotHeader{
 		FormatVersion: metadv1.SnapshotFormatVersion, Index: index, Term: term, CreatedAtUnixNano: createdAt,
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
 		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
+		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)),
 	}
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
@@ -141,6 +146,18 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 			return sw.Size(), err
 		}
 	}
+	for _, k := range ar.Keys {
+		rec.Record = &metadv1.Record_Key{Key: k}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
+	for _, r := range ar.Roles {
+		rec.Record = &metadv1.Record_Role{Role: r}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
 	if err := sw.Close(); err != nil {
 		return sw.Size(), err
 	}
@@ -151,16 +168,36 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 // (magic, version, frames, counts, checksum) and the state it describes (store.Builder). Nothing is
 // returned unless everything holds.
 func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Member, *metadv1.SnapshotHeader, error) {
-	s, members, _, h, err := readState(cfg, r, nil)
-	return s, members, h, err
+	st, err := readState(cfg, r, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return st.store, st.members, st.header, nil
+}
+
+// readResult is a whole state read from a snapshot.
+type readResult struct {
+	store    *store.Store
+	members  map[string]Member
+	sessions *sessionTable
+	auth     *AuthState
+	header   *metadv1.SnapshotHeader
 }
 
 // readState is ReadSnapshot that also reads the client sessions into a new table (expired counts
-// its later expiries).
-func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *metadv1.SnapshotHeader, error) {
+// its later expiries) and the auth state (none in a file of format version 1 or 2).
+func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*readResult, error) {
+	s, members, sessions, auth, h, err := readRecords(cfg, r, expired)
+	if err != nil {
+		return nil, err
+	}
+	return &readResult{store: s, members: members, sessions: sessions, auth: auth, header: h}, nil
+}
+
+func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *AuthState, *metadv1.SnapshotHeader, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	members := map[string]Member{}
 	h := sr.Header()
@@ -168,9 +205,10 @@ func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.St
 		expired = new(atomic.Uint64)
 	}
 	sessions := newSessionTable(h.GetNextSessionId(), expired)
+	auth := newAuthBuilder(h.GetAuthRevision())
 	b, err := store.NewBuilder(cfg, h.GetNextTenantInstanceId(), h.GetStateEpoch())
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	var segs []alloc.ID
 	groups := uint64(0)
@@ -182,13 +220,13 @@ func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.St
 			break
 		}
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, nil, err
 		}
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			seg := wire.SegmentFrom(x.Segment.GetSegment())
 			if err := b.AddSegment(seg); err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			segs = append(segs, seg.ID)
 		case *metadv1.Record_Tenant:
@@ -198,7 +236,7 @@ func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.St
 			if err := b.AddTenant(store.TenantCapture{Name: t.GetName(), Instance: t.GetInstanceId(),
 				Requested: t.GetRequestedQuotaBytes(), NextObjectID: t.GetNextObjectId(), NextGroupID: t.GetNextGroupId(),
 				NextReplicaID: t.GetNextReplicaId()}); err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Object:
 			o := x.Object
@@ -207,32 +245,40 @@ func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.St
 				err = b.AddObject(string(o.GetKey()), string(o.GetGroup()), o.GetGroupId(), st)
 			}
 			if err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			if o.GetGroupId() != 0 {
 				seenGroups[o.GetGroupId()] = struct{}{}
 			}
 		case *metadv1.Record_Session:
 			if err := addSession(sessions, x.Session); err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
+		case *metadv1.Record_Key:
+			if err := auth.addKey(x.Key); err != nil {
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
+		case *metadv1.Record_Role:
+			if err := auth.addRoles(x.Role); err != nil {
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Member:
 			m := x.Member
 			if m.GetName() == "" {
-				return nil, nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
 			}
 			members[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
 		}
 	}
 	groups += uint64(len(seenGroups))
 	if groups != h.GetGroups() {
-		return nil, nil, nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
+		return nil, nil, nil, nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
 	}
 	s, err := b.Finish()
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 	}
-	return s, members, sessions, h, nil
+	return s, members, sessions, auth.a, h, nil
 }
 
 // addSession installs a session record into t.

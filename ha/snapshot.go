@@ -150,7 +150,9 @@ type RestoreResult struct {
 //     from, are replaced by this cluster's, so that no node ever forwards to another cluster, and
 //     its state epoch becomes this cluster's current epoch + 1 (read after a barrier), so that a
 //     removal or eviction prepared against the state being replaced can never commit on the
-//     restored one (apply refuses it with STATE_REPLACED and the leader prepares it again);
+//     restored one (apply refuses it with STATE_REPLACED and the leader prepares it again); its
+//     API keys and role bindings are replaced by this cluster's, at an auth revision that does not
+//     go back, so that the restore cannot lock out the operator who runs it;
 //  2. have the state machine verify the spooled state completely, as it would restore it
 //     (StateMachine.VerifySnapshot: metad's builds it into a throwaway store);
 //  3. install it with Raft's user restore: the leader takes it on, and the hole the restore leaves
@@ -187,7 +189,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	n.log.Info("snapshot restore: receiving", "spool", spool.Name())
 	members := n.currentMembers()
 	h, size, err := snapshot.Rewrite(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, members, epoch,
-		n.sm.NextSessionID())
+		n.sm.NextSessionID(), n.sm.Auth().Records())
 	if err != nil {
 		return nil, invalid(err)
 	}

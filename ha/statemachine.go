@@ -25,6 +25,9 @@ type StateMachine interface {
 	// NextSessionID returns the next client session id (RestoreSnapshot installs a state whose
 	// counter is at least this, and no session of the file).
 	NextSessionID() uint64
+	// Auth returns the current auth state (RestoreSnapshot installs a state with these keys and
+	// role bindings, at a revision no lower).
+	Auth() *fsm.AuthState
 	// Objects returns how many objects the current state holds (Status).
 	Objects() int64
 	// VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would, changing

@@ -25,6 +25,9 @@ type Config struct {
 	// with TLS, credentials that present this member's node certificate and verify the leader's
 	// against the cluster's CA bundle. Nil: plaintext (a cluster run with --insecure).
 	DialCredentials credentials.TransportCredentials
+	// Authenticate turns authentication and authorization of every call on (auth.go): cmd/metad
+	// sets it when the client listener runs TLS. Off (--insecure), every call is allowed.
+	Authenticate bool
 }
 
 // DefaultConfig returns the defaults.

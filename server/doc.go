@@ -19,6 +19,15 @@
 // known leader the answer is UNAVAILABLE. Clients retry both. Forwards and RecordMember calls dial
 // the leader with Config.DialCredentials (the member's node certificate; nil: plaintext).
 //
+// # Authentication
+//
+// With Config.Authenticate (cmd/metad sets it when the client listener runs TLS), every call of the
+// Metadata and Admin services is authenticated (auth.go: a verified client certificate's
+// principal, an API key verified once per connection, or a member forwarding for a principal) and
+// authorized by the service (service.Authorize) before it runs; gRPC health and reflection stay
+// open. A follower forwards the principal it authenticated with the call, and a call whose API key
+// its state does not hold yet, with the key, for the leader to authenticate.
+//
 // # Member records
 //
 // Run's loop keeps this node's own member record (its client and peer addresses) current: while
@@ -29,16 +38,18 @@
 // # Concurrency
 //
 // RPC handlers run concurrently on gRPC's goroutines. They share the Service and the Node (safe for
-// concurrent use), the forwarder's connection cache and the leader watch; each of the last two has
-// one mutex that is a leaf: no other lock is taken under it, and none is held across a forward or
-// any I/O. Run is one goroutine; it returns when its context is done.
+// concurrent use), the forwarder's connection cache, the leader watch and their connection's
+// authentication cache (auth.go); each of the last three has one mutex that is a leaf: no other
+// lock is taken under it, and none is held across a forward or any I/O. Run is one goroutine; it
+// returns when its context is done.
 //
 // # Lifecycle
 //
 //	svc, _ := service.New(node, fsm, lead, serviceCfg, registry, log)
 //	s, _ := server.New(svc, node, cfg, registry, log)
 //	svc.OnLeadership(s.SetLeader)
-//	g := grpc.NewServer(append(server.ServerOptions(), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))...)
+//	opts := append(server.ServerOptions(), grpc.Creds(tlsCreds), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))
+//	g := grpc.NewServer(append(opts, s.AuthOptions()...)...) // authentication (Config.Authenticate)
 //	s.Register(g)
 //	go svc.Run(ctx); go s.Run(ctx)
 //	... serve ...

@@ -33,19 +33,22 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 		code = codes.OK
 	case store.InvalidParams:
 		code = codes.InvalidArgument
-	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound:
+	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound,
+		store.KeyNotFound, store.RoleNotFound:
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
 		store.SessionExpired, store.SequenceTooOld:
 		code = codes.FailedPrecondition
-	case store.TenantQuotaExceeded, store.NoAvailableHandle:
+	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded:
 		code = codes.ResourceExhausted
-	case store.TenantAlreadyExists, store.ObjectAlreadyExists:
+	case store.TenantAlreadyExists, store.ObjectAlreadyExists, store.KeyAlreadyExists:
 		code = codes.AlreadyExists
 	case store.IllegalClient, store.SegmentOwnedByOtherClient:
 		code = codes.PermissionDenied
 	case store.StateReplaced:
 		code = codes.Unavailable
+	case store.AuthRevisionStale: // the service authorizes again and retries; a client may retry too
+		code = codes.Aborted
 	default:
 		return wr, codes.Internal, false
 	}
@@ -108,7 +111,8 @@ func unavailableStatus(msg string) error {
 
 // toStatus translates any error a service meets into a status: store rejections by reason,
 // membership refusals (package ha) as MEMBER_NOT_FOUND or INVALID_PARAMS, Raft failures (package
-// ha) into NOT_LEADER or UNAVAILABLE, context errors into their codes, and statuses (from a
+// ha) into NOT_LEADER or UNAVAILABLE, authentication and authorization failures (package service)
+// into UNAUTHENTICATED and PERMISSION_DENIED, context errors into their codes, and statuses (from a
 // forwarded call) unchanged. A *service.Error's tenant and key go into the ErrorDetail.
 func toStatus(err error) error {
 	if err == nil {
@@ -144,6 +148,10 @@ func toStatus(err error) error {
 		return unavailableStatus("the outcome is unknown: " + err.Error())
 	case errors.Is(err, service.ErrForward):
 		return notLeaderStatus("", "")
+	case errors.Is(err, service.ErrUnauthenticated):
+		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, service.ErrPermissionDenied):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, service.ErrInternal):
 		return status.Error(codes.Internal, err.Error())
 	case errors.Is(err, service.ErrUnimplemented):

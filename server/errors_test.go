@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -104,6 +105,11 @@ func TestMembershipErrorsMap(t *testing.T) {
 	}
 }
 
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
+
 // TestStoreReasonsReachClient provokes every store rejection through gRPC and checks the code
 // and ErrorDetail the client gets.
 func TestStoreReasonsReachClient(t *testing.T) {
@@ -184,6 +190,16 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("replaced")})
 			return err
 		}},
+		{store.AuthRevisionStale, "", func() error {
+			// An auth change commits before every attempt: the service gives up after
+			// service.MaxAuthStale checks again (authz_test.go).
+			n := startAuth(t, newPKI(t), newFakeBackend(t, nil), "n1")
+			n.b.mustApply(t, grantCmd("ops", "admin"))
+			tok, _ := newKey(t, n.b, "ops", 0)
+			n.b.authChangeBeforeEachApply(t, service.MaxAuthStale+1)
+			_, err := n.clients(t).admin.SetQuota(withKey(t, tok), &metadv1.SetQuotaRequest{QuotaBytes: 1 << 20})
+			return err
+		}},
 		{store.MemberNotFound, "", func() error {
 			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{Name: "ghost"})
 			return err
@@ -208,6 +224,47 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			}
 			_, err = h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("old"), Size: 8,
 				Session: &metadv1.SessionHeader{SessionId: id, Seq: 1, FirstUnackedSeq: 1}})
+			return err
+		}},
+		{store.KeyNotFound, "", func() error {
+			_, err := h.admin.RevokeKey(ctx, &metadv1.RevokeKeyRequest{KeyId: "0123456789abcdef"})
+			return err
+		}},
+		{store.RoleNotFound, "", func() error {
+			_, err := h.admin.RevokeRole(ctx, &metadv1.RevokeRoleRequest{Principal: "nobody", Role: "reader"})
+			return err
+		}},
+		{store.KeyAlreadyExists, "", func() error {
+			// Every id drawn is the same: the first key takes it, and the second draw gives up
+			// after keyIDTries.
+			fixed := start(t, newFakeBackend(t, nil), func() config { c := testConfig(); c.KeyRand = zeros{}; return c }())
+			if _, err := fixed.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: "a"}); err != nil {
+				return err
+			}
+			_, err := fixed.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: "b"})
+			return err
+		}},
+		{store.AuthLimitExceeded, "", func() error {
+			for i := range fsm.MaxRolesPerPrincipal {
+				if _, err := h.admin.GrantRole(ctx, &metadv1.GrantRoleRequest{Principal: "many", Role: fmt.Sprintf("tenant:t%d", i)}); err != nil {
+					return err
+				}
+			}
+			_, err := h.admin.GrantRole(ctx, &metadv1.GrantRoleRequest{Principal: "many", Role: "reader"})
+			return err
+		}},
+		{store.AuthRevisionStale, "", func() error {
+			// Every proposal carries revision 1, as if authorized before the grants that made
+			// the state's revision 2.
+			if _, err := h.admin.GrantRole(ctx, &metadv1.GrantRoleRequest{Principal: "x", Role: "reader"}); err != nil {
+				return err
+			}
+			if _, err := h.admin.GrantRole(ctx, &metadv1.GrantRoleRequest{Principal: "y", Role: "reader"}); err != nil {
+				return err
+			}
+			h.b.staleAuth.Store(1)
+			defer h.b.staleAuth.Store(0)
+			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "late"})
 			return err
 		}},
 		{store.SegmentOwnedByOtherClient, "", func() error {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"metad/fsm"
 	"metad/ha"
@@ -48,6 +49,9 @@ type fakeBackend struct {
 
 	// silent makes a follower report that it has not heard from its leader recently.
 	silent atomic.Bool
+	// staleAuth, when not 0, is the auth revision every proposal carries, as if the leader had
+	// authorized it against that revision before auth commands committed.
+	staleAuth atomic.Uint64
 
 	leaderMu   sync.Mutex // guards leaderName and leaderAddr
 	leaderName string
@@ -113,6 +117,10 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (store.
 		(*fn)()
 	}
 	b.index++
+	if rev := b.staleAuth.Load(); rev != 0 {
+		cmd = proto.CloneOf(cmd)
+		cmd.AuthRevision = rev
+	}
 	data, err := fsm.EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: b.now().UnixNano(), Seed: b.index,
 		Commands: []*metadv1.Command{cmd}})
 	if err != nil {

@@ -232,6 +232,12 @@ func (h *hop) why(t target, err error) error {
 	return nil
 }
 
+// forwardContext is the outgoing context of a forward of the call in ctx, run under hctx: marked
+// forwarded, with the call's authentication (forwardMD: the principal, or a deferred call's key).
+func forwardContext(ctx, hctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(hctx, append([]string{forwardedKey, "1"}, forwardMD(ctx)...)...)
+}
+
 // isForwarded reports whether the incoming call was forwarded by another node.
 func isForwarded(ctx context.Context) bool {
 	md, ok := metadata.FromIncomingContext(ctx)
@@ -274,7 +280,7 @@ func (s *Server) forward(ctx context.Context, t target, req, resp proto.Message)
 	s.m.forwarded.WithLabelValues(methodLabel(method)).Inc()
 	h := s.newHop(ctx, method)
 	defer h.done()
-	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
+	out := forwardContext(ctx, h.ctx)
 	if err := cc.Invoke(out, method, req, resp); err != nil {
 		return hopErr(h, err, t)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // Every metric of the package is declared in this file and registered on the Registerer given to
@@ -19,6 +20,10 @@ type metrics struct {
 	requests  *prometheus.CounterVec   // by method and code
 	latency   *prometheus.HistogramVec // by method
 	forwarded *prometheus.CounterVec   // by method
+
+	authFailures      *prometheus.CounterVec // calls refused by authentication or authorization, by reason
+	authVerifications prometheus.Counter     // API keys verified (hashed); cached per connection otherwise
+	authDeferred      prometheus.Counter     // calls forwarded for the leader to authenticate (key unknown here)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,11 +41,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "metad_server_forwarded_requests_total",
 			Help: "Requests this node forwarded to the leader, by method.",
 		}, []string{"method"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_server_auth_failures_total",
+			Help: "Calls refused by authentication or authorization, by reason (no_credentials, unknown_key, expired_key, bad_key, denied).",
+		}, []string{"reason"}),
+		authVerifications: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_server_auth_key_verifications_total",
+			Help: "API keys verified against the auth state (a SHA-256 each); a connection reuses a verified key until the auth state changes.",
+		}),
+		authDeferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_server_auth_deferred_total",
+			Help: "Calls with an API key this follower's state does not hold yet, forwarded for the leader to authenticate.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwarded} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwarded, m.authFailures, m.authVerifications, m.authDeferred} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -54,12 +71,23 @@ func methodLabel(full string) string {
 	return strings.TrimPrefix(full, "metad.v1.")
 }
 
-// UnaryInterceptor records the request metrics; cmd/metad installs it with
-// grpc.ChainUnaryInterceptor.
+// UnaryInterceptor records the request metrics and, with Config.Authenticate, authenticates and
+// authorizes each call (auth.go); cmd/metad installs it with grpc.ChainUnaryInterceptor.
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
-		resp, err := handler(ctx, req)
+		var resp any
+		var err error
+		if s.cfg.Authenticate && !openMethod(info.FullMethod) {
+			pm, ok := req.(proto.Message)
+			if !ok {
+				err = internalStatus("%s: the request is no protobuf message", info.FullMethod)
+			} else if ctx, err = s.admit(ctx, info.FullMethod, pm); err == nil {
+				resp, err = handler(ctx, req)
+			}
+		} else {
+			resp, err = handler(ctx, req)
+		}
 		method := methodLabel(info.FullMethod)
 		s.m.requests.WithLabelValues(method, status.Code(err).String()).Inc()
 		s.m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())

@@ -59,9 +59,20 @@ type Service interface {
 	UnmountSegment(context.Context, *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error)
 	Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error)
 	OpenSession(context.Context, *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error)
+	CreateKey(context.Context, *metadv1.CreateKeyRequest) (*metadv1.CreateKeyResponse, error)
+	RevokeKey(context.Context, *metadv1.RevokeKeyRequest) (*metadv1.RevokeKeyResponse, error)
+	ListKeys(context.Context, *metadv1.ListKeysRequest) (*metadv1.ListKeysResponse, error)
+	GrantRole(context.Context, *metadv1.GrantRoleRequest) (*metadv1.GrantRoleResponse, error)
+	RevokeRole(context.Context, *metadv1.RevokeRoleRequest) (*metadv1.RevokeRoleResponse, error)
+	ListRoles(context.Context, *metadv1.ListRolesRequest) (*metadv1.ListRolesResponse, error)
 	// OpenSnapshot and RestoreSnapshot serve the snapshot streams (see snapshot.go).
 	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
 	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)
+	// VerifyToken, AuthStale and Authorize authenticate and authorize calls (auth.go; package
+	// service, authz.go).
+	VerifyToken(token string) (service.Verified, error)
+	AuthStale(v service.Verified) bool
+	Authorize(ctx context.Context, c service.Caller, method string, req proto.Message) (context.Context, error)
 }
 
 // Node must be safe for concurrent use. It is what the adapter needs of the Raft node to route
@@ -189,23 +200,35 @@ func (s *Server) SetLeader(leader bool) {
 
 // unary runs a unary call: the Service's answer here, or, when this node does not lead
 // (service.ErrForward), the leader's answer to the same call forwarded there (forward.go).
+//
+// A call whose authentication was deferred to the leader (auth.go: its API key is unknown here)
+// goes to the leader without the Service seeing it, even one this node would serve itself.
 func unary[Req proto.Message, Resp any, P interface {
 	*Resp
 	proto.Message
 }](ctx context.Context, s *Server, req Req, call func(context.Context, Req) (P, error)) (P, error) {
-	resp, err := call(ctx, req)
-	if !errors.Is(err, service.ErrForward) {
-		if err != nil {
-			return nil, toStatus(err)
+	deferred := deferredAuth(ctx)
+	if !deferred {
+		resp, err := call(ctx, req)
+		if !errors.Is(err, service.ErrForward) {
+			if err != nil {
+				return nil, toStatus(err)
+			}
+			return resp, nil
 		}
-		return resp, nil
 	}
 	t, err := s.leaderTarget(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if t.local { // this node took office since the service looked
-		if resp, err = call(ctx, req); err != nil {
+	if t.local { // this node took office since the service (or the authentication) looked
+		if deferred {
+			if ctx, err = s.readmit(ctx, req); err != nil {
+				return nil, err
+			}
+		}
+		resp, err := call(ctx, req)
+		if err != nil {
 			return nil, toStatus(err)
 		}
 		return resp, nil

@@ -69,8 +69,36 @@ func (a *adminService) RecordMember(ctx context.Context, req *metadv1.RecordMemb
 	return unary(ctx, a.s, req, a.s.svc.RecordMember)
 }
 
-// Status describes the node that answers (never forwarded).
+func (a *adminService) CreateKey(ctx context.Context, req *metadv1.CreateKeyRequest) (*metadv1.CreateKeyResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.CreateKey)
+}
+
+func (a *adminService) RevokeKey(ctx context.Context, req *metadv1.RevokeKeyRequest) (*metadv1.RevokeKeyResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.RevokeKey)
+}
+
+func (a *adminService) ListKeys(ctx context.Context, req *metadv1.ListKeysRequest) (*metadv1.ListKeysResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListKeys)
+}
+
+func (a *adminService) GrantRole(ctx context.Context, req *metadv1.GrantRoleRequest) (*metadv1.GrantRoleResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.GrantRole)
+}
+
+func (a *adminService) RevokeRole(ctx context.Context, req *metadv1.RevokeRoleRequest) (*metadv1.RevokeRoleResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.RevokeRole)
+}
+
+func (a *adminService) ListRoles(ctx context.Context, req *metadv1.ListRolesRequest) (*metadv1.ListRolesResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListRoles)
+}
+
+// Status describes the node that answers (never forwarded, unless its authentication was deferred
+// to the leader).
 func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
+	if deferredAuth(ctx) {
+		return unary(ctx, a.s, req, a.s.svc.Status)
+	}
 	resp, err := a.s.svc.Status(ctx, req)
 	return resp, toStatus(err)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -30,13 +29,18 @@ const snapshotLogEvery = 5 * time.Second
 func (a *adminService) SnapshotSave(req *metadv1.SnapshotSaveRequest, stream grpc.ServerStreamingServer[metadv1.SnapshotChunk]) error {
 	s := a.s
 	ctx := stream.Context()
-	if !req.GetAllowStale() {
+	if !req.GetAllowStale() || deferredAuth(ctx) {
 		t, err := s.leaderTarget(ctx)
 		if err != nil {
 			return err
 		}
 		if !t.local {
 			return s.forwardSnapshotSave(ctx, t, req, stream)
+		}
+		if deferredAuth(ctx) { // this node took office since the call was authenticated
+			if ctx, err = s.readmit(ctx, nil); err != nil {
+				return err
+			}
 		}
 	}
 	start := time.Now()
@@ -90,6 +94,11 @@ func (a *adminService) SnapshotRestore(stream grpc.ClientStreamingServer[metadv1
 	}
 	if !t.local {
 		return s.forwardSnapshotRestore(ctx, t, stream)
+	}
+	if deferredAuth(ctx) { // this node took office since the call was authenticated
+		if ctx, err = s.readmit(ctx, nil); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	s.log.Info("snapshot restore: started")
@@ -166,7 +175,7 @@ func (s *Server) forwardSnapshotSave(ctx context.Context, t target, req *metadv1
 	s.m.forwarded.WithLabelValues(methodLabel(metadv1.Admin_SnapshotSave_FullMethodName)).Inc()
 	h := s.newHop(ctx, metadv1.Admin_SnapshotSave_FullMethodName)
 	defer h.done()
-	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
+	out := forwardContext(ctx, h.ctx)
 	up, err := metadv1.NewAdminClient(cc).SnapshotSave(out, req)
 	if err != nil {
 		return hopErr(h, err, t)
@@ -194,7 +203,7 @@ func (s *Server) forwardSnapshotRestore(ctx context.Context, t target, stream gr
 	s.m.forwarded.WithLabelValues(methodLabel(metadv1.Admin_SnapshotRestore_FullMethodName)).Inc()
 	h := s.newHop(ctx, metadv1.Admin_SnapshotRestore_FullMethodName)
 	defer h.done()
-	out := metadata.AppendToOutgoingContext(h.ctx, forwardedKey, "1")
+	out := forwardContext(ctx, h.ctx)
 	up, err := metadv1.NewAdminClient(cc).SnapshotRestore(out)
 	if err != nil {
 		return hopErr(h, err, t)

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"metad/store"
@@ -31,9 +32,12 @@ type Config struct {
 	SweepInterval time.Duration
 	// BackgroundTimeout bounds each proposal that Run's loop makes (client expiry). Default 5 s.
 	BackgroundTimeout time.Duration
-	// Now is the clock (leases, put times seen by the leader, client liveness). nil = time.Now;
-	// tests inject a fake.
+	// Now is the clock (leases, put times seen by the leader, client liveness, API key times).
+	// nil = time.Now; tests inject a fake.
 	Now func() time.Time
+	// KeyRand is the source of API key ids and secrets (CreateKey). nil = crypto/rand; tests
+	// inject a fixed one.
+	KeyRand io.Reader
 	// SessionTTL is how long a client session may go without a command before apply drops it
 	// (by the leader times in the log). Default 5 min.
 	SessionTTL time.Duration

@@ -8,12 +8,16 @@
 //
 // # Request path
 //
-//	validate (InvalidArgument naming the field: *store.Error INVALID_PARAMS; nothing proposed)
+//	authorize (authz.go; the adapter calls Authorize before the method: roles, tenant scoping,
+//	          PERMISSION_DENIED or UNAUTHENTICATED; nothing looked up)
+//	  -> validate (InvalidArgument naming the field: *store.Error INVALID_PARAMS; nothing proposed)
 //	  -> leader? no: ErrForward (the adapter sends the same call to the leader)
 //	             yes:
 //	  -> write:   build the command (stamping cluster settings: placement strategy, put discard
-//	              timeout) -> fsm.Check against the leader's state: refused -> answer the refusal
-//	              without a log entry; otherwise Backend.Propose -> store.Result
+//	              timeout; the caller's principal and the auth revision it was checked at)
+//	              -> fsm.Check against the leader's state: refused -> answer the refusal without a
+//	              log entry; otherwise Backend.Propose -> store.Result (refused
+//	              AUTH_REVISION_STALE: authorize again, propose again, at most MaxAuthStale times)
 //	     removal: store.Prepare* (lease check unless force, PROCESSING check, unlink mark)
 //	              -> propose the command fenced by the prepared tokens -> ClearMarks on failure
 //	              -> prepare again when a snapshot restore replaced the state (STATE_REPLACED)

@@ -67,15 +67,18 @@ func ProposeMarked(ctx context.Context, propose func(context.Context) (store.Res
 }
 
 // NoEntry reports whether a failed proposal certainly left no entry that could still commit: this
-// node did not lead, it is shutting down, or Raft did not take the entry within the apply timeout.
+// node did not lead, it is shutting down, Raft did not take the entry within the apply timeout, or
+// apply refused the entry as checked against an older auth state and the call, checked again, is
+// no longer allowed (proposeAuthed).
 func NoEntry(err error) bool {
-	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrTimeout)
+	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrTimeout) ||
+		errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied)
 }
 
 // proposeMarked is ProposeMarked of cmd through the Backend, clearing marks in st.
 func (s *Service) proposeMarked(ctx context.Context, st *store.Store, cmd *metadv1.Command, marks []store.ObjectToken) (store.Result, error) {
 	cmd = stamped(ctx, cmd)
-	return ProposeMarked(ctx, func(ctx context.Context) (store.Result, error) { return s.b.Propose(ctx, cmd) },
+	return ProposeMarked(ctx, func(ctx context.Context) (store.Result, error) { return s.proposeAuthed(ctx, cmd) },
 		func() { st.ClearMarks(marks) })
 }
 

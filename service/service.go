@@ -81,6 +81,8 @@ type State interface {
 	Replay(h *metadv1.SessionHeader) (store.Result, bool)
 	// SessionOpen reports whether the state holds the session.
 	SessionOpen(id uint64) bool
+	// Auth returns the current auth state (API keys, role bindings): immutable, swapped by apply.
+	Auth() *fsm.AuthState
 }
 
 var (

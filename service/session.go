@@ -55,11 +55,13 @@ func sessionOf(ctx context.Context) *metadv1.SessionHeader {
 	return h
 }
 
-// stamped returns cmd carrying ctx's session header.
+// stamped returns cmd carrying ctx's session header, and the principal and auth revision of ctx's
+// call (authz.go) when it has one.
 func stamped(ctx context.Context, cmd *metadv1.Command) *metadv1.Command {
 	if h := sessionOf(ctx); h != nil {
 		cmd.Session = h
 	}
+	stampAuth(ctx, cmd)
 	return cmd
 }
 
@@ -92,9 +94,9 @@ func (s *Service) OpenSession(ctx context.Context, req *metadv1.OpenSessionReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	cmd := &metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{
-		TtlMs: ms(s.cfg.SessionTTL), Window: s.cfg.SessionWindow}}}
-	res, err := s.b.Propose(ctx, cmd)
+	cmd := stamped(ctx, &metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{
+		TtlMs: ms(s.cfg.SessionTTL), Window: s.cfg.SessionWindow}}})
+	res, err := s.proposeAuthed(ctx, cmd)
 	if err != nil {
 		return nil, fail(err, "", nil)
 	}

@@ -59,6 +59,9 @@ func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (sto
 		}
 		var refused bool
 		refusal, refused = fsm.Check(st, cmd)
+		if !refused {
+			refusal, refused = fsm.CheckAuth(s.st.Auth(), cmd)
+		}
 		if r, ok := s.answered(ctx); refused && ok { // its first attempt applied meanwhile
 			refusal = r
 		}
@@ -70,5 +73,5 @@ func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (sto
 	if !propose {
 		return refusal, nil
 	}
-	return s.b.Propose(ctx, cmd)
+	return s.proposeAuthed(ctx, cmd)
 }

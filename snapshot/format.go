@@ -117,7 +117,7 @@ type Reader struct {
 	buf    []byte
 	n      int64
 	done   bool
-	counts struct{ tenants, segments, objects uint64 }
+	counts struct{ tenants, segments, objects, keys, roles uint64 }
 }
 
 // NewReader reads and checks the magic, the format version and the header.
@@ -236,6 +236,10 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 		r.counts.segments++
 	case *metadv1.Record_Object:
 		r.counts.objects++
+	case *metadv1.Record_Key:
+		r.counts.keys++
+	case *metadv1.Record_Role:
+		r.counts.roles++
 	case *metadv1.Record_Member, *metadv1.Record_Session:
 	default:
 		return fmt.Errorf("snapshot: record ending at byte %d has no known kind: %w", r.n, ErrCorrupt)
@@ -260,6 +264,10 @@ func (r *Reader) finish() error {
 	if h.Tenants != r.counts.tenants || h.Segments != r.counts.segments || h.Objects != r.counts.objects {
 		return fmt.Errorf("snapshot: header counts %d tenants %d segments %d objects, file has %d/%d/%d: %w",
 			h.Tenants, h.Segments, h.Objects, r.counts.tenants, r.counts.segments, r.counts.objects, ErrCorrupt)
+	}
+	if h.Keys != r.counts.keys || h.RoleBindings != r.counts.roles {
+		return fmt.Errorf("snapshot: header counts %d keys %d role bindings, file has %d/%d: %w",
+			h.Keys, h.RoleBindings, r.counts.keys, r.counts.roles, ErrCorrupt)
 	}
 	r.done = true
 	return io.EOF

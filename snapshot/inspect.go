@@ -21,7 +21,10 @@ type Info struct {
 	Tenants       []TenantInfo  `json:"tenants"`
 	Segments      []SegmentInfo `json:"segments"`
 	Members       []MemberInfo  `json:"members"`
-	Sessions      int           `json:"sessions"` // client sessions (format version 2)
+	Sessions      int           `json:"sessions"`      // client sessions (format version 2)
+	Keys          int           `json:"keys"`          // API keys (format version 3)
+	RoleBindings  int           `json:"role_bindings"` // principals with roles (format version 3)
+	AuthRevision  uint64        `json:"auth_revision"` // (format version 3)
 }
 
 // MemberInfo is one recorded cluster member of a snapshot.
@@ -61,7 +64,8 @@ func Inspect(r io.Reader) (*Info, error) {
 		return nil, err
 	}
 	h := sr.Header()
-	info := &Info{FormatVersion: h.FormatVersion, Index: h.Index, Term: h.Term, CreatedAt: h.CreatedAtUnixNano}
+	info := &Info{FormatVersion: h.FormatVersion, Index: h.Index, Term: h.Term, CreatedAt: h.CreatedAtUnixNano,
+		AuthRevision: h.AuthRevision}
 	var cur *TenantInfo
 	groups := map[uint64]struct{}{}
 	closeTenant := func() {
@@ -87,6 +91,10 @@ func Inspect(r io.Reader) (*Info, error) {
 				Tier: tierName(s.GetTier()), Size: s.GetSize(), Endpoint: s.GetEndpoint(), Owner: uuidString(s.GetOwnerClientId())})
 		case *metadv1.Record_Session:
 			info.Sessions++
+		case *metadv1.Record_Key:
+			info.Keys++
+		case *metadv1.Record_Role:
+			info.RoleBindings++
 		case *metadv1.Record_Member:
 			m := x.Member
 			info.Members = append(info.Members, MemberInfo{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()})

@@ -22,16 +22,33 @@ func Damaged(err error) bool {
 	return false
 }
 
+// Auth is the auth state a restored file is given: the restoring cluster's API keys (sorted by
+// id), role bindings (sorted by principal) and auth revision.
+type Auth struct {
+	Revision uint64
+	Keys     []*metadv1.KeyRecord
+	Roles    []*metadv1.RoleRecord
+}
+
 // Rewrite copies the snapshot file read from r to w record by record, verifying it as it streams,
 // with its member records replaced by members (written in the order given, after every other
 // record), its header's state epoch set to epoch, its client sessions dropped and its next session
 // id raised to at least nextSession. A restored state is another history: the sessions of the file
 // describe clients of that history (another cluster's, or this one's past), and ids this cluster
-// has handed out must not be handed out again. Every other header field and record is kept as it
-// is, so the objects, tenants and segments the file describes are unchanged. It returns the
-// header written and the bytes written. A file that fails verification gives the reader's error
-// (Damaged reports true for it); a failed write gives an error that names the write.
-func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, nextSession uint64) (*metadv1.SnapshotHeader, int64, error) {
+// has handed out must not be handed out again.
+//
+// With auth, the file's API keys and role bindings are replaced by auth's (written after the
+// members), and its auth revision becomes the larger of the two: a restore must not lock out the
+// operator who runs it with the keys and roles of another time, and the revision never goes back,
+// so a command authorized against the cluster's auth state before the restore is still measured
+// against a revision at least as new. Without auth (a new cluster built from the file), the file's
+// are kept.
+//
+// Every other header field and record is kept as it is, so the objects, tenants and segments the
+// file describes are unchanged. It returns the header written and the bytes written. A file that
+// fails verification gives the reader's error (Damaged reports true for it); a failed write gives
+// an error that names the write.
+func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, nextSession uint64, auth *Auth) (*metadv1.SnapshotHeader, int64, error) {
 	sr, err := NewReader(r)
 	if err != nil {
 		return nil, 0, err
@@ -39,10 +56,18 @@ func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, n
 	h := proto.CloneOf(sr.Header())
 	h.StateEpoch = epoch
 	h.NextSessionId = max(h.GetNextSessionId(), nextSession)
+	if auth != nil {
+		h.AuthRevision = max(h.GetAuthRevision(), auth.Revision)
+		h.Keys, h.RoleBindings = uint64(len(auth.Keys)), uint64(len(auth.Roles))
+		if h.FormatVersion < 3 {
+			h.FormatVersion = 3 // the auth records need it
+		}
+	}
 	sw, err := NewWriter(w, h)
 	if err != nil {
 		return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 	}
+	var kept []*metadv1.Record // the file's key and role records, when auth is nil
 	rec := &metadv1.Record{}
 	for {
 		err := sr.Next(rec)
@@ -55,6 +80,11 @@ func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, n
 		switch rec.Record.(type) {
 		case *metadv1.Record_Member, *metadv1.Record_Session:
 			continue
+		case *metadv1.Record_Key, *metadv1.Record_Role:
+			if auth == nil { // kept, after the members as a file has them
+				kept = append(kept, proto.CloneOf(rec))
+			}
+			continue
 		}
 		if err := sw.WriteRecord(rec); err != nil {
 			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
@@ -62,6 +92,19 @@ func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, n
 	}
 	for _, m := range members {
 		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Member{Member: m}}); err != nil {
+			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
+		}
+	}
+	if auth != nil {
+		for _, k := range auth.Keys {
+			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Key{Key: k}})
+		}
+		for _, rr := range auth.Roles {
+			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Role{Role: rr}})
+		}
+	}
+	for _, rec := range kept {
+		if err := sw.WriteRecord(rec); err != nil {
 			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 		}
 	}

@@ -40,11 +40,11 @@ func member(name string) *metadv1.MemberRecord {
 // member records and the state epoch.
 func TestRewriteReplacesMembersAndEpoch(t *testing.T) {
 	var src bytes.Buffer
-	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), []*metadv1.MemberRecord{member("old")}, 3, 0); err != nil {
+	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), []*metadv1.MemberRecord{member("old")}, 3, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a"), member("b")}, 7, 0)
+	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a"), member("b")}, 7, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRewriteDropsSessions(t *testing.T) {
 	}
 	for _, tc := range []struct{ next, want uint64 }{{9, 9}, {2, 5}} {
 		var out bytes.Buffer
-		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), nil, 1, tc.next); err != nil {
+		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), nil, 1, tc.next, nil); err != nil {
 			t.Fatal(err)
 		}
 		h, recs := records(t, out.Bytes())
@@ -102,10 +102,88 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 // TestRewriteFailures: a damaged source is named as damage; a failed write is not.
 func TestRewriteFailures(t *testing.T) {
 	data := sample(t)
-	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), nil, 1, 0); !errors.Is(err, ErrTruncated) || !Damaged(err) {
+	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), nil, 1, 0, nil); !errors.Is(err, ErrTruncated) || !Damaged(err) {
 		t.Errorf("truncated source: %v", err)
 	}
-	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), nil, 1, 0); err == nil || Damaged(err) {
+	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), nil, 1, 0, nil); err == nil || Damaged(err) {
 		t.Errorf("failed write: %v", err)
+	}
+}
+
+func keyRec(id, principal string) *metadv1.KeyRecord {
+	return &metadv1.KeyRecord{Id: id, Principal: principal, Sha256: bytes.Repeat([]byte{1}, 32), CreatedMs: 1}
+}
+
+// TestRewriteAuth: given the cluster's auth state, the copy holds its keys and role bindings in
+// place of the file's, at the larger of the two revisions (a restore never takes the revision
+// back); without it, the file's are kept, after the members.
+func TestRewriteAuth(t *testing.T) {
+	var src bytes.Buffer
+	w, err := NewWriter(&src, &metadv1.SnapshotHeader{FormatVersion: 3, Index: 9, Term: 2, AuthRevision: 5, Keys: 1, RoleBindings: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileKey := &metadv1.Record{Record: &metadv1.Record_Key{Key: keyRec("00000000000000aa", "old")}}
+	fileRole := &metadv1.Record{Record: &metadv1.Record_Role{Role: &metadv1.RoleRecord{Principal: "old", Roles: []string{"admin"}}}}
+	for _, rec := range []*metadv1.Record{fileKey, fileRole} {
+		if err := w.WriteRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mine := &Auth{Revision: 3, Keys: []*metadv1.KeyRecord{keyRec("00000000000000bb", "op"), keyRec("00000000000000cc", "op")},
+		Roles: []*metadv1.RoleRecord{{Principal: "op", Roles: []string{"admin"}}}}
+	for _, tc := range []struct {
+		name  string
+		auth  *Auth
+		rev   uint64
+		want  []*metadv1.Record
+		count [2]uint64
+	}{
+		{"the cluster's, file's revision higher", mine, 5, []*metadv1.Record{
+			{Record: &metadv1.Record_Member{Member: member("a")}},
+			{Record: &metadv1.Record_Key{Key: mine.Keys[0]}}, {Record: &metadv1.Record_Key{Key: mine.Keys[1]}},
+			{Record: &metadv1.Record_Role{Role: mine.Roles[0]}}}, [2]uint64{2, 1}},
+		{"the cluster's, cluster's revision higher", &Auth{Revision: 8}, 8, []*metadv1.Record{
+			{Record: &metadv1.Record_Member{Member: member("a")}}}, [2]uint64{0, 0}},
+		{"the file's", nil, 5, []*metadv1.Record{
+			{Record: &metadv1.Record_Member{Member: member("a")}}, fileKey, fileRole}, [2]uint64{1, 1}},
+	} {
+		var out bytes.Buffer
+		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a")}, 1, 0, tc.auth); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		h, recs := records(t, out.Bytes())
+		if h.GetAuthRevision() != tc.rev || h.GetKeys() != tc.count[0] || h.GetRoleBindings() != tc.count[1] {
+			t.Errorf("%s: header revision %d keys %d bindings %d", tc.name, h.GetAuthRevision(), h.GetKeys(), h.GetRoleBindings())
+		}
+		if len(recs) != len(tc.want) {
+			t.Fatalf("%s: %d records, want %d", tc.name, len(recs), len(tc.want))
+		}
+		for i := range recs {
+			if !proto.Equal(recs[i], tc.want[i]) {
+				t.Errorf("%s: record %d: %v, want %v", tc.name, i, recs[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// TestReaderChecksAuthCounts: the header's key and role binding counts must match the records.
+func TestReaderChecksAuthCounts(t *testing.T) {
+	var src bytes.Buffer
+	w, err := NewWriter(&src, &metadv1.SnapshotHeader{FormatVersion: 3, Keys: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Key{Key: keyRec("00000000000000aa", "x")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Inspect(bytes.NewReader(src.Bytes())); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a file with 1 key whose header says 2: %v", err)
 	}
 }

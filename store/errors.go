@@ -32,6 +32,11 @@ const (
 	MemberNotFound
 	SessionExpired
 	SequenceTooOld
+	AuthRevisionStale
+	KeyNotFound
+	RoleNotFound
+	KeyAlreadyExists
+	AuthLimitExceeded
 	numReasons
 )
 
@@ -55,6 +60,11 @@ var reasonNames = [numReasons]string{
 	MemberNotFound:            "MEMBER_NOT_FOUND",
 	SessionExpired:            "SESSION_EXPIRED",
 	SequenceTooOld:            "SEQUENCE_TOO_OLD",
+	AuthRevisionStale:         "AUTH_REVISION_STALE",
+	KeyNotFound:               "KEY_NOT_FOUND",
+	RoleNotFound:              "ROLE_NOT_FOUND",
+	KeyAlreadyExists:          "KEY_ALREADY_EXISTS",
+	AuthLimitExceeded:         "AUTH_LIMIT_EXCEEDED",
 }
 
 // String returns the reason's stable upper-case name.

@@ -313,6 +313,16 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_SESSION_EXPIRED, true
 	case store.SequenceTooOld:
 		return metadv1.Reason_REASON_SEQUENCE_TOO_OLD, true
+	case store.AuthRevisionStale:
+		return metadv1.Reason_REASON_AUTH_REVISION_STALE, true
+	case store.KeyNotFound:
+		return metadv1.Reason_REASON_KEY_NOT_FOUND, true
+	case store.RoleNotFound:
+		return metadv1.Reason_REASON_ROLE_NOT_FOUND, true
+	case store.KeyAlreadyExists:
+		return metadv1.Reason_REASON_KEY_ALREADY_EXISTS, true
+	case store.AuthLimitExceeded:
+		return metadv1.Reason_REASON_AUTH_LIMIT_EXCEEDED, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }

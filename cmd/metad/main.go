@@ -226,8 +226,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sc := server.DefaultConfig()
 	sc.ForwardTimeout = cfg.ForwardTimeout
-	if rl != nil {
+	if rl != nil { // with TLS, every call is authenticated and authorized (server/auth.go, service/authz.go)
 		sc.DialCredentials = credentials.NewTLS(rl.ClientConfig())
+		sc.Authenticate = true
 	}
 	srv, err := server.New(svc, node, sc, reg, log)
 	if err != nil {
@@ -241,6 +242,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	if rl != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(rl.ServerConfig(cfg.clientAuth()))))
+		opts = append(opts, srv.AuthOptions()...)
 	}
 	gs := grpc.NewServer(opts...)
 	srv.Register(gs)

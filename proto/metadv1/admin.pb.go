@@ -1931,6 +1931,713 @@ func (x *SnapshotRestoreResponse) GetGroups() uint64 {
 	return 0
 }
 
+// CreateKeyRequest names the principal of a new API key.
+type CreateKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal the key authenticates as: 1..64 bytes of [a-z0-9._-] (tlsconf.ValidName).
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Lifetime, milliseconds; 0 = never expires. At most ten years.
+	TtlMs         uint64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyRequest) Reset() {
+	*x = CreateKeyRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyRequest) ProtoMessage() {}
+
+func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
+func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CreateKeyRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+// CreateKeyResponse is the new key; the token is shown here only.
+type CreateKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key id: 16 lowercase hex characters.
+	KeyId string `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The bearer token, "mtd_<key_id>_<secret>": the only copy of the secret.
+	Token string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Expiry, Unix milliseconds; 0 = never.
+	ExpiresMs     int64 `protobuf:"varint,3,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyResponse) Reset() {
+	*x = CreateKeyResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyResponse) ProtoMessage() {}
+
+func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
+func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CreateKeyResponse) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *CreateKeyResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateKeyResponse) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+// RevokeKeyRequest names the key to revoke.
+type RevokeKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key id.
+	KeyId         string `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyRequest) Reset() {
+	*x = RevokeKeyRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyRequest) ProtoMessage() {}
+
+func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
+func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RevokeKeyRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+// RevokeKeyResponse says the revoke is committed.
+type RevokeKeyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKeyResponse) Reset() {
+	*x = RevokeKeyResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKeyResponse) ProtoMessage() {}
+
+func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
+func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+// ListKeysRequest asks for the API keys.
+type ListKeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Serve from this node's state without a read barrier; may be stale.
+	Stale         bool `protobuf:"varint,1,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysRequest) Reset() {
+	*x = ListKeysRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysRequest) ProtoMessage() {}
+
+func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListKeysRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ListKeysRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+// KeyInfo is one API key, without its secret or hash.
+type KeyInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key id.
+	KeyId string `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The principal it authenticates as.
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Creation, Unix milliseconds (the leader's time).
+	CreatedMs int64 `protobuf:"varint,3,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// Expiry, Unix milliseconds; 0 = never.
+	ExpiresMs     int64 `protobuf:"varint,4,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyInfo) Reset() {
+	*x = KeyInfo{}
+	mi := &file_metadv1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyInfo) ProtoMessage() {}
+
+func (x *KeyInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyInfo.ProtoReflect.Descriptor instead.
+func (*KeyInfo) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *KeyInfo) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *KeyInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *KeyInfo) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *KeyInfo) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+// ListKeysResponse lists the keys sorted by id.
+type ListKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Keys sorted by id.
+	Keys          []*KeyInfo `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysResponse) Reset() {
+	*x = ListKeysResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysResponse) ProtoMessage() {}
+
+func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListKeysResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListKeysResponse) GetKeys() []*KeyInfo {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// GrantRoleRequest binds a role to a principal.
+type GrantRoleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal (tlsconf.ValidName).
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// "admin", "reader", "worker:<client-id>" or "tenant:<tenant-id>".
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantRoleRequest) Reset() {
+	*x = GrantRoleRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantRoleRequest) ProtoMessage() {}
+
+func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantRoleRequest.ProtoReflect.Descriptor instead.
+func (*GrantRoleRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GrantRoleRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *GrantRoleRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// GrantRoleResponse says the binding is committed (or was already there).
+type GrantRoleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantRoleResponse) Reset() {
+	*x = GrantRoleResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantRoleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantRoleResponse) ProtoMessage() {}
+
+func (x *GrantRoleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantRoleResponse.ProtoReflect.Descriptor instead.
+func (*GrantRoleResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+// RevokeRoleRequest removes a principal's role binding.
+type RevokeRoleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The role, as granted.
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRoleRequest) Reset() {
+	*x = RevokeRoleRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRoleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRoleRequest) ProtoMessage() {}
+
+func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRoleRequest.ProtoReflect.Descriptor instead.
+func (*RevokeRoleRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RevokeRoleRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *RevokeRoleRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// RevokeRoleResponse says the revoke is committed.
+type RevokeRoleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRoleResponse) Reset() {
+	*x = RevokeRoleResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRoleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRoleResponse) ProtoMessage() {}
+
+func (x *RevokeRoleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRoleResponse.ProtoReflect.Descriptor instead.
+func (*RevokeRoleResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{40}
+}
+
+// ListRolesRequest asks for the role bindings.
+type ListRolesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Serve from this node's state without a read barrier; may be stale.
+	Stale         bool `protobuf:"varint,1,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolesRequest) Reset() {
+	*x = ListRolesRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolesRequest) ProtoMessage() {}
+
+func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolesRequest.ProtoReflect.Descriptor instead.
+func (*ListRolesRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListRolesRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+// RoleBinding is one principal's roles.
+type RoleBinding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Its roles, sorted.
+	Roles         []string `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoleBinding) Reset() {
+	*x = RoleBinding{}
+	mi := &file_metadv1_admin_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoleBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoleBinding) ProtoMessage() {}
+
+func (x *RoleBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoleBinding.ProtoReflect.Descriptor instead.
+func (*RoleBinding) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *RoleBinding) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *RoleBinding) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+// ListRolesResponse lists the bindings sorted by principal.
+type ListRolesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per principal with at least one role, sorted by principal.
+	Bindings []*RoleBinding `protobuf:"bytes,1,rep,name=bindings,proto3" json:"bindings,omitempty"`
+	// The auth revision of the state listed.
+	AuthRevision  uint64 `protobuf:"varint,2,opt,name=auth_revision,json=authRevision,proto3" json:"auth_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRolesResponse) Reset() {
+	*x = ListRolesResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRolesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRolesResponse) ProtoMessage() {}
+
+func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRolesResponse.ProtoReflect.Descriptor instead.
+func (*ListRolesResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListRolesResponse) GetBindings() []*RoleBinding {
+	if x != nil {
+		return x.Bindings
+	}
+	return nil
+}
+
+func (x *ListRolesResponse) GetAuthRevision() uint64 {
+	if x != nil {
+		return x.AuthRevision
+	}
+	return 0
+}
+
 var File_metadv1_admin_proto protoreflect.FileDescriptor
 
 const file_metadv1_admin_proto_rawDesc = "" +
@@ -2057,13 +2764,51 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\atenants\x18\x03 \x01(\x04R\atenants\x12\x1a\n" +
 	"\bsegments\x18\x04 \x01(\x04R\bsegments\x12\x18\n" +
 	"\aobjects\x18\x05 \x01(\x04R\aobjects\x12\x16\n" +
-	"\x06groups\x18\x06 \x01(\x04R\x06groups*\x84\x01\n" +
+	"\x06groups\x18\x06 \x01(\x04R\x06groups\"G\n" +
+	"\x10CreateKeyRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\"_\n" +
+	"\x11CreateKeyResponse\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x03 \x01(\x03R\texpiresMs\")\n" +
+	"\x10RevokeKeyRequest\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"\x13\n" +
+	"\x11RevokeKeyResponse\"'\n" +
+	"\x0fListKeysRequest\x12\x14\n" +
+	"\x05stale\x18\x01 \x01(\bR\x05stale\"|\n" +
+	"\aKeyInfo\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x03 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x04 \x01(\x03R\texpiresMs\"9\n" +
+	"\x10ListKeysResponse\x12%\n" +
+	"\x04keys\x18\x01 \x03(\v2\x11.metad.v1.KeyInfoR\x04keys\"D\n" +
+	"\x10GrantRoleRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\x13\n" +
+	"\x11GrantRoleResponse\"E\n" +
+	"\x11RevokeRoleRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\x14\n" +
+	"\x12RevokeRoleResponse\"(\n" +
+	"\x10ListRolesRequest\x12\x14\n" +
+	"\x05stale\x18\x01 \x01(\bR\x05stale\"A\n" +
+	"\vRoleBinding\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\"k\n" +
+	"\x11ListRolesResponse\x121\n" +
+	"\bbindings\x18\x01 \x03(\v2\x15.metad.v1.RoleBindingR\bbindings\x12#\n" +
+	"\rauth_revision\x18\x02 \x01(\x04R\fauthRevision*\x84\x01\n" +
 	"\bNodeRole\x12\x19\n" +
 	"\x15NODE_ROLE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12NODE_ROLE_FOLLOWER\x10\x01\x12\x17\n" +
 	"\x13NODE_ROLE_CANDIDATE\x10\x02\x12\x14\n" +
 	"\x10NODE_ROLE_LEADER\x10\x03\x12\x16\n" +
-	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xb5\b\n" +
+	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xd9\v\n" +
 	"\x05Admin\x12S\n" +
 	"\x0eRegisterTenant\x12\x1f.metad.v1.RegisterTenantRequest\x1a .metad.v1.RegisterTenantResponse\x12Y\n" +
 	"\x10UnregisterTenant\x12!.metad.v1.UnregisterTenantRequest\x1a\".metad.v1.UnregisterTenantResponse\x12J\n" +
@@ -2078,7 +2823,14 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\fRecordMember\x12\x1d.metad.v1.RecordMemberRequest\x1a\x1e.metad.v1.RecordMemberResponse\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12H\n" +
 	"\fSnapshotSave\x12\x1d.metad.v1.SnapshotSaveRequest\x1a\x17.metad.v1.SnapshotChunk0\x01\x12O\n" +
-	"\x0fSnapshotRestore\x12\x17.metad.v1.SnapshotChunk\x1a!.metad.v1.SnapshotRestoreResponse(\x01B\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x0fSnapshotRestore\x12\x17.metad.v1.SnapshotChunk\x1a!.metad.v1.SnapshotRestoreResponse(\x01\x12D\n" +
+	"\tCreateKey\x12\x1a.metad.v1.CreateKeyRequest\x1a\x1b.metad.v1.CreateKeyResponse\x12D\n" +
+	"\tRevokeKey\x12\x1a.metad.v1.RevokeKeyRequest\x1a\x1b.metad.v1.RevokeKeyResponse\x12A\n" +
+	"\bListKeys\x12\x19.metad.v1.ListKeysRequest\x1a\x1a.metad.v1.ListKeysResponse\x12D\n" +
+	"\tGrantRole\x12\x1a.metad.v1.GrantRoleRequest\x1a\x1b.metad.v1.GrantRoleResponse\x12G\n" +
+	"\n" +
+	"RevokeRole\x12\x1b.metad.v1.RevokeRoleRequest\x1a\x1c.metad.v1.RevokeRoleResponse\x12D\n" +
+	"\tListRoles\x12\x1a.metad.v1.ListRolesRequest\x1a\x1b.metad.v1.ListRolesResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_admin_proto_rawDescOnce sync.Once
@@ -2093,7 +2845,7 @@ func file_metadv1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_metadv1_admin_proto_goTypes = []any{
 	(NodeRole)(0),                    // 0: metad.v1.NodeRole
 	(*RegisterTenantRequest)(nil),    // 1: metad.v1.RegisterTenantRequest
@@ -2126,55 +2878,83 @@ var file_metadv1_admin_proto_goTypes = []any{
 	(*SnapshotSaveRequest)(nil),      // 28: metad.v1.SnapshotSaveRequest
 	(*SnapshotChunk)(nil),            // 29: metad.v1.SnapshotChunk
 	(*SnapshotRestoreResponse)(nil),  // 30: metad.v1.SnapshotRestoreResponse
-	(*SessionHeader)(nil),            // 31: metad.v1.SessionHeader
-	(TenantState)(0),                 // 32: metad.v1.TenantState
-	(Tier)(0),                        // 33: metad.v1.Tier
-	(*SegmentDesc)(nil),              // 34: metad.v1.SegmentDesc
+	(*CreateKeyRequest)(nil),         // 31: metad.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),        // 32: metad.v1.CreateKeyResponse
+	(*RevokeKeyRequest)(nil),         // 33: metad.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),        // 34: metad.v1.RevokeKeyResponse
+	(*ListKeysRequest)(nil),          // 35: metad.v1.ListKeysRequest
+	(*KeyInfo)(nil),                  // 36: metad.v1.KeyInfo
+	(*ListKeysResponse)(nil),         // 37: metad.v1.ListKeysResponse
+	(*GrantRoleRequest)(nil),         // 38: metad.v1.GrantRoleRequest
+	(*GrantRoleResponse)(nil),        // 39: metad.v1.GrantRoleResponse
+	(*RevokeRoleRequest)(nil),        // 40: metad.v1.RevokeRoleRequest
+	(*RevokeRoleResponse)(nil),       // 41: metad.v1.RevokeRoleResponse
+	(*ListRolesRequest)(nil),         // 42: metad.v1.ListRolesRequest
+	(*RoleBinding)(nil),              // 43: metad.v1.RoleBinding
+	(*ListRolesResponse)(nil),        // 44: metad.v1.ListRolesResponse
+	(*SessionHeader)(nil),            // 45: metad.v1.SessionHeader
+	(TenantState)(0),                 // 46: metad.v1.TenantState
+	(Tier)(0),                        // 47: metad.v1.Tier
+	(*SegmentDesc)(nil),              // 48: metad.v1.SegmentDesc
 }
 var file_metadv1_admin_proto_depIdxs = []int32{
-	31, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	31, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	32, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
+	45, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	45, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	46, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
 	6,  // 3: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
-	31, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
-	33, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
-	34, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
+	45, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
+	47, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
+	48, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
 	13, // 7: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
 	15, // 8: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
 	0,  // 9: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
-	1,  // 10: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
-	3,  // 11: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
-	5,  // 12: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
-	8,  // 13: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
-	10, // 14: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
-	12, // 15: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
-	16, // 16: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
-	18, // 17: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
-	20, // 18: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
-	24, // 19: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
-	22, // 20: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
-	26, // 21: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
-	28, // 22: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
-	29, // 23: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
-	2,  // 24: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
-	4,  // 25: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
-	7,  // 26: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
-	9,  // 27: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
-	11, // 28: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
-	14, // 29: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
-	17, // 30: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
-	19, // 31: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
-	21, // 32: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
-	25, // 33: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
-	23, // 34: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
-	27, // 35: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
-	29, // 36: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
-	30, // 37: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
-	24, // [24:38] is the sub-list for method output_type
-	10, // [10:24] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	36, // 10: metad.v1.ListKeysResponse.keys:type_name -> metad.v1.KeyInfo
+	43, // 11: metad.v1.ListRolesResponse.bindings:type_name -> metad.v1.RoleBinding
+	1,  // 12: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
+	3,  // 13: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
+	5,  // 14: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
+	8,  // 15: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
+	10, // 16: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
+	12, // 17: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
+	16, // 18: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
+	18, // 19: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
+	20, // 20: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
+	24, // 21: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
+	22, // 22: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
+	26, // 23: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
+	28, // 24: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
+	29, // 25: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
+	31, // 26: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
+	33, // 27: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
+	35, // 28: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
+	38, // 29: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
+	40, // 30: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
+	42, // 31: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
+	2,  // 32: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
+	4,  // 33: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
+	7,  // 34: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
+	9,  // 35: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
+	11, // 36: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
+	14, // 37: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
+	17, // 38: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
+	19, // 39: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
+	21, // 40: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
+	25, // 41: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
+	23, // 42: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
+	27, // 43: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
+	29, // 44: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
+	30, // 45: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
+	32, // 46: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
+	34, // 47: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
+	37, // 48: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
+	39, // 49: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
+	41, // 50: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
+	44, // 51: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
+	32, // [32:52] is the sub-list for method output_type
+	12, // [12:32] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_admin_proto_init() }
@@ -2189,7 +2969,7 @@ func file_metadv1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_admin_proto_rawDesc), len(file_metadv1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

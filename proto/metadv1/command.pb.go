@@ -320,10 +320,23 @@ type Command struct {
 	//	*Command_SetMember
 	//	*Command_ForgetMember
 	//	*Command_OpenSession
+	//	*Command_CreateKey
+	//	*Command_RevokeKey
+	//	*Command_GrantRole
+	//	*Command_RevokeRole
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
-	Session       *SessionHeader `protobuf:"bytes,30,opt,name=session,proto3" json:"session,omitempty"`
+	Session *SessionHeader `protobuf:"bytes,30,opt,name=session,proto3" json:"session,omitempty"`
+	// The authenticated principal the leader checked the request of, for the record; empty for the
+	// leader's own commands (the reaper, eviction, client expiry, member records) and on a cluster
+	// that authenticates nothing.
+	Principal string `protobuf:"bytes,31,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The auth revision (the count of auth commands applied) of the state the leader authorized the
+	// request against. Apply refuses the command with AUTH_REVISION_STALE, before its session sees
+	// it, when this is not 0 and below the state's revision: an auth command (a revoked key or role)
+	// committed between the check and the commit. 0: not authorized against any revision.
+	AuthRevision  uint64 `protobuf:"varint,32,opt,name=auth_revision,json=authRevision,proto3" json:"auth_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -572,11 +585,61 @@ func (x *Command) GetOpenSession() *OpenSession {
 	return nil
 }
 
+func (x *Command) GetCreateKey() *CreateKey {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CreateKey); ok {
+			return x.CreateKey
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRevokeKey() *RevokeKey {
+	if x != nil {
+		if x, ok := x.Op.(*Command_RevokeKey); ok {
+			return x.RevokeKey
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetGrantRole() *GrantRole {
+	if x != nil {
+		if x, ok := x.Op.(*Command_GrantRole); ok {
+			return x.GrantRole
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRevokeRole() *RevokeRole {
+	if x != nil {
+		if x, ok := x.Op.(*Command_RevokeRole); ok {
+			return x.RevokeRole
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
 	}
 	return nil
+}
+
+func (x *Command) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Command) GetAuthRevision() uint64 {
+	if x != nil {
+		return x.AuthRevision
+	}
+	return 0
 }
 
 type isCommand_Op interface {
@@ -698,6 +761,26 @@ type Command_OpenSession struct {
 	OpenSession *OpenSession `protobuf:"bytes,23,opt,name=open_session,json=openSession,proto3,oneof"`
 }
 
+type Command_CreateKey struct {
+	// Create an API key (its id, principal and the SHA-256 of its secret).
+	CreateKey *CreateKey `protobuf:"bytes,24,opt,name=create_key,json=createKey,proto3,oneof"`
+}
+
+type Command_RevokeKey struct {
+	// Revoke an API key.
+	RevokeKey *RevokeKey `protobuf:"bytes,25,opt,name=revoke_key,json=revokeKey,proto3,oneof"`
+}
+
+type Command_GrantRole struct {
+	// Bind a role to a principal.
+	GrantRole *GrantRole `protobuf:"bytes,26,opt,name=grant_role,json=grantRole,proto3,oneof"`
+}
+
+type Command_RevokeRole struct {
+	// Unbind a role from a principal.
+	RevokeRole *RevokeRole `protobuf:"bytes,27,opt,name=revoke_role,json=revokeRole,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -743,6 +826,14 @@ func (*Command_SetMember) isCommand_Op() {}
 func (*Command_ForgetMember) isCommand_Op() {}
 
 func (*Command_OpenSession) isCommand_Op() {}
+
+func (*Command_CreateKey) isCommand_Op() {}
+
+func (*Command_RevokeKey) isCommand_Op() {}
+
+func (*Command_GrantRole) isCommand_Op() {}
+
+func (*Command_RevokeRole) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -2732,6 +2823,245 @@ func (x *ForgetMember) GetName() string {
 	return ""
 }
 
+// CreateKey records an API key. The leader draws the id and the secret (never the apply path) and
+// stamps the times; only the SHA-256 of the secret is replicated.
+type CreateKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key id: 16 lowercase hex characters, unique among the keys.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The principal the key authenticates as (tlsconf.ValidName).
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// SHA-256 of the secret, 32 bytes.
+	Sha256 []byte `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// Leader time of the creation, Unix milliseconds.
+	CreatedMs int64 `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// Expiry, Unix milliseconds; 0 = never.
+	ExpiresMs     int64 `protobuf:"varint,5,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKey) Reset() {
+	*x = CreateKey{}
+	mi := &file_metadv1_command_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKey) ProtoMessage() {}
+
+func (x *CreateKey) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKey.ProtoReflect.Descriptor instead.
+func (*CreateKey) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CreateKey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateKey) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *CreateKey) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+func (x *CreateKey) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *CreateKey) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+// RevokeKey drops an API key.
+type RevokeKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key id.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKey) Reset() {
+	*x = RevokeKey{}
+	mi := &file_metadv1_command_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKey) ProtoMessage() {}
+
+func (x *RevokeKey) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKey.ProtoReflect.Descriptor instead.
+func (*RevokeKey) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RevokeKey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// GrantRole binds a role to a principal; a binding that exists is an applied no-op.
+type GrantRole struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal (tlsconf.ValidName).
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The role: "admin", "reader", "worker:<client-id>" or "tenant:<tenant-id>".
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantRole) Reset() {
+	*x = GrantRole{}
+	mi := &file_metadv1_command_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantRole) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantRole) ProtoMessage() {}
+
+func (x *GrantRole) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantRole.ProtoReflect.Descriptor instead.
+func (*GrantRole) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GrantRole) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *GrantRole) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// RevokeRole removes a principal's role binding.
+type RevokeRole struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The role, as GrantRole names it.
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRole) Reset() {
+	*x = RevokeRole{}
+	mi := &file_metadv1_command_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRole) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRole) ProtoMessage() {}
+
+func (x *RevokeRole) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRole.ProtoReflect.Descriptor instead.
+func (*RevokeRole) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RevokeRole) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *RevokeRole) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2747,7 +3077,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +3089,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +3136,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8c\v\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xaa\r\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -2835,8 +3165,18 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"set_member\x18\x15 \x01(\v2\x13.metad.v1.SetMemberH\x00R\tsetMember\x12=\n" +
 	"\rforget_member\x18\x16 \x01(\v2\x16.metad.v1.ForgetMemberH\x00R\fforgetMember\x12:\n" +
-	"\fopen_session\x18\x17 \x01(\v2\x15.metad.v1.OpenSessionH\x00R\vopenSession\x121\n" +
-	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asessionB\x04\n" +
+	"\fopen_session\x18\x17 \x01(\v2\x15.metad.v1.OpenSessionH\x00R\vopenSession\x124\n" +
+	"\n" +
+	"create_key\x18\x18 \x01(\v2\x13.metad.v1.CreateKeyH\x00R\tcreateKey\x124\n" +
+	"\n" +
+	"revoke_key\x18\x19 \x01(\v2\x13.metad.v1.RevokeKeyH\x00R\trevokeKey\x124\n" +
+	"\n" +
+	"grant_role\x18\x1a \x01(\v2\x13.metad.v1.GrantRoleH\x00R\tgrantRole\x127\n" +
+	"\vrevoke_role\x18\x1b \x01(\v2\x14.metad.v1.RevokeRoleH\x00R\n" +
+	"revokeRole\x121\n" +
+	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
+	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
+	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
 	"\x02op\"<\n" +
 	"\vOpenSession\x12\x15\n" +
 	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\x12\x16\n" +
@@ -2988,7 +3328,24 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
 	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"\"\n" +
 	"\fForgetMember\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name*\x7f\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x8f\x01\n" +
+	"\tCreateKey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\fR\x06sha256\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x05 \x01(\x03R\texpiresMs\"\x1b\n" +
+	"\tRevokeKey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"=\n" +
+	"\tGrantRole\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\">\n" +
+	"\n" +
+	"RevokeRole\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -3016,7 +3373,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3049,12 +3406,16 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*SetQuota)(nil),           // 28: metad.v1.SetQuota
 	(*SetMember)(nil),          // 29: metad.v1.SetMember
 	(*ForgetMember)(nil),       // 30: metad.v1.ForgetMember
-	(*BatchPutStart_Item)(nil), // 31: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 32: metad.v1.SessionHeader
-	(Reason)(0),                // 33: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 34: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 35: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 36: metad.v1.SegmentDesc
+	(*CreateKey)(nil),          // 31: metad.v1.CreateKey
+	(*RevokeKey)(nil),          // 32: metad.v1.RevokeKey
+	(*GrantRole)(nil),          // 33: metad.v1.GrantRole
+	(*RevokeRole)(nil),         // 34: metad.v1.RevokeRole
+	(*BatchPutStart_Item)(nil), // 35: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 36: metad.v1.SessionHeader
+	(Reason)(0),                // 37: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 38: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 39: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 40: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3081,35 +3442,39 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	29, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
 	30, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
 	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
-	32, // 24: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	33, // 25: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	34, // 26: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 27: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	35, // 28: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	35, // 29: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	34, // 30: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 31: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	35, // 32: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	35, // 33: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 34: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	34, // 35: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	31, // 36: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 37: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	35, // 38: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	35, // 39: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 40: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 41: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	35, // 42: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 43: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 44: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 45: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	36, // 46: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 47: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	31, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
+	32, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
+	33, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
+	34, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
+	36, // 28: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	37, // 29: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	38, // 30: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 31: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	39, // 32: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	39, // 33: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	38, // 34: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 35: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	39, // 36: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	39, // 37: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 38: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	38, // 39: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	35, // 40: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 41: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	39, // 42: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	39, // 43: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 44: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	6,  // 45: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	39, // 46: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 47: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	22, // 48: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 49: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	40, // 50: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 51: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3142,6 +3507,10 @@ func file_metadv1_command_proto_init() {
 		(*Command_SetMember)(nil),
 		(*Command_ForgetMember)(nil),
 		(*Command_OpenSession)(nil),
+		(*Command_CreateKey)(nil),
+		(*Command_RevokeKey)(nil),
+		(*Command_GrantRole)(nil),
+		(*Command_RevokeRole)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3149,7 +3518,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   29,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -216,6 +216,8 @@ func TestReasonNames(t *testing.T) {
 		"REASON_TENANT_ALREADY_EXISTS",
 		"REASON_STATE_REPLACED", // a leader-prepared command met a state a snapshot restore replaced
 		"REASON_MEMBER_NOT_FOUND", "REASON_SESSION_EXPIRED", "REASON_SEQUENCE_TOO_OLD",
+		"REASON_AUTH_REVISION_STALE", "REASON_KEY_NOT_FOUND", "REASON_ROLE_NOT_FOUND", "REASON_KEY_ALREADY_EXISTS",
+		"REASON_AUTH_LIMIT_EXCEEDED",
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -249,6 +251,7 @@ func TestServiceMethods(t *testing.T) {
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",
 			"ListMembers", "AddMember", "RemoveMember", "TransferLeader", "RecordMember", "Status",
 			"SnapshotSave", "SnapshotRestore",
+			"CreateKey", "RevokeKey", "ListKeys", "GrantRole", "RevokeRole", "ListRoles",
 		}},
 	} {
 		sd := tc.file.Services().ByName(tc.service)

@@ -5,7 +5,9 @@
 // Stream order, deterministic for a given state:
 //   1. one SnapshotHeader (its own frame);
 //   2. every SegmentRecord, sorted by segment id bytes;
-//   3. for each tenant sorted by name: its TenantRecord, then its ObjectRecords sorted by key bytes.
+//   3. for each tenant sorted by name: its TenantRecord, then its ObjectRecords sorted by key bytes;
+//   4. the MemberRecords by name, the SessionRecords by id (format version 2), the KeyRecords by id
+//      and the RoleRecords by principal (format version 3).
 // An ObjectRecord belongs to the TenantRecord before it and names its replicas' segments by position
 // among the SegmentRecords, so neither tenant names nor 16-byte segment ids repeat per object.
 //
@@ -63,6 +65,12 @@ type SnapshotHeader struct {
 	StateEpoch uint64 `protobuf:"varint,10,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
 	// The next client session id (format version 2; 0 in older files: sessions start at 1).
 	NextSessionId uint64 `protobuf:"varint,11,opt,name=next_session_id,json=nextSessionId,proto3" json:"next_session_id,omitempty"`
+	// The auth revision: auth commands applied (format version 3; 0 in older files).
+	AuthRevision uint64 `protobuf:"varint,12,opt,name=auth_revision,json=authRevision,proto3" json:"auth_revision,omitempty"`
+	// Number of KeyRecords (format version 3).
+	Keys uint64 `protobuf:"varint,13,opt,name=keys,proto3" json:"keys,omitempty"`
+	// Number of RoleRecords (format version 3).
+	RoleBindings  uint64 `protobuf:"varint,14,opt,name=role_bindings,json=roleBindings,proto3" json:"role_bindings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -170,6 +178,27 @@ func (x *SnapshotHeader) GetStateEpoch() uint64 {
 func (x *SnapshotHeader) GetNextSessionId() uint64 {
 	if x != nil {
 		return x.NextSessionId
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetAuthRevision() uint64 {
+	if x != nil {
+		return x.AuthRevision
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetKeys() uint64 {
+	if x != nil {
+		return x.Keys
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetRoleBindings() uint64 {
+	if x != nil {
+		return x.RoleBindings
 	}
 	return 0
 }
@@ -589,6 +618,8 @@ type Record struct {
 	//	*Record_Object
 	//	*Record_Member
 	//	*Record_Session
+	//	*Record_Key
+	//	*Record_Role
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -676,6 +707,24 @@ func (x *Record) GetSession() *SessionRecord {
 	return nil
 }
 
+func (x *Record) GetKey() *KeyRecord {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Key); ok {
+			return x.Key
+		}
+	}
+	return nil
+}
+
+func (x *Record) GetRole() *RoleRecord {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Role); ok {
+			return x.Role
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -705,6 +754,17 @@ type Record_Session struct {
 	Session *SessionRecord `protobuf:"bytes,5,opt,name=session,proto3,oneof"`
 }
 
+type Record_Key struct {
+	// An API key (format version 3); key records come after every session, sorted by id.
+	Key *KeyRecord `protobuf:"bytes,6,opt,name=key,proto3,oneof"`
+}
+
+type Record_Role struct {
+	// A principal's role bindings (format version 3); they come after every key, sorted by
+	// principal.
+	Role *RoleRecord `protobuf:"bytes,7,opt,name=role,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -714,6 +774,147 @@ func (*Record_Object) isRecord_Record() {}
 func (*Record_Member) isRecord_Record() {}
 
 func (*Record_Session) isRecord_Record() {}
+
+func (*Record_Key) isRecord_Record() {}
+
+func (*Record_Role) isRecord_Record() {}
+
+// KeyRecord is one API key: the SHA-256 of its secret, never the secret.
+type KeyRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Key id, 16 lowercase hex characters.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The principal it authenticates as.
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// SHA-256 of the secret, 32 bytes.
+	Sha256 []byte `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// Creation, Unix milliseconds.
+	CreatedMs int64 `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	// Expiry, Unix milliseconds; 0 = never.
+	ExpiresMs     int64 `protobuf:"varint,5,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRecord) Reset() {
+	*x = KeyRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRecord) ProtoMessage() {}
+
+func (x *KeyRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRecord.ProtoReflect.Descriptor instead.
+func (*KeyRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KeyRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *KeyRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *KeyRecord) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+func (x *KeyRecord) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *KeyRecord) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+// RoleRecord is one principal's role bindings.
+type RoleRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Its roles ("admin", "reader", "worker:<client-id>", "tenant:<tenant-id>"), sorted, distinct.
+	Roles         []string `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoleRecord) Reset() {
+	*x = RoleRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoleRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoleRecord) ProtoMessage() {}
+
+func (x *RoleRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoleRecord.ProtoReflect.Descriptor instead.
+func (*RoleRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RoleRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *RoleRecord) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
 
 // SessionRecord is one open client session and the answers it keeps.
 type SessionRecord struct {
@@ -736,7 +937,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +949,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +962,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SessionRecord) GetId() uint64 {
@@ -819,7 +1020,7 @@ type CachedResult struct {
 
 func (x *CachedResult) Reset() {
 	*x = CachedResult{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1032,7 @@ func (x *CachedResult) String() string {
 func (*CachedResult) ProtoMessage() {}
 
 func (x *CachedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1045,7 @@ func (x *CachedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CachedResult.ProtoReflect.Descriptor instead.
 func (*CachedResult) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CachedResult) GetSeq() uint64 {
@@ -896,7 +1097,7 @@ type ResultRecord struct {
 
 func (x *ResultRecord) Reset() {
 	*x = ResultRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1109,7 @@ func (x *ResultRecord) String() string {
 func (*ResultRecord) ProtoMessage() {}
 
 func (x *ResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1122,7 @@ func (x *ResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultRecord.ProtoReflect.Descriptor instead.
 func (*ResultRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResultRecord) GetReason() uint32 {
@@ -1036,7 +1237,7 @@ type ResultReplica struct {
 
 func (x *ResultReplica) Reset() {
 	*x = ResultReplica{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1249,7 @@ func (x *ResultReplica) String() string {
 func (*ResultReplica) ProtoMessage() {}
 
 func (x *ResultReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1262,7 @@ func (x *ResultReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultReplica.ProtoReflect.Descriptor instead.
 func (*ResultReplica) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResultReplica) GetReplicaId() uint64 {
@@ -1121,7 +1322,7 @@ type MemberRecord struct {
 
 func (x *MemberRecord) Reset() {
 	*x = MemberRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1334,7 @@ func (x *MemberRecord) String() string {
 func (*MemberRecord) ProtoMessage() {}
 
 func (x *MemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1347,7 @@ func (x *MemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRecord.ProtoReflect.Descriptor instead.
 func (*MemberRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MemberRecord) GetName() string {
@@ -1174,7 +1375,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xfa\x02\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xd8\x03\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1188,7 +1389,10 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\vstate_epoch\x18\n" +
 	" \x01(\x04R\n" +
 	"stateEpoch\x12&\n" +
-	"\x0fnext_session_id\x18\v \x01(\x04R\rnextSessionId\"\x96\x02\n" +
+	"\x0fnext_session_id\x18\v \x01(\x04R\rnextSessionId\x12#\n" +
+	"\rauth_revision\x18\f \x01(\x04R\fauthRevision\x12\x12\n" +
+	"\x04keys\x18\r \x01(\x04R\x04keys\x12#\n" +
+	"\rrole_bindings\x18\x0e \x01(\x04R\froleBindings\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -1223,14 +1427,28 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tdata_type\x18\v \x01(\rR\bdataType\x12\x19\n" +
 	"\bhard_pin\x18\f \x01(\bR\ahardPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\r \x01(\x04R\fsoftPinTtlMs\x12<\n" +
-	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\x92\x02\n" +
+	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\xe7\x02\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
 	"\x06object\x18\x03 \x01(\v2\x16.metad.v1.ObjectRecordH\x00R\x06object\x120\n" +
 	"\x06member\x18\x04 \x01(\v2\x16.metad.v1.MemberRecordH\x00R\x06member\x123\n" +
-	"\asession\x18\x05 \x01(\v2\x17.metad.v1.SessionRecordH\x00R\asessionB\b\n" +
-	"\x06record\"\xc9\x01\n" +
+	"\asession\x18\x05 \x01(\v2\x17.metad.v1.SessionRecordH\x00R\asession\x12'\n" +
+	"\x03key\x18\x06 \x01(\v2\x13.metad.v1.KeyRecordH\x00R\x03key\x12*\n" +
+	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04roleB\b\n" +
+	"\x06record\"\x8f\x01\n" +
+	"\tKeyRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\fR\x06sha256\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x05 \x01(\x03R\texpiresMs\"@\n" +
+	"\n" +
+	"RoleRecord\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\"\xc9\x01\n" +
 	"\rSessionRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
@@ -1282,7 +1500,7 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_metadv1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil), // 0: metad.v1.SnapshotHeader
 	(*TenantRecord)(nil),   // 1: metad.v1.TenantRecord
@@ -1290,38 +1508,42 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(*ReplicaRecord)(nil),  // 3: metad.v1.ReplicaRecord
 	(*ObjectRecord)(nil),   // 4: metad.v1.ObjectRecord
 	(*Record)(nil),         // 5: metad.v1.Record
-	(*SessionRecord)(nil),  // 6: metad.v1.SessionRecord
-	(*CachedResult)(nil),   // 7: metad.v1.CachedResult
-	(*ResultRecord)(nil),   // 8: metad.v1.ResultRecord
-	(*ResultReplica)(nil),  // 9: metad.v1.ResultReplica
-	(*MemberRecord)(nil),   // 10: metad.v1.MemberRecord
-	(TenantState)(0),       // 11: metad.v1.TenantState
-	(*SegmentDesc)(nil),    // 12: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),     // 13: metad.v1.ReplicaStatus
-	(Tier)(0),              // 14: metad.v1.Tier
+	(*KeyRecord)(nil),      // 6: metad.v1.KeyRecord
+	(*RoleRecord)(nil),     // 7: metad.v1.RoleRecord
+	(*SessionRecord)(nil),  // 8: metad.v1.SessionRecord
+	(*CachedResult)(nil),   // 9: metad.v1.CachedResult
+	(*ResultRecord)(nil),   // 10: metad.v1.ResultRecord
+	(*ResultReplica)(nil),  // 11: metad.v1.ResultReplica
+	(*MemberRecord)(nil),   // 12: metad.v1.MemberRecord
+	(TenantState)(0),       // 13: metad.v1.TenantState
+	(*SegmentDesc)(nil),    // 14: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),     // 15: metad.v1.ReplicaStatus
+	(Tier)(0),              // 16: metad.v1.Tier
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	11, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	12, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	13, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	14, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	13, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	14, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	15, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	16, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
 	1,  // 5: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
 	2,  // 6: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
 	4,  // 7: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
-	10, // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
-	6,  // 9: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
-	7,  // 10: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	8,  // 11: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	9,  // 12: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	8,  // 13: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	14, // 14: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	13, // 15: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	12, // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
+	8,  // 9: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
+	6,  // 10: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
+	7,  // 11: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
+	9,  // 12: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	10, // 13: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	11, // 14: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	10, // 15: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	16, // 16: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	15, // 17: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -1336,6 +1558,8 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Object)(nil),
 		(*Record_Member)(nil),
 		(*Record_Session)(nil),
+		(*Record_Key)(nil),
+		(*Record_Role)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1343,7 +1567,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -190,6 +190,18 @@ const (
 	// The request's sequence number is below what its session acknowledged (first_unacked_seq), or
 	// past its window: nothing was done, and an earlier answer is no longer kept.
 	Reason_REASON_SEQUENCE_TOO_OLD Reason = 20
+	// The command was authorized against an auth state that an auth command (a key or role revoked
+	// or granted) has since changed; nothing was done. The server authorizes it again and retries.
+	Reason_REASON_AUTH_REVISION_STALE Reason = 21
+	// RevokeKey of a key id that is not recorded.
+	Reason_REASON_KEY_NOT_FOUND Reason = 22
+	// RevokeRole of a binding that the principal does not have.
+	Reason_REASON_ROLE_NOT_FOUND Reason = 23
+	// CreateKey with an id that is already recorded.
+	Reason_REASON_KEY_ALREADY_EXISTS Reason = 24
+	// CreateKey or GrantRole past a limit of the auth state (keys, principals with roles, roles of
+	// one principal).
+	Reason_REASON_AUTH_LIMIT_EXCEEDED Reason = 25
 )
 
 // Enum value maps for Reason.
@@ -216,6 +228,11 @@ var (
 		18: "REASON_MEMBER_NOT_FOUND",
 		19: "REASON_SESSION_EXPIRED",
 		20: "REASON_SEQUENCE_TOO_OLD",
+		21: "REASON_AUTH_REVISION_STALE",
+		22: "REASON_KEY_NOT_FOUND",
+		23: "REASON_ROLE_NOT_FOUND",
+		24: "REASON_KEY_ALREADY_EXISTS",
+		25: "REASON_AUTH_LIMIT_EXCEEDED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -239,6 +256,11 @@ var (
 		"REASON_MEMBER_NOT_FOUND":              18,
 		"REASON_SESSION_EXPIRED":               19,
 		"REASON_SEQUENCE_TOO_OLD":              20,
+		"REASON_AUTH_REVISION_STALE":           21,
+		"REASON_KEY_NOT_FOUND":                 22,
+		"REASON_ROLE_NOT_FOUND":                23,
+		"REASON_KEY_ALREADY_EXISTS":            24,
+		"REASON_AUTH_LIMIT_EXCEEDED":           25,
 	}
 )
 
@@ -948,7 +970,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xf8\x04\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\x8c\x06\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -971,7 +993,12 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x15REASON_STATE_REPLACED\x10\x11\x12\x1b\n" +
 	"\x17REASON_MEMBER_NOT_FOUND\x10\x12\x12\x1a\n" +
 	"\x16REASON_SESSION_EXPIRED\x10\x13\x12\x1b\n" +
-	"\x17REASON_SEQUENCE_TOO_OLD\x10\x14*v\n" +
+	"\x17REASON_SEQUENCE_TOO_OLD\x10\x14\x12\x1e\n" +
+	"\x1aREASON_AUTH_REVISION_STALE\x10\x15\x12\x18\n" +
+	"\x14REASON_KEY_NOT_FOUND\x10\x16\x12\x19\n" +
+	"\x15REASON_ROLE_NOT_FOUND\x10\x17\x12\x1d\n" +
+	"\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n" +
+	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +

@@ -7,8 +7,10 @@ const (
 	EnvelopeFormatVersion uint32 = 1
 	// SnapshotFormatVersion is SnapshotHeader.format_version for the snapshot records this release
 	// writes. 2 adds the client sessions (SessionRecord, SnapshotHeader.next_session_id); a
-	// version 1 file reads as a state with no session.
-	SnapshotFormatVersion uint32 = 2
+	// version 1 file reads as a state with no session. 3 adds the auth state (KeyRecord,
+	// RoleRecord, SnapshotHeader.auth_revision, keys, role_bindings); a version 1 or 2 file reads
+	// as a state with no key and no role binding, at auth revision 0.
+	SnapshotFormatVersion uint32 = 3
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules

@@ -25,12 +25,13 @@ from metad._core import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, E
                          api_key_from_env, default_endpoints, new_client_id, segment, split_endpoints, tls_from_env)
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
-from metad.errors import (BadResponse, ClientClosed, IllegalClient, InvalidParams, InvalidWrite, MemberNotFound,
-                          MetadError, NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease,
-                          ObjectNotFound, OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, SegmentNotFound,
-                          SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced, TenantAlreadyExists, TenantNotEmpty,
-                          TenantNotRegistered, TenantQuotaExceeded, Unavailable, error_for, item_error,
-                          reason_name)
+from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,
+                          InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
+                          NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectNotFound,
+                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, RoleNotFound, SegmentNotFound,
+                          SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
+                          TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
+                          error_for, item_error, reason_name)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 __version__ = "0.1.0"
@@ -44,5 +45,6 @@ __all__ = [
     "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
     "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
-    "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld", "types_pb2", "metadata_pb2", "admin_pb2",
+    "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
+    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

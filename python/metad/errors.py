@@ -20,6 +20,7 @@ __all__ = [
     "ObjectAlreadyExists", "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient",
     "NoAvailableHandle", "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient",
     "TenantAlreadyExists", "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
+    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
     "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
@@ -217,11 +218,38 @@ class SequenceTooOld(MetadError):
     reason = types_pb2.REASON_SEQUENCE_TOO_OLD
 
 
+class AuthRevisionStale(MetadError):
+    """The request was authorized against an auth state that has since changed; nothing was done.
+    The server authorizes it again and retries; this surfaces only when those retries ran out."""
+    reason = types_pb2.REASON_AUTH_REVISION_STALE
+
+
+class KeyNotFound(MetadError):
+    """revoke_key of a key id that is not recorded."""
+    reason = types_pb2.REASON_KEY_NOT_FOUND
+
+
+class RoleNotFound(MetadError):
+    """revoke_role of a binding the principal does not have."""
+    reason = types_pb2.REASON_ROLE_NOT_FOUND
+
+
+class KeyAlreadyExists(MetadError):
+    """create_key drew a key id that is already recorded."""
+    reason = types_pb2.REASON_KEY_ALREADY_EXISTS
+
+
+class AuthLimitExceeded(MetadError):
+    """create_key or grant_role past a limit of the auth state."""
+    reason = types_pb2.REASON_AUTH_LIMIT_EXCEEDED
+
+
 _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
     ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
     NoAvailableHandle, SegmentNotFound, NotLeader, Unavailable, SegmentOwnedByOtherClient,
-    TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld)
+    TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld,
+    AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 

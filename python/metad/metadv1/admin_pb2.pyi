@@ -26,6 +26,24 @@ class AddMemberResponse(_message.Message):
     index: int
     def __init__(self, index: _Optional[int] = ...) -> None: ...
 
+class CreateKeyRequest(_message.Message):
+    __slots__ = ["principal", "ttl_ms"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    ttl_ms: int
+    def __init__(self, principal: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
+class CreateKeyResponse(_message.Message):
+    __slots__ = ["expires_ms", "key_id", "token"]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    expires_ms: int
+    key_id: str
+    token: str
+    def __init__(self, key_id: _Optional[str] = ..., token: _Optional[str] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
 class GetQuotaRequest(_message.Message):
     __slots__ = ["stale", "tenant"]
     STALE_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +64,42 @@ class GetQuotaResponse(_message.Message):
     requested_quota_bytes: int
     def __init__(self, requested_quota_bytes: _Optional[int] = ..., effective_quota_bytes: _Optional[int] = ..., charged_bytes: _Optional[int] = ..., capacity_bytes: _Optional[int] = ...) -> None: ...
 
+class GrantRoleRequest(_message.Message):
+    __slots__ = ["principal", "role"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    role: str
+    def __init__(self, principal: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
+
+class GrantRoleResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class KeyInfo(_message.Message):
+    __slots__ = ["created_ms", "expires_ms", "key_id", "principal"]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    created_ms: int
+    expires_ms: int
+    key_id: str
+    principal: str
+    def __init__(self, key_id: _Optional[str] = ..., principal: _Optional[str] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
+class ListKeysRequest(_message.Message):
+    __slots__ = ["stale"]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    stale: bool
+    def __init__(self, stale: bool = ...) -> None: ...
+
+class ListKeysResponse(_message.Message):
+    __slots__ = ["keys"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[KeyInfo]
+    def __init__(self, keys: _Optional[_Iterable[_Union[KeyInfo, _Mapping]]] = ...) -> None: ...
+
 class ListMembersRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -57,6 +111,20 @@ class ListMembersResponse(_message.Message):
     index: int
     members: _containers.RepeatedCompositeFieldContainer[Member]
     def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., index: _Optional[int] = ...) -> None: ...
+
+class ListRolesRequest(_message.Message):
+    __slots__ = ["stale"]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    stale: bool
+    def __init__(self, stale: bool = ...) -> None: ...
+
+class ListRolesResponse(_message.Message):
+    __slots__ = ["auth_revision", "bindings"]
+    AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    auth_revision: int
+    bindings: _containers.RepeatedCompositeFieldContainer[RoleBinding]
+    def __init__(self, bindings: _Optional[_Iterable[_Union[RoleBinding, _Mapping]]] = ..., auth_revision: _Optional[int] = ...) -> None: ...
 
 class ListSegmentsRequest(_message.Message):
     __slots__ = ["client_id", "stale", "tier"]
@@ -141,6 +209,36 @@ class RemoveMemberResponse(_message.Message):
     INDEX_FIELD_NUMBER: _ClassVar[int]
     index: int
     def __init__(self, index: _Optional[int] = ...) -> None: ...
+
+class RevokeKeyRequest(_message.Message):
+    __slots__ = ["key_id"]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    key_id: str
+    def __init__(self, key_id: _Optional[str] = ...) -> None: ...
+
+class RevokeKeyResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class RevokeRoleRequest(_message.Message):
+    __slots__ = ["principal", "role"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    role: str
+    def __init__(self, principal: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
+
+class RevokeRoleResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class RoleBinding(_message.Message):
+    __slots__ = ["principal", "roles"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, principal: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SegmentInfo(_message.Message):
     __slots__ = ["replicas", "segment", "used_bytes"]

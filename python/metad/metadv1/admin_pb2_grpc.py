@@ -85,6 +85,36 @@ class AdminStub(object):
                 request_serializer=metadv1_dot_admin__pb2.SnapshotChunk.SerializeToString,
                 response_deserializer=metadv1_dot_admin__pb2.SnapshotRestoreResponse.FromString,
                 )
+        self.CreateKey = channel.unary_unary(
+                '/metad.v1.Admin/CreateKey',
+                request_serializer=metadv1_dot_admin__pb2.CreateKeyRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.CreateKeyResponse.FromString,
+                )
+        self.RevokeKey = channel.unary_unary(
+                '/metad.v1.Admin/RevokeKey',
+                request_serializer=metadv1_dot_admin__pb2.RevokeKeyRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.RevokeKeyResponse.FromString,
+                )
+        self.ListKeys = channel.unary_unary(
+                '/metad.v1.Admin/ListKeys',
+                request_serializer=metadv1_dot_admin__pb2.ListKeysRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.ListKeysResponse.FromString,
+                )
+        self.GrantRole = channel.unary_unary(
+                '/metad.v1.Admin/GrantRole',
+                request_serializer=metadv1_dot_admin__pb2.GrantRoleRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.GrantRoleResponse.FromString,
+                )
+        self.RevokeRole = channel.unary_unary(
+                '/metad.v1.Admin/RevokeRole',
+                request_serializer=metadv1_dot_admin__pb2.RevokeRoleRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.RevokeRoleResponse.FromString,
+                )
+        self.ListRoles = channel.unary_unary(
+                '/metad.v1.Admin/ListRoles',
+                request_serializer=metadv1_dot_admin__pb2.ListRolesRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.ListRolesResponse.FromString,
+                )
 
 
 class AdminServicer(object):
@@ -192,6 +222,49 @@ class AdminServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateKey(self, request, context):
+        """CreateKey creates an API key for a principal and returns its token, once: the cluster keeps
+        only the SHA-256 of the secret.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeKey(self, request, context):
+        """RevokeKey drops an API key; calls authenticated by it fail once a node has applied the revoke.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListKeys(self, request, context):
+        """ListKeys lists the API keys (never their secrets or hashes).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GrantRole(self, request, context):
+        """GrantRole binds a role to a principal (a binding that exists is a success).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeRole(self, request, context):
+        """RevokeRole removes a principal's role binding.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRoles(self, request, context):
+        """ListRoles lists the role bindings by principal.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -264,6 +337,36 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.SnapshotRestore,
                     request_deserializer=metadv1_dot_admin__pb2.SnapshotChunk.FromString,
                     response_serializer=metadv1_dot_admin__pb2.SnapshotRestoreResponse.SerializeToString,
+            ),
+            'CreateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateKey,
+                    request_deserializer=metadv1_dot_admin__pb2.CreateKeyRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.CreateKeyResponse.SerializeToString,
+            ),
+            'RevokeKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeKey,
+                    request_deserializer=metadv1_dot_admin__pb2.RevokeKeyRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.RevokeKeyResponse.SerializeToString,
+            ),
+            'ListKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListKeys,
+                    request_deserializer=metadv1_dot_admin__pb2.ListKeysRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.ListKeysResponse.SerializeToString,
+            ),
+            'GrantRole': grpc.unary_unary_rpc_method_handler(
+                    servicer.GrantRole,
+                    request_deserializer=metadv1_dot_admin__pb2.GrantRoleRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.GrantRoleResponse.SerializeToString,
+            ),
+            'RevokeRole': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeRole,
+                    request_deserializer=metadv1_dot_admin__pb2.RevokeRoleRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.RevokeRoleResponse.SerializeToString,
+            ),
+            'ListRoles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRoles,
+                    request_deserializer=metadv1_dot_admin__pb2.ListRolesRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.ListRolesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -511,5 +614,107 @@ class Admin(object):
         return grpc.experimental.stream_unary(request_iterator, target, '/metad.v1.Admin/SnapshotRestore',
             metadv1_dot_admin__pb2.SnapshotChunk.SerializeToString,
             metadv1_dot_admin__pb2.SnapshotRestoreResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/CreateKey',
+            metadv1_dot_admin__pb2.CreateKeyRequest.SerializeToString,
+            metadv1_dot_admin__pb2.CreateKeyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RevokeKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/RevokeKey',
+            metadv1_dot_admin__pb2.RevokeKeyRequest.SerializeToString,
+            metadv1_dot_admin__pb2.RevokeKeyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/ListKeys',
+            metadv1_dot_admin__pb2.ListKeysRequest.SerializeToString,
+            metadv1_dot_admin__pb2.ListKeysResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GrantRole(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/GrantRole',
+            metadv1_dot_admin__pb2.GrantRoleRequest.SerializeToString,
+            metadv1_dot_admin__pb2.GrantRoleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RevokeRole(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/RevokeRole',
+            metadv1_dot_admin__pb2.RevokeRoleRequest.SerializeToString,
+            metadv1_dot_admin__pb2.RevokeRoleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListRoles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/ListRoles',
+            metadv1_dot_admin__pb2.ListRolesRequest.SerializeToString,
+            metadv1_dot_admin__pb2.ListRolesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -81,15 +81,19 @@ class BatchRemove(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ["batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "evict", "forget_member", "mount_segment", "open_session", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "session", "set_member", "set_quota", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "create_key", "evict", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "revoke_key", "revoke_role", "session", "set_member", "set_quota", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_START_FIELD_NUMBER: _ClassVar[int]
     BATCH_REMOVE_FIELD_NUMBER: _ClassVar[int]
+    CREATE_KEY_FIELD_NUMBER: _ClassVar[int]
     EVICT_FIELD_NUMBER: _ClassVar[int]
     FORGET_MEMBER_FIELD_NUMBER: _ClassVar[int]
+    GRANT_ROLE_FIELD_NUMBER: _ClassVar[int]
     MOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OPEN_SESSION_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     PUT_END_FIELD_NUMBER: _ClassVar[int]
     PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     PUT_START_FIELD_NUMBER: _ClassVar[int]
@@ -98,6 +102,8 @@ class Command(_message.Message):
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     REMOVE_GROUP_FIELD_NUMBER: _ClassVar[int]
     REVOKE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_KEY_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_ROLE_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SET_MEMBER_FIELD_NUMBER: _ClassVar[int]
     SET_QUOTA_FIELD_NUMBER: _ClassVar[int]
@@ -106,14 +112,18 @@ class Command(_message.Message):
     UPSERT_END_FIELD_NUMBER: _ClassVar[int]
     UPSERT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     UPSERT_START_FIELD_NUMBER: _ClassVar[int]
+    auth_revision: int
     batch_put_end: BatchPutEnd
     batch_put_revoke: BatchPutRevoke
     batch_put_start: BatchPutStart
     batch_remove: BatchRemove
+    create_key: CreateKey
     evict: Evict
     forget_member: ForgetMember
+    grant_role: GrantRole
     mount_segment: MountSegment
     open_session: OpenSession
+    principal: str
     put_end: PutEnd
     put_revoke: PutRevoke
     put_start: PutStart
@@ -122,6 +132,8 @@ class Command(_message.Message):
     remove_all: RemoveAll
     remove_group: RemoveGroup
     revoke_expired: RevokeExpired
+    revoke_key: RevokeKey
+    revoke_role: RevokeRole
     session: _types_pb2.SessionHeader
     set_member: SetMember
     set_quota: SetQuota
@@ -130,7 +142,21 @@ class Command(_message.Message):
     upsert_end: UpsertEnd
     upsert_revoke: UpsertRevoke
     upsert_start: UpsertStart
-    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+
+class CreateKey(_message.Message):
+    __slots__ = ["created_ms", "expires_ms", "id", "principal", "sha256"]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    created_ms: int
+    expires_ms: int
+    id: str
+    principal: str
+    sha256: bytes
+    def __init__(self, id: _Optional[str] = ..., principal: _Optional[str] = ..., sha256: _Optional[bytes] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ...) -> None: ...
 
 class Envelope(_message.Message):
     __slots__ = ["commands", "format_version", "leader_time_unix_nano", "rules_version", "seed"]
@@ -167,6 +193,14 @@ class ForgetMember(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GrantRole(_message.Message):
+    __slots__ = ["principal", "role"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    role: str
+    def __init__(self, principal: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
 
 class MountSegment(_message.Message):
     __slots__ = ["segment"]
@@ -315,6 +349,20 @@ class RevokeExpired(_message.Message):
     state_epoch: int
     tokens: _containers.RepeatedCompositeFieldContainer[ObjectToken]
     def __init__(self, tokens: _Optional[_Iterable[_Union[ObjectToken, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class RevokeKey(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class RevokeRole(_message.Message):
+    __slots__ = ["principal", "role"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    role: str
+    def __init__(self, principal: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
 
 class SetMember(_message.Message):
     __slots__ = ["client_address", "name", "peer_address"]

@@ -14,6 +14,20 @@ class CachedResult(_message.Message):
     seq: int
     def __init__(self, seq: _Optional[int] = ..., result: _Optional[_Union[ResultRecord, _Mapping]] = ...) -> None: ...
 
+class KeyRecord(_message.Message):
+    __slots__ = ["created_ms", "expires_ms", "id", "principal", "sha256"]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    created_ms: int
+    expires_ms: int
+    id: str
+    principal: str
+    sha256: bytes
+    def __init__(self, id: _Optional[str] = ..., principal: _Optional[str] = ..., sha256: _Optional[bytes] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
 class MemberRecord(_message.Message):
     __slots__ = ["client_address", "name", "peer_address"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -57,18 +71,22 @@ class ObjectRecord(_message.Message):
     def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ...) -> None: ...
 
 class Record(_message.Message):
-    __slots__ = ["member", "object", "segment", "session", "tenant"]
+    __slots__ = ["key", "member", "object", "role", "segment", "session", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: KeyRecord
     member: MemberRecord
     object: ObjectRecord
+    role: RoleRecord
     segment: SegmentRecord
     session: SessionRecord
     tenant: TenantRecord
-    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ...) -> None: ...
 
 class ReplicaRecord(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_index", "size", "status", "tier"]
@@ -132,6 +150,14 @@ class ResultReplica(_message.Message):
     tier: _types_pb2.Tier
     def __init__(self, replica_id: _Optional[int] = ..., segment_id: _Optional[bytes] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ...) -> None: ...
 
+class RoleRecord(_message.Message):
+    __slots__ = ["principal", "roles"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, principal: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class SegmentRecord(_message.Message):
     __slots__ = ["segment"]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
@@ -155,30 +181,36 @@ class SessionRecord(_message.Message):
     def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ...) -> None: ...
 
 class SnapshotHeader(_message.Message):
-    __slots__ = ["created_at_unix_nano", "format_version", "groups", "index", "next_session_id", "next_tenant_instance_id", "objects", "segments", "state_epoch", "tenants", "term"]
+    __slots__ = ["auth_revision", "created_at_unix_nano", "format_version", "groups", "index", "keys", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tenants", "term"]
+    AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
     NEXT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_BINDINGS_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     TENANTS_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
+    auth_revision: int
     created_at_unix_nano: int
     format_version: int
     groups: int
     index: int
+    keys: int
     next_session_id: int
     next_tenant_instance_id: int
     objects: int
+    role_bindings: int
     segments: int
     state_epoch: int
     tenants: int
     term: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ...) -> None: ...
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ...) -> None: ...
 
 class TenantRecord(_message.Message):
     __slots__ = ["instance_id", "name", "next_group_id", "next_object_id", "next_replica_id", "requested_quota_bytes", "state"]

@@ -1,0 +1,296 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/protobuf/proto"
+
+	"metad/service"
+	"metad/tlsconf"
+)
+
+// Authentication (Config.Authenticate): who makes each call of the Metadata and Admin services.
+// gRPC health and reflection stay open. A call's caller is, in this order:
+//
+//  1. the principal its connection's verified client certificate names (tlsconf.IdentityOf);
+//  2. on a connection whose certificate names a member of the cluster: the principal that member
+//     forwarded the call for (principalKey, keyIDKey; see forward.go), or the member itself when it
+//     forwarded none and sends no API key;
+//  3. the API key in the call's "authorization: Bearer <token>" metadata (Service.VerifyToken).
+//
+// No credentials, or a key that does not verify, is UNAUTHENTICATED. The service then authorizes
+// the caller for the call (Service.Authorize: roles, tenant scoping; PERMISSION_DENIED), before it
+// sees the request. A follower whose state does not hold the call's key (a key created moments ago)
+// never answers from that state: it forwards the call to the leader with its original
+// authorization metadata (a deferred call, see unary), and the leader authenticates it.
+//
+// A connection is authenticated once: the stats handler (StatsHandler) gives each connection a
+// connAuth, which keeps its certificate's identity and each API key it verified, with the auth
+// revision it was verified at; a key is verified again (hashed) only when the auth state changed or
+// the key has expired since.
+
+// Metadata keys of authentication.
+const (
+	authorizationKey = "authorization"
+	// principalKey names the principal a member forwarded the call for; believed only from a
+	// connection whose certificate names a member.
+	principalKey = "x-metad-principal"
+	// keyIDKey names the API key that principal authenticated with, if it used one.
+	keyIDKey = "x-metad-key-id"
+)
+
+// maxConnKeys bounds the API keys one connection's cache keeps (a client uses one).
+const maxConnKeys = 8
+
+// connAuth is safe for concurrent use: the authentication state of one connection.
+type connAuth struct {
+	once  sync.Once // computes id and idErr from the connection's TLS state, on its first call
+	id    tlsconf.Identity
+	idErr error
+
+	mu   sync.Mutex // guards keys; a leaf: nothing is acquired while it is held
+	keys map[string]service.Verified
+}
+
+// connAuthKey carries a connection's *connAuth in its context (and so in its calls').
+type connAuthKey struct{}
+
+// connTagger is stateless, safe for concurrent use: the stats.Handler that gives every connection
+// its connAuth.
+type connTagger struct{}
+
+var _ stats.Handler = connTagger{}
+
+func (connTagger) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connAuthKey{}, &connAuth{})
+}
+func (connTagger) HandleConn(context.Context, stats.ConnStats)                     {}
+func (connTagger) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (connTagger) HandleRPC(context.Context, stats.RPCStats)                       {}
+
+// AuthOptions returns the gRPC server options that authentication needs beyond ServerOptions and
+// UnaryInterceptor: the stats handler that caches authentication per connection, and the stream
+// interceptor (snapshot streams). cmd/metad adds them to every server it gives Register.
+func (s *Server) AuthOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.StatsHandler(connTagger{}), grpc.ChainStreamInterceptor(s.StreamInterceptor())}
+}
+
+// openMethod reports whether method is served to anyone (gRPC health and reflection).
+func openMethod(method string) bool {
+	return strings.HasPrefix(method, "/grpc.health.v1.Health/") || strings.HasPrefix(method, "/grpc.reflection.")
+}
+
+// authKey carries a call's authentication outcome from the interceptor to the handler (forwarding).
+type authKey struct{}
+
+// authed is a plain value: how a call was authenticated.
+type authed struct {
+	caller service.Caller
+	// deferred: this follower's state does not know the call's API key; the call goes to the
+	// leader with token, unauthorized here.
+	deferred bool
+	token    string
+}
+
+func authedOf(ctx context.Context) (authed, bool) {
+	a, ok := ctx.Value(authKey{}).(authed)
+	return a, ok
+}
+
+// deferredAuth reports whether the call must be forwarded to the leader for authentication.
+func deferredAuth(ctx context.Context) bool {
+	a, ok := authedOf(ctx)
+	return ok && a.deferred
+}
+
+// admit authenticates and authorizes a call of method with req (nil for a stream), and returns
+// the context the handler runs with.
+func (s *Server) admit(ctx context.Context, method string, req proto.Message) (context.Context, error) {
+	a, err := s.authenticate(ctx)
+	if err != nil {
+		return ctx, toStatus(err)
+	}
+	if a.deferred {
+		s.m.authDeferred.Inc()
+		return context.WithValue(ctx, authKey{}, a), nil
+	}
+	ctx, err = s.svc.Authorize(ctx, a.caller, method, req)
+	if err != nil {
+		s.m.authFailures.WithLabelValues("denied").Inc()
+		return ctx, toStatus(err)
+	}
+	return context.WithValue(ctx, authKey{}, a), nil
+}
+
+// authenticate finds the call's caller (the order in the file's comment).
+func (s *Server) authenticate(ctx context.Context) (authed, error) {
+	ca, _ := ctx.Value(connAuthKey{}).(*connAuth)
+	if ca == nil { // no stats handler: nothing is cached
+		ca = &connAuth{}
+	}
+	ca.once.Do(func() { ca.id, ca.idErr = peerIdentity(ctx) })
+	md, _ := metadata.FromIncomingContext(ctx)
+	token, hasToken := bearer(md)
+	if ca.idErr == nil {
+		switch ca.id.Kind {
+		case tlsconf.Principal:
+			return authed{caller: service.Caller{Principal: ca.id.Name}}, nil
+		case tlsconf.Member:
+			if p := first(md, principalKey); p != "" {
+				return authed{caller: service.Caller{Principal: p, KeyID: first(md, keyIDKey)}}, nil
+			}
+			if !hasToken {
+				return authed{caller: service.Caller{Member: ca.id.Name}}, nil
+			}
+		}
+	}
+	if !hasToken {
+		s.m.authFailures.WithLabelValues("no_credentials").Inc()
+		why := "no client certificate"
+		if ca.idErr != nil && !errors.Is(ca.idErr, errNoCertificate) {
+			why = "the client certificate names no principal (" + ca.idErr.Error() + ")"
+		}
+		return authed{}, fmt.Errorf("%w: no credentials: %s and no \"authorization: Bearer <API key>\" metadata", service.ErrUnauthenticated, why)
+	}
+	v, err := s.verify(ca, token)
+	if err != nil {
+		if errors.Is(err, service.ErrUnknownKey) && !s.node.IsLeader() && !isForwarded(ctx) {
+			return authed{deferred: true, token: token}, nil
+		}
+		s.m.authFailures.WithLabelValues(failureReason(err)).Inc()
+		return authed{}, err
+	}
+	return authed{caller: v.Caller, token: token}, nil
+}
+
+// verify returns token's verification from the connection's cache while it holds, verifying it
+// (a SHA-256 in the service) when it is not cached or no longer holds.
+func (s *Server) verify(ca *connAuth, token string) (service.Verified, error) {
+	ca.mu.Lock()
+	v, ok := ca.keys[token]
+	ca.mu.Unlock()
+	if ok && !s.svc.AuthStale(v) {
+		return v, nil
+	}
+	s.m.authVerifications.Inc()
+	v, err := s.svc.VerifyToken(token)
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if err != nil {
+		delete(ca.keys, token)
+		return v, err
+	}
+	if ca.keys == nil || len(ca.keys) >= maxConnKeys {
+		ca.keys = make(map[string]service.Verified)
+	}
+	ca.keys[token] = v
+	return v, nil
+}
+
+// failureReason is the metric label of an authentication failure.
+func failureReason(err error) string {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, service.ErrUnknownKey):
+		return "unknown_key"
+	case strings.Contains(msg, "expired"):
+		return "expired_key"
+	}
+	return "bad_key"
+}
+
+// errNoCertificate: the connection presented no verified client certificate.
+var errNoCertificate = errors.New("no verified client certificate")
+
+// peerIdentity is the identity the call's connection's verified client certificate names.
+func peerIdentity(ctx context.Context) (tlsconf.Identity, error) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return tlsconf.Identity{}, errNoCertificate
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return tlsconf.Identity{}, errNoCertificate
+	}
+	var leaf *x509.Certificate = ti.State.VerifiedChains[0][0]
+	return tlsconf.IdentityOf(leaf)
+}
+
+// bearer returns the API key of md's "authorization: Bearer <token>".
+func bearer(md metadata.MD) (string, bool) {
+	v := first(md, authorizationKey)
+	scheme, token, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// first is md's first value for key, or "".
+func first(md metadata.MD, key string) string {
+	if vs := md.Get(key); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// forwardMD is the authentication metadata a forward of the call in ctx carries to the leader: the
+// original authorization of a deferred call, or the principal (and key id) it was authenticated
+// as. A member calling as itself needs none: the forward's own certificate names a member.
+func forwardMD(ctx context.Context) []string {
+	a, ok := authedOf(ctx)
+	switch {
+	case !ok:
+		return nil
+	case a.deferred:
+		return []string{authorizationKey, "Bearer " + a.token}
+	case a.caller.Principal != "":
+		kv := []string{principalKey, a.caller.Principal}
+		if a.caller.KeyID != "" {
+			kv = append(kv, keyIDKey, a.caller.KeyID)
+		}
+		return kv
+	}
+	return nil
+}
+
+// StreamInterceptor authenticates and authorizes the streaming calls (the snapshot streams) as
+// UnaryInterceptor does the unary ones.
+func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if !s.cfg.Authenticate || openMethod(info.FullMethod) {
+			return handler(srv, ss)
+		}
+		ctx, err := s.admit(ss.Context(), info.FullMethod, nil)
+		if err != nil {
+			return err
+		}
+		return handler(srv, authedStream{ss, ctx})
+	}
+}
+
+// authedStream is a handler's stream whose context carries its call's authentication.
+type authedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s authedStream) Context() context.Context { return s.ctx }
+
+// readmit authenticates again a deferred call that is to run here after all (this node took
+// office since): the leader's state decides.
+func (s *Server) readmit(ctx context.Context, req proto.Message) (context.Context, error) {
+	method, _ := grpc.Method(ctx)
+	return s.admit(context.WithValue(ctx, authKey{}, authed{}), method, req)
+}
