@@ -35,6 +35,13 @@
 // gained in a later release (Envelope.rules_version, metadv1.RulesVersion) is enforced only on
 // entries written under it, so an older entry replays exactly as it applied when it was written.
 //
+// # The auth state
+//
+// auth.go holds the API keys (the SHA-256 of each secret) and role bindings, changed by the four
+// auth commands and swapped in whole (AuthState is immutable), and the auth revision they bump.
+// runCommand refuses a command authorized against an older revision (AUTH_REVISION_STALE) before
+// its session runs it. CheckAuth is Check for the auth commands.
+//
 // # Metrics
 //
 // metrics.go declares what apply counts (metad_fsm_*: puts placed with fewer replicas than asked),

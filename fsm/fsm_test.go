@@ -440,6 +440,16 @@ func FuzzDecodeAndApply(f *testing.F) {
 	for _, l := range genLogs(f, 11, 40) {
 		f.Add(l.Data)
 	}
+	// The auth commands, with a stale revision on the last.
+	stale := grantCmd("b", "tenant:t")
+	stale.AuthRevision = 1
+	auth, err := EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: 1, Commands: []*metadv1.Command{
+		createKeyCmd("00000000000000aa", "a", secretOf('a'), 1, 0), grantCmd("a", "worker:"+workerID),
+		revokeRoleCmd("a", "worker:"+workerID), revokeKeyCmd("00000000000000aa"), stale}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(auth)
 	setup := genLogs(f, 11, 1)[0]
 	f.Fuzz(func(t *testing.T, data []byte) {
 		envl, err := DecodeEnvelope(data)

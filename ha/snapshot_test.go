@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/snapshot/snapshottest"
 )
@@ -40,9 +41,22 @@ func (c *testCluster) anyNode() *Node {
 	return nil
 }
 
+// authCmds are auth commands for principal p: a key (id) and each role granted.
+func authCmds(p, id string, roles ...string) []*metadv1.Command {
+	out := []*metadv1.Command{{Op: &metadv1.Command_CreateKey{CreateKey: &metadv1.CreateKey{
+		Id: id, Principal: p, Sha256: bytes.Repeat([]byte{1}, 32), CreatedMs: 1}}}}
+	for _, r := range roles {
+		out = append(out, &metadv1.Command{Op: &metadv1.Command_GrantRole{GrantRole: &metadv1.GrantRole{Principal: p, Role: r}}})
+	}
+	return out
+}
+
 func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	src := newTestCluster(t, 3, nil)
 	src.propose(mountCmd())
+	for _, c := range authCmds("src-op", "00000000000000aa", "admin", "reader") { // auth revision 3
+		src.propose(c)
+	}
 	for i := range 30 {
 		src.put(fmt.Sprintf("src-%02d", i))
 	}
@@ -69,6 +83,9 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 
 	dst := newTestCluster(t, 3, nil)
 	dst.propose(mountCmd())
+	for _, c := range authCmds("dst-op", "00000000000000bb", "admin") { // auth revision 2
+		dst.propose(c)
+	}
 	dst.put("only-in-dst")
 	dst.waitConverged()
 	l := dst.waitLeader()
@@ -92,6 +109,13 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 		}
 		if !bytes.Equal(digest(n), want) {
 			t.Fatalf("%s holds a state other than the snapshot's", name)
+		}
+		// The keys and role bindings are this cluster's (a restore must not lock out its
+		// operator), at the larger auth revision (it never goes back).
+		a := n.sm.Auth()
+		if _, ok := a.Key("00000000000000bb"); !ok || len(a.Keys()) != 1 || len(a.Roles("dst-op")) != 1 || a.Roles("src-op") != nil ||
+			a.Revision() != 3 {
+			t.Fatalf("%s: auth state after the restore: keys %v, principals %v, revision %d", name, a.Keys(), a.Principals(), a.Revision())
 		}
 		// The member records are this cluster's, never the source's.
 		for mname, m := range n.sm.Members() {

@@ -80,12 +80,19 @@ var verbs = []*verb{
 	{"cert create-member", "--name N --hosts H1,H2 [--certs-dir D] [--validity V]", "issue a node certificate for member N, valid for hosts H", runCertCreateMember},
 	{"cert create-client", "--name P [--certs-dir D] [--validity V]", "issue a client certificate for principal P", runCertCreateClient},
 	{"cert ls", "[--certs-dir D]", "list the certificates of the directory: identity, expiry", runCertLs},
+	{"key create", "--principal P [--ttl 720h]", "create an API key and print its token, once (--ttl 0 = never expires)", runKeyCreate},
+	{"key ls", "[--stale]", "list API keys (never their secrets)", runKeyLs},
+	{"key revoke", "ID", "revoke an API key", runKeyRevoke},
+	{"role grant", "PRINCIPAL ROLE", "bind a role (admin, reader, worker:<client-id>, tenant:<tenant>) to a principal", runRoleGrant},
+	{"role revoke", "PRINCIPAL ROLE", "remove a principal's role binding", runRoleRevoke},
+	{"role ls", "[--stale]", "list role bindings by principal", runRoleLs},
 	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D]", "simulate a cache worker: mount segments, ping until stopped", runWorker},
 	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]", "run a load and print ops/s and latency percentiles", runBench},
 }
 
 // groups are the verbs that take a sub-verb.
-var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true, "cert": true}
+var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
+	"cert": true, "key": true, "role": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {
