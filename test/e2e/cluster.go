@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -29,7 +30,10 @@ type Cluster struct {
 	Dir     string
 	Nodes   []*Proc
 	Initial string // --initial-cluster
-	fast    bool   // short Raft timeouts
+	// PKI, when set, runs the cluster secure: every node with its member certificate, clients and
+	// metactl as root (the bootstrap admin) over TLS. nil: plaintext (--insecure).
+	PKI  *PKI
+	fast bool // short Raft timeouts
 }
 
 // Proc is one metad process and its addresses.
@@ -89,17 +93,29 @@ func FreePorts(tb testing.TB, n int) []string {
 // NewCluster starts n metad processes bootstrapping one new cluster, with short Raft timeouts
 // (300 ms) so tests finish quickly. extra flags go to every node.
 func NewCluster(tb testing.TB, n int, extra ...string) *Cluster {
-	return newCluster(tb, n, true, extra...)
+	return newCluster(tb, n, true, false, extra...)
 }
 
 // NewClusterDefaults is NewCluster with metad's default timeouts (for the failover figures).
 func NewClusterDefaults(tb testing.TB, n int, extra ...string) *Cluster {
-	return newCluster(tb, n, false, extra...)
+	return newCluster(tb, n, false, false, extra...)
 }
 
-func newCluster(tb testing.TB, n int, fast bool, extra ...string) *Cluster {
+// NewSecureCluster is NewCluster with TLS everywhere and authentication on (Cluster.PKI).
+func NewSecureCluster(tb testing.TB, n int, extra ...string) *Cluster {
+	return newCluster(tb, n, true, true, extra...)
+}
+
+func newCluster(tb testing.TB, n int, fast, secure bool, extra ...string) *Cluster {
 	tb.Helper()
 	c := &Cluster{T: tb, Bin: BuildBinaries(tb), Dir: tb.TempDir(), fast: fast}
+	if secure {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("n%d", i+1))
+		}
+		c.PKI = NewPKI(tb, names...)
+	}
 	ports := FreePorts(tb, 3*n)
 	var initial []string
 	for i := range n {
@@ -120,7 +136,12 @@ func newCluster(tb testing.TB, n int, fast bool, extra ...string) *Cluster {
 func (c *Cluster) Start(p *Proc) {
 	c.T.Helper()
 	args := []string{"--name", p.Name, "--data-dir", p.DataDir, "--listen-client", p.Client, "--listen-peer", p.Peer,
-		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial, "--insecure"}
+		"--listen-metrics", p.Metrics, "--initial-cluster", c.Initial}
+	if c.PKI != nil {
+		args = append(args, c.PKI.MemberFlags(p.Name)...)
+	} else {
+		args = append(args, "--insecure")
+	}
 	if c.fast {
 		args = append(args, "--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms")
 	}
@@ -185,20 +206,31 @@ func (c *Cluster) Resume(p *Proc) {
 // MetricValue reads p's /metrics and returns the sum of the samples of metric name (every label
 // set); a page with no sample of it is an error (a renamed metric must not read as 0).
 func (c *Cluster) MetricValue(p *Proc, name string) (float64, error) {
+	if c.PKI != nil {
+		return metricValue(c.PKI.ClientTLS(c.T, ""), p.Metrics, name)
+	}
 	return MetricValue(p.Metrics, name)
 }
 
 // MetricValue reads the /metrics page served at addr and returns the sum of the samples of metric
 // name (every label set); a page with no sample of it is an error (a renamed metric must not read
 // as 0).
-func MetricValue(addr, name string) (float64, error) {
+func MetricValue(addr, name string) (float64, error) { return metricValue(nil, addr, name) }
+
+// metricValue is MetricValue over HTTPS with tlsCfg (nil: plain HTTP).
+func metricValue(tlsCfg *tls.Config, addr, name string) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	scheme, hc := "http://", http.DefaultClient
+	if tlsCfg != nil {
+		scheme, hc = "https://", &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+		defer hc.CloseIdleConnections()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+addr+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -244,10 +276,14 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
-// Client returns a Go client over all endpoints.
+// Client returns a Go client over all endpoints (in a secure cluster: root, by certificate).
 func (c *Cluster) Client() *client.Client {
 	c.T.Helper()
-	cl, err := client.New(client.Config{Endpoints: c.Endpoints()})
+	cfg := client.Config{Endpoints: c.Endpoints()}
+	if c.PKI != nil {
+		cfg.TLS = c.PKI.ClientTLS(c.T, client.RootPrincipal)
+	}
+	cl, err := client.New(cfg)
 	if err != nil {
 		c.T.Fatal(err)
 	}
@@ -280,7 +316,7 @@ func (c *Cluster) Leader(cl *client.Client, within time.Duration) *Proc {
 
 // Metactl runs the metactl binary against the cluster and returns its output.
 func (c *Cluster) Metactl(args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), append([]string{"--endpoints", strings.Join(c.Endpoints(), ","), "--timeout", "10s"}, args...)...)
+	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), append(c.metactlFlags("--timeout", "10s"), args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -288,8 +324,8 @@ func (c *Cluster) Metactl(args ...string) (string, error) {
 // StartWorker runs `metactl worker` (mounted segments kept alive by pings) until the test ends.
 func (c *Cluster) StartWorker(segments int, size string) {
 	c.T.Helper()
-	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), "--endpoints", strings.Join(c.Endpoints(), ","),
-		"worker", "--segments", fmt.Sprint(segments), "--segment-size", size)
+	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), append(c.metactlFlags(),
+		"worker", "--segments", fmt.Sprint(segments), "--segment-size", size)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -306,4 +342,16 @@ func (c *Cluster) StartWorker(segments int, size string) {
 			<-done
 		}
 	})
+}
+
+// metactlFlags are metactl's global flags for this cluster: its endpoints, and in a secure
+// cluster its certificates directory (root's client certificate), then more.
+func (c *Cluster) metactlFlags(more ...string) []string {
+	f := []string{"--endpoints", strings.Join(c.Endpoints(), ",")}
+	if c.PKI != nil {
+		f = append(f, "--certs-dir", c.PKI.Dir)
+	} else {
+		f = append(f, "--certs-dir", filepath.Join(c.Dir, "no-certs")) // plaintext even if ./data/certs exists
+	}
+	return append(f, more...)
 }
