@@ -199,11 +199,10 @@ func (s *Server) verify(ca *connAuth, token string) (service.Verified, error) {
 
 // failureReason is the metric label of an authentication failure.
 func failureReason(err error) string {
-	msg := err.Error()
 	switch {
 	case errors.Is(err, service.ErrUnknownKey):
 		return "unknown_key"
-	case strings.Contains(msg, "expired"):
+	case errors.Is(err, service.ErrKeyExpired):
 		return "expired_key"
 	}
 	return "bad_key"

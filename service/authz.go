@@ -46,7 +46,20 @@ var (
 	// ErrUnknownKey is what VerifyToken wraps (with ErrUnauthenticated) for a key this node's state
 	// does not hold: on a follower, a key created moments ago that it has not applied yet.
 	ErrUnknownKey = fsm.ErrUnknownKey
+	// ErrKeyExpired is what VerifyToken and Authorize wrap (with ErrUnauthenticated) for a key
+	// past its expiry.
+	ErrKeyExpired = fsm.ErrKeyExpired
 )
+
+// expiredKeyError is a plain value: a key past its expiry. It is ErrUnauthenticated and
+// ErrKeyExpired.
+type expiredKeyError struct{ id string }
+
+func (e *expiredKeyError) Error() string {
+	return fmt.Sprintf("%v: API key %s has expired", ErrUnauthenticated, e.id)
+}
+
+func (e *expiredKeyError) Unwrap() []error { return []error{ErrUnauthenticated, ErrKeyExpired} }
 
 // Caller is a plain value: who makes a call, as the adapter authenticated it. Exactly one of
 // Principal and Member is set.
@@ -191,7 +204,7 @@ func tokenErr(token string, err error) error {
 	case errors.Is(err, fsm.ErrUnknownKey):
 		return &unknownKeyError{id: id}
 	case errors.Is(err, fsm.ErrKeyExpired):
-		return fmt.Errorf("%w: API key %s has expired", ErrUnauthenticated, id)
+		return &expiredKeyError{id: id}
 	case errors.Is(err, fsm.ErrBadToken):
 		return fmt.Errorf("%w: API key %s does not match (want the token CreateKey returned: mtd_<id>_<secret>)", ErrUnauthenticated, id)
 	}
@@ -239,7 +252,7 @@ func authorize(a *fsm.AuthState, nowMs int64, c Caller, method string, req proto
 		case !ok || k.Principal != c.Principal:
 			return fmt.Errorf("%w: API key %s is unknown (revoked)", ErrUnauthenticated, c.KeyID)
 		case k.ExpiresMs != 0 && nowMs >= k.ExpiresMs:
-			return fmt.Errorf("%w: API key %s has expired", ErrUnauthenticated, c.KeyID)
+			return &expiredKeyError{id: c.KeyID}
 		}
 	}
 	r, ok := methodRules[method]
