@@ -11,12 +11,22 @@ import (
 )
 
 // tenantName shows the tenant a request names ("" is "default").
-func tenantName(t string) string {
-	if t == "" {
-		return "default"
+// tenantName is the tenant a request with --tenant t acts on, as the output names it. Without
+// --tenant, the cluster picks it: "default", except for a caller that authenticates as a principal
+// of its own (--api-key or --cert) holding exactly one tenant role, whose calls act on that tenant
+// (docs/design.md, "Security"); metactl cannot tell which, and says so.
+func (a *app) tenantName(t string) string {
+	switch {
+	case t != "":
+		return t
+	case a.sec.APIKey != "" || a.sec.Cert != "":
+		return ownTenant
 	}
-	return t
+	return "default"
 }
+
+// ownTenant is how the output names the tenant a principal's call without --tenant acts on.
+const ownTenant = "(the caller's own, or default)"
 
 // putFlags are the flags of put and put-start.
 type putFlags struct {
@@ -113,7 +123,7 @@ func doPut(a *app, v *verb, args []string, commit bool) error {
 	if err != nil {
 		return err
 	}
-	view := putView{Tenant: tenantName(pf.tenant), Key: key, Size: pf.size.n, ClientID: id.String(), Replicas: replicaViews(reps)}
+	view := putView{Tenant: a.tenantName(pf.tenant), Key: key, Size: pf.size.n, ClientID: id.String(), Replicas: replicaViews(reps)}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		if commit {
 			fmt.Fprintf(tw, "put %s: %s in tenant %s, %s\n\n", key, formatSize(view.Size), view.Tenant, plural(len(reps), "replica"))
@@ -171,7 +181,7 @@ func doPutEnd(a *app, v *verb, args []string, revoke bool) error {
 	if err != nil {
 		return err
 	}
-	view := map[string]any{"tenant": tenantName(ef.tenant), "key": pos[0], "tier": tierName(tier), action: true}
+	view := map[string]any{"tenant": a.tenantName(ef.tenant), "key": pos[0], "tier": tierName(tier), action: true}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		fmt.Fprintf(tw, "%s %s (tier %s)\n", action, pos[0], tierName(tier))
 	})
@@ -209,7 +219,7 @@ func runGet(a *app, v *verb, args []string) error {
 	if err != nil {
 		return err
 	}
-	view := getView{Tenant: tenantName(*tenant), Key: pos[0], Size: resp.GetSize(), DataType: resp.GetDataType(),
+	view := getView{Tenant: a.tenantName(*tenant), Key: pos[0], Size: resp.GetSize(), DataType: resp.GetDataType(),
 		LeaseTTLMs: resp.GetLeaseTtlMs(), Replicas: replicaViews(resp.GetReplicas())}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		lease := "no lease (stale read)"
@@ -289,7 +299,7 @@ func runRm(a *app, v *verb, args []string) error {
 	if err := c.Remove(ctx, *tenant, pos[0], *force); err != nil {
 		return err
 	}
-	view := map[string]any{"tenant": tenantName(*tenant), "key": pos[0], "removed": true}
+	view := map[string]any{"tenant": a.tenantName(*tenant), "key": pos[0], "removed": true}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) { fmt.Fprintf(tw, "removed %s\n", pos[0]) })
 }
 
@@ -310,10 +320,10 @@ func runRmAll(a *app, v *verb, args []string) error {
 	if err != nil {
 		return err
 	}
-	view := map[string]any{"tenant": tenantName(*tenant), "removed": resp.GetRemoved(), "skipped": resp.GetSkipped()}
+	view := map[string]any{"tenant": a.tenantName(*tenant), "removed": resp.GetRemoved(), "skipped": resp.GetSkipped()}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		fmt.Fprintf(tw, "removed %d objects of tenant %s, skipped %d (leased or being written)\n",
-			resp.GetRemoved(), tenantName(*tenant), resp.GetSkipped())
+			resp.GetRemoved(), a.tenantName(*tenant), resp.GetSkipped())
 	})
 }
 
@@ -343,7 +353,7 @@ func runGroupLs(a *app, v *verb, args []string) error {
 	for i, k := range keys {
 		shown[i] = displayKey([]byte(k))
 	}
-	view := map[string]any{"tenant": tenantName(*tenant), "group": pos[0], "keys": shown}
+	view := map[string]any{"tenant": a.tenantName(*tenant), "group": pos[0], "keys": shown}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		row(tw, "KEY")
 		for _, k := range shown {
@@ -370,7 +380,7 @@ func runGroupRm(a *app, v *verb, args []string) error {
 	if err != nil {
 		return err
 	}
-	view := map[string]any{"tenant": tenantName(*tenant), "group": pos[0], "removed": n}
+	view := map[string]any{"tenant": a.tenantName(*tenant), "group": pos[0], "removed": n}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		fmt.Fprintf(tw, "removed group %s: %s\n", pos[0], plural(int(n), "object"))
 	})
