@@ -71,9 +71,9 @@ func (c refusingTLS) Clone() credentials.TransportCredentials {
 }
 
 // handshakeConn is an accepted connection handed to the TLS handshake: until the handshake has
-// succeeded, Close leaves the connection open, for ServerHandshake to close it as TLSCredentials says,
-// and Read keeps a copy of what it read (the TLS layer reads ahead), for ServerHandshake to read a
-// plaintext client's request from. Read is called by the handshake's goroutine, which owns read
+// succeeded, Close leaves the connection open, for ServerHandshake to close it as TLSCredentials
+// says, and Read keeps a copy of what it read (the TLS layer reads ahead), for ServerHandshake to
+// read a plaintext client's request from. Read is called by the handshake's goroutine, which owns read
 // and overflow; served is set once, by that goroutine, before the connection is used for anything
 // else.
 type handshakeConn struct {
