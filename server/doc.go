@@ -28,6 +28,10 @@
 // open. A follower forwards the principal it authenticated with the call, and a call whose API key
 // its state does not hold yet, with the key, for the leader to authenticate.
 //
+// The client listener's TLS credentials (TLSCredentials, tlscreds.go) close a connection whose
+// handshake fails so that its client learns why: the TLS alert arrives rather than a reset, and a
+// plaintext gRPC client's call is answered UNAUTHENTICATED, saying that the node serves TLS.
+//
 // # Member records
 //
 // Run's loop keeps this node's own member record (its client and peer addresses) current: while

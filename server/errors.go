@@ -194,3 +194,7 @@ func unimplementedStatus(what string) error {
 func internalStatus(format string, args ...any) error {
 	return status.Errorf(codes.Internal, format, args...)
 }
+
+// plaintextStatus is the answer to each call of a plaintext client on a TLS listener (tlscreds.go):
+// it has no credentials at all.
+func plaintextStatus() *status.Status { return status.New(codes.Unauthenticated, PlaintextRefusal) }

@@ -241,7 +241,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	svc.OnLeadership(func(bool) { ev.Kick() })
 	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	if rl != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(rl.ServerConfig(cfg.clientAuth()))))
+		opts = append(opts, grpc.Creds(server.TLSCredentials(rl.ServerConfig(cfg.clientAuth()))))
 		opts = append(opts, srv.AuthOptions()...)
 	}
 	gs := grpc.NewServer(opts...)
