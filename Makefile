@@ -16,7 +16,8 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	$(GO) build $(PKGS)
 
-## run: a local 3-node cluster on loopback with a simulated worker; Ctrl-C stops it.
+## run: a local secure 3-node cluster on loopback with a simulated worker; Ctrl-C stops it. Its first
+## run creates a dev CA, certificates (data/certs) and an admin API key (data/admin.key).
 run: build
 	./scripts/run-cluster.sh
 
