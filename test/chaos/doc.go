@@ -11,7 +11,9 @@
 // SEED+1, ...), CHAOS_DURATION (the fault phase), CHAOS_SEEDS (drills of TestDrillMany),
 // CHAOS_FAULTS (a comma-separated subset of the fault kinds below), CHAOS_KNOWN (known anomalies
 // that do not fail a drill, see below), CHAOS_REPORT_DIR (default report/ in this directory),
-// CHAOS_HISTORY=1 (keep history.txt and each node's state text even when the drill passes).
+// CHAOS_HISTORY=1 (keep history.txt and each node's state text even when the drill passes),
+// CHAOS_INSECURE=1 (run the drill in plaintext with authentication off, every metad with
+// --insecure, as a cluster without certificates runs; see Security below).
 //
 // # The drill
 //
@@ -55,6 +57,19 @@
 // injected. Memory pressure with eviction is not drilled: the workers' segments are large enough
 // that the evictor (which cmd/metad runs) never has work, and the model has no eviction (the report
 // says so).
+//
+// Security (cluster.go): by default the drill runs as a production cluster does, with TLS and
+// authentication on. NewCluster makes a CA and certificates in a temp dir (e2e.NewPKI): every
+// node runs with its member certificate (--cacert, --cert, --key), so client calls, forwarded calls,
+// the Raft peer transport and the metrics page are TLS, and the peers authenticate each other. The
+// certificates name 127.0.0.1, so they verify through the proxies, which pass the TLS bytes through
+// untouched. Each worker is its own principal (worker1, worker2) by a client certificate, bound
+// worker:<its client id> by root before it starts; each workload client is its own principal
+// (app1..app8) bound tenant:<t> for every tenant of the drill, and authenticates with an API key
+// created by root at setup (TLS with no client certificate); the harness's own clients (admin,
+// probe, monitor, end checks, snapshot save and restore) are root by its client certificate; the
+// expiry check reads each node's metrics over HTTPS. CHAOS_INSECURE=1 runs it all in plaintext
+// with no credentials, to tell a fault of the security layer from one of the cluster.
 //
 // # The model (model.go)
 //

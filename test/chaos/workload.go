@@ -85,11 +85,11 @@ type router struct {
 	cur   int
 }
 
-func newRouter(eps []string, id client.UUID) (*router, error) {
+func newRouter(eps []string, id client.UUID, auth Auth) (*router, error) {
 	r := &router{addrs: eps}
 	for _, ep := range eps {
-		cl, err := client.New(client.Config{Endpoints: []string{ep}, MaxRetries: -1, ClientID: id,
-			DialTimeout: time.Second})
+		cl, err := client.New(auth.Apply(client.Config{Endpoints: []string{ep}, MaxRetries: -1, ClientID: id,
+			DialTimeout: time.Second}))
 		if err != nil {
 			r.close()
 			return nil, err
@@ -130,6 +130,7 @@ type workload struct {
 	ks   *keyspace
 	hist *History
 	eps  []string
+	auth []Auth // client i's credentials
 	seed uint64
 	ws   *writers
 
@@ -141,8 +142,9 @@ type workload struct {
 	noops   atomic.Int64 // write attempts certainly not proposed, left out of the history
 }
 
-func newWorkload(cfg workloadConfig, ks *keyspace, hist *History, eps []string, seed uint64, ws *writers) *workload {
-	return &workload{cfg: cfg, ks: ks, hist: hist, eps: eps, seed: seed, ws: ws, stop: make(chan struct{})}
+// newWorkload makes the workload; auth holds each client's credentials (cfg.Clients of them).
+func newWorkload(cfg workloadConfig, ks *keyspace, hist *History, eps []string, auth []Auth, seed uint64, ws *writers) *workload {
+	return &workload{cfg: cfg, ks: ks, hist: hist, eps: eps, auth: auth, seed: seed, ws: ws, stop: make(chan struct{})}
 }
 
 // Start launches the clients.
@@ -150,11 +152,11 @@ func (wl *workload) Start() error {
 	for i := range wl.cfg.Clients {
 		id := client.NewUUID()
 		wl.ws.add(id, int32(i))
-		r, err := newRouter(wl.eps, id)
+		r, err := newRouter(wl.eps, id, wl.auth[i])
 		if err != nil {
 			return err
 		}
-		rd, err := client.New(client.Config{Endpoints: wl.eps, ClientID: id})
+		rd, err := client.New(wl.auth[i].Apply(client.Config{Endpoints: wl.eps, ClientID: id}))
 		if err != nil {
 			r.close()
 			return err
