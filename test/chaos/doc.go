@@ -38,7 +38,9 @@
 // session a retried write could be applied twice. The odd clients write through the Go client in
 // its session with its retries: one call is one operation, and the model holds it to taking effect
 // once, whatever its retries did (a write whose answer was lost must answer as its first attempt
-// did, not apply again). Reads use the Go client with its retries (a read changes nothing).
+// did, not apply again); such a call that fails without a store reason has an unknown outcome,
+// whatever its error says, since the error is its last attempt's and an earlier attempt may have
+// committed. Reads use the Go client with its retries (a read changes nothing).
 // A probe (probe.go) writes a fresh key with client.Put, retries on, every 50 ms, open loop: it
 // measures when writes succeed, and its keys must all survive.
 //
@@ -86,9 +88,9 @@
 // so its per-key projections are linearizable whenever it is). A write whose outcome is unknown
 // (a deadline, a broken connection, UNAVAILABLE "outcome is unknown", a forward that failed after
 // it was sent) is recorded as unknown and returns at the end of time: the model lets it take
-// effect at any point after its call, or never. A write that certainly was not proposed (no
-// leader known, NOT_LEADER without a forward, a connection that never came up) is recorded as
-// such and changes nothing. A read that failed is left out. A snapshot saved from the leader is a
+// effect at any point after its call, or never. A routed attempt that certainly was not proposed
+// (no leader known, NOT_LEADER without a forward, a connection or TLS handshake that never
+// completed) is recorded as such and changes nothing. A read that failed is left out. A snapshot saved from the leader is a
 // read of every key at once; a restore is a write of every key at once.
 //
 // End checks (checks.go): after the faults heal and the workload stops, every key and group is

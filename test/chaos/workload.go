@@ -293,7 +293,9 @@ func (w *wclient) attempt(fn func(ctx context.Context, cl *client.Client) error)
 	return w.routed(fn)
 }
 
-// inSession is one write call through the session client, its retries inside.
+// inSession is one write call through the session client, its retries inside. Its outcome is
+// known when it succeeded or was refused (a retry of a write that applied gets the session's answer
+// of it); any other failure leaves it unknown.
 func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) error) []try {
 	// One call, its retries inside: a session write is at most once, whatever the retries.
 	ctx, cancel := context.WithTimeout(context.Background(), sessionCallLimit*w.wl.cfg.AttemptLimit)
@@ -302,8 +304,10 @@ func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) erro
 	t.ret = w.wl.hist.since()
 	cancel()
 	t.cls, t.reason = classify(t.err)
-	if t.cls != clsOK && t.cls != clsReason && t.cls != clsUnknown {
-		w.wl.noops.Add(1)
+	if t.cls == clsNoop {
+		// The error is the last attempt's: that one was not proposed, but an earlier one may have
+		// been, and committed with its answer lost (a leader that stepped down, a silent node).
+		t.cls, t.reason = clsUnknown, ""
 	}
 	return []try{t}
 }
