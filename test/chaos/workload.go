@@ -39,7 +39,7 @@ const (
 // which leaves an earlier attempt's outcome unknown; NOT_LEADER naming a
 // leader without a failed forward, UNAVAILABLE "no leader is known" or "pipeline is full", and a
 // connection that never came up (the client's, or the follower's forward: refused, no server
-// preface) mean nothing was proposed; everything else (a deadline, a broken connection, "outcome
+// preface, a failed TLS handshake) mean nothing was proposed; everything else (a deadline, a broken connection, "outcome
 // is unknown", a forward that failed after it was sent, shutdown) is unknown.
 func classify(err error) (errClass, string) {
 	if err == nil {
@@ -57,9 +57,10 @@ func classify(err error) (errClass, string) {
 	}
 	st, _ := status.FromError(err)
 	msg := st.Message()
-	// The call (or the follower's forward of it) never got a connection: nothing was sent.
+	// The call (or the follower's forward of it) never got a connection: nothing was sent. A TLS
+	// handshake precedes every byte of HTTP/2, so one that failed sent nothing either.
 	neverSent := strings.Contains(msg, "connection refused") || strings.Contains(msg, "server preface") ||
-		strings.Contains(msg, "while dialing")
+		strings.Contains(msg, "while dialing") || strings.Contains(msg, "authentication handshake failed")
 	switch {
 	case r == metadv1.Reason_REASON_NOT_LEADER && !strings.Contains(msg, "forwarding to the leader"):
 		return clsNoop, rNotLeader
