@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,11 @@ type Cluster struct {
 	net    *Net
 	flags  []string // extra metad flags for every node
 	Nodes  []*Node
+	// pki is the cluster's CA and certificates (member, root, the workers'); nil runs the cluster
+	// in plaintext (--insecure). rootTLS presents root's client certificate; keyTLS presents none
+	// (the transport of a client that authenticates by API key, and of the metrics reads).
+	pki             *e2e.PKI
+	rootTLS, keyTLS *tls.Config
 
 	mu      sync.Mutex // guards workers and exits
 	workers []*exec.Cmd
@@ -80,17 +86,34 @@ func (c *Cluster) Exits() []string {
 }
 
 // NewCluster builds the binaries once, starts the proxies and n metad processes, and registers
-// their teardown with tb.Cleanup. flags go to every node.
-func NewCluster(tb testing.TB, n int, logDir string, flags ...string) (*Cluster, error) {
+// their teardown with tb.Cleanup. flags go to every node. Unless insecure, every node runs with
+// its member certificate of a PKI made in a temp dir (TLS on every listener, authentication on);
+// the certificates name 127.0.0.1, so they verify through the proxies, which pass bytes through.
+func NewCluster(tb testing.TB, n int, logDir string, insecure bool, flags ...string) (*Cluster, error) {
 	tb.Helper()
 	c := &Cluster{tb: tb, bin: e2e.BuildBinaries(tb), dir: tb.TempDir(), logDir: logDir, net: NewNet(), flags: flags}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("n%d", i+1))
+	}
+	if !insecure {
+		c.pki = e2e.NewPKI(tb, names...)
+		cert, key := c.pki.Principal(tb, client.RootPrincipal)
+		var err error
+		if c.rootTLS, err = client.TLSFromFiles(c.pki.CAFile(), cert, key); err != nil {
+			return nil, err
+		}
+		if c.keyTLS, err = client.TLSFromFiles(c.pki.CAFile(), "", ""); err != nil {
+			return nil, err
+		}
+	}
 	tb.Cleanup(c.Close)
 	var initial []string
 	for i := range n {
-		nd := &Node{Index: i, Name: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(c.dir, fmt.Sprintf("n%d", i+1))}
+		nd := &Node{Index: i, Name: names[i], DataDir: filepath.Join(c.dir, names[i])}
 		var err error
 		if nd.ClientProxy, err = c.net.Listen(i, "client"); err != nil {
 			return nil, err
@@ -118,6 +141,51 @@ func NewCluster(tb testing.TB, n int, logDir string, flags ...string) (*Cluster,
 
 // Net is the cluster's fault-injecting network.
 func (c *Cluster) Net() *Net { return c.net }
+
+// Secure reports whether the cluster runs TLS and authentication (not CHAOS_INSECURE).
+func (c *Cluster) Secure() bool { return c.pki != nil }
+
+// Root returns cfg acting as root, the bootstrap admin, by its client certificate (in a secure
+// cluster; cfg unchanged otherwise). The harness's own clients use it: the admin, the checks, the
+// monitor, the probe, snapshots.
+func (c *Cluster) Root(cfg client.Config) client.Config {
+	if c.pki != nil {
+		cfg.TLS = c.rootTLS
+	}
+	return cfg
+}
+
+// Auth is how one client authenticates: a TLS configuration and an API key, or nothing (a
+// plaintext cluster). A plain value.
+type Auth struct {
+	TLS    *tls.Config
+	APIKey string
+}
+
+// Apply returns cfg with a's credentials.
+func (a Auth) Apply(cfg client.Config) client.Config {
+	cfg.TLS, cfg.APIKey = a.TLS, a.APIKey
+	return cfg
+}
+
+// TenantAuth binds tenant:<t> of every tenant to principal through admin (root) and creates an API
+// key for it that never expires; the Auth returned presents that key over TLS with no client
+// certificate. In a plaintext cluster it does nothing and returns the zero Auth.
+func (c *Cluster) TenantAuth(ctx context.Context, admin *client.Client, principal string, tenants []string) (Auth, error) {
+	if c.pki == nil {
+		return Auth{}, nil
+	}
+	for _, t := range tenants {
+		if err := admin.GrantRole(ctx, principal, "tenant:"+t); err != nil {
+			return Auth{}, fmt.Errorf("grant tenant:%s to %s: %w", t, principal, err)
+		}
+	}
+	key, err := admin.CreateKey(ctx, principal, 0)
+	if err != nil {
+		return Auth{}, fmt.Errorf("create a key for %s: %w", principal, err)
+	}
+	return Auth{TLS: c.keyTLS, APIKey: key.GetToken()}, nil
+}
 
 // Endpoints are the advertised client addresses (through the proxies).
 func (c *Cluster) Endpoints() []string {
@@ -151,7 +219,8 @@ func (c *Cluster) start(n *Node, initial string) error {
 	args := append([]string{"--name", n.Name, "--data-dir", n.DataDir,
 		"--listen-client", n.ClientListen, "--advertise-client", n.Client(),
 		"--listen-peer", n.PeerListen, "--advertise-peer", n.PeerProxy.Addr(),
-		"--listen-metrics", n.Metrics, "--initial-cluster", initial, "--insecure"}, c.flags...)
+		"--listen-metrics", n.Metrics, "--initial-cluster", initial}, c.memberFlags(n)...)
+	args = append(args, c.flags...)
 	logf, err := os.OpenFile(filepath.Join(c.logDir, n.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -182,6 +251,14 @@ func (c *Cluster) start(n *Node, initial string) error {
 	n.cmd, n.done, n.paused, n.stopping = cmd, done, false, false
 	c.net.SetPID(n.Index, cmd.Process.Pid)
 	return nil
+}
+
+// memberFlags are n's security flags: its member certificate and the CA, or --insecure.
+func (c *Cluster) memberFlags(n *Node) []string {
+	if c.pki == nil {
+		return []string{"--insecure"}
+	}
+	return c.pki.MemberFlags(n.Name)
 }
 
 // Start restarts a node from its data dir (no-op when it runs).
@@ -268,15 +345,28 @@ func (c *Cluster) HealAll() error {
 	return errors.Join(errs...)
 }
 
-// StartWorker runs `metactl worker` against the proxies until Close. Its output goes to the log
-// directory.
-func (c *Cluster) StartWorker(name string, segments int, size string) error {
+// StartWorker runs `metactl worker` as client id (a fresh UUID) against the proxies until Close.
+// In a secure cluster the worker is its own principal, name, by a client certificate, and admin
+// (root) binds it worker:<client id> first: it may mount, unmount and ping for that id only. Its
+// output goes to the log directory.
+func (c *Cluster) StartWorker(ctx context.Context, admin *client.Client, name string, segments int, size string) error {
+	id := client.NewUUID()
+	args := []string{"--endpoints", strings.Join(c.Endpoints(), ","), "--timeout", "3s"}
+	if c.pki != nil {
+		if err := admin.GrantRole(ctx, name, "worker:"+id.String()); err != nil {
+			return fmt.Errorf("grant worker:%s to %s: %w", id, name, err)
+		}
+		cert, key := c.pki.Principal(c.tb, name)
+		args = append(args, "--cacert", c.pki.CAFile(), "--cert", cert, "--key", key)
+	} else {
+		args = append(args, "--certs-dir", filepath.Join(c.dir, "no-certs")) // plaintext even if ./data/certs exists
+	}
+	args = append(args, "worker", "--client", id.String(), "--segments", fmt.Sprint(segments), "--segment-size", size)
 	logf, err := os.Create(filepath.Join(c.logDir, name+".log"))
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(c.bin, "metactl"), "--endpoints", strings.Join(c.Endpoints(), ","),
-		"--timeout", "3s", "worker", "--segments", fmt.Sprint(segments), "--segment-size", size)
+	cmd := exec.Command(filepath.Join(c.bin, "metactl"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -297,7 +387,7 @@ func (c *Cluster) Expiries() ([]string, error) {
 		if !n.Running() {
 			continue
 		}
-		v, err := e2e.MetricValue(n.Metrics, "metad_server_clients_expired_total")
+		v, err := e2e.MetricValueTLS(c.keyTLS, n.Metrics, "metad_server_clients_expired_total")
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", n.Name, err)
 		}
@@ -349,11 +439,11 @@ func (c *Cluster) Close() {
 	c.net.Close()
 }
 
-// direct returns a client for node n's private client port: one attempt per call, no redirects.
-// The monitor and the end checks use it so that faults never hide what a node says.
-func direct(n *Node) (*client.Client, error) {
-	return client.New(client.Config{Endpoints: []string{n.ClientListen}, MaxRetries: -1,
-		DialTimeout: 500 * time.Millisecond})
+// direct returns a client (root) for node n's private client port: one attempt per call, no
+// redirects. The monitor and the end checks use it so that faults never hide what a node says.
+func (c *Cluster) direct(n *Node) (*client.Client, error) {
+	return client.New(c.Root(client.Config{Endpoints: []string{n.ClientListen}, MaxRetries: -1,
+		DialTimeout: 500 * time.Millisecond}))
 }
 
 // WaitLeader polls (through the private ports) until one running node says it leads and every

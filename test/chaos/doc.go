@@ -11,7 +11,9 @@
 // SEED+1, ...), CHAOS_DURATION (the fault phase), CHAOS_SEEDS (drills of TestDrillMany),
 // CHAOS_FAULTS (a comma-separated subset of the fault kinds below), CHAOS_KNOWN (known anomalies
 // that do not fail a drill, see below), CHAOS_REPORT_DIR (default report/ in this directory),
-// CHAOS_HISTORY=1 (keep history.txt and each node's state text even when the drill passes).
+// CHAOS_HISTORY=1 (keep history.txt and each node's state text even when the drill passes),
+// CHAOS_INSECURE=1 (run the drill in plaintext with authentication off, every metad with
+// --insecure, as a cluster without certificates runs; see Security below).
 //
 // # The drill
 //
@@ -36,7 +38,9 @@
 // session a retried write could be applied twice. The odd clients write through the Go client in
 // its session with its retries: one call is one operation, and the model holds it to taking effect
 // once, whatever its retries did (a write whose answer was lost must answer as its first attempt
-// did, not apply again). Reads use the Go client with its retries (a read changes nothing).
+// did, not apply again); such a call that fails without a store reason has an unknown outcome,
+// whatever its error says, since the error is its last attempt's and an earlier attempt may have
+// committed. Reads use the Go client with its retries (a read changes nothing).
 // A probe (probe.go) writes a fresh key with client.Put, retries on, every 50 ms, open loop: it
 // measures when writes succeed, and its keys must all survive.
 //
@@ -56,6 +60,19 @@
 // that the evictor (which cmd/metad runs) never has work, and the model has no eviction (the report
 // says so).
 //
+// Security (cluster.go): by default the drill runs as a production cluster does, with TLS and
+// authentication on. NewCluster makes a CA and certificates in a temp dir (e2e.NewPKI): every
+// node runs with its member certificate (--cacert, --cert, --key), so client calls, forwarded calls,
+// the Raft peer transport and the metrics page are TLS, and the peers authenticate each other. The
+// certificates name 127.0.0.1, so they verify through the proxies, which pass the TLS bytes through
+// untouched. Each worker is its own principal (worker1, worker2) by a client certificate, bound
+// worker:<its client id> by root before it starts; each workload client is its own principal
+// (app1..app8) bound tenant:<t> for every tenant of the drill, and authenticates with an API key
+// created by root at setup (TLS with no client certificate); the harness's own clients (admin,
+// probe, monitor, end checks, snapshot save and restore) are root by its client certificate; the
+// expiry check reads each node's metrics over HTTPS. CHAOS_INSECURE=1 runs it all in plaintext
+// with no credentials, to tell a fault of the security layer from one of the cluster.
+//
 // # The model (model.go)
 //
 // Porcupine checks the history against a sequential model of the object API, partitioned by
@@ -71,9 +88,9 @@
 // so its per-key projections are linearizable whenever it is). A write whose outcome is unknown
 // (a deadline, a broken connection, UNAVAILABLE "outcome is unknown", a forward that failed after
 // it was sent) is recorded as unknown and returns at the end of time: the model lets it take
-// effect at any point after its call, or never. A write that certainly was not proposed (no
-// leader known, NOT_LEADER without a forward, a connection that never came up) is recorded as
-// such and changes nothing. A read that failed is left out. A snapshot saved from the leader is a
+// effect at any point after its call, or never. A routed attempt that certainly was not proposed
+// (no leader known, NOT_LEADER without a forward, a connection or TLS handshake that never
+// completed) is recorded as such and changes nothing. A read that failed is left out. A snapshot saved from the leader is a
 // read of every key at once; a restore is a write of every key at once.
 //
 // End checks (checks.go): after the faults heal and the workload stops, every key and group is

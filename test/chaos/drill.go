@@ -49,6 +49,9 @@ type Config struct {
 	// default, and put discard timeout 10 min, so that discard never changes state during a
 	// drill).
 	MetadFlags []string
+	// Insecure runs the cluster in plaintext with authentication off (--insecure), as before TLS.
+	// Default: TLS on every listener and link, every client authenticated (see NewCluster).
+	Insecure bool
 	// Logf receives progress lines (t.Logf). Default: none.
 	Logf func(format string, args ...any)
 }
@@ -193,16 +196,20 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.ReportDir, 0o755); err != nil {
 		return nil, err
 	}
-	cfg.Logf("chaos: seed %d, report in %s", cfg.Seed, cfg.ReportDir)
+	security := "TLS and authentication on"
+	if cfg.Insecure {
+		security = "plaintext (insecure)"
+	}
+	cfg.Logf("chaos: seed %d, %s, report in %s", cfg.Seed, security, cfg.ReportDir)
 	flags := append([]string{"--client-ttl", clientTTL.String(), "--put-discard-timeout", "10m"}, cfg.MetadFlags...)
-	c, err := NewCluster(tb, 3, filepath.Join(cfg.ReportDir, "logs"), flags...)
+	c, err := NewCluster(tb, 3, filepath.Join(cfg.ReportDir, "logs"), cfg.Insecure, flags...)
 	if err != nil {
 		return nil, err
 	}
 	hist := newHistory(time.Now())
 	var dcls []*client.Client
 	for _, n := range c.Nodes {
-		cl, err := direct(n)
+		cl, err := c.direct(n)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +221,7 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	if _, err := c.WaitLeader(ctx, dcls); err != nil {
 		return nil, err
 	}
-	admin, err := client.New(client.Config{Endpoints: c.Endpoints()})
+	admin, err := client.New(c.Root(client.Config{Endpoints: c.Endpoints()}))
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +234,16 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("register tenant %s: %w", t, err)
 		}
 	}
+	// Each workload client is its own principal, with the tenant roles of every tenant and an API
+	// key (none in a plaintext cluster).
+	auths := make([]Auth, cfg.Clients)
+	for i := range auths {
+		if auths[i], err = c.TenantAuth(ctx, admin, fmt.Sprintf("app%d", i+1), cfg.Tenants); err != nil {
+			return nil, err
+		}
+	}
 	for i := range 2 {
-		if err := c.StartWorker(fmt.Sprintf("worker%d", i+1), 2, "64MiB"); err != nil {
+		if err := c.StartWorker(ctx, admin, fmt.Sprintf("worker%d", i+1), 2, "64MiB"); err != nil {
 			return nil, err
 		}
 	}
@@ -264,14 +279,14 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	mon := newMonitor(c, dcls, hist, 100*time.Millisecond)
 	mon.Start()
 	wl := newWorkload(workloadConfig{Clients: cfg.Clients, AttemptLimit: time.Second, ReadLimit: 2 * time.Second, MaxSize: 64 << 10},
-		ks, hist, c.Endpoints(), cfg.Seed, ws)
+		ks, hist, c.Endpoints(), auths, cfg.Seed, ws)
 	if err := wl.Start(); err != nil {
 		mon.Stop()
 		return nil, err
 	}
 	probeID := client.NewUUID()
 	ws.add(probeID, probeClient)
-	probeCl, err := client.New(client.Config{Endpoints: c.Endpoints(), ClientID: probeID})
+	probeCl, err := client.New(c.Root(client.Config{Endpoints: c.Endpoints(), ClientID: probeID}))
 	if err != nil {
 		mon.Stop()
 		_ = wl.Stop()

@@ -47,6 +47,7 @@ func envConfig(t *testing.T, seed uint64, def time.Duration) Config {
 		cfg.ReportDir = filepath.Join(dir, strconv.FormatUint(seed, 10))
 	}
 	cfg.KeepHistory = os.Getenv("CHAOS_HISTORY") != ""
+	cfg.Insecure = os.Getenv("CHAOS_INSECURE") != ""
 	for _, k := range strings.Split(os.Getenv("CHAOS_KNOWN"), ",") {
 		if k = strings.TrimSpace(k); k == "" {
 			continue

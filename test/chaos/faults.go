@@ -309,7 +309,7 @@ func (in *injector) one(f *Fault) {
 			break
 		}
 		f.Target = fmt.Sprintf("%s (index %d, %d objects)", in.c.Nodes[leader].Name, h.GetIndex(), h.GetObjects())
-		if err := restoreSnapshot(ctx, in.c.Nodes[leader].Client(), data, in.hist, in.ks, in.ws); err != nil {
+		if err := restoreSnapshot(ctx, in.c, in.c.Nodes[leader].Client(), data, in.hist, in.ks, in.ws); err != nil {
 			f.Err = err.Error()
 		}
 	}

@@ -5,6 +5,10 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	metadv1 "metad/proto/metadv1"
 )
 
 // hop builds a recorded operation on partition 0 (a singleton) or 1 (a group of three).
@@ -116,5 +120,25 @@ func TestLostWrites(t *testing.T) {
 func TestClassify(t *testing.T) {
 	if c, _ := classify(nil); c != clsOK {
 		t.Fatalf("nil: %v", c)
+	}
+	// A TLS handshake that failed sent no call, on the client's connection or the follower's
+	// forward to the leader.
+	handshake := status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: `+
+		`read tcp 127.0.0.1:40000->127.0.0.1:41000: read: connection reset by peer"`)
+	if c, _ := classify(handshake); c != clsNoop {
+		t.Fatalf("client handshake failed: %v, want not proposed", c)
+	}
+	st, err := status.New(codes.Unavailable, `not the leader; forwarding to the leader n1 at 127.0.0.1:41000 failed: `+
+		`connection error: desc = "transport: authentication handshake failed: EOF"`).
+		WithDetails(&metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_NOT_LEADER, LeaderName: "n1", LeaderAddress: "127.0.0.1:41000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := classify(st.Err()); c != clsNoop {
+		t.Fatalf("forward handshake failed: %v, want not proposed", c)
+	}
+	// Broken after it was sent: unknown.
+	if c, _ := classify(status.Error(codes.Unavailable, "error reading from server: EOF")); c != clsUnknown {
+		t.Fatalf("broken connection: %v, want unknown", c)
 	}
 }

@@ -1,11 +1,17 @@
 package chaos
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
+
+	"metad/client"
+	"metad/test/e2e"
+	"metad/tlsconf"
 )
 
 // echo serves an echo server on loopback until the test ends.
@@ -89,5 +95,68 @@ func TestProxyRules(t *testing.T) {
 	defer c3.Close()
 	if err := roundTrip(c3, 5*time.Second); err == nil {
 		t.Fatal("dropped link delivered a byte")
+	}
+}
+
+// TestProxyPassesTLS: a secure drill's connections cross the proxies as they are, so a mutual TLS
+// handshake through a proxy verifies both ends: the member certificate names 127.0.0.1, the
+// address the client dials (the proxy's), and the server sees the client's principal.
+func TestProxyPassesTLS(t *testing.T) {
+	pki := e2e.NewPKI(t, "n1")
+	cert, key := tlsconf.MemberFiles(pki.Dir, "n1")
+	member, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(pki.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(caPEM)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{MinVersion: tls.VersionTLS13,
+		Certificates: []tls.Certificate{member}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	peers := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		tc := c.(*tls.Conn)
+		if err := tc.Handshake(); err != nil {
+			peers <- "handshake: " + err.Error()
+			return
+		}
+		id, err := tlsconf.IdentityOf(tc.ConnectionState().PeerCertificates[0])
+		if err != nil {
+			peers <- err.Error()
+			return
+		}
+		peers <- id.Name
+		_, _ = io.Copy(c, c)
+	}()
+
+	n := NewNet()
+	t.Cleanup(n.Close)
+	p, err := n.Listen(0, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Serve(ln.Addr().String())
+	c, err := tls.Dial("tcp", p.Addr(), pki.ClientTLS(t, client.RootPrincipal))
+	if err != nil {
+		t.Fatalf("TLS through the proxy: %v", err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, 5*time.Second); err != nil {
+		t.Fatalf("round trip through the proxy: %v", err)
+	}
+	if got := <-peers; got != client.RootPrincipal {
+		t.Fatalf("the server saw %q, want %q", got, client.RootPrincipal)
 	}
 }

@@ -129,13 +129,14 @@ func saveSnapshot(ctx context.Context, cl *client.Client, hist *History, ks *key
 }
 
 // restoreSnapshot restores data with one attempt on the leader's endpoint (no retries: two
-// installs of one file are two writes) and records it as a write of every key.
-func restoreSnapshot(ctx context.Context, leaderEndpoint string, data []byte, hist *History, ks *keyspace, ws *writers) error {
+// installs of one file are two writes), as root in a secure cluster, and records it as a write of
+// every key.
+func restoreSnapshot(ctx context.Context, c *Cluster, leaderEndpoint string, data []byte, hist *History, ks *keyspace, ws *writers) error {
 	s, _, err := decodeSnapshot(data, ws)
 	if err != nil {
 		return err
 	}
-	cl, err := client.New(client.Config{Endpoints: []string{leaderEndpoint}, MaxRetries: -1})
+	cl, err := client.New(c.Root(client.Config{Endpoints: []string{leaderEndpoint}, MaxRetries: -1}))
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ const (
 // which leaves an earlier attempt's outcome unknown; NOT_LEADER naming a
 // leader without a failed forward, UNAVAILABLE "no leader is known" or "pipeline is full", and a
 // connection that never came up (the client's, or the follower's forward: refused, no server
-// preface) mean nothing was proposed; everything else (a deadline, a broken connection, "outcome
+// preface, a failed TLS handshake) mean nothing was proposed; everything else (a deadline, a broken connection, "outcome
 // is unknown", a forward that failed after it was sent, shutdown) is unknown.
 func classify(err error) (errClass, string) {
 	if err == nil {
@@ -57,9 +57,10 @@ func classify(err error) (errClass, string) {
 	}
 	st, _ := status.FromError(err)
 	msg := st.Message()
-	// The call (or the follower's forward of it) never got a connection: nothing was sent.
+	// The call (or the follower's forward of it) never got a connection: nothing was sent. A TLS
+	// handshake precedes every byte of HTTP/2, so one that failed sent nothing either.
 	neverSent := strings.Contains(msg, "connection refused") || strings.Contains(msg, "server preface") ||
-		strings.Contains(msg, "while dialing")
+		strings.Contains(msg, "while dialing") || strings.Contains(msg, "authentication handshake failed")
 	switch {
 	case r == metadv1.Reason_REASON_NOT_LEADER && !strings.Contains(msg, "forwarding to the leader"):
 		return clsNoop, rNotLeader
@@ -85,11 +86,11 @@ type router struct {
 	cur   int
 }
 
-func newRouter(eps []string, id client.UUID) (*router, error) {
+func newRouter(eps []string, id client.UUID, auth Auth) (*router, error) {
 	r := &router{addrs: eps}
 	for _, ep := range eps {
-		cl, err := client.New(client.Config{Endpoints: []string{ep}, MaxRetries: -1, ClientID: id,
-			DialTimeout: time.Second})
+		cl, err := client.New(auth.Apply(client.Config{Endpoints: []string{ep}, MaxRetries: -1, ClientID: id,
+			DialTimeout: time.Second}))
 		if err != nil {
 			r.close()
 			return nil, err
@@ -130,6 +131,7 @@ type workload struct {
 	ks   *keyspace
 	hist *History
 	eps  []string
+	auth []Auth // client i's credentials
 	seed uint64
 	ws   *writers
 
@@ -141,8 +143,9 @@ type workload struct {
 	noops   atomic.Int64 // write attempts certainly not proposed, left out of the history
 }
 
-func newWorkload(cfg workloadConfig, ks *keyspace, hist *History, eps []string, seed uint64, ws *writers) *workload {
-	return &workload{cfg: cfg, ks: ks, hist: hist, eps: eps, seed: seed, ws: ws, stop: make(chan struct{})}
+// newWorkload makes the workload; auth holds each client's credentials (cfg.Clients of them).
+func newWorkload(cfg workloadConfig, ks *keyspace, hist *History, eps []string, auth []Auth, seed uint64, ws *writers) *workload {
+	return &workload{cfg: cfg, ks: ks, hist: hist, eps: eps, auth: auth, seed: seed, ws: ws, stop: make(chan struct{})}
 }
 
 // Start launches the clients.
@@ -150,11 +153,11 @@ func (wl *workload) Start() error {
 	for i := range wl.cfg.Clients {
 		id := client.NewUUID()
 		wl.ws.add(id, int32(i))
-		r, err := newRouter(wl.eps, id)
+		r, err := newRouter(wl.eps, id, wl.auth[i])
 		if err != nil {
 			return err
 		}
-		rd, err := client.New(client.Config{Endpoints: wl.eps, ClientID: id})
+		rd, err := client.New(wl.auth[i].Apply(client.Config{Endpoints: wl.eps, ClientID: id}))
 		if err != nil {
 			r.close()
 			return err
@@ -291,7 +294,9 @@ func (w *wclient) attempt(fn func(ctx context.Context, cl *client.Client) error)
 	return w.routed(fn)
 }
 
-// inSession is one write call through the session client, its retries inside.
+// inSession is one write call through the session client, its retries inside. Its outcome is
+// known when it succeeded or was refused (a retry of a write that applied gets the session's answer
+// of it); any other failure leaves it unknown.
 func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) error) []try {
 	// One call, its retries inside: a session write is at most once, whatever the retries.
 	ctx, cancel := context.WithTimeout(context.Background(), sessionCallLimit*w.wl.cfg.AttemptLimit)
@@ -300,8 +305,10 @@ func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) erro
 	t.ret = w.wl.hist.since()
 	cancel()
 	t.cls, t.reason = classify(t.err)
-	if t.cls != clsOK && t.cls != clsReason && t.cls != clsUnknown {
-		w.wl.noops.Add(1)
+	if t.cls == clsNoop {
+		// The error is the last attempt's: that one was not proposed, but an earlier one may have
+		// been, and committed with its answer lost (a leader that stepped down, a silent node).
+		t.cls, t.reason = clsUnknown, ""
 	}
 	return []try{t}
 }

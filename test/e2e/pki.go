@@ -72,3 +72,9 @@ func (p *PKI) ClientTLS(tb testing.TB, principal string) *tls.Config {
 	}
 	return cfg
 }
+
+// MetricValueTLS is MetricValue over HTTPS, verifying the node with tlsCfg (a client
+// configuration that trusts the cluster CA, such as ClientTLS's); nil reads plain HTTP.
+func MetricValueTLS(tlsCfg *tls.Config, addr, name string) (float64, error) {
+	return metricValue(tlsCfg, addr, name)
+}
