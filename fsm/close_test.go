@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
 	"metad/store"
 	"metad/wire"
 )
@@ -39,8 +40,14 @@ func TestCloseSegmentApplyAndSnapshot(t *testing.T) {
 		t.Fatalf("CloseSegment by another client = %+v", r)
 	}
 
+	saved := snapshotBytes(t, f)
+	info0, err := snapshot.Inspect(bytes.NewReader(saved))
+	if err != nil || info0.FormatVersion != metadv1.SnapshotFormatVersion || len(info0.Segments) != 1 ||
+		!info0.Segments[0].Closing || info0.Segments[0].UnmountAtUnixNano != at {
+		t.Fatalf("inspect: %+v %v; want the segment closing until %d", info0, err, at)
+	}
 	g := newFSM(t)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, f)))); err != nil {
+	if err := g.Restore(io.NopCloser(bytes.NewReader(saved))); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(snapshotBytes(t, g), snapshotBytes(t, f)) {
