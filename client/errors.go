@@ -22,6 +22,10 @@ var (
 	// twice: the server rejects a request with a repeated key whole (SEMANTICS section 1), and a
 	// list split into several requests must not depend on where the repeat falls.
 	ErrRepeatedKey = errors.New("client: a key repeats in the batch")
+	// ErrNegativeGrace is returned, before anything is sent, by UnmountSegmentGraceful with a
+	// negative grace period (0 would unmount at once, which a caller who asked for grace did not
+	// mean).
+	ErrNegativeGrace = errors.New("client: negative grace period")
 )
 
 // DetailOf returns the ErrorDetail carried in err's gRPC status, or nil if there is none.

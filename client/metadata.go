@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"metad/proto/metadv1"
@@ -255,6 +256,21 @@ func (c *Client) UnmountSegment(ctx context.Context, id UUID) (*metadv1.UnmountS
 func (c *Client) UnmountSegmentAs(ctx context.Context, owner, id UUID) (*metadv1.UnmountSegmentResponse, error) {
 	return call(ctx, c, metadv1.MetadataClient.UnmountSegment, &metadv1.UnmountSegmentRequest{
 		ClientId: owner.Bytes(), SegmentId: id.Bytes(),
+	})
+}
+
+// UnmountSegmentGraceful starts the graceful unmount of a segment on behalf of its owner: the
+// segment takes no new allocation from now on, its replicas stay readable, and the leader unmounts
+// it when grace has passed (or as soon as it holds no replica; one that holds none is unmounted at
+// once). grace is rounded down to the millisecond; 0 unmounts now, as UnmountSegmentAs does. A
+// repeated call keeps the earlier deadline. The response says whether the segment stays closing
+// and until when (leader time).
+func (c *Client) UnmountSegmentGraceful(ctx context.Context, owner, id UUID, grace time.Duration) (*metadv1.UnmountSegmentResponse, error) {
+	if grace < 0 {
+		return nil, fmt.Errorf("unmount segment %s: grace %s: %w", id, grace, ErrNegativeGrace)
+	}
+	return call(ctx, c, metadv1.MetadataClient.UnmountSegment, &metadv1.UnmountSegmentRequest{
+		ClientId: owner.Bytes(), SegmentId: id.Bytes(), GraceMs: uint64(grace.Milliseconds()),
 	})
 }
 

@@ -179,15 +179,16 @@ func (e *Evictor) tierStep(ctx context.Context, s *store.Store, kind Kind) bool 
 }
 
 // watermarkSpec returns the round a tier needs (nil: none): over its high watermark, or flagged.
-// With capacity C, used U, high watermark h and ratio r (h and r turned into bytes of C once):
+// With capacity C and used U of the tier's segments that take allocations (alloc.Registry.Allocatable), high watermark h and ratio r (h and r turned into bytes of C once):
 // target = max(r, U - h + r), lower = max(target/2, U - h).
 func (e *Evictor) watermarkSpec(s *store.Store, kind Kind, flagged bool) *spec {
 	tier, hwm, ratio := alloc.TierMemory, e.cfg.HighWatermark, e.cfg.EvictRatio
 	if kind == KindNOF {
 		tier, hwm, ratio = alloc.TierNOF, e.cfg.NOFHighWatermark, e.cfg.NOFEvictRatio
 	}
-	segs := s.Segments()
-	capacity, used := segs.Capacity(tier), segs.Used(tier)
+	// Measured over the segments that take allocations: a closing segment's free space is no room
+	// for a new write (alloc's package doc).
+	capacity, used := s.Segments().Allocatable(tier)
 	if capacity == 0 {
 		return nil
 	}

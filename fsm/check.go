@@ -73,6 +73,9 @@ func Check(s *store.Store, c *metadv1.Command) (r store.Result, refused bool) {
 	case *metadv1.Command_UnmountSegment:
 		m := op.UnmountSegment
 		err = s.CheckUnmount(wire.ID16(m.GetClientId()), segmentIDs(m.GetSegmentIds()))
+	case *metadv1.Command_CloseSegment:
+		m := op.CloseSegment
+		err = s.CheckUnmount(wire.ID16(m.GetClientId()), []alloc.ID{wire.ID16(m.GetSegmentId())})
 	}
 	if err == nil {
 		return store.Result{}, false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+	"time"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -43,6 +44,13 @@ func (g *gen) checkCommand() *metadv1.Command {
 	case 5:
 		return &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{Tenant: g.tenant(), ClientId: other,
 			Keys: [][]byte{g.key(), g.key()}, Tier: metadv1.Tier(g.r.IntN(3))}}}
+	case 6: // a graceful unmount by the wrong client, or of a segment never mounted
+		seg := uuid(0x5e, i)
+		if g.r.IntN(2) == 0 {
+			seg = uuid(0x5e, 9)
+		}
+		return &metadv1.Command{Op: &metadv1.Command_CloseSegment{CloseSegment: &metadv1.CloseSegment{
+			ClientId: genClients[i%2], SegmentId: seg, UnmountAtUnixNano: g.now + int64(time.Hour)}}}
 	}
 	return g.command()
 }

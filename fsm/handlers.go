@@ -51,6 +51,8 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("revoke_key"):        f.applyRevokeKey,
 		num("grant_role"):        f.applyGrantRole,
 		num("revoke_role"):       f.applyRevokeRole,
+		num("close_segment"):     applyCloseSegment,
+		num("unmount_closed"):    applyUnmountClosed,
 	}
 }
 
@@ -399,6 +401,22 @@ func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) store.Result
 		total.Erased += r.Erased
 	}
 	return store.Result{Unmount: total}
+}
+
+// applyCloseSegment starts a segment's graceful unmount (store.Store.CloseSegment).
+func applyCloseSegment(s *store.Store, _ env, c *metadv1.Command) store.Result {
+	m := c.GetCloseSegment()
+	r, err := s.CloseSegment(wire.ID16(m.GetClientId()), wire.ID16(m.GetSegmentId()), m.GetUnmountAtUnixNano())
+	if err != nil {
+		return fromErr(err)
+	}
+	return store.Result{Unmount: r}
+}
+
+// applyUnmountClosed ends a graceful unmount at the entry's leader time (store.Store.UnmountClosed).
+func applyUnmountClosed(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetUnmountClosed()
+	return store.Result{Unmount: s.UnmountClosed(wire.ID16(m.GetSegmentId()), m.GetUnmountAtUnixNano(), e.now)}
 }
 
 func applyRegisterTenant(s *store.Store, e env, c *metadv1.Command) store.Result {

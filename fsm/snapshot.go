@@ -98,7 +98,8 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 	enc := &wire.RecordEncoder{SegIndex: make(map[alloc.ID]uint32, len(c.Segments))}
 	for i, seg := range c.Segments {
 		enc.SegIndex[seg.ID] = uint32(i + 1)
-		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Segment{Segment: &metadv1.SegmentRecord{Segment: wire.SegmentTo(seg.Segment)}}}); err != nil {
+		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Segment{Segment: &metadv1.SegmentRecord{Segment: wire.SegmentTo(seg.Segment),
+			Closing: seg.Closing, UnmountAtUnixNano: seg.UnmountAt}}}); err != nil {
 			return sw.Size(), err
 		}
 	}
@@ -226,6 +227,9 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 		case *metadv1.Record_Segment:
 			seg := wire.SegmentFrom(x.Segment.GetSegment())
 			if err := b.AddSegment(seg); err != nil {
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
+			if err := b.CloseSegment(seg.ID, x.Segment.GetClosing(), x.Segment.GetUnmountAtUnixNano()); err != nil {
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			segs = append(segs, seg.ID)

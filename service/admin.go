@@ -151,7 +151,8 @@ func (s *Service) ListSegments(ctx context.Context, req *metadv1.ListSegmentsReq
 	counts := replicaCounts(st, segs)
 	out := &metadv1.ListSegmentsResponse{Segments: make([]*metadv1.SegmentInfo, len(segs))}
 	for i, sg := range segs {
-		out.Segments[i] = &metadv1.SegmentInfo{Segment: wire.SegmentTo(sg.Segment), UsedBytes: sg.Used, Replicas: counts[sg.ID]}
+		out.Segments[i] = &metadv1.SegmentInfo{Segment: wire.SegmentTo(sg.Segment), UsedBytes: sg.Used, Replicas: counts[sg.ID],
+			Closing: sg.Closing, UnmountAtUnixNano: sg.UnmountAt}
 	}
 	return out, nil
 }

@@ -130,3 +130,34 @@ func (s *Service) expireClients(ctx context.Context) {
 			"segments", res.Unmount.Segments, "replicas", res.Unmount.Replicas, "objects_erased", res.Unmount.Erased)
 	}
 }
+
+// finishClosing runs on the leader from Run's loop: every segment whose graceful unmount is due
+// (its deadline passed by this leader's clock, or it holds no replica any more) is unmounted by an
+// UnmountClosed proposal naming the deadline read here; apply unmounts it only if that is still
+// its deadline and the entry's leader time has reached it or the segment is empty. A deadline is
+// replicated state, so a new leader finishes what the old one scheduled. A failed proposal, or one
+// that changed nothing (this clock ahead of the entry's), is tried again on the next sweep.
+func (s *Service) finishClosing(ctx context.Context) {
+	now := s.cfg.nowNano()
+	for _, sg := range s.state().Segments().List() {
+		if sg.UnmountAt == 0 || (sg.UnmountAt > now && sg.Used != 0) {
+			continue
+		}
+		if ctx.Err() != nil || !s.b.IsLeader() {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.BackgroundTimeout)
+		res, err := s.b.Propose(pctx, &metadv1.Command{Op: &metadv1.Command_UnmountClosed{UnmountClosed: &metadv1.UnmountClosed{
+			SegmentId: sg.ID[:], UnmountAtUnixNano: sg.UnmountAt}}})
+		cancel()
+		if err != nil {
+			s.log.Warn("graceful unmount: proposal failed; retrying on the next sweep", "segment", sg.ID.String(), "err", err)
+			continue
+		}
+		if res.Unmount.Segments > 0 {
+			s.m.gracefulUnmounts.Inc()
+			s.log.Info("graceful unmount ended: segment unmounted", "segment", sg.ID.String(), "owner", sg.Owner.String(),
+				"replicas", res.Unmount.Replicas, "objects_erased", res.Unmount.Erased)
+		}
+	}
+}

@@ -28,9 +28,11 @@ type Config struct {
 	// DefaultQuota is the requested quota, in bytes, of tenant "default" in a new cluster (0 = no
 	// quota). InitCluster applies it. Default 0.
 	DefaultQuota uint64
-	// SweepInterval is the period of Run's loop (leadership changes, client expiry). Default 200 ms.
+	// SweepInterval is the period of Run's loop (leadership changes, client expiry, the end of
+	// graceful unmounts). Default 200 ms.
 	SweepInterval time.Duration
-	// BackgroundTimeout bounds each proposal that Run's loop makes (client expiry). Default 5 s.
+	// BackgroundTimeout bounds each proposal that Run's loop makes (client expiry, the end of a
+	// graceful unmount). Default 5 s.
 	BackgroundTimeout time.Duration
 	// Now is the clock (leases, put times seen by the leader, client liveness, API key times).
 	// nil = time.Now; tests inject a fake.

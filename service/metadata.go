@@ -600,11 +600,26 @@ func (s *Service) UnmountSegment(ctx context.Context, req *metadv1.UnmountSegmen
 	if err != nil {
 		return nil, fail(err, "", nil)
 	}
-	if _, err := segmentIDOf("segment_id", req.GetSegmentId()); err != nil {
+	seg, err := segmentIDOf("segment_id", req.GetSegmentId())
+	if err != nil {
 		return nil, fail(err, "", nil)
+	}
+	if g := req.GetGraceMs(); g > uint64(MaxUnmountGrace.Milliseconds()) {
+		return nil, fail(badf("grace_ms", "%d over %d (24 h)", g, MaxUnmountGrace.Milliseconds()), "", nil)
 	}
 	if err := s.here(); err != nil {
 		return nil, err
+	}
+	if g := req.GetGraceMs(); g > 0 {
+		// The deadline is this leader's clock now plus the grace, stamped into the command.
+		cmd := &metadv1.Command{Op: &metadv1.Command_CloseSegment{CloseSegment: &metadv1.CloseSegment{
+			ClientId: client[:], SegmentId: seg[:], UnmountAtUnixNano: s.cfg.nowNano() + int64(g)*int64(time.Millisecond)}}}
+		res, err := s.propose(ctx, cmd, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		return &metadv1.UnmountSegmentResponse{ReplicasDropped: uint64(res.Unmount.Replicas), ObjectsErased: uint64(res.Unmount.Erased),
+			Closing: res.Unmount.UnmountAt != 0, UnmountAtUnixNano: res.Unmount.UnmountAt}, nil
 	}
 	cmd := &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
 		ClientId: client[:], SegmentIds: [][]byte{req.GetSegmentId()}, Reason: metadv1.UnmountReason_UNMOUNT_REASON_CLIENT_REQUEST}}}

@@ -22,7 +22,8 @@ const otherTenants = "_other"
 
 // metrics is safe for concurrent use (prometheus collectors are).
 type metrics struct {
-	clientsExpired prometheus.Counter
+	clientsExpired   prometheus.Counter
+	gracefulUnmounts prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics, error) {
@@ -31,11 +32,15 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 			Name: "metad_server_clients_expired_total",
 			Help: "Clients this node, as leader, expired after client_ttl without a Ping (their segments unmounted).",
 		}),
+		gracefulUnmounts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_server_graceful_unmounts_total",
+			Help: "Closing segments this node, as leader, unmounted at the end of their grace period or once empty.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.clientsExpired, newStoreCollector(state)} {
+	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, newStoreCollector(state)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -50,6 +55,7 @@ type storeCollector struct {
 
 	tenants, objects, groups       *prometheus.Desc
 	segments, used, capacity       *prometheus.Desc // by tier
+	closing, allocatable           *prometheus.Desc // by tier
 	tenantCharged, tenantEffective *prometheus.Desc // by tenant
 	lockWait                       *prometheus.Desc // by lock
 }
@@ -68,6 +74,8 @@ func newStoreCollector(state func() *store.Store) *storeCollector {
 		segments:        d("metad_server_store_segments", "Mounted segments, by tier.", "tier"),
 		used:            d("metad_server_store_used_bytes", "Bytes allocated to replicas in the mounted segments, by tier.", "tier"),
 		capacity:        d("metad_server_store_capacity_bytes", "Summed size of the mounted segments, by tier.", "tier"),
+		closing:         d("metad_server_store_closing_segments", "Mounted segments that take no new allocation (a graceful unmount in progress), by tier.", "tier"),
+		allocatable:     d("metad_server_store_allocatable_bytes", "Summed size of the mounted segments that take allocations (not closing), by tier.", "tier"),
 		tenantCharged:   d("metad_server_tenant_charged_bytes", "MEMORY bytes charged to the tenant (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		tenantEffective: d("metad_server_tenant_effective_quota_bytes", "Effective quota of the tenant, bytes; 0 = no quota (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		lockWait:        d("metad_store_lock_wait_seconds", "Wait for a lock on the read path, one read in 64 sampled: lock=route (route shard read lock) or object (the object's lock).", "lock"),
@@ -75,7 +83,7 @@ func newStoreCollector(state func() *store.Store) *storeCollector {
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.tenantCharged, c.tenantEffective, c.lockWait} {
+	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.closing, c.allocatable, c.tenantCharged, c.tenantEffective, c.lockWait} {
 		ch <- d
 	}
 }
@@ -108,10 +116,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.objects, float64(objects))
 	gauge(c.groups, float64(groups))
 	segs := st.Segments()
-	var count [3]int
+	var count, closing [3]int
 	for _, sg := range segs.List() {
 		if sg.Tier.Valid() {
 			count[sg.Tier]++
+			if sg.Closing {
+				closing[sg.Tier]++
+			}
 		}
 	}
 	for _, tier := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF} {
@@ -119,6 +130,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.segments, float64(count[tier]), label)
 		gauge(c.used, float64(segs.Used(tier)), label)
 		gauge(c.capacity, float64(segs.Capacity(tier)), label)
+		gauge(c.closing, float64(closing[tier]), label)
+		allocatable, _ := segs.Allocatable(tier)
+		gauge(c.allocatable, float64(allocatable), label)
 	}
 	w := st.LockWaits()
 	for _, l := range []struct {

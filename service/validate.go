@@ -86,6 +86,9 @@ func clientOf(field string, raw []byte) (alloc.ID, error) {
 	return id, nil
 }
 
+// MaxUnmountGrace is the longest grace period of a graceful unmount (UnmountSegmentRequest.grace_ms).
+const MaxUnmountGrace = 24 * time.Hour
+
 // segmentIDOf checks a segment id: exactly 16 bytes, not zero.
 func segmentIDOf(field string, raw []byte) (alloc.ID, error) {
 	var id alloc.ID

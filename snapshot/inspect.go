@@ -54,6 +54,10 @@ type SegmentInfo struct {
 	Used     uint64 `json:"used"`
 	Endpoint string `json:"endpoint"`
 	Owner    string `json:"owner"`
+	// Closing: the segment takes no new allocation; UnmountAtUnixNano is when its graceful unmount
+	// ends (leader time), 0 when none is scheduled. Both absent from a file of record format 1..3.
+	Closing           bool  `json:"closing,omitempty"`
+	UnmountAtUnixNano int64 `json:"unmount_at_unix_nano,omitempty"`
 }
 
 // Inspect reads a whole snapshot, verifies it (checksum included) and summarizes it. It needs only
@@ -88,7 +92,8 @@ func Inspect(r io.Reader) (*Info, error) {
 		case *metadv1.Record_Segment:
 			s := x.Segment.GetSegment()
 			info.Segments = append(info.Segments, SegmentInfo{ID: uuidString(s.GetId()), Name: s.GetName(),
-				Tier: tierName(s.GetTier()), Size: s.GetSize(), Endpoint: s.GetEndpoint(), Owner: uuidString(s.GetOwnerClientId())})
+				Tier: tierName(s.GetTier()), Size: s.GetSize(), Endpoint: s.GetEndpoint(), Owner: uuidString(s.GetOwnerClientId()),
+				Closing: x.Segment.GetClosing(), UnmountAtUnixNano: x.Segment.GetUnmountAtUnixNano()})
 		case *metadv1.Record_Session:
 			info.Sessions++
 		case *metadv1.Record_Key:

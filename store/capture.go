@@ -238,6 +238,22 @@ func (b *Builder) AddSegment(seg alloc.Segment) error {
 	return nil
 }
 
+// CloseSegment records that a segment added by AddSegment is closing (it takes no allocation)
+// and, when unmountAt is not 0, the end of its graceful unmount (alloc.Registry.SetClosing,
+// ScheduleUnmount). A deadline without closing is refused: the state cannot hold one.
+func (b *Builder) CloseSegment(id alloc.ID, closing bool, unmountAt int64) error {
+	switch {
+	case unmountAt < 0 || (unmountAt != 0 && !closing):
+		return fmt.Errorf("segment %s: unmount time %d with closing %t", id, unmountAt, closing)
+	case unmountAt != 0:
+		_, err := b.s.segs.ScheduleUnmount(id, unmountAt)
+		return err
+	case closing:
+		return b.s.segs.SetClosing(id, true)
+	}
+	return nil
+}
+
 // AddTenant registers a tenant with its instance id, requested quota and id counters; its objects
 // follow.
 func (b *Builder) AddTenant(tc TenantCapture) error {

@@ -57,7 +57,9 @@
 // # Call sequence on the apply path
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
-// SetQuota, MountSegment, UnmountSegment, UnmountClient, PutStart, PutEnd, PutRevoke, UpsertStart,
+// SetQuota, MountSegment, UnmountSegment, UnmountClient, CloseSegment and UnmountClosed (the
+// graceful unmount: the segment closed to allocations at once, unmounted at a leader-stamped
+// deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart,
 // UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, EvictUnits
 // (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
 // leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState, the

@@ -313,6 +313,9 @@ type UnmountResult struct {
 	Segments int // segments unmounted
 	Replicas int // replicas dropped
 	Erased   int // objects erased because no replica was left
+	// UnmountAt (CloseSegment): the leader time (unix ns) at which the segment, left mounted and
+	// closing, will be unmounted; 0 when it was unmounted at once.
+	UnmountAt int64
 }
 
 // UnmountSegment unmounts one segment: its replicas are dropped at once, an object left with no
@@ -343,6 +346,46 @@ func (s *Store) CheckUnmount(client alloc.ID, ids []alloc.ID) error {
 		}
 	}
 	return nil
+}
+
+// CloseSegment starts the graceful unmount of the client's segment id (the owner's call, with
+// CheckUnmount's refusals): a segment that holds no replica is unmounted at once, as
+// UnmountSegment does; any other stops taking allocations now (alloc.Registry.ScheduleUnmount),
+// keeps its replicas readable, and is unmounted by UnmountClosed once the leader time passes at
+// (unix ns, > 0). A segment closing already keeps the earlier of its deadline and at. The result
+// says which: Segments 1, or UnmountAt the deadline in force.
+func (s *Store) CloseSegment(client, id alloc.ID, at int64) (UnmountResult, error) {
+	if err := s.CheckUnmount(client, []alloc.ID{id}); err != nil {
+		return UnmountResult{}, err
+	}
+	if at <= 0 {
+		return UnmountResult{}, errf(InvalidParams, "segment %s: unmount time %d not positive", id, at)
+	}
+	if info, _ := s.segs.Get(id); info.Used == 0 {
+		return s.UnmountSegment(id)
+	}
+	eff, err := s.segs.ScheduleUnmount(id, at)
+	if err != nil {
+		return UnmountResult{}, errf(SegmentNotFound, "segment %s is not mounted", id)
+	}
+	return UnmountResult{UnmountAt: eff}, nil
+}
+
+// UnmountClosed ends the graceful unmount of segment id scheduled for at: it unmounts the segment,
+// as UnmountSegment does (its replicas dropped, objects left with none erased), when the segment
+// is still scheduled for exactly at and either now (the leader time of the entry) has reached at
+// or it holds no replica any more. Otherwise it changes nothing and returns the zero result: the
+// segment was unmounted meanwhile (and perhaps mounted again), or its deadline moved.
+func (s *Store) UnmountClosed(id alloc.ID, at, now int64) UnmountResult {
+	info, ok := s.segs.Get(id)
+	if !ok || at <= 0 || info.UnmountAt != at || (now < at && info.Used != 0) {
+		return UnmountResult{}
+	}
+	r, err := s.UnmountSegment(id)
+	if err != nil {
+		return UnmountResult{}
+	}
+	return r
 }
 
 // UnmountClient unmounts every segment the client owns (explicit, or the client expired).

@@ -406,7 +406,8 @@ func ResultTo(r store.Result) *metadv1.ResultRecord {
 	wr, _ := ReasonTo(r.Reason)
 	out := &metadv1.ResultRecord{Reason: uint32(wr), Message: r.Message, Reused: r.Reused, Count: uint64(max(r.Count, 0)),
 		Bytes: r.Bytes, Instance: r.Instance, Created: r.Created, UnmountSegments: uint64(max(r.Unmount.Segments, 0)),
-		UnmountReplicas: uint64(max(r.Unmount.Replicas, 0)), UnmountErased: uint64(max(r.Unmount.Erased, 0)), Session: r.Session}
+		UnmountReplicas: uint64(max(r.Unmount.Replicas, 0)), UnmountErased: uint64(max(r.Unmount.Erased, 0)), Session: r.Session,
+		UnmountAtUnixNano: r.Unmount.UnmountAt}
 	for _, rep := range r.Replicas {
 		out.Replicas = append(out.Replicas, &metadv1.ResultReplica{ReplicaId: rep.ID, SegmentId: rep.Extent.Segment[:],
 			Offset: rep.Extent.Offset, Size: rep.Extent.Size, Tier: TierTo(rep.Tier), Status: StatusTo(rep.Status)})
@@ -426,7 +427,8 @@ func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
 	r := store.Result{Reason: reason, Message: rec.GetMessage(), Reused: rec.GetReused(), Count: int(min(rec.GetCount(), 1<<40)),
 		Bytes: rec.GetBytes(), Instance: rec.GetInstance(), Created: rec.GetCreated(), Session: rec.GetSession(),
 		Unmount: store.UnmountResult{Segments: int(min(rec.GetUnmountSegments(), 1<<40)),
-			Replicas: int(min(rec.GetUnmountReplicas(), 1<<40)), Erased: int(min(rec.GetUnmountErased(), 1<<40))}}
+			Replicas: int(min(rec.GetUnmountReplicas(), 1<<40)), Erased: int(min(rec.GetUnmountErased(), 1<<40)),
+			UnmountAt: rec.GetUnmountAtUnixNano()}}
 	for _, rp := range rec.GetReplicas() {
 		r.Replicas = append(r.Replicas, store.Replica{ID: rp.GetReplicaId(), Tier: TierFrom(rp.GetTier()), Status: StatusFrom(rp.GetStatus()),
 			Extent: alloc.Extent{Segment: ID16(rp.GetSegmentId()), Offset: rp.GetOffset(), Size: rp.GetSize()}})

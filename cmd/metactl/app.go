@@ -66,7 +66,7 @@ var verbs = []*verb{
 	{"tenant ls", "[--stale]", "list tenants with quota and usage", runTenantLs},
 	{"tenant quota", "NAME [BYTES]", "show, or set, a tenant's quota (0 = unlimited)", runTenantQuota},
 	{"segment mount", "--size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]", "mount a segment for a client", runSegmentMount},
-	{"segment unmount", "ID [--client ID]", "unmount a segment (its owner is looked up unless given)", runSegmentUnmount},
+	{"segment unmount", "ID [--client ID] [--grace 30s]", "unmount a segment (its owner is looked up unless given); with --grace, stop its allocations now and unmount it when the grace ends or it empties", runSegmentUnmount},
 	{"segment ls", "[--tier MEMORY|NOF] [--client ID] [--stale]", "list mounted segments with usage", runSegmentLs},
 	{"member ls", "", "list the Raft members", runMemberLs},
 	{"member add", "NAME PEERADDR", "add a voter", runMemberAdd},

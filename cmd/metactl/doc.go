@@ -46,7 +46,10 @@
 //	tenant ls [--stale]                  tenants with requested and effective quota, usage, counts
 //	tenant quota NAME [BYTES]            show the quota, or set it
 //	segment mount --size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]
-//	segment unmount ID [--client ID]     the owner is looked up with ListSegments unless given
+//	segment unmount ID [--client ID] [--grace D]
+//	                                     the owner is looked up with ListSegments unless given; --grace
+//	                                     closes the segment to new allocations now and unmounts it when D
+//	                                     has passed or it holds nothing (segment ls shows it CLOSING)
 //	segment ls [--tier T] [--client ID] [--stale]
 //	member ls | member add NAME PEERADDR | member rm NAME
 //	leader transfer [--to NAME]

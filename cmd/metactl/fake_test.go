@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,6 +31,7 @@ type fakeCluster struct {
 	nextInst uint64
 	objects  map[string]*fakeObject // by tenant + "\x00" + key
 	segments map[string]*metadv1.SegmentDesc
+	closing  map[string]int64 // segment id -> end of its graceful unmount (unix ns); nil until the first
 	members  []*metadv1.Member
 	pings    map[string]int // by client id bytes
 	nextRep  uint64
@@ -368,7 +370,18 @@ func (c *fakeCluster) UnmountSegment(_ context.Context, r *metadv1.UnmountSegmen
 	if !bytes.Equal(s.GetOwnerClientId(), r.GetClientId()) {
 		return nil, reject(codes.FailedPrecondition, metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT, "segment owned by another client")
 	}
+	if g := r.GetGraceMs(); g > 0 {
+		if c.closing == nil {
+			c.closing = map[string]int64{}
+		}
+		at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(g) * time.Millisecond).UnixNano()
+		if old, ok := c.closing[string(r.GetSegmentId())]; !ok || at < old {
+			c.closing[string(r.GetSegmentId())] = at
+		}
+		return &metadv1.UnmountSegmentResponse{Closing: true, UnmountAtUnixNano: c.closing[string(r.GetSegmentId())]}, nil
+	}
 	delete(c.segments, string(r.GetSegmentId()))
+	delete(c.closing, string(r.GetSegmentId()))
 	return &metadv1.UnmountSegmentResponse{ReplicasDropped: 2, ObjectsErased: 1}, nil
 }
 
@@ -464,7 +477,8 @@ func (a *fakeAdmin) ListSegments(_ context.Context, r *metadv1.ListSegmentsReque
 		if r.GetTier() != 0 && s.GetTier() != r.GetTier() || len(r.GetClientId()) > 0 && !bytes.Equal(r.GetClientId(), s.GetOwnerClientId()) {
 			continue
 		}
-		resp.Segments = append(resp.Segments, &metadv1.SegmentInfo{Segment: s, UsedBytes: 4096, Replicas: 1})
+		at, closing := a.c.closing[string(s.GetId())]
+		resp.Segments = append(resp.Segments, &metadv1.SegmentInfo{Segment: s, UsedBytes: 4096, Replicas: 1, Closing: closing, UnmountAtUnixNano: at})
 	}
 	sort.Slice(resp.Segments, func(i, j int) bool {
 		return bytes.Compare(resp.Segments[i].GetSegment().GetId(), resp.Segments[j].GetSegment().GetId()) < 0

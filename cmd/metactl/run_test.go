@@ -209,6 +209,26 @@ func TestSegmentVerbs(t *testing.T) {
 	if len(segs) != 0 {
 		t.Fatalf("segment ls of another client: %+v", segs)
 	}
+	// A graceful unmount: the segment is closing until its deadline, and segment ls says so.
+	var closing map[string]any
+	metactl(t, c.addr, "segment", "unmount", id.String(), "--grace", "30s", "-o", "json").ok(t).json(t, &closing)
+	if closing["closing"] != true || closing["unmount_at"] != "2030-01-01T00:00:30.000Z" {
+		t.Fatalf("graceful unmount: %+v", closing)
+	}
+	if r := metactl(t, c.addr, "segment", "unmount", id.String(), "--grace", "1m").ok(t); !strings.Contains(r.stdout,
+		"segment "+id.String()+" is closing: no new allocations, replicas readable, unmounted at 2030-01-01T00:00:30.000Z") {
+		t.Fatalf("repeated graceful unmount:\n%s", r.stdout)
+	}
+	metactl(t, c.addr, "segment", "ls", "-o", "json").ok(t).json(t, &segs)
+	if len(segs) != 1 || !segs[0].Closing || segs[0].UnmountAt != "2030-01-01T00:00:30.000Z" {
+		t.Fatalf("segment ls of a closing segment: %+v", segs)
+	}
+	if r := metactl(t, c.addr, "segment", "ls").ok(t); !strings.Contains(r.stdout, "CLOSING") || !strings.Contains(r.stdout, "until 2030-01-01T00:00:30.000Z") {
+		t.Fatalf("segment ls table:\n%s", r.stdout)
+	}
+	if r := metactl(t, c.addr, "segment", "unmount", id.String(), "--grace", "-1s"); r.code == 0 {
+		t.Fatalf("negative grace accepted: %+v", r)
+	}
 	// Unmount looks the owner up.
 	if r := metactl(t, c.addr, "segment", "unmount", id.String()).ok(t); !strings.Contains(r.stdout, "unmounted segment "+id.String()+": 2 replicas dropped, 1 object erased") {
 		t.Fatalf("unmount:\n%s", r.stdout)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"metad/client"
 	"metad/proto/metadv1"
@@ -169,6 +170,30 @@ type segmentView struct {
 	Owner     string `json:"owner_client_id"`
 	UsedBytes uint64 `json:"used_bytes"`
 	Replicas  uint64 `json:"replicas"`
+	// Closing: the segment takes no new allocation; UnmountAt (RFC 3339, leader time) is when its
+	// graceful unmount ends, empty when none is scheduled.
+	Closing   bool   `json:"closing"`
+	UnmountAt string `json:"unmount_at,omitempty"`
+}
+
+// unmountAtText formats a leader time in unix ns as RFC 3339 (UTC, milliseconds); "" for 0.
+func unmountAtText(ns int64) string {
+	if ns == 0 {
+		return ""
+	}
+	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// closingText is the CLOSING column of segment ls: "-" for an open segment, the end of its
+// graceful unmount, or "yes" when closing without one.
+func closingText(s segmentView) string {
+	switch {
+	case !s.Closing:
+		return "-"
+	case s.UnmountAt != "":
+		return "until " + s.UnmountAt
+	}
+	return "yes"
 }
 
 func segView(d *metadv1.SegmentDesc) segmentView {
@@ -254,9 +279,13 @@ func runSegmentMount(a *app, v *verb, args []string) error {
 func runSegmentUnmount(a *app, v *verb, args []string) error {
 	fs := a.flags(v)
 	clientS := fs.String("client", "", "owning client id (default: looked up)")
+	grace := fs.Duration("grace", 0, "graceful unmount: stop new allocations now, keep the replicas readable, unmount after this long (or once empty); 0 unmounts now")
 	pos, err := a.parse(v, fs, args, 1, 1)
 	if err != nil {
 		return err
+	}
+	if *grace < 0 {
+		return usagef(v, "--grace must not be negative")
 	}
 	id, err := client.ParseUUID(pos[0])
 	if err != nil {
@@ -292,12 +321,19 @@ func runSegmentUnmount(a *app, v *verb, args []string) error {
 			return &cliError{reason: "SEGMENT_NOT_FOUND", msg: fmt.Sprintf("segment %s is not mounted", id)}
 		}
 	}
-	resp, err := c.UnmountSegmentAs(ctx, owner, id)
+	resp, err := c.UnmountSegmentGraceful(ctx, owner, id, *grace)
 	if err != nil {
 		return err
 	}
 	view := map[string]any{"id": id.String(), "owner_client_id": owner.String(),
-		"replicas_dropped": resp.GetReplicasDropped(), "objects_erased": resp.GetObjectsErased()}
+		"replicas_dropped": resp.GetReplicasDropped(), "objects_erased": resp.GetObjectsErased(), "closing": resp.GetClosing()}
+	if resp.GetClosing() {
+		at := unmountAtText(resp.GetUnmountAtUnixNano())
+		view["unmount_at"] = at
+		return a.printer().emit(view, func(tw *tabwriter.Writer) {
+			fmt.Fprintf(tw, "segment %s is closing: no new allocations, replicas readable, unmounted at %s (or once empty)\n", id, at)
+		})
+	}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		fmt.Fprintf(tw, "unmounted segment %s: %s dropped, %s erased\n", id,
 			plural(int(resp.GetReplicasDropped()), "replica"), plural(int(resp.GetObjectsErased()), "object"))
@@ -338,13 +374,14 @@ func runSegmentLs(a *app, v *verb, args []string) error {
 	for _, s := range segs {
 		sv := segView(s.GetSegment())
 		sv.UsedBytes, sv.Replicas = s.GetUsedBytes(), s.GetReplicas()
+		sv.Closing, sv.UnmountAt = s.GetClosing(), unmountAtText(s.GetUnmountAtUnixNano())
 		view = append(view, sv)
 	}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
-		row(tw, "ID", "NAME", "TIER", "SIZE", "USED", "REPLICAS", "BASE", "ENDPOINT", "OWNER")
+		row(tw, "ID", "NAME", "TIER", "SIZE", "USED", "REPLICAS", "BASE", "ENDPOINT", "OWNER", "CLOSING")
 		for _, s := range view {
 			row(tw, s.ID, orDash(s.Name), s.Tier, formatSize(s.Size), formatSize(s.UsedBytes), s.Replicas,
-				fmt.Sprintf("%#x", s.Base), orDash(s.Endpoint), s.Owner)
+				fmt.Sprintf("%#x", s.Base), orDash(s.Endpoint), s.Owner, closingText(s))
 		}
 	})
 }

@@ -841,9 +841,13 @@ type SegmentInfo struct {
 	// Bytes allocated to replicas (extents rounded up to 64 bytes).
 	UsedBytes uint64 `protobuf:"varint,2,opt,name=used_bytes,json=usedBytes,proto3" json:"used_bytes,omitempty"`
 	// Replicas placed in the segment.
-	Replicas      uint64 `protobuf:"varint,3,opt,name=replicas,proto3" json:"replicas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Replicas uint64 `protobuf:"varint,3,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// The segment takes no new allocation (a graceful unmount in progress).
+	Closing bool `protobuf:"varint,123,opt,name=closing,proto3" json:"closing,omitempty"`
+	// When its graceful unmount ends: leader time, unix ns; 0 when none is scheduled.
+	UnmountAtUnixNano int64 `protobuf:"varint,124,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SegmentInfo) Reset() {
@@ -893,6 +897,20 @@ func (x *SegmentInfo) GetUsedBytes() uint64 {
 func (x *SegmentInfo) GetReplicas() uint64 {
 	if x != nil {
 		return x.Replicas
+	}
+	return 0
+}
+
+func (x *SegmentInfo) GetClosing() bool {
+	if x != nil {
+		return x.Closing
+	}
+	return false
+}
+
+func (x *SegmentInfo) GetUnmountAtUnixNano() int64 {
+	if x != nil {
+		return x.UnmountAtUnixNano
 	}
 	return 0
 }
@@ -2692,12 +2710,14 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x13ListSegmentsRequest\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\x12\"\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12\x1b\n" +
-	"\tclient_id\x18\x03 \x01(\fR\bclientId\"y\n" +
+	"\tclient_id\x18\x03 \x01(\fR\bclientId\"\xc4\x01\n" +
 	"\vSegmentInfo\x12/\n" +
 	"\asegment\x18\x01 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\x12\x1d\n" +
 	"\n" +
 	"used_bytes\x18\x02 \x01(\x04R\tusedBytes\x12\x1a\n" +
-	"\breplicas\x18\x03 \x01(\x04R\breplicas\"I\n" +
+	"\breplicas\x18\x03 \x01(\x04R\breplicas\x12\x18\n" +
+	"\aclosing\x18{ \x01(\bR\aclosing\x12/\n" +
+	"\x14unmount_at_unix_nano\x18| \x01(\x03R\x11unmountAtUnixNano\"I\n" +
 	"\x14ListSegmentsResponse\x121\n" +
 	"\bsegments\x18\x01 \x03(\v2\x15.metad.v1.SegmentInfoR\bsegments\"\x94\x01\n" +
 	"\x06Member\x12\x12\n" +

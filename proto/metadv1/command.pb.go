@@ -324,6 +324,8 @@ type Command struct {
 	//	*Command_RevokeKey
 	//	*Command_GrantRole
 	//	*Command_RevokeRole
+	//	*Command_CloseSegment
+	//	*Command_UnmountClosed
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -621,6 +623,24 @@ func (x *Command) GetRevokeRole() *RevokeRole {
 	return nil
 }
 
+func (x *Command) GetCloseSegment() *CloseSegment {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CloseSegment); ok {
+			return x.CloseSegment
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUnmountClosed() *UnmountClosed {
+	if x != nil {
+		if x, ok := x.Op.(*Command_UnmountClosed); ok {
+			return x.UnmountClosed
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -781,6 +801,16 @@ type Command_RevokeRole struct {
 	RevokeRole *RevokeRole `protobuf:"bytes,27,opt,name=revoke_role,json=revokeRole,proto3,oneof"`
 }
 
+type Command_CloseSegment struct {
+	// Start a segment's graceful unmount (its owner asked, with a grace period).
+	CloseSegment *CloseSegment `protobuf:"bytes,43,opt,name=close_segment,json=closeSegment,proto3,oneof"`
+}
+
+type Command_UnmountClosed struct {
+	// End a graceful unmount whose deadline passed or whose segment emptied (the leader's loop).
+	UnmountClosed *UnmountClosed `protobuf:"bytes,44,opt,name=unmount_closed,json=unmountClosed,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -834,6 +864,10 @@ func (*Command_RevokeKey) isCommand_Op() {}
 func (*Command_GrantRole) isCommand_Op() {}
 
 func (*Command_RevokeRole) isCommand_Op() {}
+
+func (*Command_CloseSegment) isCommand_Op() {}
+
+func (*Command_UnmountClosed) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -2545,6 +2579,131 @@ func (x *UnmountSegment) GetReason() UnmountReason {
 	return UnmountReason_UNMOUNT_REASON_UNSPECIFIED
 }
 
+// CloseSegment starts the graceful unmount of one segment of its owner: a segment that holds no
+// replica is unmounted at once; any other takes no new allocation from now on, its replicas stay
+// readable, and it is unmounted (UnmountClosed) when the leader time passes unmount_at_unix_nano.
+// A segment closing already keeps the earlier of its deadline and this one.
+type CloseSegment struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Owning client: 16-byte UUID; a segment owned by another client is rejected.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The segment: 16-byte UUID.
+	SegmentId []byte `protobuf:"bytes,2,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// The end of the grace period, leader time (unix ns, > 0): the leader's clock when it took the
+	// request plus the grace asked.
+	UnmountAtUnixNano int64 `protobuf:"varint,3,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *CloseSegment) Reset() {
+	*x = CloseSegment{}
+	mi := &file_metadv1_command_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSegment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSegment) ProtoMessage() {}
+
+func (x *CloseSegment) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSegment.ProtoReflect.Descriptor instead.
+func (*CloseSegment) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CloseSegment) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CloseSegment) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *CloseSegment) GetUnmountAtUnixNano() int64 {
+	if x != nil {
+		return x.UnmountAtUnixNano
+	}
+	return 0
+}
+
+// UnmountClosed unmounts a closing segment as UnmountSegment does, if it is still scheduled for
+// exactly unmount_at_unix_nano and the entry's leader time has reached that or the segment holds
+// no replica; otherwise it changes nothing (the segment went or its deadline moved meanwhile).
+type UnmountClosed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The segment: 16-byte UUID.
+	SegmentId []byte `protobuf:"bytes,1,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// The deadline the leader read in its state (CloseSegment's, or the earlier one that stayed).
+	UnmountAtUnixNano int64 `protobuf:"varint,2,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *UnmountClosed) Reset() {
+	*x = UnmountClosed{}
+	mi := &file_metadv1_command_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnmountClosed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnmountClosed) ProtoMessage() {}
+
+func (x *UnmountClosed) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnmountClosed.ProtoReflect.Descriptor instead.
+func (*UnmountClosed) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *UnmountClosed) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *UnmountClosed) GetUnmountAtUnixNano() int64 {
+	if x != nil {
+		return x.UnmountAtUnixNano
+	}
+	return 0
+}
+
 // RegisterTenant creates a tenant instance; its instance id is the state's next tenant instance id.
 type RegisterTenant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2558,7 +2717,7 @@ type RegisterTenant struct {
 
 func (x *RegisterTenant) Reset() {
 	*x = RegisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2729,7 @@ func (x *RegisterTenant) String() string {
 func (*RegisterTenant) ProtoMessage() {}
 
 func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2742,7 @@ func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTenant.ProtoReflect.Descriptor instead.
 func (*RegisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RegisterTenant) GetName() string {
@@ -2614,7 +2773,7 @@ type UnregisterTenant struct {
 
 func (x *UnregisterTenant) Reset() {
 	*x = UnregisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2785,7 @@ func (x *UnregisterTenant) String() string {
 func (*UnregisterTenant) ProtoMessage() {}
 
 func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2798,7 @@ func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTenant.ProtoReflect.Descriptor instead.
 func (*UnregisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UnregisterTenant) GetName() string {
@@ -2669,7 +2828,7 @@ type SetQuota struct {
 
 func (x *SetQuota) Reset() {
 	*x = SetQuota{}
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2840,7 @@ func (x *SetQuota) String() string {
 func (*SetQuota) ProtoMessage() {}
 
 func (x *SetQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2853,7 @@ func (x *SetQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuota.ProtoReflect.Descriptor instead.
 func (*SetQuota) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetQuota) GetTenant() string {
@@ -2728,7 +2887,7 @@ type SetMember struct {
 
 func (x *SetMember) Reset() {
 	*x = SetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +2899,7 @@ func (x *SetMember) String() string {
 func (*SetMember) ProtoMessage() {}
 
 func (x *SetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +2912,7 @@ func (x *SetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
 func (*SetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetMember) GetName() string {
@@ -2788,7 +2947,7 @@ type ForgetMember struct {
 
 func (x *ForgetMember) Reset() {
 	*x = ForgetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2959,7 @@ func (x *ForgetMember) String() string {
 func (*ForgetMember) ProtoMessage() {}
 
 func (x *ForgetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2972,7 @@ func (x *ForgetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
 func (*ForgetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ForgetMember) GetName() string {
@@ -2843,7 +3002,7 @@ type CreateKey struct {
 
 func (x *CreateKey) Reset() {
 	*x = CreateKey{}
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +3014,7 @@ func (x *CreateKey) String() string {
 func (*CreateKey) ProtoMessage() {}
 
 func (x *CreateKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +3027,7 @@ func (x *CreateKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKey.ProtoReflect.Descriptor instead.
 func (*CreateKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateKey) GetId() string {
@@ -2917,7 +3076,7 @@ type RevokeKey struct {
 
 func (x *RevokeKey) Reset() {
 	*x = RevokeKey{}
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3088,7 @@ func (x *RevokeKey) String() string {
 func (*RevokeKey) ProtoMessage() {}
 
 func (x *RevokeKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3101,7 @@ func (x *RevokeKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKey.ProtoReflect.Descriptor instead.
 func (*RevokeKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RevokeKey) GetId() string {
@@ -2965,7 +3124,7 @@ type GrantRole struct {
 
 func (x *GrantRole) Reset() {
 	*x = GrantRole{}
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3136,7 @@ func (x *GrantRole) String() string {
 func (*GrantRole) ProtoMessage() {}
 
 func (x *GrantRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3149,7 @@ func (x *GrantRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRole.ProtoReflect.Descriptor instead.
 func (*GrantRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GrantRole) GetPrincipal() string {
@@ -3020,7 +3179,7 @@ type RevokeRole struct {
 
 func (x *RevokeRole) Reset() {
 	*x = RevokeRole{}
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3191,7 @@ func (x *RevokeRole) String() string {
 func (*RevokeRole) ProtoMessage() {}
 
 func (x *RevokeRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3204,7 @@ func (x *RevokeRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRole.ProtoReflect.Descriptor instead.
 func (*RevokeRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RevokeRole) GetPrincipal() string {
@@ -3077,7 +3236,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3248,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3295,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xaa\r\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xab\x0e\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -3173,7 +3332,9 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"grant_role\x18\x1a \x01(\v2\x13.metad.v1.GrantRoleH\x00R\tgrantRole\x127\n" +
 	"\vrevoke_role\x18\x1b \x01(\v2\x14.metad.v1.RevokeRoleH\x00R\n" +
-	"revokeRole\x121\n" +
+	"revokeRole\x12=\n" +
+	"\rclose_segment\x18+ \x01(\v2\x16.metad.v1.CloseSegmentH\x00R\fcloseSegment\x12@\n" +
+	"\x0eunmount_closed\x18, \x01(\v2\x17.metad.v1.UnmountClosedH\x00R\runmountClosed\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -3311,7 +3472,16 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x1f\n" +
 	"\vsegment_ids\x18\x02 \x03(\fR\n" +
 	"segmentIds\x12/\n" +
-	"\x06reason\x18\x03 \x01(\x0e2\x17.metad.v1.UnmountReasonR\x06reason\"E\n" +
+	"\x06reason\x18\x03 \x01(\x0e2\x17.metad.v1.UnmountReasonR\x06reason\"{\n" +
+	"\fCloseSegment\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x02 \x01(\fR\tsegmentId\x12/\n" +
+	"\x14unmount_at_unix_nano\x18\x03 \x01(\x03R\x11unmountAtUnixNano\"_\n" +
+	"\rUnmountClosed\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x01 \x01(\fR\tsegmentId\x12/\n" +
+	"\x14unmount_at_unix_nano\x18\x02 \x01(\x03R\x11unmountAtUnixNano\"E\n" +
 	"\x0eRegisterTenant\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vquota_bytes\x18\x02 \x01(\x04R\n" +
@@ -3373,7 +3543,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3401,21 +3571,23 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*RevokeExpired)(nil),      // 23: metad.v1.RevokeExpired
 	(*MountSegment)(nil),       // 24: metad.v1.MountSegment
 	(*UnmountSegment)(nil),     // 25: metad.v1.UnmountSegment
-	(*RegisterTenant)(nil),     // 26: metad.v1.RegisterTenant
-	(*UnregisterTenant)(nil),   // 27: metad.v1.UnregisterTenant
-	(*SetQuota)(nil),           // 28: metad.v1.SetQuota
-	(*SetMember)(nil),          // 29: metad.v1.SetMember
-	(*ForgetMember)(nil),       // 30: metad.v1.ForgetMember
-	(*CreateKey)(nil),          // 31: metad.v1.CreateKey
-	(*RevokeKey)(nil),          // 32: metad.v1.RevokeKey
-	(*GrantRole)(nil),          // 33: metad.v1.GrantRole
-	(*RevokeRole)(nil),         // 34: metad.v1.RevokeRole
-	(*BatchPutStart_Item)(nil), // 35: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 36: metad.v1.SessionHeader
-	(Reason)(0),                // 37: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 38: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 39: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 40: metad.v1.SegmentDesc
+	(*CloseSegment)(nil),       // 26: metad.v1.CloseSegment
+	(*UnmountClosed)(nil),      // 27: metad.v1.UnmountClosed
+	(*RegisterTenant)(nil),     // 28: metad.v1.RegisterTenant
+	(*UnregisterTenant)(nil),   // 29: metad.v1.UnregisterTenant
+	(*SetQuota)(nil),           // 30: metad.v1.SetQuota
+	(*SetMember)(nil),          // 31: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 32: metad.v1.ForgetMember
+	(*CreateKey)(nil),          // 33: metad.v1.CreateKey
+	(*RevokeKey)(nil),          // 34: metad.v1.RevokeKey
+	(*GrantRole)(nil),          // 35: metad.v1.GrantRole
+	(*RevokeRole)(nil),         // 36: metad.v1.RevokeRole
+	(*BatchPutStart_Item)(nil), // 37: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 38: metad.v1.SessionHeader
+	(Reason)(0),                // 39: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 40: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 41: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 42: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3436,45 +3608,47 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	23, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
 	24, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
 	25, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
-	26, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
-	27, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
-	28, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	29, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
-	30, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	28, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
+	29, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
+	30, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
+	31, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	32, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
 	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
-	31, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
-	32, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
-	33, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
-	34, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
-	36, // 28: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	37, // 29: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	38, // 30: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 31: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 32: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	39, // 33: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	38, // 34: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 35: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 36: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	39, // 37: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 38: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	38, // 39: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	35, // 40: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 41: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 42: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	39, // 43: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 44: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 45: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	39, // 46: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 47: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 48: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 49: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	40, // 50: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 51: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	33, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
+	34, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
+	35, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
+	36, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
+	26, // 28: metad.v1.Command.close_segment:type_name -> metad.v1.CloseSegment
+	27, // 29: metad.v1.Command.unmount_closed:type_name -> metad.v1.UnmountClosed
+	38, // 30: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	39, // 31: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	40, // 32: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 33: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	41, // 34: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	41, // 35: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	40, // 36: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 37: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	41, // 38: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	41, // 39: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 40: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	40, // 41: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	37, // 42: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 43: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	41, // 44: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	41, // 45: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 46: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	6,  // 47: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	41, // 48: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 49: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	22, // 50: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 51: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	42, // 52: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 53: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3511,6 +3685,8 @@ func file_metadv1_command_proto_init() {
 		(*Command_RevokeKey)(nil),
 		(*Command_GrantRole)(nil),
 		(*Command_RevokeRole)(nil),
+		(*Command_CloseSegment)(nil),
+		(*Command_UnmountClosed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3518,7 +3694,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

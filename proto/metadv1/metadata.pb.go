@@ -2418,7 +2418,13 @@ type UnmountSegmentRequest struct {
 	// The caller's session and this operation's sequence number: a retry with the same header
 	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
 	// outcome unknown after a lost answer.
-	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	Session *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	// Graceful unmount: 0 (the default) unmounts now. Otherwise, at most 86,400,000 (24 h): a
+	// segment that holds no replica is unmounted now; any other takes no new allocation from now on,
+	// its replicas stay readable, and the leader unmounts it when this grace has passed (or as soon
+	// as it holds no replica). A call on a segment closing already keeps the earlier deadline (a new
+	// grace may bring the unmount forward, never put it off) and answers with it.
+	GraceMs       uint64 `protobuf:"varint,120,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2474,15 +2480,27 @@ func (x *UnmountSegmentRequest) GetSession() *SessionHeader {
 	return nil
 }
 
-// UnmountSegmentResponse counts what the unmount dropped.
+func (x *UnmountSegmentRequest) GetGraceMs() uint64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+// UnmountSegmentResponse counts what the unmount dropped, or says when a graceful unmount ends.
 type UnmountSegmentResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Replicas dropped with the segment.
 	ReplicasDropped uint64 `protobuf:"varint,1,opt,name=replicas_dropped,json=replicasDropped,proto3" json:"replicas_dropped,omitempty"`
 	// Objects erased because their last replica was in the segment.
 	ObjectsErased uint64 `protobuf:"varint,2,opt,name=objects_erased,json=objectsErased,proto3" json:"objects_erased,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Graceful unmount: true when the segment stays mounted and closing until unmount_at_unix_nano;
+	// false when it was unmounted now.
+	Closing bool `protobuf:"varint,121,opt,name=closing,proto3" json:"closing,omitempty"`
+	// When closing: the leader time (unix ns) at which the segment will be unmounted.
+	UnmountAtUnixNano int64 `protobuf:"varint,122,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *UnmountSegmentResponse) Reset() {
@@ -2525,6 +2543,20 @@ func (x *UnmountSegmentResponse) GetReplicasDropped() uint64 {
 func (x *UnmountSegmentResponse) GetObjectsErased() uint64 {
 	if x != nil {
 		return x.ObjectsErased
+	}
+	return 0
+}
+
+func (x *UnmountSegmentResponse) GetClosing() bool {
+	if x != nil {
+		return x.Closing
+	}
+	return false
+}
+
+func (x *UnmountSegmentResponse) GetUnmountAtUnixNano() int64 {
+	if x != nil {
+		return x.UnmountAtUnixNano
 	}
 	return 0
 }
@@ -3134,15 +3166,18 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12/\n" +
 	"\asegment\x18\x02 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\x121\n" +
 	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x16\n" +
-	"\x14MountSegmentResponse\"\x86\x01\n" +
+	"\x14MountSegmentResponse\"\xa1\x01\n" +
 	"\x15UnmountSegmentRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x1d\n" +
 	"\n" +
 	"segment_id\x18\x02 \x01(\fR\tsegmentId\x121\n" +
-	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"j\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x19\n" +
+	"\bgrace_ms\x18x \x01(\x04R\agraceMs\"\xb5\x01\n" +
 	"\x16UnmountSegmentResponse\x12)\n" +
 	"\x10replicas_dropped\x18\x01 \x01(\x04R\x0freplicasDropped\x12%\n" +
-	"\x0eobjects_erased\x18\x02 \x01(\x04R\robjectsErased\"*\n" +
+	"\x0eobjects_erased\x18\x02 \x01(\x04R\robjectsErased\x12\x18\n" +
+	"\aclosing\x18y \x01(\bR\aclosing\x12/\n" +
+	"\x14unmount_at_unix_nano\x18z \x01(\x03R\x11unmountAtUnixNano\"*\n" +
 	"\vPingRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\"\xda\x01\n" +
 	"\fPingResponse\x12\x1f\n" +

@@ -308,9 +308,13 @@ func (x *TenantRecord) GetNextReplicaId() uint64 {
 type SegmentRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The segment as mounted, owner included.
-	Segment       *SegmentDesc `protobuf:"bytes,1,opt,name=segment,proto3" json:"segment,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Segment *SegmentDesc `protobuf:"bytes,1,opt,name=segment,proto3" json:"segment,omitempty"`
+	// The segment takes no new allocation (record format 4).
+	Closing bool `protobuf:"varint,125,opt,name=closing,proto3" json:"closing,omitempty"`
+	// The end of its graceful unmount, leader time (unix ns); 0: none. Set only with closing.
+	UnmountAtUnixNano int64 `protobuf:"varint,126,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SegmentRecord) Reset() {
@@ -348,6 +352,20 @@ func (x *SegmentRecord) GetSegment() *SegmentDesc {
 		return x.Segment
 	}
 	return nil
+}
+
+func (x *SegmentRecord) GetClosing() bool {
+	if x != nil {
+		return x.Closing
+	}
+	return false
+}
+
+func (x *SegmentRecord) GetUnmountAtUnixNano() int64 {
+	if x != nil {
+		return x.UnmountAtUnixNano
+	}
+	return 0
 }
 
 // ReplicaRecord is one replica of an object.
@@ -1090,9 +1108,11 @@ type ResultRecord struct {
 	// Batch forms: one per item.
 	Items []*ResultRecord `protobuf:"bytes,12,rep,name=items,proto3" json:"items,omitempty"`
 	// OpenSession: the new session's id.
-	Session       uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Session uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
+	// CloseSegment: the deadline in force when the segment stays closing; 0 when it was unmounted.
+	UnmountAtUnixNano int64 `protobuf:"varint,127,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ResultRecord) Reset() {
@@ -1212,6 +1232,13 @@ func (x *ResultRecord) GetItems() []*ResultRecord {
 func (x *ResultRecord) GetSession() uint64 {
 	if x != nil {
 		return x.Session
+	}
+	return 0
+}
+
+func (x *ResultRecord) GetUnmountAtUnixNano() int64 {
+	if x != nil {
+		return x.UnmountAtUnixNano
 	}
 	return 0
 }
@@ -1401,9 +1428,11 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\x0e2\x15.metad.v1.TenantStateR\x05state\x12$\n" +
 	"\x0enext_object_id\x18\x05 \x01(\x04R\fnextObjectId\x12\"\n" +
 	"\rnext_group_id\x18\x06 \x01(\x04R\vnextGroupId\x12&\n" +
-	"\x0fnext_replica_id\x18\a \x01(\x04R\rnextReplicaId\"@\n" +
+	"\x0fnext_replica_id\x18\a \x01(\x04R\rnextReplicaId\"\x8b\x01\n" +
 	"\rSegmentRecord\x12/\n" +
-	"\asegment\x18\x01 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\"\xd4\x01\n" +
+	"\asegment\x18\x01 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\x12\x18\n" +
+	"\aclosing\x18} \x01(\bR\aclosing\x12/\n" +
+	"\x14unmount_at_unix_nano\x18~ \x01(\x03R\x11unmountAtUnixNano\"\xd4\x01\n" +
 	"\rReplicaRecord\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12#\n" +
@@ -1458,7 +1487,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xb4\x03\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xe5\x03\n" +
 	"\fResultRecord\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
@@ -1473,7 +1502,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	" \x01(\x04R\x0funmountReplicas\x12%\n" +
 	"\x0eunmount_erased\x18\v \x01(\x04R\runmountErased\x12,\n" +
 	"\x05items\x18\f \x03(\v2\x16.metad.v1.ResultRecordR\x05items\x12\x18\n" +
-	"\asession\x18\r \x01(\x04R\asession\"\xce\x01\n" +
+	"\asession\x18\r \x01(\x04R\asession\x12/\n" +
+	"\x14unmount_at_unix_nano\x18\x7f \x01(\x03R\x11unmountAtUnixNano\"\xce\x01\n" +
 	"\rResultReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +

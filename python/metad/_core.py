@@ -765,8 +765,11 @@ def mount_segment(cid: bytes, seg: types_pb2.SegmentDesc) -> Op[None]:
     yield Rpc("md", "MountSegment", metadata_pb2.MountSegmentRequest(client_id=cid, segment=seg))
 
 
-def unmount_segment(owner: bytes, seg_id: bytes) -> Op[metadata_pb2.UnmountSegmentResponse]:
-    r = yield Rpc("md", "UnmountSegment", metadata_pb2.UnmountSegmentRequest(client_id=owner, segment_id=seg_id))
+def unmount_segment(owner: bytes, seg_id: bytes, grace_ms: int = 0) -> Op[metadata_pb2.UnmountSegmentResponse]:
+    if grace_ms < 0:
+        raise ValueError("grace must not be negative")
+    r = yield Rpc("md", "UnmountSegment", metadata_pb2.UnmountSegmentRequest(client_id=owner, segment_id=seg_id,
+                                                                              grace_ms=grace_ms))
     resp: metadata_pb2.UnmountSegmentResponse = r.response
     return resp
 

@@ -378,11 +378,12 @@ class AsyncClient:
         the same id again as the same client is a no-op. ``metad.segment()`` builds one."""
         await self._run(core.mount_segment(self._id, segment), timeout)
 
-    async def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None,
+    async def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None, grace: float = 0,
                         timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
         """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
-        replica in it."""
-        return await self._run(core.unmount_segment(owner or self._id, segment_id), timeout)
+        replica in it. With grace (seconds, at most 24 h) the unmount is graceful: see
+        Client.unmount_segment."""
+        return await self._run(core.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
 
     async def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
                       stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:

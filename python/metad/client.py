@@ -407,11 +407,14 @@ class Client:
         the same id again as the same client is a no-op. ``metad.segment()`` builds one."""
         self._run(core.mount_segment(self._id, segment), timeout)
 
-    def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None,
+    def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None, grace: float = 0,
                         timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
         """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
-        replica in it."""
-        return self._run(core.unmount_segment(owner or self._id, segment_id), timeout)
+        replica in it. With grace (seconds, at most 24 h) the unmount is graceful: the segment takes
+        no new allocation from now on, its replicas stay readable, and the leader unmounts it when
+        grace has passed or once it holds no replica (the response's closing and
+        unmount_at_unix_nano say when); a repeated call keeps the earlier deadline."""
+        return self._run(core.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
 
     def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
                       stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:

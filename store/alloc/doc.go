@@ -71,6 +71,9 @@
 //     - free_ratio_first: descending free/size, compared exactly as
 //     free_a*size_b vs free_b*size_a in 128 bits, ties by lower ID.
 //
+// A closing segment (below) is never a candidate, preferred or not; it is
+// skipped where it falls in the order, so the others keep their order.
+//
 // Each replica takes the next candidate whose allocator can hold the size; a
 // candidate that cannot is not retried (nothing is freed during a Place).
 // A tier that gets no replica fails the call with a *NoSpaceError (matching
@@ -78,6 +81,22 @@
 // large enough for the object (NoSpaceError.Fits: whether freeing space could
 // help), and the extents already allocated by the call are freed. Fewer replicas
 // than asked is success; Placement.Short counts the shortfall.
+//
+// # Closing segments
+//
+// A segment is open (takes allocations) or closing: SetClosing(id, true) stops
+// new allocations in it at once, and its existing extents stay as they are (the
+// replicas in them stay readable; Free and Reserve work as before). A graceful
+// unmount closes the segment with a deadline (ScheduleUnmount: the earlier
+// deadline wins, and a segment with one stays closing until Unmount); a drain
+// may close the segments it empties through SetClosing. The flag is replicated state, set only by
+// commands the store applies and recorded in snapshots (SegmentInfo.Closing,
+// UnmountAt). Capacity and Used keep counting a closing segment, so effective
+// quotas change only when it is unmounted (SEMANTICS section 6 recomputes them
+// on mount and unmount); Allocatable leaves it out, and the eviction watermark
+// is measured against Allocatable: free space in a closing segment is no room
+// for a new write. A closing segment counts neither in NoSpaceError.Segments
+// nor in its Fits.
 //
 // # Locking
 //

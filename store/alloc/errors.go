@@ -44,13 +44,14 @@ var (
 // one replica on a tier. It matches ErrNoSpace. Fits reports whether some
 // mounted segment of that tier is at least Size bytes: only then can freeing
 // space in the tier make the same placement succeed. An object larger than
-// every segment (or a tier with none) never fits, however much is freed.
+// every segment (or a tier with none) never fits, however much is freed. Closing
+// segments (Registry.SetClosing) take no allocation and count for neither.
 type NoSpaceError struct {
 	Tier     Tier
 	Size     uint64 // the replica size asked for, rounded up to Align
-	Segments int    // segments of the tier mounted
+	Segments int    // segments of the tier mounted and not closing
 	Tried    int    // candidates tried
-	Fits     bool   // some segment of the tier has at least Size bytes in all
+	Fits     bool   // some segment of the tier, not closing, has at least Size bytes in all
 }
 
 func (e *NoSpaceError) Error() string {

@@ -90,8 +90,10 @@ type Placement struct {
 
 // Place allocates the replicas of one object, each in a distinct segment.
 // Per tier asked (MEMORY always, NOF when req.NOF > 0) the candidates are the
-// mounted Preferred segments of that tier in the given order (duplicates
-// ignored), then every other segment of that tier in strategy order; each
+// mounted Preferred segments of that tier that are not closing, in the given
+// order (duplicates ignored), then every other open segment of that tier in
+// strategy order (closing segments are skipped without changing the order of
+// the others); each
 // replica takes the next candidate whose allocator can hold RoundUp(Size).
 // A tier that gets no replica fails the whole call with a *NoSpaceError
 // (ErrNoSpace) naming the tier and whether the object fits in any of its
@@ -150,7 +152,7 @@ func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequ
 			break
 		}
 		seg, ok := r.segs[id]
-		if !ok || seg.info.Tier != t || seg.mark == r.epoch {
+		if !ok || seg.info.Tier != t || seg.mark == r.epoch || seg.closing {
 			continue
 		}
 		try(seg)
@@ -162,15 +164,15 @@ func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequ
 			if seg == nil {
 				break
 			}
-			if seg.mark != r.epoch {
+			if seg.mark != r.epoch && !seg.closing {
 				try(seg)
 			}
 		}
 	}
 	if len(out) == 0 {
-		e := &NoSpaceError{Tier: t, Size: size, Segments: len(r.byTier[t]), Tried: tried}
+		e := &NoSpaceError{Tier: t, Size: size, Segments: len(r.byTier[t]) - r.closing[t], Tried: tried}
 		for _, seg := range r.byTier[t] {
-			if seg.alloc.Capacity() >= size {
+			if !seg.closing && seg.alloc.Capacity() >= size {
 				e.Fits = true
 				break
 			}

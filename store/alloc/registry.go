@@ -28,6 +28,11 @@ type SegmentInfo struct {
 	Segment
 	Used      uint64 // allocated bytes
 	FreeSpans int    // number of free spans (1 when empty, 0 when full)
+	// Closing: the segment takes no new allocation (SetClosing, ScheduleUnmount).
+	Closing bool
+	// UnmountAt is the leader time (unix ns) at which the segment's graceful unmount ends, 0 when
+	// none is scheduled (ScheduleUnmount). A segment with one is Closing.
+	UnmountAt int64
 }
 
 // Extent is an immutable value, safe to share. It is one replica's place:
@@ -65,6 +70,8 @@ type Registry struct {
 	// over the mounted segments of tier t, kept incrementally.
 	capacity [numTiers]uint64
 	used     [numTiers]uint64
+	// closing[t] counts the closing segments of tier t.
+	closing [numTiers]int
 	// epoch counts Place calls; a segment whose mark equals the current
 	// epoch has already been tried by the running Place.
 	epoch uint64
@@ -97,13 +104,16 @@ func (r *Registry) Describe(id ID) (Segment, bool) {
 
 // segment is one mounted segment; all fields are guarded by Registry.mu.
 type segment struct {
-	info  Segment
-	alloc *RangeAllocator
-	mark  uint64
+	info      Segment
+	alloc     *RangeAllocator
+	mark      uint64
+	closing   bool  // takes no new allocation
+	unmountAt int64 // leader unix ns at which its graceful unmount ends; 0: none (then closing may be either)
 }
 
 func (s *segment) infoLocked() SegmentInfo {
-	return SegmentInfo{Segment: s.info, Used: s.alloc.Used(), FreeSpans: s.alloc.NumFreeSpans()}
+	return SegmentInfo{Segment: s.info, Used: s.alloc.Used(), FreeSpans: s.alloc.NumFreeSpans(),
+		Closing: s.closing, UnmountAt: s.unmountAt}
 }
 
 // NewRegistry returns an empty registry.
@@ -299,8 +309,86 @@ func (r *Registry) Unmount(id ID) (Segment, error) {
 	}
 	r.capacity[t] = mustSub("tier capacity", r.capacity[t], seg.info.Size)
 	r.used[t] = mustSub("tier used bytes", r.used[t], seg.alloc.Used())
+	if seg.closing {
+		r.closing[t]--
+	}
 	r.publishDescsLocked()
 	return seg.info, nil
+}
+
+// SetClosing opens or closes a segment to new allocations. A closing segment keeps its extents
+// (its replicas stay readable, Free and Reserve work on it as before) but Place never allocates in
+// it, even when a request prefers it; it counts in Capacity and Used but not in Allocatable.
+// Closing a closing segment, or opening an open one, changes nothing. A segment whose graceful
+// unmount is scheduled (ScheduleUnmount) stays closing: SetClosing(id, false) leaves it so, and
+// only Unmount ends it. ErrSegmentNotFound if not mounted.
+func (r *Registry) SetClosing(id ID, closing bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[id]
+	if !ok {
+		return fmt.Errorf("close segment %s: %w", id, ErrSegmentNotFound)
+	}
+	if !closing && seg.unmountAt != 0 {
+		return nil
+	}
+	r.setClosingLocked(seg, closing)
+	return nil
+}
+
+func (r *Registry) setClosingLocked(seg *segment, closing bool) {
+	if seg.closing == closing {
+		return
+	}
+	seg.closing = closing
+	if closing {
+		r.closing[seg.info.Tier]++
+	} else {
+		r.closing[seg.info.Tier]--
+	}
+}
+
+// ScheduleUnmount closes a segment (SetClosing) and records at (leader unix ns, > 0) as the end of
+// its graceful unmount; when one is scheduled already, the earlier of the two stays. It returns
+// the time now recorded. The registry unmounts nothing itself: the store does, through the log.
+// ErrSegmentNotFound if not mounted, ErrInvalidRequest for at <= 0; nothing changes on error.
+func (r *Registry) ScheduleUnmount(id ID, at int64) (int64, error) {
+	if at <= 0 {
+		return 0, fmt.Errorf("schedule unmount of segment %s at %d: %w", id, at, ErrInvalidRequest)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[id]
+	if !ok {
+		return 0, fmt.Errorf("schedule unmount of segment %s: %w", id, ErrSegmentNotFound)
+	}
+	r.setClosingLocked(seg, true)
+	if seg.unmountAt == 0 || at < seg.unmountAt {
+		seg.unmountAt = at
+	}
+	return seg.unmountAt, nil
+}
+
+// Allocatable returns the summed Size and allocated bytes of the segments of tier t that take
+// allocations (not closing): what Place can use. Without closing segments it equals
+// (Capacity(t), Used(t)).
+func (r *Registry) Allocatable(t Tier) (capacity, used uint64) {
+	if !t.Valid() {
+		return 0, 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	capacity, used = r.capacity[t], r.used[t]
+	if r.closing[t] == 0 {
+		return capacity, used
+	}
+	for _, seg := range r.byTier[t] {
+		if seg.closing {
+			capacity = mustSub("tier capacity", capacity, seg.info.Size)
+			used = mustSub("tier used bytes", used, seg.alloc.Used())
+		}
+	}
+	return capacity, used
 }
 
 // Get returns the segment and its allocation state.
@@ -479,10 +567,11 @@ func (r *Registry) Clone() *Registry {
 		byOwner:  make(map[ID][]ID, len(r.byOwner)),
 		capacity: r.capacity,
 		used:     r.used,
+		closing:  r.closing,
 		epoch:    r.epoch,
 	}
 	for i, seg := range r.all {
-		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark}
+		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark, closing: seg.closing, unmountAt: seg.unmountAt}
 		c.all[i] = cs
 		c.segs[cs.info.ID] = cs
 		c.byTier[cs.info.Tier] = append(c.byTier[cs.info.Tier], cs)

@@ -55,6 +55,7 @@ func checkRegistry(r *Registry) error {
 		return fmt.Errorf("all has %d segments, segs %d", len(r.all), len(r.segs))
 	}
 	var capacity, used [numTiers]uint64
+	var closing [numTiers]int
 	var byTier [numTiers][]*segment
 	owners := map[ID][]ID{}
 	for i, seg := range r.all {
@@ -72,11 +73,19 @@ func checkRegistry(r *Registry) error {
 		}
 		capacity[seg.info.Tier] += seg.info.Size
 		used[seg.info.Tier] += seg.alloc.Used()
+		if seg.closing {
+			closing[seg.info.Tier]++
+		} else if seg.unmountAt != 0 {
+			return fmt.Errorf("segment %s: unmount scheduled at %d but open", seg.info.ID, seg.unmountAt)
+		}
 		byTier[seg.info.Tier] = append(byTier[seg.info.Tier], seg)
 		owners[seg.info.Owner] = append(owners[seg.info.Owner], seg.info.ID)
 	}
 	if capacity != r.capacity || used != r.used {
 		return fmt.Errorf("totals: capacity %v used %v, recomputed %v %v", r.capacity, r.used, capacity, used)
+	}
+	if closing != r.closing {
+		return fmt.Errorf("closing counts %v, recomputed %v", r.closing, closing)
 	}
 	for tier := range numTiers {
 		if !slices.Equal(byTier[tier], r.byTier[tier]) {

@@ -372,22 +372,28 @@ class RemoveResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class UnmountSegmentRequest(_message.Message):
-    __slots__ = ["client_id", "segment_id", "session"]
+    __slots__ = ["client_id", "grace_ms", "segment_id", "session"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
+    grace_ms: int
     segment_id: bytes
     session: _types_pb2.SessionHeader
-    def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., grace_ms: _Optional[int] = ...) -> None: ...
 
 class UnmountSegmentResponse(_message.Message):
-    __slots__ = ["objects_erased", "replicas_dropped"]
+    __slots__ = ["closing", "objects_erased", "replicas_dropped", "unmount_at_unix_nano"]
+    CLOSING_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_ERASED_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    closing: bool
     objects_erased: int
     replicas_dropped: int
-    def __init__(self, replicas_dropped: _Optional[int] = ..., objects_erased: _Optional[int] = ...) -> None: ...
+    unmount_at_unix_nano: int
+    def __init__(self, replicas_dropped: _Optional[int] = ..., objects_erased: _Optional[int] = ..., closing: bool = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class UpsertEndRequest(_message.Message):
     __slots__ = ["client_id", "key", "session", "tenant", "tier"]

@@ -105,7 +105,7 @@ class ReplicaRecord(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., size: _Optional[int] = ...) -> None: ...
 
 class ResultRecord(_message.Message):
-    __slots__ = ["bytes", "count", "created", "instance", "items", "message", "reason", "replicas", "reused", "session", "unmount_erased", "unmount_replicas", "unmount_segments"]
+    __slots__ = ["bytes", "count", "created", "instance", "items", "message", "reason", "replicas", "reused", "session", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
     BYTES_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +116,7 @@ class ResultRecord(_message.Message):
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     REUSED_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_ERASED_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -129,10 +130,11 @@ class ResultRecord(_message.Message):
     replicas: _containers.RepeatedCompositeFieldContainer[ResultReplica]
     reused: bool
     session: int
+    unmount_at_unix_nano: int
     unmount_erased: int
     unmount_replicas: int
     unmount_segments: int
-    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ...) -> None: ...
+    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class ResultReplica(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_id", "size", "status", "tier"]
@@ -159,10 +161,14 @@ class RoleRecord(_message.Message):
     def __init__(self, principal: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SegmentRecord(_message.Message):
-    __slots__ = ["segment"]
+    __slots__ = ["closing", "segment", "unmount_at_unix_nano"]
+    CLOSING_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    UNMOUNT_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    closing: bool
     segment: _types_pb2.SegmentDesc
-    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
+    unmount_at_unix_nano: int
+    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., closing: bool = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class SessionRecord(_message.Message):
     __slots__ = ["floor", "id", "last_active_unix_nano", "results", "ttl_ms", "window"]
