@@ -66,9 +66,17 @@ vals = [json.loads(x) for x in sys.argv[4:]]
 rows = []  # per round: (put plain, put tls, get plain, get tls, one plain, one tls)
 for r in range(rounds):
     rows.append(vals[6 * r:6 * r + 6])
-errs = sum(v["errors"] for v in vals)
+def errors(side):  # side 0: plaintext, 1: TLS + key
+    n, reasons = 0, {}
+    for i, v in enumerate(vals):
+        if i % 2 == side:
+            n += v["errors"]
+            for k, c in (v.get("error_reasons") or {}).items():
+                reasons[k] = reasons.get(k, 0) + c
+    return f"{n}" + (" (" + ", ".join(f"{k} {c}" for k, c in sorted(reasons.items())) + ")" if reasons else "")
 print(f"plaintext (--insecure) against TLS + API key, same machine, {rounds} alternated rounds of {secs} s;")
-print(f"put and get at {clients} clients (ops/s), single-client put p50 (ms); {errs} errors in all runs")
+print(f"put and get at {clients} clients (ops/s), single-client put p50 (ms).")
+print(f"failed calls in all runs: plaintext {errors(0)}, TLS + key {errors(1)}")
 print()
 print(f"| round | put/s plain | put/s TLS+key | ratio | get/s plain | get/s TLS+key | ratio | 1-client p50 plain | p50 TLS+key | ratio |")
 print("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
