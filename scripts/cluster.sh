@@ -13,7 +13,11 @@
 # make_pki creates such a PKI in a fresh temp dir and sets pki to its path: a CA, member
 # certificates for n1..n3 valid for 127.0.0.1 and localhost, and root's client certificate.
 #
-# stop_cluster (also run on exit) stops every cluster started and removes their data and PKIs.
+# start_worker [FLAGS...] runs `metactl worker FLAGS` against the cluster that METAD_ENDPOINTS and
+# METAD_CERTS_DIR name (as root in a secure one) until stop_cluster, and waits until it has mounted.
+#
+# stop_cluster (also run on exit) stops every cluster and worker started and removes their data and
+# PKIs.
 roots=() pids=()
 stop_cluster() {
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -30,6 +34,20 @@ make_pki() {
 		"$BIN/metactl" cert create-member --certs-dir "$pki" --name "n$i" --hosts 127.0.0.1,localhost >/dev/null
 	done
 	"$BIN/metactl" cert create-client --certs-dir "$pki" --name root >/dev/null
+}
+start_worker() {
+	local out
+	out=$(mktemp)
+	roots+=("$out")
+	"$BIN/metactl" worker "$@" >"$out" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 100); do
+		grep -q " mounted " "$out" && return 0
+		sleep 0.1
+	done
+	echo "the worker mounted nothing within 10 s:" >&2
+	cat "$out" >&2
+	return 1
 }
 start_cluster() {
 	local certs=""
