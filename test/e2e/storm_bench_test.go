@@ -6,9 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +33,9 @@ import (
 var (
 	stormClients = flag.Int("storm.clients", 1000, "BenchmarkReconnectStorm: clients, each with its own connection")
 	stormRounds  = flag.Int("storm.rounds", 3, "BenchmarkReconnectStorm: leader kills with the storm (and as many with the probe alone)")
+	stormProfile = flag.String("storm.profile", "", "BenchmarkReconnectStorm: a directory to write CPU profiles of each storm into: "+
+		"the clients' (this process) and each surviving member's (metad --pprof), over the storm's first -storm.profilefor")
+	stormProfileFor = flag.Duration("storm.profilefor", 2*time.Second, "BenchmarkReconnectStorm: how long each storm's profiles run")
 )
 
 // stormBudget is the failover figure's target (docs/performance.md, Failover): the median time
@@ -39,18 +45,21 @@ const stormBudget = 1500 * time.Millisecond
 // stormRecoverWithin bounds how long one client may take to write again after a kill.
 const stormRecoverWithin = 60 * time.Second
 
-// BenchmarkReconnectStorm: a secure 3-node cluster (TLS on every listener, default timeouts) and
-// -storm.clients clients, each a client.Client of its own that authenticates by API key (principal
-// "storm", role tenant:default) over TLS with no session resumption, so every connection costs a
-// full TLS 1.3 handshake and, on its first call, one key verification. A client.Client connects to
-// every endpoint when it is made, so each client holds three connections, one per node. Each
-// round:
+// BenchmarkReconnectStorm: two 3-node clusters at once with default timeouts, one secure (TLS on
+// every listener; its clients authenticate by API key, principal "storm" with role
+// tenant:default, over TLS with no session resumption, so every connection costs a full TLS 1.3
+// handshake and, on its first call, one key verification) and one plaintext (--insecure), the
+// control: what the storm costs without security. Each has -storm.clients clients, each a
+// client.Client of its own; a client.Client connects to every endpoint when it is made, so each
+// holds three connections, one per node. Rounds alternate the clusters (which goes first flips
+// every round); a round on one cluster:
 //
 //  1. the failover figure: one client (the probe, made like the others) writes, the leader is
 //     killed (SIGKILL), and the time to the probe's first successful write is taken, as
 //     BenchmarkFailoverLeaderKill does;
-//  2. connect: every client is made at once, with the leader first among its endpoints; the time
-//     until all their handshakes are done, then one write by each (64 at a time) through the leader;
+//  2. connect: every client is made at once, with the leader first among its endpoints (on the
+//     secure cluster: and the time until all their handshakes are done), then one write by each
+//     (64 at a time) through the leader;
 //  3. the storm: the leader is killed; every client (and the probe) writes until a write succeeds,
 //     and the time from the kill to that write is its recovery. The killed node is started again
 //     and caught up.
@@ -59,13 +68,60 @@ const stormRecoverWithin = 60 * time.Second
 // reported itself leader, the clients' minimum, median, p99 and maximum recovery (the maximum is
 // the time until all of them had written), and for the connect and storm spans the TLS handshakes,
 // the key verifications and the CPU that this process (the clients) and the members used, as a
-// share of the machine.
+// share of the machine. With -storm.profile, CPU profiles of the storm's first seconds.
 func BenchmarkReconnectStorm(b *testing.B) {
 	n, rounds := *stormClients, *stormRounds
 	if n < 1 || rounds < 1 {
 		b.Fatalf("-storm.clients %d, -storm.rounds %d: want both at least 1", n, rounds)
 	}
-	c := newCluster(b, 3, false, true)
+	plain, secure := newStorm(b, false, n), newStorm(b, true, n)
+	defer plain.probe.Close()
+	defer secure.probe.Close()
+	for range b.N {
+		for round := range rounds {
+			order := []*storm{plain, secure}
+			if round%2 == 1 {
+				order = []*storm{secure, plain}
+			}
+			for _, s := range order {
+				r := s.round(round)
+				b.Logf("%s, round %d: %s", s.mode, round+1, r)
+				s.rs = append(s.rs, r)
+			}
+		}
+	}
+	for _, s := range []*storm{plain, secure} {
+		col := func(f func(stormRound) time.Duration) []time.Duration {
+			var ds []time.Duration
+			for _, r := range s.rs {
+				ds = append(ds, f(r))
+			}
+			return ds
+		}
+		all := col(func(r stormRound) time.Duration { return r.all })
+		alone := col(func(r stormRound) time.Duration { return r.alone })
+		b.ReportMetric(ms(median(alone)), s.mode+"-probe-alone-median-ms")
+		b.ReportMetric(ms(median(col(func(r stormRound) time.Duration { return r.p50 }))), s.mode+"-client-p50-median-ms")
+		b.ReportMetric(ms(median(all)), s.mode+"-all-clients-median-ms")
+		verdict := "PASS"
+		if median(all) > stormBudget {
+			verdict = "MISS"
+		}
+		b.Logf("%s: %d clients, %d rounds, %d CPUs: every client wrote again after median %v (max %v) against a budget of %v: %s; "+
+			"the probe alone: median %v (max %v)",
+			s.mode, n, len(s.rs), runtime.NumCPU(), median(all).Round(time.Millisecond), slices.Max(all).Round(time.Millisecond),
+			stormBudget, verdict, median(alone).Round(time.Millisecond), slices.Max(alone).Round(time.Millisecond))
+	}
+}
+
+// newStorm starts a 3-node cluster with default timeouts and a worker, secure (TLS and API keys)
+// or plaintext, and returns its storm with n clients and the probe.
+func newStorm(b *testing.B, secure bool, n int) *storm {
+	var extra []string
+	if *stormProfile != "" {
+		extra = append(extra, "--pprof")
+	}
+	c := newCluster(b, 3, false, secure, extra...)
 	root := c.Client()
 	c.Leader(root, 30*time.Second)
 	c.StartWorker(1, "256MiB")
@@ -75,17 +131,22 @@ func BenchmarkReconnectStorm(b *testing.B) {
 		segs, err := root.ListSegments(ctx, client.SegmentFilter{})
 		return err == nil && len(segs) == 1
 	})
-	if err := root.GrantRole(ctx, "storm", "tenant:default"); err != nil {
-		b.Fatal(err)
+	s := &storm{b: b, c: c, root: root, n: n, secure: secure, mode: "plaintext"}
+	var token string
+	var counted, probeTLS *tls.Config
+	if secure {
+		s.mode = "tls"
+		if err := root.GrantRole(ctx, "storm", "tenant:default"); err != nil {
+			b.Fatal(err)
+		}
+		key, err := root.CreateKey(ctx, "storm", time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		token = key.GetToken()
+		counted, probeTLS = c.PKI.ClientTLS(b, ""), c.PKI.ClientTLS(b, "")
+		counted.VerifyConnection = func(tls.ConnectionState) error { s.handshakes.Add(1); return nil }
 	}
-	key, err := root.CreateKey(ctx, "storm", time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	s := &storm{b: b, c: c, root: root, n: n}
-	counted := c.PKI.ClientTLS(b, "")
-	counted.VerifyConnection = func(tls.ConnectionState) error { s.handshakes.Add(1); return nil }
 	newClient := func(tlsCfg *tls.Config, first string) *client.Client {
 		eps := []string{first}
 		for _, ep := range c.Endpoints() {
@@ -93,52 +154,24 @@ func BenchmarkReconnectStorm(b *testing.B) {
 				eps = append(eps, ep)
 			}
 		}
-		cl, err := client.New(client.Config{Endpoints: eps, TLS: tlsCfg, APIKey: key.GetToken()})
+		cl, err := client.New(client.Config{Endpoints: eps, TLS: tlsCfg, APIKey: token})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return cl
 	}
 	s.newClient = func(first string) *client.Client { return newClient(counted, first) }
-	s.probe = newClient(c.PKI.ClientTLS(b, ""), c.Endpoints()[0])
-	defer s.probe.Close()
-
-	var rs []stormRound
-	for range b.N {
-		for round := range rounds {
-			r := s.round(round)
-			b.Logf("round %d: %s", round+1, r)
-			rs = append(rs, r)
-		}
-	}
-
-	col := func(f func(stormRound) time.Duration) []time.Duration {
-		var ds []time.Duration
-		for _, r := range rs {
-			ds = append(ds, f(r))
-		}
-		return ds
-	}
-	all := col(func(r stormRound) time.Duration { return r.all })
-	alone := col(func(r stormRound) time.Duration { return r.alone })
-	b.ReportMetric(ms(median(alone)), "probe-alone-median-ms")
-	b.ReportMetric(ms(median(col(func(r stormRound) time.Duration { return r.probe }))), "probe-in-storm-median-ms")
-	b.ReportMetric(ms(median(col(func(r stormRound) time.Duration { return r.p50 }))), "client-p50-median-ms")
-	b.ReportMetric(ms(median(all)), "all-clients-median-ms")
-	b.ReportMetric(ms(slices.Max(all)), "all-clients-max-ms")
-	verdict := "PASS"
-	if median(all) > stormBudget {
-		verdict = "MISS"
-	}
-	b.Logf("%d clients, %d rounds, %d CPUs: every client wrote again after median %v (max %v) against a budget of %v: %s; the probe alone: median %v",
-		n, len(rs), runtime.NumCPU(), median(all).Round(time.Millisecond), slices.Max(all).Round(time.Millisecond), stormBudget,
-		verdict, median(alone).Round(time.Millisecond))
+	s.probe = newClient(probeTLS, c.Endpoints()[0])
+	return s
 }
 
 // storm is used by the benchmark's goroutine; its load goroutines only read it and add to
 // handshakes. It is the benchmark's cluster and clients.
 type storm struct {
 	b          *testing.B
+	mode       string // "tls" (TLS, API keys) or "plaintext"
+	secure     bool
+	rs         []stormRound // the rounds run
 	c          *Cluster
 	root       *client.Client // administers (and finds the leader): root, by certificate
 	n          int            // storm clients
@@ -222,6 +255,59 @@ func (s *storm) running(skip *Proc) []*Proc {
 	return ps
 }
 
+// profile writes CPU profiles of the next -storm.profilefor into -storm.profile: this process's
+// (the clients) and each node's of ps (metad's /debug/pprof over the metrics listener's TLS).
+func (s *storm) profile(round int, ps []*Proc) {
+	dir := *stormProfile
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.b.Error(err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			secs := int(stormProfileFor.Seconds() + 0.5)
+			url := fmt.Sprintf("https://%s/debug/pprof/profile?seconds=%d", p.Metrics, secs)
+			scheme, tr := "http", &http.Transport{}
+			if s.secure {
+				scheme, tr.TLSClientConfig = "https", s.c.PKI.ClientTLS(s.b, client.RootPrincipal)
+			}
+			url = scheme + strings.TrimPrefix(url, "https")
+			hc := &http.Client{Transport: tr, Timeout: time.Duration(secs+30) * time.Second}
+			defer hc.CloseIdleConnections()
+			resp, err := hc.Get(url)
+			if err != nil {
+				s.b.Errorf("profile %s: %v", p.Name, err)
+				return
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("%s: %s", resp.Status, body)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-round%d-%s.pprof", s.mode, round+1, p.Name)), body, 0o644)
+			}
+			if err != nil {
+				s.b.Errorf("profile %s: %v", p.Name, err)
+			}
+		})
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-round%d-clients.pprof", s.mode, round+1)))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+		if err == nil {
+			time.Sleep(*stormProfileFor)
+			pprof.StopCPUProfile()
+		}
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		s.b.Errorf("profile the clients: %v", err)
+	}
+	wg.Wait()
+}
+
 // awaitLeader polls the nodes ps (through the root client) until one says it is the leader, and
 // returns the time from since; it gives up after stormRecoverWithin (and returns that).
 func (s *storm) awaitLeader(ps []*Proc, since time.Time) time.Duration {
@@ -272,7 +358,9 @@ func (s *storm) round(round int) stormRound {
 			_ = cl.Close()
 		}
 	}()
-	s.awaitHandshakes(m.handshakes+int64(3*n), 60*time.Second, "connect")
+	if s.secure {
+		s.awaitHandshakes(m.handshakes+int64(3*n), 60*time.Second, "connect")
+	}
 	r.connect = s.stop(m)
 	warmStart := time.Now()
 	if err := forEach(n, 64, func(i int) error {
@@ -309,6 +397,10 @@ func (s *storm) round(round int) stormRound {
 
 	// 3. The storm.
 	m = s.start(s.running(leader))
+	var profiled sync.WaitGroup
+	if *stormProfile != "" {
+		profiled.Go(func() { s.profile(round, m.nodes) })
+	}
 	killed = time.Now()
 	c.Kill(leader)
 	ds := make([]time.Duration, n)
@@ -327,6 +419,7 @@ func (s *storm) round(round int) stormRound {
 	})
 	wg.Wait()
 	r.recovery = s.stop(m)
+	profiled.Wait()
 	if err != nil || probeErr != nil {
 		b.Fatalf("storm round %d: a client did not write again within %v: %v", round, stormRecoverWithin, errors.Join(err, probeErr))
 	}
