@@ -125,7 +125,7 @@ bench-sessions: build
 ## (about 12 minutes).
 bench-security: build
 	./scripts/bench-security.sh 64 10 5
-	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 1x -timeout 20m ./test/e2e/ -args -storm.clients=1000 -storm.rounds=5
+	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 1x -timeout 20m -v ./test/e2e/ -args -storm.clients=1000 -storm.rounds=5
 
 ## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
 ## during memory eviction, for group sizes 1, 8 and 64; five repetitions each, medians reported
