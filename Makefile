@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -104,7 +104,7 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions
+bench: bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -119,6 +119,14 @@ bench-cluster: build
 bench-sessions: build
 	./scripts/bench-sessions.sh 64 10 3
 	$(GO) test -run '^$$' -bench SessionMemory -benchtime 1x ./fsm/
+
+## bench-security: put and get throughput at 64 clients and single-client put p50 of a TLS cluster
+## with an API key against a plaintext one, alternated in one run (ratios printed); then the
+## reconnect storm: 1,000 TLS clients with keys through a leader kill, beside the failover figure
+## (about 12 minutes).
+bench-security: build
+	./scripts/bench-security.sh 64 10 5
+	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 1x -timeout 20m -v ./test/e2e/ -args -storm.clients=1000 -storm.rounds=5
 
 ## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
 ## during memory eviction, for group sizes 1, 8 and 64; five repetitions each, medians reported
