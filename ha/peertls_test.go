@@ -422,7 +422,9 @@ func TestPeerFrameReadsNoFurther(t *testing.T) {
 		var one bytes.Buffer
 		one.WriteByte(f.typ)
 		// As the transport encodes (net_transport.go: TimeNotBuiltin unless the new time format is asked for).
-		if err := codec.NewEncoder(&one, &codec.MsgpackHandle{BasicHandle: codec.BasicHandle{TimeNotBuiltin: true}}).Encode(f.req); err != nil {
+		h := &codec.MsgpackHandle{}
+		h.TimeNotBuiltin = true
+		if err := codec.NewEncoder(&one, h).Encode(f.req); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, one.Bytes())
