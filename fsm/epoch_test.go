@@ -88,6 +88,8 @@ func TestStateEpochFencesPreparedCommands(t *testing.T) {
 		"remove_group":   {Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{Group: []byte("g"), TenantInstanceId: 1}}},
 		"evict":          {Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tokens: tok, Tier: metadv1.Tier_TIER_MEMORY, UnitSizes: []uint32{1}}}},
 		"revoke_expired": {Op: &metadv1.Command_RevokeExpired{RevokeExpired: &metadv1.RevokeExpired{Tokens: tok}}},
+		"batch_replica_clear": {Op: &metadv1.Command_BatchReplicaClear{BatchReplicaClear: &metadv1.BatchReplicaClear{
+			TenantInstanceId: 1, ClientId: c1, Items: ref}}},
 	}
 	idx, _ := b.Applied()
 	for _, name := range slices.Sorted(maps.Keys(stale)) {

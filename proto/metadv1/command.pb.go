@@ -324,6 +324,7 @@ type Command struct {
 	//	*Command_RevokeKey
 	//	*Command_GrantRole
 	//	*Command_RevokeRole
+	//	*Command_BatchReplicaClear
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -621,6 +622,15 @@ func (x *Command) GetRevokeRole() *RevokeRole {
 	return nil
 }
 
+func (x *Command) GetBatchReplicaClear() *BatchReplicaClear {
+	if x != nil {
+		if x, ok := x.Op.(*Command_BatchReplicaClear); ok {
+			return x.BatchReplicaClear
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -781,6 +791,11 @@ type Command_RevokeRole struct {
 	RevokeRole *RevokeRole `protobuf:"bytes,27,opt,name=revoke_role,json=revokeRole,proto3,oneof"`
 }
 
+type Command_BatchReplicaClear struct {
+	// Drop replicas of objects from a client's segments (BatchReplicaClear).
+	BatchReplicaClear *BatchReplicaClear `protobuf:"bytes,45,opt,name=batch_replica_clear,json=batchReplicaClear,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -834,6 +849,8 @@ func (*Command_RevokeKey) isCommand_Op() {}
 func (*Command_GrantRole) isCommand_Op() {}
 
 func (*Command_RevokeRole) isCommand_Op() {}
+
+func (*Command_BatchReplicaClear) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -2095,7 +2112,10 @@ type BatchRemove struct {
 	Items []*ObjectRef `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
 	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
 	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
-	StateEpoch    uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	StateEpoch uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	// Each item's result carries its key (RemoveByRegex: the request names no keys, so the answer a
+	// session keeps must).
+	Keyed         bool `protobuf:"varint,130,opt,name=keyed,proto3" json:"keyed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2165,6 +2185,108 @@ func (x *BatchRemove) GetStateEpoch() uint64 {
 	return 0
 }
 
+func (x *BatchRemove) GetKeyed() bool {
+	if x != nil {
+		return x.Keyed
+	}
+	return false
+}
+
+// BatchReplicaClear drops, from each object, its COMPLETE replicas on the client's segments (the
+// one named, or every segment the client owns when apply runs), fenced like BatchRemove; an object
+// left with no replica is erased. The segment must be mounted and owned by the client, or the
+// whole command is refused (SEGMENT_NOT_FOUND, SEGMENT_OWNED_BY_OTHER_CLIENT) and nothing changes.
+type BatchReplicaClear struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Tenant instance the leader checked.
+	TenantInstanceId uint64 `protobuf:"varint,2,opt,name=tenant_instance_id,json=tenantInstanceId,proto3" json:"tenant_instance_id,omitempty"`
+	// The client whose segments are cleared: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The segment cleared, 16 bytes; empty = every segment of the client.
+	SegmentId []byte `protobuf:"bytes,4,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// The objects, in request order, each fenced by the id the leader checked; an item the leader
+	// refused carries the refusal (ObjectRef.refused) and is answered with it.
+	Items []*ObjectRef `protobuf:"bytes,5,rep,name=items,proto3" json:"items,omitempty"`
+	// The state epoch the leader checked against; STATE_REPLACED otherwise, nothing changed.
+	StateEpoch    uint64 `protobuf:"varint,6,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchReplicaClear) Reset() {
+	*x = BatchReplicaClear{}
+	mi := &file_metadv1_command_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchReplicaClear) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchReplicaClear) ProtoMessage() {}
+
+func (x *BatchReplicaClear) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchReplicaClear.ProtoReflect.Descriptor instead.
+func (*BatchReplicaClear) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *BatchReplicaClear) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BatchReplicaClear) GetTenantInstanceId() uint64 {
+	if x != nil {
+		return x.TenantInstanceId
+	}
+	return 0
+}
+
+func (x *BatchReplicaClear) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *BatchReplicaClear) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *BatchReplicaClear) GetItems() []*ObjectRef {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *BatchReplicaClear) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // Evict removes the evictable replicas of one tier from each object the leader selected and
 // revalidated; an object left without replicas is erased. Apply skips a token that no longer matches,
 // and never removes a PROCESSING replica or touches a hard-pinned object.
@@ -2201,7 +2323,7 @@ type Evict struct {
 
 func (x *Evict) Reset() {
 	*x = Evict{}
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2335,7 @@ func (x *Evict) String() string {
 func (*Evict) ProtoMessage() {}
 
 func (x *Evict) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2348,7 @@ func (x *Evict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evict.ProtoReflect.Descriptor instead.
 func (*Evict) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Evict) GetTokens() []*ObjectToken {
@@ -2299,7 +2421,7 @@ type TokenColumns struct {
 
 func (x *TokenColumns) Reset() {
 	*x = TokenColumns{}
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2433,7 @@ func (x *TokenColumns) String() string {
 func (*TokenColumns) ProtoMessage() {}
 
 func (x *TokenColumns) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2446,7 @@ func (x *TokenColumns) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenColumns.ProtoReflect.Descriptor instead.
 func (*TokenColumns) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenColumns) GetTenants() []string {
@@ -2391,7 +2513,7 @@ type RevokeExpired struct {
 
 func (x *RevokeExpired) Reset() {
 	*x = RevokeExpired{}
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2525,7 @@ func (x *RevokeExpired) String() string {
 func (*RevokeExpired) ProtoMessage() {}
 
 func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2538,7 @@ func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeExpired.ProtoReflect.Descriptor instead.
 func (*RevokeExpired) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RevokeExpired) GetTokens() []*ObjectToken {
@@ -2444,7 +2566,7 @@ type MountSegment struct {
 
 func (x *MountSegment) Reset() {
 	*x = MountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2578,7 @@ func (x *MountSegment) String() string {
 func (*MountSegment) ProtoMessage() {}
 
 func (x *MountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2591,7 @@ func (x *MountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountSegment.ProtoReflect.Descriptor instead.
 func (*MountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MountSegment) GetSegment() *SegmentDesc {
@@ -2496,7 +2618,7 @@ type UnmountSegment struct {
 
 func (x *UnmountSegment) Reset() {
 	*x = UnmountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +2630,7 @@ func (x *UnmountSegment) String() string {
 func (*UnmountSegment) ProtoMessage() {}
 
 func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +2643,7 @@ func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountSegment.ProtoReflect.Descriptor instead.
 func (*UnmountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UnmountSegment) GetClientId() []byte {
@@ -2558,7 +2680,7 @@ type RegisterTenant struct {
 
 func (x *RegisterTenant) Reset() {
 	*x = RegisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2692,7 @@ func (x *RegisterTenant) String() string {
 func (*RegisterTenant) ProtoMessage() {}
 
 func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2705,7 @@ func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTenant.ProtoReflect.Descriptor instead.
 func (*RegisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RegisterTenant) GetName() string {
@@ -2614,7 +2736,7 @@ type UnregisterTenant struct {
 
 func (x *UnregisterTenant) Reset() {
 	*x = UnregisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2748,7 @@ func (x *UnregisterTenant) String() string {
 func (*UnregisterTenant) ProtoMessage() {}
 
 func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2761,7 @@ func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTenant.ProtoReflect.Descriptor instead.
 func (*UnregisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UnregisterTenant) GetName() string {
@@ -2669,7 +2791,7 @@ type SetQuota struct {
 
 func (x *SetQuota) Reset() {
 	*x = SetQuota{}
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2803,7 @@ func (x *SetQuota) String() string {
 func (*SetQuota) ProtoMessage() {}
 
 func (x *SetQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2816,7 @@ func (x *SetQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuota.ProtoReflect.Descriptor instead.
 func (*SetQuota) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SetQuota) GetTenant() string {
@@ -2728,7 +2850,7 @@ type SetMember struct {
 
 func (x *SetMember) Reset() {
 	*x = SetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +2862,7 @@ func (x *SetMember) String() string {
 func (*SetMember) ProtoMessage() {}
 
 func (x *SetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +2875,7 @@ func (x *SetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
 func (*SetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetMember) GetName() string {
@@ -2788,7 +2910,7 @@ type ForgetMember struct {
 
 func (x *ForgetMember) Reset() {
 	*x = ForgetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +2922,7 @@ func (x *ForgetMember) String() string {
 func (*ForgetMember) ProtoMessage() {}
 
 func (x *ForgetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +2935,7 @@ func (x *ForgetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
 func (*ForgetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ForgetMember) GetName() string {
@@ -2843,7 +2965,7 @@ type CreateKey struct {
 
 func (x *CreateKey) Reset() {
 	*x = CreateKey{}
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +2977,7 @@ func (x *CreateKey) String() string {
 func (*CreateKey) ProtoMessage() {}
 
 func (x *CreateKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +2990,7 @@ func (x *CreateKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKey.ProtoReflect.Descriptor instead.
 func (*CreateKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateKey) GetId() string {
@@ -2917,7 +3039,7 @@ type RevokeKey struct {
 
 func (x *RevokeKey) Reset() {
 	*x = RevokeKey{}
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3051,7 @@ func (x *RevokeKey) String() string {
 func (*RevokeKey) ProtoMessage() {}
 
 func (x *RevokeKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3064,7 @@ func (x *RevokeKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKey.ProtoReflect.Descriptor instead.
 func (*RevokeKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RevokeKey) GetId() string {
@@ -2965,7 +3087,7 @@ type GrantRole struct {
 
 func (x *GrantRole) Reset() {
 	*x = GrantRole{}
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3099,7 @@ func (x *GrantRole) String() string {
 func (*GrantRole) ProtoMessage() {}
 
 func (x *GrantRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3112,7 @@ func (x *GrantRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRole.ProtoReflect.Descriptor instead.
 func (*GrantRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GrantRole) GetPrincipal() string {
@@ -3020,7 +3142,7 @@ type RevokeRole struct {
 
 func (x *RevokeRole) Reset() {
 	*x = RevokeRole{}
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3154,7 @@ func (x *RevokeRole) String() string {
 func (*RevokeRole) ProtoMessage() {}
 
 func (x *RevokeRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3167,7 @@ func (x *RevokeRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRole.ProtoReflect.Descriptor instead.
 func (*RevokeRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RevokeRole) GetPrincipal() string {
@@ -3077,7 +3199,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3211,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3258,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xaa\r\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xf9\r\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -3173,7 +3295,8 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"grant_role\x18\x1a \x01(\v2\x13.metad.v1.GrantRoleH\x00R\tgrantRole\x127\n" +
 	"\vrevoke_role\x18\x1b \x01(\v2\x14.metad.v1.RevokeRoleH\x00R\n" +
-	"revokeRole\x121\n" +
+	"revokeRole\x12M\n" +
+	"\x13batch_replica_clear\x18- \x01(\v2\x1b.metad.v1.BatchReplicaClearH\x00R\x11batchReplicaClear\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -3274,13 +3397,23 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\xb5\x01\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\xcc\x01\n" +
 	"\vBatchRemove\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12)\n" +
 	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
 	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
+	"stateEpoch\x12\x15\n" +
+	"\x05keyed\x18\x82\x01 \x01(\bR\x05keyed\"\xe1\x01\n" +
+	"\x11BatchReplicaClear\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
+	"\x12tenant_instance_id\x18\x02 \x01(\x04R\x10tenantInstanceId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\fR\bclientId\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x04 \x01(\fR\tsegmentId\x12)\n" +
+	"\x05items\x18\x05 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
+	"\vstate_epoch\x18\x06 \x01(\x04R\n" +
 	"stateEpoch\"\xf5\x01\n" +
 	"\x05Evict\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\"\n" +
@@ -3373,7 +3506,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3396,26 +3529,27 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*BatchPutEnd)(nil),        // 18: metad.v1.BatchPutEnd
 	(*BatchPutRevoke)(nil),     // 19: metad.v1.BatchPutRevoke
 	(*BatchRemove)(nil),        // 20: metad.v1.BatchRemove
-	(*Evict)(nil),              // 21: metad.v1.Evict
-	(*TokenColumns)(nil),       // 22: metad.v1.TokenColumns
-	(*RevokeExpired)(nil),      // 23: metad.v1.RevokeExpired
-	(*MountSegment)(nil),       // 24: metad.v1.MountSegment
-	(*UnmountSegment)(nil),     // 25: metad.v1.UnmountSegment
-	(*RegisterTenant)(nil),     // 26: metad.v1.RegisterTenant
-	(*UnregisterTenant)(nil),   // 27: metad.v1.UnregisterTenant
-	(*SetQuota)(nil),           // 28: metad.v1.SetQuota
-	(*SetMember)(nil),          // 29: metad.v1.SetMember
-	(*ForgetMember)(nil),       // 30: metad.v1.ForgetMember
-	(*CreateKey)(nil),          // 31: metad.v1.CreateKey
-	(*RevokeKey)(nil),          // 32: metad.v1.RevokeKey
-	(*GrantRole)(nil),          // 33: metad.v1.GrantRole
-	(*RevokeRole)(nil),         // 34: metad.v1.RevokeRole
-	(*BatchPutStart_Item)(nil), // 35: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 36: metad.v1.SessionHeader
-	(Reason)(0),                // 37: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 38: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 39: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 40: metad.v1.SegmentDesc
+	(*BatchReplicaClear)(nil),  // 21: metad.v1.BatchReplicaClear
+	(*Evict)(nil),              // 22: metad.v1.Evict
+	(*TokenColumns)(nil),       // 23: metad.v1.TokenColumns
+	(*RevokeExpired)(nil),      // 24: metad.v1.RevokeExpired
+	(*MountSegment)(nil),       // 25: metad.v1.MountSegment
+	(*UnmountSegment)(nil),     // 26: metad.v1.UnmountSegment
+	(*RegisterTenant)(nil),     // 27: metad.v1.RegisterTenant
+	(*UnregisterTenant)(nil),   // 28: metad.v1.UnregisterTenant
+	(*SetQuota)(nil),           // 29: metad.v1.SetQuota
+	(*SetMember)(nil),          // 30: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 31: metad.v1.ForgetMember
+	(*CreateKey)(nil),          // 32: metad.v1.CreateKey
+	(*RevokeKey)(nil),          // 33: metad.v1.RevokeKey
+	(*GrantRole)(nil),          // 34: metad.v1.GrantRole
+	(*RevokeRole)(nil),         // 35: metad.v1.RevokeRole
+	(*BatchPutStart_Item)(nil), // 36: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 37: metad.v1.SessionHeader
+	(Reason)(0),                // 38: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 39: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 40: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 41: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3432,49 +3566,51 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	18, // 11: metad.v1.Command.batch_put_end:type_name -> metad.v1.BatchPutEnd
 	19, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
 	20, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
-	21, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
-	23, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
-	24, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
-	25, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
-	26, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
-	27, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
-	28, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	29, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
-	30, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	22, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
+	24, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
+	25, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
+	26, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
+	27, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
+	28, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
+	29, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
+	30, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	31, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
 	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
-	31, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
-	32, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
-	33, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
-	34, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
-	36, // 28: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	37, // 29: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	38, // 30: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 31: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 32: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	39, // 33: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	38, // 34: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 35: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 36: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	39, // 37: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 38: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	38, // 39: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	35, // 40: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 41: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 42: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	39, // 43: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 44: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 45: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	39, // 46: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 47: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 48: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 49: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	40, // 50: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 51: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	32, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
+	33, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
+	34, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
+	35, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
+	21, // 28: metad.v1.Command.batch_replica_clear:type_name -> metad.v1.BatchReplicaClear
+	37, // 29: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	38, // 30: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	39, // 31: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 32: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	40, // 33: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	40, // 34: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	39, // 35: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 36: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	40, // 37: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	40, // 38: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 39: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	39, // 40: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	36, // 41: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 42: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	40, // 43: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	40, // 44: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 45: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	7,  // 46: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	6,  // 47: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	40, // 48: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 49: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	23, // 50: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 51: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	41, // 52: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 53: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3511,6 +3647,7 @@ func file_metadv1_command_proto_init() {
 		(*Command_RevokeKey)(nil),
 		(*Command_GrantRole)(nil),
 		(*Command_RevokeRole)(nil),
+		(*Command_BatchReplicaClear)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3518,7 +3655,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

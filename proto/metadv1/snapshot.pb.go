@@ -1090,7 +1090,9 @@ type ResultRecord struct {
 	// Batch forms: one per item.
 	Items []*ResultRecord `protobuf:"bytes,12,rep,name=items,proto3" json:"items,omitempty"`
 	// OpenSession: the new session's id.
-	Session       uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
+	Session uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
+	// An item of a keyed BatchRemove (RemoveByRegex): its key.
+	Key           []byte `protobuf:"bytes,130,opt,name=key,proto3" json:"key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1214,6 +1216,13 @@ func (x *ResultRecord) GetSession() uint64 {
 		return x.Session
 	}
 	return 0
+}
+
+func (x *ResultRecord) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
 }
 
 // ResultReplica is one replica in a ResultRecord.
@@ -1458,7 +1467,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xb4\x03\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xc7\x03\n" +
 	"\fResultRecord\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
@@ -1473,7 +1482,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	" \x01(\x04R\x0funmountReplicas\x12%\n" +
 	"\x0eunmount_erased\x18\v \x01(\x04R\runmountErased\x12,\n" +
 	"\x05items\x18\f \x03(\v2\x16.metad.v1.ResultRecordR\x05items\x12\x18\n" +
-	"\asession\x18\r \x01(\x04R\asession\"\xce\x01\n" +
+	"\asession\x18\r \x01(\x04R\asession\x12\x11\n" +
+	"\x03key\x18\x82\x01 \x01(\fR\x03key\"\xce\x01\n" +
 	"\rResultReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +
