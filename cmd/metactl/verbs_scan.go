@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"metad/client"
@@ -94,7 +95,8 @@ func runLs(a *app, v *verb, args []string) error {
 	})
 }
 
-// rmResultView is one key's outcome in rm --regex and replica-clear.
+// rmResultView is one key's outcome in rm --regex and replica-clear: its reason by the stable
+// name errors carry (OBJECT_HAS_LEASE), and the message.
 type rmResultView struct {
 	Key    string `json:"key"`
 	OK     bool   `json:"ok"`
@@ -105,7 +107,7 @@ type rmResultView struct {
 func resultView(key []byte, st *metadv1.Status) rmResultView {
 	r := rmResultView{Key: displayKey(key), OK: st.GetReason() == metadv1.Reason_REASON_UNSPECIFIED}
 	if !r.OK {
-		r.Reason, r.Error = st.GetReason().String(), st.GetMessage()
+		r.Reason, r.Error = strings.TrimPrefix(st.GetReason().String(), "REASON_"), st.GetMessage()
 	}
 	return r
 }
