@@ -201,6 +201,8 @@ func TestRemoveByRegexLeasesForceAndPages(t *testing.T) {
 	}
 	_, err = h.meta.RemoveByRegex(ctx, &metadv1.RemoveByRegexRequest{Pattern: "(("})
 	wantErr(t, err, codes.InvalidArgument, rBadParams)
+	_, err = h.meta.RemoveByRegex(ctx, &metadv1.RemoveByRegexRequest{Tenant: "nobody", Pattern: "x"})
+	wantErr(t, err, codes.NotFound, rNoTenant)
 }
 
 // A retry of a RemoveByRegex page with the session header of an attempt that applied gets that

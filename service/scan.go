@@ -208,7 +208,11 @@ func (s *Service) RemoveByRegex(ctx context.Context, req *metadv1.RemoveByRegexR
 			res, kept = r, true
 			return false, nil
 		}
-		keys, next = scanPage(s.state(), tenant, after, limit, re.MatchString)
+		st := s.state()
+		if err := st.CheckWritable(tenant); err != nil { // a removal of an unknown tenant, as BatchRemove refuses it
+			return false, fail(err, tenant, nil)
+		}
+		keys, next = scanPage(st, tenant, after, limit, re.MatchString)
 		if len(keys) == 0 {
 			res = store.Result{}
 			return false, nil
