@@ -302,3 +302,27 @@ func TestBatchReplicaClear(t *testing.T) {
 	_, err = h.meta.BatchReplicaClear(ctx, &metadv1.BatchReplicaClearRequest{ClientId: idb(clientB), Keys: keys[:1], SegmentId: []byte{1}})
 	wantErr(t, err, codes.InvalidArgument, rBadParams)
 }
+
+// A retry of a BatchReplicaClear that applied gets its first answer, not the state's refusal.
+func TestBatchReplicaClearRetryInSession(t *testing.T) {
+	clk := newFakeClock()
+	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.put(t, "", "k", 64)
+	clk.Advance(11 * time.Second)
+	sess, err := h.meta.OpenSession(ctx, &metadv1.OpenSessionRequest{ClientId: idb(clientA)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &metadv1.BatchReplicaClearRequest{ClientId: idb(clientA), Keys: [][]byte{[]byte("k")},
+		Session: &metadv1.SessionHeader{SessionId: sess.GetSessionId(), Seq: 1, FirstUnackedSeq: 1}}
+	for i := range 2 {
+		resp, err := h.meta.BatchReplicaClear(ctx, req)
+		if err != nil || !slices.Equal(reasons(resp.GetResults()), []metadv1.Reason{rOK}) {
+			t.Fatalf("attempt %d: %v, %v", i, resp, err)
+		}
+	}
+	_, err = h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k")})
+	wantErr(t, err, codes.NotFound, rNotFound)
+}
