@@ -26,7 +26,7 @@ func TestFencedCommandsAreTheLeaderPrepared(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"batch_remove", "evict", "remove", "remove_all", "remove_group", "revoke_expired"}
+	want := []string{"batch_remove", "batch_replica_clear", "evict", "remove", "remove_all", "remove_group", "revoke_expired"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("commands with state_epoch: %v, want %v", got, want)
 	}
@@ -88,6 +88,8 @@ func TestStateEpochFencesPreparedCommands(t *testing.T) {
 		"remove_group":   {Op: &metadv1.Command_RemoveGroup{RemoveGroup: &metadv1.RemoveGroup{Group: []byte("g"), TenantInstanceId: 1}}},
 		"evict":          {Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tokens: tok, Tier: metadv1.Tier_TIER_MEMORY, UnitSizes: []uint32{1}}}},
 		"revoke_expired": {Op: &metadv1.Command_RevokeExpired{RevokeExpired: &metadv1.RevokeExpired{Tokens: tok}}},
+		"batch_replica_clear": {Op: &metadv1.Command_BatchReplicaClear{BatchReplicaClear: &metadv1.BatchReplicaClear{
+			TenantInstanceId: 1, ClientId: c1, Items: ref}}},
 	}
 	idx, _ := b.Applied()
 	for _, name := range slices.Sorted(maps.Keys(stale)) {

@@ -24,35 +24,36 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		return fd.Number()
 	}
 	return map[protoreflect.FieldNumber]handler{
-		num("put_start"):         f.applyPutStart,
-		num("put_end"):           applyPutEnd,
-		num("put_revoke"):        applyPutRevoke,
-		num("upsert_start"):      f.applyUpsertStart,
-		num("upsert_end"):        applyUpsertEnd,
-		num("upsert_revoke"):     applyUpsertRevoke,
-		num("remove"):            applyRemove,
-		num("remove_all"):        applyRemoveAll,
-		num("remove_group"):      applyRemoveGroup,
-		num("batch_put_start"):   f.applyBatchPutStart,
-		num("batch_put_end"):     applyBatchPutEnd,
-		num("batch_put_revoke"):  applyBatchPutRevoke,
-		num("batch_remove"):      applyBatchRemove,
-		num("evict"):             applyEvict,
-		num("revoke_expired"):    applyRevokeExpired,
-		num("mount_segment"):     applyMountSegment,
-		num("unmount_segment"):   applyUnmountSegment,
-		num("register_tenant"):   applyRegisterTenant,
-		num("unregister_tenant"): applyUnregisterTenant,
-		num("set_quota"):         applySetQuota,
-		num("set_member"):        f.applySetMember,
-		num("open_session"):      f.applyOpenSession,
-		num("forget_member"):     f.applyForgetMember,
-		num("create_key"):        f.applyCreateKey,
-		num("revoke_key"):        f.applyRevokeKey,
-		num("grant_role"):        f.applyGrantRole,
-		num("revoke_role"):       f.applyRevokeRole,
-		num("close_segment"):     applyCloseSegment,
-		num("unmount_closed"):    applyUnmountClosed,
+		num("put_start"):           f.applyPutStart,
+		num("put_end"):             applyPutEnd,
+		num("put_revoke"):          applyPutRevoke,
+		num("upsert_start"):        f.applyUpsertStart,
+		num("upsert_end"):          applyUpsertEnd,
+		num("upsert_revoke"):       applyUpsertRevoke,
+		num("remove"):              applyRemove,
+		num("remove_all"):          applyRemoveAll,
+		num("remove_group"):        applyRemoveGroup,
+		num("batch_put_start"):     f.applyBatchPutStart,
+		num("batch_put_end"):       applyBatchPutEnd,
+		num("batch_put_revoke"):    applyBatchPutRevoke,
+		num("batch_remove"):        applyBatchRemove,
+		num("evict"):               applyEvict,
+		num("revoke_expired"):      applyRevokeExpired,
+		num("mount_segment"):       applyMountSegment,
+		num("unmount_segment"):     applyUnmountSegment,
+		num("register_tenant"):     applyRegisterTenant,
+		num("unregister_tenant"):   applyUnregisterTenant,
+		num("set_quota"):           applySetQuota,
+		num("set_member"):          f.applySetMember,
+		num("open_session"):        f.applyOpenSession,
+		num("forget_member"):       f.applyForgetMember,
+		num("create_key"):          f.applyCreateKey,
+		num("revoke_key"):          f.applyRevokeKey,
+		num("grant_role"):          f.applyGrantRole,
+		num("revoke_role"):         f.applyRevokeRole,
+		num("batch_replica_clear"): applyBatchReplicaClear,
+		num("close_segment"):       applyCloseSegment,
+		num("unmount_closed"):      applyUnmountClosed,
 	}
 }
 
@@ -233,39 +234,85 @@ func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) store.Result {
 	}
 	// Items the leader refused when it prepared the batch are answered as refused, untouched; the
 	// others are erased together.
-	items := m.GetItems()
+	rs := withRefused(m.GetItems(), func(erase []*metadv1.ObjectRef) []store.Result {
+		return eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), erase)
+	})
+	if m.GetKeyed() {
+		for i, ref := range m.GetItems() {
+			rs[i].Key = string(ref.GetKey())
+		}
+	}
+	return store.Result{Count: countOK(rs), Items: rs}
+}
+
+// withRefused answers a batch of refs in which the leader refused some items when it prepared
+// them (ObjectRef.refused): those are answered with their refusal, untouched, and run gets the
+// others, in order, and returns one result for each. The results are in the order of refs.
+func withRefused(refs []*metadv1.ObjectRef, run func([]*metadv1.ObjectRef) []store.Result) []store.Result {
 	var refused []int
-	erase := items
-	for i, ref := range items {
+	do := refs
+	for i, ref := range refs {
 		if ref.GetRefused() != metadv1.Reason_REASON_UNSPECIFIED {
 			if refused == nil {
-				erase = make([]*metadv1.ObjectRef, 0, len(items))
-				erase = append(erase, items[:i]...)
+				do = make([]*metadv1.ObjectRef, 0, len(refs))
+				do = append(do, refs[:i]...)
 			}
 			refused = append(refused, i)
 		} else if refused != nil {
-			erase = append(erase, ref)
+			do = append(do, ref)
 		}
 	}
-	rs := eraseRefs(s, m.GetTenant(), m.GetTenantInstanceId(), erase)
-	if refused != nil {
-		all := make([]store.Result, len(items))
-		next, r := 0, 0
-		for i, ref := range items {
-			if r < len(refused) && refused[r] == i {
-				reason, ok := wire.ReasonFrom(ref.GetRefused())
-				if !ok || reason == store.OK {
-					reason = store.InvalidParams
-				}
-				all[i] = store.Result{Reason: reason, Message: ref.GetRefusedMessage()}
-				r++
-				continue
+	rs := run(do)
+	if refused == nil {
+		return rs
+	}
+	all := make([]store.Result, len(refs))
+	next, r := 0, 0
+	for i, ref := range refs {
+		if r < len(refused) && refused[r] == i {
+			reason, ok := wire.ReasonFrom(ref.GetRefused())
+			if !ok || reason == store.OK {
+				reason = store.InvalidParams
 			}
-			all[i] = rs[next]
-			next++
+			all[i] = store.Result{Reason: reason, Message: ref.GetRefusedMessage()}
+			r++
+			continue
 		}
-		rs = all
+		all[i] = rs[next]
+		next++
 	}
+	return all
+}
+
+// applyBatchReplicaClear drops the items' COMPLETE replicas on the client's segments (the one
+// named, or all it owns now). A segment that is not mounted or not the client's refuses the whole
+// command, nothing changed; the leader refused the same before proposing, so this happens only
+// when the segment went between its check and the commit.
+func applyBatchReplicaClear(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetBatchReplicaClear()
+	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
+		return r
+	}
+	if err := s.CheckWritable(m.GetTenant()); err != nil {
+		return fromErr(err)
+	}
+	var seg alloc.ID
+	if len(m.GetSegmentId()) > 0 {
+		seg = wire.ID16(m.GetSegmentId())
+	}
+	on, err := s.ClearScope(wire.ID16(m.GetClientId()), seg)
+	if err != nil {
+		return fromErr(err)
+	}
+	tenant := store.NormalizeTenant(m.GetTenant())
+	rs := withRefused(m.GetItems(), func(refs []*metadv1.ObjectRef) []store.Result {
+		out := make([]store.Result, len(refs))
+		for i, ref := range refs {
+			out[i] = fromErr(s.ClearReplicas(store.ObjectToken{Tenant: tenant, Instance: m.GetTenantInstanceId(),
+				Key: string(ref.GetKey()), ObjectID: ref.GetObjectId()}, on))
+		}
+		return out
+	})
 	return store.Result{Count: countOK(rs), Items: rs}
 }
 

@@ -37,7 +37,7 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 		store.KeyNotFound, store.RoleNotFound:
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
-		store.SessionExpired, store.SequenceTooOld:
+		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment:
 		code = codes.FailedPrecondition
 	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded:
 		code = codes.ResourceExhausted

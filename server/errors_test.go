@@ -288,6 +288,18 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			covered[tc.reason] = true
 		})
 	}
+	// A reason that only items carry reaches the client as an item's status.
+	t.Run(store.NoReplicaOnSegment.String(), func(t *testing.T) {
+		resp, err := h.meta.BatchReplicaClear(ctx, &metadv1.BatchReplicaClearRequest{ClientId: idb(clientB), Keys: [][]byte{[]byte("done")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := resp.GetResults()[0]
+		if wire, _, _ := mapReason(store.NoReplicaOnSegment); st.GetReason() != wire || !strings.HasPrefix(st.GetMessage(), "NO_REPLICA_ON_SEGMENT: ") {
+			t.Fatalf("item status %v", st)
+		}
+		covered[store.NoReplicaOnSegment] = true
+	})
 	for _, r := range store.Reasons() {
 		if !covered[r] {
 			t.Errorf("store reason %s not provoked through gRPC", r)

@@ -190,3 +190,19 @@ func (m *metadataService) Ping(ctx context.Context, req *metadv1.PingRequest) (*
 func (m *metadataService) OpenSession(ctx context.Context, req *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.OpenSession)
 }
+
+func (m *metadataService) ListObjectKeys(ctx context.Context, req *metadv1.ListObjectKeysRequest) (*metadv1.ListObjectKeysResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.ListObjectKeys)
+}
+
+func (m *metadataService) GetByRegex(ctx context.Context, req *metadv1.GetByRegexRequest) (*metadv1.GetByRegexResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.GetByRegex)
+}
+
+func (m *metadataService) RemoveByRegex(ctx context.Context, req *metadv1.RemoveByRegexRequest) (*metadv1.RemoveByRegexResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.RemoveByRegex)
+}
+
+func (m *metadataService) BatchReplicaClear(ctx context.Context, req *metadv1.BatchReplicaClearRequest) (*metadv1.BatchReplicaClearResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.BatchReplicaClear)
+}

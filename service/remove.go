@@ -162,94 +162,112 @@ func (s *Service) BatchRemove(ctx context.Context, req *metadv1.BatchRemoveReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	var out *metadv1.BatchRemoveResponse
+	var res store.Result
 	err = againOnReplaced(func() (again bool, err error) {
-		out, again, err = s.batchRemove(ctx, tenant, keys, req)
+		res, _, again, err = s.batchRemove(ctx, tenant, keys, req.GetForce(), false)
 		return again, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	sts, err := statusesOf(&res, len(keys), tenant)
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.BatchRemoveResponse{Results: sts}, nil
 }
 
 // refusedID is the object id of a BatchRemove item the leader refused: no object has it, so a
 // binary that does not know ObjectRef.refused changes nothing for the item.
 const refusedID = ^uint64(0)
 
-// batchRemove is one attempt of BatchRemove against the current state; replaced reports that the
-// command was refused whole because a snapshot restore replaced that state (nothing removed).
-func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string, req *metadv1.BatchRemoveRequest) (_ *metadv1.BatchRemoveResponse, replaced bool, _ error) {
+// refusedRef is the ObjectRef of an item the leader refused with err when it prepared it.
+func refusedRef(key string, err error) *metadv1.ObjectRef {
+	st := wire.ErrItem(err)
+	return &metadv1.ObjectRef{Key: []byte(key), ObjectId: refusedID, Refused: st.GetReason(), RefusedMessage: msgOf(err)}
+}
+
+// refusedItem is the result of an item the leader refused with err, as apply answers it.
+func refusedItem(err error) store.Result {
+	return store.Result{Reason: store.ReasonOf(err), Message: msgOf(err)}
+}
+
+// batchRemove is one attempt of a removal of keys (distinct) in one BatchRemove command against
+// the current state. res has one item per key, in order: the command's result; or, with kept, the
+// result this session kept for the request (a retry of one that applied); or, when the leader
+// refused every key, those refusals (nothing proposed). With keyed each item of the command's
+// result carries its key (RemoveByRegex). replaced reports that the command was refused whole
+// because a snapshot restore replaced that state (nothing removed).
+func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string, force, keyed bool) (res store.Result, kept, replaced bool, _ error) {
 	var (
 		st   *store.Store
-		out  *metadv1.BatchRemoveResponse
 		toks []store.ObjectToken
 		refs []*metadv1.ObjectRef // one per key, in request order
-		kept *store.Result
+		kres *store.Result
 	)
 	propose, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
-		st, toks, refs, kept = cur, nil, make([]*metadv1.ObjectRef, len(keys)), nil
-		out = &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, len(keys))}
+		st, toks, refs, kres = cur, nil, make([]*metadv1.ObjectRef, len(keys)), nil
+		res = store.Result{Items: make([]store.Result, len(keys))}
 		if r, ok := s.answered(ctx); ok { // this session's retry of a batch that applied
-			kept = &r
+			kres = &r
 			return false, nil
 		}
 		if err := cur.CheckWritable(tenant); err != nil { // the whole request's check
 			return false, err
 		}
 		now := s.cfg.nowNano()
-		for i, k := range keys { // distinct: keysOf refused a repeat
-			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, req.GetForce()) })
+		for i, k := range keys {
+			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, force) })
 			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
 				// The tenant was registered again during the loop: this key belongs to another instance.
 				cur.ClearMarks([]store.ObjectToken{tok})
 				err = &store.Error{Reason: store.ObjectNotFound, Msg: fmt.Sprintf("tenant %q key %q: tenant instance changed", tenant, k)}
 			}
 			if err != nil {
-				out.Results[i] = wire.ErrItem(err)
-				refs[i] = &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: refusedID, Refused: out.Results[i].GetReason(),
-					RefusedMessage: msgOf(err)}
+				res.Items[i] = refusedItem(err)
+				res.Items[i].Key = k
+				refs[i] = refusedRef(k, err)
 				continue
 			}
 			toks = append(toks, tok)
-			refs[i] = &metadv1.ObjectRef{Key: req.GetKeys()[i], ObjectId: tok.ObjectID}
+			refs[i] = &metadv1.ObjectRef{Key: []byte(k), ObjectId: tok.ObjectID}
 		}
 		return len(toks) > 0, nil
 	})
 	if err != nil {
-		return nil, false, fail(err, tenant, nil)
+		return store.Result{}, false, false, fail(err, tenant, nil)
 	}
-	if kept != nil {
-		return statusesOf(kept, len(keys), tenant)
+	if kres != nil {
+		return *kres, true, false, nil
 	}
 	if !propose {
-		return out, false, nil
+		return res, false, false, nil
 	}
 	cmd := &metadv1.Command{Op: &metadv1.Command_BatchRemove{BatchRemove: &metadv1.BatchRemove{
-		Tenant: tenant, Force: req.GetForce(), TenantInstanceId: toks[0].Instance, Items: refs, StateEpoch: st.Epoch()}}}
-	res, err := s.proposeMarked(ctx, st, cmd, toks)
+		Tenant: tenant, Force: force, TenantInstanceId: toks[0].Instance, Items: refs, StateEpoch: st.Epoch(), Keyed: keyed}}}
+	res, err = s.proposeMarked(ctx, st, cmd, toks)
 	if err != nil {
-		return nil, false, fail(err, tenant, nil)
+		return store.Result{}, false, false, fail(err, tenant, nil)
 	}
 	if err := rejected(&res, tenant, nil); err != nil {
-		return nil, res.Reason == store.StateReplaced, err
+		return store.Result{}, false, res.Reason == store.StateReplaced, err
 	}
-	return statusesOf(&res, len(keys), tenant)
+	return res, false, false, nil
 }
 
-// statusesOf is a BatchRemove's answer from its command's result: one status per key.
-func statusesOf(res *store.Result, n int, tenant string) (*metadv1.BatchRemoveResponse, bool, error) {
+// statusesOf is a batch's answer from its result: one status per key.
+func statusesOf(res *store.Result, n int, tenant string) ([]*metadv1.Status, error) {
 	if err := rejected(res, tenant, nil); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if len(res.Items) != n {
-		return nil, false, internalf("BatchRemove: %d results for %d items", len(res.Items), n)
+		return nil, internalf("%d results for %d items", len(res.Items), n)
 	}
-	out := &metadv1.BatchRemoveResponse{Results: make([]*metadv1.Status, n)}
+	out := make([]*metadv1.Status, n)
 	for i, r := range res.Items {
-		out.Results[i] = wire.ItemStatus(r.Reason, r.Message)
+		out[i] = wire.ItemStatus(r.Reason, r.Message)
 	}
-	return out, false, nil
+	return out, nil
 }
 
 // RemoveAll erases every removable object of a tenant: the leader prepares them all and proposes

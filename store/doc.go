@@ -59,11 +59,12 @@
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, CloseSegment and UnmountClosed (the
 // graceful unmount: the segment closed to allocations at once, unmounted at a leader-stamped
-// deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart,
-// UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, EvictUnits
+// deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart, UpsertEnd,
+// UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits
 // (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
-// leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState, the
-// census (VisitHandles, Capture), and the Check* methods: read-only prechecks that run the predicate
+// leader additionally calls Get, Exist, BatchGet, Peek, ScanKeys, Prepare* (PrepareClear
+// included), ClearMarks, ResetSoftState, the census (VisitHandles, Capture), and the Check*
+// methods: read-only prechecks that run the predicate
 // of the operation's apply and refuse only what it refuses in the state they read (the leader reads
 // it after a read barrier, so the refusal is linearizable), so that the leader refuses such a
 // request without a log entry.

@@ -37,6 +37,7 @@ const (
 	RoleNotFound
 	KeyAlreadyExists
 	AuthLimitExceeded
+	NoReplicaOnSegment
 	numReasons
 )
 
@@ -65,6 +66,7 @@ var reasonNames = [numReasons]string{
 	RoleNotFound:              "ROLE_NOT_FOUND",
 	KeyAlreadyExists:          "KEY_ALREADY_EXISTS",
 	AuthLimitExceeded:         "AUTH_LIMIT_EXCEEDED",
+	NoReplicaOnSegment:        "NO_REPLICA_ON_SEGMENT",
 }
 
 // String returns the reason's stable upper-case name.

@@ -323,6 +323,8 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_KEY_ALREADY_EXISTS, true
 	case store.AuthLimitExceeded:
 		return metadv1.Reason_REASON_AUTH_LIMIT_EXCEEDED, true
+	case store.NoReplicaOnSegment:
+		return metadv1.Reason_REASON_NO_REPLICA_ON_SEGMENT, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }
@@ -407,7 +409,9 @@ func ResultTo(r store.Result) *metadv1.ResultRecord {
 	out := &metadv1.ResultRecord{Reason: uint32(wr), Message: r.Message, Reused: r.Reused, Count: uint64(max(r.Count, 0)),
 		Bytes: r.Bytes, Instance: r.Instance, Created: r.Created, UnmountSegments: uint64(max(r.Unmount.Segments, 0)),
 		UnmountReplicas: uint64(max(r.Unmount.Replicas, 0)), UnmountErased: uint64(max(r.Unmount.Erased, 0)), Session: r.Session,
-		UnmountAtUnixNano: r.Unmount.UnmountAt}
+		UnmountAtUnixNano: r.Unmount.UnmountAt,
+
+		Key: []byte(r.Key)}
 	for _, rep := range r.Replicas {
 		out.Replicas = append(out.Replicas, &metadv1.ResultReplica{ReplicaId: rep.ID, SegmentId: rep.Extent.Segment[:],
 			Offset: rep.Extent.Offset, Size: rep.Extent.Size, Tier: TierTo(rep.Tier), Status: StatusTo(rep.Status)})
@@ -425,7 +429,7 @@ func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
 		return store.Result{}, fmt.Errorf("result with unknown reason %d", rec.GetReason())
 	}
 	r := store.Result{Reason: reason, Message: rec.GetMessage(), Reused: rec.GetReused(), Count: int(min(rec.GetCount(), 1<<40)),
-		Bytes: rec.GetBytes(), Instance: rec.GetInstance(), Created: rec.GetCreated(), Session: rec.GetSession(),
+		Bytes: rec.GetBytes(), Instance: rec.GetInstance(), Created: rec.GetCreated(), Session: rec.GetSession(), Key: string(rec.GetKey()),
 		Unmount: store.UnmountResult{Segments: int(min(rec.GetUnmountSegments(), 1<<40)),
 			Replicas: int(min(rec.GetUnmountReplicas(), 1<<40)), Erased: int(min(rec.GetUnmountErased(), 1<<40)),
 			UnmountAt: rec.GetUnmountAtUnixNano()}}

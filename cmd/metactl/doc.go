@@ -35,6 +35,16 @@
 //	get KEY [--stale]                 where the replicas are, size, data type, lease
 //	exists KEY... [--stale]           one row per key: readable or not (never an error for a missing key)
 //	rm KEY [--force]                  remove an object (--force: even under a read lease)
+//	rm --regex R [--force]            remove, page by page, every object whose key the Go regexp
+//	                                  (RE2) R matches anywhere; one row per matching key
+//	ls [--prefix P | --regex R] [--limit N] [--stale]
+//	                                  the tenant's keys in byte order, page after page (--regex:
+//	                                  the readable objects that match, with size and replicas,
+//	                                  leased as get leases them)
+//	replica-clear KEY... [--segment ID] [--client ID]
+//	                                  drop the keys' unleased COMPLETE replicas on the client's
+//	                                  segment (default: all its segments); an object left with none
+//	                                  is erased; one row per key
 //	rm-all [--force]                  remove every removable object of the tenant
 //	group ls GROUP [--stale]          member keys of an explicit group
 //	group rm GROUP [--force]          remove a group and all its members

@@ -286,9 +286,16 @@ func runRm(a *app, v *verb, args []string) error {
 	fs := a.flags(v)
 	tenant := fs.String("tenant", "", "tenant (default \"default\")")
 	force := fs.Bool("force", false, "remove even under a read lease")
-	pos, err := a.parse(v, fs, args, 1, 1)
+	regex := fs.String("regex", "", "remove every object whose key this Go regexp (RE2) matches anywhere, page by page")
+	pos, err := a.parse(v, fs, args, 0, 1)
 	if err != nil {
 		return err
+	}
+	if (*regex == "") == (len(pos) == 0) {
+		return usagef(v, "give either one KEY or --regex")
+	}
+	if *regex != "" {
+		return runRmRegex(a, *tenant, *regex, *force)
 	}
 	c, err := a.client(defaultClientID())
 	if err != nil {

@@ -326,6 +326,7 @@ type Command struct {
 	//	*Command_RevokeRole
 	//	*Command_CloseSegment
 	//	*Command_UnmountClosed
+	//	*Command_BatchReplicaClear
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -641,6 +642,15 @@ func (x *Command) GetUnmountClosed() *UnmountClosed {
 	return nil
 }
 
+func (x *Command) GetBatchReplicaClear() *BatchReplicaClear {
+	if x != nil {
+		if x, ok := x.Op.(*Command_BatchReplicaClear); ok {
+			return x.BatchReplicaClear
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -811,6 +821,11 @@ type Command_UnmountClosed struct {
 	UnmountClosed *UnmountClosed `protobuf:"bytes,44,opt,name=unmount_closed,json=unmountClosed,proto3,oneof"`
 }
 
+type Command_BatchReplicaClear struct {
+	// Drop replicas of objects from a client's segments (BatchReplicaClear).
+	BatchReplicaClear *BatchReplicaClear `protobuf:"bytes,45,opt,name=batch_replica_clear,json=batchReplicaClear,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -868,6 +883,8 @@ func (*Command_RevokeRole) isCommand_Op() {}
 func (*Command_CloseSegment) isCommand_Op() {}
 
 func (*Command_UnmountClosed) isCommand_Op() {}
+
+func (*Command_BatchReplicaClear) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -2129,7 +2146,10 @@ type BatchRemove struct {
 	Items []*ObjectRef `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
 	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
 	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
-	StateEpoch    uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	StateEpoch uint64 `protobuf:"varint,5,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	// Each item's result carries its key (RemoveByRegex: the request names no keys, so the answer a
+	// session keeps must).
+	Keyed         bool `protobuf:"varint,130,opt,name=keyed,proto3" json:"keyed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2199,6 +2219,108 @@ func (x *BatchRemove) GetStateEpoch() uint64 {
 	return 0
 }
 
+func (x *BatchRemove) GetKeyed() bool {
+	if x != nil {
+		return x.Keyed
+	}
+	return false
+}
+
+// BatchReplicaClear drops, from each object, its COMPLETE replicas on the client's segments (the
+// one named, or every segment the client owns when apply runs), fenced like BatchRemove; an object
+// left with no replica is erased. The segment must be mounted and owned by the client, or the
+// whole command is refused (SEGMENT_NOT_FOUND, SEGMENT_OWNED_BY_OTHER_CLIENT) and nothing changes.
+type BatchReplicaClear struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Tenant instance the leader checked.
+	TenantInstanceId uint64 `protobuf:"varint,2,opt,name=tenant_instance_id,json=tenantInstanceId,proto3" json:"tenant_instance_id,omitempty"`
+	// The client whose segments are cleared: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The segment cleared, 16 bytes; empty = every segment of the client.
+	SegmentId []byte `protobuf:"bytes,4,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// The objects, in request order, each fenced by the id the leader checked; an item the leader
+	// refused carries the refusal (ObjectRef.refused) and is answered with it.
+	Items []*ObjectRef `protobuf:"bytes,5,rep,name=items,proto3" json:"items,omitempty"`
+	// The state epoch the leader checked against; STATE_REPLACED otherwise, nothing changed.
+	StateEpoch    uint64 `protobuf:"varint,6,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchReplicaClear) Reset() {
+	*x = BatchReplicaClear{}
+	mi := &file_metadv1_command_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchReplicaClear) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchReplicaClear) ProtoMessage() {}
+
+func (x *BatchReplicaClear) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchReplicaClear.ProtoReflect.Descriptor instead.
+func (*BatchReplicaClear) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *BatchReplicaClear) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BatchReplicaClear) GetTenantInstanceId() uint64 {
+	if x != nil {
+		return x.TenantInstanceId
+	}
+	return 0
+}
+
+func (x *BatchReplicaClear) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *BatchReplicaClear) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *BatchReplicaClear) GetItems() []*ObjectRef {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *BatchReplicaClear) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // Evict removes the evictable replicas of one tier from each object the leader selected and
 // revalidated; an object left without replicas is erased. Apply skips a token that no longer matches,
 // and never removes a PROCESSING replica or touches a hard-pinned object.
@@ -2235,7 +2357,7 @@ type Evict struct {
 
 func (x *Evict) Reset() {
 	*x = Evict{}
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2369,7 @@ func (x *Evict) String() string {
 func (*Evict) ProtoMessage() {}
 
 func (x *Evict) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2382,7 @@ func (x *Evict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evict.ProtoReflect.Descriptor instead.
 func (*Evict) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Evict) GetTokens() []*ObjectToken {
@@ -2333,7 +2455,7 @@ type TokenColumns struct {
 
 func (x *TokenColumns) Reset() {
 	*x = TokenColumns{}
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2467,7 @@ func (x *TokenColumns) String() string {
 func (*TokenColumns) ProtoMessage() {}
 
 func (x *TokenColumns) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2480,7 @@ func (x *TokenColumns) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenColumns.ProtoReflect.Descriptor instead.
 func (*TokenColumns) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenColumns) GetTenants() []string {
@@ -2425,7 +2547,7 @@ type RevokeExpired struct {
 
 func (x *RevokeExpired) Reset() {
 	*x = RevokeExpired{}
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2559,7 @@ func (x *RevokeExpired) String() string {
 func (*RevokeExpired) ProtoMessage() {}
 
 func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2572,7 @@ func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeExpired.ProtoReflect.Descriptor instead.
 func (*RevokeExpired) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RevokeExpired) GetTokens() []*ObjectToken {
@@ -2478,7 +2600,7 @@ type MountSegment struct {
 
 func (x *MountSegment) Reset() {
 	*x = MountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2612,7 @@ func (x *MountSegment) String() string {
 func (*MountSegment) ProtoMessage() {}
 
 func (x *MountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2625,7 @@ func (x *MountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountSegment.ProtoReflect.Descriptor instead.
 func (*MountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MountSegment) GetSegment() *SegmentDesc {
@@ -2530,7 +2652,7 @@ type UnmountSegment struct {
 
 func (x *UnmountSegment) Reset() {
 	*x = UnmountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2664,7 @@ func (x *UnmountSegment) String() string {
 func (*UnmountSegment) ProtoMessage() {}
 
 func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2677,7 @@ func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountSegment.ProtoReflect.Descriptor instead.
 func (*UnmountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UnmountSegment) GetClientId() []byte {
@@ -2598,7 +2720,7 @@ type CloseSegment struct {
 
 func (x *CloseSegment) Reset() {
 	*x = CloseSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2732,7 @@ func (x *CloseSegment) String() string {
 func (*CloseSegment) ProtoMessage() {}
 
 func (x *CloseSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2745,7 @@ func (x *CloseSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSegment.ProtoReflect.Descriptor instead.
 func (*CloseSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CloseSegment) GetClientId() []byte {
@@ -2662,7 +2784,7 @@ type UnmountClosed struct {
 
 func (x *UnmountClosed) Reset() {
 	*x = UnmountClosed{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2796,7 @@ func (x *UnmountClosed) String() string {
 func (*UnmountClosed) ProtoMessage() {}
 
 func (x *UnmountClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2809,7 @@ func (x *UnmountClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountClosed.ProtoReflect.Descriptor instead.
 func (*UnmountClosed) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UnmountClosed) GetSegmentId() []byte {
@@ -2717,7 +2839,7 @@ type RegisterTenant struct {
 
 func (x *RegisterTenant) Reset() {
 	*x = RegisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2851,7 @@ func (x *RegisterTenant) String() string {
 func (*RegisterTenant) ProtoMessage() {}
 
 func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2864,7 @@ func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTenant.ProtoReflect.Descriptor instead.
 func (*RegisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegisterTenant) GetName() string {
@@ -2773,7 +2895,7 @@ type UnregisterTenant struct {
 
 func (x *UnregisterTenant) Reset() {
 	*x = UnregisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +2907,7 @@ func (x *UnregisterTenant) String() string {
 func (*UnregisterTenant) ProtoMessage() {}
 
 func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +2920,7 @@ func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTenant.ProtoReflect.Descriptor instead.
 func (*UnregisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UnregisterTenant) GetName() string {
@@ -2828,7 +2950,7 @@ type SetQuota struct {
 
 func (x *SetQuota) Reset() {
 	*x = SetQuota{}
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +2962,7 @@ func (x *SetQuota) String() string {
 func (*SetQuota) ProtoMessage() {}
 
 func (x *SetQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +2975,7 @@ func (x *SetQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuota.ProtoReflect.Descriptor instead.
 func (*SetQuota) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetQuota) GetTenant() string {
@@ -2887,7 +3009,7 @@ type SetMember struct {
 
 func (x *SetMember) Reset() {
 	*x = SetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3021,7 @@ func (x *SetMember) String() string {
 func (*SetMember) ProtoMessage() {}
 
 func (x *SetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3034,7 @@ func (x *SetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
 func (*SetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetMember) GetName() string {
@@ -2947,7 +3069,7 @@ type ForgetMember struct {
 
 func (x *ForgetMember) Reset() {
 	*x = ForgetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3081,7 @@ func (x *ForgetMember) String() string {
 func (*ForgetMember) ProtoMessage() {}
 
 func (x *ForgetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3094,7 @@ func (x *ForgetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
 func (*ForgetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ForgetMember) GetName() string {
@@ -3002,7 +3124,7 @@ type CreateKey struct {
 
 func (x *CreateKey) Reset() {
 	*x = CreateKey{}
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3136,7 @@ func (x *CreateKey) String() string {
 func (*CreateKey) ProtoMessage() {}
 
 func (x *CreateKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3149,7 @@ func (x *CreateKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKey.ProtoReflect.Descriptor instead.
 func (*CreateKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateKey) GetId() string {
@@ -3076,7 +3198,7 @@ type RevokeKey struct {
 
 func (x *RevokeKey) Reset() {
 	*x = RevokeKey{}
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3210,7 @@ func (x *RevokeKey) String() string {
 func (*RevokeKey) ProtoMessage() {}
 
 func (x *RevokeKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3223,7 @@ func (x *RevokeKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKey.ProtoReflect.Descriptor instead.
 func (*RevokeKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RevokeKey) GetId() string {
@@ -3124,7 +3246,7 @@ type GrantRole struct {
 
 func (x *GrantRole) Reset() {
 	*x = GrantRole{}
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3136,7 +3258,7 @@ func (x *GrantRole) String() string {
 func (*GrantRole) ProtoMessage() {}
 
 func (x *GrantRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3149,7 +3271,7 @@ func (x *GrantRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRole.ProtoReflect.Descriptor instead.
 func (*GrantRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GrantRole) GetPrincipal() string {
@@ -3179,7 +3301,7 @@ type RevokeRole struct {
 
 func (x *RevokeRole) Reset() {
 	*x = RevokeRole{}
-	mi := &file_metadv1_command_proto_msgTypes[33]
+	mi := &file_metadv1_command_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3313,7 @@ func (x *RevokeRole) String() string {
 func (*RevokeRole) ProtoMessage() {}
 
 func (x *RevokeRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[33]
+	mi := &file_metadv1_command_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3326,7 @@ func (x *RevokeRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRole.ProtoReflect.Descriptor instead.
 func (*RevokeRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{33}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeRole) GetPrincipal() string {
@@ -3236,7 +3358,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[34]
+	mi := &file_metadv1_command_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3370,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[34]
+	mi := &file_metadv1_command_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3417,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xab\x0e\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xfa\x0e\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -3334,7 +3456,8 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\vrevoke_role\x18\x1b \x01(\v2\x14.metad.v1.RevokeRoleH\x00R\n" +
 	"revokeRole\x12=\n" +
 	"\rclose_segment\x18+ \x01(\v2\x16.metad.v1.CloseSegmentH\x00R\fcloseSegment\x12@\n" +
-	"\x0eunmount_closed\x18, \x01(\v2\x17.metad.v1.UnmountClosedH\x00R\runmountClosed\x121\n" +
+	"\x0eunmount_closed\x18, \x01(\v2\x17.metad.v1.UnmountClosedH\x00R\runmountClosed\x12M\n" +
+	"\x13batch_replica_clear\x18- \x01(\v2\x1b.metad.v1.BatchReplicaClearH\x00R\x11batchReplicaClear\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -3435,13 +3558,23 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\xb5\x01\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"\xcc\x01\n" +
 	"\vBatchRemove\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12,\n" +
 	"\x12tenant_instance_id\x18\x03 \x01(\x04R\x10tenantInstanceId\x12)\n" +
 	"\x05items\x18\x04 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
 	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
+	"stateEpoch\x12\x15\n" +
+	"\x05keyed\x18\x82\x01 \x01(\bR\x05keyed\"\xe1\x01\n" +
+	"\x11BatchReplicaClear\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
+	"\x12tenant_instance_id\x18\x02 \x01(\x04R\x10tenantInstanceId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\fR\bclientId\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x04 \x01(\fR\tsegmentId\x12)\n" +
+	"\x05items\x18\x05 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
+	"\vstate_epoch\x18\x06 \x01(\x04R\n" +
 	"stateEpoch\"\xf5\x01\n" +
 	"\x05Evict\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\"\n" +
@@ -3543,7 +3676,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3566,28 +3699,29 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*BatchPutEnd)(nil),        // 18: metad.v1.BatchPutEnd
 	(*BatchPutRevoke)(nil),     // 19: metad.v1.BatchPutRevoke
 	(*BatchRemove)(nil),        // 20: metad.v1.BatchRemove
-	(*Evict)(nil),              // 21: metad.v1.Evict
-	(*TokenColumns)(nil),       // 22: metad.v1.TokenColumns
-	(*RevokeExpired)(nil),      // 23: metad.v1.RevokeExpired
-	(*MountSegment)(nil),       // 24: metad.v1.MountSegment
-	(*UnmountSegment)(nil),     // 25: metad.v1.UnmountSegment
-	(*CloseSegment)(nil),       // 26: metad.v1.CloseSegment
-	(*UnmountClosed)(nil),      // 27: metad.v1.UnmountClosed
-	(*RegisterTenant)(nil),     // 28: metad.v1.RegisterTenant
-	(*UnregisterTenant)(nil),   // 29: metad.v1.UnregisterTenant
-	(*SetQuota)(nil),           // 30: metad.v1.SetQuota
-	(*SetMember)(nil),          // 31: metad.v1.SetMember
-	(*ForgetMember)(nil),       // 32: metad.v1.ForgetMember
-	(*CreateKey)(nil),          // 33: metad.v1.CreateKey
-	(*RevokeKey)(nil),          // 34: metad.v1.RevokeKey
-	(*GrantRole)(nil),          // 35: metad.v1.GrantRole
-	(*RevokeRole)(nil),         // 36: metad.v1.RevokeRole
-	(*BatchPutStart_Item)(nil), // 37: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 38: metad.v1.SessionHeader
-	(Reason)(0),                // 39: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 40: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 41: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 42: metad.v1.SegmentDesc
+	(*BatchReplicaClear)(nil),  // 21: metad.v1.BatchReplicaClear
+	(*Evict)(nil),              // 22: metad.v1.Evict
+	(*TokenColumns)(nil),       // 23: metad.v1.TokenColumns
+	(*RevokeExpired)(nil),      // 24: metad.v1.RevokeExpired
+	(*MountSegment)(nil),       // 25: metad.v1.MountSegment
+	(*UnmountSegment)(nil),     // 26: metad.v1.UnmountSegment
+	(*CloseSegment)(nil),       // 27: metad.v1.CloseSegment
+	(*UnmountClosed)(nil),      // 28: metad.v1.UnmountClosed
+	(*RegisterTenant)(nil),     // 29: metad.v1.RegisterTenant
+	(*UnregisterTenant)(nil),   // 30: metad.v1.UnregisterTenant
+	(*SetQuota)(nil),           // 31: metad.v1.SetQuota
+	(*SetMember)(nil),          // 32: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 33: metad.v1.ForgetMember
+	(*CreateKey)(nil),          // 34: metad.v1.CreateKey
+	(*RevokeKey)(nil),          // 35: metad.v1.RevokeKey
+	(*GrantRole)(nil),          // 36: metad.v1.GrantRole
+	(*RevokeRole)(nil),         // 37: metad.v1.RevokeRole
+	(*BatchPutStart_Item)(nil), // 38: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 39: metad.v1.SessionHeader
+	(Reason)(0),                // 40: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 41: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 42: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 43: metad.v1.SegmentDesc
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3604,51 +3738,53 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	18, // 11: metad.v1.Command.batch_put_end:type_name -> metad.v1.BatchPutEnd
 	19, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
 	20, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
-	21, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
-	23, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
-	24, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
-	25, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
-	28, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
-	29, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
-	30, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	31, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
-	32, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	22, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
+	24, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
+	25, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
+	26, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
+	29, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
+	30, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
+	31, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
+	32, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	33, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
 	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
-	33, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
-	34, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
-	35, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
-	36, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
-	26, // 28: metad.v1.Command.close_segment:type_name -> metad.v1.CloseSegment
-	27, // 29: metad.v1.Command.unmount_closed:type_name -> metad.v1.UnmountClosed
-	38, // 30: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	39, // 31: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	40, // 32: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 33: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	41, // 34: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	41, // 35: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	40, // 36: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 37: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	41, // 38: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	41, // 39: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 40: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	40, // 41: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	37, // 42: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 43: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	41, // 44: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	41, // 45: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 46: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 47: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	41, // 48: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 49: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 50: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 51: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	42, // 52: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 53: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	34, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
+	35, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
+	36, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
+	37, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
+	27, // 28: metad.v1.Command.close_segment:type_name -> metad.v1.CloseSegment
+	28, // 29: metad.v1.Command.unmount_closed:type_name -> metad.v1.UnmountClosed
+	21, // 30: metad.v1.Command.batch_replica_clear:type_name -> metad.v1.BatchReplicaClear
+	39, // 31: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	40, // 32: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	41, // 33: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 34: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	42, // 35: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	42, // 36: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	41, // 37: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 38: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	42, // 39: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	42, // 40: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 41: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	41, // 42: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	38, // 43: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 44: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	42, // 45: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	42, // 46: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 47: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	7,  // 48: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	6,  // 49: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	42, // 50: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 51: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	23, // 52: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 53: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	43, // 54: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 55: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3687,6 +3823,7 @@ func file_metadv1_command_proto_init() {
 		(*Command_RevokeRole)(nil),
 		(*Command_CloseSegment)(nil),
 		(*Command_UnmountClosed)(nil),
+		(*Command_BatchReplicaClear)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3694,7 +3831,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2809,6 +2809,571 @@ func (x *OpenSessionResponse) GetWindow() uint32 {
 	return 0
 }
 
+// ListObjectKeysRequest asks for one page of a tenant's object keys, in key byte order.
+type ListObjectKeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default". An unknown tenant has no keys.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Only keys that start with these bytes; empty = every key.
+	Prefix []byte `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// The previous page's next_page_token; empty = from the start.
+	PageToken []byte `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Maximum number of keys to return, 1..4096; 0 = the server's page size (1024).
+	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Serve from this node's state without a read barrier; may be stale.
+	Stale         bool `protobuf:"varint,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectKeysRequest) Reset() {
+	*x = ListObjectKeysRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectKeysRequest) ProtoMessage() {}
+
+func (x *ListObjectKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListObjectKeysRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListObjectKeysRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListObjectKeysRequest) GetPrefix() []byte {
+	if x != nil {
+		return x.Prefix
+	}
+	return nil
+}
+
+func (x *ListObjectKeysRequest) GetPageToken() []byte {
+	if x != nil {
+		return x.PageToken
+	}
+	return nil
+}
+
+func (x *ListObjectKeysRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListObjectKeysRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+// ListObjectKeysResponse is one page of keys.
+type ListObjectKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Keys of the tenant's objects (written or being written), in byte order.
+	Keys [][]byte `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	// Opaque: pass it as page_token to get the keys after this page; empty when none follow.
+	NextPageToken []byte `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectKeysResponse) Reset() {
+	*x = ListObjectKeysResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectKeysResponse) ProtoMessage() {}
+
+func (x *ListObjectKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListObjectKeysResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListObjectKeysResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *ListObjectKeysResponse) GetNextPageToken() []byte {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return nil
+}
+
+// GetByRegexRequest asks where to read the objects whose keys a regular expression matches.
+type GetByRegexRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default". An unknown tenant finds nothing.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Go regexp (RE2) syntax, 1..1024 bytes, matched anywhere in the key (anchor it with ^ and $).
+	Pattern string `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// The previous page's next_page_token; empty = from the start.
+	PageToken []byte `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Maximum number of matching keys to consider, 1..4096; 0 = the server's page size (1024).
+	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Serve from this node's state without a read barrier; may be stale, grants no lease.
+	Stale         bool `protobuf:"varint,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetByRegexRequest) Reset() {
+	*x = GetByRegexRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetByRegexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetByRegexRequest) ProtoMessage() {}
+
+func (x *GetByRegexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetByRegexRequest.ProtoReflect.Descriptor instead.
+func (*GetByRegexRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetByRegexRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *GetByRegexRequest) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *GetByRegexRequest) GetPageToken() []byte {
+	if x != nil {
+		return x.PageToken
+	}
+	return nil
+}
+
+func (x *GetByRegexRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *GetByRegexRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+// GetByRegexResponse is one page of matching objects, in key byte order.
+type GetByRegexResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matching objects of the page that have a COMPLETE replica (others are left out).
+	Items []*GetByRegexResponse_Item `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// Lease granted to every object returned, milliseconds; 0 = no lease (stale read).
+	LeaseTtlMs uint64 `protobuf:"varint,2,opt,name=lease_ttl_ms,json=leaseTtlMs,proto3" json:"lease_ttl_ms,omitempty"`
+	// Opaque: pass it as page_token to go on after this page; empty when no match follows.
+	NextPageToken []byte `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetByRegexResponse) Reset() {
+	*x = GetByRegexResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetByRegexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetByRegexResponse) ProtoMessage() {}
+
+func (x *GetByRegexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetByRegexResponse.ProtoReflect.Descriptor instead.
+func (*GetByRegexResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *GetByRegexResponse) GetItems() []*GetByRegexResponse_Item {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *GetByRegexResponse) GetLeaseTtlMs() uint64 {
+	if x != nil {
+		return x.LeaseTtlMs
+	}
+	return 0
+}
+
+func (x *GetByRegexResponse) GetNextPageToken() []byte {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return nil
+}
+
+// RemoveByRegexRequest asks to remove one page of the objects whose keys a regular expression
+// matches.
+type RemoveByRegexRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Go regexp (RE2) syntax, 1..1024 bytes, matched anywhere in the key (anchor it with ^ and $).
+	Pattern string `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	// The previous page's next_page_token; empty = from the start.
+	PageToken []byte `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Maximum number of matching keys to remove in this call, 1..4096; 0 = the server's page size
+	// (1024).
+	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Remove even under a read lease (never while a replica is PROCESSING).
+	Force bool `protobuf:"varint,5,opt,name=force,proto3" json:"force,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveByRegexRequest) Reset() {
+	*x = RemoveByRegexRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveByRegexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveByRegexRequest) ProtoMessage() {}
+
+func (x *RemoveByRegexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveByRegexRequest.ProtoReflect.Descriptor instead.
+func (*RemoveByRegexRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RemoveByRegexRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *RemoveByRegexRequest) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+func (x *RemoveByRegexRequest) GetPageToken() []byte {
+	if x != nil {
+		return x.PageToken
+	}
+	return nil
+}
+
+func (x *RemoveByRegexRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *RemoveByRegexRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *RemoveByRegexRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// RemoveByRegexResponse has one result per matching key of the page, in key byte order.
+type RemoveByRegexResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Results in key byte order.
+	Results []*RemoveByRegexResponse_Result `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// Opaque: pass it as page_token to go on after this page; empty when no match follows.
+	NextPageToken []byte `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveByRegexResponse) Reset() {
+	*x = RemoveByRegexResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveByRegexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveByRegexResponse) ProtoMessage() {}
+
+func (x *RemoveByRegexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveByRegexResponse.ProtoReflect.Descriptor instead.
+func (*RemoveByRegexResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *RemoveByRegexResponse) GetResults() []*RemoveByRegexResponse_Result {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *RemoveByRegexResponse) GetNextPageToken() []byte {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return nil
+}
+
+// BatchReplicaClearRequest asks to drop replicas of a tenant's objects from the calling client's
+// segments.
+type BatchReplicaClearRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The calling client: 16-byte UUID; it must own the segments cleared.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object keys, 1..4096, distinct.
+	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	// The segment to clear, 16-byte UUID, owned by client_id; empty = every segment it owns.
+	SegmentId []byte `protobuf:"bytes,4,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchReplicaClearRequest) Reset() {
+	*x = BatchReplicaClearRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchReplicaClearRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchReplicaClearRequest) ProtoMessage() {}
+
+func (x *BatchReplicaClearRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchReplicaClearRequest.ProtoReflect.Descriptor instead.
+func (*BatchReplicaClearRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *BatchReplicaClearRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *BatchReplicaClearRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *BatchReplicaClearRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *BatchReplicaClearRequest) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *BatchReplicaClearRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// BatchReplicaClearResponse has one status per key, in request order.
+type BatchReplicaClearResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OK (cleared; the object is erased if no replica is left), OBJECT_NOT_FOUND, OBJECT_HAS_LEASE,
+	// REPLICA_IS_NOT_READY (a replica is PROCESSING) or NO_REPLICA_ON_SEGMENT.
+	Results       []*Status `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchReplicaClearResponse) Reset() {
+	*x = BatchReplicaClearResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchReplicaClearResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchReplicaClearResponse) ProtoMessage() {}
+
+func (x *BatchReplicaClearResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchReplicaClearResponse.ProtoReflect.Descriptor instead.
+func (*BatchReplicaClearResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *BatchReplicaClearResponse) GetResults() []*Status {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2824,7 +3389,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +3401,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2886,7 +3451,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3463,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3510,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3522,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,6 +3564,134 @@ func (x *BatchGetResponse_Result) GetDataType() uint32 {
 		return x.DataType
 	}
 	return 0
+}
+
+// One readable object.
+type GetByRegexResponse_Item struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Object key.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The COMPLETE replicas.
+	Replicas []*Replica `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// Object size in bytes.
+	Size uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// The client tag given at put time.
+	DataType      uint32 `protobuf:"varint,4,opt,name=data_type,json=dataType,proto3" json:"data_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetByRegexResponse_Item) Reset() {
+	*x = GetByRegexResponse_Item{}
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetByRegexResponse_Item) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetByRegexResponse_Item) ProtoMessage() {}
+
+func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetByRegexResponse_Item.ProtoReflect.Descriptor instead.
+func (*GetByRegexResponse_Item) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{47, 0}
+}
+
+func (x *GetByRegexResponse_Item) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *GetByRegexResponse_Item) GetReplicas() []*Replica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *GetByRegexResponse_Item) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *GetByRegexResponse_Item) GetDataType() uint32 {
+	if x != nil {
+		return x.DataType
+	}
+	return 0
+}
+
+// One key's outcome.
+type RemoveByRegexResponse_Result struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Object key.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// OK (removed), OBJECT_HAS_LEASE, REPLICA_IS_NOT_READY or OBJECT_NOT_FOUND.
+	Status        *Status `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveByRegexResponse_Result) Reset() {
+	*x = RemoveByRegexResponse_Result{}
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveByRegexResponse_Result) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveByRegexResponse_Result) ProtoMessage() {}
+
+func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveByRegexResponse_Result.ProtoReflect.Descriptor instead.
+func (*RemoveByRegexResponse_Result) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49, 0}
+}
+
+func (x *RemoveByRegexResponse_Result) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *RemoveByRegexResponse_Result) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
 }
 
 var File_metadv1_metadata_proto protoreflect.FileDescriptor
@@ -3195,7 +3888,57 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
-	"\x06window\x18\x03 \x01(\rR\x06window2\xa6\f\n" +
+	"\x06window\x18\x03 \x01(\rR\x06window\"\x92\x01\n" +
+	"\x15ListObjectKeysRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\fR\x06prefix\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\fR\tpageToken\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\bR\x05stale\"T\n" +
+	"\x16ListObjectKeysResponse\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\fR\rnextPageToken\"\x90\x01\n" +
+	"\x11GetByRegexRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\fR\tpageToken\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\bR\x05stale\"\x91\x02\n" +
+	"\x12GetByRegexResponse\x127\n" +
+	"\x05items\x18\x01 \x03(\v2!.metad.v1.GetByRegexResponse.ItemR\x05items\x12 \n" +
+	"\flease_ttl_ms\x18\x02 \x01(\x04R\n" +
+	"leaseTtlMs\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\fR\rnextPageToken\x1ax\n" +
+	"\x04Item\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12-\n" +
+	"\breplicas\x18\x02 \x03(\v2\x11.metad.v1.ReplicaR\breplicas\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x1b\n" +
+	"\tdata_type\x18\x04 \x01(\rR\bdataType\"\xc6\x01\n" +
+	"\x14RemoveByRegexRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\fR\tpageToken\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x14\n" +
+	"\x05force\x18\x05 \x01(\bR\x05force\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\xc7\x01\n" +
+	"\x15RemoveByRegexResponse\x12@\n" +
+	"\aresults\x18\x01 \x03(\v2&.metad.v1.RemoveByRegexResponse.ResultR\aresults\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\fR\rnextPageToken\x1aD\n" +
+	"\x06Result\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12(\n" +
+	"\x06status\x18\x02 \x01(\v2\x10.metad.v1.StatusR\x06status\"\xb5\x01\n" +
+	"\x18BatchReplicaClearRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x04 \x01(\fR\tsegmentId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"G\n" +
+	"\x19BatchReplicaClearResponse\x12*\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults2\xf4\x0e\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -3219,7 +3962,12 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\fMountSegment\x12\x1d.metad.v1.MountSegmentRequest\x1a\x1e.metad.v1.MountSegmentResponse\x12S\n" +
 	"\x0eUnmountSegment\x12\x1f.metad.v1.UnmountSegmentRequest\x1a .metad.v1.UnmountSegmentResponse\x125\n" +
 	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12J\n" +
-	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12S\n" +
+	"\x0eListObjectKeys\x12\x1f.metad.v1.ListObjectKeysRequest\x1a .metad.v1.ListObjectKeysResponse\x12G\n" +
+	"\n" +
+	"GetByRegex\x12\x1b.metad.v1.GetByRegexRequest\x1a\x1c.metad.v1.GetByRegexResponse\x12P\n" +
+	"\rRemoveByRegex\x12\x1e.metad.v1.RemoveByRegexRequest\x1a\x1f.metad.v1.RemoveByRegexResponse\x12\\\n" +
+	"\x11BatchReplicaClear\x12\".metad.v1.BatchReplicaClearRequest\x1a#.metad.v1.BatchReplicaClearResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_metadata_proto_rawDescOnce sync.Once
@@ -3233,7 +3981,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -3279,103 +4027,128 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*PingResponse)(nil),                 // 41: metad.v1.PingResponse
 	(*OpenSessionRequest)(nil),           // 42: metad.v1.OpenSessionRequest
 	(*OpenSessionResponse)(nil),          // 43: metad.v1.OpenSessionResponse
-	(*BatchPutStartRequest_Item)(nil),    // 44: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 45: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 46: metad.v1.BatchGetResponse.Result
-	(*ReplicaConfig)(nil),                // 47: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 48: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 49: metad.v1.Replica
-	(Tier)(0),                            // 50: metad.v1.Tier
-	(*Status)(nil),                       // 51: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 52: metad.v1.SegmentDesc
+	(*ListObjectKeysRequest)(nil),        // 44: metad.v1.ListObjectKeysRequest
+	(*ListObjectKeysResponse)(nil),       // 45: metad.v1.ListObjectKeysResponse
+	(*GetByRegexRequest)(nil),            // 46: metad.v1.GetByRegexRequest
+	(*GetByRegexResponse)(nil),           // 47: metad.v1.GetByRegexResponse
+	(*RemoveByRegexRequest)(nil),         // 48: metad.v1.RemoveByRegexRequest
+	(*RemoveByRegexResponse)(nil),        // 49: metad.v1.RemoveByRegexResponse
+	(*BatchReplicaClearRequest)(nil),     // 50: metad.v1.BatchReplicaClearRequest
+	(*BatchReplicaClearResponse)(nil),    // 51: metad.v1.BatchReplicaClearResponse
+	(*BatchPutStartRequest_Item)(nil),    // 52: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 53: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 54: metad.v1.BatchGetResponse.Result
+	(*GetByRegexResponse_Item)(nil),      // 55: metad.v1.GetByRegexResponse.Item
+	(*RemoveByRegexResponse_Result)(nil), // 56: metad.v1.RemoveByRegexResponse.Result
+	(*ReplicaConfig)(nil),                // 57: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 58: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 59: metad.v1.Replica
+	(Tier)(0),                            // 60: metad.v1.Tier
+	(*Status)(nil),                       // 61: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 62: metad.v1.SegmentDesc
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	47, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	48, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	49, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	50, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	50, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	47, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	48, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	49, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	50, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	50, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	49, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	48, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	48, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	44, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	47, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	48, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	45, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	50, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	50, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	46, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	48, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	52, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	48, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	48, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 33: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	49, // 34: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	51, // 35: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	49, // 36: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	0,  // 37: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 38: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 39: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 40: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 41: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 42: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 43: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 44: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 45: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 46: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 47: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 48: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 49: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 50: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 51: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 52: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 53: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 54: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 55: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 56: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 57: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42, // 58: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	1,  // 59: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 60: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 61: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 62: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 63: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 64: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 65: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 66: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 67: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 68: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 69: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 70: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 71: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 72: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 73: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 74: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 75: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 76: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 77: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 78: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 79: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43, // 80: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	59, // [59:81] is the sub-list for method output_type
-	37, // [37:59] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	57, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	58, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	59, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	60, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	58, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	58, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	57, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	58, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	59, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	60, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	58, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	58, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	59, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	58, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	58, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	52, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	57, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	58, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	53, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	60, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	58, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	60, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	58, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	54, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	58, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	62, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	58, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	58, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	55, // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
+	58, // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
+	56, // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
+	58, // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
+	61, // 38: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	59, // 39: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	61, // 40: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	59, // 41: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	59, // 42: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	61, // 43: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	0,  // 44: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,  // 45: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,  // 46: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,  // 47: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,  // 48: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10, // 49: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12, // 50: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14, // 51: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16, // 52: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18, // 53: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20, // 54: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22, // 55: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24, // 56: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26, // 57: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28, // 58: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30, // 59: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32, // 60: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34, // 61: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36, // 62: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38, // 63: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40, // 64: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42, // 65: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	44, // 66: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	46, // 67: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	48, // 68: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	50, // 69: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	1,  // 70: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,  // 71: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,  // 72: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,  // 73: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,  // 74: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11, // 75: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13, // 76: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15, // 77: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17, // 78: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19, // 79: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21, // 80: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23, // 81: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25, // 82: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27, // 83: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29, // 84: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31, // 85: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33, // 86: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35, // 87: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37, // 88: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39, // 89: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41, // 90: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43, // 91: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	45, // 92: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	47, // 93: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	49, // 94: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	51, // 95: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	70, // [70:96] is the sub-list for method output_type
+	44, // [44:70] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -3390,7 +4163,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,28 +29,32 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Metadata_PutStart_FullMethodName       = "/metad.v1.Metadata/PutStart"
-	Metadata_PutEnd_FullMethodName         = "/metad.v1.Metadata/PutEnd"
-	Metadata_PutRevoke_FullMethodName      = "/metad.v1.Metadata/PutRevoke"
-	Metadata_UpsertStart_FullMethodName    = "/metad.v1.Metadata/UpsertStart"
-	Metadata_UpsertEnd_FullMethodName      = "/metad.v1.Metadata/UpsertEnd"
-	Metadata_UpsertRevoke_FullMethodName   = "/metad.v1.Metadata/UpsertRevoke"
-	Metadata_Get_FullMethodName            = "/metad.v1.Metadata/Get"
-	Metadata_Exist_FullMethodName          = "/metad.v1.Metadata/Exist"
-	Metadata_Remove_FullMethodName         = "/metad.v1.Metadata/Remove"
-	Metadata_RemoveAll_FullMethodName      = "/metad.v1.Metadata/RemoveAll"
-	Metadata_RemoveGroup_FullMethodName    = "/metad.v1.Metadata/RemoveGroup"
-	Metadata_ListGroup_FullMethodName      = "/metad.v1.Metadata/ListGroup"
-	Metadata_BatchPutStart_FullMethodName  = "/metad.v1.Metadata/BatchPutStart"
-	Metadata_BatchPutEnd_FullMethodName    = "/metad.v1.Metadata/BatchPutEnd"
-	Metadata_BatchPutRevoke_FullMethodName = "/metad.v1.Metadata/BatchPutRevoke"
-	Metadata_BatchGet_FullMethodName       = "/metad.v1.Metadata/BatchGet"
-	Metadata_BatchExist_FullMethodName     = "/metad.v1.Metadata/BatchExist"
-	Metadata_BatchRemove_FullMethodName    = "/metad.v1.Metadata/BatchRemove"
-	Metadata_MountSegment_FullMethodName   = "/metad.v1.Metadata/MountSegment"
-	Metadata_UnmountSegment_FullMethodName = "/metad.v1.Metadata/UnmountSegment"
-	Metadata_Ping_FullMethodName           = "/metad.v1.Metadata/Ping"
-	Metadata_OpenSession_FullMethodName    = "/metad.v1.Metadata/OpenSession"
+	Metadata_PutStart_FullMethodName          = "/metad.v1.Metadata/PutStart"
+	Metadata_PutEnd_FullMethodName            = "/metad.v1.Metadata/PutEnd"
+	Metadata_PutRevoke_FullMethodName         = "/metad.v1.Metadata/PutRevoke"
+	Metadata_UpsertStart_FullMethodName       = "/metad.v1.Metadata/UpsertStart"
+	Metadata_UpsertEnd_FullMethodName         = "/metad.v1.Metadata/UpsertEnd"
+	Metadata_UpsertRevoke_FullMethodName      = "/metad.v1.Metadata/UpsertRevoke"
+	Metadata_Get_FullMethodName               = "/metad.v1.Metadata/Get"
+	Metadata_Exist_FullMethodName             = "/metad.v1.Metadata/Exist"
+	Metadata_Remove_FullMethodName            = "/metad.v1.Metadata/Remove"
+	Metadata_RemoveAll_FullMethodName         = "/metad.v1.Metadata/RemoveAll"
+	Metadata_RemoveGroup_FullMethodName       = "/metad.v1.Metadata/RemoveGroup"
+	Metadata_ListGroup_FullMethodName         = "/metad.v1.Metadata/ListGroup"
+	Metadata_BatchPutStart_FullMethodName     = "/metad.v1.Metadata/BatchPutStart"
+	Metadata_BatchPutEnd_FullMethodName       = "/metad.v1.Metadata/BatchPutEnd"
+	Metadata_BatchPutRevoke_FullMethodName    = "/metad.v1.Metadata/BatchPutRevoke"
+	Metadata_BatchGet_FullMethodName          = "/metad.v1.Metadata/BatchGet"
+	Metadata_BatchExist_FullMethodName        = "/metad.v1.Metadata/BatchExist"
+	Metadata_BatchRemove_FullMethodName       = "/metad.v1.Metadata/BatchRemove"
+	Metadata_MountSegment_FullMethodName      = "/metad.v1.Metadata/MountSegment"
+	Metadata_UnmountSegment_FullMethodName    = "/metad.v1.Metadata/UnmountSegment"
+	Metadata_Ping_FullMethodName              = "/metad.v1.Metadata/Ping"
+	Metadata_OpenSession_FullMethodName       = "/metad.v1.Metadata/OpenSession"
+	Metadata_ListObjectKeys_FullMethodName    = "/metad.v1.Metadata/ListObjectKeys"
+	Metadata_GetByRegex_FullMethodName        = "/metad.v1.Metadata/GetByRegex"
+	Metadata_RemoveByRegex_FullMethodName     = "/metad.v1.Metadata/RemoveByRegex"
+	Metadata_BatchReplicaClear_FullMethodName = "/metad.v1.Metadata/BatchReplicaClear"
 )
 
 // MetadataClient is the client API for Metadata service.
@@ -104,6 +108,17 @@ type MetadataClient interface {
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
+	// ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
+	ListObjectKeys(ctx context.Context, in *ListObjectKeysRequest, opts ...grpc.CallOption) (*ListObjectKeysResponse, error)
+	// GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
+	GetByRegex(ctx context.Context, in *GetByRegexRequest, opts ...grpc.CallOption) (*GetByRegexResponse, error)
+	// RemoveByRegex is BatchRemove for one page of the tenant's keys that a regular expression
+	// matches, in one replicated command.
+	RemoveByRegex(ctx context.Context, in *RemoveByRegexRequest, opts ...grpc.CallOption) (*RemoveByRegexResponse, error)
+	// BatchReplicaClear drops the COMPLETE, unleased replicas of a tenant's objects that live on the
+	// calling client's segments (one, or all), in one replicated command; an object left with no
+	// replica is erased.
+	BatchReplicaClear(ctx context.Context, in *BatchReplicaClearRequest, opts ...grpc.CallOption) (*BatchReplicaClearResponse, error)
 }
 
 type metadataClient struct {
@@ -334,6 +349,46 @@ func (c *metadataClient) OpenSession(ctx context.Context, in *OpenSessionRequest
 	return out, nil
 }
 
+func (c *metadataClient) ListObjectKeys(ctx context.Context, in *ListObjectKeysRequest, opts ...grpc.CallOption) (*ListObjectKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListObjectKeysResponse)
+	err := c.cc.Invoke(ctx, Metadata_ListObjectKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) GetByRegex(ctx context.Context, in *GetByRegexRequest, opts ...grpc.CallOption) (*GetByRegexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetByRegexResponse)
+	err := c.cc.Invoke(ctx, Metadata_GetByRegex_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) RemoveByRegex(ctx context.Context, in *RemoveByRegexRequest, opts ...grpc.CallOption) (*RemoveByRegexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveByRegexResponse)
+	err := c.cc.Invoke(ctx, Metadata_RemoveByRegex_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) BatchReplicaClear(ctx context.Context, in *BatchReplicaClearRequest, opts ...grpc.CallOption) (*BatchReplicaClearResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchReplicaClearResponse)
+	err := c.cc.Invoke(ctx, Metadata_BatchReplicaClear_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetadataServer is the server API for Metadata service.
 // All implementations must embed UnimplementedMetadataServer
 // for forward compatibility.
@@ -385,6 +440,17 @@ type MetadataServer interface {
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
+	// ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
+	ListObjectKeys(context.Context, *ListObjectKeysRequest) (*ListObjectKeysResponse, error)
+	// GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
+	GetByRegex(context.Context, *GetByRegexRequest) (*GetByRegexResponse, error)
+	// RemoveByRegex is BatchRemove for one page of the tenant's keys that a regular expression
+	// matches, in one replicated command.
+	RemoveByRegex(context.Context, *RemoveByRegexRequest) (*RemoveByRegexResponse, error)
+	// BatchReplicaClear drops the COMPLETE, unleased replicas of a tenant's objects that live on the
+	// calling client's segments (one, or all), in one replicated command; an object left with no
+	// replica is erased.
+	BatchReplicaClear(context.Context, *BatchReplicaClearRequest) (*BatchReplicaClearResponse, error)
 	mustEmbedUnimplementedMetadataServer()
 }
 
@@ -460,6 +526,18 @@ func (UnimplementedMetadataServer) Ping(context.Context, *PingRequest) (*PingRes
 }
 func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
+}
+func (UnimplementedMetadataServer) ListObjectKeys(context.Context, *ListObjectKeysRequest) (*ListObjectKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListObjectKeys not implemented")
+}
+func (UnimplementedMetadataServer) GetByRegex(context.Context, *GetByRegexRequest) (*GetByRegexResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetByRegex not implemented")
+}
+func (UnimplementedMetadataServer) RemoveByRegex(context.Context, *RemoveByRegexRequest) (*RemoveByRegexResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveByRegex not implemented")
+}
+func (UnimplementedMetadataServer) BatchReplicaClear(context.Context, *BatchReplicaClearRequest) (*BatchReplicaClearResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BatchReplicaClear not implemented")
 }
 func (UnimplementedMetadataServer) mustEmbedUnimplementedMetadataServer() {}
 func (UnimplementedMetadataServer) testEmbeddedByValue()                  {}
@@ -878,6 +956,78 @@ func _Metadata_OpenSession_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_ListObjectKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListObjectKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).ListObjectKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_ListObjectKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).ListObjectKeys(ctx, req.(*ListObjectKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_GetByRegex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetByRegexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).GetByRegex(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_GetByRegex_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).GetByRegex(ctx, req.(*GetByRegexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_RemoveByRegex_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveByRegexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).RemoveByRegex(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_RemoveByRegex_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).RemoveByRegex(ctx, req.(*RemoveByRegexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_BatchReplicaClear_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchReplicaClearRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).BatchReplicaClear(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_BatchReplicaClear_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).BatchReplicaClear(ctx, req.(*BatchReplicaClearRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Metadata_ServiceDesc is the grpc.ServiceDesc for Metadata service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -972,6 +1122,22 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "OpenSession",
 			Handler:    _Metadata_OpenSession_Handler,
+		},
+		{
+			MethodName: "ListObjectKeys",
+			Handler:    _Metadata_ListObjectKeys_Handler,
+		},
+		{
+			MethodName: "GetByRegex",
+			Handler:    _Metadata_GetByRegex_Handler,
+		},
+		{
+			MethodName: "RemoveByRegex",
+			Handler:    _Metadata_RemoveByRegex_Handler,
+		},
+		{
+			MethodName: "BatchReplicaClear",
+			Handler:    _Metadata_BatchReplicaClear_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1111,8 +1111,10 @@ type ResultRecord struct {
 	Session uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
 	// CloseSegment: the deadline in force when the segment stays closing; 0 when it was unmounted.
 	UnmountAtUnixNano int64 `protobuf:"varint,127,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// An item of a keyed BatchRemove (RemoveByRegex): its key.
+	Key           []byte `protobuf:"bytes,130,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResultRecord) Reset() {
@@ -1241,6 +1243,13 @@ func (x *ResultRecord) GetUnmountAtUnixNano() int64 {
 		return x.UnmountAtUnixNano
 	}
 	return 0
+}
+
+func (x *ResultRecord) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
 }
 
 // ResultReplica is one replica in a ResultRecord.
@@ -1487,7 +1496,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xe5\x03\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xf8\x03\n" +
 	"\fResultRecord\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
@@ -1503,7 +1512,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x0eunmount_erased\x18\v \x01(\x04R\runmountErased\x12,\n" +
 	"\x05items\x18\f \x03(\v2\x16.metad.v1.ResultRecordR\x05items\x12\x18\n" +
 	"\asession\x18\r \x01(\x04R\asession\x12/\n" +
-	"\x14unmount_at_unix_nano\x18\x7f \x01(\x03R\x11unmountAtUnixNano\"\xce\x01\n" +
+	"\x14unmount_at_unix_nano\x18\x7f \x01(\x03R\x11unmountAtUnixNano\x12\x11\n" +
+	"\x03key\x18\x82\x01 \x01(\fR\x03key\"\xce\x01\n" +
 	"\rResultReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +

@@ -202,6 +202,8 @@ const (
 	// CreateKey or GrantRole past a limit of the auth state (keys, principals with roles, roles of
 	// one principal).
 	Reason_REASON_AUTH_LIMIT_EXCEEDED Reason = 25
+	// BatchReplicaClear of an object that has no COMPLETE replica on the segments cleared.
+	Reason_REASON_NO_REPLICA_ON_SEGMENT Reason = 34
 )
 
 // Enum value maps for Reason.
@@ -233,6 +235,7 @@ var (
 		23: "REASON_ROLE_NOT_FOUND",
 		24: "REASON_KEY_ALREADY_EXISTS",
 		25: "REASON_AUTH_LIMIT_EXCEEDED",
+		34: "REASON_NO_REPLICA_ON_SEGMENT",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -261,6 +264,7 @@ var (
 		"REASON_ROLE_NOT_FOUND":                23,
 		"REASON_KEY_ALREADY_EXISTS":            24,
 		"REASON_AUTH_LIMIT_EXCEEDED":           25,
+		"REASON_NO_REPLICA_ON_SEGMENT":         34,
 	}
 )
 
@@ -970,7 +974,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\x8c\x06\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xae\x06\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -998,7 +1002,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x14REASON_KEY_NOT_FOUND\x10\x16\x12\x19\n" +
 	"\x15REASON_ROLE_NOT_FOUND\x10\x17\x12\x1d\n" +
 	"\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n" +
-	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19*v\n" +
+	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19\x12 \n" +
+	"\x1cREASON_NO_REPLICA_ON_SEGMENT\x10\"*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +

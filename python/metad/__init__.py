@@ -27,7 +27,7 @@ from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,
                           InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
-                          NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectNotFound,
+                          NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectNotFound,
                           OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, RoleNotFound, SegmentNotFound,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
@@ -46,5 +46,5 @@ __all__ = [
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
     "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
     "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
-    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "types_pb2", "metadata_pb2", "admin_pb2",
+    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -761,6 +761,50 @@ def list_group(tenant: str, group: Key, stale: bool) -> Op[List[bytes]]:
         after = keys[-1]
 
 
+def list_keys_page(tenant: str, prefix: Key, page_token: bytes, limit: int,
+                   stale: bool) -> Op[Tuple[List[bytes], bytes]]:
+    r = yield Rpc("md", "ListObjectKeys", metadata_pb2.ListObjectKeysRequest(
+        tenant=tenant, prefix=_b(prefix), page_token=page_token, limit=limit, stale=stale))
+    return list(r.response.keys), bytes(r.response.next_page_token)
+
+
+def list_keys(tenant: str, prefix: Key, stale: bool) -> Op[List[bytes]]:
+    out: List[bytes] = []
+    token = b""
+    while True:
+        try:
+            keys, token = yield from list_keys_page(tenant, prefix, token, 0, stale)
+        except errors.MetadError as e:
+            e.partial = out
+            raise
+        out.extend(keys)
+        if not token:
+            return out
+
+
+def get_by_regex_page(tenant: str, pattern: str, page_token: bytes, limit: int,
+                      stale: bool) -> Op[metadata_pb2.GetByRegexResponse]:
+    r = yield Rpc("md", "GetByRegex", metadata_pb2.GetByRegexRequest(
+        tenant=tenant, pattern=pattern, page_token=page_token, limit=limit, stale=stale))
+    resp: metadata_pb2.GetByRegexResponse = r.response
+    return resp
+
+
+def get_by_regex(tenant: str, pattern: str, stale: bool) -> Op[List[metadata_pb2.GetByRegexResponse.Item]]:
+    out: List[metadata_pb2.GetByRegexResponse.Item] = []
+    token = b""
+    while True:
+        try:
+            resp = yield from get_by_regex_page(tenant, pattern, token, 0, stale)
+        except errors.MetadError as e:
+            e.partial = out
+            raise
+        out.extend(resp.items)
+        token = bytes(resp.next_page_token)
+        if not token:
+            return out
+
+
 def mount_segment(cid: bytes, seg: types_pb2.SegmentDesc) -> Op[None]:
     yield Rpc("md", "MountSegment", metadata_pb2.MountSegmentRequest(client_id=cid, segment=seg))
 

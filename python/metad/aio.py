@@ -309,6 +309,27 @@ class AsyncClient:
 
     # Groups.
 
+    async def list_keys(self, *, tenant: str = "", prefix: Key = b"", stale: bool = False,
+                  timeout: Optional[float] = None) -> List[bytes]:
+        """Every key of the tenant that starts with prefix, in byte order, fetched page after page
+        (separate reads: keys created or removed meanwhile may or may not be listed). On failure
+        the exception's ``partial`` holds the keys listed so far."""
+        return await self._run(core.list_keys(tenant, prefix, stale), timeout)
+
+    async def list_keys_page(self, *, tenant: str = "", prefix: Key = b"", page_token: bytes = b"", limit: int = 0,
+                       stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bytes]:
+        """One page of the tenant's keys that start with prefix, after page_token (b"" = from the
+        start), at most limit keys (0 = the server's page size), and the next page's token (b""
+        when none follows)."""
+        return await self._run(core.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
+
+    async def get_by_regex(self, pattern: str, *, tenant: str = "", stale: bool = False,
+                     timeout: Optional[float] = None) -> List[metadata_pb2.GetByRegexResponse.Item]:
+        """Where to read every readable object whose key the Go regexp (RE2) pattern matches
+        anywhere, page after page, leasing each (unless stale). On failure the exception's
+        ``partial`` holds the items read so far."""
+        return await self._run(core.get_by_regex(tenant, pattern, stale), timeout)
+
     async def list_group(self, group: Key, *, tenant: str = "", stale: bool = False,
                    timeout: Optional[float] = None) -> List[bytes]:
         """Every member key of an explicit group in byte order, fetched page after page (separate

@@ -107,6 +107,26 @@ def test_groups(client: metad.Client) -> None:
     assert not client.exist(ks[0])
 
 
+def test_list_keys_and_get_by_regex(client: metad.Client) -> None:
+    t = key("scan")
+    client.register_tenant(t)
+    for k in ("b1", "a2", "a1", "c1"):
+        client.put(k, 64, tenant=t)
+        client.put(t + k, 64)  # another tenant's keys never appear
+    assert client.list_keys(tenant=t) == [b"a1", b"a2", b"b1", b"c1"]
+    page, token = client.list_keys_page(tenant=t, limit=2)
+    assert page == [b"a1", b"a2"] and token
+    page2, token2 = client.list_keys_page(tenant=t, page_token=token, limit=10)
+    assert page2 == [b"b1", b"c1"] and not token2
+    assert client.list_keys(tenant=t, prefix=b"a") == [b"a1", b"a2"]
+    items = client.get_by_regex(r"^a\d$", tenant=t)
+    assert [i.key for i in items] == [b"a1", b"a2"] and all(len(i.replicas) == 1 for i in items)
+    with pytest.raises(metad.ObjectHasLease):
+        client.remove("a1", tenant=t)
+    with pytest.raises(metad.InvalidParams):
+        client.get_by_regex("((", tenant=t)
+
+
 def test_tenants_and_quota(client: metad.Client) -> None:
     t = key("t")
     assert client.register_tenant(t, 1 << 20) > 0
@@ -232,6 +252,9 @@ BAD_CALLS: "dict[str, Callable[[metad.Client], object]]" = {
     "remove_all": lambda c: c.remove_all(tenant="_reserved"),
     "list_group": lambda c: c.list_group(BAD),
     "list_group_page": lambda c: c.list_group_page(b""),
+    "list_keys": lambda c: c.list_keys(tenant="_reserved"),
+    "list_keys_page": lambda c: c.list_keys_page(page_token=b"not a token"),
+    "get_by_regex": lambda c: c.get_by_regex("(("),
     "remove_group": lambda c: c.remove_group(b""),
     "batch_put_start": lambda c: c.batch_put_start([metad.BatchPutItem(BAD, 64)]),
     "batch_put_end": lambda c: c.batch_put_end([BAD]),

@@ -67,18 +67,36 @@ class BatchPutStart(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., items: _Optional[_Iterable[_Union[BatchPutStart.Item, _Mapping]]] = ..., placement: _Optional[_Union[PlacementStrategy, str]] = ..., put_discard_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class BatchRemove(_message.Message):
-    __slots__ = ["force", "items", "state_epoch", "tenant", "tenant_instance_id"]
+    __slots__ = ["force", "items", "keyed", "state_epoch", "tenant", "tenant_instance_id"]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    KEYED_FIELD_NUMBER: _ClassVar[int]
     STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     force: bool
     items: _containers.RepeatedCompositeFieldContainer[ObjectRef]
+    keyed: bool
     state_epoch: int
     tenant: str
     tenant_instance_id: int
-    def __init__(self, tenant: _Optional[str] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[str] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ..., keyed: bool = ...) -> None: ...
+
+class BatchReplicaClear(_message.Message):
+    __slots__ = ["client_id", "items", "segment_id", "state_epoch", "tenant", "tenant_instance_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    items: _containers.RepeatedCompositeFieldContainer[ObjectRef]
+    segment_id: bytes
+    state_epoch: int
+    tenant: str
+    tenant_instance_id: int
+    def __init__(self, tenant: _Optional[str] = ..., tenant_instance_id: _Optional[int] = ..., client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
 
 class CloseSegment(_message.Message):
     __slots__ = ["client_id", "segment_id", "unmount_at_unix_nano"]
@@ -91,12 +109,13 @@ class CloseSegment(_message.Message):
     def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "close_segment", "create_key", "evict", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "revoke_key", "revoke_role", "session", "set_member", "set_quota", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "close_segment", "create_key", "evict", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "revoke_key", "revoke_role", "session", "set_member", "set_quota", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_START_FIELD_NUMBER: _ClassVar[int]
     BATCH_REMOVE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_REPLICA_CLEAR_FIELD_NUMBER: _ClassVar[int]
     CLOSE_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     CREATE_KEY_FIELD_NUMBER: _ClassVar[int]
     EVICT_FIELD_NUMBER: _ClassVar[int]
@@ -129,6 +148,7 @@ class Command(_message.Message):
     batch_put_revoke: BatchPutRevoke
     batch_put_start: BatchPutStart
     batch_remove: BatchRemove
+    batch_replica_clear: BatchReplicaClear
     close_segment: CloseSegment
     create_key: CreateKey
     evict: Evict
@@ -156,7 +176,7 @@ class Command(_message.Message):
     upsert_end: UpsertEnd
     upsert_revoke: UpsertRevoke
     upsert_start: UpsertStart
-    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
 
 class CreateKey(_message.Message):
     __slots__ = ["created_ms", "expires_ms", "id", "principal", "sha256"]

@@ -147,6 +147,26 @@ class BatchRemoveResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
+class BatchReplicaClearRequest(_message.Message):
+    __slots__ = ["client_id", "keys", "segment_id", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    segment_id: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class BatchReplicaClearResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
+    def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
+
 class ExistRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +184,41 @@ class ExistResponse(_message.Message):
     exists: bool
     lease_ttl_ms: int
     def __init__(self, exists: bool = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class GetByRegexRequest(_message.Message):
+    __slots__ = ["limit", "page_token", "pattern", "stale", "tenant"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    page_token: bytes
+    pattern: str
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., pattern: _Optional[str] = ..., page_token: _Optional[bytes] = ..., limit: _Optional[int] = ..., stale: bool = ...) -> None: ...
+
+class GetByRegexResponse(_message.Message):
+    __slots__ = ["items", "lease_ttl_ms", "next_page_token"]
+    class Item(_message.Message):
+        __slots__ = ["data_type", "key", "replicas", "size"]
+        DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        SIZE_FIELD_NUMBER: _ClassVar[int]
+        data_type: int
+        key: bytes
+        replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+        size: int
+        def __init__(self, key: _Optional[bytes] = ..., replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., size: _Optional[int] = ..., data_type: _Optional[int] = ...) -> None: ...
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[GetByRegexResponse.Item]
+    lease_ttl_ms: int
+    next_page_token: bytes
+    def __init__(self, items: _Optional[_Iterable[_Union[GetByRegexResponse.Item, _Mapping]]] = ..., lease_ttl_ms: _Optional[int] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
@@ -208,6 +263,28 @@ class ListGroupResponse(_message.Message):
     keys: _containers.RepeatedScalarFieldContainer[bytes]
     truncated: bool
     def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., truncated: bool = ...) -> None: ...
+
+class ListObjectKeysRequest(_message.Message):
+    __slots__ = ["limit", "page_token", "prefix", "stale", "tenant"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    page_token: bytes
+    prefix: bytes
+    stale: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., prefix: _Optional[bytes] = ..., page_token: _Optional[bytes] = ..., limit: _Optional[int] = ..., stale: bool = ...) -> None: ...
+
+class ListObjectKeysResponse(_message.Message):
+    __slots__ = ["keys", "next_page_token"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    next_page_token: bytes
+    def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
 
 class MountSegmentRequest(_message.Message):
     __slots__ = ["client_id", "segment", "session"]
@@ -336,6 +413,37 @@ class RemoveAllResponse(_message.Message):
     removed: int
     skipped: int
     def __init__(self, removed: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class RemoveByRegexRequest(_message.Message):
+    __slots__ = ["force", "limit", "page_token", "pattern", "session", "tenant"]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    force: bool
+    limit: int
+    page_token: bytes
+    pattern: str
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., pattern: _Optional[str] = ..., page_token: _Optional[bytes] = ..., limit: _Optional[int] = ..., force: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class RemoveByRegexResponse(_message.Message):
+    __slots__ = ["next_page_token", "results"]
+    class Result(_message.Message):
+        __slots__ = ["key", "status"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        STATUS_FIELD_NUMBER: _ClassVar[int]
+        key: bytes
+        status: _types_pb2.Status
+        def __init__(self, key: _Optional[bytes] = ..., status: _Optional[_Union[_types_pb2.Status, _Mapping]] = ...) -> None: ...
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: bytes
+    results: _containers.RepeatedCompositeFieldContainer[RemoveByRegexResponse.Result]
+    def __init__(self, results: _Optional[_Iterable[_Union[RemoveByRegexResponse.Result, _Mapping]]] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
 
 class RemoveGroupRequest(_message.Message):
     __slots__ = ["force", "group", "session", "tenant"]

@@ -125,6 +125,26 @@ class MetadataStub(object):
                 request_serializer=metadv1_dot_metadata__pb2.OpenSessionRequest.SerializeToString,
                 response_deserializer=metadv1_dot_metadata__pb2.OpenSessionResponse.FromString,
                 )
+        self.ListObjectKeys = channel.unary_unary(
+                '/metad.v1.Metadata/ListObjectKeys',
+                request_serializer=metadv1_dot_metadata__pb2.ListObjectKeysRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.ListObjectKeysResponse.FromString,
+                )
+        self.GetByRegex = channel.unary_unary(
+                '/metad.v1.Metadata/GetByRegex',
+                request_serializer=metadv1_dot_metadata__pb2.GetByRegexRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.GetByRegexResponse.FromString,
+                )
+        self.RemoveByRegex = channel.unary_unary(
+                '/metad.v1.Metadata/RemoveByRegex',
+                request_serializer=metadv1_dot_metadata__pb2.RemoveByRegexRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.RemoveByRegexResponse.FromString,
+                )
+        self.BatchReplicaClear = channel.unary_unary(
+                '/metad.v1.Metadata/BatchReplicaClear',
+                request_serializer=metadv1_dot_metadata__pb2.BatchReplicaClearRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.BatchReplicaClearResponse.FromString,
+                )
 
 
 class MetadataServicer(object):
@@ -286,6 +306,37 @@ class MetadataServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListObjectKeys(self, request, context):
+        """ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetByRegex(self, request, context):
+        """GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveByRegex(self, request, context):
+        """RemoveByRegex is BatchRemove for one page of the tenant's keys that a regular expression
+        matches, in one replicated command.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchReplicaClear(self, request, context):
+        """BatchReplicaClear drops the COMPLETE, unleased replicas of a tenant's objects that live on the
+        calling client's segments (one, or all), in one replicated command; an object left with no
+        replica is erased.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetadataServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -398,6 +449,26 @@ def add_MetadataServicer_to_server(servicer, server):
                     servicer.OpenSession,
                     request_deserializer=metadv1_dot_metadata__pb2.OpenSessionRequest.FromString,
                     response_serializer=metadv1_dot_metadata__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'ListObjectKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListObjectKeys,
+                    request_deserializer=metadv1_dot_metadata__pb2.ListObjectKeysRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.ListObjectKeysResponse.SerializeToString,
+            ),
+            'GetByRegex': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetByRegex,
+                    request_deserializer=metadv1_dot_metadata__pb2.GetByRegexRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.GetByRegexResponse.SerializeToString,
+            ),
+            'RemoveByRegex': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveByRegex,
+                    request_deserializer=metadv1_dot_metadata__pb2.RemoveByRegexRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.RemoveByRegexResponse.SerializeToString,
+            ),
+            'BatchReplicaClear': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchReplicaClear,
+                    request_deserializer=metadv1_dot_metadata__pb2.BatchReplicaClearRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.BatchReplicaClearResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -781,5 +852,73 @@ class Metadata(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/OpenSession',
             metadv1_dot_metadata__pb2.OpenSessionRequest.SerializeToString,
             metadv1_dot_metadata__pb2.OpenSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListObjectKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/ListObjectKeys',
+            metadv1_dot_metadata__pb2.ListObjectKeysRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.ListObjectKeysResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetByRegex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/GetByRegex',
+            metadv1_dot_metadata__pb2.GetByRegexRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.GetByRegexResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RemoveByRegex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/RemoveByRegex',
+            metadv1_dot_metadata__pb2.RemoveByRegexRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.RemoveByRegexResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def BatchReplicaClear(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/BatchReplicaClear',
+            metadv1_dot_metadata__pb2.BatchReplicaClearRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.BatchReplicaClearResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -105,12 +105,13 @@ class ReplicaRecord(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., size: _Optional[int] = ...) -> None: ...
 
 class ResultRecord(_message.Message):
-    __slots__ = ["bytes", "count", "created", "instance", "items", "message", "reason", "replicas", "reused", "session", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
+    __slots__ = ["bytes", "count", "created", "instance", "items", "key", "message", "reason", "replicas", "reused", "session", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
     BYTES_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +126,7 @@ class ResultRecord(_message.Message):
     created: bool
     instance: int
     items: _containers.RepeatedCompositeFieldContainer[ResultRecord]
+    key: bytes
     message: str
     reason: int
     replicas: _containers.RepeatedCompositeFieldContainer[ResultReplica]
@@ -134,7 +136,7 @@ class ResultRecord(_message.Message):
     unmount_erased: int
     unmount_replicas: int
     unmount_segments: int
-    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
+    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ..., key: _Optional[bytes] = ...) -> None: ...
 
 class ResultReplica(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_id", "size", "status", "tier"]
