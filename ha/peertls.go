@@ -43,6 +43,16 @@ const (
 	peerTimeout = 10 * time.Second // also bounds one TLS handshake on an accepted connection
 )
 
+// peerMaxInFlight is 1: AppendEntries to a follower are never pipelined, each waits for its
+// answer. raft's pipeline (MaxRPCsInFlight >= 2) can deadlock: when a follower answers
+// Success=false (its log does not match, as after a restart or a leader change), the pipeline's
+// decoder stops reading answers, and the replication loop may still send one more entry, which
+// then waits on a channel nobody reads; the pipeline is never closed, that follower gets no more
+// entries (heartbeats still go out, so no election heals it), and Shutdown waits forever for the
+// loop. A node's tests hung exactly so. raft's own documentation measures little gain from the
+// pipeline; batching (ha's proposer) is what keeps the log busy.
+const peerMaxInFlight = 1
+
 // Reasons of metad_peer_rpcs_refused_total.
 const (
 	refusedHandshake = "handshake"       // the TLS handshake failed: plaintext, unknown CA, expired or no certificate
@@ -59,7 +69,9 @@ var refusedReasons = []string{refusedHandshake, refusedNotMember, refusedNoSende
 // check otherwise.
 func newPeerTransport(cfg Config, adv net.Addr, hlog hclog.Logger, log *slog.Logger, refused *prometheus.CounterVec) (*raft.NetworkTransport, error) {
 	if cfg.PeerTLS == nil {
-		return raft.NewTCPTransportWithLogger(cfg.PeerListen, adv, peerMaxPool, peerTimeout, hlog)
+		return raft.NewTCPTransportWithConfig(cfg.PeerListen, adv, &raft.NetworkTransportConfig{
+			MaxPool: peerMaxPool, MaxRPCsInFlight: peerMaxInFlight, Timeout: peerTimeout, Logger: hlog,
+		})
 	}
 	ln, err := net.Listen("tcp", cfg.PeerListen)
 	if err != nil {
@@ -72,7 +84,7 @@ func newPeerTransport(cfg Config, adv net.Addr, hlog hclog.Logger, log *slog.Log
 		return nil, fmt.Errorf("%s is not an address other members can dial", s.Addr())
 	}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: s, MaxPool: peerMaxPool, Timeout: peerTimeout, Logger: hlog,
+		Stream: s, MaxPool: peerMaxPool, MaxRPCsInFlight: peerMaxInFlight, Timeout: peerTimeout, Logger: hlog,
 	}), nil
 }
 

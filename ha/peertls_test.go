@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -457,5 +458,36 @@ func TestPeerFrameReadsNoFurther(t *testing.T) {
 	bad := &frameReader{br: bufio.NewReader(bytes.NewReader([]byte{7, 0x80}))}
 	if _, err := readFrame(bad, codec.NewDecoder(bad, &codec.MsgpackHandle{})); err == nil {
 		t.Fatal("an unknown RPC type was read as a frame")
+	}
+}
+
+// TestReplicationIsNotPipelined: neither transport offers raft its AppendEntries pipeline
+// (peerMaxInFlight), whose decoder can stop reading answers while the replication loop still
+// sends, leaving a follower without entries and Shutdown waiting forever.
+func TestReplicationIsNotPipelined(t *testing.T) {
+	pki := newTestPKI(t)
+	for _, c := range []struct {
+		name  string
+		tweak func(*Config)
+	}{
+		{"tcp", nil},
+		{"tls", func(cfg *Config) { cfg.PeerTLS = pki.peerTLS(cfg.Name) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := newTestCluster(t, 3, c.tweak)
+			l := cl.waitLeader()
+			for name, n := range cl.nodes {
+				if n == l {
+					continue
+				}
+				p, err := l.transport.AppendEntriesPipeline(raft.ServerID(name), raft.ServerAddress(n.PeerAddr()))
+				if p != nil {
+					_ = p.Close()
+				}
+				if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+					t.Fatalf("pipeline to %s: %v, want ErrPipelineReplicationNotSupported", name, err)
+				}
+			}
+		})
 	}
 }
