@@ -37,6 +37,7 @@ const (
 	RoleNotFound
 	KeyAlreadyExists
 	AuthLimitExceeded
+	ResponseLimitReached
 	numReasons
 )
 
@@ -65,6 +66,7 @@ var reasonNames = [numReasons]string{
 	RoleNotFound:              "ROLE_NOT_FOUND",
 	KeyAlreadyExists:          "KEY_ALREADY_EXISTS",
 	AuthLimitExceeded:         "AUTH_LIMIT_EXCEEDED",
+	ResponseLimitReached:      "RESPONSE_LIMIT_REACHED",
 }
 
 // String returns the reason's stable upper-case name.

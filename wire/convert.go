@@ -323,6 +323,8 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_KEY_ALREADY_EXISTS, true
 	case store.AuthLimitExceeded:
 		return metadv1.Reason_REASON_AUTH_LIMIT_EXCEEDED, true
+	case store.ResponseLimitReached:
+		return metadv1.Reason_REASON_RESPONSE_LIMIT_REACHED, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }

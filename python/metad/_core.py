@@ -949,16 +949,29 @@ def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.
     uniq, index = _distinct([_b(k) for k in keys])
     out = metadata_pb2.BatchGetResponse()
     err: Optional[errors.MetadError] = None
-    for n, (s, e) in enumerate(_spans(len(uniq), lambda i: len(uniq[i]) + 8)):
-        try:
-            r = yield Rpc("md", "BatchGet", metadata_pb2.BatchGetRequest(tenant=tenant, keys=uniq[s:e], stale=stale))
-            _check_count(len(r.response.results), e - s)
-        except errors.MetadError as x:
-            err = x
+    n = 0
+    for s, e in _spans(len(uniq), lambda i: len(uniq[i]) + 8):
+        while s < e:
+            try:
+                r = yield Rpc("md", "BatchGet", metadata_pb2.BatchGetRequest(tenant=tenant, keys=uniq[s:e], stale=stale))
+                _check_count(len(r.response.results), e - s)
+            except errors.MetadError as x:
+                err = x
+                break
+            # The server answers RESPONSE_LIMIT_REACHED from the key where its response reached its
+            # size bound on (never the first key): ask again from there.
+            got = list(r.response.results)
+            for i, res in enumerate(got):
+                if i > 0 and res.status.reason == types_pb2.REASON_RESPONSE_LIMIT_REACHED:
+                    got = got[:i]
+                    break
+            out.results.extend(got)
+            s += len(got)
+            if n == 0 or r.response.lease_ttl_ms < out.lease_ttl_ms:
+                out.lease_ttl_ms = r.response.lease_ttl_ms
+            n += 1
+        if err is not None:
             break
-        out.results.extend(r.response.results)
-        if n == 0 or r.response.lease_ttl_ms < out.lease_ttl_ms:
-            out.lease_ttl_ms = r.response.lease_ttl_ms
     if index is not None:
         got = list(out.results)
         del out.results[:]
