@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,6 +57,36 @@ func (s *Service) putStartOf(tenant string, client, key, group []byte, size uint
 		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}, nil
 }
 
+// localFirst resolves a request's preferred host (config.preferred_host, validated) on the leader:
+// the MEMORY segments whose endpoint names that host (alloc.HostSegments, at most
+// alloc.MaxHostSegments, in the placement strategy's order, shuffled with a seed drawn here) go
+// into the command's preferred segments after the ones the request names, which still come first
+// (a segment named both ways stays where the request put it). Apply then tries them before the
+// usual order and needs no rule of its own: the command carries the decision, so every node
+// places alike, and a full or unmounted host segment is passed over as any preferred one is, so a
+// put whose host is full falls back to the usual placement. The host's segments are read from the
+// leader's applied state; one mounted by an entry not yet applied is not preferred.
+func (s *Service) localFirst(rc *metadv1.ReplicaConfig, host string) {
+	if host == "" {
+		return
+	}
+	ids := s.state().Segments().HostSegments(host, alloc.TierMemory, s.cfg.Strategy, rand.Uint64())
+	if len(ids) == 0 {
+		return
+	}
+	named := make(map[alloc.ID]struct{}, len(rc.PreferredSegmentIds))
+	for _, raw := range rc.PreferredSegmentIds {
+		named[alloc.ID(raw)] = struct{}{}
+	}
+	pref := slices.Clip(rc.PreferredSegmentIds) // never append into the request's array
+	for _, id := range ids {
+		if _, dup := named[id]; !dup {
+			pref = append(pref, id[:]) // id is this iteration's own variable
+		}
+	}
+	rc.PreferredSegmentIds = pref
+}
+
 // endOf validates the fields shared by PutEnd, PutRevoke, UpsertEnd and UpsertRevoke.
 func endOf(tenant string, client, key []byte, tier metadv1.Tier) (string, alloc.ID, error) {
 	t, err := tenantOf(tenant)
@@ -94,6 +126,7 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
 	res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key,
 		ps.Size*uint64(max(ps.GetConfig().GetMemoryReplicas(), 1)))
 	if err != nil {
@@ -182,6 +215,7 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
 	cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
 		Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
 		Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
@@ -246,6 +280,7 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	s.localFirst(rc, req.GetConfig().GetPreferredHost())
 	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
 		Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
 		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}

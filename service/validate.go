@@ -125,6 +125,20 @@ func keysOf(field string, raw [][]byte) ([]string, error) {
 	return keys, nil
 }
 
+// preferredHostOf checks a writer's host (config.preferred_host): 0..1024 bytes (a segment
+// endpoint's limit), no byte below 0x20; empty means none.
+func preferredHostOf(h string) error {
+	if len(h) > alloc.MaxEndpointLen {
+		return badf("config.preferred_host", "length %d over %d", len(h), alloc.MaxEndpointLen)
+	}
+	for i := 0; i < len(h); i++ {
+		if h[i] < 0x20 {
+			return badf("config.preferred_host", "control byte 0x%02x at %d", h[i], i)
+		}
+	}
+	return nil
+}
+
 // readKeysOf checks the keys of a BatchGet or BatchExist: 1..65,536 of them (store.MaxReadBatch),
 // each a valid key, no key twice. A key's string shares its bytes with the request (no copy per
 // key): the request's key bytes are never changed after decoding, and the read paths keep no key.
@@ -223,6 +237,9 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 				"segment %s named twice (at most one replica of an object per segment)", id)
 		}
 		seen[id] = struct{}{}
+	}
+	if err := preferredHostOf(c.GetPreferredHost()); err != nil {
+		return nil, err
 	}
 	ttl := c.GetSoftPinTtlMs()
 	switch c.GetSoftPin() {

@@ -113,6 +113,13 @@ func TestPutStartThenEnd(t *testing.T) {
 	}
 	metactl(t, c.addr, "put-start", "k3", "--size", "100").ok(t)
 	metactl(t, c.addr, "put-revoke", "k3").ok(t)
+	metactl(t, c.addr, "put", "k4", "--size", "100", "--host", "node-7").ok(t)
+	c.mu.Lock()
+	host := c.lastConfig.GetPreferredHost()
+	c.mu.Unlock()
+	if host != "node-7" {
+		t.Fatalf("put --host node-7 sent preferred_host %q", host)
+	}
 	if r := metactl(t, c.addr, "get", "k3"); !strings.HasPrefix(r.stderr, "error: OBJECT_NOT_FOUND") {
 		t.Fatalf("get after revoke: %+v", r)
 	}

@@ -262,6 +262,9 @@ class PutOptions:
             (30 min). Sent in whole milliseconds.
         hard_pin: protect the object from every eviction.
         data_type: an opaque client tag returned by get.
+        host: the writer's host, for local-first placement: memory replicas go to the memory
+            segments whose endpoint names this host after preferred_segments, before the usual
+            order (a full host falls back to it); "" = none.
     """
 
     group: str = ""
@@ -272,6 +275,7 @@ class PutOptions:
     soft_pin_ttl: float = 0.0
     hard_pin: bool = False
     data_type: int = 0
+    host: str = ""
 
 
 def _config(o: Optional[PutOptions]) -> Optional[types_pb2.ReplicaConfig]:
@@ -281,7 +285,8 @@ def _config(o: Optional[PutOptions]) -> Optional[types_pb2.ReplicaConfig]:
     cfg = types_pb2.ReplicaConfig(
         memory_replicas=o.memory_replicas, nof_replicas=o.nof_replicas,
         preferred_segment_ids=list(o.preferred_segments), soft_pin=o.soft_pin,  # type: ignore[arg-type]
-        soft_pin_ttl_ms=int(o.soft_pin_ttl * 1000), hard_pin=o.hard_pin, data_type=o.data_type)
+        soft_pin_ttl_ms=int(o.soft_pin_ttl * 1000), hard_pin=o.hard_pin, data_type=o.data_type,
+        preferred_host=o.host)
     if cfg == types_pb2.ReplicaConfig():
         return None
     return cfg

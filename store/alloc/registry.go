@@ -100,6 +100,7 @@ type segment struct {
 	info  Segment
 	alloc *RangeAllocator
 	mark  uint64
+	host  string // HostOf(info.Endpoint), kept for HostSegments
 }
 
 func (s *segment) infoLocked() SegmentInfo {
@@ -250,7 +251,7 @@ func (r *Registry) mount(s Segment) (created bool, err error) {
 	if err != nil || exists {
 		return false, err
 	}
-	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size)}
+	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size), host: HostOf(s.Endpoint)}
 	r.segs[s.ID] = seg
 	r.all = insertSorted(r.all, seg)
 	r.byTier[s.Tier] = insertSorted(r.byTier[s.Tier], seg)
@@ -482,7 +483,7 @@ func (r *Registry) Clone() *Registry {
 		epoch:    r.epoch,
 	}
 	for i, seg := range r.all {
-		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark}
+		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark, host: seg.host}
 		c.all[i] = cs
 		c.segs[cs.info.ID] = cs
 		c.byTier[cs.info.Tier] = append(c.byTier[cs.info.Tier], cs)
