@@ -386,6 +386,7 @@ func TestBench(t *testing.T) {
 		{"bench", "--op", "get", "--clients", "4", "--duration", "200ms", "--keys", "100"},
 		{"bench", "--op", "get", "--clients", "2", "--duration", "200ms", "--keys", "50", "--batch", "8"},
 		{"bench", "--op", "mixed", "--clients", "4", "--duration", "200ms", "--keys", "20", "--size", "1KiB"},
+		{"bench", "--op", "exist", "--clients", "2", "--duration", "200ms", "--keys", "50", "--batch", "40"},
 	} {
 		var res benchResult
 		metactl(t, c.addr, append(args, "-o", "json")...).ok(t).json(t, &res)
@@ -405,6 +406,10 @@ func TestBench(t *testing.T) {
 		case "mixed":
 			if res.Gets == 0 || res.Puts == 0 {
 				t.Fatalf("mixed bench: %+v", res)
+			}
+		case "exist":
+			if res.Gets != res.Items || res.Puts != 0 || res.KeySpace == 0 {
+				t.Fatalf("exist bench (every key asked was pre-populated): %+v", res)
 			}
 		}
 		if res.Batch > 1 && res.Items != res.Ops*uint64(res.Batch) {
