@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -104,7 +104,7 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security
+bench: bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security bench-exist
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -127,6 +127,11 @@ bench-sessions: build
 bench-security: build
 	./scripts/bench-security.sh 64 10 5
 	$(GO) test -run '^$$' -bench ReconnectStorm -benchtime 1x -timeout 20m -v ./test/e2e/ -args -storm.clients=1000 -storm.rounds=5
+
+## bench-exist: p50 and p99 of a 50,000-key BatchExist on a 3-node cluster holding 1M objects,
+## beside the same keys asked in 4,096-key requests in the same run.
+bench-exist: build
+	./scripts/bench-exist.sh 1000000 50000 30
 
 ## bench-evict: Get and PutEnd throughput and p99 on a 3-node cluster with 1M objects, without and
 ## during memory eviction, for group sizes 1, 8 and 64; five repetitions each, medians reported

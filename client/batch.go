@@ -19,6 +19,14 @@ const (
 	MaxBatchBytes = 3 << 20
 )
 
+// Read batch limits: a BatchGet or BatchExist request takes 1..MaxReadBatchItems keys, and the
+// client sends at most MaxReadBatchBytes of keys in one (under the server's 16 MiB request limit,
+// which every metad sets), so 65,536 keys of up to 190 bytes go in one request.
+const (
+	MaxReadBatchItems = 65536
+	MaxReadBatchBytes = 12 << 20
+)
+
 // BatchPutItem is one object of a batch put.
 type BatchPutItem struct {
 	Key   string
@@ -66,11 +74,16 @@ func Batches[T any](items []T, size int) [][]T {
 // in bytes, each at most MaxBatchItems items and MaxBatchBytes bytes (an item larger than that
 // alone makes a batch; the server judges it).
 func spans(n int, bytesOf func(i int) int) [][2]int {
+	return spansOf(n, MaxBatchItems, MaxBatchBytes, bytesOf)
+}
+
+// spansOf is spans with the limits given: at most maxItems items and maxBytes bytes a batch.
+func spansOf(n, maxItems, maxBytes int, bytesOf func(i int) int) [][2]int {
 	var out [][2]int
 	start, total := 0, 0
 	for i := 0; i < n; i++ {
 		b := bytesOf(i)
-		if i > start && (i-start == MaxBatchItems || total+b > MaxBatchBytes) {
+		if i > start && (i-start == maxItems || total+b > maxBytes) {
 			out = append(out, [2]int{start, i})
 			start, total = i, 0
 		}
@@ -84,6 +97,11 @@ func spans(n int, bytesOf func(i int) int) [][2]int {
 
 func keySpans(keys []string) [][2]int {
 	return spans(len(keys), func(i int) int { return len(keys[i]) + 8 })
+}
+
+// readKeySpans is keySpans for BatchGet and BatchExist, with the read limits.
+func readKeySpans(keys []string) [][2]int {
+	return spansOf(len(keys), MaxReadBatchItems, MaxReadBatchBytes, func(i int) int { return len(keys[i]) + 8 })
 }
 
 // repeatedKey returns ErrRepeatedKey naming the first of n items whose key (key(i)) repeats an
@@ -337,19 +355,32 @@ func (c *Client) BatchGet(ctx context.Context, tenant string, keys []string, opt
 
 func (c *Client) batchGet(ctx context.Context, tenant string, keys []string, stale bool) (*metadv1.BatchGetResponse, error) {
 	out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, 0, len(keys))}
-	for n, sp := range keySpans(keys) {
-		resp, err := call(ctx, c, metadv1.MetadataClient.BatchGet, &metadv1.BatchGetRequest{
-			Tenant: tenant, Keys: toBytes(keys[sp[0]:sp[1]]), Stale: stale,
-		})
-		if err == nil {
-			err = checkCount(len(resp.GetResults()), sp[1]-sp[0])
-		}
-		if err != nil {
-			return out, err
-		}
-		out.Results = append(out.Results, resp.GetResults()...)
-		if n == 0 || resp.GetLeaseTtlMs() < out.LeaseTtlMs {
-			out.LeaseTtlMs = resp.GetLeaseTtlMs()
+	n := 0
+	for _, sp := range readKeySpans(keys) {
+		for lo := sp[0]; lo < sp[1]; n++ {
+			resp, err := call(ctx, c, metadv1.MetadataClient.BatchGet, &metadv1.BatchGetRequest{
+				Tenant: tenant, Keys: toBytes(keys[lo:sp[1]]), Stale: stale,
+			})
+			if err == nil {
+				err = checkCount(len(resp.GetResults()), sp[1]-lo)
+			}
+			if err != nil {
+				return out, err
+			}
+			// The server answers RESPONSE_LIMIT_REACHED from the key where its response reached its
+			// size bound on, and always answers the first key: ask again from there.
+			got := resp.GetResults()
+			for i, r := range got {
+				if r.GetStatus().GetReason() == metadv1.Reason_REASON_RESPONSE_LIMIT_REACHED && i > 0 {
+					got = got[:i]
+					break
+				}
+			}
+			out.Results = append(out.Results, got...)
+			lo += len(got)
+			if n == 0 || resp.GetLeaseTtlMs() < out.LeaseTtlMs {
+				out.LeaseTtlMs = resp.GetLeaseTtlMs()
+			}
 		}
 	}
 	return out, nil
@@ -374,7 +405,7 @@ func (c *Client) BatchExist(ctx context.Context, tenant string, keys []string, o
 
 func (c *Client) batchExist(ctx context.Context, tenant string, keys []string, stale bool) (*metadv1.BatchExistResponse, error) {
 	out := &metadv1.BatchExistResponse{Exists: make([]bool, 0, len(keys))}
-	for n, sp := range keySpans(keys) {
+	for n, sp := range readKeySpans(keys) {
 		resp, err := call(ctx, c, metadv1.MetadataClient.BatchExist, &metadv1.BatchExistRequest{
 			Tenant: tenant, Keys: toBytes(keys[sp[0]:sp[1]]), Stale: stale,
 		})

@@ -10,10 +10,12 @@ import (
 	"metad/proto/metadv1"
 )
 
+// TestBatchGetSplitsAndKeepsOrder: a BatchGet of 150,000 keys goes in requests of the read limit
+// (65,536 keys), the results in key order, the lease the smallest of the requests'.
 func TestBatchGetSplitsAndKeepsOrder(t *testing.T) {
 	a := startFake(t)
 	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
-	keys := make([]string, 10000)
+	keys := make([]string, 150000)
 	for i := range keys {
 		keys[i] = fmt.Sprint(i)
 	}
@@ -21,20 +23,46 @@ func TestBatchGetSplitsAndKeepsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.batches(); !reflect.DeepEqual(got, []int{4096, 4096, 1808}) {
-		t.Fatalf("batch sizes %v, want [4096 4096 1808]", got)
+	if got := a.batches(); !reflect.DeepEqual(got, []int{65536, 65536, 18928}) {
+		t.Fatalf("batch sizes %v, want [65536 65536 18928]", got)
 	}
-	if len(resp.GetResults()) != len(keys) {
-		t.Fatalf("%d results for %d keys", len(resp.GetResults()), len(keys))
-	}
-	for i, r := range resp.GetResults() {
-		if r.GetSize() != uint64(i) {
-			t.Fatalf("result %d is for key %d", i, r.GetSize())
-		}
-	}
-	if resp.GetLeaseTtlMs() != 10000-4096 {
+	checkGetOrder(t, resp, len(keys))
+	if resp.GetLeaseTtlMs() != 100000-65536 {
 		t.Fatalf("lease %d, want the smallest of the requests'", resp.GetLeaseTtlMs())
 	}
+}
+
+// checkGetOrder checks that resp has n results, result i for key i, all OK.
+func checkGetOrder(t *testing.T, resp *metadv1.BatchGetResponse, n int) {
+	t.Helper()
+	if len(resp.GetResults()) != n {
+		t.Fatalf("%d results for %d keys", len(resp.GetResults()), n)
+	}
+	for i, r := range resp.GetResults() {
+		if ItemErr(r.GetStatus()) != nil || r.GetSize() != uint64(i) {
+			t.Fatalf("result %d is for key %d (%v)", i, r.GetSize(), r.GetStatus())
+		}
+	}
+}
+
+// TestBatchGetAsksAgainPastTheResponseBound: keys a server answers RESPONSE_LIMIT_REACHED are asked
+// again from the first of them, until every key has its result, in order.
+func TestBatchGetAsksAgainPastTheResponseBound(t *testing.T) {
+	a := startFake(t)
+	a.getBound.Store(300)
+	c := newTestClient(t, Config{Endpoints: []string{a.addr}})
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprint(i)
+	}
+	resp, err := c.BatchGet(testCtx(t), "", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.batches(); !reflect.DeepEqual(got, []int{1000, 700, 400, 100}) {
+		t.Fatalf("batch sizes %v, want [1000 700 400 100]", got)
+	}
+	checkGetOrder(t, resp, len(keys))
 }
 
 func TestBatchPutReportsPerItem(t *testing.T) {

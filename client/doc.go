@@ -90,5 +90,7 @@
 // MaxBatchItems (4096) items and MaxBatchBytes of keys, each retried on its own; results come back
 // one per item in order. A request that fails as a whole ends the call with the results of the
 // requests before it (a prefix) and the error. Batches (generic) splits any slice the same way
-// by count.
+// by count. BatchGet and BatchExist send up to MaxReadBatchItems (65,536) keys and
+// MaxReadBatchBytes of keys a request; a BatchGet whose response reached the server's size bound
+// answers the rest of its keys RESPONSE_LIMIT_REACHED, and the client asks for those again.
 package client

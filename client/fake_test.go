@@ -35,6 +35,9 @@ type fakeNode struct {
 	// slow, while set, makes Get and RemoveAll take 300 ms while health answers at once: a live
 	// node with a slow call.
 	slow atomic.Bool
+	// getBound, when not 0, makes BatchGet answer at most that many keys of a request and the rest
+	// RESPONSE_LIMIT_REACHED, as a server whose response reached its size bound does.
+	getBound atomic.Int64
 }
 
 // fakeHealth answers health checks SERVING, or not at all while the node hangs.
@@ -250,8 +253,14 @@ func (m *fakeMetadata) BatchGet(_ context.Context, req *metadv1.BatchGetRequest)
 		return nil, err
 	}
 	m.n.recordBatch(len(req.GetKeys()))
-	resp := &metadv1.BatchGetResponse{LeaseTtlMs: 10000 - uint64(len(req.GetKeys()))}
-	for _, k := range req.GetKeys() {
+	resp := &metadv1.BatchGetResponse{LeaseTtlMs: 100000 - uint64(len(req.GetKeys()))}
+	bound := int(m.n.getBound.Load())
+	for i, k := range req.GetKeys() {
+		if bound > 0 && i >= bound {
+			resp.Results = append(resp.Results, &metadv1.BatchGetResponse_Result{
+				Status: &metadv1.Status{Reason: metadv1.Reason_REASON_RESPONSE_LIMIT_REACHED, Message: "ask again"}})
+			continue
+		}
 		resp.Results = append(resp.Results, &metadv1.BatchGetResponse_Result{Status: &metadv1.Status{}, Size: atou(string(k))})
 	}
 	return resp, nil

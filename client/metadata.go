@@ -21,6 +21,11 @@ type PutOptions struct {
 	NOFReplicas uint32
 	// PreferredSegments are tried first, in order.
 	PreferredSegments []UUID
+	// Host is the writer's host, for local-first placement: memory replicas go to the MEMORY
+	// segments whose endpoint names this host ("10.0.0.7", or "10.0.0.7:9000" for its host) after
+	// PreferredSegments and before the usual order; when they are full the put places as usual.
+	// "" = no host.
+	Host string
 	// SoftPin is what the put does to the object's soft pin.
 	SoftPin metadv1.SoftPinAction
 	// SoftPinTTL is the soft pin duration with SOFT_PIN_ACTION_ENABLE; 0 = the default (30 min).
@@ -52,12 +57,14 @@ func (o *PutOptions) config() *metadv1.ReplicaConfig {
 		SoftPinTtlMs:   uint64(o.SoftPinTTL / time.Millisecond),
 		HardPin:        o.HardPin,
 		DataType:       o.DataType,
+		PreferredHost:  o.Host,
 	}
 	for _, s := range o.PreferredSegments {
 		cfg.PreferredSegmentIds = append(cfg.PreferredSegmentIds, s.Bytes())
 	}
 	if cfg.MemoryReplicas == 0 && cfg.NofReplicas == 0 && cfg.SoftPin == metadv1.SoftPinAction_SOFT_PIN_ACTION_NONE &&
-		cfg.SoftPinTtlMs == 0 && !cfg.HardPin && cfg.DataType == 0 && len(cfg.PreferredSegmentIds) == 0 {
+		cfg.SoftPinTtlMs == 0 && !cfg.HardPin && cfg.DataType == 0 && len(cfg.PreferredSegmentIds) == 0 &&
+		cfg.PreferredHost == "" {
 		return nil
 	}
 	return cfg

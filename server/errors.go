@@ -39,7 +39,7 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
 		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment:
 		code = codes.FailedPrecondition
-	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded:
+	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded, store.ResponseLimitReached:
 		code = codes.ResourceExhausted
 	case store.TenantAlreadyExists, store.ObjectAlreadyExists, store.KeyAlreadyExists:
 		code = codes.AlreadyExists

@@ -53,6 +53,9 @@ type fakeBackend struct {
 	// authorized it against that revision before auth commands committed.
 	staleAuth atomic.Uint64
 
+	// lastProposed is the last command given to Propose, whatever became of it.
+	lastProposed atomic.Pointer[metadv1.Command]
+
 	leaderMu   sync.Mutex // guards leaderName and leaderAddr
 	leaderName string
 	leaderAddr string
@@ -102,6 +105,7 @@ func (b *fakeBackend) notLeader() error {
 
 func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
 	b.proposals.Add(1)
+	b.lastProposed.Store(cmd)
 	if errp := b.failNext.Swap(nil); errp != nil {
 		return store.Result{}, *errp
 	}

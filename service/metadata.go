@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,6 +57,36 @@ func (s *Service) putStartOf(tenant string, client, key, group []byte, size uint
 		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}, nil
 }
 
+// localFirst resolves a request's preferred host (config.preferred_host, validated) on the leader:
+// the MEMORY segments whose endpoint names that host (alloc.HostSegments, at most
+// alloc.MaxHostSegments, in the placement strategy's order, shuffled with a seed drawn here) go
+// into the command's preferred segments after the ones the request names, which still come first
+// (a segment named both ways stays where the request put it). Apply then tries them before the
+// usual order and needs no rule of its own: the command carries the decision, so every node
+// places alike, and a full or unmounted host segment is passed over as any preferred one is, so a
+// put whose host is full falls back to the usual placement. The host's segments are read from the
+// leader's applied state; one mounted by an entry not yet applied is not preferred.
+func (s *Service) localFirst(rc *metadv1.ReplicaConfig, host string) {
+	if host == "" {
+		return
+	}
+	ids := s.state().Segments().HostSegments(host, alloc.TierMemory, s.cfg.Strategy, rand.Uint64())
+	if len(ids) == 0 {
+		return
+	}
+	named := make(map[alloc.ID]struct{}, len(rc.PreferredSegmentIds))
+	for _, raw := range rc.PreferredSegmentIds {
+		named[alloc.ID(raw)] = struct{}{}
+	}
+	pref := slices.Clip(rc.PreferredSegmentIds) // never append into the request's array
+	for _, id := range ids {
+		if _, dup := named[id]; !dup {
+			pref = append(pref, id[:]) // id is this iteration's own variable
+		}
+	}
+	rc.PreferredSegmentIds = pref
+}
+
 // endOf validates the fields shared by PutEnd, PutRevoke, UpsertEnd and UpsertRevoke.
 func endOf(tenant string, client, key []byte, tier metadv1.Tier) (string, alloc.ID, error) {
 	t, err := tenantOf(tenant)
@@ -94,6 +126,7 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
 	res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key,
 		ps.Size*uint64(max(ps.GetConfig().GetMemoryReplicas(), 1)))
 	if err != nil {
@@ -182,6 +215,7 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
 	cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
 		Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
 		Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
@@ -246,6 +280,7 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	s.localFirst(rc, req.GetConfig().GetPreferredHost())
 	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
 		Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
 		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
@@ -452,7 +487,7 @@ func (s *Service) Exist(ctx context.Context, req *metadv1.ExistRequest) (*metadv
 
 // BatchGet is Get for many keys; one result per key in request order.
 func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error) {
-	tenant, keys, err := tenantKeysOf(req.GetTenant(), req.GetKeys())
+	tenant, keys, err := tenantReadKeysOf(req.GetTenant(), req.GetKeys())
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +498,12 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 	now := s.cfg.nowNano()
 	out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, len(keys))}
 	found := false
+	size := 0
 	for i, k := range keys {
+		if size > MaxBatchGetResponseBytes {
+			limitReached(out.Results[i:], MaxBatchGetResponseBytes)
+			break
+		}
 		v, err := getObject(ctx, st, now, tenant, k, linear)
 		r := &metadv1.BatchGetResponse_Result{Status: wire.ErrItem(err)}
 		if err == nil {
@@ -471,6 +511,7 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 			r.Replicas, r.Size, r.DataType = wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), v.Size, v.DataType
 		}
 		out.Results[i] = r
+		size += resultOverhead + proto.Size(r)
 	}
 	if found && linear {
 		out.LeaseTtlMs = ms(st.LeaseTTL())
@@ -478,9 +519,31 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 	return out, nil
 }
 
-// BatchExist is Exist for many keys; one answer per key in request order.
+// MaxBatchGetResponseBytes bounds the results of one BatchGet response: once the results answered
+// pass it, every later key is answered RESPONSE_LIMIT_REACHED without being looked up (no lease),
+// and the client asks for those again. The first key is always answered, and one result is at
+// most 16 replicas (under 20 KiB), so a response stays under 33 MiB, within the 64 MiB the clients
+// and a forwarding follower accept. 65,536 keys of one replica each with a short endpoint take
+// about 6 MiB and never reach it.
+const MaxBatchGetResponseBytes = 32 << 20
+
+// resultOverhead is what a result costs in its response beyond its own encoding: the field's tag
+// and length prefix (at most 5 bytes: a result is far under 2^28 bytes).
+const resultOverhead = 6
+
+// limitReached answers every result of rest RESPONSE_LIMIT_REACHED.
+func limitReached(rest []*metadv1.BatchGetResponse_Result, bound int) {
+	st := &metadv1.Status{Reason: metadv1.Reason_REASON_RESPONSE_LIMIT_REACHED,
+		Message: fmt.Sprintf("the response reached its bound of %d bytes before this key; ask for it again", bound)}
+	for i := range rest {
+		rest[i] = &metadv1.BatchGetResponse_Result{Status: st}
+	}
+}
+
+// BatchExist is Exist for many keys (up to store.MaxReadBatch); one answer per key in request
+// order, after one read barrier for the whole call.
 func (s *Service) BatchExist(ctx context.Context, req *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error) {
-	tenant, keys, err := tenantKeysOf(req.GetTenant(), req.GetKeys())
+	tenant, keys, err := tenantReadKeysOf(req.GetTenant(), req.GetKeys())
 	if err != nil {
 		return nil, err
 	}
@@ -488,26 +551,18 @@ func (s *Service) BatchExist(ctx context.Context, req *metadv1.BatchExistRequest
 	if err != nil {
 		return nil, err
 	}
-	var exists []bool
-	if linear {
-		var err error
-		if exists, err = settled(ctx, func() ([]bool, error) { return st.Exist(s.cfg.nowNano(), tenant, keys) }); err != nil {
-			return nil, fail(err, tenant, nil)
-		}
-	} else {
-		exists = make([]bool, len(keys))
-		for i, k := range keys {
-			_, err := st.Peek(tenant, k)
-			exists[i] = err == nil
-		}
+	if !linear {
+		return &metadv1.BatchExistResponse{Exists: st.Contains(tenant, keys)}, nil
+	}
+	exists, err := settled(ctx, func() ([]bool, error) { return st.Exist(s.cfg.nowNano(), tenant, keys) })
+	if err != nil {
+		return nil, fail(err, tenant, nil)
 	}
 	out := &metadv1.BatchExistResponse{Exists: exists}
-	if linear {
-		for _, e := range exists {
-			if e {
-				out.LeaseTtlMs = ms(st.LeaseTTL())
-				break
-			}
+	for _, e := range exists {
+		if e {
+			out.LeaseTtlMs = ms(st.LeaseTTL())
+			break
 		}
 	}
 	return out, nil

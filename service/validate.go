@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
@@ -127,8 +128,56 @@ func keysOf(field string, raw [][]byte) ([]string, error) {
 	return keys, nil
 }
 
-// tenantKeysOf checks the tenant and the keys of a batch read or removal; its error carries the
-// tenant for the caller's answer.
+// preferredHostOf checks a writer's host (config.preferred_host): 0..1024 bytes (a segment
+// endpoint's limit), no byte below 0x20; empty means none.
+func preferredHostOf(h string) error {
+	if len(h) > alloc.MaxEndpointLen {
+		return badf("config.preferred_host", "length %d over %d", len(h), alloc.MaxEndpointLen)
+	}
+	for i := 0; i < len(h); i++ {
+		if h[i] < 0x20 {
+			return badf("config.preferred_host", "control byte 0x%02x at %d", h[i], i)
+		}
+	}
+	return nil
+}
+
+// readKeysOf checks the keys of a BatchGet or BatchExist: 1..65,536 of them (store.MaxReadBatch),
+// each a valid key, no key twice. A key's string shares its bytes with the request (no copy per
+// key): the request's key bytes are never changed after decoding, and the read paths keep no key.
+func readKeysOf(field string, raw [][]byte) ([]string, error) {
+	if err := store.ValidateReadBatch(field, len(raw)); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(raw))
+	for i, r := range raw {
+		k := unsafe.String(unsafe.SliceData(r), len(r))
+		if err := store.ValidateKey(k); err != nil {
+			return nil, within(field, i, err)
+		}
+		keys[i] = k
+	}
+	if err := store.ValidateDistinct(field, len(keys), func(i int) string { return keys[i] }); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// tenantReadKeysOf is tenantKeysOf for a BatchGet or BatchExist (readKeysOf's limit and sharing).
+func tenantReadKeysOf(rawTenant string, rawKeys [][]byte) (string, []string, error) {
+	tenant, err := tenantOf(rawTenant)
+	if err != nil {
+		return "", nil, fail(err, rawTenant, nil)
+	}
+	keys, err := readKeysOf("keys", rawKeys)
+	if err != nil {
+		return "", nil, fail(err, tenant, nil)
+	}
+	return tenant, keys, nil
+}
+
+// tenantKeysOf checks the tenant and the keys of a batch removal; its error carries the tenant for
+// the caller's answer.
 func tenantKeysOf(rawTenant string, rawKeys [][]byte) (string, []string, error) {
 	tenant, err := tenantOf(rawTenant)
 	if err != nil {
@@ -191,6 +240,9 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 				"segment %s named twice (at most one replica of an object per segment)", id)
 		}
 		seen[id] = struct{}{}
+	}
+	if err := preferredHostOf(c.GetPreferredHost()); err != nil {
+		return nil, err
 	}
 	ttl := c.GetSoftPinTtlMs()
 	switch c.GetSoftPin() {

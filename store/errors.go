@@ -38,6 +38,7 @@ const (
 	KeyAlreadyExists
 	AuthLimitExceeded
 	NoReplicaOnSegment
+	ResponseLimitReached
 	numReasons
 )
 
@@ -67,6 +68,7 @@ var reasonNames = [numReasons]string{
 	KeyAlreadyExists:          "KEY_ALREADY_EXISTS",
 	AuthLimitExceeded:         "AUTH_LIMIT_EXCEEDED",
 	NoReplicaOnSegment:        "NO_REPLICA_ON_SEGMENT",
+	ResponseLimitReached:      "RESPONSE_LIMIT_REACHED",
 }
 
 // String returns the reason's stable upper-case name.

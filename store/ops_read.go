@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"slices"
 	"time"
 )
@@ -47,21 +46,81 @@ func (s *Store) Peek(tenant, key string) (GetResult, error) {
 
 // Exist reports, per key, whether the object has a COMPLETE replica, leasing each one that does.
 // Never an error for a missing key or tenant; ErrUnlinkPending when a key's removal is being
-// committed (ask again).
+// committed (ask again). It takes any number of keys (a BatchExist has up to MaxReadBatch): they
+// are looked up lookupManyMax at a time, each route shard's read lock once per chunk, and a key
+// costs no allocation, found or not.
 func (s *Store) Exist(now int64, tenant string, keys []string) ([]bool, error) {
+	return s.exist(now, tenant, keys, true)
+}
+
+// Contains is Exist without leases, marks or the leader's soft state: what a stale BatchExist on
+// any node answers. It never fails.
+func (s *Store) Contains(tenant string, keys []string) []bool {
+	out, _ := s.exist(0, tenant, keys, false)
+	return out
+}
+
+// exist is Exist (lease set) and Contains: one route lookup per key in shard-grouped chunks, then
+// each found entry's lock alone, as read takes it.
+func (s *Store) exist(now int64, tenant string, keys []string, lease bool) ([]bool, error) {
 	out := make([]bool, len(keys))
 	t := s.tenants.Lookup(NormalizeTenant(tenant))
 	if t == nil {
 		return out, nil
 	}
-	for i, k := range keys {
-		_, err := s.read(now, t, k, false, true)
-		if errors.Is(err, ErrUnlinkPending) {
-			return nil, err
+	n := min(len(keys), lookupManyMax)
+	ents := make([]*ObjectEntry, n)
+	shards := make([]uint8, n)
+	for off := 0; off < len(keys); off += lookupManyMax {
+		chunk := keys[off:min(off+lookupManyMax, len(keys))]
+		t.dir.lookupMany(chunk, ents[:len(chunk)], shards)
+		for i, e := range ents[:len(chunk)] {
+			if e == nil {
+				continue
+			}
+			ok, pending := s.existEntry(now, e, lease)
+			if pending {
+				return nil, ErrUnlinkPending
+			}
+			out[off+i] = ok
 		}
-		out[i] = err == nil
+		clear(ents) // drop the references before the next chunk (or the caller) keeps them alive
 	}
 	return out, nil
+}
+
+// existEntry is read's decision for an entry found under a key, with no result to build: whether
+// it is active with a COMPLETE replica, leasing it (and its group, as read does) when lease is set.
+// pending reports an entry marked for unlink on a linearizable read (read's ErrUnlinkPending).
+func (s *Store) existEntry(now int64, e *ObjectEntry, lease bool) (ok, pending bool) {
+	lockTimed(e, sampleLock(), &s.waits.Object)
+	if e.Life() != Active {
+		e.mu.Unlock()
+		return false, false
+	}
+	if lease && e.markedLocked() {
+		e.mu.Unlock()
+		return false, true
+	}
+	ready := false
+	for _, rep := range e.State().Replicas {
+		if rep.Status == Complete {
+			ready = true
+			break
+		}
+	}
+	if !ready || !lease {
+		e.mu.Unlock()
+		return ready, false
+	}
+	until := now + s.leaseTTL
+	old := e.leaseLocked()
+	e.extendLeaseLocked(until)
+	e.mu.Unlock()
+	if g := e.group; g != nil && (old < now+s.leaseTTL/2 || g.gen.Load() != g.leasedGen.Load()) {
+		s.leaseGroup(g, until)
+	}
+	return true, false
 }
 
 // BatchGet is Get for many keys of one tenant; results in request order (an item may be

@@ -20,6 +20,7 @@ const (
 	MaxSoftPinTTL   = 24 * time.Hour
 	DefaultSoftPin  = 30 * time.Minute
 	MaxBatch        = 4096
+	MaxReadBatch    = 65536 // keys of a BatchGet or BatchExist
 	MaxRequestBytes = 16 << 20
 )
 
@@ -130,6 +131,14 @@ func (c *ReplicaConfig) Validate() error {
 func ValidateBatch(field string, n int) error {
 	if n < 1 || n > MaxBatch {
 		return errf(InvalidParams, "%s: %d items not in 1..%d", field, n, MaxBatch)
+	}
+	return nil
+}
+
+// ValidateReadBatch checks the number of keys of a BatchGet or BatchExist: 1..MaxReadBatch (65,536).
+func ValidateReadBatch(field string, n int) error {
+	if n < 1 || n > MaxReadBatch {
+		return errf(InvalidParams, "%s: %d items not in 1..%d", field, n, MaxReadBatch)
 	}
 	return nil
 }

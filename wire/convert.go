@@ -325,6 +325,8 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_AUTH_LIMIT_EXCEEDED, true
 	case store.NoReplicaOnSegment:
 		return metadv1.Reason_REASON_NO_REPLICA_ON_SEGMENT, true
+	case store.ResponseLimitReached:
+		return metadv1.Reason_REASON_RESPONSE_LIMIT_REACHED, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }

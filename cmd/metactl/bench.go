@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -91,8 +92,8 @@ func runBench(a *app, v *verb, args []string) error {
 	clients := fs.Int("clients", 64, "concurrent load goroutines")
 	conns := fs.Int("conns", 8, "client connections the goroutines share (at most --clients)")
 	duration := fs.Duration("duration", 10*time.Second, "how long to run the load")
-	op := fs.String("op", "put", "put (PutStart+PutEnd of new keys), get (of pre-populated keys) or mixed")
-	batch := fs.Int("batch", 1, "keys per request, 1..4096 (batch RPCs when > 1)")
+	op := fs.String("op", "put", "put (PutStart+PutEnd of new keys), get or exist (of pre-populated keys), or mixed")
+	batch := fs.Int("batch", 1, "keys per request, 1..4096, or 1..65536 for get and exist (batch RPCs when > 1)")
 	size := sizeFlag{n: 4096}
 	fs.Var(&size, "size", "object `size`, units allowed")
 	keys := fs.Int("keys", 10000, "keys pre-populated for get and mixed")
@@ -110,10 +111,12 @@ func runBench(a *app, v *verb, args []string) error {
 		return usagef(v, "--conns must be at least 1")
 	case *duration <= 0:
 		return usagef(v, "--duration must be positive")
-	case *op != "put" && *op != "get" && *op != "mixed":
-		return usagef(v, "--op must be put, get or mixed")
-	case *batch < 1 || *batch > client.MaxBatchItems:
-		return usagef(v, "--batch must be 1..%d", client.MaxBatchItems)
+	case *op != "put" && *op != "get" && *op != "exist" && *op != "mixed":
+		return usagef(v, "--op must be put, get, exist or mixed")
+	case (*op == "get" || *op == "exist") && (*batch < 1 || *batch > client.MaxReadBatchItems):
+		return usagef(v, "--batch must be 1..%d for %s", client.MaxReadBatchItems, *op)
+	case *op != "get" && *op != "exist" && (*batch < 1 || *batch > client.MaxBatchItems):
+		return usagef(v, "--batch must be 1..%d for %s", client.MaxBatchItems, *op)
 	case size.n == 0:
 		return usagef(v, "--size must be positive")
 	case *op != "put" && *keys < 1:
@@ -250,7 +253,7 @@ func (l *benchLoad) preload(c *client.Client, n int) error {
 		l.preloaded[i] = fmt.Sprintf("bench-%s/pre/%08d", l.runID, i)
 		items[i] = client.BatchPutItem{Key: l.preloaded[i], Size: l.size}
 	}
-	for _, chunk := range client.Batches(items, 1024) {
+	for _, chunk := range client.Batches(items, 4096) {
 		ctx, cancel := l.a.callCtx()
 		res, err := c.BatchPut(ctx, l.tenant, chunk, nil)
 		cancel()
@@ -272,7 +275,9 @@ func (l *benchLoad) worker(c *client.Client, w int, s *benchStats) {
 	seq := 0
 	for time.Now().Before(l.stopAt) && l.a.ctx.Err() == nil {
 		read := l.op == "get" || (l.op == "mixed" && rng.Float64() < l.readFrac)
-		if read {
+		if l.op == "exist" {
+			l.exist(c, rng, s)
+		} else if read {
 			l.get(c, rng, s)
 		} else {
 			l.put(c, w, &seq, s)
@@ -372,6 +377,31 @@ func (l *benchLoad) get(c *client.Client, rng *rand.Rand, s *benchStats) {
 		}
 		return err
 	})
+}
+
+// exist asks BatchExist (Exist when --batch is 1) of --batch keys drawn from the pre-populated
+// ones, distinct, so that one op is one request of exactly that many keys.
+func (l *benchLoad) exist(c *client.Client, rng *rand.Rand, s *benchStats) {
+	keys := l.distinctKeys(rng)
+	l.timed(s, len(keys), func(ctx context.Context) error {
+		resp, err := c.BatchExist(ctx, l.tenant, keys)
+		for _, e := range resp.GetExists() {
+			if e {
+				s.gets++
+			}
+		}
+		return err
+	})
+}
+
+// distinctKeys draws min(--batch, keys) distinct pre-populated keys: a random window of the
+// preloaded list (which holds each key once), shuffled.
+func (l *benchLoad) distinctKeys(rng *rand.Rand) []string {
+	n := min(l.batch, len(l.preloaded))
+	start := rng.IntN(len(l.preloaded) - n + 1)
+	keys := slices.Clone(l.preloaded[start : start+n])
+	rng.Shuffle(n, func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	return keys
 }
 
 // nopWriter discards what is written to it.

@@ -27,7 +27,7 @@
 //
 // Objects (tenant "default" unless --tenant):
 //
-//	put KEY --size N [--group G] [--replicas R] [--nof R] [--soft-pin D] [--hard-pin] [--prefer IDS] [--client ID]
+//	put KEY --size N [--group G] [--replicas R] [--nof R] [--soft-pin D] [--hard-pin] [--prefer IDS] [--host H] [--client ID]
 //	                                  PutStart + PutEnd: place and commit an object, show its replicas
 //	put-start KEY --size N [...]      PutStart only; prints the put-end command that commits it
 //	put-end KEY [--tier T] [--client ID]      commit a put-start (T = MEMORY or NOF; default every tier)

@@ -37,6 +37,8 @@ type fakeCluster struct {
 	nextRep  uint64
 	leader   string
 	term     uint64
+	// lastConfig is the ReplicaConfig of the last PutStart.
+	lastConfig *metadv1.ReplicaConfig
 }
 
 type fakeObject struct {
@@ -159,6 +161,7 @@ func (c *fakeCluster) putEndLocked(tenant string, client, key []byte) error {
 func (c *fakeCluster) PutStart(_ context.Context, r *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.lastConfig = r.GetConfig()
 	reps, err := c.putStartLocked(r.GetTenant(), r.GetClientId(), r.GetKey(), r.GetGroup(), r.GetSize(), r.GetConfig())
 	if err != nil {
 		return nil, err

@@ -113,6 +113,13 @@ func TestPutStartThenEnd(t *testing.T) {
 	}
 	metactl(t, c.addr, "put-start", "k3", "--size", "100").ok(t)
 	metactl(t, c.addr, "put-revoke", "k3").ok(t)
+	metactl(t, c.addr, "put", "k4", "--size", "100", "--host", "node-7").ok(t)
+	c.mu.Lock()
+	host := c.lastConfig.GetPreferredHost()
+	c.mu.Unlock()
+	if host != "node-7" {
+		t.Fatalf("put --host node-7 sent preferred_host %q", host)
+	}
 	if r := metactl(t, c.addr, "get", "k3"); !strings.HasPrefix(r.stderr, "error: OBJECT_NOT_FOUND") {
 		t.Fatalf("get after revoke: %+v", r)
 	}
@@ -399,6 +406,7 @@ func TestBench(t *testing.T) {
 		{"bench", "--op", "get", "--clients", "4", "--duration", "200ms", "--keys", "100"},
 		{"bench", "--op", "get", "--clients", "2", "--duration", "200ms", "--keys", "50", "--batch", "8"},
 		{"bench", "--op", "mixed", "--clients", "4", "--duration", "200ms", "--keys", "20", "--size", "1KiB"},
+		{"bench", "--op", "exist", "--clients", "2", "--duration", "200ms", "--keys", "50", "--batch", "40"},
 	} {
 		var res benchResult
 		metactl(t, c.addr, append(args, "-o", "json")...).ok(t).json(t, &res)
@@ -418,6 +426,10 @@ func TestBench(t *testing.T) {
 		case "mixed":
 			if res.Gets == 0 || res.Puts == 0 {
 				t.Fatalf("mixed bench: %+v", res)
+			}
+		case "exist":
+			if res.Gets != res.Items || res.Puts != 0 || res.KeySpace == 0 {
+				t.Fatalf("exist bench (every key asked was pre-populated): %+v", res)
 			}
 		}
 		if res.Batch > 1 && res.Items != res.Ops*uint64(res.Batch) {

@@ -30,11 +30,11 @@ const ownTenant = "(the caller's own, or default)"
 
 // putFlags are the flags of put and put-start.
 type putFlags struct {
-	tenant, group, clientID, preferred string
-	size                               sizeFlag
-	replicas, nof, dataType            uint
-	softPin                            time.Duration
-	hardPin                            bool
+	tenant, group, clientID, preferred, host string
+	size                                     sizeFlag
+	replicas, nof, dataType                  uint
+	softPin                                  time.Duration
+	hardPin                                  bool
 }
 
 func (p *putFlags) register(fs *flag.FlagSet) {
@@ -44,6 +44,7 @@ func (p *putFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&p.replicas, "replicas", 0, "memory replicas, 1..8 (0 = server default, 1)")
 	fs.UintVar(&p.nof, "nof", 0, "NOF replicas, 0..8")
 	fs.StringVar(&p.preferred, "prefer", "", "comma-separated segment ids to place on first")
+	fs.StringVar(&p.host, "host", "", "the writer's `host`: place memory replicas on its segments first, then as usual (local-first)")
 	fs.DurationVar(&p.softPin, "soft-pin", 0, "soft-pin the object for this long once written (0 = no soft pin)")
 	fs.BoolVar(&p.hardPin, "hard-pin", false, "never evict the object")
 	fs.UintVar(&p.dataType, "data-type", 0, "opaque client tag returned by get")
@@ -66,7 +67,7 @@ func (p *putFlags) options(v *verb) (*client.PutOptions, client.UUID, error) {
 		return nil, id, usagef(v, "--client: %v", err)
 	}
 	o := &client.PutOptions{Group: p.group, MemoryReplicas: uint32(p.replicas), NOFReplicas: uint32(p.nof),
-		HardPin: p.hardPin, DataType: uint32(p.dataType)}
+		HardPin: p.hardPin, DataType: uint32(p.dataType), Host: p.host}
 	if p.softPin < 0 {
 		return nil, id, usagef(v, "--soft-pin must not be negative")
 	}

@@ -1946,12 +1946,12 @@ func (x *BatchPutRevokeResponse) GetResults() []*Status {
 	return nil
 }
 
-// BatchGetRequest is Get for 1..4096 keys.
+// BatchGetRequest is Get for 1..65,536 keys.
 type BatchGetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tenant name; empty means "default".
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// Object keys (repeats allowed; each gets its own result).
+	// Object keys, 1..65,536 of them, distinct (within the 16 MiB request limit).
 	Keys [][]byte `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
 	// Serve from this node's state without a read barrier; may be stale, grants no lease.
 	Stale         bool `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
@@ -2065,12 +2065,12 @@ func (x *BatchGetResponse) GetLeaseTtlMs() uint64 {
 	return 0
 }
 
-// BatchExistRequest is Exist for 1..4096 keys.
+// BatchExistRequest is Exist for 1..65,536 keys.
 type BatchExistRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tenant name; empty means "default".
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// Object keys.
+	// Object keys, 1..65,536 of them, distinct (within the 16 MiB request limit).
 	Keys [][]byte `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
 	// Serve from this node's state without a read barrier; may be stale, grants no lease.
 	Stale         bool `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
@@ -3496,7 +3496,8 @@ func (x *BatchPutStartResponse_Result) GetReplicas() []*Replica {
 // One key's result.
 type BatchGetResponse_Result struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Outcome: OK, OBJECT_NOT_FOUND or REPLICA_IS_NOT_READY.
+	// Outcome: OK, OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, or RESPONSE_LIMIT_REACHED for every
+	// key after the response reached its size bound (ask for those again).
 	Status *Status `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	// The COMPLETE replicas when status is OK.
 	Replicas []*Replica `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`

@@ -218,7 +218,8 @@ func TestReasonNames(t *testing.T) {
 		"REASON_MEMBER_NOT_FOUND", "REASON_SESSION_EXPIRED", "REASON_SEQUENCE_TOO_OLD",
 		"REASON_AUTH_REVISION_STALE", "REASON_KEY_NOT_FOUND", "REASON_ROLE_NOT_FOUND", "REASON_KEY_ALREADY_EXISTS",
 		"REASON_AUTH_LIMIT_EXCEEDED",
-		"REASON_NO_REPLICA_ON_SEGMENT", // BatchReplicaClear of an object with nothing on the segments cleared
+		"REASON_NO_REPLICA_ON_SEGMENT",  // BatchReplicaClear of an object with nothing on the segments cleared
+		"REASON_RESPONSE_LIMIT_REACHED", // a BatchGet item past the response's size bound
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {

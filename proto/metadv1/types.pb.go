@@ -204,6 +204,10 @@ const (
 	Reason_REASON_AUTH_LIMIT_EXCEEDED Reason = 25
 	// BatchReplicaClear of an object that has no COMPLETE replica on the segments cleared.
 	Reason_REASON_NO_REPLICA_ON_SEGMENT Reason = 34
+	// A BatchGet item that was not looked up because the response reached its size bound
+	// (32 MiB) before it: nothing was read and no lease granted for it. Ask for it again; a response
+	// always answers its first item.
+	Reason_REASON_RESPONSE_LIMIT_REACHED Reason = 37
 )
 
 // Enum value maps for Reason.
@@ -236,6 +240,7 @@ var (
 		24: "REASON_KEY_ALREADY_EXISTS",
 		25: "REASON_AUTH_LIMIT_EXCEEDED",
 		34: "REASON_NO_REPLICA_ON_SEGMENT",
+		37: "REASON_RESPONSE_LIMIT_REACHED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -265,6 +270,7 @@ var (
 		"REASON_KEY_ALREADY_EXISTS":            24,
 		"REASON_AUTH_LIMIT_EXCEEDED":           25,
 		"REASON_NO_REPLICA_ON_SEGMENT":         34,
+		"REASON_RESPONSE_LIMIT_REACHED":        37,
 	}
 )
 
@@ -669,7 +675,14 @@ type ReplicaConfig struct {
 	// Never evict the object (Remove still deletes it).
 	HardPin bool `protobuf:"varint,6,opt,name=hard_pin,json=hardPin,proto3" json:"hard_pin,omitempty"`
 	// Opaque client tag stored with the object and returned by Get.
-	DataType      uint32 `protobuf:"varint,7,opt,name=data_type,json=dataType,proto3" json:"data_type,omitempty"`
+	DataType uint32 `protobuf:"varint,7,opt,name=data_type,json=dataType,proto3" json:"data_type,omitempty"`
+	// The writer's host (local-first placement): memory replicas go to the MEMORY segments whose
+	// endpoint names this host first (after preferred_segment_ids), then the usual order. A segment's
+	// host is its endpoint's host part ("10.0.0.7" for "10.0.0.7:9000", "::1" for "[::1]:9000", the
+	// whole endpoint when it has no decimal port), compared ASCII case-insensitively; a "host:port" here
+	// means its host. 0..1024 bytes, no byte below 0x20; empty = no host. In a log command always
+	// empty: the leader has resolved it into preferred_segment_ids.
+	PreferredHost string `protobuf:"bytes,160,opt,name=preferred_host,json=preferredHost,proto3" json:"preferred_host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -751,6 +764,13 @@ func (x *ReplicaConfig) GetDataType() uint32 {
 		return x.DataType
 	}
 	return 0
+}
+
+func (x *ReplicaConfig) GetPreferredHost() string {
+	if x != nil {
+		return x.PreferredHost
+	}
+	return ""
 }
 
 // SegmentDesc is a mounted segment as its client declared it.
@@ -945,7 +965,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\fbase_address\x18\x05 \x01(\x04R\vbaseAddress\x12\x16\n" +
 	"\x06offset\x18\x06 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\a \x01(\x04R\x04size\x12/\n" +
-	"\x06status\x18\b \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\"\xa2\x02\n" +
+	"\x06status\x18\b \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\"\xca\x02\n" +
 	"\rReplicaConfig\x12'\n" +
 	"\x0fmemory_replicas\x18\x01 \x01(\rR\x0ememoryReplicas\x12!\n" +
 	"\fnof_replicas\x18\x02 \x01(\rR\vnofReplicas\x122\n" +
@@ -953,7 +973,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\bsoft_pin\x18\x04 \x01(\x0e2\x17.metad.v1.SoftPinActionR\asoftPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\x05 \x01(\x04R\fsoftPinTtlMs\x12\x19\n" +
 	"\bhard_pin\x18\x06 \x01(\bR\ahardPin\x12\x1b\n" +
-	"\tdata_type\x18\a \x01(\rR\bdataType\"\xc1\x01\n" +
+	"\tdata_type\x18\a \x01(\rR\bdataType\x12&\n" +
+	"\x0epreferred_host\x18\xa0\x01 \x01(\tR\rpreferredHost\"\xc1\x01\n" +
 	"\vSegmentDesc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -974,7 +995,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xae\x06\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd1\x06\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1003,7 +1024,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x15REASON_ROLE_NOT_FOUND\x10\x17\x12\x1d\n" +
 	"\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n" +
 	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19\x12 \n" +
-	"\x1cREASON_NO_REPLICA_ON_SEGMENT\x10\"*v\n" +
+	"\x1cREASON_NO_REPLICA_ON_SEGMENT\x10\"\x12!\n" +
+	"\x1dREASON_RESPONSE_LIMIT_REACHED\x10%*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +

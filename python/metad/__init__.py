@@ -28,7 +28,7 @@ from metad.client import Client, PingLoop
 from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,
                           InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
                           NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectNotFound,
-                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, RoleNotFound, SegmentNotFound,
+                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ResponseLimitReached, RoleNotFound, SegmentNotFound,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
                           error_for, item_error, reason_name)
@@ -46,5 +46,6 @@ __all__ = [
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
     "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
     "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
-    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment", "types_pb2", "metadata_pb2", "admin_pb2",
+    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment",
+    "ResponseLimitReached", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -262,6 +262,9 @@ class PutOptions:
             (30 min). Sent in whole milliseconds.
         hard_pin: protect the object from every eviction.
         data_type: an opaque client tag returned by get.
+        host: the writer's host, for local-first placement: memory replicas go to the memory
+            segments whose endpoint names this host after preferred_segments, before the usual
+            order (a full host falls back to it); "" = none.
     """
 
     group: str = ""
@@ -272,6 +275,7 @@ class PutOptions:
     soft_pin_ttl: float = 0.0
     hard_pin: bool = False
     data_type: int = 0
+    host: str = ""
 
 
 def _config(o: Optional[PutOptions]) -> Optional[types_pb2.ReplicaConfig]:
@@ -281,7 +285,8 @@ def _config(o: Optional[PutOptions]) -> Optional[types_pb2.ReplicaConfig]:
     cfg = types_pb2.ReplicaConfig(
         memory_replicas=o.memory_replicas, nof_replicas=o.nof_replicas,
         preferred_segment_ids=list(o.preferred_segments), soft_pin=o.soft_pin,  # type: ignore[arg-type]
-        soft_pin_ttl_ms=int(o.soft_pin_ttl * 1000), hard_pin=o.hard_pin, data_type=o.data_type)
+        soft_pin_ttl_ms=int(o.soft_pin_ttl * 1000), hard_pin=o.hard_pin, data_type=o.data_type,
+        preferred_host=o.host)
     if cfg == types_pb2.ReplicaConfig():
         return None
     return cfg
@@ -996,16 +1001,29 @@ def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.
     uniq, index = _distinct([_b(k) for k in keys])
     out = metadata_pb2.BatchGetResponse()
     err: Optional[errors.MetadError] = None
-    for n, (s, e) in enumerate(_spans(len(uniq), lambda i: len(uniq[i]) + 8)):
-        try:
-            r = yield Rpc("md", "BatchGet", metadata_pb2.BatchGetRequest(tenant=tenant, keys=uniq[s:e], stale=stale))
-            _check_count(len(r.response.results), e - s)
-        except errors.MetadError as x:
-            err = x
+    n = 0
+    for s, e in _spans(len(uniq), lambda i: len(uniq[i]) + 8):
+        while s < e:
+            try:
+                r = yield Rpc("md", "BatchGet", metadata_pb2.BatchGetRequest(tenant=tenant, keys=uniq[s:e], stale=stale))
+                _check_count(len(r.response.results), e - s)
+            except errors.MetadError as x:
+                err = x
+                break
+            # The server answers RESPONSE_LIMIT_REACHED from the key where its response reached its
+            # size bound on (never the first key): ask again from there.
+            got = list(r.response.results)
+            for i, res in enumerate(got):
+                if i > 0 and res.status.reason == types_pb2.REASON_RESPONSE_LIMIT_REACHED:
+                    got = got[:i]
+                    break
+            out.results.extend(got)
+            s += len(got)
+            if n == 0 or r.response.lease_ttl_ms < out.lease_ttl_ms:
+                out.lease_ttl_ms = r.response.lease_ttl_ms
+            n += 1
+        if err is not None:
             break
-        out.results.extend(r.response.results)
-        if n == 0 or r.response.lease_ttl_ms < out.lease_ttl_ms:
-            out.lease_ttl_ms = r.response.lease_ttl_ms
     if index is not None:
         got = list(out.results)
         del out.results[:]

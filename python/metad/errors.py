@@ -21,7 +21,7 @@ __all__ = [
     "NoAvailableHandle", "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient",
     "TenantAlreadyExists", "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
-    "NoReplicaOnSegment", "reason_name", "error_for", "item_error", "from_rpc_error",
+    "NoReplicaOnSegment", "ResponseLimitReached", "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
 # Metadata key of the serialized google.rpc.Status that carries a gRPC status's details.
@@ -249,12 +249,19 @@ class NoReplicaOnSegment(MetadError):
     reason = types_pb2.REASON_NO_REPLICA_ON_SEGMENT
 
 
+class ResponseLimitReached(MetadError):
+    """A batch_get item the server did not look up because its response reached its size bound;
+    the client asks for such items again, so a caller sees it only from a raw response."""
+    reason = types_pb2.REASON_RESPONSE_LIMIT_REACHED
+
+
 _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
     ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
     NoAvailableHandle, SegmentNotFound, NotLeader, Unavailable, SegmentOwnedByOtherClient,
     TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld,
-    AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded, NoReplicaOnSegment)
+    AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded, NoReplicaOnSegment,
+    ResponseLimitReached)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 

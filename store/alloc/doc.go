@@ -59,7 +59,10 @@
 // tier asked (MEMORY always, NOF when NOF > 0):
 //
 //  1. The request's Preferred segments that are mounted and of that tier,
-//     in the given order; duplicates are ignored.
+//     in the given order; duplicates are ignored. A writer's preferred host
+//     reaches Place this way: the leader turns it into the host's segments
+//     (HostSegments, by HostOf of each endpoint) after the ones the request
+//     names, and the command carries them as preferred segments.
 //  2. Then the tier's other segments in strategy order:
 //     - random: the tier's segments sorted by ID bytes, permuted by the
 //     forward Fisher-Yates shuffle (for i in 0..n-2: j = i + below(n-i);

@@ -107,8 +107,9 @@ type segment struct {
 	info      Segment
 	alloc     *RangeAllocator
 	mark      uint64
-	closing   bool  // takes no new allocation
-	unmountAt int64 // leader unix ns at which its graceful unmount ends; 0: none (then closing may be either)
+	closing   bool   // takes no new allocation
+	unmountAt int64  // leader unix ns at which its graceful unmount ends; 0: none (then closing may be either)
+	host      string // HostOf(info.Endpoint), kept for HostSegments
 }
 
 func (s *segment) infoLocked() SegmentInfo {
@@ -260,7 +261,7 @@ func (r *Registry) mount(s Segment) (created bool, err error) {
 	if err != nil || exists {
 		return false, err
 	}
-	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size)}
+	seg := &segment{info: s, alloc: NewRangeAllocator(s.Size), host: HostOf(s.Endpoint)}
 	r.segs[s.ID] = seg
 	r.all = insertSorted(r.all, seg)
 	r.byTier[s.Tier] = insertSorted(r.byTier[s.Tier], seg)
@@ -571,7 +572,7 @@ func (r *Registry) Clone() *Registry {
 		epoch:    r.epoch,
 	}
 	for i, seg := range r.all {
-		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark, closing: seg.closing, unmountAt: seg.unmountAt}
+		cs := &segment{info: seg.info, alloc: seg.alloc.Clone(), mark: seg.mark, closing: seg.closing, unmountAt: seg.unmountAt, host: seg.host}
 		c.all[i] = cs
 		c.segs[cs.info.ID] = cs
 		c.byTier[cs.info.Tier] = append(c.byTier[cs.info.Tier], cs)

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13metadv1/types.proto\x12\x08metad.v1\";\n\x06Status\x12 \n\x06reason\x18\x01 \x01(\x0e\x32\x10.metad.v1.Reason\x12\x0f\n\x07message\x18\x02 \x01(\t\"y\n\x0b\x45rrorDetail\x12 \n\x06reason\x18\x01 \x01(\x0e\x32\x10.metad.v1.Reason\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\x0c\x12\x13\n\x0bleader_name\x18\x04 \x01(\t\x12\x16\n\x0eleader_address\x18\x05 \x01(\t\"\xc6\x01\n\x07Replica\x12\x12\n\nreplica_id\x18\x01 \x01(\x04\x12\x1c\n\x04tier\x18\x02 \x01(\x0e\x32\x0e.metad.v1.Tier\x12\x12\n\nsegment_id\x18\x03 \x01(\x0c\x12\x18\n\x10segment_endpoint\x18\x04 \x01(\t\x12\x14\n\x0c\x62\x61se_address\x18\x05 \x01(\x04\x12\x0e\n\x06offset\x18\x06 \x01(\x04\x12\x0c\n\x04size\x18\x07 \x01(\x04\x12\'\n\x06status\x18\x08 \x01(\x0e\x32\x17.metad.v1.ReplicaStatus\"\xc6\x01\n\rReplicaConfig\x12\x17\n\x0fmemory_replicas\x18\x01 \x01(\r\x12\x14\n\x0cnof_replicas\x18\x02 \x01(\r\x12\x1d\n\x15preferred_segment_ids\x18\x03 \x03(\x0c\x12)\n\x08soft_pin\x18\x04 \x01(\x0e\x32\x17.metad.v1.SoftPinAction\x12\x17\n\x0fsoft_pin_ttl_ms\x18\x05 \x01(\x04\x12\x10\n\x08hard_pin\x18\x06 \x01(\x08\x12\x11\n\tdata_type\x18\x07 \x01(\r\"\x8c\x01\n\x0bSegmentDesc\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04\x62\x61se\x18\x03 \x01(\x04\x12\x0c\n\x04size\x18\x04 \x01(\x04\x12\x10\n\x08\x65ndpoint\x18\x05 \x01(\t\x12\x1c\n\x04tier\x18\x06 \x01(\x0e\x32\x0e.metad.v1.Tier\x12\x17\n\x0fowner_client_id\x18\x07 \x01(\x0c\"K\n\rSessionHeader\x12\x12\n\nsession_id\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x19\n\x11\x66irst_unacked_seq\x18\x03 \x01(\x04*;\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n\x0bTIER_MEMORY\x10\x01\x12\x0c\n\x08TIER_NOF\x10\x02*k\n\rReplicaStatus\x12\x1e\n\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n\x17REPLICA_STATUS_COMPLETE\x10\x02*\xae\x06\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_INVALID_PARAMS\x10\x01\x12 \n\x1cREASON_TENANT_NOT_REGISTERED\x10\x02\x12\x1b\n\x17REASON_TENANT_NOT_EMPTY\x10\x03\x12 \n\x1cREASON_TENANT_QUOTA_EXCEEDED\x10\x04\x12\x1b\n\x17REASON_OBJECT_NOT_FOUND\x10\x05\x12 \n\x1cREASON_OBJECT_ALREADY_EXISTS\x10\x06\x12\x1b\n\x17REASON_OBJECT_HAS_LEASE\x10\x07\x12\x1f\n\x1bREASON_REPLICA_IS_NOT_READY\x10\x08\x12\x18\n\x14REASON_INVALID_WRITE\x10\t\x12\x19\n\x15REASON_ILLEGAL_CLIENT\x10\n\x12\x1e\n\x1aREASON_NO_AVAILABLE_HANDLE\x10\x0b\x12\x1c\n\x18REASON_SEGMENT_NOT_FOUND\x10\x0c\x12\x15\n\x11REASON_NOT_LEADER\x10\r\x12\x16\n\x12REASON_UNAVAILABLE\x10\x0e\x12(\n$REASON_SEGMENT_OWNED_BY_OTHER_CLIENT\x10\x0f\x12 \n\x1cREASON_TENANT_ALREADY_EXISTS\x10\x10\x12\x19\n\x15REASON_STATE_REPLACED\x10\x11\x12\x1b\n\x17REASON_MEMBER_NOT_FOUND\x10\x12\x12\x1a\n\x16REASON_SESSION_EXPIRED\x10\x13\x12\x1b\n\x17REASON_SEQUENCE_TOO_OLD\x10\x14\x12\x1e\n\x1aREASON_AUTH_REVISION_STALE\x10\x15\x12\x18\n\x14REASON_KEY_NOT_FOUND\x10\x16\x12\x19\n\x15REASON_ROLE_NOT_FOUND\x10\x17\x12\x1d\n\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19\x12 \n\x1cREASON_NO_REPLICA_ON_SEGMENT\x10\"*v\n\x0bTenantState\x12\x1c\n\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n\x14TENANT_STATE_CLOSING\x10\x02\x12\x18\n\x14TENANT_STATE_REMOVED\x10\x03*b\n\rSoftPinAction\x12\x18\n\x14SOFT_PIN_ACTION_NONE\x10\x00\x12\x1a\n\x16SOFT_PIN_ACTION_ENABLE\x10\x01\x12\x1b\n\x17SOFT_PIN_ACTION_DISABLE\x10\x02\x42\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13metadv1/types.proto\x12\x08metad.v1\";\n\x06Status\x12 \n\x06reason\x18\x01 \x01(\x0e\x32\x10.metad.v1.Reason\x12\x0f\n\x07message\x18\x02 \x01(\t\"y\n\x0b\x45rrorDetail\x12 \n\x06reason\x18\x01 \x01(\x0e\x32\x10.metad.v1.Reason\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x0b\n\x03key\x18\x03 \x01(\x0c\x12\x13\n\x0bleader_name\x18\x04 \x01(\t\x12\x16\n\x0eleader_address\x18\x05 \x01(\t\"\xc6\x01\n\x07Replica\x12\x12\n\nreplica_id\x18\x01 \x01(\x04\x12\x1c\n\x04tier\x18\x02 \x01(\x0e\x32\x0e.metad.v1.Tier\x12\x12\n\nsegment_id\x18\x03 \x01(\x0c\x12\x18\n\x10segment_endpoint\x18\x04 \x01(\t\x12\x14\n\x0c\x62\x61se_address\x18\x05 \x01(\x04\x12\x0e\n\x06offset\x18\x06 \x01(\x04\x12\x0c\n\x04size\x18\x07 \x01(\x04\x12\'\n\x06status\x18\x08 \x01(\x0e\x32\x17.metad.v1.ReplicaStatus\"\xdf\x01\n\rReplicaConfig\x12\x17\n\x0fmemory_replicas\x18\x01 \x01(\r\x12\x14\n\x0cnof_replicas\x18\x02 \x01(\r\x12\x1d\n\x15preferred_segment_ids\x18\x03 \x03(\x0c\x12)\n\x08soft_pin\x18\x04 \x01(\x0e\x32\x17.metad.v1.SoftPinAction\x12\x17\n\x0fsoft_pin_ttl_ms\x18\x05 \x01(\x04\x12\x10\n\x08hard_pin\x18\x06 \x01(\x08\x12\x11\n\tdata_type\x18\x07 \x01(\r\x12\x17\n\x0epreferred_host\x18\xa0\x01 \x01(\t\"\x8c\x01\n\x0bSegmentDesc\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04\x62\x61se\x18\x03 \x01(\x04\x12\x0c\n\x04size\x18\x04 \x01(\x04\x12\x10\n\x08\x65ndpoint\x18\x05 \x01(\t\x12\x1c\n\x04tier\x18\x06 \x01(\x0e\x32\x0e.metad.v1.Tier\x12\x17\n\x0fowner_client_id\x18\x07 \x01(\x0c\"K\n\rSessionHeader\x12\x12\n\nsession_id\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x19\n\x11\x66irst_unacked_seq\x18\x03 \x01(\x04*;\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n\x0bTIER_MEMORY\x10\x01\x12\x0c\n\x08TIER_NOF\x10\x02*k\n\rReplicaStatus\x12\x1e\n\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd1\x06\n\x06Reason\x12\x16\n\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n\x15REASON_INVALID_PARAMS\x10\x01\x12 \n\x1cREASON_TENANT_NOT_REGISTERED\x10\x02\x12\x1b\n\x17REASON_TENANT_NOT_EMPTY\x10\x03\x12 \n\x1cREASON_TENANT_QUOTA_EXCEEDED\x10\x04\x12\x1b\n\x17REASON_OBJECT_NOT_FOUND\x10\x05\x12 \n\x1cREASON_OBJECT_ALREADY_EXISTS\x10\x06\x12\x1b\n\x17REASON_OBJECT_HAS_LEASE\x10\x07\x12\x1f\n\x1bREASON_REPLICA_IS_NOT_READY\x10\x08\x12\x18\n\x14REASON_INVALID_WRITE\x10\t\x12\x19\n\x15REASON_ILLEGAL_CLIENT\x10\n\x12\x1e\n\x1aREASON_NO_AVAILABLE_HANDLE\x10\x0b\x12\x1c\n\x18REASON_SEGMENT_NOT_FOUND\x10\x0c\x12\x15\n\x11REASON_NOT_LEADER\x10\r\x12\x16\n\x12REASON_UNAVAILABLE\x10\x0e\x12(\n$REASON_SEGMENT_OWNED_BY_OTHER_CLIENT\x10\x0f\x12 \n\x1cREASON_TENANT_ALREADY_EXISTS\x10\x10\x12\x19\n\x15REASON_STATE_REPLACED\x10\x11\x12\x1b\n\x17REASON_MEMBER_NOT_FOUND\x10\x12\x12\x1a\n\x16REASON_SESSION_EXPIRED\x10\x13\x12\x1b\n\x17REASON_SEQUENCE_TOO_OLD\x10\x14\x12\x1e\n\x1aREASON_AUTH_REVISION_STALE\x10\x15\x12\x18\n\x14REASON_KEY_NOT_FOUND\x10\x16\x12\x19\n\x15REASON_ROLE_NOT_FOUND\x10\x17\x12\x1d\n\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19\x12 \n\x1cREASON_NO_REPLICA_ON_SEGMENT\x10\"\x12!\n\x1dREASON_RESPONSE_LIMIT_REACHED\x10%*v\n\x0bTenantState\x12\x1c\n\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n\x14TENANT_STATE_CLOSING\x10\x02\x12\x18\n\x14TENANT_STATE_REMOVED\x10\x03*b\n\rSoftPinAction\x12\x18\n\x14SOFT_PIN_ACTION_NONE\x10\x00\x12\x1a\n\x16SOFT_PIN_ACTION_ENABLE\x10\x01\x12\x1b\n\x17SOFT_PIN_ACTION_DISABLE\x10\x02\x42\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'metadv1.types_pb2', globals())
@@ -21,16 +21,16 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z\033metad/proto/metadv1;metadv1'
-  _TIER._serialized_start=839
-  _TIER._serialized_end=898
-  _REPLICASTATUS._serialized_start=900
-  _REPLICASTATUS._serialized_end=1007
-  _REASON._serialized_start=1010
-  _REASON._serialized_end=1824
-  _TENANTSTATE._serialized_start=1826
-  _TENANTSTATE._serialized_end=1944
-  _SOFTPINACTION._serialized_start=1946
-  _SOFTPINACTION._serialized_end=2044
+  _TIER._serialized_start=864
+  _TIER._serialized_end=923
+  _REPLICASTATUS._serialized_start=925
+  _REPLICASTATUS._serialized_end=1032
+  _REASON._serialized_start=1035
+  _REASON._serialized_end=1884
+  _TENANTSTATE._serialized_start=1886
+  _TENANTSTATE._serialized_end=2004
+  _SOFTPINACTION._serialized_start=2006
+  _SOFTPINACTION._serialized_end=2104
   _STATUS._serialized_start=33
   _STATUS._serialized_end=92
   _ERRORDETAIL._serialized_start=94
@@ -38,9 +38,9 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _REPLICA._serialized_start=218
   _REPLICA._serialized_end=416
   _REPLICACONFIG._serialized_start=419
-  _REPLICACONFIG._serialized_end=617
-  _SEGMENTDESC._serialized_start=620
-  _SEGMENTDESC._serialized_end=760
-  _SESSIONHEADER._serialized_start=762
-  _SESSIONHEADER._serialized_end=837
+  _REPLICACONFIG._serialized_end=642
+  _SEGMENTDESC._serialized_start=645
+  _SEGMENTDESC._serialized_end=785
+  _SESSIONHEADER._serialized_start=787
+  _SESSIONHEADER._serialized_end=862
 # @@protoc_insertion_point(module_scope)

@@ -20,6 +20,7 @@ REASON_OBJECT_ALREADY_EXISTS: Reason
 REASON_OBJECT_HAS_LEASE: Reason
 REASON_OBJECT_NOT_FOUND: Reason
 REASON_REPLICA_IS_NOT_READY: Reason
+REASON_RESPONSE_LIMIT_REACHED: Reason
 REASON_ROLE_NOT_FOUND: Reason
 REASON_SEGMENT_NOT_FOUND: Reason
 REASON_SEGMENT_OWNED_BY_OTHER_CLIENT: Reason
@@ -81,11 +82,12 @@ class Replica(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., tier: _Optional[_Union[Tier, str]] = ..., segment_id: _Optional[bytes] = ..., segment_endpoint: _Optional[str] = ..., base_address: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., status: _Optional[_Union[ReplicaStatus, str]] = ...) -> None: ...
 
 class ReplicaConfig(_message.Message):
-    __slots__ = ["data_type", "hard_pin", "memory_replicas", "nof_replicas", "preferred_segment_ids", "soft_pin", "soft_pin_ttl_ms"]
+    __slots__ = ["data_type", "hard_pin", "memory_replicas", "nof_replicas", "preferred_host", "preferred_segment_ids", "soft_pin", "soft_pin_ttl_ms"]
     DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
     HARD_PIN_FIELD_NUMBER: _ClassVar[int]
     MEMORY_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     NOF_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_HOST_FIELD_NUMBER: _ClassVar[int]
     PREFERRED_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
@@ -93,10 +95,11 @@ class ReplicaConfig(_message.Message):
     hard_pin: bool
     memory_replicas: int
     nof_replicas: int
+    preferred_host: str
     preferred_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
     soft_pin: SoftPinAction
     soft_pin_ttl_ms: int
-    def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ...) -> None: ...
+    def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ..., preferred_host: _Optional[str] = ...) -> None: ...
 
 class SegmentDesc(_message.Message):
     __slots__ = ["base", "endpoint", "id", "name", "owner_client_id", "size", "tier"]
