@@ -3,7 +3,6 @@ package fsm
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -19,8 +18,6 @@ import (
 	"metad/snapshot"
 	"metad/store"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden-v3.snap")
 
 // applyCmds encodes commands into one log entry at index and applies it.
 func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.Command) []store.Result {
@@ -343,18 +340,13 @@ func goldenV3Source(t *testing.T) *FSM {
 	return f
 }
 
-// TestGoldenSnapshotV3: the current format, the auth state included, reads and re-encodes to the
-// same bytes.
+// TestGoldenSnapshotV3: a file of format version 3 (the auth state, written before replica tasks)
+// still reads, as the same state with no copy or move in progress.
 func TestGoldenSnapshotV3(t *testing.T) {
 	path := filepath.Join("testdata", "golden-v3.snap")
-	if *update {
-		if err := os.WriteFile(path, snapshotBytes(t, goldenV3Source(t)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./fsm -run Golden -update to create it)", err)
+		t.Fatalf("%v", err)
 	}
 	info, err := snapshot.Inspect(bytes.NewReader(data))
 	if err != nil {
@@ -368,11 +360,11 @@ func TestGoldenSnapshotV3(t *testing.T) {
 	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(snapshotBytes(t, f), data) {
-		t.Fatal("golden snapshot does not re-encode to the same bytes")
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), stateOnly(t, data)) {
+		t.Fatal("a version 3 file re-encodes to another state")
 	}
-	if !bytes.Equal(snapshotBytes(t, goldenV3Source(t)), data) {
-		t.Fatal("the golden file's state no longer encodes to its bytes")
+	if !bytes.Equal(stateOnly(t, snapshotBytes(t, goldenV3Source(t))), stateOnly(t, data)) {
+		t.Fatal("the golden file's state no longer encodes to its state")
 	}
 	a := f.Auth()
 	if a.Revision() != 7 || !slices.Equal(a.Roles("alice"), []Role{{RoleTenant, "t1"}, {RoleWorker, workerID}}) {

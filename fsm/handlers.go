@@ -51,7 +51,33 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("revoke_key"):        f.applyRevokeKey,
 		num("grant_role"):        f.applyGrantRole,
 		num("revoke_role"):       f.applyRevokeRole,
+		// Copy and move of replicas (store.ReplicaTask).
+		num("replica_task_start"):  applyReplicaTaskStart,
+		num("replica_task_end"):    applyReplicaTaskEnd,
+		num("replica_task_revoke"): applyReplicaTaskRevoke,
 	}
+}
+
+// applyReplicaTaskStart starts a copy or move; its result's Replicas are the source, then the
+// targets, and its Bytes the object's size.
+func applyReplicaTaskStart(s *store.Store, e env, c *metadv1.Command) store.Result {
+	ts, err := s.StartReplicaTask(e.now, e.seed, wire.ReplicaTaskFrom(c.GetReplicaTaskStart()))
+	r := fromErr(err)
+	if err == nil {
+		r.Replicas = append([]store.Replica{ts.Source}, ts.Targets...)
+		r.Bytes = ts.Size
+	}
+	return r
+}
+
+func applyReplicaTaskEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetReplicaTaskEnd()
+	return fromErr(s.EndReplicaTask(e.now, wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())))
+}
+
+func applyReplicaTaskRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetReplicaTaskRevoke()
+	return fromErr(s.RevokeReplicaTask(e.now, wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())))
 }
 
 // applySetMember records a member's addresses. Its name must be a valid member name

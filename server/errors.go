@@ -34,10 +34,10 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 	case store.InvalidParams:
 		code = codes.InvalidArgument
 	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound,
-		store.KeyNotFound, store.RoleNotFound:
+		store.KeyNotFound, store.RoleNotFound, store.ReplicaNotFound:
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
-		store.SessionExpired, store.SequenceTooOld:
+		store.SessionExpired, store.SequenceTooOld, store.ObjectHasReplicationTask, store.ObjectNoReplicationTask:
 		code = codes.FailedPrecondition
 	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded:
 		code = codes.ResourceExhausted

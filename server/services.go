@@ -190,3 +190,27 @@ func (m *metadataService) Ping(ctx context.Context, req *metadv1.PingRequest) (*
 func (m *metadataService) OpenSession(ctx context.Context, req *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.OpenSession)
 }
+
+func (m *metadataService) CopyStart(ctx context.Context, req *metadv1.CopyStartRequest) (*metadv1.CopyStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CopyStart)
+}
+
+func (m *metadataService) CopyEnd(ctx context.Context, req *metadv1.CopyEndRequest) (*metadv1.CopyEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CopyEnd)
+}
+
+func (m *metadataService) CopyRevoke(ctx context.Context, req *metadv1.CopyRevokeRequest) (*metadv1.CopyRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CopyRevoke)
+}
+
+func (m *metadataService) MoveStart(ctx context.Context, req *metadv1.MoveStartRequest) (*metadv1.MoveStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MoveStart)
+}
+
+func (m *metadataService) MoveEnd(ctx context.Context, req *metadv1.MoveEndRequest) (*metadv1.MoveEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MoveEnd)
+}
+
+func (m *metadataService) MoveRevoke(ctx context.Context, req *metadv1.MoveRevokeRequest) (*metadv1.MoveRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MoveRevoke)
+}

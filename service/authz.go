@@ -129,6 +129,12 @@ var methodRules = map[string]rule{
 	metadv1.Metadata_UnmountSegment_FullMethodName: ruleWorker,
 	metadv1.Metadata_Ping_FullMethodName:           ruleWorker,
 	metadv1.Metadata_OpenSession_FullMethodName:    ruleAnyone,
+	metadv1.Metadata_CopyStart_FullMethodName:      ruleTenant,
+	metadv1.Metadata_CopyEnd_FullMethodName:        ruleTenant,
+	metadv1.Metadata_CopyRevoke_FullMethodName:     ruleTenant,
+	metadv1.Metadata_MoveStart_FullMethodName:      ruleTenant,
+	metadv1.Metadata_MoveEnd_FullMethodName:        ruleTenant,
+	metadv1.Metadata_MoveRevoke_FullMethodName:     ruleTenant,
 
 	metadv1.Admin_RegisterTenant_FullMethodName:   ruleAdmin,
 	metadv1.Admin_UnregisterTenant_FullMethodName: ruleAdmin,

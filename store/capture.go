@@ -330,6 +330,9 @@ func (b *Builder) addObject(t *TenantState, key, group string, groupID uint64, s
 			return fmt.Errorf("replica %d extent: %w", i, err)
 		}
 	}
+	if err := validTask(st); err != nil {
+		return err
+	}
 	var g *GroupEntry
 	if group != "" {
 		d.catalogMu.Lock()
@@ -397,4 +400,38 @@ func (s *idSet) add(id uint64) bool {
 	}
 	s.m[id] = struct{}{}
 	return true
+}
+
+// validTask checks the invariants of st's replica task, if any (see ReplicaTask): a known kind, a
+// client, a COMPLETE source and at least one target, each a distinct PROCESSING replica of st, and
+// no other PROCESSING replica.
+func validTask(st *ObjectState) error {
+	task := st.Task
+	if task == nil {
+		return nil
+	}
+	if !task.Kind.Valid() || task.Client.IsZero() || len(task.Targets) == 0 {
+		return fmt.Errorf("replica task malformed: kind %d, client %s, %d targets", task.Kind, task.Client, len(task.Targets))
+	}
+	seen := 0
+	for _, r := range st.Replicas {
+		switch {
+		case r.ID == task.Source:
+			if r.Status != Complete {
+				return fmt.Errorf("replica task: source %d is not COMPLETE", r.ID)
+			}
+			seen++
+		case task.IsTarget(r.ID):
+			if r.Status != Processing {
+				return fmt.Errorf("replica task: target %d is not PROCESSING", r.ID)
+			}
+			seen++
+		case r.Status == Processing:
+			return fmt.Errorf("replica task: replica %d is PROCESSING and no target", r.ID)
+		}
+	}
+	if seen != 1+len(task.Targets) {
+		return fmt.Errorf("replica task: source %d or targets %v not among the object's replicas", task.Source, task.Targets)
+	}
+	return nil
 }

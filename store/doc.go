@@ -54,12 +54,22 @@
 // write time. Removal is therefore two steps: the leader prepares (checks the lease, marks) and the
 // replicated step erases the prepared incarnation (see ops_remove.go).
 //
+// # Copy and move of replicas
+//
+// A copy or move is a ReplicaTask recorded in the object's state (ops_task.go): StartReplicaTask
+// places PROCESSING targets next to a COMPLETE source, EndReplicaTask makes them COMPLETE (a move
+// also drops its source), RevokeReplicaTask drops them. While an object carries one, removal and
+// eviction refuse it (OBJECT_HAS_REPLICATION_TASK), UpsertStart too, and PutEnd and PutRevoke
+// leave its targets alone; an unmount that drops its source or a target ends it; RevokeTokens (the
+// reaper) revokes it. The allocator is called with no object lock held, as for a put.
+//
 // # Call sequence on the apply path
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, PutStart, PutEnd, PutRevoke, UpsertStart,
-// UpsertEnd, UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, EvictUnits
-// (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
+// UpsertEnd, UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask,
+// RemoveObject, EraseTokens, EraseGroup, EvictUnits (EvictTokens) and RevokeTokens, each with the
+// leader's time and seed from the log entry. The
 // leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState, the
 // census (VisitHandles, Capture), and the Check* methods: read-only prechecks that run the predicate
 // of the operation's apply and refuse only what it refuses in the state they read (the leader reads

@@ -37,6 +37,9 @@ const (
 	RoleNotFound
 	KeyAlreadyExists
 	AuthLimitExceeded
+	ObjectHasReplicationTask
+	ObjectNoReplicationTask
+	ReplicaNotFound
 	numReasons
 )
 
@@ -65,6 +68,9 @@ var reasonNames = [numReasons]string{
 	RoleNotFound:              "ROLE_NOT_FOUND",
 	KeyAlreadyExists:          "KEY_ALREADY_EXISTS",
 	AuthLimitExceeded:         "AUTH_LIMIT_EXCEEDED",
+	ObjectHasReplicationTask:  "OBJECT_HAS_REPLICATION_TASK",
+	ObjectNoReplicationTask:   "OBJECT_NO_REPLICATION_TASK",
+	ReplicaNotFound:           "REPLICA_NOT_FOUND",
 }
 
 // String returns the reason's stable upper-case name.
@@ -117,6 +123,9 @@ var (
 	ErrSegmentNotFound           = &Error{SegmentNotFound, "segment not found"}
 	ErrSegmentOwnedByOtherClient = &Error{SegmentOwnedByOtherClient, "segment owned by another client"}
 	ErrMemberNotFound            = &Error{MemberNotFound, "member not found"}
+	ErrObjectHasReplicationTask  = &Error{ObjectHasReplicationTask, "object has a replication task"}
+	ErrObjectNoReplicationTask   = &Error{ObjectNoReplicationTask, "object has no replication task"}
+	ErrReplicaNotFound           = &Error{ReplicaNotFound, "replica not found"}
 )
 
 // ErrUnlinkPending is returned by the leader's linearizable reads and removal preparation when the

@@ -9,10 +9,10 @@ type Result struct {
 	Reason  Reason
 	Message string
 
-	Replicas []Replica     // PutStart, UpsertStart: the replicas to write
+	Replicas []Replica     // PutStart, UpsertStart: the replicas to write; ReplicaTaskStart: the source, then the targets
 	Reused   bool          // UpsertStart: the object's extents were kept (same size)
 	Count    int           // RemoveAll, RemoveGroup, UnregisterTenant, Evict, RevokeExpired: objects affected
-	Bytes    uint64        // Evict: bytes freed
+	Bytes    uint64        // Evict: bytes freed; ReplicaTaskStart: the object's size
 	Instance uint64        // RegisterTenant: the new instance id
 	Created  bool          // MountSegment: false when the mount was a repeat
 	Unmount  UnmountResult // UnmountSegment

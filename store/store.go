@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -364,7 +365,7 @@ func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
 }
 
 // dropReplicasOn removes, from every object, the replicas that live on the given (already unmounted)
-// segments. The outcome does not depend on visiting order: each object is changed on its own.
+// segments; a copy or move that loses its source or a target ends, its other targets dropped too. The outcome does not depend on visiting order: each object is changed on its own.
 func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 	var r UnmountResult
 	on := func(rep Replica) bool { _, ok := gone[rep.Extent.Segment]; return ok }
@@ -390,6 +391,21 @@ func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 				} else {
 					ns.Replicas = append(ns.Replicas, rep)
 				}
+			}
+			if task := st.Task; task != nil && slices.ContainsFunc(dropped, func(rep Replica) bool {
+				return rep.ID == task.Source || task.IsTarget(rep.ID)
+			}) {
+				// The task lost its source or a target: it ends, and its remaining targets go.
+				ns.Task = nil
+				kept := ns.Replicas[:0]
+				for _, rep := range ns.Replicas {
+					if task.IsTarget(rep.ID) {
+						dropped = append(dropped, rep)
+					} else {
+						kept = append(kept, rep)
+					}
+				}
+				ns.Replicas = kept
 			}
 			r.Replicas += len(dropped)
 			if len(ns.Replicas) == 0 {

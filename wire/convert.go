@@ -241,6 +241,10 @@ func (x *RecordEncoder) Encode(o *store.CapturedObject) (*metadv1.ObjectRecord, 
 		x.ptrs[i] = rr
 	}
 	r.Replicas = x.ptrs[:len(st.Replicas)]
+	if task := st.Task; task != nil {
+		r.Task = &metadv1.ReplicaTaskRecord{Kind: TaskKindTo(task.Kind), ClientId: task.Client[:],
+			StartedUnixNano: task.Started, SourceReplicaId: task.Source, TargetReplicaIds: task.Targets}
+	}
 	return r, nil
 }
 
@@ -264,6 +268,10 @@ func ObjectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, e
 		}
 		st.Replicas[i] = store.Replica{ID: rr.GetReplicaId(), Tier: TierFrom(rr.GetTier()), Status: StatusFrom(rr.GetStatus()),
 			Extent: alloc.Extent{Segment: segs[idx], Offset: rr.GetOffset(), Size: size}}
+	}
+	if tr := r.GetTask(); tr != nil {
+		st.Task = &store.ReplicaTask{Kind: TaskKindFrom(tr.GetKind()), Client: ID16(tr.GetClientId()),
+			Started: tr.GetStartedUnixNano(), Source: tr.GetSourceReplicaId(), Targets: slices.Clone(tr.GetTargetReplicaIds())}
 	}
 	if st.MemoryBytes() != r.GetChargedBytes() && r.GetChargedBytes() != 0 {
 		return nil, fmt.Errorf("object %q: charged %d bytes, replicas hold %d", r.GetKey(), r.GetChargedBytes(), st.MemoryBytes())
@@ -323,6 +331,12 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_KEY_ALREADY_EXISTS, true
 	case store.AuthLimitExceeded:
 		return metadv1.Reason_REASON_AUTH_LIMIT_EXCEEDED, true
+	case store.ObjectHasReplicationTask:
+		return metadv1.Reason_REASON_OBJECT_HAS_REPLICATION_TASK, true
+	case store.ObjectNoReplicationTask:
+		return metadv1.Reason_REASON_OBJECT_NO_REPLICATION_TASK, true
+	case store.ReplicaNotFound:
+		return metadv1.Reason_REASON_REPLICA_NOT_FOUND, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }
@@ -439,4 +453,44 @@ func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
 		r.Items = append(r.Items, ir)
 	}
 	return r, nil
+}
+
+// TaskKindFrom converts a wire replica task kind; UNSPECIFIED and unknown kinds give 0, which the
+// store refuses.
+func TaskKindFrom(k metadv1.ReplicaTaskKind) store.TaskKind {
+	switch k {
+	case metadv1.ReplicaTaskKind_REPLICA_TASK_KIND_COPY:
+		return store.TaskCopy
+	case metadv1.ReplicaTaskKind_REPLICA_TASK_KIND_MOVE:
+		return store.TaskMove
+	}
+	return 0
+}
+
+// TaskKindTo converts a store replica task kind to the wire.
+func TaskKindTo(k store.TaskKind) metadv1.ReplicaTaskKind {
+	switch k {
+	case store.TaskCopy:
+		return metadv1.ReplicaTaskKind_REPLICA_TASK_KIND_COPY
+	case store.TaskMove:
+		return metadv1.ReplicaTaskKind_REPLICA_TASK_KIND_MOVE
+	}
+	return metadv1.ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+}
+
+// ReplicaTaskFrom builds the store's request for a ReplicaTaskStart command.
+func ReplicaTaskFrom(m *metadv1.ReplicaTaskStart) store.ReplicaTaskRequest {
+	r := store.ReplicaTaskRequest{Tenant: m.GetTenant(), Client: ID16(m.GetClientId()), Key: string(m.GetKey()),
+		Kind: TaskKindFrom(m.GetKind()), Source: ID16(m.GetSourceSegmentId()),
+		Count: int(min(m.GetReplicas(), 1<<16)), Strategy: StrategyFrom(m.GetPlacement())}
+	for _, id := range m.GetTargetSegmentIds() {
+		r.Targets = append(r.Targets, ID16(id))
+	}
+	return r
+}
+
+// ReplicaTaskEndFrom builds the store's request for a ReplicaTaskEnd or ReplicaTaskRevoke command's
+// fields.
+func ReplicaTaskEndFrom(tenant string, client, key []byte, kind metadv1.ReplicaTaskKind) store.ReplicaTaskEndRequest {
+	return store.ReplicaTaskEndRequest{Tenant: tenant, Client: ID16(client), Key: string(key), Kind: TaskKindFrom(kind)}
 }

@@ -59,6 +59,12 @@ var verbs = []*verb{
 	{"exists", "KEY... [--tenant T] [--stale]", "tell which keys have a readable replica", runExists},
 	{"rm", "KEY [--tenant T] [--force]", "remove an object", runRm},
 	{"rm-all", "[--tenant T] [--force]", "remove every removable object of a tenant", runRmAll},
+	{"copy start", "KEY --source SEG [--to SEG,...] [--replicas N] [--tenant T] [--client ID]", "place new PROCESSING replicas of an object to copy a COMPLETE one into", runCopyStart},
+	{"copy end", "KEY [--tenant T] [--client ID]", "make a copy's targets COMPLETE", runCopyEnd},
+	{"copy revoke", "KEY [--tenant T] [--client ID]", "abandon a copy: drop its targets", runCopyRevoke},
+	{"move start", "KEY --source SEG [--to SEG] [--tenant T] [--client ID]", "place a PROCESSING replica to move a COMPLETE one into", runMoveStart},
+	{"move end", "KEY [--tenant T] [--client ID]", "make a move's target COMPLETE and free its source", runMoveEnd},
+	{"move revoke", "KEY [--tenant T] [--client ID]", "abandon a move: drop its target", runMoveRevoke},
 	{"group ls", "GROUP [--tenant T] [--stale]", "list the member keys of a group", runGroupLs},
 	{"group rm", "GROUP [--tenant T] [--force]", "remove a group and all its members", runGroupRm},
 	{"tenant create", "NAME [--quota BYTES]", "register a tenant", runTenantCreate},
@@ -92,7 +98,7 @@ var verbs = []*verb{
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true}
+	"cert": true, "key": true, "role": true, "copy": true, "move": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

@@ -324,6 +324,9 @@ type Command struct {
 	//	*Command_RevokeKey
 	//	*Command_GrantRole
 	//	*Command_RevokeRole
+	//	*Command_ReplicaTaskStart
+	//	*Command_ReplicaTaskEnd
+	//	*Command_ReplicaTaskRevoke
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -621,6 +624,33 @@ func (x *Command) GetRevokeRole() *RevokeRole {
 	return nil
 }
 
+func (x *Command) GetReplicaTaskStart() *ReplicaTaskStart {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReplicaTaskStart); ok {
+			return x.ReplicaTaskStart
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetReplicaTaskEnd() *ReplicaTaskEnd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReplicaTaskEnd); ok {
+			return x.ReplicaTaskEnd
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetReplicaTaskRevoke() *ReplicaTaskRevoke {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReplicaTaskRevoke); ok {
+			return x.ReplicaTaskRevoke
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -781,6 +811,21 @@ type Command_RevokeRole struct {
 	RevokeRole *RevokeRole `protobuf:"bytes,27,opt,name=revoke_role,json=revokeRole,proto3,oneof"`
 }
 
+type Command_ReplicaTaskStart struct {
+	// Start a copy or move of one of an object's replicas (CopyStart, MoveStart).
+	ReplicaTaskStart *ReplicaTaskStart `protobuf:"bytes,33,opt,name=replica_task_start,json=replicaTaskStart,proto3,oneof"`
+}
+
+type Command_ReplicaTaskEnd struct {
+	// Complete a copy or move (CopyEnd, MoveEnd).
+	ReplicaTaskEnd *ReplicaTaskEnd `protobuf:"bytes,34,opt,name=replica_task_end,json=replicaTaskEnd,proto3,oneof"`
+}
+
+type Command_ReplicaTaskRevoke struct {
+	// Abandon a copy or move (CopyRevoke, MoveRevoke).
+	ReplicaTaskRevoke *ReplicaTaskRevoke `protobuf:"bytes,35,opt,name=replica_task_revoke,json=replicaTaskRevoke,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -834,6 +879,12 @@ func (*Command_RevokeKey) isCommand_Op() {}
 func (*Command_GrantRole) isCommand_Op() {}
 
 func (*Command_RevokeRole) isCommand_Op() {}
+
+func (*Command_ReplicaTaskStart) isCommand_Op() {}
+
+func (*Command_ReplicaTaskEnd) isCommand_Op() {}
+
+func (*Command_ReplicaTaskRevoke) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -3062,6 +3113,266 @@ func (x *RevokeRole) GetRole() string {
 	return ""
 }
 
+// ReplicaTaskStart starts a copy or move of the object's COMPLETE replica on the source segment:
+// new PROCESSING targets on the named target segments or, with none named, on segments of the
+// source's tier placed by the strategy; quota is charged for the MEMORY targets.
+type ReplicaTaskStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that copies the bytes: 16-byte UUID; only it may end or revoke the task.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Copy or move.
+	Kind ReplicaTaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	// Segment holding the source replica: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,5,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs, distinct, none the source (a move names at most one); empty:
+	// placed by the strategy.
+	TargetSegmentIds [][]byte `protobuf:"bytes,6,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets to place when none is named: a copy 1..8, a move 1; 0 means 1.
+	Replicas uint32 `protobuf:"varint,7,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// Placement strategy configured on the leader.
+	Placement     PlacementStrategy `protobuf:"varint,8,opt,name=placement,proto3,enum=metad.v1.PlacementStrategy" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskStart) Reset() {
+	*x = ReplicaTaskStart{}
+	mi := &file_metadv1_command_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskStart) ProtoMessage() {}
+
+func (x *ReplicaTaskStart) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskStart.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskStart) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReplicaTaskStart) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ReplicaTaskStart) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetKind() ReplicaTaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+}
+
+func (x *ReplicaTaskStart) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *ReplicaTaskStart) GetPlacement() PlacementStrategy {
+	if x != nil {
+		return x.Placement
+	}
+	return PlacementStrategy_PLACEMENT_STRATEGY_UNSPECIFIED
+}
+
+// ReplicaTaskEnd completes the object's copy or move: the targets become COMPLETE; a move frees
+// its source replica and the quota it held.
+type ReplicaTaskEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the task: 16-byte UUID; another client gets ILLEGAL_CLIENT.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The kind of task to end; another kind in progress is INVALID_PARAMS.
+	Kind          ReplicaTaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskEnd) Reset() {
+	*x = ReplicaTaskEnd{}
+	mi := &file_metadv1_command_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskEnd) ProtoMessage() {}
+
+func (x *ReplicaTaskEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskEnd.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskEnd) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReplicaTaskEnd) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ReplicaTaskEnd) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskEnd) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReplicaTaskEnd) GetKind() ReplicaTaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+}
+
+// ReplicaTaskRevoke abandons the object's copy or move: the targets are dropped and their quota
+// refunded; the source stays.
+type ReplicaTaskRevoke struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the task: 16-byte UUID; another client gets ILLEGAL_CLIENT.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The kind of task to revoke; another kind in progress is INVALID_PARAMS.
+	Kind          ReplicaTaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskRevoke) Reset() {
+	*x = ReplicaTaskRevoke{}
+	mi := &file_metadv1_command_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskRevoke) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskRevoke) ProtoMessage() {}
+
+func (x *ReplicaTaskRevoke) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskRevoke.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskRevoke) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReplicaTaskRevoke) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ReplicaTaskRevoke) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskRevoke) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReplicaTaskRevoke) GetKind() ReplicaTaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3077,7 +3388,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3400,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3447,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xaa\r\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8b\x0f\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -3173,7 +3484,10 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"grant_role\x18\x1a \x01(\v2\x13.metad.v1.GrantRoleH\x00R\tgrantRole\x127\n" +
 	"\vrevoke_role\x18\x1b \x01(\v2\x14.metad.v1.RevokeRoleH\x00R\n" +
-	"revokeRole\x121\n" +
+	"revokeRole\x12J\n" +
+	"\x12replica_task_start\x18! \x01(\v2\x1a.metad.v1.ReplicaTaskStartH\x00R\x10replicaTaskStart\x12D\n" +
+	"\x10replica_task_end\x18\" \x01(\v2\x18.metad.v1.ReplicaTaskEndH\x00R\x0ereplicaTaskEnd\x12M\n" +
+	"\x13replica_task_revoke\x18# \x01(\v2\x1b.metad.v1.ReplicaTaskRevokeH\x00R\x11replicaTaskRevoke\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -3345,7 +3659,26 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"RevokeRole\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
-	"\x04role\x18\x02 \x01(\tR\x04role*\x7f\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\xb9\x02\n" +
+	"\x10ReplicaTaskStart\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind\x12*\n" +
+	"\x11source_segment_id\x18\x05 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x06 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\a \x01(\rR\breplicas\x129\n" +
+	"\tplacement\x18\b \x01(\x0e2\x1b.metad.v1.PlacementStrategyR\tplacement\"\x86\x01\n" +
+	"\x0eReplicaTaskEnd\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind\"\x89\x01\n" +
+	"\x11ReplicaTaskRevoke\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -3373,7 +3706,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3410,12 +3743,16 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*RevokeKey)(nil),          // 32: metad.v1.RevokeKey
 	(*GrantRole)(nil),          // 33: metad.v1.GrantRole
 	(*RevokeRole)(nil),         // 34: metad.v1.RevokeRole
-	(*BatchPutStart_Item)(nil), // 35: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 36: metad.v1.SessionHeader
-	(Reason)(0),                // 37: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 38: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 39: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 40: metad.v1.SegmentDesc
+	(*ReplicaTaskStart)(nil),   // 35: metad.v1.ReplicaTaskStart
+	(*ReplicaTaskEnd)(nil),     // 36: metad.v1.ReplicaTaskEnd
+	(*ReplicaTaskRevoke)(nil),  // 37: metad.v1.ReplicaTaskRevoke
+	(*BatchPutStart_Item)(nil), // 38: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 39: metad.v1.SessionHeader
+	(Reason)(0),                // 40: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 41: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 42: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 43: metad.v1.SegmentDesc
+	(ReplicaTaskKind)(0),       // 44: metad.v1.ReplicaTaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3446,35 +3783,42 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	32, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
 	33, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
 	34, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
-	36, // 28: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	37, // 29: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	38, // 30: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 31: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 32: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	39, // 33: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	38, // 34: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 35: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 36: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	39, // 37: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 38: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	38, // 39: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	35, // 40: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 41: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	39, // 42: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	39, // 43: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 44: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 45: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	39, // 46: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 47: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 48: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 49: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	40, // 50: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 51: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	35, // 28: metad.v1.Command.replica_task_start:type_name -> metad.v1.ReplicaTaskStart
+	36, // 29: metad.v1.Command.replica_task_end:type_name -> metad.v1.ReplicaTaskEnd
+	37, // 30: metad.v1.Command.replica_task_revoke:type_name -> metad.v1.ReplicaTaskRevoke
+	39, // 31: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	40, // 32: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	41, // 33: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 34: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	42, // 35: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	42, // 36: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	41, // 37: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 38: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	42, // 39: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	42, // 40: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 41: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	41, // 42: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	38, // 43: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 44: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	42, // 45: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	42, // 46: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 47: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	6,  // 48: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	42, // 49: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 50: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	22, // 51: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 52: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	43, // 53: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 54: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	44, // 55: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.ReplicaTaskKind
+	0,  // 56: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	44, // 57: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.ReplicaTaskKind
+	44, // 58: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.ReplicaTaskKind
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3511,6 +3855,9 @@ func file_metadv1_command_proto_init() {
 		(*Command_RevokeKey)(nil),
 		(*Command_GrantRole)(nil),
 		(*Command_RevokeRole)(nil),
+		(*Command_ReplicaTaskStart)(nil),
+		(*Command_ReplicaTaskEnd)(nil),
+		(*Command_ReplicaTaskRevoke)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3518,7 +3865,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2777,6 +2777,749 @@ func (x *OpenSessionResponse) GetWindow() uint32 {
 	return 0
 }
 
+// CopyStartRequest starts a copy of one of an object's replicas.
+type CopyStartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that copies the bytes: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key, 1..4096 bytes, no NUL.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Segment holding a COMPLETE replica to copy from: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,4,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Segments to copy to, 16-byte UUIDs, distinct, not the source, at most 8; one that already
+	// holds a replica of the object is skipped. Empty: placed on segments of the source's tier.
+	TargetSegmentIds [][]byte `protobuf:"bytes,5,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets to place when none is named, 1..8; 0 means 1 (or, with targets named, their number).
+	Replicas uint32 `protobuf:"varint,6,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyStartRequest) Reset() {
+	*x = CopyStartRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyStartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyStartRequest) ProtoMessage() {}
+
+func (x *CopyStartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyStartRequest.ProtoReflect.Descriptor instead.
+func (*CopyStartRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *CopyStartRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CopyStartRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *CopyStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CopyStartResponse says where to read and where to write.
+type CopyStartResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source replica, COMPLETE.
+	Source *Replica `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// The targets, PROCESSING; fewer than asked when placement found fewer segments with room.
+	Targets       []*Replica `protobuf:"bytes,2,rep,name=targets,proto3" json:"targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyStartResponse) Reset() {
+	*x = CopyStartResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyStartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyStartResponse) ProtoMessage() {}
+
+func (x *CopyStartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyStartResponse.ProtoReflect.Descriptor instead.
+func (*CopyStartResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *CopyStartResponse) GetSource() *Replica {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *CopyStartResponse) GetTargets() []*Replica {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+// CopyEndRequest completes the object's copy.
+type CopyEndRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the copy: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyEndRequest) Reset() {
+	*x = CopyEndRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyEndRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyEndRequest) ProtoMessage() {}
+
+func (x *CopyEndRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyEndRequest.ProtoReflect.Descriptor instead.
+func (*CopyEndRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *CopyEndRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CopyEndRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CopyEndRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CopyEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CopyEndResponse is empty: the copy's targets are COMPLETE.
+type CopyEndResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyEndResponse) Reset() {
+	*x = CopyEndResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyEndResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyEndResponse) ProtoMessage() {}
+
+func (x *CopyEndResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyEndResponse.ProtoReflect.Descriptor instead.
+func (*CopyEndResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{47}
+}
+
+// CopyRevokeRequest abandons the object's copy.
+type CopyRevokeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the copy: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyRevokeRequest) Reset() {
+	*x = CopyRevokeRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyRevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyRevokeRequest) ProtoMessage() {}
+
+func (x *CopyRevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyRevokeRequest.ProtoReflect.Descriptor instead.
+func (*CopyRevokeRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *CopyRevokeRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CopyRevokeRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CopyRevokeRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CopyRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CopyRevokeResponse is empty: the copy's targets are gone.
+type CopyRevokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyRevokeResponse) Reset() {
+	*x = CopyRevokeResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyRevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyRevokeResponse) ProtoMessage() {}
+
+func (x *CopyRevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyRevokeResponse.ProtoReflect.Descriptor instead.
+func (*CopyRevokeResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49}
+}
+
+// MoveStartRequest starts a move of one of an object's replicas.
+type MoveStartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that moves the bytes: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key, 1..4096 bytes, no NUL.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Segment holding the COMPLETE replica to move: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,4,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Segment to move to: 16-byte UUID, not the source, holding no replica of the object. Empty:
+	// placed on a segment of the source's tier.
+	TargetSegmentId []byte `protobuf:"bytes,5,opt,name=target_segment_id,json=targetSegmentId,proto3" json:"target_segment_id,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveStartRequest) Reset() {
+	*x = MoveStartRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveStartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveStartRequest) ProtoMessage() {}
+
+func (x *MoveStartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveStartRequest.ProtoReflect.Descriptor instead.
+func (*MoveStartRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MoveStartRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MoveStartRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetTargetSegmentId() []byte {
+	if x != nil {
+		return x.TargetSegmentId
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MoveStartResponse says where to read and where to write.
+type MoveStartResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source replica, COMPLETE.
+	Source *Replica `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// The target, PROCESSING.
+	Target        *Replica `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveStartResponse) Reset() {
+	*x = MoveStartResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveStartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveStartResponse) ProtoMessage() {}
+
+func (x *MoveStartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveStartResponse.ProtoReflect.Descriptor instead.
+func (*MoveStartResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *MoveStartResponse) GetSource() *Replica {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *MoveStartResponse) GetTarget() *Replica {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// MoveEndRequest completes the object's move.
+type MoveEndRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the move: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveEndRequest) Reset() {
+	*x = MoveEndRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveEndRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveEndRequest) ProtoMessage() {}
+
+func (x *MoveEndRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveEndRequest.ProtoReflect.Descriptor instead.
+func (*MoveEndRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *MoveEndRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MoveEndRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MoveEndRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MoveEndResponse is empty: the target is COMPLETE and the source freed.
+type MoveEndResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveEndResponse) Reset() {
+	*x = MoveEndResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveEndResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveEndResponse) ProtoMessage() {}
+
+func (x *MoveEndResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveEndResponse.ProtoReflect.Descriptor instead.
+func (*MoveEndResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{53}
+}
+
+// MoveRevokeRequest abandons the object's move.
+type MoveRevokeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the move: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRevokeRequest) Reset() {
+	*x = MoveRevokeRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRevokeRequest) ProtoMessage() {}
+
+func (x *MoveRevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRevokeRequest.ProtoReflect.Descriptor instead.
+func (*MoveRevokeRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *MoveRevokeRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MoveRevokeRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MoveRevokeRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MoveRevokeResponse is empty: the target is gone, the source stays.
+type MoveRevokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRevokeResponse) Reset() {
+	*x = MoveRevokeResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRevokeResponse) ProtoMessage() {}
+
+func (x *MoveRevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRevokeResponse.ProtoReflect.Descriptor instead.
+func (*MoveRevokeResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{55}
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2792,7 +3535,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +3547,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +3597,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +3609,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3656,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3668,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3903,52 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
-	"\x06window\x18\x03 \x01(\rR\x06window2\xa6\f\n" +
+	"\x06window\x18\x03 \x01(\rR\x06window\"\x82\x02\n" +
+	"\x10CopyStartRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x04 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x05 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\x06 \x01(\rR\breplicas\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"k\n" +
+	"\x11CopyStartResponse\x12)\n" +
+	"\x06source\x18\x01 \x01(\v2\x11.metad.v1.ReplicaR\x06source\x12+\n" +
+	"\atargets\x18\x02 \x03(\v2\x11.metad.v1.ReplicaR\atargets\"\x8a\x01\n" +
+	"\x0eCopyEndRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x11\n" +
+	"\x0fCopyEndResponse\"\x8d\x01\n" +
+	"\x11CopyRevokeRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x14\n" +
+	"\x12CopyRevokeResponse\"\xe4\x01\n" +
+	"\x10MoveStartRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x04 \x01(\fR\x0fsourceSegmentId\x12*\n" +
+	"\x11target_segment_id\x18\x05 \x01(\fR\x0ftargetSegmentId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"i\n" +
+	"\x11MoveStartResponse\x12)\n" +
+	"\x06source\x18\x01 \x01(\v2\x11.metad.v1.ReplicaR\x06source\x12)\n" +
+	"\x06target\x18\x02 \x01(\v2\x11.metad.v1.ReplicaR\x06target\"\x8a\x01\n" +
+	"\x0eMoveEndRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x11\n" +
+	"\x0fMoveEndResponse\"\x8d\x01\n" +
+	"\x11MoveRevokeRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x14\n" +
+	"\x12MoveRevokeResponse2\xc4\x0f\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -3184,7 +3972,15 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\fMountSegment\x12\x1d.metad.v1.MountSegmentRequest\x1a\x1e.metad.v1.MountSegmentResponse\x12S\n" +
 	"\x0eUnmountSegment\x12\x1f.metad.v1.UnmountSegmentRequest\x1a .metad.v1.UnmountSegmentResponse\x125\n" +
 	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12J\n" +
-	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12D\n" +
+	"\tCopyStart\x12\x1a.metad.v1.CopyStartRequest\x1a\x1b.metad.v1.CopyStartResponse\x12>\n" +
+	"\aCopyEnd\x12\x18.metad.v1.CopyEndRequest\x1a\x19.metad.v1.CopyEndResponse\x12G\n" +
+	"\n" +
+	"CopyRevoke\x12\x1b.metad.v1.CopyRevokeRequest\x1a\x1c.metad.v1.CopyRevokeResponse\x12D\n" +
+	"\tMoveStart\x12\x1a.metad.v1.MoveStartRequest\x1a\x1b.metad.v1.MoveStartResponse\x12>\n" +
+	"\aMoveEnd\x12\x18.metad.v1.MoveEndRequest\x1a\x19.metad.v1.MoveEndResponse\x12G\n" +
+	"\n" +
+	"MoveRevoke\x12\x1b.metad.v1.MoveRevokeRequest\x1a\x1c.metad.v1.MoveRevokeResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_metadata_proto_rawDescOnce sync.Once
@@ -3198,7 +3994,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -3244,103 +4040,137 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*PingResponse)(nil),                 // 41: metad.v1.PingResponse
 	(*OpenSessionRequest)(nil),           // 42: metad.v1.OpenSessionRequest
 	(*OpenSessionResponse)(nil),          // 43: metad.v1.OpenSessionResponse
-	(*BatchPutStartRequest_Item)(nil),    // 44: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 45: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 46: metad.v1.BatchGetResponse.Result
-	(*ReplicaConfig)(nil),                // 47: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 48: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 49: metad.v1.Replica
-	(Tier)(0),                            // 50: metad.v1.Tier
-	(*Status)(nil),                       // 51: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 52: metad.v1.SegmentDesc
+	(*CopyStartRequest)(nil),             // 44: metad.v1.CopyStartRequest
+	(*CopyStartResponse)(nil),            // 45: metad.v1.CopyStartResponse
+	(*CopyEndRequest)(nil),               // 46: metad.v1.CopyEndRequest
+	(*CopyEndResponse)(nil),              // 47: metad.v1.CopyEndResponse
+	(*CopyRevokeRequest)(nil),            // 48: metad.v1.CopyRevokeRequest
+	(*CopyRevokeResponse)(nil),           // 49: metad.v1.CopyRevokeResponse
+	(*MoveStartRequest)(nil),             // 50: metad.v1.MoveStartRequest
+	(*MoveStartResponse)(nil),            // 51: metad.v1.MoveStartResponse
+	(*MoveEndRequest)(nil),               // 52: metad.v1.MoveEndRequest
+	(*MoveEndResponse)(nil),              // 53: metad.v1.MoveEndResponse
+	(*MoveRevokeRequest)(nil),            // 54: metad.v1.MoveRevokeRequest
+	(*MoveRevokeResponse)(nil),           // 55: metad.v1.MoveRevokeResponse
+	(*BatchPutStartRequest_Item)(nil),    // 56: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 57: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 58: metad.v1.BatchGetResponse.Result
+	(*ReplicaConfig)(nil),                // 59: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 60: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 61: metad.v1.Replica
+	(Tier)(0),                            // 62: metad.v1.Tier
+	(*Status)(nil),                       // 63: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 64: metad.v1.SegmentDesc
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	47, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	48, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	49, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	50, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	50, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	47, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	48, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	49, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	50, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	50, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	49, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	48, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	48, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	44, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	47, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	48, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	45, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	50, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	48, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	50, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	48, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	46, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	48, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	52, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	48, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	48, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 33: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	49, // 34: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	51, // 35: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	49, // 36: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	0,  // 37: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 38: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 39: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 40: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 41: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 42: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 43: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 44: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 45: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 46: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 47: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 48: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 49: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 50: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 51: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 52: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 53: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 54: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 55: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 56: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 57: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42, // 58: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	1,  // 59: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 60: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 61: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 62: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 63: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 64: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 65: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 66: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 67: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 68: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 69: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 70: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 71: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 72: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 73: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 74: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 75: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 76: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 77: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 78: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 79: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43, // 80: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	59, // [59:81] is the sub-list for method output_type
-	37, // [37:59] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	59, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	60, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	62, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	60, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	62, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	60, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	59, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	60, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	62, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	60, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	62, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	60, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	60, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	56, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	59, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	60, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	57, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	62, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	60, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	63, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	62, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	60, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	63, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	58, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	60, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	63, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	64, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	60, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 33: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 34: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	61, // 35: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	60, // 36: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 37: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 38: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	61, // 39: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	61, // 40: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	60, // 41: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 42: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	63, // 43: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	61, // 44: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	63, // 45: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	61, // 46: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	0,  // 47: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,  // 48: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,  // 49: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,  // 50: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,  // 51: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10, // 52: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12, // 53: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14, // 54: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16, // 55: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18, // 56: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20, // 57: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22, // 58: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24, // 59: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26, // 60: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28, // 61: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30, // 62: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32, // 63: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34, // 64: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36, // 65: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38, // 66: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40, // 67: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42, // 68: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	44, // 69: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	46, // 70: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	48, // 71: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	50, // 72: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	52, // 73: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	54, // 74: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	1,  // 75: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,  // 76: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,  // 77: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,  // 78: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,  // 79: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11, // 80: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13, // 81: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15, // 82: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17, // 83: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19, // 84: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21, // 85: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23, // 86: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25, // 87: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27, // 88: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29, // 89: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31, // 90: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33, // 91: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35, // 92: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37, // 93: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39, // 94: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41, // 95: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43, // 96: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	45, // 97: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	47, // 98: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	49, // 99: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	51, // 100: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	53, // 101: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	55, // 102: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	75, // [75:103] is the sub-list for method output_type
+	47, // [47:75] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -3355,7 +4185,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

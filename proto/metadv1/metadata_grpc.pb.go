@@ -51,6 +51,12 @@ const (
 	Metadata_UnmountSegment_FullMethodName = "/metad.v1.Metadata/UnmountSegment"
 	Metadata_Ping_FullMethodName           = "/metad.v1.Metadata/Ping"
 	Metadata_OpenSession_FullMethodName    = "/metad.v1.Metadata/OpenSession"
+	Metadata_CopyStart_FullMethodName      = "/metad.v1.Metadata/CopyStart"
+	Metadata_CopyEnd_FullMethodName        = "/metad.v1.Metadata/CopyEnd"
+	Metadata_CopyRevoke_FullMethodName     = "/metad.v1.Metadata/CopyRevoke"
+	Metadata_MoveStart_FullMethodName      = "/metad.v1.Metadata/MoveStart"
+	Metadata_MoveEnd_FullMethodName        = "/metad.v1.Metadata/MoveEnd"
+	Metadata_MoveRevoke_FullMethodName     = "/metad.v1.Metadata/MoveRevoke"
 )
 
 // MetadataClient is the client API for Metadata service.
@@ -104,6 +110,21 @@ type MetadataClient interface {
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
+	// CopyStart places new PROCESSING replicas of an object (targets) for the caller to fill from a
+	// COMPLETE one (the source); until CopyEnd or CopyRevoke the object is protected from eviction
+	// and removal and refuses UpsertStart.
+	CopyStart(ctx context.Context, in *CopyStartRequest, opts ...grpc.CallOption) (*CopyStartResponse, error)
+	// CopyEnd makes the copy's targets COMPLETE.
+	CopyEnd(ctx context.Context, in *CopyEndRequest, opts ...grpc.CallOption) (*CopyEndResponse, error)
+	// CopyRevoke drops the copy's targets and refunds their quota.
+	CopyRevoke(ctx context.Context, in *CopyRevokeRequest, opts ...grpc.CallOption) (*CopyRevokeResponse, error)
+	// MoveStart places one PROCESSING replica (the target) for the caller to fill from a COMPLETE one
+	// (the source), with the protections of CopyStart.
+	MoveStart(ctx context.Context, in *MoveStartRequest, opts ...grpc.CallOption) (*MoveStartResponse, error)
+	// MoveEnd makes the target COMPLETE and frees the source.
+	MoveEnd(ctx context.Context, in *MoveEndRequest, opts ...grpc.CallOption) (*MoveEndResponse, error)
+	// MoveRevoke drops the target and keeps the source.
+	MoveRevoke(ctx context.Context, in *MoveRevokeRequest, opts ...grpc.CallOption) (*MoveRevokeResponse, error)
 }
 
 type metadataClient struct {
@@ -334,6 +355,66 @@ func (c *metadataClient) OpenSession(ctx context.Context, in *OpenSessionRequest
 	return out, nil
 }
 
+func (c *metadataClient) CopyStart(ctx context.Context, in *CopyStartRequest, opts ...grpc.CallOption) (*CopyStartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyStartResponse)
+	err := c.cc.Invoke(ctx, Metadata_CopyStart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) CopyEnd(ctx context.Context, in *CopyEndRequest, opts ...grpc.CallOption) (*CopyEndResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyEndResponse)
+	err := c.cc.Invoke(ctx, Metadata_CopyEnd_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) CopyRevoke(ctx context.Context, in *CopyRevokeRequest, opts ...grpc.CallOption) (*CopyRevokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyRevokeResponse)
+	err := c.cc.Invoke(ctx, Metadata_CopyRevoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MoveStart(ctx context.Context, in *MoveStartRequest, opts ...grpc.CallOption) (*MoveStartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveStartResponse)
+	err := c.cc.Invoke(ctx, Metadata_MoveStart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MoveEnd(ctx context.Context, in *MoveEndRequest, opts ...grpc.CallOption) (*MoveEndResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveEndResponse)
+	err := c.cc.Invoke(ctx, Metadata_MoveEnd_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MoveRevoke(ctx context.Context, in *MoveRevokeRequest, opts ...grpc.CallOption) (*MoveRevokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveRevokeResponse)
+	err := c.cc.Invoke(ctx, Metadata_MoveRevoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetadataServer is the server API for Metadata service.
 // All implementations must embed UnimplementedMetadataServer
 // for forward compatibility.
@@ -385,6 +466,21 @@ type MetadataServer interface {
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
+	// CopyStart places new PROCESSING replicas of an object (targets) for the caller to fill from a
+	// COMPLETE one (the source); until CopyEnd or CopyRevoke the object is protected from eviction
+	// and removal and refuses UpsertStart.
+	CopyStart(context.Context, *CopyStartRequest) (*CopyStartResponse, error)
+	// CopyEnd makes the copy's targets COMPLETE.
+	CopyEnd(context.Context, *CopyEndRequest) (*CopyEndResponse, error)
+	// CopyRevoke drops the copy's targets and refunds their quota.
+	CopyRevoke(context.Context, *CopyRevokeRequest) (*CopyRevokeResponse, error)
+	// MoveStart places one PROCESSING replica (the target) for the caller to fill from a COMPLETE one
+	// (the source), with the protections of CopyStart.
+	MoveStart(context.Context, *MoveStartRequest) (*MoveStartResponse, error)
+	// MoveEnd makes the target COMPLETE and frees the source.
+	MoveEnd(context.Context, *MoveEndRequest) (*MoveEndResponse, error)
+	// MoveRevoke drops the target and keeps the source.
+	MoveRevoke(context.Context, *MoveRevokeRequest) (*MoveRevokeResponse, error)
 	mustEmbedUnimplementedMetadataServer()
 }
 
@@ -460,6 +556,24 @@ func (UnimplementedMetadataServer) Ping(context.Context, *PingRequest) (*PingRes
 }
 func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
+}
+func (UnimplementedMetadataServer) CopyStart(context.Context, *CopyStartRequest) (*CopyStartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyStart not implemented")
+}
+func (UnimplementedMetadataServer) CopyEnd(context.Context, *CopyEndRequest) (*CopyEndResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyEnd not implemented")
+}
+func (UnimplementedMetadataServer) CopyRevoke(context.Context, *CopyRevokeRequest) (*CopyRevokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyRevoke not implemented")
+}
+func (UnimplementedMetadataServer) MoveStart(context.Context, *MoveStartRequest) (*MoveStartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveStart not implemented")
+}
+func (UnimplementedMetadataServer) MoveEnd(context.Context, *MoveEndRequest) (*MoveEndResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveEnd not implemented")
+}
+func (UnimplementedMetadataServer) MoveRevoke(context.Context, *MoveRevokeRequest) (*MoveRevokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveRevoke not implemented")
 }
 func (UnimplementedMetadataServer) mustEmbedUnimplementedMetadataServer() {}
 func (UnimplementedMetadataServer) testEmbeddedByValue()                  {}
@@ -878,6 +992,114 @@ func _Metadata_OpenSession_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_CopyStart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyStartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CopyStart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CopyStart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CopyStart(ctx, req.(*CopyStartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_CopyEnd_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyEndRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CopyEnd(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CopyEnd_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CopyEnd(ctx, req.(*CopyEndRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_CopyRevoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyRevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CopyRevoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CopyRevoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CopyRevoke(ctx, req.(*CopyRevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MoveStart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveStartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MoveStart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MoveStart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MoveStart(ctx, req.(*MoveStartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MoveEnd_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveEndRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MoveEnd(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MoveEnd_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MoveEnd(ctx, req.(*MoveEndRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MoveRevoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveRevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MoveRevoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MoveRevoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MoveRevoke(ctx, req.(*MoveRevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Metadata_ServiceDesc is the grpc.ServiceDesc for Metadata service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -972,6 +1194,30 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "OpenSession",
 			Handler:    _Metadata_OpenSession_Handler,
+		},
+		{
+			MethodName: "CopyStart",
+			Handler:    _Metadata_CopyStart_Handler,
+		},
+		{
+			MethodName: "CopyEnd",
+			Handler:    _Metadata_CopyEnd_Handler,
+		},
+		{
+			MethodName: "CopyRevoke",
+			Handler:    _Metadata_CopyRevoke_Handler,
+		},
+		{
+			MethodName: "MoveStart",
+			Handler:    _Metadata_MoveStart_Handler,
+		},
+		{
+			MethodName: "MoveEnd",
+			Handler:    _Metadata_MoveEnd_Handler,
+		},
+		{
+			MethodName: "MoveRevoke",
+			Handler:    _Metadata_MoveRevoke_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -218,6 +218,8 @@ func TestReasonNames(t *testing.T) {
 		"REASON_MEMBER_NOT_FOUND", "REASON_SESSION_EXPIRED", "REASON_SEQUENCE_TOO_OLD",
 		"REASON_AUTH_REVISION_STALE", "REASON_KEY_NOT_FOUND", "REASON_ROLE_NOT_FOUND", "REASON_KEY_ALREADY_EXISTS",
 		"REASON_AUTH_LIMIT_EXCEEDED",
+		"REASON_OBJECT_HAS_REPLICATION_TASK", "REASON_OBJECT_NO_REPLICATION_TASK", "REASON_REPLICA_NOT_FOUND",
+		"REASON_TASK_NOT_FOUND", "REASON_TASK_PENDING_LIMIT_EXCEEDED",
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -246,6 +248,7 @@ func TestServiceMethods(t *testing.T) {
 			"Get", "Exist", "Remove", "RemoveAll", "RemoveGroup", "ListGroup",
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
 			"MountSegment", "UnmountSegment", "Ping", "OpenSession",
+			"CopyStart", "CopyEnd", "CopyRevoke", "MoveStart", "MoveEnd", "MoveRevoke",
 		}},
 		{metadv1.File_metadv1_admin_proto, "Admin", []string{
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",

@@ -474,8 +474,10 @@ type ObjectRecord struct {
 	SoftPinTtlMs uint64 `protobuf:"varint,13,opt,name=soft_pin_ttl_ms,json=softPinTtlMs,proto3" json:"soft_pin_ttl_ms,omitempty"`
 	// Soft pin in force until this time, Unix nanoseconds (sfixed64, as put_start); 0 = not soft-pinned.
 	SoftPinDeadlineUnixNano int64 `protobuf:"fixed64,14,opt,name=soft_pin_deadline_unix_nano,json=softPinDeadlineUnixNano,proto3" json:"soft_pin_deadline_unix_nano,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The copy or move in progress on the object; absent when none (record format 4).
+	Task          *ReplicaTaskRecord `protobuf:"bytes,100,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObjectRecord) Reset() {
@@ -606,6 +608,95 @@ func (x *ObjectRecord) GetSoftPinDeadlineUnixNano() int64 {
 	return 0
 }
 
+func (x *ObjectRecord) GetTask() *ReplicaTaskRecord {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// ReplicaTaskRecord is an object's copy or move in progress.
+type ReplicaTaskRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Copy or move.
+	Kind ReplicaTaskKind `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	// Client that started it: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Envelope time of its start, Unix nanoseconds.
+	StartedUnixNano int64 `protobuf:"fixed64,3,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	// Replica id of the COMPLETE source.
+	SourceReplicaId uint64 `protobuf:"varint,4,opt,name=source_replica_id,json=sourceReplicaId,proto3" json:"source_replica_id,omitempty"`
+	// Replica ids of the PROCESSING targets, in placement order.
+	TargetReplicaIds []uint64 `protobuf:"varint,5,rep,packed,name=target_replica_ids,json=targetReplicaIds,proto3" json:"target_replica_ids,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskRecord) Reset() {
+	*x = ReplicaTaskRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskRecord) ProtoMessage() {}
+
+func (x *ReplicaTaskRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskRecord.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReplicaTaskRecord) GetKind() ReplicaTaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+}
+
+func (x *ReplicaTaskRecord) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskRecord) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *ReplicaTaskRecord) GetSourceReplicaId() uint64 {
+	if x != nil {
+		return x.SourceReplicaId
+	}
+	return 0
+}
+
+func (x *ReplicaTaskRecord) GetTargetReplicaIds() []uint64 {
+	if x != nil {
+		return x.TargetReplicaIds
+	}
+	return nil
+}
+
 // Record is one framed record after the header.
 type Record struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -627,7 +718,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +730,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +743,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{5}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -798,7 +889,7 @@ type KeyRecord struct {
 
 func (x *KeyRecord) Reset() {
 	*x = KeyRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +901,7 @@ func (x *KeyRecord) String() string {
 func (*KeyRecord) ProtoMessage() {}
 
 func (x *KeyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +914,7 @@ func (x *KeyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRecord.ProtoReflect.Descriptor instead.
 func (*KeyRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KeyRecord) GetId() string {
@@ -874,7 +965,7 @@ type RoleRecord struct {
 
 func (x *RoleRecord) Reset() {
 	*x = RoleRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +977,7 @@ func (x *RoleRecord) String() string {
 func (*RoleRecord) ProtoMessage() {}
 
 func (x *RoleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +990,7 @@ func (x *RoleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleRecord.ProtoReflect.Descriptor instead.
 func (*RoleRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RoleRecord) GetPrincipal() string {
@@ -937,7 +1028,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1040,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1053,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SessionRecord) GetId() uint64 {
@@ -1020,7 +1111,7 @@ type CachedResult struct {
 
 func (x *CachedResult) Reset() {
 	*x = CachedResult{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1123,7 @@ func (x *CachedResult) String() string {
 func (*CachedResult) ProtoMessage() {}
 
 func (x *CachedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1136,7 @@ func (x *CachedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CachedResult.ProtoReflect.Descriptor instead.
 func (*CachedResult) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CachedResult) GetSeq() uint64 {
@@ -1097,7 +1188,7 @@ type ResultRecord struct {
 
 func (x *ResultRecord) Reset() {
 	*x = ResultRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1200,7 @@ func (x *ResultRecord) String() string {
 func (*ResultRecord) ProtoMessage() {}
 
 func (x *ResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1213,7 @@ func (x *ResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultRecord.ProtoReflect.Descriptor instead.
 func (*ResultRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResultRecord) GetReason() uint32 {
@@ -1237,7 +1328,7 @@ type ResultReplica struct {
 
 func (x *ResultReplica) Reset() {
 	*x = ResultReplica{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[11]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1340,7 @@ func (x *ResultReplica) String() string {
 func (*ResultReplica) ProtoMessage() {}
 
 func (x *ResultReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[11]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1353,7 @@ func (x *ResultReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultReplica.ProtoReflect.Descriptor instead.
 func (*ResultReplica) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResultReplica) GetReplicaId() uint64 {
@@ -1322,7 +1413,7 @@ type MemberRecord struct {
 
 func (x *MemberRecord) Reset() {
 	*x = MemberRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[12]
+	mi := &file_metadv1_snapshot_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1425,7 @@ func (x *MemberRecord) String() string {
 func (*MemberRecord) ProtoMessage() {}
 
 func (x *MemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[12]
+	mi := &file_metadv1_snapshot_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1438,7 @@ func (x *MemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRecord.ProtoReflect.Descriptor instead.
 func (*MemberRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MemberRecord) GetName() string {
@@ -1411,7 +1502,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12/\n" +
 	"\x06status\x18\x04 \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\x12\"\n" +
 	"\x04tier\x18\x05 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12\x12\n" +
-	"\x04size\x18\x06 \x01(\x04R\x04size\"\xec\x03\n" +
+	"\x04size\x18\x06 \x01(\x04R\x04size\"\x9d\x04\n" +
 	"\fObjectRecord\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\x04R\bobjectId\x12\x18\n" +
@@ -1427,7 +1518,14 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tdata_type\x18\v \x01(\rR\bdataType\x12\x19\n" +
 	"\bhard_pin\x18\f \x01(\bR\ahardPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\r \x01(\x04R\fsoftPinTtlMs\x12<\n" +
-	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\xe7\x02\n" +
+	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\x12/\n" +
+	"\x04task\x18d \x01(\v2\x1b.metad.v1.ReplicaTaskRecordR\x04task\"\xe5\x01\n" +
+	"\x11ReplicaTaskRecord\x12-\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12*\n" +
+	"\x11started_unix_nano\x18\x03 \x01(\x10R\x0fstartedUnixNano\x12*\n" +
+	"\x11source_replica_id\x18\x04 \x01(\x04R\x0fsourceReplicaId\x12,\n" +
+	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xe7\x02\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
@@ -1500,50 +1598,54 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_metadv1_snapshot_proto_goTypes = []any{
-	(*SnapshotHeader)(nil), // 0: metad.v1.SnapshotHeader
-	(*TenantRecord)(nil),   // 1: metad.v1.TenantRecord
-	(*SegmentRecord)(nil),  // 2: metad.v1.SegmentRecord
-	(*ReplicaRecord)(nil),  // 3: metad.v1.ReplicaRecord
-	(*ObjectRecord)(nil),   // 4: metad.v1.ObjectRecord
-	(*Record)(nil),         // 5: metad.v1.Record
-	(*KeyRecord)(nil),      // 6: metad.v1.KeyRecord
-	(*RoleRecord)(nil),     // 7: metad.v1.RoleRecord
-	(*SessionRecord)(nil),  // 8: metad.v1.SessionRecord
-	(*CachedResult)(nil),   // 9: metad.v1.CachedResult
-	(*ResultRecord)(nil),   // 10: metad.v1.ResultRecord
-	(*ResultReplica)(nil),  // 11: metad.v1.ResultReplica
-	(*MemberRecord)(nil),   // 12: metad.v1.MemberRecord
-	(TenantState)(0),       // 13: metad.v1.TenantState
-	(*SegmentDesc)(nil),    // 14: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),     // 15: metad.v1.ReplicaStatus
-	(Tier)(0),              // 16: metad.v1.Tier
+	(*SnapshotHeader)(nil),    // 0: metad.v1.SnapshotHeader
+	(*TenantRecord)(nil),      // 1: metad.v1.TenantRecord
+	(*SegmentRecord)(nil),     // 2: metad.v1.SegmentRecord
+	(*ReplicaRecord)(nil),     // 3: metad.v1.ReplicaRecord
+	(*ObjectRecord)(nil),      // 4: metad.v1.ObjectRecord
+	(*ReplicaTaskRecord)(nil), // 5: metad.v1.ReplicaTaskRecord
+	(*Record)(nil),            // 6: metad.v1.Record
+	(*KeyRecord)(nil),         // 7: metad.v1.KeyRecord
+	(*RoleRecord)(nil),        // 8: metad.v1.RoleRecord
+	(*SessionRecord)(nil),     // 9: metad.v1.SessionRecord
+	(*CachedResult)(nil),      // 10: metad.v1.CachedResult
+	(*ResultRecord)(nil),      // 11: metad.v1.ResultRecord
+	(*ResultReplica)(nil),     // 12: metad.v1.ResultReplica
+	(*MemberRecord)(nil),      // 13: metad.v1.MemberRecord
+	(TenantState)(0),          // 14: metad.v1.TenantState
+	(*SegmentDesc)(nil),       // 15: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),        // 16: metad.v1.ReplicaStatus
+	(Tier)(0),                 // 17: metad.v1.Tier
+	(ReplicaTaskKind)(0),      // 18: metad.v1.ReplicaTaskKind
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	13, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	14, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	15, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	16, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	14, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	15, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	16, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	17, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
-	1,  // 5: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
-	2,  // 6: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
-	4,  // 7: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
-	12, // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
-	8,  // 9: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
-	6,  // 10: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
-	7,  // 11: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
-	9,  // 12: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	10, // 13: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	11, // 14: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	10, // 15: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	16, // 16: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	15, // 17: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	5,  // 5: metad.v1.ObjectRecord.task:type_name -> metad.v1.ReplicaTaskRecord
+	18, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.ReplicaTaskKind
+	1,  // 7: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
+	2,  // 8: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
+	4,  // 9: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
+	13, // 10: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
+	9,  // 11: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
+	7,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
+	8,  // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
+	10, // 14: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	11, // 15: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	12, // 16: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	11, // 17: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	17, // 18: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	16, // 19: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -1552,7 +1654,7 @@ func file_metadv1_snapshot_proto_init() {
 		return
 	}
 	file_metadv1_types_proto_init()
-	file_metadv1_snapshot_proto_msgTypes[5].OneofWrappers = []any{
+	file_metadv1_snapshot_proto_msgTypes[6].OneofWrappers = []any{
 		(*Record_Tenant)(nil),
 		(*Record_Segment)(nil),
 		(*Record_Object)(nil),
@@ -1567,7 +1669,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

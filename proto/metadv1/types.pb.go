@@ -202,6 +202,18 @@ const (
 	// CreateKey or GrantRole past a limit of the auth state (keys, principals with roles, roles of
 	// one principal).
 	Reason_REASON_AUTH_LIMIT_EXCEEDED Reason = 25
+	// A copy or move of the object is in progress: Remove (forced or not), UpsertStart and another
+	// CopyStart or MoveStart are refused until it ends, is revoked or is reaped.
+	Reason_REASON_OBJECT_HAS_REPLICATION_TASK Reason = 26
+	// CopyEnd, CopyRevoke, MoveEnd or MoveRevoke on an object with no copy or move in progress (it
+	// ended, was revoked or reaped, or lost its source or a target to an unmount).
+	Reason_REASON_OBJECT_NO_REPLICATION_TASK Reason = 27
+	// CopyStart or MoveStart: the source segment holds no COMPLETE replica of the object.
+	Reason_REASON_REPLICA_NOT_FOUND Reason = 28
+	// No task has that id (never created, or finished and no longer kept).
+	Reason_REASON_TASK_NOT_FOUND Reason = 29
+	// Creating the task would take the pending tasks past their bound.
+	Reason_REASON_TASK_PENDING_LIMIT_EXCEEDED Reason = 30
 )
 
 // Enum value maps for Reason.
@@ -233,6 +245,11 @@ var (
 		23: "REASON_ROLE_NOT_FOUND",
 		24: "REASON_KEY_ALREADY_EXISTS",
 		25: "REASON_AUTH_LIMIT_EXCEEDED",
+		26: "REASON_OBJECT_HAS_REPLICATION_TASK",
+		27: "REASON_OBJECT_NO_REPLICATION_TASK",
+		28: "REASON_REPLICA_NOT_FOUND",
+		29: "REASON_TASK_NOT_FOUND",
+		30: "REASON_TASK_PENDING_LIMIT_EXCEEDED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -261,6 +278,11 @@ var (
 		"REASON_ROLE_NOT_FOUND":                23,
 		"REASON_KEY_ALREADY_EXISTS":            24,
 		"REASON_AUTH_LIMIT_EXCEEDED":           25,
+		"REASON_OBJECT_HAS_REPLICATION_TASK":   26,
+		"REASON_OBJECT_NO_REPLICATION_TASK":    27,
+		"REASON_REPLICA_NOT_FOUND":             28,
+		"REASON_TASK_NOT_FOUND":                29,
+		"REASON_TASK_PENDING_LIMIT_EXCEEDED":   30,
 	}
 )
 
@@ -289,6 +311,59 @@ func (x Reason) Number() protoreflect.EnumNumber {
 // Deprecated: Use Reason.Descriptor instead.
 func (Reason) EnumDescriptor() ([]byte, []int) {
 	return file_metadv1_types_proto_rawDescGZIP(), []int{2}
+}
+
+// ReplicaTaskKind is what a replica task on one object does when it ends.
+type ReplicaTaskKind int32
+
+const (
+	// Never valid in a command.
+	ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED ReplicaTaskKind = 0
+	// Copy: the targets become COMPLETE replicas next to the source.
+	ReplicaTaskKind_REPLICA_TASK_KIND_COPY ReplicaTaskKind = 1
+	// Move: the target becomes COMPLETE and the source is freed.
+	ReplicaTaskKind_REPLICA_TASK_KIND_MOVE ReplicaTaskKind = 2
+)
+
+// Enum value maps for ReplicaTaskKind.
+var (
+	ReplicaTaskKind_name = map[int32]string{
+		0: "REPLICA_TASK_KIND_UNSPECIFIED",
+		1: "REPLICA_TASK_KIND_COPY",
+		2: "REPLICA_TASK_KIND_MOVE",
+	}
+	ReplicaTaskKind_value = map[string]int32{
+		"REPLICA_TASK_KIND_UNSPECIFIED": 0,
+		"REPLICA_TASK_KIND_COPY":        1,
+		"REPLICA_TASK_KIND_MOVE":        2,
+	}
+)
+
+func (x ReplicaTaskKind) Enum() *ReplicaTaskKind {
+	p := new(ReplicaTaskKind)
+	*p = x
+	return p
+}
+
+func (x ReplicaTaskKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReplicaTaskKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_metadv1_types_proto_enumTypes[3].Descriptor()
+}
+
+func (ReplicaTaskKind) Type() protoreflect.EnumType {
+	return &file_metadv1_types_proto_enumTypes[3]
+}
+
+func (x ReplicaTaskKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReplicaTaskKind.Descriptor instead.
+func (ReplicaTaskKind) EnumDescriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{3}
 }
 
 // TenantState is the lifecycle of one tenant instance.
@@ -332,11 +407,11 @@ func (x TenantState) String() string {
 }
 
 func (TenantState) Descriptor() protoreflect.EnumDescriptor {
-	return file_metadv1_types_proto_enumTypes[3].Descriptor()
+	return file_metadv1_types_proto_enumTypes[4].Descriptor()
 }
 
 func (TenantState) Type() protoreflect.EnumType {
-	return &file_metadv1_types_proto_enumTypes[3]
+	return &file_metadv1_types_proto_enumTypes[4]
 }
 
 func (x TenantState) Number() protoreflect.EnumNumber {
@@ -345,7 +420,7 @@ func (x TenantState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TenantState.Descriptor instead.
 func (TenantState) EnumDescriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{3}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{4}
 }
 
 // SoftPinAction is what a put does to the object's soft pin.
@@ -385,11 +460,11 @@ func (x SoftPinAction) String() string {
 }
 
 func (SoftPinAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_metadv1_types_proto_enumTypes[4].Descriptor()
+	return file_metadv1_types_proto_enumTypes[5].Descriptor()
 }
 
 func (SoftPinAction) Type() protoreflect.EnumType {
-	return &file_metadv1_types_proto_enumTypes[4]
+	return &file_metadv1_types_proto_enumTypes[5]
 }
 
 func (x SoftPinAction) Number() protoreflect.EnumNumber {
@@ -398,7 +473,7 @@ func (x SoftPinAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SoftPinAction.Descriptor instead.
 func (SoftPinAction) EnumDescriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{4}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{5}
 }
 
 // Status is the result of one item of a batch request (results are in request order).
@@ -970,7 +1045,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\x8c\x06\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xbc\a\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -998,7 +1073,16 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x14REASON_KEY_NOT_FOUND\x10\x16\x12\x19\n" +
 	"\x15REASON_ROLE_NOT_FOUND\x10\x17\x12\x1d\n" +
 	"\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n" +
-	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19*v\n" +
+	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19\x12&\n" +
+	"\"REASON_OBJECT_HAS_REPLICATION_TASK\x10\x1a\x12%\n" +
+	"!REASON_OBJECT_NO_REPLICATION_TASK\x10\x1b\x12\x1c\n" +
+	"\x18REASON_REPLICA_NOT_FOUND\x10\x1c\x12\x19\n" +
+	"\x15REASON_TASK_NOT_FOUND\x10\x1d\x12&\n" +
+	"\"REASON_TASK_PENDING_LIMIT_EXCEEDED\x10\x1e*l\n" +
+	"\x0fReplicaTaskKind\x12!\n" +
+	"\x1dREPLICA_TASK_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16REPLICA_TASK_KIND_COPY\x10\x01\x12\x1a\n" +
+	"\x16REPLICA_TASK_KIND_MOVE\x10\x02*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +
@@ -1021,27 +1105,28 @@ func file_metadv1_types_proto_rawDescGZIP() []byte {
 	return file_metadv1_types_proto_rawDescData
 }
 
-var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_metadv1_types_proto_goTypes = []any{
 	(Tier)(0),             // 0: metad.v1.Tier
 	(ReplicaStatus)(0),    // 1: metad.v1.ReplicaStatus
 	(Reason)(0),           // 2: metad.v1.Reason
-	(TenantState)(0),      // 3: metad.v1.TenantState
-	(SoftPinAction)(0),    // 4: metad.v1.SoftPinAction
-	(*Status)(nil),        // 5: metad.v1.Status
-	(*ErrorDetail)(nil),   // 6: metad.v1.ErrorDetail
-	(*Replica)(nil),       // 7: metad.v1.Replica
-	(*ReplicaConfig)(nil), // 8: metad.v1.ReplicaConfig
-	(*SegmentDesc)(nil),   // 9: metad.v1.SegmentDesc
-	(*SessionHeader)(nil), // 10: metad.v1.SessionHeader
+	(ReplicaTaskKind)(0),  // 3: metad.v1.ReplicaTaskKind
+	(TenantState)(0),      // 4: metad.v1.TenantState
+	(SoftPinAction)(0),    // 5: metad.v1.SoftPinAction
+	(*Status)(nil),        // 6: metad.v1.Status
+	(*ErrorDetail)(nil),   // 7: metad.v1.ErrorDetail
+	(*Replica)(nil),       // 8: metad.v1.Replica
+	(*ReplicaConfig)(nil), // 9: metad.v1.ReplicaConfig
+	(*SegmentDesc)(nil),   // 10: metad.v1.SegmentDesc
+	(*SessionHeader)(nil), // 11: metad.v1.SessionHeader
 }
 var file_metadv1_types_proto_depIdxs = []int32{
 	2, // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
 	2, // 1: metad.v1.ErrorDetail.reason:type_name -> metad.v1.Reason
 	0, // 2: metad.v1.Replica.tier:type_name -> metad.v1.Tier
 	1, // 3: metad.v1.Replica.status:type_name -> metad.v1.ReplicaStatus
-	4, // 4: metad.v1.ReplicaConfig.soft_pin:type_name -> metad.v1.SoftPinAction
+	5, // 4: metad.v1.ReplicaConfig.soft_pin:type_name -> metad.v1.SoftPinAction
 	0, // 5: metad.v1.SegmentDesc.tier:type_name -> metad.v1.Tier
 	6, // [6:6] is the sub-list for method output_type
 	6, // [6:6] is the sub-list for method input_type
@@ -1060,7 +1145,7 @@ func file_metadv1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_types_proto_rawDesc), len(file_metadv1_types_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      6,
 			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,

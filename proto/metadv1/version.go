@@ -9,8 +9,10 @@ const (
 	// writes. 2 adds the client sessions (SessionRecord, SnapshotHeader.next_session_id); a
 	// version 1 file reads as a state with no session. 3 adds the auth state (KeyRecord,
 	// RoleRecord, SnapshotHeader.auth_revision, keys, role_bindings); a version 1 or 2 file reads
-	// as a state with no key and no role binding, at auth revision 0.
-	SnapshotFormatVersion uint32 = 3
+	// as a state with no key and no role binding, at auth revision 0. 4 adds the objects' replica
+	// tasks (ObjectRecord.task); a version 1 to 3 file reads as a state with no copy or move in
+	// progress.
+	SnapshotFormatVersion uint32 = 4
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules

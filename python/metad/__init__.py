@@ -27,8 +27,9 @@ from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,
                           InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
-                          NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectNotFound,
-                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, RoleNotFound, SegmentNotFound,
+                          NoAvailableHandle, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
+                          ObjectNoReplicationTask, ObjectNotFound, OutcomeUnknown, RepeatedKey, ReplicaIsNotReady,
+                          ReplicaNotFound, RoleNotFound, SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
                           error_for, item_error, reason_name)
@@ -46,5 +47,7 @@ __all__ = [
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
     "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
     "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
-    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "types_pb2", "metadata_pb2", "admin_pb2",
+    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
+    "ObjectHasReplicationTask", "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound",
+    "TaskPendingLimitExceeded", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -147,6 +147,64 @@ class BatchRemoveResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
+class CopyEndRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CopyEndResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CopyRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CopyRevokeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CopyStartRequest(_message.Message):
+    __slots__ = ["client_id", "key", "replicas", "session", "source_segment_id", "target_segment_ids", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    replicas: int
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CopyStartResponse(_message.Message):
+    __slots__ = ["source", "targets"]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    source: _types_pb2.Replica
+    targets: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+    def __init__(self, source: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., targets: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+
 class ExistRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -222,6 +280,62 @@ class MountSegmentRequest(_message.Message):
 class MountSegmentResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class MoveEndRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MoveEndResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MoveRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MoveRevokeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MoveStartRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "source_segment_id", "target_segment_id", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_id: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MoveStartResponse(_message.Message):
+    __slots__ = ["source", "target"]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    source: _types_pb2.Replica
+    target: _types_pb2.Replica
+    def __init__(self, source: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., target: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ["client_id"]

@@ -125,6 +125,36 @@ class MetadataStub(object):
                 request_serializer=metadv1_dot_metadata__pb2.OpenSessionRequest.SerializeToString,
                 response_deserializer=metadv1_dot_metadata__pb2.OpenSessionResponse.FromString,
                 )
+        self.CopyStart = channel.unary_unary(
+                '/metad.v1.Metadata/CopyStart',
+                request_serializer=metadv1_dot_metadata__pb2.CopyStartRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CopyStartResponse.FromString,
+                )
+        self.CopyEnd = channel.unary_unary(
+                '/metad.v1.Metadata/CopyEnd',
+                request_serializer=metadv1_dot_metadata__pb2.CopyEndRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CopyEndResponse.FromString,
+                )
+        self.CopyRevoke = channel.unary_unary(
+                '/metad.v1.Metadata/CopyRevoke',
+                request_serializer=metadv1_dot_metadata__pb2.CopyRevokeRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CopyRevokeResponse.FromString,
+                )
+        self.MoveStart = channel.unary_unary(
+                '/metad.v1.Metadata/MoveStart',
+                request_serializer=metadv1_dot_metadata__pb2.MoveStartRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MoveStartResponse.FromString,
+                )
+        self.MoveEnd = channel.unary_unary(
+                '/metad.v1.Metadata/MoveEnd',
+                request_serializer=metadv1_dot_metadata__pb2.MoveEndRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MoveEndResponse.FromString,
+                )
+        self.MoveRevoke = channel.unary_unary(
+                '/metad.v1.Metadata/MoveRevoke',
+                request_serializer=metadv1_dot_metadata__pb2.MoveRevokeRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MoveRevokeResponse.FromString,
+                )
 
 
 class MetadataServicer(object):
@@ -286,6 +316,51 @@ class MetadataServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CopyStart(self, request, context):
+        """CopyStart places new PROCESSING replicas of an object (targets) for the caller to fill from a
+        COMPLETE one (the source); until CopyEnd or CopyRevoke the object is protected from eviction
+        and removal and refuses UpsertStart.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CopyEnd(self, request, context):
+        """CopyEnd makes the copy's targets COMPLETE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CopyRevoke(self, request, context):
+        """CopyRevoke drops the copy's targets and refunds their quota.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveStart(self, request, context):
+        """MoveStart places one PROCESSING replica (the target) for the caller to fill from a COMPLETE one
+        (the source), with the protections of CopyStart.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveEnd(self, request, context):
+        """MoveEnd makes the target COMPLETE and frees the source.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveRevoke(self, request, context):
+        """MoveRevoke drops the target and keeps the source.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetadataServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -398,6 +473,36 @@ def add_MetadataServicer_to_server(servicer, server):
                     servicer.OpenSession,
                     request_deserializer=metadv1_dot_metadata__pb2.OpenSessionRequest.FromString,
                     response_serializer=metadv1_dot_metadata__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'CopyStart': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyStart,
+                    request_deserializer=metadv1_dot_metadata__pb2.CopyStartRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CopyStartResponse.SerializeToString,
+            ),
+            'CopyEnd': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyEnd,
+                    request_deserializer=metadv1_dot_metadata__pb2.CopyEndRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CopyEndResponse.SerializeToString,
+            ),
+            'CopyRevoke': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyRevoke,
+                    request_deserializer=metadv1_dot_metadata__pb2.CopyRevokeRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CopyRevokeResponse.SerializeToString,
+            ),
+            'MoveStart': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveStart,
+                    request_deserializer=metadv1_dot_metadata__pb2.MoveStartRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MoveStartResponse.SerializeToString,
+            ),
+            'MoveEnd': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveEnd,
+                    request_deserializer=metadv1_dot_metadata__pb2.MoveEndRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MoveEndResponse.SerializeToString,
+            ),
+            'MoveRevoke': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveRevoke,
+                    request_deserializer=metadv1_dot_metadata__pb2.MoveRevokeRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MoveRevokeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -781,5 +886,107 @@ class Metadata(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/OpenSession',
             metadv1_dot_metadata__pb2.OpenSessionRequest.SerializeToString,
             metadv1_dot_metadata__pb2.OpenSessionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CopyStart(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CopyStart',
+            metadv1_dot_metadata__pb2.CopyStartRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CopyStartResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CopyEnd(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CopyEnd',
+            metadv1_dot_metadata__pb2.CopyEndRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CopyEndResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CopyRevoke(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CopyRevoke',
+            metadv1_dot_metadata__pb2.CopyRevokeRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CopyRevokeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveStart(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveStart',
+            metadv1_dot_metadata__pb2.MoveStartRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MoveStartResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveEnd(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveEnd',
+            metadv1_dot_metadata__pb2.MoveEndRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MoveEndResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveRevoke(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveRevoke',
+            metadv1_dot_metadata__pb2.MoveRevokeRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MoveRevokeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

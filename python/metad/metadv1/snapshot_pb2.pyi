@@ -39,7 +39,7 @@ class MemberRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
 
 class ObjectRecord(_message.Message):
-    __slots__ = ["charged_bytes", "data_type", "group", "group_id", "hard_pin", "key", "object_id", "put_start_unix_nano", "replicas", "size", "soft_pin_deadline_unix_nano", "soft_pin_ttl_ms", "version", "writer_client_id"]
+    __slots__ = ["charged_bytes", "data_type", "group", "group_id", "hard_pin", "key", "object_id", "put_start_unix_nano", "replicas", "size", "soft_pin_deadline_unix_nano", "soft_pin_ttl_ms", "task", "version", "writer_client_id"]
     CHARGED_BYTES_FIELD_NUMBER: _ClassVar[int]
     DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class ObjectRecord(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_DEADLINE_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     WRITER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     charged_bytes: int
@@ -66,9 +67,10 @@ class ObjectRecord(_message.Message):
     size: int
     soft_pin_deadline_unix_nano: int
     soft_pin_ttl_ms: int
+    task: ReplicaTaskRecord
     version: int
     writer_client_id: bytes
-    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ..., task: _Optional[_Union[ReplicaTaskRecord, _Mapping]] = ...) -> None: ...
 
 class Record(_message.Message):
     __slots__ = ["key", "member", "object", "role", "segment", "session", "tenant"]
@@ -103,6 +105,20 @@ class ReplicaRecord(_message.Message):
     status: _types_pb2.ReplicaStatus
     tier: _types_pb2.Tier
     def __init__(self, replica_id: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., size: _Optional[int] = ...) -> None: ...
+
+class ReplicaTaskRecord(_message.Message):
+    __slots__ = ["client_id", "kind", "source_replica_id", "started_unix_nano", "target_replica_ids"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    TARGET_REPLICA_IDS_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    kind: _types_pb2.ReplicaTaskKind
+    source_replica_id: int
+    started_unix_nano: int
+    target_replica_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, kind: _Optional[_Union[_types_pb2.ReplicaTaskKind, str]] = ..., client_id: _Optional[bytes] = ..., started_unix_nano: _Optional[int] = ..., source_replica_id: _Optional[int] = ..., target_replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ResultRecord(_message.Message):
     __slots__ = ["bytes", "count", "created", "instance", "items", "message", "reason", "replicas", "reused", "session", "unmount_erased", "unmount_replicas", "unmount_segments"]

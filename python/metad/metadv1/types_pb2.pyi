@@ -17,14 +17,19 @@ REASON_NOT_LEADER: Reason
 REASON_NO_AVAILABLE_HANDLE: Reason
 REASON_OBJECT_ALREADY_EXISTS: Reason
 REASON_OBJECT_HAS_LEASE: Reason
+REASON_OBJECT_HAS_REPLICATION_TASK: Reason
 REASON_OBJECT_NOT_FOUND: Reason
+REASON_OBJECT_NO_REPLICATION_TASK: Reason
 REASON_REPLICA_IS_NOT_READY: Reason
+REASON_REPLICA_NOT_FOUND: Reason
 REASON_ROLE_NOT_FOUND: Reason
 REASON_SEGMENT_NOT_FOUND: Reason
 REASON_SEGMENT_OWNED_BY_OTHER_CLIENT: Reason
 REASON_SEQUENCE_TOO_OLD: Reason
 REASON_SESSION_EXPIRED: Reason
 REASON_STATE_REPLACED: Reason
+REASON_TASK_NOT_FOUND: Reason
+REASON_TASK_PENDING_LIMIT_EXCEEDED: Reason
 REASON_TENANT_ALREADY_EXISTS: Reason
 REASON_TENANT_NOT_EMPTY: Reason
 REASON_TENANT_NOT_REGISTERED: Reason
@@ -34,6 +39,9 @@ REASON_UNSPECIFIED: Reason
 REPLICA_STATUS_COMPLETE: ReplicaStatus
 REPLICA_STATUS_PROCESSING: ReplicaStatus
 REPLICA_STATUS_UNSPECIFIED: ReplicaStatus
+REPLICA_TASK_KIND_COPY: ReplicaTaskKind
+REPLICA_TASK_KIND_MOVE: ReplicaTaskKind
+REPLICA_TASK_KIND_UNSPECIFIED: ReplicaTaskKind
 SOFT_PIN_ACTION_DISABLE: SoftPinAction
 SOFT_PIN_ACTION_ENABLE: SoftPinAction
 SOFT_PIN_ACTION_NONE: SoftPinAction
@@ -140,6 +148,9 @@ class ReplicaStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ReplicaTaskKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class TenantState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"metad/client"
+	"metad/proto/metadv1"
+)
+
+// taskFlags are the flags of the copy and move verbs.
+type taskFlags struct {
+	tenant, clientID, source, targets string
+	replicas                          uint
+}
+
+func (f *taskFlags) register(fs *flag.FlagSet, start, move bool) {
+	fs.StringVar(&f.tenant, "tenant", "", "tenant (default \"default\")")
+	fs.StringVar(&f.clientID, "client", "", "copying client id (default: derived from user and host)")
+	if !start {
+		return
+	}
+	fs.StringVar(&f.source, "source", "", "segment id holding the COMPLETE replica to read (required)")
+	if move {
+		fs.StringVar(&f.targets, "to", "", "segment id to move to (default: placed on the source's tier)")
+		return
+	}
+	fs.StringVar(&f.targets, "to", "", "comma-separated segment ids to copy to (default: placed on the source's tier)")
+	fs.UintVar(&f.replicas, "replicas", 0, "targets to place when --to names none, 1..8 (0 = 1)")
+}
+
+// taskView is the result of copy start and move start.
+type taskView struct {
+	Tenant   string        `json:"tenant"`
+	Key      string        `json:"key"`
+	Kind     string        `json:"kind"`
+	ClientID string        `json:"client_id"`
+	Source   []replicaView `json:"source"`
+	Targets  []replicaView `json:"targets"`
+}
+
+func runCopyStart(a *app, v *verb, args []string) error { return doTaskStart(a, v, args, false) }
+func runMoveStart(a *app, v *verb, args []string) error { return doTaskStart(a, v, args, true) }
+
+func doTaskStart(a *app, v *verb, args []string, move bool) error {
+	fs := a.flags(v)
+	var f taskFlags
+	f.register(fs, true, move)
+	pos, err := a.parse(v, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if f.replicas > 8 {
+		return usagef(v, "--replicas is at most 8")
+	}
+	src, err := client.ParseUUID(f.source)
+	if err != nil {
+		return usagef(v, "--source: %v", err)
+	}
+	var targets [][]byte
+	for _, s := range client.SplitEndpoints(f.targets) {
+		u, err := client.ParseUUID(s)
+		if err != nil {
+			return usagef(v, "--to: %v", err)
+		}
+		targets = append(targets, u[:])
+	}
+	if move && len(targets) > 1 {
+		return usagef(v, "--to names one segment for a move")
+	}
+	id, err := parseClientID(f.clientID, defaultClientID())
+	if err != nil {
+		return usagef(v, "--client: %v", err)
+	}
+	c, err := a.client(id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	key, kind := pos[0], "copy"
+	var source *metadv1.Replica
+	var tgts []*metadv1.Replica
+	if move {
+		kind = "move"
+		var target []byte
+		if len(targets) == 1 {
+			target = targets[0]
+		}
+		var t *metadv1.Replica
+		source, t, err = c.MoveStart(ctx, f.tenant, key, src[:], target)
+		tgts = []*metadv1.Replica{t}
+	} else {
+		source, tgts, err = c.CopyStart(ctx, f.tenant, key, src[:], targets, uint32(f.replicas))
+	}
+	if err != nil {
+		return err
+	}
+	view := taskView{Tenant: a.tenantName(f.tenant), Key: key, Kind: kind, ClientID: id.String(),
+		Source: replicaViews([]*metadv1.Replica{source}), Targets: replicaViews(tgts)}
+	return a.printer().emit(view, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "%s start %s in tenant %s: %s PROCESSING; finish with: metactl %s end %s --client %s\n\nsource:\n",
+			kind, key, view.Tenant, plural(len(tgts), "target"), kind, key, view.ClientID)
+		replicaTable(tw, view.Source)
+		fmt.Fprintf(tw, "\ntargets:\n")
+		replicaTable(tw, view.Targets)
+	})
+}
+
+func runCopyEnd(a *app, v *verb, args []string) error    { return doTaskEnd(a, v, args, false, false) }
+func runCopyRevoke(a *app, v *verb, args []string) error { return doTaskEnd(a, v, args, false, true) }
+func runMoveEnd(a *app, v *verb, args []string) error    { return doTaskEnd(a, v, args, true, false) }
+func runMoveRevoke(a *app, v *verb, args []string) error { return doTaskEnd(a, v, args, true, true) }
+
+func doTaskEnd(a *app, v *verb, args []string, move, revoke bool) error {
+	fs := a.flags(v)
+	var f taskFlags
+	f.register(fs, false, move)
+	pos, err := a.parse(v, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	id, err := parseClientID(f.clientID, defaultClientID())
+	if err != nil {
+		return usagef(v, "--client: %v", err)
+	}
+	c, err := a.client(id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	key, kind, action := pos[0], "copy", "ended"
+	if move {
+		kind = "move"
+	}
+	switch {
+	case move && revoke:
+		err = c.MoveRevoke(ctx, f.tenant, key)
+	case move:
+		err = c.MoveEnd(ctx, f.tenant, key)
+	case revoke:
+		err = c.CopyRevoke(ctx, f.tenant, key)
+	default:
+		err = c.CopyEnd(ctx, f.tenant, key)
+	}
+	if revoke {
+		action = "revoked"
+	}
+	if err != nil {
+		return err
+	}
+	view := map[string]any{"tenant": a.tenantName(f.tenant), "key": key, "kind": kind, action: true}
+	return a.printer().emit(view, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "%s of %s %s\n", kind, key, action)
+	})
+}

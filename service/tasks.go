@@ -1,0 +1,186 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+	"metad/wire"
+)
+
+// ---- copy and move of replicas (store.ReplicaTask) ------------------------------------------
+
+// taskStartOf validates a CopyStart or MoveStart and builds its command, stamped with this node's
+// placement strategy (the leader's when it is proposed). targetField names the request's field of
+// target segments in errors.
+func (s *Service) taskStartOf(kind store.TaskKind, tenant string, client, key, source []byte, targets [][]byte, targetField string, replicas uint32) (*metadv1.ReplicaTaskStart, error) {
+	t, err := tenantOf(tenant)
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientOf("client_id", client)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := keyOf(key); err != nil {
+		return nil, err
+	}
+	src, err := segmentIDOf("source_segment_id", source)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) > store.MaxMemReplicas {
+		return nil, badf(targetField, "%d segments, at most %d", len(targets), store.MaxMemReplicas)
+	}
+	seen := map[alloc.ID]bool{src: true}
+	for i, raw := range targets {
+		field := targetField
+		if kind == store.TaskCopy {
+			field = fmt.Sprintf("%s[%d]", targetField, i)
+		}
+		id, err := segmentIDOf(field, raw)
+		if err != nil {
+			return nil, err
+		}
+		if seen[id] {
+			return nil, badf(field, "segment %s is the source or named twice", id)
+		}
+		seen[id] = true
+	}
+	if replicas > store.MaxMemReplicas {
+		return nil, badf("replicas", "%d not in 0..%d", replicas, store.MaxMemReplicas)
+	}
+	if len(targets) > 0 && replicas != 0 && int(replicas) != len(targets) {
+		return nil, badf("replicas", "%d, but %d target segments named", replicas, len(targets))
+	}
+	return &metadv1.ReplicaTaskStart{Tenant: t, ClientId: c[:], Key: key, Kind: wire.TaskKindTo(kind),
+		SourceSegmentId: source, TargetSegmentIds: targets, Replicas: replicas,
+		Placement: wire.StrategyTo(s.cfg.Strategy)}, nil
+}
+
+// taskStart is the path CopyStart and MoveStart share: validate, then propose on the leader (or
+// forward); it returns the source and the targets as the client sees them.
+func (s *Service) taskStart(ctx context.Context, h *metadv1.SessionHeader, build func() (*metadv1.ReplicaTaskStart, error), tenant string, key []byte) (*metadv1.Replica, []*metadv1.Replica, error) {
+	ctx, err := withSession(ctx, h)
+	if err != nil {
+		return nil, nil, fail(err, "", nil)
+	}
+	m, err := build()
+	if err != nil {
+		return nil, nil, fail(err, tenant, key)
+	}
+	if err := s.here(); err != nil {
+		return nil, nil, err
+	}
+	res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_ReplicaTaskStart{ReplicaTaskStart: m}}, m.Tenant, m.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(res.Replicas) < 2 {
+		return nil, nil, internalf("replica task start on %q answered %d replicas", key, len(res.Replicas))
+	}
+	reps := wire.ReplicasTo(s.state().Segments(), res.Replicas, res.Bytes)
+	return reps[0], reps[1:], nil
+}
+
+// taskEndRequest is what the End and Revoke requests of a copy or move share.
+type taskEndRequest interface {
+	GetSession() *metadv1.SessionHeader
+	GetTenant() string
+	GetClientId() []byte
+	GetKey() []byte
+}
+
+// taskEnd is the path CopyEnd, CopyRevoke, MoveEnd and MoveRevoke share: validate, then propose
+// on the leader (or forward) ReplicaTaskEnd, or ReplicaTaskRevoke when revoke, of kind.
+func (s *Service) taskEnd(ctx context.Context, req taskEndRequest, kind store.TaskKind, revoke bool) error {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return fail(err, "", nil)
+	}
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return fail(err, req.GetTenant(), req.GetKey())
+	}
+	c, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return fail(err, tenant, req.GetKey())
+	}
+	if _, err := keyOf(req.GetKey()); err != nil {
+		return fail(err, tenant, req.GetKey())
+	}
+	if err := s.here(); err != nil {
+		return err
+	}
+	k := wire.TaskKindTo(kind)
+	cmd := &metadv1.Command{Op: &metadv1.Command_ReplicaTaskEnd{ReplicaTaskEnd: &metadv1.ReplicaTaskEnd{
+		Tenant: tenant, ClientId: c[:], Key: req.GetKey(), Kind: k}}}
+	if revoke {
+		cmd = &metadv1.Command{Op: &metadv1.Command_ReplicaTaskRevoke{ReplicaTaskRevoke: &metadv1.ReplicaTaskRevoke{
+			Tenant: tenant, ClientId: c[:], Key: req.GetKey(), Kind: k}}}
+	}
+	_, err = s.propose(ctx, cmd, tenant, req.GetKey())
+	return err
+}
+
+// CopyStart places new PROCESSING replicas of an object for the caller to fill from a COMPLETE one.
+func (s *Service) CopyStart(ctx context.Context, req *metadv1.CopyStartRequest) (*metadv1.CopyStartResponse, error) {
+	src, targets, err := s.taskStart(ctx, req.GetSession(), func() (*metadv1.ReplicaTaskStart, error) {
+		return s.taskStartOf(store.TaskCopy, req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetSourceSegmentId(),
+			req.GetTargetSegmentIds(), "target_segment_ids", req.GetReplicas())
+	}, req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.CopyStartResponse{Source: src, Targets: targets}, nil
+}
+
+// CopyEnd makes a copy's targets COMPLETE.
+func (s *Service) CopyEnd(ctx context.Context, req *metadv1.CopyEndRequest) (*metadv1.CopyEndResponse, error) {
+	if err := s.taskEnd(ctx, req, store.TaskCopy, false); err != nil {
+		return nil, err
+	}
+	return &metadv1.CopyEndResponse{}, nil
+}
+
+// CopyRevoke drops a copy's targets.
+func (s *Service) CopyRevoke(ctx context.Context, req *metadv1.CopyRevokeRequest) (*metadv1.CopyRevokeResponse, error) {
+	if err := s.taskEnd(ctx, req, store.TaskCopy, true); err != nil {
+		return nil, err
+	}
+	return &metadv1.CopyRevokeResponse{}, nil
+}
+
+// MoveStart places one PROCESSING replica for the caller to fill from a COMPLETE one.
+func (s *Service) MoveStart(ctx context.Context, req *metadv1.MoveStartRequest) (*metadv1.MoveStartResponse, error) {
+	var targets [][]byte
+	if t := req.GetTargetSegmentId(); len(t) > 0 {
+		targets = [][]byte{t}
+	}
+	src, tgts, err := s.taskStart(ctx, req.GetSession(), func() (*metadv1.ReplicaTaskStart, error) {
+		return s.taskStartOf(store.TaskMove, req.GetTenant(), req.GetClientId(), req.GetKey(), req.GetSourceSegmentId(),
+			targets, "target_segment_id", 0)
+	}, req.GetTenant(), req.GetKey())
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.MoveStartResponse{Source: src, Target: tgts[0]}, nil
+}
+
+// MoveEnd makes a move's target COMPLETE and frees its source.
+func (s *Service) MoveEnd(ctx context.Context, req *metadv1.MoveEndRequest) (*metadv1.MoveEndResponse, error) {
+	if err := s.taskEnd(ctx, req, store.TaskMove, false); err != nil {
+		return nil, err
+	}
+	return &metadv1.MoveEndResponse{}, nil
+}
+
+// MoveRevoke drops a move's target and keeps its source.
+func (s *Service) MoveRevoke(ctx context.Context, req *metadv1.MoveRevokeRequest) (*metadv1.MoveRevokeResponse, error) {
+	if err := s.taskEnd(ctx, req, store.TaskMove, true); err != nil {
+		return nil, err
+	}
+	return &metadv1.MoveRevokeResponse{}, nil
+}
