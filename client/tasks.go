@@ -61,3 +61,44 @@ func (c *Client) MoveRevoke(ctx context.Context, tenant, key string) error {
 		Tenant: tenant, ClientId: c.idBytes, Key: []byte(key)})
 	return err
 }
+
+// Master-scheduled tasks. An operator or router schedules a copy or move with CreateCopyTask or
+// CreateMoveTask; the cluster assigns it to the worker that owns the source segment, which
+// fetches it (FetchTasks), runs CopyStart/MoveStart, copies the bytes, ends the copy or move,
+// and reports (MarkTaskToComplete). QueryTask shows a task's state, finished ones for an hour.
+
+// CreateCopyTask schedules a copy of key's replica on source (nil: its first COMPLETE replica's
+// segment) to targets (none: replicas placed by the worker's CopyStart) and returns the task id.
+func (c *Client) CreateCopyTask(ctx context.Context, tenant, key string, source []byte, targets [][]byte, replicas uint32) (uint64, error) {
+	resp, err := call(ctx, c, metadv1.MetadataClient.CreateCopyTask, &metadv1.CreateCopyTaskRequest{
+		Tenant: tenant, Key: []byte(key), SourceSegmentId: source, TargetSegmentIds: targets, Replicas: replicas})
+	return resp.GetTaskId(), err
+}
+
+// CreateMoveTask schedules a move of key's replica on source (nil: its first COMPLETE replica's
+// segment) to target (nil: placed by the worker's MoveStart) and returns the task id.
+func (c *Client) CreateMoveTask(ctx context.Context, tenant, key string, source, target []byte) (uint64, error) {
+	resp, err := call(ctx, c, metadv1.MetadataClient.CreateMoveTask, &metadv1.CreateMoveTaskRequest{
+		Tenant: tenant, Key: []byte(key), SourceSegmentId: source, TargetSegmentId: target})
+	return resp.GetTaskId(), err
+}
+
+// QueryTask returns a task of the tenant.
+func (c *Client) QueryTask(ctx context.Context, tenant string, id uint64) (*metadv1.ScheduledTask, error) {
+	resp, err := call(ctx, c, metadv1.MetadataClient.QueryTask, &metadv1.QueryTaskRequest{Tenant: tenant, TaskId: id})
+	return resp.GetTask(), err
+}
+
+// FetchTasks takes up to batch (0 means 1) of this client's oldest pending tasks; they turn
+// PROCESSING. None is no error.
+func (c *Client) FetchTasks(ctx context.Context, batch uint32) ([]*metadv1.ScheduledTask, error) {
+	resp, err := call(ctx, c, metadv1.MetadataClient.FetchTasks, &metadv1.FetchTasksRequest{ClientId: c.idBytes, Batch: batch})
+	return resp.GetTasks(), err
+}
+
+// MarkTaskToComplete reports the outcome of a task this client fetched.
+func (c *Client) MarkTaskToComplete(ctx context.Context, id uint64, success bool, message string) error {
+	_, err := call(ctx, c, metadv1.MetadataClient.MarkTaskToComplete, &metadv1.MarkTaskToCompleteRequest{
+		ClientId: c.idBytes, TaskId: id, Success: success, Message: message})
+	return err
+}

@@ -70,6 +70,11 @@ func Check(s *store.Store, c *metadv1.Command) (r store.Result, refused bool) {
 	case *metadv1.Command_ReplicaTaskRevoke:
 		m := op.ReplicaTaskRevoke
 		err = s.CheckEndReplicaTask(wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind()))
+	case *metadv1.Command_CreateTask:
+		err = s.CheckCreateTask(wire.TaskSpecFrom(op.CreateTask))
+	case *metadv1.Command_CompleteTask:
+		m := op.CompleteTask
+		err = s.CheckCompleteTask(wire.ID16(m.GetClientId()), m.GetTaskId())
 	case *metadv1.Command_RegisterTenant:
 		err = s.CheckRegisterTenant(op.RegisterTenant.GetName())
 	case *metadv1.Command_UnregisterTenant:

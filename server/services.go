@@ -214,3 +214,23 @@ func (m *metadataService) MoveEnd(ctx context.Context, req *metadv1.MoveEndReque
 func (m *metadataService) MoveRevoke(ctx context.Context, req *metadv1.MoveRevokeRequest) (*metadv1.MoveRevokeResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.MoveRevoke)
 }
+
+func (m *metadataService) CreateCopyTask(ctx context.Context, req *metadv1.CreateCopyTaskRequest) (*metadv1.CreateCopyTaskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CreateCopyTask)
+}
+
+func (m *metadataService) CreateMoveTask(ctx context.Context, req *metadv1.CreateMoveTaskRequest) (*metadv1.CreateMoveTaskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CreateMoveTask)
+}
+
+func (m *metadataService) QueryTask(ctx context.Context, req *metadv1.QueryTaskRequest) (*metadv1.QueryTaskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.QueryTask)
+}
+
+func (m *metadataService) FetchTasks(ctx context.Context, req *metadv1.FetchTasksRequest) (*metadv1.FetchTasksResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.FetchTasks)
+}
+
+func (m *metadataService) MarkTaskToComplete(ctx context.Context, req *metadv1.MarkTaskToCompleteRequest) (*metadv1.MarkTaskToCompleteResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MarkTaskToComplete)
+}

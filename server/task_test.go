@@ -116,3 +116,53 @@ func TestCopyAndMoveOverGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestScheduledTasksOverGRPC: a copy task goes to the owner of its source segment, which fetches
+// it (once) and reports it; QueryTask shows each state, and a task of another tenant is not found.
+func TestScheduledTasksOverGRPC(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.put(t, "", "k", 100)
+	created, err := h.meta.CreateCopyTask(ctx, &metadv1.CreateCopyTaskRequest{Key: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := h.meta.QueryTask(ctx, &metadv1.QueryTaskRequest{TaskId: created.GetTaskId()})
+	if err != nil || q.GetTask().GetState() != metadv1.TaskState_TASK_STATE_PENDING ||
+		string(q.GetTask().GetClientId()) != string(idb(clientA)) || string(q.GetTask().GetSourceSegmentId()) != string(idb(segA)) {
+		t.Fatalf("QueryTask: %v, %v", q, err)
+	}
+	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.meta.QueryTask(ctx, &metadv1.QueryTaskRequest{Tenant: "other", TaskId: created.GetTaskId()})
+	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_TASK_NOT_FOUND)
+	_, err = h.meta.CreateMoveTask(ctx, &metadv1.CreateMoveTaskRequest{Key: []byte("nope")})
+	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_OBJECT_NOT_FOUND)
+
+	none, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientB), Batch: 8})
+	if err != nil || len(none.GetTasks()) != 0 {
+		t.Fatalf("another worker fetched %v, %v", none, err)
+	}
+	got, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientA), Batch: 8})
+	if err != nil || len(got.GetTasks()) != 1 || got.GetTasks()[0].GetState() != metadv1.TaskState_TASK_STATE_PROCESSING {
+		t.Fatalf("FetchTasks: %v, %v", got, err)
+	}
+	again, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientA), Batch: 8})
+	if err != nil || len(again.GetTasks()) != 0 {
+		t.Fatalf("a task was handed out twice: %v, %v", again, err)
+	}
+	_, err = h.meta.MarkTaskToComplete(ctx, &metadv1.MarkTaskToCompleteRequest{ClientId: idb(clientB), TaskId: created.GetTaskId(), Success: true})
+	wantErr(t, err, codes.PermissionDenied, metadv1.Reason_REASON_ILLEGAL_CLIENT)
+	if _, err := h.meta.MarkTaskToComplete(ctx, &metadv1.MarkTaskToCompleteRequest{ClientId: idb(clientA), TaskId: created.GetTaskId(),
+		Success: true, Message: "copied"}); err != nil {
+		t.Fatal(err)
+	}
+	q, err = h.meta.QueryTask(ctx, &metadv1.QueryTaskRequest{TaskId: created.GetTaskId()})
+	if err != nil || q.GetTask().GetState() != metadv1.TaskState_TASK_STATE_SUCCESS || q.GetTask().GetMessage() != "copied" {
+		t.Fatalf("QueryTask after completion: %v, %v", q, err)
+	}
+	_, err = h.meta.MarkTaskToComplete(ctx, &metadv1.MarkTaskToCompleteRequest{ClientId: idb(clientA), TaskId: 77, Success: true})
+	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_TASK_NOT_FOUND)
+}

@@ -184,3 +184,143 @@ func (s *Service) MoveRevoke(ctx context.Context, req *metadv1.MoveRevokeRequest
 	}
 	return &metadv1.MoveRevokeResponse{}, nil
 }
+
+// ---- master-scheduled tasks (store.TaskQueue) -----------------------------------------------
+
+// createTask is the path CreateCopyTask and CreateMoveTask share: validate (as a Start of the
+// kind would be, but with an optional source), then propose CreateTask on the leader (or
+// forward); it returns the new task's id.
+func (s *Service) createTask(ctx context.Context, h *metadv1.SessionHeader, kind store.TaskKind, rawTenant string, key, source []byte,
+	targets [][]byte, targetField string, replicas uint32) (uint64, error) {
+	ctx, err := withSession(ctx, h)
+	if err != nil {
+		return 0, fail(err, "", nil)
+	}
+	tenant, err := tenantOf(rawTenant)
+	if err != nil {
+		return 0, fail(err, rawTenant, key)
+	}
+	// taskStartOf checks the fields a Start of the kind has; a task has no client (apply assigns
+	// the source segment's owner) and its source is optional (apply resolves it), so both are
+	// given a placeholder id there.
+	placeholder := make([]byte, 16)
+	placeholder[15] = 1
+	src := source
+	if len(src) == 0 {
+		src = placeholder
+	}
+	m, err := s.taskStartOf(kind, tenant, placeholder, key, src, targets, targetField, replicas)
+	if err != nil {
+		return 0, fail(err, tenant, key)
+	}
+	if err := s.here(); err != nil {
+		return 0, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_CreateTask{CreateTask: &metadv1.CreateTask{Kind: m.Kind, Tenant: tenant, Key: key,
+		SourceSegmentId: source, TargetSegmentIds: targets, Replicas: replicas}}}
+	res, err := s.propose(ctx, cmd, tenant, key)
+	if err != nil {
+		return 0, err
+	}
+	if len(res.Tasks) != 1 {
+		return 0, internalf("CreateTask on %q answered %d tasks", key, len(res.Tasks))
+	}
+	return res.Tasks[0].ID, nil
+}
+
+// CreateCopyTask schedules a copy for the worker that owns the source segment.
+func (s *Service) CreateCopyTask(ctx context.Context, req *metadv1.CreateCopyTaskRequest) (*metadv1.CreateCopyTaskResponse, error) {
+	id, err := s.createTask(ctx, req.GetSession(), store.TaskCopy, req.GetTenant(), req.GetKey(), req.GetSourceSegmentId(),
+		req.GetTargetSegmentIds(), "target_segment_ids", req.GetReplicas())
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.CreateCopyTaskResponse{TaskId: id}, nil
+}
+
+// CreateMoveTask schedules a move for the worker that owns the source segment.
+func (s *Service) CreateMoveTask(ctx context.Context, req *metadv1.CreateMoveTaskRequest) (*metadv1.CreateMoveTaskResponse, error) {
+	var targets [][]byte
+	if t := req.GetTargetSegmentId(); len(t) > 0 {
+		targets = [][]byte{t}
+	}
+	id, err := s.createTask(ctx, req.GetSession(), store.TaskMove, req.GetTenant(), req.GetKey(), req.GetSourceSegmentId(),
+		targets, "target_segment_id", 0)
+	if err != nil {
+		return nil, err
+	}
+	return &metadv1.CreateMoveTaskResponse{TaskId: id}, nil
+}
+
+// QueryTask returns a task of the request's tenant (a linearizable read on the leader); a task of
+// another tenant is TASK_NOT_FOUND, as one that does not exist.
+func (s *Service) QueryTask(ctx context.Context, req *metadv1.QueryTaskRequest) (*metadv1.QueryTaskResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	st, _, err := s.readState(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	t, err := st.QueryTask(req.GetTaskId())
+	if err == nil && t.Spec.Tenant != tenant {
+		t, err = store.Task{}, &store.Error{Reason: store.TaskNotFound, Msg: fmt.Sprintf("task %d: not found", req.GetTaskId())}
+	}
+	if err != nil {
+		return nil, fail(err, tenant, nil)
+	}
+	return &metadv1.QueryTaskResponse{Task: wire.TaskTo(&t)}, nil
+}
+
+// FetchTasks hands a worker its oldest pending tasks; they turn PROCESSING.
+func (s *Service) FetchTasks(ctx context.Context, req *metadv1.FetchTasksRequest) (*metadv1.FetchTasksResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	c, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	batch := req.GetBatch()
+	if batch == 0 {
+		batch = 1
+	}
+	if batch > store.MaxFetchTasks {
+		return nil, fail(badf("batch", "%d not in 1..%d", batch, store.MaxFetchTasks), "", nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_FetchTasks{FetchTasks: &metadv1.FetchTasks{ClientId: c[:], Batch: batch}}}, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &metadv1.FetchTasksResponse{Tasks: make([]*metadv1.ScheduledTask, len(res.Tasks))}
+	for i := range res.Tasks {
+		out.Tasks[i] = wire.TaskTo(&res.Tasks[i])
+	}
+	return out, nil
+}
+
+// MarkTaskToComplete records a worker's report of a task it fetched.
+func (s *Service) MarkTaskToComplete(ctx context.Context, req *metadv1.MarkTaskToCompleteRequest) (*metadv1.MarkTaskToCompleteResponse, error) {
+	ctx, err := withSession(ctx, req.GetSession())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	c, err := clientOf("client_id", req.GetClientId())
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := &metadv1.Command{Op: &metadv1.Command_CompleteTask{CompleteTask: &metadv1.CompleteTask{ClientId: c[:], TaskId: req.GetTaskId(),
+		Success: req.GetSuccess(), Message: req.GetMessage()}}}
+	if _, err := s.propose(ctx, cmd, "", nil); err != nil {
+		return nil, err
+	}
+	return &metadv1.MarkTaskToCompleteResponse{}, nil
+}

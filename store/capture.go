@@ -20,6 +20,8 @@ type Capture struct {
 	Epoch        uint64              // the store's state epoch
 	Segments     []alloc.SegmentInfo // by id
 	Tenants      []TenantCapture     // by name
+	Tasks        []Task              // the scheduled tasks kept, by id
+	LastTask     uint64              // the id the last scheduled task got
 
 	pool []CapturedObject // backing storage of every tenant's Objects
 }
@@ -64,6 +66,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 		pool = buf.pool[:0]
 	}
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
+	c.Tasks, c.LastTask = s.Tasks()
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {
@@ -89,7 +92,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 // its storage for the next CaptureInto. The capture must not be used afterwards.
 func (c *Capture) Recycle() *Capture {
 	clear(c.pool)
-	c.Tenants, c.Segments = nil, nil
+	c.Tenants, c.Segments, c.Tasks = nil, nil, nil
 	return c
 }
 

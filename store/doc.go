@@ -63,11 +63,20 @@
 // leave its targets alone; an unmount that drops its source or a target ends it; RevokeTokens (the
 // reaper) revokes it. The allocator is called with no object lock held, as for a put.
 //
+// # Master-scheduled tasks
+//
+// TaskQueue (taskqueue.go) is the replicated queue of work the cluster assigns to workers: a
+// TaskKind, a state machine (PENDING -> PROCESSING -> SUCCESS | FAILED), a FIFO per client, ids
+// from a counter, bounded pending and finished tasks. Its API is CreateTask, FetchTasks,
+// CompleteTask and QueryTask (and Tasks / RestoreTasks for snapshots); a new kind adds its
+// TaskKind and what CreateTask checks for it (checkTask), nothing else.
+//
 // # Call sequence on the apply path
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, PutStart, PutEnd, PutRevoke, UpsertStart,
 // UpsertEnd, UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask,
+// CreateTask, FetchTasks, CompleteTask,
 // RemoveObject, EraseTokens, EraseGroup, EvictUnits (EvictTokens) and RevokeTokens, each with the
 // leader's time and seed from the log entry. The
 // leader additionally calls Get, Exist, BatchGet, Peek, Prepare*, ClearMarks, ResetSoftState, the

@@ -40,6 +40,8 @@ const (
 	ObjectHasReplicationTask
 	ObjectNoReplicationTask
 	ReplicaNotFound
+	TaskNotFound
+	TaskPendingLimitExceeded
 	numReasons
 )
 
@@ -71,6 +73,8 @@ var reasonNames = [numReasons]string{
 	ObjectHasReplicationTask:  "OBJECT_HAS_REPLICATION_TASK",
 	ObjectNoReplicationTask:   "OBJECT_NO_REPLICATION_TASK",
 	ReplicaNotFound:           "REPLICA_NOT_FOUND",
+	TaskNotFound:              "TASK_NOT_FOUND",
+	TaskPendingLimitExceeded:  "TASK_PENDING_LIMIT_EXCEEDED",
 }
 
 // String returns the reason's stable upper-case name.

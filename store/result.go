@@ -18,6 +18,7 @@ type Result struct {
 	Unmount  UnmountResult // UnmountSegment
 	Items    []Result      // batch forms and token lists: one per item, in request order
 	Session  uint64        // OpenSession: the new session's id
+	Tasks    []Task        // CreateTask: the task created; FetchTasks: the tasks handed out
 	// Evict: the outcome of each unit, in command order (a token of the form without unit_sizes
 	// is a unit). A reason, not a Result, because every node builds it for every unit of every
 	// Evict it applies, hundreds of thousands in a large eviction.

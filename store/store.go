@@ -57,6 +57,7 @@ type Store struct {
 	epoch    uint64 // replicated, fixed for the store's life: which restore made this state (0: none)
 
 	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
+	tasks        *TaskQueue    // replicated: the master-scheduled tasks (taskqueue.go)
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
 	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
@@ -78,7 +79,7 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL)}
+	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue()}
 }
 
 // Tenants returns the tenant registry.

@@ -65,6 +65,9 @@ var verbs = []*verb{
 	{"move start", "KEY --source SEG [--to SEG] [--tenant T] [--client ID]", "place a PROCESSING replica to move a COMPLETE one into", runMoveStart},
 	{"move end", "KEY [--tenant T] [--client ID]", "make a move's target COMPLETE and free its source", runMoveEnd},
 	{"move revoke", "KEY [--tenant T] [--client ID]", "abandon a move: drop its target", runMoveRevoke},
+	{"task create-copy", "KEY [--source SEG] [--to SEG,...] [--replicas N] [--tenant T]", "schedule a copy for the worker that owns the source segment", runTaskCreateCopy},
+	{"task create-move", "KEY [--source SEG] [--to SEG] [--tenant T]", "schedule a move for the worker that owns the source segment", runTaskCreateMove},
+	{"task show", "TASK-ID [--tenant T]", "show a scheduled task", runTaskShow},
 	{"group ls", "GROUP [--tenant T] [--stale]", "list the member keys of a group", runGroupLs},
 	{"group rm", "GROUP [--tenant T] [--force]", "remove a group and all its members", runGroupRm},
 	{"tenant create", "NAME [--quota BYTES]", "register a tenant", runTenantCreate},
@@ -98,7 +101,7 @@ var verbs = []*verb{
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true, "copy": true, "move": true}
+	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

@@ -35,6 +35,7 @@ type fakeCluster struct {
 	nextRep  uint64
 	leader   string
 	term     uint64
+	tasks    map[uint64]*metadv1.ScheduledTask // scheduled tasks (task_test.go)
 }
 
 type fakeObject struct {

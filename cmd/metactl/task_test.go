@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,5 +131,72 @@ func TestCopyAndMoveVerbs(t *testing.T) {
 	}
 	if r := metactl(t, c.addr, "copy", "start", "k1", "--source", tgt); r.code != exitError || !strings.Contains(r.stderr, "REPLICA_NOT_FOUND") {
 		t.Fatalf("copy from a segment without a replica: %+v", r)
+	}
+}
+
+// The fake's scheduled tasks: CreateCopyTask and CreateMoveTask record a PENDING task of a key
+// that exists; QueryTask returns it.
+func (c *fakeCluster) createTask(tenant string, key []byte, kind metadv1.TaskKind) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, err := c.getLocked(tenant, key)
+	if err != nil {
+		return 0, err
+	}
+	c.nextRep++
+	if c.tasks == nil {
+		c.tasks = map[uint64]*metadv1.ScheduledTask{}
+	}
+	c.tasks[c.nextRep] = &metadv1.ScheduledTask{TaskId: c.nextRep, Kind: kind, Tenant: tname(tenant), Key: key,
+		SourceSegmentId: o.replicas[0].GetSegmentId(), ClientId: o.writer, State: metadv1.TaskState_TASK_STATE_PENDING}
+	return c.nextRep, nil
+}
+
+func (c *fakeCluster) CreateCopyTask(_ context.Context, r *metadv1.CreateCopyTaskRequest) (*metadv1.CreateCopyTaskResponse, error) {
+	id, err := c.createTask(r.GetTenant(), r.GetKey(), metadv1.TaskKind_TASK_KIND_COPY)
+	return &metadv1.CreateCopyTaskResponse{TaskId: id}, err
+}
+
+func (c *fakeCluster) CreateMoveTask(_ context.Context, r *metadv1.CreateMoveTaskRequest) (*metadv1.CreateMoveTaskResponse, error) {
+	id, err := c.createTask(r.GetTenant(), r.GetKey(), metadv1.TaskKind_TASK_KIND_MOVE)
+	return &metadv1.CreateMoveTaskResponse{TaskId: id}, err
+}
+
+func (c *fakeCluster) QueryTask(_ context.Context, r *metadv1.QueryTaskRequest) (*metadv1.QueryTaskResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tasks[r.GetTaskId()]
+	if t == nil || t.GetTenant() != tname(r.GetTenant()) {
+		return nil, reject(codes.NotFound, metadv1.Reason_REASON_TASK_NOT_FOUND, "task %d: not found", r.GetTaskId())
+	}
+	return &metadv1.QueryTaskResponse{Task: t}, nil
+}
+
+// TestTaskVerbs: task create-copy, create-move and show, in table and JSON form.
+func TestTaskVerbs(t *testing.T) {
+	c := startCluster(t)
+	mountFor(t, c)
+	metactl(t, c.addr, "put", "k1", "--size", "4KiB").ok(t)
+	var created map[string]any
+	metactl(t, c.addr, "task", "create-copy", "k1", "-o", "json").ok(t).json(t, &created)
+	id, ok := created["task_id"].(float64)
+	if !ok || created["kind"] != "copy" {
+		t.Fatalf("create-copy: %v", created)
+	}
+	r := metactl(t, c.addr, "task", "create-move", "k1").ok(t)
+	if !strings.Contains(r.stdout, "move task") || !strings.Contains(r.stdout, "scheduled for k1") {
+		t.Fatalf("create-move output:\n%s", r.stdout)
+	}
+	var show scheduledView
+	metactl(t, c.addr, "task", "show", strconv.FormatUint(uint64(id), 10), "-o", "json").ok(t).json(t, &show)
+	if show.ID != uint64(id) || show.Kind != "copy" || show.State != "PENDING" || show.Key != "k1" || show.Source == "" {
+		t.Fatalf("task show: %+v", show)
+	}
+	r = metactl(t, c.addr, "task", "show", "12345")
+	if r.code != exitError || !strings.HasPrefix(r.stderr, "error: TASK_NOT_FOUND") {
+		t.Fatalf("show of an unknown task: %+v", r)
+	}
+	if r := metactl(t, c.addr, "task", "show", "x"); r.code != exitUsage {
+		t.Fatalf("show of a bad id: %+v", r)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"metad/client"
@@ -154,5 +156,130 @@ func doTaskEnd(a *app, v *verb, args []string, move, revoke bool) error {
 	view := map[string]any{"tenant": a.tenantName(f.tenant), "key": key, "kind": kind, action: true}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		fmt.Fprintf(tw, "%s of %s %s\n", kind, key, action)
+	})
+}
+
+// scheduledView is a scheduled task as task show prints it.
+type scheduledView struct {
+	ID        uint64   `json:"task_id"`
+	Kind      string   `json:"kind"`
+	Tenant    string   `json:"tenant"`
+	Key       string   `json:"key"`
+	Source    string   `json:"source_segment_id"`
+	Targets   []string `json:"target_segment_ids"`
+	Replicas  uint32   `json:"replicas"`
+	ClientID  string   `json:"client_id"`
+	State     string   `json:"state"`
+	CreatedNs int64    `json:"created_unix_nano"`
+	UpdatedNs int64    `json:"updated_unix_nano"`
+	Message   string   `json:"message"`
+}
+
+func scheduledOf(t *metadv1.ScheduledTask) scheduledView {
+	v := scheduledView{ID: t.GetTaskId(), Kind: strings.ToLower(strings.TrimPrefix(t.GetKind().String(), "TASK_KIND_")),
+		Tenant: t.GetTenant(), Key: string(t.GetKey()), Source: uuidText(t.GetSourceSegmentId()), Replicas: t.GetReplicas(),
+		ClientID: uuidText(t.GetClientId()), State: strings.TrimPrefix(t.GetState().String(), "TASK_STATE_"),
+		CreatedNs: t.GetCreatedUnixNano(), UpdatedNs: t.GetUpdatedUnixNano(), Message: t.GetMessage(), Targets: []string{}}
+	for _, id := range t.GetTargetSegmentIds() {
+		v.Targets = append(v.Targets, uuidText(id))
+	}
+	return v
+}
+
+func uuidText(b []byte) string {
+	var u client.UUID
+	if len(b) != len(u) {
+		return ""
+	}
+	copy(u[:], b)
+	return u.String()
+}
+
+func runTaskCreateCopy(a *app, v *verb, args []string) error { return doTaskCreate(a, v, args, false) }
+func runTaskCreateMove(a *app, v *verb, args []string) error { return doTaskCreate(a, v, args, true) }
+
+func doTaskCreate(a *app, v *verb, args []string, move bool) error {
+	fs := a.flags(v)
+	var f taskFlags
+	f.register(fs, true, move)
+	pos, err := a.parse(v, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if f.replicas > 8 {
+		return usagef(v, "--replicas is at most 8")
+	}
+	var source []byte
+	if f.source != "" {
+		u, err := client.ParseUUID(f.source)
+		if err != nil {
+			return usagef(v, "--source: %v", err)
+		}
+		source = u[:]
+	}
+	var targets [][]byte
+	for _, s := range client.SplitEndpoints(f.targets) {
+		u, err := client.ParseUUID(s)
+		if err != nil {
+			return usagef(v, "--to: %v", err)
+		}
+		targets = append(targets, u[:])
+	}
+	if move && len(targets) > 1 {
+		return usagef(v, "--to names one segment for a move")
+	}
+	c, err := a.client(defaultClientID())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	key, kind := pos[0], "copy"
+	var id uint64
+	if move {
+		kind = "move"
+		var target []byte
+		if len(targets) == 1 {
+			target = targets[0]
+		}
+		id, err = c.CreateMoveTask(ctx, f.tenant, key, source, target)
+	} else {
+		id, err = c.CreateCopyTask(ctx, f.tenant, key, source, targets, uint32(f.replicas))
+	}
+	if err != nil {
+		return err
+	}
+	view := map[string]any{"task_id": id, "kind": kind, "tenant": a.tenantName(f.tenant), "key": key}
+	return a.printer().emit(view, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "%s task %d scheduled for %s in tenant %s; see: metactl task show %d\n", kind, id, key, view["tenant"], id)
+	})
+}
+
+func runTaskShow(a *app, v *verb, args []string) error {
+	fs := a.flags(v)
+	tenant := fs.String("tenant", "", "tenant (default \"default\")")
+	pos, err := a.parse(v, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseUint(pos[0], 10, 64)
+	if err != nil {
+		return usagef(v, "TASK-ID: %v", err)
+	}
+	c, err := a.client(defaultClientID())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	t, err := c.QueryTask(ctx, *tenant, id)
+	if err != nil {
+		return err
+	}
+	view := scheduledOf(t)
+	return a.printer().emit(view, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "TASK\tKIND\tSTATE\tTENANT\tKEY\tSOURCE\tTARGETS\tCLIENT\tMESSAGE\n")
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", view.ID, view.Kind, view.State, view.Tenant, view.Key,
+			view.Source, strings.Join(view.Targets, ","), view.ClientID, view.Message)
 	})
 }

@@ -327,6 +327,9 @@ type Command struct {
 	//	*Command_ReplicaTaskStart
 	//	*Command_ReplicaTaskEnd
 	//	*Command_ReplicaTaskRevoke
+	//	*Command_CreateTask
+	//	*Command_FetchTasks
+	//	*Command_CompleteTask
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -651,6 +654,33 @@ func (x *Command) GetReplicaTaskRevoke() *ReplicaTaskRevoke {
 	return nil
 }
 
+func (x *Command) GetCreateTask() *CreateTask {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CreateTask); ok {
+			return x.CreateTask
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFetchTasks() *FetchTasks {
+	if x != nil {
+		if x, ok := x.Op.(*Command_FetchTasks); ok {
+			return x.FetchTasks
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCompleteTask() *CompleteTask {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CompleteTask); ok {
+			return x.CompleteTask
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -826,6 +856,21 @@ type Command_ReplicaTaskRevoke struct {
 	ReplicaTaskRevoke *ReplicaTaskRevoke `protobuf:"bytes,35,opt,name=replica_task_revoke,json=replicaTaskRevoke,proto3,oneof"`
 }
 
+type Command_CreateTask struct {
+	// Schedule a task for a worker (CreateCopyTask, CreateMoveTask).
+	CreateTask *CreateTask `protobuf:"bytes,36,opt,name=create_task,json=createTask,proto3,oneof"`
+}
+
+type Command_FetchTasks struct {
+	// Hand a worker its oldest pending tasks.
+	FetchTasks *FetchTasks `protobuf:"bytes,37,opt,name=fetch_tasks,json=fetchTasks,proto3,oneof"`
+}
+
+type Command_CompleteTask struct {
+	// Record a worker's report of a task (MarkTaskToComplete).
+	CompleteTask *CompleteTask `protobuf:"bytes,38,opt,name=complete_task,json=completeTask,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -885,6 +930,12 @@ func (*Command_ReplicaTaskStart) isCommand_Op() {}
 func (*Command_ReplicaTaskEnd) isCommand_Op() {}
 
 func (*Command_ReplicaTaskRevoke) isCommand_Op() {}
+
+func (*Command_CreateTask) isCommand_Op() {}
+
+func (*Command_FetchTasks) isCommand_Op() {}
+
+func (*Command_CompleteTask) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -3125,7 +3176,7 @@ type ReplicaTaskStart struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// Copy or move.
-	Kind ReplicaTaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	Kind TaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
 	// Segment holding the source replica: 16-byte UUID.
 	SourceSegmentId []byte `protobuf:"bytes,5,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
 	// Target segments, 16-byte UUIDs, distinct, none the source (a move names at most one); empty:
@@ -3190,11 +3241,11 @@ func (x *ReplicaTaskStart) GetKey() []byte {
 	return nil
 }
 
-func (x *ReplicaTaskStart) GetKind() ReplicaTaskKind {
+func (x *ReplicaTaskStart) GetKind() TaskKind {
 	if x != nil {
 		return x.Kind
 	}
-	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+	return TaskKind_TASK_KIND_UNSPECIFIED
 }
 
 func (x *ReplicaTaskStart) GetSourceSegmentId() []byte {
@@ -3236,7 +3287,7 @@ type ReplicaTaskEnd struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// The kind of task to end; another kind in progress is INVALID_PARAMS.
-	Kind          ReplicaTaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	Kind          TaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3292,11 +3343,11 @@ func (x *ReplicaTaskEnd) GetKey() []byte {
 	return nil
 }
 
-func (x *ReplicaTaskEnd) GetKind() ReplicaTaskKind {
+func (x *ReplicaTaskEnd) GetKind() TaskKind {
 	if x != nil {
 		return x.Kind
 	}
-	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+	return TaskKind_TASK_KIND_UNSPECIFIED
 }
 
 // ReplicaTaskRevoke abandons the object's copy or move: the targets are dropped and their quota
@@ -3310,7 +3361,7 @@ type ReplicaTaskRevoke struct {
 	// Object key.
 	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
 	// The kind of task to revoke; another kind in progress is INVALID_PARAMS.
-	Kind          ReplicaTaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	Kind          TaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3366,11 +3417,231 @@ func (x *ReplicaTaskRevoke) GetKey() []byte {
 	return nil
 }
 
-func (x *ReplicaTaskRevoke) GetKind() ReplicaTaskKind {
+func (x *ReplicaTaskRevoke) GetKind() TaskKind {
 	if x != nil {
 		return x.Kind
 	}
-	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+// CreateTask schedules a task: for a copy or move, of the object's COMPLETE replica on the source
+// segment (empty: its first COMPLETE replica's), assigned to the worker that owns that segment.
+type CreateTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Copy or move.
+	Kind TaskKind `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Source segment, 16-byte UUID; empty: the segment of the object's first COMPLETE replica.
+	SourceSegmentId []byte `protobuf:"bytes,4,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs; empty: placed when the worker starts the copy or move.
+	TargetSegmentIds [][]byte `protobuf:"bytes,5,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets wanted when none is named; 0 means 1.
+	Replicas      uint32 `protobuf:"varint,6,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTask) Reset() {
+	*x = CreateTask{}
+	mi := &file_metadv1_command_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTask) ProtoMessage() {}
+
+func (x *CreateTask) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTask.ProtoReflect.Descriptor instead.
+func (*CreateTask) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CreateTask) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+func (x *CreateTask) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateTask) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateTask) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CreateTask) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *CreateTask) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+// FetchTasks turns up to batch of the client's oldest PENDING tasks PROCESSING and returns them.
+type FetchTasks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Tasks wanted, 1..1024.
+	Batch         uint32 `protobuf:"varint,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchTasks) Reset() {
+	*x = FetchTasks{}
+	mi := &file_metadv1_command_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchTasks) ProtoMessage() {}
+
+func (x *FetchTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchTasks.ProtoReflect.Descriptor instead.
+func (*FetchTasks) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *FetchTasks) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *FetchTasks) GetBatch() uint32 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
+// CompleteTask records a worker's report of a PROCESSING task assigned to it.
+type CompleteTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The task.
+	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// SUCCESS when true, FAILED when false.
+	Success bool `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
+	// The worker's message, kept up to 4096 bytes.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteTask) Reset() {
+	*x = CompleteTask{}
+	mi := &file_metadv1_command_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteTask) ProtoMessage() {}
+
+func (x *CompleteTask) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteTask.ProtoReflect.Descriptor instead.
+func (*CompleteTask) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CompleteTask) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CompleteTask) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *CompleteTask) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *CompleteTask) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 // One object to place.
@@ -3388,7 +3659,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[35]
+	mi := &file_metadv1_command_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3400,7 +3671,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[35]
+	mi := &file_metadv1_command_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3718,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8b\x0f\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xbc\x10\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -3487,7 +3758,12 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"revokeRole\x12J\n" +
 	"\x12replica_task_start\x18! \x01(\v2\x1a.metad.v1.ReplicaTaskStartH\x00R\x10replicaTaskStart\x12D\n" +
 	"\x10replica_task_end\x18\" \x01(\v2\x18.metad.v1.ReplicaTaskEndH\x00R\x0ereplicaTaskEnd\x12M\n" +
-	"\x13replica_task_revoke\x18# \x01(\v2\x1b.metad.v1.ReplicaTaskRevokeH\x00R\x11replicaTaskRevoke\x121\n" +
+	"\x13replica_task_revoke\x18# \x01(\v2\x1b.metad.v1.ReplicaTaskRevokeH\x00R\x11replicaTaskRevoke\x127\n" +
+	"\vcreate_task\x18$ \x01(\v2\x14.metad.v1.CreateTaskH\x00R\n" +
+	"createTask\x127\n" +
+	"\vfetch_tasks\x18% \x01(\v2\x14.metad.v1.FetchTasksH\x00R\n" +
+	"fetchTasks\x12=\n" +
+	"\rcomplete_task\x18& \x01(\v2\x16.metad.v1.CompleteTaskH\x00R\fcompleteTask\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -3659,26 +3935,43 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"RevokeRole\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
-	"\x04role\x18\x02 \x01(\tR\x04role\"\xb9\x02\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\xb2\x02\n" +
 	"\x10ReplicaTaskStart\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
-	"\x04kind\x18\x04 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind\x12*\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12&\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12*\n" +
 	"\x11source_segment_id\x18\x05 \x01(\fR\x0fsourceSegmentId\x12,\n" +
 	"\x12target_segment_ids\x18\x06 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
 	"\breplicas\x18\a \x01(\rR\breplicas\x129\n" +
-	"\tplacement\x18\b \x01(\x0e2\x1b.metad.v1.PlacementStrategyR\tplacement\"\x86\x01\n" +
+	"\tplacement\x18\b \x01(\x0e2\x1b.metad.v1.PlacementStrategyR\tplacement\"\x7f\n" +
 	"\x0eReplicaTaskEnd\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
-	"\x04kind\x18\x04 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind\"\x89\x01\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12&\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\"\x82\x01\n" +
 	"\x11ReplicaTaskRevoke\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
-	"\x03key\x18\x03 \x01(\fR\x03key\x12-\n" +
-	"\x04kind\x18\x04 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind*\x7f\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12&\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\"\xd4\x01\n" +
+	"\n" +
+	"CreateTask\x12&\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x04 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x05 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\x06 \x01(\rR\breplicas\"?\n" +
+	"\n" +
+	"FetchTasks\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x14\n" +
+	"\x05batch\x18\x02 \x01(\rR\x05batch\"x\n" +
+	"\fCompleteTask\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\x12\x18\n" +
+	"\asuccess\x18\x03 \x01(\bR\asuccess\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -3706,7 +3999,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3746,13 +4039,16 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*ReplicaTaskStart)(nil),   // 35: metad.v1.ReplicaTaskStart
 	(*ReplicaTaskEnd)(nil),     // 36: metad.v1.ReplicaTaskEnd
 	(*ReplicaTaskRevoke)(nil),  // 37: metad.v1.ReplicaTaskRevoke
-	(*BatchPutStart_Item)(nil), // 38: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 39: metad.v1.SessionHeader
-	(Reason)(0),                // 40: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 41: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 42: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 43: metad.v1.SegmentDesc
-	(ReplicaTaskKind)(0),       // 44: metad.v1.ReplicaTaskKind
+	(*CreateTask)(nil),         // 38: metad.v1.CreateTask
+	(*FetchTasks)(nil),         // 39: metad.v1.FetchTasks
+	(*CompleteTask)(nil),       // 40: metad.v1.CompleteTask
+	(*BatchPutStart_Item)(nil), // 41: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 42: metad.v1.SessionHeader
+	(Reason)(0),                // 43: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 44: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 45: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 46: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 47: metad.v1.TaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3786,39 +4082,43 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	35, // 28: metad.v1.Command.replica_task_start:type_name -> metad.v1.ReplicaTaskStart
 	36, // 29: metad.v1.Command.replica_task_end:type_name -> metad.v1.ReplicaTaskEnd
 	37, // 30: metad.v1.Command.replica_task_revoke:type_name -> metad.v1.ReplicaTaskRevoke
-	39, // 31: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	40, // 32: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	41, // 33: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 34: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	42, // 35: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	42, // 36: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	41, // 37: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 38: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	42, // 39: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	42, // 40: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 41: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	41, // 42: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	38, // 43: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 44: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	42, // 45: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	42, // 46: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 47: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	6,  // 48: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	42, // 49: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 50: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	22, // 51: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 52: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	43, // 53: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 54: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	44, // 55: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.ReplicaTaskKind
-	0,  // 56: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	44, // 57: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.ReplicaTaskKind
-	44, // 58: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.ReplicaTaskKind
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	38, // 31: metad.v1.Command.create_task:type_name -> metad.v1.CreateTask
+	39, // 32: metad.v1.Command.fetch_tasks:type_name -> metad.v1.FetchTasks
+	40, // 33: metad.v1.Command.complete_task:type_name -> metad.v1.CompleteTask
+	42, // 34: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	43, // 35: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	44, // 36: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 37: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	45, // 38: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	45, // 39: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	44, // 40: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 41: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	45, // 42: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	45, // 43: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 44: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	44, // 45: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	41, // 46: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 47: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	45, // 48: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	45, // 49: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 50: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	6,  // 51: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	45, // 52: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 53: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	22, // 54: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 55: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	46, // 56: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 57: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	47, // 58: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 59: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	47, // 60: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	47, // 61: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	47, // 62: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	63, // [63:63] is the sub-list for method output_type
+	63, // [63:63] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3858,6 +4158,9 @@ func file_metadv1_command_proto_init() {
 		(*Command_ReplicaTaskStart)(nil),
 		(*Command_ReplicaTaskEnd)(nil),
 		(*Command_ReplicaTaskRevoke)(nil),
+		(*Command_CreateTask)(nil),
+		(*Command_FetchTasks)(nil),
+		(*Command_CompleteTask)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3865,7 +4168,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3520,6 +3520,601 @@ func (*MoveRevokeResponse) Descriptor() ([]byte, []int) {
 	return file_metadv1_metadata_proto_rawDescGZIP(), []int{55}
 }
 
+// CreateCopyTaskRequest schedules a copy.
+type CreateCopyTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Source segment, 16-byte UUID; empty: the segment of the object's first COMPLETE replica.
+	SourceSegmentId []byte `protobuf:"bytes,3,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs, distinct, at most 8; empty: placed when the worker starts.
+	TargetSegmentIds [][]byte `protobuf:"bytes,4,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets wanted when none is named, 0..8 (0 means 1).
+	Replicas uint32 `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCopyTaskRequest) Reset() {
+	*x = CreateCopyTaskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCopyTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCopyTaskRequest) ProtoMessage() {}
+
+func (x *CreateCopyTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCopyTaskRequest.ProtoReflect.Descriptor instead.
+func (*CreateCopyTaskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *CreateCopyTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateCopyTaskRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateCopyTaskRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CreateCopyTaskRequest) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *CreateCopyTaskRequest) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *CreateCopyTaskRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CreateCopyTaskResponse names the task.
+type CreateCopyTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new task's id.
+	TaskId        uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCopyTaskResponse) Reset() {
+	*x = CreateCopyTaskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCopyTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCopyTaskResponse) ProtoMessage() {}
+
+func (x *CreateCopyTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCopyTaskResponse.ProtoReflect.Descriptor instead.
+func (*CreateCopyTaskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *CreateCopyTaskResponse) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+// CreateMoveTaskRequest schedules a move.
+type CreateMoveTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Source segment, 16-byte UUID; empty: the segment of the object's first COMPLETE replica.
+	SourceSegmentId []byte `protobuf:"bytes,3,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segment, 16-byte UUID; empty: placed when the worker starts.
+	TargetSegmentId []byte `protobuf:"bytes,4,opt,name=target_segment_id,json=targetSegmentId,proto3" json:"target_segment_id,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateMoveTaskRequest) Reset() {
+	*x = CreateMoveTaskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateMoveTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateMoveTaskRequest) ProtoMessage() {}
+
+func (x *CreateMoveTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateMoveTaskRequest.ProtoReflect.Descriptor instead.
+func (*CreateMoveTaskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *CreateMoveTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateMoveTaskRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateMoveTaskRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CreateMoveTaskRequest) GetTargetSegmentId() []byte {
+	if x != nil {
+		return x.TargetSegmentId
+	}
+	return nil
+}
+
+func (x *CreateMoveTaskRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CreateMoveTaskResponse names the task.
+type CreateMoveTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new task's id.
+	TaskId        uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateMoveTaskResponse) Reset() {
+	*x = CreateMoveTaskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateMoveTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateMoveTaskResponse) ProtoMessage() {}
+
+func (x *CreateMoveTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateMoveTaskResponse.ProtoReflect.Descriptor instead.
+func (*CreateMoveTaskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *CreateMoveTaskResponse) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+// QueryTaskRequest asks for one task.
+type QueryTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default". A task of another tenant is TASK_NOT_FOUND.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The task.
+	TaskId        uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryTaskRequest) Reset() {
+	*x = QueryTaskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryTaskRequest) ProtoMessage() {}
+
+func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
+func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *QueryTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *QueryTaskRequest) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+// QueryTaskResponse is the task.
+type QueryTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task as it is now.
+	Task          *ScheduledTask `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryTaskResponse) Reset() {
+	*x = QueryTaskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryTaskResponse) ProtoMessage() {}
+
+func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
+func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *QueryTaskResponse) GetTask() *ScheduledTask {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// FetchTasksRequest asks for a worker's pending tasks.
+type FetchTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Tasks wanted, 1..1024; 0 means 1.
+	Batch uint32 `protobuf:"varint,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchTasksRequest) Reset() {
+	*x = FetchTasksRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchTasksRequest) ProtoMessage() {}
+
+func (x *FetchTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchTasksRequest.ProtoReflect.Descriptor instead.
+func (*FetchTasksRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *FetchTasksRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *FetchTasksRequest) GetBatch() uint32 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
+func (x *FetchTasksRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// FetchTasksResponse is the tasks handed out, oldest first; none is no error.
+type FetchTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tasks, now PROCESSING.
+	Tasks         []*ScheduledTask `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchTasksResponse) Reset() {
+	*x = FetchTasksResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchTasksResponse) ProtoMessage() {}
+
+func (x *FetchTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchTasksResponse.ProtoReflect.Descriptor instead.
+func (*FetchTasksResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *FetchTasksResponse) GetTasks() []*ScheduledTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// MarkTaskToCompleteRequest reports a task's outcome.
+type MarkTaskToCompleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID; the task must be assigned to it.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The task.
+	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Whether the task succeeded.
+	Success bool `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
+	// What happened, up to 4096 bytes kept.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkTaskToCompleteRequest) Reset() {
+	*x = MarkTaskToCompleteRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkTaskToCompleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkTaskToCompleteRequest) ProtoMessage() {}
+
+func (x *MarkTaskToCompleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkTaskToCompleteRequest.ProtoReflect.Descriptor instead.
+func (*MarkTaskToCompleteRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *MarkTaskToCompleteRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MarkTaskToCompleteRequest) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *MarkTaskToCompleteRequest) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *MarkTaskToCompleteRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *MarkTaskToCompleteRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MarkTaskToCompleteResponse is empty.
+type MarkTaskToCompleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkTaskToCompleteResponse) Reset() {
+	*x = MarkTaskToCompleteResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkTaskToCompleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkTaskToCompleteResponse) ProtoMessage() {}
+
+func (x *MarkTaskToCompleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkTaskToCompleteResponse.ProtoReflect.Descriptor instead.
+func (*MarkTaskToCompleteResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{65}
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3535,7 +4130,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +4142,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +4192,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +4204,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +4251,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +4263,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3948,7 +4543,42 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
 	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x14\n" +
-	"\x12MoveRevokeResponse2\xc4\x0f\n" +
+	"\x12MoveRevokeResponse\"\xea\x01\n" +
+	"\x15CreateCopyTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x03 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x04 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\x05 \x01(\rR\breplicas\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"1\n" +
+	"\x16CreateCopyTaskResponse\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\x04R\x06taskId\"\xcc\x01\n" +
+	"\x15CreateMoveTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x03 \x01(\fR\x0fsourceSegmentId\x12*\n" +
+	"\x11target_segment_id\x18\x04 \x01(\fR\x0ftargetSegmentId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"1\n" +
+	"\x16CreateMoveTaskResponse\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\x04R\x06taskId\"C\n" +
+	"\x10QueryTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\"@\n" +
+	"\x11QueryTaskResponse\x12+\n" +
+	"\x04task\x18\x01 \x01(\v2\x17.metad.v1.ScheduledTaskR\x04task\"y\n" +
+	"\x11FetchTasksRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x14\n" +
+	"\x05batch\x18\x02 \x01(\rR\x05batch\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"C\n" +
+	"\x12FetchTasksResponse\x12-\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\"\xb8\x01\n" +
+	"\x19MarkTaskToCompleteRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\x12\x18\n" +
+	"\asuccess\x18\x03 \x01(\bR\asuccess\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x1c\n" +
+	"\x1aMarkTaskToCompleteResponse2\xde\x12\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -3980,7 +4610,13 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\tMoveStart\x12\x1a.metad.v1.MoveStartRequest\x1a\x1b.metad.v1.MoveStartResponse\x12>\n" +
 	"\aMoveEnd\x12\x18.metad.v1.MoveEndRequest\x1a\x19.metad.v1.MoveEndResponse\x12G\n" +
 	"\n" +
-	"MoveRevoke\x12\x1b.metad.v1.MoveRevokeRequest\x1a\x1c.metad.v1.MoveRevokeResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"MoveRevoke\x12\x1b.metad.v1.MoveRevokeRequest\x1a\x1c.metad.v1.MoveRevokeResponse\x12S\n" +
+	"\x0eCreateCopyTask\x12\x1f.metad.v1.CreateCopyTaskRequest\x1a .metad.v1.CreateCopyTaskResponse\x12S\n" +
+	"\x0eCreateMoveTask\x12\x1f.metad.v1.CreateMoveTaskRequest\x1a .metad.v1.CreateMoveTaskResponse\x12D\n" +
+	"\tQueryTask\x12\x1a.metad.v1.QueryTaskRequest\x1a\x1b.metad.v1.QueryTaskResponse\x12G\n" +
+	"\n" +
+	"FetchTasks\x12\x1b.metad.v1.FetchTasksRequest\x1a\x1c.metad.v1.FetchTasksResponse\x12_\n" +
+	"\x12MarkTaskToComplete\x12#.metad.v1.MarkTaskToCompleteRequest\x1a$.metad.v1.MarkTaskToCompleteResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_metadata_proto_rawDescOnce sync.Once
@@ -3994,7 +4630,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -4052,125 +4688,152 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*MoveEndResponse)(nil),              // 53: metad.v1.MoveEndResponse
 	(*MoveRevokeRequest)(nil),            // 54: metad.v1.MoveRevokeRequest
 	(*MoveRevokeResponse)(nil),           // 55: metad.v1.MoveRevokeResponse
-	(*BatchPutStartRequest_Item)(nil),    // 56: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 57: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 58: metad.v1.BatchGetResponse.Result
-	(*ReplicaConfig)(nil),                // 59: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 60: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 61: metad.v1.Replica
-	(Tier)(0),                            // 62: metad.v1.Tier
-	(*Status)(nil),                       // 63: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 64: metad.v1.SegmentDesc
+	(*CreateCopyTaskRequest)(nil),        // 56: metad.v1.CreateCopyTaskRequest
+	(*CreateCopyTaskResponse)(nil),       // 57: metad.v1.CreateCopyTaskResponse
+	(*CreateMoveTaskRequest)(nil),        // 58: metad.v1.CreateMoveTaskRequest
+	(*CreateMoveTaskResponse)(nil),       // 59: metad.v1.CreateMoveTaskResponse
+	(*QueryTaskRequest)(nil),             // 60: metad.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 61: metad.v1.QueryTaskResponse
+	(*FetchTasksRequest)(nil),            // 62: metad.v1.FetchTasksRequest
+	(*FetchTasksResponse)(nil),           // 63: metad.v1.FetchTasksResponse
+	(*MarkTaskToCompleteRequest)(nil),    // 64: metad.v1.MarkTaskToCompleteRequest
+	(*MarkTaskToCompleteResponse)(nil),   // 65: metad.v1.MarkTaskToCompleteResponse
+	(*BatchPutStartRequest_Item)(nil),    // 66: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 67: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 68: metad.v1.BatchGetResponse.Result
+	(*ReplicaConfig)(nil),                // 69: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 70: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 71: metad.v1.Replica
+	(Tier)(0),                            // 72: metad.v1.Tier
+	(*Status)(nil),                       // 73: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 74: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 75: metad.v1.ScheduledTask
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	59, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	60, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	62, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	60, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	62, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	60, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	59, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	60, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	62, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	60, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	62, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	60, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	60, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	56, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	59, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	60, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	57, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	62, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	60, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	63, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	62, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	60, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	63, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	58, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	60, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	63, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	64, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	60, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 33: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 34: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
-	61, // 35: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
-	60, // 36: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 37: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 38: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 39: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
-	61, // 40: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
-	60, // 41: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 42: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	63, // 43: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	61, // 44: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	63, // 45: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	61, // 46: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	0,  // 47: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 48: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 49: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 50: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 51: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 52: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 53: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 54: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 55: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 56: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 57: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 58: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 59: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 60: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 61: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 62: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 63: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 64: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 65: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 66: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 67: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42, // 68: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	44, // 69: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	46, // 70: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	48, // 71: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	50, // 72: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	52, // 73: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	54, // 74: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	1,  // 75: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 76: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 77: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 78: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 79: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 80: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 81: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 82: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 83: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 84: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 85: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 86: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 87: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 88: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 89: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 90: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 91: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 92: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 93: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 94: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 95: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43, // 96: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	45, // 97: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	47, // 98: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	49, // 99: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	51, // 100: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	53, // 101: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	55, // 102: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	75, // [75:103] is the sub-list for method output_type
-	47, // [47:75] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	69, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	70, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	71, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	72, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	70, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	70, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	69, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	70, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	71, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	72, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	70, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	70, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	71, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	70, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	66, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	69, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	70, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	67, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	72, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	70, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	72, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	70, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	68, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	70, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	74, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	70, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 33: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	71, // 34: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	71, // 35: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	70, // 36: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 37: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 38: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	71, // 39: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	71, // 40: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	70, // 41: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 42: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 43: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	70, // 44: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	75, // 45: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	70, // 46: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	75, // 47: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	70, // 48: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 49: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	71, // 50: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	73, // 51: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	71, // 52: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	0,  // 53: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,  // 54: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,  // 55: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,  // 56: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,  // 57: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10, // 58: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12, // 59: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14, // 60: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16, // 61: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18, // 62: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20, // 63: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22, // 64: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24, // 65: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26, // 66: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28, // 67: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30, // 68: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32, // 69: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34, // 70: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36, // 71: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38, // 72: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40, // 73: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42, // 74: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	44, // 75: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	46, // 76: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	48, // 77: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	50, // 78: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	52, // 79: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	54, // 80: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	56, // 81: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	58, // 82: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	60, // 83: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	62, // 84: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	64, // 85: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	1,  // 86: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,  // 87: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,  // 88: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,  // 89: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,  // 90: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11, // 91: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13, // 92: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15, // 93: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17, // 94: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19, // 95: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21, // 96: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23, // 97: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25, // 98: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27, // 99: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29, // 100: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31, // 101: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33, // 102: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35, // 103: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37, // 104: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39, // 105: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41, // 106: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43, // 107: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	45, // 108: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	47, // 109: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	49, // 110: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	51, // 111: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	53, // 112: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	55, // 113: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	57, // 114: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	59, // 115: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	61, // 116: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	63, // 117: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	65, // 118: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	86, // [86:119] is the sub-list for method output_type
+	53, // [53:86] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -4185,7 +4848,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   59,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -70,7 +70,11 @@ type SnapshotHeader struct {
 	// Number of KeyRecords (format version 3).
 	Keys uint64 `protobuf:"varint,13,opt,name=keys,proto3" json:"keys,omitempty"`
 	// Number of RoleRecords (format version 3).
-	RoleBindings  uint64 `protobuf:"varint,14,opt,name=role_bindings,json=roleBindings,proto3" json:"role_bindings,omitempty"`
+	RoleBindings uint64 `protobuf:"varint,14,opt,name=role_bindings,json=roleBindings,proto3" json:"role_bindings,omitempty"`
+	// Id the last scheduled task got (format version 4).
+	LastTaskId uint64 `protobuf:"varint,100,opt,name=last_task_id,json=lastTaskId,proto3" json:"last_task_id,omitempty"`
+	// Number of task records (format version 4).
+	Tasks         uint64 `protobuf:"varint,101,opt,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +203,20 @@ func (x *SnapshotHeader) GetKeys() uint64 {
 func (x *SnapshotHeader) GetRoleBindings() uint64 {
 	if x != nil {
 		return x.RoleBindings
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetLastTaskId() uint64 {
+	if x != nil {
+		return x.LastTaskId
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetTasks() uint64 {
+	if x != nil {
+		return x.Tasks
 	}
 	return 0
 }
@@ -619,7 +637,7 @@ func (x *ObjectRecord) GetTask() *ReplicaTaskRecord {
 type ReplicaTaskRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Copy or move.
-	Kind ReplicaTaskKind `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.ReplicaTaskKind" json:"kind,omitempty"`
+	Kind TaskKind `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
 	// Client that started it: 16-byte UUID.
 	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Envelope time of its start, Unix nanoseconds.
@@ -662,11 +680,11 @@ func (*ReplicaTaskRecord) Descriptor() ([]byte, []int) {
 	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *ReplicaTaskRecord) GetKind() ReplicaTaskKind {
+func (x *ReplicaTaskRecord) GetKind() TaskKind {
 	if x != nil {
 		return x.Kind
 	}
-	return ReplicaTaskKind_REPLICA_TASK_KIND_UNSPECIFIED
+	return TaskKind_TASK_KIND_UNSPECIFIED
 }
 
 func (x *ReplicaTaskRecord) GetClientId() []byte {
@@ -711,6 +729,7 @@ type Record struct {
 	//	*Record_Session
 	//	*Record_Key
 	//	*Record_Role
+	//	*Record_Task
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -816,6 +835,15 @@ func (x *Record) GetRole() *RoleRecord {
 	return nil
 }
 
+func (x *Record) GetTask() *ScheduledTask {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Task); ok {
+			return x.Task
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -856,6 +884,11 @@ type Record_Role struct {
 	Role *RoleRecord `protobuf:"bytes,7,opt,name=role,proto3,oneof"`
 }
 
+type Record_Task struct {
+	// A scheduled task (format version 4); task records come after every role record, by id.
+	Task *ScheduledTask `protobuf:"bytes,100,opt,name=task,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -869,6 +902,8 @@ func (*Record_Session) isRecord_Record() {}
 func (*Record_Key) isRecord_Record() {}
 
 func (*Record_Role) isRecord_Record() {}
+
+func (*Record_Task) isRecord_Record() {}
 
 // KeyRecord is one API key: the SHA-256 of its secret, never the secret.
 type KeyRecord struct {
@@ -1181,7 +1216,9 @@ type ResultRecord struct {
 	// Batch forms: one per item.
 	Items []*ResultRecord `protobuf:"bytes,12,rep,name=items,proto3" json:"items,omitempty"`
 	// OpenSession: the new session's id.
-	Session       uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
+	Session uint64 `protobuf:"varint,13,opt,name=session,proto3" json:"session,omitempty"`
+	// CreateTask: the task created; FetchTasks: the tasks handed out.
+	Tasks         []*ScheduledTask `protobuf:"bytes,100,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1305,6 +1342,13 @@ func (x *ResultRecord) GetSession() uint64 {
 		return x.Session
 	}
 	return 0
+}
+
+func (x *ResultRecord) GetTasks() []*ScheduledTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
 }
 
 // ResultReplica is one replica in a ResultRecord.
@@ -1466,7 +1510,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xd8\x03\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\x90\x04\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1483,7 +1527,10 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x0fnext_session_id\x18\v \x01(\x04R\rnextSessionId\x12#\n" +
 	"\rauth_revision\x18\f \x01(\x04R\fauthRevision\x12\x12\n" +
 	"\x04keys\x18\r \x01(\x04R\x04keys\x12#\n" +
-	"\rrole_bindings\x18\x0e \x01(\x04R\froleBindings\"\x96\x02\n" +
+	"\rrole_bindings\x18\x0e \x01(\x04R\froleBindings\x12 \n" +
+	"\flast_task_id\x18d \x01(\x04R\n" +
+	"lastTaskId\x12\x14\n" +
+	"\x05tasks\x18e \x01(\x04R\x05tasks\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -1519,13 +1566,13 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\bhard_pin\x18\f \x01(\bR\ahardPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\r \x01(\x04R\fsoftPinTtlMs\x12<\n" +
 	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\x12/\n" +
-	"\x04task\x18d \x01(\v2\x1b.metad.v1.ReplicaTaskRecordR\x04task\"\xe5\x01\n" +
-	"\x11ReplicaTaskRecord\x12-\n" +
-	"\x04kind\x18\x01 \x01(\x0e2\x19.metad.v1.ReplicaTaskKindR\x04kind\x12\x1b\n" +
+	"\x04task\x18d \x01(\v2\x1b.metad.v1.ReplicaTaskRecordR\x04task\"\xde\x01\n" +
+	"\x11ReplicaTaskRecord\x12&\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12*\n" +
 	"\x11started_unix_nano\x18\x03 \x01(\x10R\x0fstartedUnixNano\x12*\n" +
 	"\x11source_replica_id\x18\x04 \x01(\x04R\x0fsourceReplicaId\x12,\n" +
-	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xe7\x02\n" +
+	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\x96\x03\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
@@ -1533,7 +1580,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x06member\x18\x04 \x01(\v2\x16.metad.v1.MemberRecordH\x00R\x06member\x123\n" +
 	"\asession\x18\x05 \x01(\v2\x17.metad.v1.SessionRecordH\x00R\asession\x12'\n" +
 	"\x03key\x18\x06 \x01(\v2\x13.metad.v1.KeyRecordH\x00R\x03key\x12*\n" +
-	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04roleB\b\n" +
+	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04role\x12-\n" +
+	"\x04task\x18d \x01(\v2\x17.metad.v1.ScheduledTaskH\x00R\x04taskB\b\n" +
 	"\x06record\"\x8f\x01\n" +
 	"\tKeyRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
@@ -1556,7 +1604,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xb4\x03\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xe3\x03\n" +
 	"\fResultRecord\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
@@ -1571,7 +1619,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	" \x01(\x04R\x0funmountReplicas\x12%\n" +
 	"\x0eunmount_erased\x18\v \x01(\x04R\runmountErased\x12,\n" +
 	"\x05items\x18\f \x03(\v2\x16.metad.v1.ResultRecordR\x05items\x12\x18\n" +
-	"\asession\x18\r \x01(\x04R\asession\"\xce\x01\n" +
+	"\asession\x18\r \x01(\x04R\asession\x12-\n" +
+	"\x05tasks\x18d \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\"\xce\x01\n" +
 	"\rResultReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +
@@ -1618,7 +1667,8 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(*SegmentDesc)(nil),       // 15: metad.v1.SegmentDesc
 	(ReplicaStatus)(0),        // 16: metad.v1.ReplicaStatus
 	(Tier)(0),                 // 17: metad.v1.Tier
-	(ReplicaTaskKind)(0),      // 18: metad.v1.ReplicaTaskKind
+	(TaskKind)(0),             // 18: metad.v1.TaskKind
+	(*ScheduledTask)(nil),     // 19: metad.v1.ScheduledTask
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
 	14, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
@@ -1627,7 +1677,7 @@ var file_metadv1_snapshot_proto_depIdxs = []int32{
 	17, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
 	5,  // 5: metad.v1.ObjectRecord.task:type_name -> metad.v1.ReplicaTaskRecord
-	18, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.ReplicaTaskKind
+	18, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.TaskKind
 	1,  // 7: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
 	2,  // 8: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
 	4,  // 9: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
@@ -1635,17 +1685,19 @@ var file_metadv1_snapshot_proto_depIdxs = []int32{
 	9,  // 11: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
 	7,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
 	8,  // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
-	10, // 14: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	11, // 15: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	12, // 16: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	11, // 17: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	17, // 18: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	16, // 19: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	19, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
+	10, // 15: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	11, // 16: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	12, // 17: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	11, // 18: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	19, // 19: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
+	17, // 20: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	16, // 21: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -1662,6 +1714,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Session)(nil),
 		(*Record_Key)(nil),
 		(*Record_Role)(nil),
+		(*Record_Task)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

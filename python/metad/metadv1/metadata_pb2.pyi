@@ -205,6 +205,48 @@ class CopyStartResponse(_message.Message):
     targets: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
     def __init__(self, source: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., targets: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
 
+class CreateCopyTaskRequest(_message.Message):
+    __slots__ = ["key", "replicas", "session", "source_segment_id", "target_segment_ids", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    replicas: int
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CreateCopyTaskResponse(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    def __init__(self, task_id: _Optional[int] = ...) -> None: ...
+
+class CreateMoveTaskRequest(_message.Message):
+    __slots__ = ["key", "session", "source_segment_id", "target_segment_id", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_id: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CreateMoveTaskResponse(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    def __init__(self, task_id: _Optional[int] = ...) -> None: ...
+
 class ExistRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -222,6 +264,22 @@ class ExistResponse(_message.Message):
     exists: bool
     lease_ttl_ms: int
     def __init__(self, exists: bool = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class FetchTasksRequest(_message.Message):
+    __slots__ = ["batch", "client_id", "session"]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    batch: int
+    client_id: bytes
+    session: _types_pb2.SessionHeader
+    def __init__(self, client_id: _Optional[bytes] = ..., batch: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class FetchTasksResponse(_message.Message):
+    __slots__ = ["tasks"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[_types_pb2.ScheduledTask]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
@@ -266,6 +324,24 @@ class ListGroupResponse(_message.Message):
     keys: _containers.RepeatedScalarFieldContainer[bytes]
     truncated: bool
     def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., truncated: bool = ...) -> None: ...
+
+class MarkTaskToCompleteRequest(_message.Message):
+    __slots__ = ["client_id", "message", "session", "success", "task_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    message: str
+    session: _types_pb2.SessionHeader
+    success: bool
+    task_id: int
+    def __init__(self, client_id: _Optional[bytes] = ..., task_id: _Optional[int] = ..., success: bool = ..., message: _Optional[str] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MarkTaskToCompleteResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class MountSegmentRequest(_message.Message):
     __slots__ = ["client_id", "segment", "session"]
@@ -434,6 +510,20 @@ class PutStartResponse(_message.Message):
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
     def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+
+class QueryTaskRequest(_message.Message):
+    __slots__ = ["task_id", "tenant"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., task_id: _Optional[int] = ...) -> None: ...
+
+class QueryTaskResponse(_message.Message):
+    __slots__ = ["task"]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: _types_pb2.ScheduledTask
+    def __init__(self, task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ...) -> None: ...
 
 class RemoveAllRequest(_message.Message):
     __slots__ = ["force", "tenant"]

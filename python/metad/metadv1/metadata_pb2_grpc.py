@@ -155,6 +155,31 @@ class MetadataStub(object):
                 request_serializer=metadv1_dot_metadata__pb2.MoveRevokeRequest.SerializeToString,
                 response_deserializer=metadv1_dot_metadata__pb2.MoveRevokeResponse.FromString,
                 )
+        self.CreateCopyTask = channel.unary_unary(
+                '/metad.v1.Metadata/CreateCopyTask',
+                request_serializer=metadv1_dot_metadata__pb2.CreateCopyTaskRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CreateCopyTaskResponse.FromString,
+                )
+        self.CreateMoveTask = channel.unary_unary(
+                '/metad.v1.Metadata/CreateMoveTask',
+                request_serializer=metadv1_dot_metadata__pb2.CreateMoveTaskRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CreateMoveTaskResponse.FromString,
+                )
+        self.QueryTask = channel.unary_unary(
+                '/metad.v1.Metadata/QueryTask',
+                request_serializer=metadv1_dot_metadata__pb2.QueryTaskRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.QueryTaskResponse.FromString,
+                )
+        self.FetchTasks = channel.unary_unary(
+                '/metad.v1.Metadata/FetchTasks',
+                request_serializer=metadv1_dot_metadata__pb2.FetchTasksRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.FetchTasksResponse.FromString,
+                )
+        self.MarkTaskToComplete = channel.unary_unary(
+                '/metad.v1.Metadata/MarkTaskToComplete',
+                request_serializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.FromString,
+                )
 
 
 class MetadataServicer(object):
@@ -361,6 +386,42 @@ class MetadataServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateCopyTask(self, request, context):
+        """CreateCopyTask schedules a copy of an object's replica for the worker that owns its source
+        segment, which fetches it with FetchTasks.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateMoveTask(self, request, context):
+        """CreateMoveTask schedules a move of an object's replica, as CreateCopyTask.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryTask(self, request, context):
+        """QueryTask returns a scheduled task of the tenant, finished ones while they are kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchTasks(self, request, context):
+        """FetchTasks hands a worker its oldest pending tasks (they turn PROCESSING).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MarkTaskToComplete(self, request, context):
+        """MarkTaskToComplete records a worker's report of a task it fetched.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetadataServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -503,6 +564,31 @@ def add_MetadataServicer_to_server(servicer, server):
                     servicer.MoveRevoke,
                     request_deserializer=metadv1_dot_metadata__pb2.MoveRevokeRequest.FromString,
                     response_serializer=metadv1_dot_metadata__pb2.MoveRevokeResponse.SerializeToString,
+            ),
+            'CreateCopyTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCopyTask,
+                    request_deserializer=metadv1_dot_metadata__pb2.CreateCopyTaskRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CreateCopyTaskResponse.SerializeToString,
+            ),
+            'CreateMoveTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateMoveTask,
+                    request_deserializer=metadv1_dot_metadata__pb2.CreateMoveTaskRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CreateMoveTaskResponse.SerializeToString,
+            ),
+            'QueryTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryTask,
+                    request_deserializer=metadv1_dot_metadata__pb2.QueryTaskRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.QueryTaskResponse.SerializeToString,
+            ),
+            'FetchTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchTasks,
+                    request_deserializer=metadv1_dot_metadata__pb2.FetchTasksRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.FetchTasksResponse.SerializeToString,
+            ),
+            'MarkTaskToComplete': grpc.unary_unary_rpc_method_handler(
+                    servicer.MarkTaskToComplete,
+                    request_deserializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -988,5 +1074,90 @@ class Metadata(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveRevoke',
             metadv1_dot_metadata__pb2.MoveRevokeRequest.SerializeToString,
             metadv1_dot_metadata__pb2.MoveRevokeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateCopyTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CreateCopyTask',
+            metadv1_dot_metadata__pb2.CreateCopyTaskRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CreateCopyTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateMoveTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CreateMoveTask',
+            metadv1_dot_metadata__pb2.CreateMoveTaskRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CreateMoveTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QueryTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/QueryTask',
+            metadv1_dot_metadata__pb2.QueryTaskRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.QueryTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def FetchTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/FetchTasks',
+            metadv1_dot_metadata__pb2.FetchTasksRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.FetchTasksResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MarkTaskToComplete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MarkTaskToComplete',
+            metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
