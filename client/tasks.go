@@ -102,3 +102,12 @@ func (c *Client) MarkTaskToComplete(ctx context.Context, id uint64, success bool
 		ClientId: c.idBytes, TaskId: id, Success: success, Message: message})
 	return err
 }
+
+// ListTasks returns a page of the tenant's scheduled tasks after id startAfter (0: from the
+// first), at most limit (0 means 1024), only those in state (UNSPECIFIED: all), and whether more
+// follow.
+func (c *Client) ListTasks(ctx context.Context, tenant string, startAfter uint64, limit uint32, state metadv1.TaskState) ([]*metadv1.ScheduledTask, bool, error) {
+	resp, err := call(ctx, c, metadv1.MetadataClient.ListTasks, &metadv1.ListTasksRequest{
+		Tenant: tenant, StartAfter: startAfter, Limit: limit, State: state})
+	return resp.GetTasks(), resp.GetTruncated(), err
+}

@@ -70,6 +70,7 @@ type Service interface {
 	QueryTask(context.Context, *metadv1.QueryTaskRequest) (*metadv1.QueryTaskResponse, error)
 	FetchTasks(context.Context, *metadv1.FetchTasksRequest) (*metadv1.FetchTasksResponse, error)
 	MarkTaskToComplete(context.Context, *metadv1.MarkTaskToCompleteRequest) (*metadv1.MarkTaskToCompleteResponse, error)
+	ListTasks(context.Context, *metadv1.ListTasksRequest) (*metadv1.ListTasksResponse, error)
 	CreateKey(context.Context, *metadv1.CreateKeyRequest) (*metadv1.CreateKeyResponse, error)
 	RevokeKey(context.Context, *metadv1.RevokeKeyRequest) (*metadv1.RevokeKeyResponse, error)
 	ListKeys(context.Context, *metadv1.ListKeysRequest) (*metadv1.ListKeysResponse, error)

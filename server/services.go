@@ -234,3 +234,7 @@ func (m *metadataService) FetchTasks(ctx context.Context, req *metadv1.FetchTask
 func (m *metadataService) MarkTaskToComplete(ctx context.Context, req *metadv1.MarkTaskToCompleteRequest) (*metadv1.MarkTaskToCompleteResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.MarkTaskToComplete)
 }
+
+func (m *metadataService) ListTasks(ctx context.Context, req *metadv1.ListTasksRequest) (*metadv1.ListTasksResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.ListTasks)
+}

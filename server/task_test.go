@@ -165,4 +165,26 @@ func TestScheduledTasksOverGRPC(t *testing.T) {
 	}
 	_, err = h.meta.MarkTaskToComplete(ctx, &metadv1.MarkTaskToCompleteRequest{ClientId: idb(clientA), TaskId: 77, Success: true})
 	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_TASK_NOT_FOUND)
+
+	// ListTasks pages by id, filters by state, and shows only the tenant's tasks.
+	for range 2 {
+		if _, err := h.meta.CreateMoveTask(ctx, &metadv1.CreateMoveTaskRequest{Key: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := h.meta.ListTasks(ctx, &metadv1.ListTasksRequest{Limit: 2})
+	if err != nil || len(page.GetTasks()) != 2 || !page.GetTruncated() || page.GetTasks()[0].GetTaskId() != created.GetTaskId() {
+		t.Fatalf("first page: %v, %v", page, err)
+	}
+	page, err = h.meta.ListTasks(ctx, &metadv1.ListTasksRequest{StartAfter: page.GetTasks()[1].GetTaskId()})
+	if err != nil || len(page.GetTasks()) != 1 || page.GetTruncated() {
+		t.Fatalf("second page: %v, %v", page, err)
+	}
+	pending, err := h.meta.ListTasks(ctx, &metadv1.ListTasksRequest{State: metadv1.TaskState_TASK_STATE_PENDING})
+	if err != nil || len(pending.GetTasks()) != 2 {
+		t.Fatalf("pending: %v, %v", pending, err)
+	}
+	if other, err := h.meta.ListTasks(ctx, &metadv1.ListTasksRequest{Tenant: "other"}); err != nil || len(other.GetTasks()) != 0 {
+		t.Fatalf("another tenant's list: %v, %v", other, err)
+	}
 }

@@ -141,6 +141,7 @@ var methodRules = map[string]rule{
 	metadv1.Metadata_QueryTask_FullMethodName:          ruleTenant,
 	metadv1.Metadata_FetchTasks_FullMethodName:         ruleWorker,
 	metadv1.Metadata_MarkTaskToComplete_FullMethodName: ruleWorker,
+	metadv1.Metadata_ListTasks_FullMethodName:          ruleTenant,
 
 	metadv1.Admin_RegisterTenant_FullMethodName:   ruleAdmin,
 	metadv1.Admin_UnregisterTenant_FullMethodName: ruleAdmin,

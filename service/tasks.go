@@ -324,3 +324,38 @@ func (s *Service) MarkTaskToComplete(ctx context.Context, req *metadv1.MarkTaskT
 	}
 	return &metadv1.MarkTaskToCompleteResponse{}, nil
 }
+
+// ListTasks lists a page of the tenant's scheduled tasks, by id (a linearizable read on the
+// leader).
+func (s *Service) ListTasks(ctx context.Context, req *metadv1.ListTasksRequest) (*metadv1.ListTasksResponse, error) {
+	tenant, err := tenantOf(req.GetTenant())
+	if err != nil {
+		return nil, fail(err, req.GetTenant(), nil)
+	}
+	limit := int(req.GetLimit())
+	if limit == 0 {
+		limit = defaultListPage
+	}
+	if limit > maxListPage {
+		return nil, fail(badf("limit", "%d over %d", limit, maxListPage), tenant, nil)
+	}
+	st, _, err := s.readState(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	tasks, _ := st.Tasks()
+	out := &metadv1.ListTasksResponse{}
+	for i := range tasks {
+		t := &tasks[i]
+		if t.ID <= req.GetStartAfter() || t.Spec.Tenant != tenant ||
+			(req.GetState() != metadv1.TaskState_TASK_STATE_UNSPECIFIED && wire.TaskStateTo(t.State) != req.GetState()) {
+			continue
+		}
+		if len(out.Tasks) == limit {
+			out.Truncated = true
+			break
+		}
+		out.Tasks = append(out.Tasks, wire.TaskTo(t))
+	}
+	return out, nil
+}

@@ -67,6 +67,7 @@ var verbs = []*verb{
 	{"move revoke", "KEY [--tenant T] [--client ID]", "abandon a move: drop its target", runMoveRevoke},
 	{"task create-copy", "KEY [--source SEG] [--to SEG,...] [--replicas N] [--tenant T]", "schedule a copy for the worker that owns the source segment", runTaskCreateCopy},
 	{"task create-move", "KEY [--source SEG] [--to SEG] [--tenant T]", "schedule a move for the worker that owns the source segment", runTaskCreateMove},
+	{"task ls", "[--tenant T] [--state S] [--after ID] [--limit N]", "list a tenant's scheduled tasks", runTaskLs},
 	{"task show", "TASK-ID [--tenant T]", "show a scheduled task", runTaskShow},
 	{"group ls", "GROUP [--tenant T] [--stale]", "list the member keys of a group", runGroupLs},
 	{"group rm", "GROUP [--tenant T] [--force]", "remove a group and all its members", runGroupRm},

@@ -172,7 +172,20 @@ func (c *fakeCluster) QueryTask(_ context.Context, r *metadv1.QueryTaskRequest) 
 	return &metadv1.QueryTaskResponse{Task: t}, nil
 }
 
-// TestTaskVerbs: task create-copy, create-move and show, in table and JSON form.
+func (c *fakeCluster) ListTasks(_ context.Context, r *metadv1.ListTasksRequest) (*metadv1.ListTasksResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := &metadv1.ListTasksResponse{}
+	for id := uint64(1); id <= c.nextRep; id++ {
+		if t := c.tasks[id]; t != nil && t.GetTenant() == tname(r.GetTenant()) &&
+			(r.GetState() == 0 || r.GetState() == t.GetState()) {
+			out.Tasks = append(out.Tasks, t)
+		}
+	}
+	return out, nil
+}
+
+// TestTaskVerbs: task create-copy, create-move, ls and show, in table and JSON form.
 func TestTaskVerbs(t *testing.T) {
 	c := startCluster(t)
 	mountFor(t, c)
@@ -195,6 +208,17 @@ func TestTaskVerbs(t *testing.T) {
 	r = metactl(t, c.addr, "task", "show", "12345")
 	if r.code != exitError || !strings.HasPrefix(r.stderr, "error: TASK_NOT_FOUND") {
 		t.Fatalf("show of an unknown task: %+v", r)
+	}
+	var ls taskListView
+	metactl(t, c.addr, "task", "ls", "--state", "pending", "-o", "json").ok(t).json(t, &ls)
+	if len(ls.Tasks) != 2 || ls.Tasks[0].ID != uint64(id) || ls.Tasks[1].Kind != "move" || ls.Truncated {
+		t.Fatalf("task ls: %+v", ls)
+	}
+	if r := metactl(t, c.addr, "task", "ls").ok(t); !strings.Contains(r.stdout, "TASK") || !strings.Contains(r.stdout, "PENDING") {
+		t.Fatalf("task ls output:\n%s", r.stdout)
+	}
+	if r := metactl(t, c.addr, "task", "ls", "--state", "DONE"); r.code != exitUsage {
+		t.Fatalf("ls with a bad state: %+v", r)
 	}
 	if r := metactl(t, c.addr, "task", "show", "x"); r.code != exitUsage {
 		t.Fatalf("show of a bad id: %+v", r)

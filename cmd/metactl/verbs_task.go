@@ -283,3 +283,55 @@ func runTaskShow(a *app, v *verb, args []string) error {
 			view.Source, strings.Join(view.Targets, ","), view.ClientID, view.Message)
 	})
 }
+
+// taskListView is the result of task ls.
+type taskListView struct {
+	Tenant    string          `json:"tenant"`
+	Tasks     []scheduledView `json:"tasks"`
+	Truncated bool            `json:"truncated"`
+}
+
+func runTaskLs(a *app, v *verb, args []string) error {
+	fs := a.flags(v)
+	tenant := fs.String("tenant", "", "tenant (default \"default\")")
+	state := fs.String("state", "", "only tasks in this state: PENDING, PROCESSING, SUCCESS or FAILED (default: all)")
+	after := fs.Uint64("after", 0, "only tasks with a larger id (the last id of the previous page)")
+	limit := fs.Uint("limit", 0, "tasks per page, 1..4096 (0 = 1024)")
+	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
+		return err
+	}
+	st := metadv1.TaskState_TASK_STATE_UNSPECIFIED
+	if *state != "" {
+		n, ok := metadv1.TaskState_value["TASK_STATE_"+strings.ToUpper(*state)]
+		if !ok || n == 0 {
+			return usagef(v, "--state: %q is not PENDING, PROCESSING, SUCCESS or FAILED", *state)
+		}
+		st = metadv1.TaskState(n)
+	}
+	if *limit > 4096 {
+		return usagef(v, "--limit is at most 4096")
+	}
+	c, err := a.client(defaultClientID())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	tasks, more, err := c.ListTasks(ctx, *tenant, *after, uint32(*limit), st)
+	if err != nil {
+		return err
+	}
+	view := taskListView{Tenant: a.tenantName(*tenant), Tasks: []scheduledView{}, Truncated: more}
+	for _, t := range tasks {
+		view.Tasks = append(view.Tasks, scheduledOf(t))
+	}
+	return a.printer().emit(view, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "TASK\tKIND\tSTATE\tKEY\tSOURCE\tCLIENT\tMESSAGE\n")
+		for _, t := range view.Tasks {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Kind, t.State, t.Key, t.Source, t.ClientID, t.Message)
+		}
+		if more {
+			fmt.Fprintf(tw, "(more: --after %d)\n", view.Tasks[len(view.Tasks)-1].ID)
+		}
+	})
+}

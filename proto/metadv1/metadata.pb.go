@@ -4115,6 +4115,134 @@ func (*MarkTaskToCompleteResponse) Descriptor() ([]byte, []int) {
 	return file_metadv1_metadata_proto_rawDescGZIP(), []int{65}
 }
 
+// ListTasksRequest asks for a page of the tenant's scheduled tasks.
+type ListTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Only tasks with a larger id (the last id of the previous page); 0 = from the first.
+	StartAfter uint64 `protobuf:"varint,2,opt,name=start_after,json=startAfter,proto3" json:"start_after,omitempty"`
+	// Tasks per page, 1..4096; 0 means 1024.
+	Limit uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only tasks in this state; UNSPECIFIED = every state.
+	State         TaskState `protobuf:"varint,4,opt,name=state,proto3,enum=metad.v1.TaskState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksRequest) Reset() {
+	*x = ListTasksRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksRequest) ProtoMessage() {}
+
+func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListTasksRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ListTasksRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetStartAfter() uint64 {
+	if x != nil {
+		return x.StartAfter
+	}
+	return 0
+}
+
+func (x *ListTasksRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListTasksRequest) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+// ListTasksResponse is one page of tasks, by id.
+type ListTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tasks.
+	Tasks []*ScheduledTask `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// More tasks follow (ask again with start_after = the last id here).
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksResponse) Reset() {
+	*x = ListTasksResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksResponse) ProtoMessage() {}
+
+func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListTasksResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ListTasksResponse) GetTasks() []*ScheduledTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *ListTasksResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4130,7 +4258,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4142,7 +4270,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4192,7 +4320,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	mi := &file_metadv1_metadata_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4204,7 +4332,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	mi := &file_metadv1_metadata_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4251,7 +4379,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[68]
+	mi := &file_metadv1_metadata_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4391,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[68]
+	mi := &file_metadv1_metadata_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4578,7 +4706,16 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\asuccess\x18\x03 \x01(\bR\asuccess\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x121\n" +
 	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x1c\n" +
-	"\x1aMarkTaskToCompleteResponse2\xde\x12\n" +
+	"\x1aMarkTaskToCompleteResponse\"\x8c\x01\n" +
+	"\x10ListTasksRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
+	"\vstart_after\x18\x02 \x01(\x04R\n" +
+	"startAfter\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\x12)\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x13.metad.v1.TaskStateR\x05state\"`\n" +
+	"\x11ListTasksResponse\x12-\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xa4\x13\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -4616,7 +4753,8 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\tQueryTask\x12\x1a.metad.v1.QueryTaskRequest\x1a\x1b.metad.v1.QueryTaskResponse\x12G\n" +
 	"\n" +
 	"FetchTasks\x12\x1b.metad.v1.FetchTasksRequest\x1a\x1c.metad.v1.FetchTasksResponse\x12_\n" +
-	"\x12MarkTaskToComplete\x12#.metad.v1.MarkTaskToCompleteRequest\x1a$.metad.v1.MarkTaskToCompleteResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x12MarkTaskToComplete\x12#.metad.v1.MarkTaskToCompleteRequest\x1a$.metad.v1.MarkTaskToCompleteResponse\x12D\n" +
+	"\tListTasks\x12\x1a.metad.v1.ListTasksRequest\x1a\x1b.metad.v1.ListTasksResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_metadata_proto_rawDescOnce sync.Once
@@ -4630,7 +4768,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -4698,142 +4836,149 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*FetchTasksResponse)(nil),           // 63: metad.v1.FetchTasksResponse
 	(*MarkTaskToCompleteRequest)(nil),    // 64: metad.v1.MarkTaskToCompleteRequest
 	(*MarkTaskToCompleteResponse)(nil),   // 65: metad.v1.MarkTaskToCompleteResponse
-	(*BatchPutStartRequest_Item)(nil),    // 66: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 67: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 68: metad.v1.BatchGetResponse.Result
-	(*ReplicaConfig)(nil),                // 69: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 70: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 71: metad.v1.Replica
-	(Tier)(0),                            // 72: metad.v1.Tier
-	(*Status)(nil),                       // 73: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 74: metad.v1.SegmentDesc
-	(*ScheduledTask)(nil),                // 75: metad.v1.ScheduledTask
+	(*ListTasksRequest)(nil),             // 66: metad.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 67: metad.v1.ListTasksResponse
+	(*BatchPutStartRequest_Item)(nil),    // 68: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 69: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 70: metad.v1.BatchGetResponse.Result
+	(*ReplicaConfig)(nil),                // 71: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 72: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 73: metad.v1.Replica
+	(Tier)(0),                            // 74: metad.v1.Tier
+	(*Status)(nil),                       // 75: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 76: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 77: metad.v1.ScheduledTask
+	(TaskState)(0),                       // 78: metad.v1.TaskState
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	69, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	70, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	71, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	72, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	70, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	72, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	70, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	69, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	70, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	71, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	72, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	70, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	72, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	70, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	71, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	70, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	66, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	69, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	70, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	67, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	72, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	70, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	73, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	72, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	70, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	73, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	68, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	70, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	73, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	74, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	70, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 33: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
-	71, // 34: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
-	71, // 35: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
-	70, // 36: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 37: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 38: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
-	71, // 39: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
-	71, // 40: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
-	70, // 41: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 42: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 43: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
-	70, // 44: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
-	75, // 45: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
-	70, // 46: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
-	75, // 47: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	70, // 48: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
-	73, // 49: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	71, // 50: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	73, // 51: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	71, // 52: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	0,  // 53: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 54: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 55: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 56: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 57: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 58: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 59: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 60: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 61: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 62: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 63: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 64: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 65: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 66: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 67: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 68: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 69: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 70: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 71: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 72: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 73: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42, // 74: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	44, // 75: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	46, // 76: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	48, // 77: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	50, // 78: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	52, // 79: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	54, // 80: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	56, // 81: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
-	58, // 82: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
-	60, // 83: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
-	62, // 84: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
-	64, // 85: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
-	1,  // 86: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 87: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 88: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 89: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 90: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 91: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 92: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 93: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 94: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 95: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 96: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 97: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 98: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 99: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 100: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 101: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 102: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 103: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 104: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 105: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 106: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43, // 107: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	45, // 108: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	47, // 109: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	49, // 110: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	51, // 111: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	53, // 112: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	55, // 113: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	57, // 114: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
-	59, // 115: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
-	61, // 116: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
-	63, // 117: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
-	65, // 118: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
-	86, // [86:119] is the sub-list for method output_type
-	53, // [53:86] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	71, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	72, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	74, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	72, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	74, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	72, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	71, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	72, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	74, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	72, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	74, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	72, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	72, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	68, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	71, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	72, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	69, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	74, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	72, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	75, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	74, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	72, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	75, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	70, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	72, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	75, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	76, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	72, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 33: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 34: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	73, // 35: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	72, // 36: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 37: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 38: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	73, // 39: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	73, // 40: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	72, // 41: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 42: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 43: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	72, // 44: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	77, // 45: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	72, // 46: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	77, // 47: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	72, // 48: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	78, // 49: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
+	77, // 50: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	75, // 51: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	73, // 52: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	75, // 53: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	73, // 54: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	0,  // 55: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,  // 56: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,  // 57: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,  // 58: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,  // 59: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10, // 60: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12, // 61: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14, // 62: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16, // 63: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18, // 64: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20, // 65: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22, // 66: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24, // 67: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26, // 68: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28, // 69: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30, // 70: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32, // 71: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34, // 72: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36, // 73: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38, // 74: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40, // 75: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42, // 76: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	44, // 77: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	46, // 78: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	48, // 79: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	50, // 80: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	52, // 81: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	54, // 82: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	56, // 83: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	58, // 84: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	60, // 85: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	62, // 86: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	64, // 87: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	66, // 88: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	1,  // 89: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,  // 90: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,  // 91: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,  // 92: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,  // 93: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11, // 94: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13, // 95: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15, // 96: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17, // 97: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19, // 98: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21, // 99: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23, // 100: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25, // 101: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27, // 102: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29, // 103: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31, // 104: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33, // 105: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35, // 106: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37, // 107: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39, // 108: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41, // 109: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43, // 110: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	45, // 111: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	47, // 112: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	49, // 113: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	51, // 114: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	53, // 115: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	55, // 116: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	57, // 117: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	59, // 118: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	61, // 119: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	63, // 120: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	65, // 121: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	67, // 122: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	89, // [89:123] is the sub-list for method output_type
+	55, // [55:89] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -4848,7 +4993,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   69,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -62,6 +62,7 @@ const (
 	Metadata_QueryTask_FullMethodName          = "/metad.v1.Metadata/QueryTask"
 	Metadata_FetchTasks_FullMethodName         = "/metad.v1.Metadata/FetchTasks"
 	Metadata_MarkTaskToComplete_FullMethodName = "/metad.v1.Metadata/MarkTaskToComplete"
+	Metadata_ListTasks_FullMethodName          = "/metad.v1.Metadata/ListTasks"
 )
 
 // MetadataClient is the client API for Metadata service.
@@ -141,6 +142,8 @@ type MetadataClient interface {
 	FetchTasks(ctx context.Context, in *FetchTasksRequest, opts ...grpc.CallOption) (*FetchTasksResponse, error)
 	// MarkTaskToComplete records a worker's report of a task it fetched.
 	MarkTaskToComplete(ctx context.Context, in *MarkTaskToCompleteRequest, opts ...grpc.CallOption) (*MarkTaskToCompleteResponse, error)
+	// ListTasks lists the tenant's scheduled tasks kept, by id, a page at a time.
+	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
 }
 
 type metadataClient struct {
@@ -481,6 +484,16 @@ func (c *metadataClient) MarkTaskToComplete(ctx context.Context, in *MarkTaskToC
 	return out, nil
 }
 
+func (c *metadataClient) ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTasksResponse)
+	err := c.cc.Invoke(ctx, Metadata_ListTasks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetadataServer is the server API for Metadata service.
 // All implementations must embed UnimplementedMetadataServer
 // for forward compatibility.
@@ -558,6 +571,8 @@ type MetadataServer interface {
 	FetchTasks(context.Context, *FetchTasksRequest) (*FetchTasksResponse, error)
 	// MarkTaskToComplete records a worker's report of a task it fetched.
 	MarkTaskToComplete(context.Context, *MarkTaskToCompleteRequest) (*MarkTaskToCompleteResponse, error)
+	// ListTasks lists the tenant's scheduled tasks kept, by id, a page at a time.
+	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
 	mustEmbedUnimplementedMetadataServer()
 }
 
@@ -666,6 +681,9 @@ func (UnimplementedMetadataServer) FetchTasks(context.Context, *FetchTasksReques
 }
 func (UnimplementedMetadataServer) MarkTaskToComplete(context.Context, *MarkTaskToCompleteRequest) (*MarkTaskToCompleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MarkTaskToComplete not implemented")
+}
+func (UnimplementedMetadataServer) ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTasks not implemented")
 }
 func (UnimplementedMetadataServer) mustEmbedUnimplementedMetadataServer() {}
 func (UnimplementedMetadataServer) testEmbeddedByValue()                  {}
@@ -1282,6 +1300,24 @@ func _Metadata_MarkTaskToComplete_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_ListTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).ListTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_ListTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).ListTasks(ctx, req.(*ListTasksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Metadata_ServiceDesc is the grpc.ServiceDesc for Metadata service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1420,6 +1456,10 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MarkTaskToComplete",
 			Handler:    _Metadata_MarkTaskToComplete_Handler,
+		},
+		{
+			MethodName: "ListTasks",
+			Handler:    _Metadata_ListTasks_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

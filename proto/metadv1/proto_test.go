@@ -249,7 +249,7 @@ func TestServiceMethods(t *testing.T) {
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
 			"MountSegment", "UnmountSegment", "Ping", "OpenSession",
 			"CopyStart", "CopyEnd", "CopyRevoke", "MoveStart", "MoveEnd", "MoveRevoke",
-			"CreateCopyTask", "CreateMoveTask", "QueryTask", "FetchTasks", "MarkTaskToComplete",
+			"CreateCopyTask", "CreateMoveTask", "QueryTask", "FetchTasks", "MarkTaskToComplete", "ListTasks",
 		}},
 		{metadv1.File_metadv1_admin_proto, "Admin", []string{
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",

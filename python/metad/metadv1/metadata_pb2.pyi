@@ -325,6 +325,26 @@ class ListGroupResponse(_message.Message):
     truncated: bool
     def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., truncated: bool = ...) -> None: ...
 
+class ListTasksRequest(_message.Message):
+    __slots__ = ["limit", "start_after", "state", "tenant"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    START_AFTER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    start_after: int
+    state: _types_pb2.TaskState
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., start_after: _Optional[int] = ..., limit: _Optional[int] = ..., state: _Optional[_Union[_types_pb2.TaskState, str]] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ["tasks", "truncated"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[_types_pb2.ScheduledTask]
+    truncated: bool
+    def __init__(self, tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
+
 class MarkTaskToCompleteRequest(_message.Message):
     __slots__ = ["client_id", "message", "session", "success", "task_id"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -180,6 +180,11 @@ class MetadataStub(object):
                 request_serializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.SerializeToString,
                 response_deserializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.FromString,
                 )
+        self.ListTasks = channel.unary_unary(
+                '/metad.v1.Metadata/ListTasks',
+                request_serializer=metadv1_dot_metadata__pb2.ListTasksRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.ListTasksResponse.FromString,
+                )
 
 
 class MetadataServicer(object):
@@ -422,6 +427,13 @@ class MetadataServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTasks(self, request, context):
+        """ListTasks lists the tenant's scheduled tasks kept, by id, a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetadataServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -589,6 +601,11 @@ def add_MetadataServicer_to_server(servicer, server):
                     servicer.MarkTaskToComplete,
                     request_deserializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.FromString,
                     response_serializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.SerializeToString,
+            ),
+            'ListTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTasks,
+                    request_deserializer=metadv1_dot_metadata__pb2.ListTasksRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.ListTasksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1159,5 +1176,22 @@ class Metadata(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MarkTaskToComplete',
             metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.SerializeToString,
             metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/ListTasks',
+            metadv1_dot_metadata__pb2.ListTasksRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.ListTasksResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
