@@ -141,9 +141,13 @@ func TestScheduledTasksOverGRPC(t *testing.T) {
 	_, err = h.meta.CreateMoveTask(ctx, &metadv1.CreateMoveTaskRequest{Key: []byte("nope")})
 	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_OBJECT_NOT_FOUND)
 
+	before := h.b.proposals.Load()
 	none, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientB), Batch: 8})
 	if err != nil || len(none.GetTasks()) != 0 {
 		t.Fatalf("another worker fetched %v, %v", none, err)
+	}
+	if n := h.b.proposals.Load(); n != before {
+		t.Fatalf("an empty fetch took %d log entries", n-before)
 	}
 	got, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientA), Batch: 8})
 	if err != nil || len(got.GetTasks()) != 1 || got.GetTasks()[0].GetState() != metadv1.TaskState_TASK_STATE_PROCESSING {

@@ -293,6 +293,21 @@ func (s *Service) FetchTasks(ctx context.Context, req *metadv1.FetchTasksRequest
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	// A worker polls: with nothing pending for it, the answer is an empty read of the state (after
+	// the read barrier, like a refusal), not a log entry. A retry whose session kept an answer is
+	// left to proposeChecked, which answers it.
+	propose, err := s.fromState(ctx, func(st *store.Store) (bool, error) {
+		if _, ok := s.answered(ctx); ok {
+			return true, nil
+		}
+		return st.PendingTasks(c) > 0, nil
+	})
+	if err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if !propose {
+		return &metadv1.FetchTasksResponse{}, nil
+	}
 	res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_FetchTasks{FetchTasks: &metadv1.FetchTasks{ClientId: c[:], Batch: batch}}}, "", nil)
 	if err != nil {
 		return nil, err

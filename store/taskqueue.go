@@ -210,6 +210,15 @@ func (s *Store) FetchTasks(now int64, client alloc.ID, max int) ([]Task, error) 
 	return out, nil
 }
 
+// PendingTasks returns how many PENDING tasks the client's queue holds (the leader answers an
+// empty FetchTasks from it without a log entry).
+func (s *Store) PendingTasks(client alloc.ID) int {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending[client])
+}
+
 // CompleteTask records the outcome of a PROCESSING task its client reports: SUCCESS when ok, else
 // FAILED, with msg (cut to MaxTaskMessage bytes). Refusals: TASK_NOT_FOUND (no such task kept),
 // ILLEGAL_CLIENT (assigned to another client), INVALID_PARAMS (not PROCESSING).
