@@ -68,11 +68,12 @@ const (
 	skipGroupMember                    // evictable itself, but another member of its group is not
 	skipChanged                        // its id or version moved between census and revalidation
 	skipGroupChanged                   // its group gained or lost a member since the census
+	skipReplicaTask                    // a copy or move is in progress (store.ReplicaTask)
 	numSkipReasons
 )
 
 var skipNames = [numSkipReasons]string{"lifecycle", "tenant_closed", "marked", "leased", "hard_pinned",
-	"soft_pinned", "processing", "no_replica", "group_member", "changed", "group_changed"}
+	"soft_pinned", "processing", "no_replica", "group_member", "changed", "group_changed", "replica_task"}
 
 func (r skipReason) String() string { return skipNames[r] }
 
@@ -456,6 +457,9 @@ func (sp *spec) check(st *store.ObjectState, now int64, leased, marked bool) (so
 	}
 	if st.HardPin {
 		return false, skipHardPinned, false
+	}
+	if st.Task != nil {
+		return false, skipReplicaTask, false
 	}
 	complete := false
 	for _, r := range st.Replicas {

@@ -9,7 +9,8 @@ import (
 )
 
 // reap is the reaper (SEMANTICS section 4): it finds, with a lock-free census, the writes that have
-// stayed PROCESSING longer than PutReleaseTimeout since their PutStart, and proposes RevokeExpired
+// stayed PROCESSING longer than PutReleaseTimeout since their PutStart, and the copies and moves
+// (store.ReplicaTask) older than it since their start, and proposes RevokeExpired
 // with their tokens (object id and version) in batches, each on a slot taken without waiting. Apply
 // revokes a token only if the object is still that exact state, so a write that completed or was
 // revoked meanwhile is left alone; leases and marks play no part. It returns the writes revoked.
@@ -19,7 +20,10 @@ func (e *Evictor) reap(ctx context.Context, s *store.Store) (int, error) {
 	s.VisitHandles(e.cfg.CensusChunk, func(hs []store.ObjectHandle) bool {
 		for _, h := range hs {
 			st := h.State()
-			if st == nil || h.Life() != store.Active || !st.HasProcessing() || now-st.PutStart <= limit {
+			if st == nil || h.Life() != store.Active {
+				continue
+			}
+			if since, ok := st.PendingSince(); !ok || now-since <= limit {
 				continue
 			}
 			toks = append(toks, member{h: h, st: st}.token())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"metad/store"
+	"metad/store/alloc"
 )
 
 // TestReaperRevokesStaleWrites: writes PROCESSING longer than put_release_timeout are revoked;
@@ -47,4 +48,40 @@ func TestReapDue(t *testing.T) {
 			t.Errorf("since %s busy %v: due %v, want %v", c.since, c.busy, got, c.want)
 		}
 	}
+}
+
+// TestReaperRevokesStaleReplicaTasks: a copy started longer than put_release_timeout ago is
+// revoked (its target dropped, its source kept), a younger one stays, however old the object's
+// write is.
+func TestReaperRevokesStaleReplicaTasks(t *testing.T) {
+	x := newFixture(t, nil)
+	other := memSeg
+	other[15]++
+	x.put("old")   // written at t0
+	x.put("young") // written at t0
+	x.mount(other, alloc.TierMemory, slots*slot)
+	start := func(key string, at int64) {
+		if _, err := x.s.StartReplicaTask(at, 1, store.ReplicaTaskRequest{Client: client, Key: key, Kind: store.TaskCopy,
+			Source: memSeg, Targets: []alloc.ID{other}}); err != nil {
+			t.Fatalf("copy %s: %v", key, err)
+		}
+	}
+	start("old", t0+int64(time.Minute))
+	start("young", t0+int64(6*time.Minute))
+	x.clock.Store(t0 + int64(11*time.Minute) + 1) // past 600 s after the first copy, not the second
+	n, err := x.ev.reap(context.Background(), x.s)
+	if err != nil || n != 1 {
+		t.Fatalf("reap revoked %d, %v; want 1", n, err)
+	}
+	old, err := x.s.Peek("", "old")
+	if err != nil || len(old.Replicas) != 1 || old.Replicas[0].Extent.Segment != memSeg {
+		t.Fatalf("the stale copy's object after reaping: %+v, %v", old, err)
+	}
+	if err := x.s.EndReplicaTask(x.clock.Load(), store.ReplicaTaskEndRequest{Client: client, Key: "old", Kind: store.TaskCopy}); store.ReasonOf(err) != store.ObjectNoReplicationTask {
+		t.Fatalf("CopyEnd after the reap: %v", err)
+	}
+	if err := x.s.EndReplicaTask(x.clock.Load(), store.ReplicaTaskEndRequest{Client: client, Key: "young", Kind: store.TaskCopy}); err != nil {
+		t.Fatalf("the young copy was reaped: %v", err)
+	}
+	x.check()
 }

@@ -62,6 +62,19 @@ func Check(s *store.Store, c *metadv1.Command) (r store.Result, refused bool) {
 		return checkBatch(s, m.GetTenant(), "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }, func(i int) error {
 			return s.CheckPutRevoke(endReq(m.GetTenant(), m.GetClientId(), m.GetKeys()[i], m.GetTier()))
 		})
+	case *metadv1.Command_ReplicaTaskStart:
+		err = s.CheckStartReplicaTask(wire.ReplicaTaskFrom(op.ReplicaTaskStart))
+	case *metadv1.Command_ReplicaTaskEnd:
+		m := op.ReplicaTaskEnd
+		err = s.CheckEndReplicaTask(wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind()))
+	case *metadv1.Command_ReplicaTaskRevoke:
+		m := op.ReplicaTaskRevoke
+		err = s.CheckEndReplicaTask(wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind()))
+	case *metadv1.Command_CreateTask:
+		err = s.CheckCreateTask(wire.TaskSpecFrom(op.CreateTask))
+	case *metadv1.Command_CompleteTask:
+		m := op.CompleteTask
+		err = s.CheckCompleteTask(wire.ID16(m.GetClientId()), m.GetTaskId())
 	case *metadv1.Command_RegisterTenant:
 		err = s.CheckRegisterTenant(op.RegisterTenant.GetName())
 	case *metadv1.Command_UnregisterTenant:

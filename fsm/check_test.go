@@ -51,8 +51,42 @@ func (g *gen) checkCommand() *metadv1.Command {
 		}
 		return &metadv1.Command{Op: &metadv1.Command_CloseSegment{CloseSegment: &metadv1.CloseSegment{
 			ClientId: genClients[i%2], SegmentId: seg, UnmountAtUnixNano: g.now + int64(time.Hour)}}}
+	case 7, 8, 9:
+		return g.taskCommand()
 	}
 	return g.command()
+}
+
+// taskCommand draws a copy's or move's Start, End or Revoke on a random key, from and to random
+// segments of the generator's (a segment that does not exist now and then), or a scheduled
+// task's Create, Fetch or Complete.
+func (g *gen) taskCommand() *metadv1.Command {
+	t, k, cl := g.tenant(), g.key(), g.client()
+	kind := metadv1.TaskKind(1 + g.r.IntN(2))
+	seg := func() []byte { return uuid(0x5e, byte(1+g.r.IntN(5))) }
+	switch g.r.IntN(7) {
+	case 4:
+		m := &metadv1.CreateTask{Kind: kind, Tenant: t, Key: k}
+		if g.r.IntN(2) == 0 {
+			m.SourceSegmentId = seg()
+		}
+		return &metadv1.Command{Op: &metadv1.Command_CreateTask{CreateTask: m}}
+	case 5:
+		return &metadv1.Command{Op: &metadv1.Command_FetchTasks{FetchTasks: &metadv1.FetchTasks{ClientId: cl, Batch: uint32(1 + g.r.IntN(3))}}}
+	case 6:
+		return &metadv1.Command{Op: &metadv1.Command_CompleteTask{CompleteTask: &metadv1.CompleteTask{ClientId: cl,
+			TaskId: uint64(1 + g.r.IntN(20)), Success: g.r.IntN(2) == 0}}}
+	case 0:
+		return &metadv1.Command{Op: &metadv1.Command_ReplicaTaskEnd{ReplicaTaskEnd: &metadv1.ReplicaTaskEnd{Tenant: t, ClientId: cl, Key: k, Kind: kind}}}
+	case 1:
+		return &metadv1.Command{Op: &metadv1.Command_ReplicaTaskRevoke{ReplicaTaskRevoke: &metadv1.ReplicaTaskRevoke{Tenant: t, ClientId: cl, Key: k, Kind: kind}}}
+	}
+	m := &metadv1.ReplicaTaskStart{Tenant: t, ClientId: cl, Key: k, Kind: kind, SourceSegmentId: seg(),
+		Placement: metadv1.PlacementStrategy(1 + g.r.IntN(2))}
+	if g.r.IntN(2) == 0 {
+		m.TargetSegmentIds = [][]byte{seg()}
+	}
+	return &metadv1.Command{Op: &metadv1.Command_ReplicaTaskStart{ReplicaTaskStart: m}}
 }
 
 // For a range of states, Check refuses only what apply refuses: a random walk over a few tenants,
@@ -130,7 +164,8 @@ func TestCheckRefusesOnlyWhatApplyRefuses(t *testing.T) {
 	t.Logf("refused by Check: %v; passed Check and refused (at least in part) by apply: %d", refusals, passedThenRefused)
 	for _, name := range []string{"put_start", "put_end", "put_revoke", "upsert_start", "upsert_end", "upsert_revoke",
 		"batch_put_start", "batch_put_end", "batch_put_revoke", "register_tenant", "unregister_tenant", "set_quota",
-		"mount_segment", "unmount_segment"} {
+		"mount_segment", "unmount_segment", "replica_task_start", "replica_task_end", "replica_task_revoke",
+		"create_task", "complete_task"} {
 		if refusals[name] == 0 {
 			t.Errorf("the walk never saw Check refuse %s", name)
 		}

@@ -54,7 +54,65 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("batch_replica_clear"): applyBatchReplicaClear,
 		num("close_segment"):       applyCloseSegment,
 		num("unmount_closed"):      applyUnmountClosed,
+		// Copy and move of replicas (store.ReplicaTask).
+		num("replica_task_start"):  applyReplicaTaskStart,
+		num("replica_task_end"):    applyReplicaTaskEnd,
+		num("replica_task_revoke"): applyReplicaTaskRevoke,
+		// Master-scheduled tasks (store.TaskQueue).
+		num("create_task"):   applyCreateTask,
+		num("fetch_tasks"):   applyFetchTasks,
+		num("complete_task"): applyCompleteTask,
 	}
+}
+
+// applyCreateTask schedules a task; its result's Tasks holds it.
+func applyCreateTask(s *store.Store, e env, c *metadv1.Command) store.Result {
+	id, err := s.CreateTask(e.now, wire.TaskSpecFrom(c.GetCreateTask()))
+	r := fromErr(err)
+	if err == nil {
+		t, qerr := s.QueryTask(id)
+		if qerr != nil {
+			panic("fsm: a task created by this entry is not kept: " + qerr.Error())
+		}
+		r.Tasks = []store.Task{t}
+	}
+	return r
+}
+
+// applyFetchTasks hands a worker its oldest pending tasks; its result's Tasks holds them.
+func applyFetchTasks(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetFetchTasks()
+	tasks, err := s.FetchTasks(e.now, wire.ID16(m.GetClientId()), int(min(m.GetBatch(), 1<<20)))
+	r := fromErr(err)
+	r.Tasks = tasks
+	return r
+}
+
+func applyCompleteTask(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetCompleteTask()
+	return fromErr(s.CompleteTask(e.now, wire.ID16(m.GetClientId()), m.GetTaskId(), m.GetSuccess(), m.GetMessage()))
+}
+
+// applyReplicaTaskStart starts a copy or move; its result's Replicas are the source, then the
+// targets, and its Bytes the object's size.
+func applyReplicaTaskStart(s *store.Store, e env, c *metadv1.Command) store.Result {
+	ts, err := s.StartReplicaTask(e.now, e.seed, wire.ReplicaTaskFrom(c.GetReplicaTaskStart()))
+	r := fromErr(err)
+	if err == nil {
+		r.Replicas = append([]store.Replica{ts.Source}, ts.Targets...)
+		r.Bytes = ts.Size
+	}
+	return r
+}
+
+func applyReplicaTaskEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetReplicaTaskEnd()
+	return fromErr(s.EndReplicaTask(e.now, wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())))
+}
+
+func applyReplicaTaskRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetReplicaTaskRevoke()
+	return fromErr(s.RevokeReplicaTask(e.now, wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())))
 }
 
 // applySetMember records a member's addresses. Its name must be a valid member name

@@ -90,6 +90,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
 		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
 		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)),
+		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)),
 	}
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
@@ -159,6 +160,12 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 			return sw.Size(), err
 		}
 	}
+	for i := range c.Tasks {
+		rec.Record = &metadv1.Record_Task{Task: wire.TaskTo(&c.Tasks[i])}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
 	if err := sw.Close(); err != nil {
 		return sw.Size(), err
 	}
@@ -212,6 +219,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 		return nil, nil, nil, nil, nil, err
 	}
 	var segs []alloc.ID
+	var tasks []store.Task
 	groups := uint64(0)
 	seenGroups := map[uint64]struct{}{}
 	rec := &metadv1.Record{}
@@ -266,6 +274,8 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 			if err := auth.addRoles(x.Role); err != nil {
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
+		case *metadv1.Record_Task:
+			tasks = append(tasks, wire.TaskFrom(x.Task))
 		case *metadv1.Record_Member:
 			m := x.Member
 			if m.GetName() == "" {
@@ -279,6 +289,9 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: header says %d groups, objects name %d", snapshot.ErrCorrupt, h.GetGroups(), groups)
 	}
 	s, err := b.Finish()
+	if err == nil {
+		err = s.RestoreTasks(tasks, h.GetLastTaskId())
+	}
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 	}

@@ -34,12 +34,12 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 	case store.InvalidParams:
 		code = codes.InvalidArgument
 	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound,
-		store.KeyNotFound, store.RoleNotFound:
+		store.KeyNotFound, store.RoleNotFound, store.ReplicaNotFound, store.TaskNotFound:
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
-		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment:
+		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment, store.ObjectHasReplicationTask, store.ObjectNoReplicationTask:
 		code = codes.FailedPrecondition
-	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded, store.ResponseLimitReached:
+	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded, store.ResponseLimitReached, store.TaskPendingLimitExceeded:
 		code = codes.ResourceExhausted
 	case store.TenantAlreadyExists, store.ObjectAlreadyExists, store.KeyAlreadyExists:
 		code = codes.AlreadyExists

@@ -267,6 +267,44 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "late"})
 			return err
 		}},
+		{store.ReplicaNotFound, "done", func() error {
+			_, err := h.meta.CopyStart(ctx, &metadv1.CopyStartRequest{ClientId: idb(clientA), Key: []byte("done"), SourceSegmentId: idb(segB)})
+			return err
+		}},
+		{store.ObjectNoReplicationTask, "done", func() error {
+			_, err := h.meta.MoveEnd(ctx, &metadv1.MoveEndRequest{ClientId: idb(clientA), Key: []byte("done")})
+			return err
+		}},
+		{store.ObjectHasReplicationTask, "task", func() error {
+			h.mount(t, clientB, segB)
+			if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("task"), Size: 64,
+				Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(segA)}}}); err != nil {
+				return err
+			}
+			if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("task")}); err != nil {
+				return err
+			}
+			if _, err := h.meta.CopyStart(ctx, &metadv1.CopyStartRequest{ClientId: idb(clientA), Key: []byte("task"),
+				SourceSegmentId: idb(segA), TargetSegmentIds: [][]byte{idb(segB)}}); err != nil {
+				return err
+			}
+			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("task"), Force: true})
+			return err
+		}},
+		{store.TaskNotFound, "", func() error {
+			_, err := h.meta.QueryTask(ctx, &metadv1.QueryTaskRequest{TaskId: 999})
+			return err
+		}},
+		{store.TaskPendingLimitExceeded, "done", func() error {
+			spec := store.TaskSpec{Kind: store.TaskCopy, Tenant: "default", Key: "done"}
+			for range store.MaxPendingTasks { // filled in the store directly: 65536 calls through gRPC take long
+				if _, err := h.b.Store().CreateTask(0, spec); err != nil {
+					return err
+				}
+			}
+			_, err := h.meta.CreateCopyTask(ctx, &metadv1.CreateCopyTaskRequest{Key: []byte("done")})
+			return err
+		}},
 		{store.SegmentOwnedByOtherClient, "", func() error {
 			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: &metadv1.SegmentDesc{
 				Id: idb(segA), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep", Tier: metadv1.Tier_TIER_MEMORY}})

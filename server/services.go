@@ -206,3 +206,51 @@ func (m *metadataService) RemoveByRegex(ctx context.Context, req *metadv1.Remove
 func (m *metadataService) BatchReplicaClear(ctx context.Context, req *metadv1.BatchReplicaClearRequest) (*metadv1.BatchReplicaClearResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.BatchReplicaClear)
 }
+
+func (m *metadataService) CopyStart(ctx context.Context, req *metadv1.CopyStartRequest) (*metadv1.CopyStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CopyStart)
+}
+
+func (m *metadataService) CopyEnd(ctx context.Context, req *metadv1.CopyEndRequest) (*metadv1.CopyEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CopyEnd)
+}
+
+func (m *metadataService) CopyRevoke(ctx context.Context, req *metadv1.CopyRevokeRequest) (*metadv1.CopyRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CopyRevoke)
+}
+
+func (m *metadataService) MoveStart(ctx context.Context, req *metadv1.MoveStartRequest) (*metadv1.MoveStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MoveStart)
+}
+
+func (m *metadataService) MoveEnd(ctx context.Context, req *metadv1.MoveEndRequest) (*metadv1.MoveEndResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MoveEnd)
+}
+
+func (m *metadataService) MoveRevoke(ctx context.Context, req *metadv1.MoveRevokeRequest) (*metadv1.MoveRevokeResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MoveRevoke)
+}
+
+func (m *metadataService) CreateCopyTask(ctx context.Context, req *metadv1.CreateCopyTaskRequest) (*metadv1.CreateCopyTaskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CreateCopyTask)
+}
+
+func (m *metadataService) CreateMoveTask(ctx context.Context, req *metadv1.CreateMoveTaskRequest) (*metadv1.CreateMoveTaskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CreateMoveTask)
+}
+
+func (m *metadataService) QueryTask(ctx context.Context, req *metadv1.QueryTaskRequest) (*metadv1.QueryTaskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.QueryTask)
+}
+
+func (m *metadataService) FetchTasks(ctx context.Context, req *metadv1.FetchTasksRequest) (*metadv1.FetchTasksResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.FetchTasks)
+}
+
+func (m *metadataService) MarkTaskToComplete(ctx context.Context, req *metadv1.MarkTaskToCompleteRequest) (*metadv1.MarkTaskToCompleteResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MarkTaskToComplete)
+}
+
+func (m *metadataService) ListTasks(ctx context.Context, req *metadv1.ListTasksRequest) (*metadv1.ListTasksResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.ListTasks)
+}

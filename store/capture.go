@@ -20,6 +20,8 @@ type Capture struct {
 	Epoch        uint64              // the store's state epoch
 	Segments     []alloc.SegmentInfo // by id
 	Tenants      []TenantCapture     // by name
+	Tasks        []Task              // the scheduled tasks kept, by id
+	LastTask     uint64              // the id the last scheduled task got
 
 	pool []CapturedObject // backing storage of every tenant's Objects
 }
@@ -64,6 +66,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 		pool = buf.pool[:0]
 	}
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
+	c.Tasks, c.LastTask = s.Tasks()
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {
@@ -89,7 +92,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 // its storage for the next CaptureInto. The capture must not be used afterwards.
 func (c *Capture) Recycle() *Capture {
 	clear(c.pool)
-	c.Tenants, c.Segments = nil, nil
+	c.Tenants, c.Segments, c.Tasks = nil, nil, nil
 	return c
 }
 
@@ -346,6 +349,9 @@ func (b *Builder) addObject(t *TenantState, key, group string, groupID uint64, s
 			return fmt.Errorf("replica %d extent: %w", i, err)
 		}
 	}
+	if err := validTask(st); err != nil {
+		return err
+	}
 	var g *GroupEntry
 	if group != "" {
 		d.catalogMu.Lock()
@@ -413,4 +419,38 @@ func (s *idSet) add(id uint64) bool {
 	}
 	s.m[id] = struct{}{}
 	return true
+}
+
+// validTask checks the invariants of st's replica task, if any (see ReplicaTask): a known kind, a
+// client, a COMPLETE source and at least one target, each a distinct PROCESSING replica of st, and
+// no other PROCESSING replica.
+func validTask(st *ObjectState) error {
+	task := st.Task
+	if task == nil {
+		return nil
+	}
+	if !task.Kind.Valid() || task.Client.IsZero() || len(task.Targets) == 0 {
+		return fmt.Errorf("replica task malformed: kind %d, client %s, %d targets", task.Kind, task.Client, len(task.Targets))
+	}
+	seen := 0
+	for _, r := range st.Replicas {
+		switch {
+		case r.ID == task.Source:
+			if r.Status != Complete {
+				return fmt.Errorf("replica task: source %d is not COMPLETE", r.ID)
+			}
+			seen++
+		case task.IsTarget(r.ID):
+			if r.Status != Processing {
+				return fmt.Errorf("replica task: target %d is not PROCESSING", r.ID)
+			}
+			seen++
+		case r.Status == Processing:
+			return fmt.Errorf("replica task: replica %d is PROCESSING and no target", r.ID)
+		}
+	}
+	if seen != 1+len(task.Targets) {
+		return fmt.Errorf("replica task: source %d or targets %v not among the object's replicas", task.Source, task.Targets)
+	}
+	return nil
 }

@@ -54,13 +54,31 @@
 // write time. Removal is therefore two steps: the leader prepares (checks the lease, marks) and the
 // replicated step erases the prepared incarnation (see ops_remove.go).
 //
+// # Copy and move of replicas
+//
+// A copy or move is a ReplicaTask recorded in the object's state (ops_task.go): StartReplicaTask
+// places PROCESSING targets next to a COMPLETE source, EndReplicaTask makes them COMPLETE (a move
+// also drops its source), RevokeReplicaTask drops them. While an object carries one, removal and
+// eviction refuse it (OBJECT_HAS_REPLICATION_TASK), UpsertStart too, and PutEnd and PutRevoke
+// leave its targets alone; an unmount that drops its source or a target ends it; RevokeTokens (the
+// reaper) revokes it. The allocator is called with no object lock held, as for a put.
+//
+// # Master-scheduled tasks
+//
+// TaskQueue (taskqueue.go) is the replicated queue of work the cluster assigns to workers: a
+// TaskKind, a state machine (PENDING -> PROCESSING -> SUCCESS | FAILED), a FIFO per client, ids
+// from a counter, bounded pending and finished tasks. Its API is CreateTask, FetchTasks,
+// CompleteTask and QueryTask (and Tasks / RestoreTasks for snapshots); a new kind adds its
+// TaskKind and what CreateTask checks for it (checkTask), nothing else.
+//
 // # Call sequence on the apply path
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, CloseSegment and UnmountClosed (the
 // graceful unmount: the segment closed to allocations at once, unmounted at a leader-stamped
 // deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart, UpsertEnd,
-// UpsertRevoke, the Batch forms, RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits
+// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, CreateTask,
+// FetchTasks, CompleteTask, RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits
 // (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
 // leader additionally calls Get, Exist, BatchGet, Peek, ScanKeys, Prepare* (PrepareClear
 // included), ClearMarks, ResetSoftState, the census (VisitHandles, Capture), and the Check*

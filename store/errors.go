@@ -39,6 +39,11 @@ const (
 	AuthLimitExceeded
 	NoReplicaOnSegment
 	ResponseLimitReached
+	ObjectHasReplicationTask
+	ObjectNoReplicationTask
+	ReplicaNotFound
+	TaskNotFound
+	TaskPendingLimitExceeded
 	numReasons
 )
 
@@ -69,6 +74,11 @@ var reasonNames = [numReasons]string{
 	AuthLimitExceeded:         "AUTH_LIMIT_EXCEEDED",
 	NoReplicaOnSegment:        "NO_REPLICA_ON_SEGMENT",
 	ResponseLimitReached:      "RESPONSE_LIMIT_REACHED",
+	ObjectHasReplicationTask:  "OBJECT_HAS_REPLICATION_TASK",
+	ObjectNoReplicationTask:   "OBJECT_NO_REPLICATION_TASK",
+	ReplicaNotFound:           "REPLICA_NOT_FOUND",
+	TaskNotFound:              "TASK_NOT_FOUND",
+	TaskPendingLimitExceeded:  "TASK_PENDING_LIMIT_EXCEEDED",
 }
 
 // String returns the reason's stable upper-case name.
@@ -121,6 +131,9 @@ var (
 	ErrSegmentNotFound           = &Error{SegmentNotFound, "segment not found"}
 	ErrSegmentOwnedByOtherClient = &Error{SegmentOwnedByOtherClient, "segment owned by another client"}
 	ErrMemberNotFound            = &Error{MemberNotFound, "member not found"}
+	ErrObjectHasReplicationTask  = &Error{ObjectHasReplicationTask, "object has a replication task"}
+	ErrObjectNoReplicationTask   = &Error{ObjectNoReplicationTask, "object has no replication task"}
+	ErrReplicaNotFound           = &Error{ReplicaNotFound, "replica not found"}
 )
 
 // ErrUnlinkPending is returned by the leader's linearizable reads and removal preparation when the

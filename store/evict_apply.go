@@ -242,6 +242,9 @@ func evictPlan(t *TenantState, key string, st *ObjectState, tier alloc.Tier) (*O
 	if st.HardPin {
 		return nil, nil, 0, objErr(InvalidWrite, t.name, key, "object is hard-pinned")
 	}
+	if st.Task != nil {
+		return nil, nil, 0, objErr(ObjectHasReplicationTask, t.name, key, "a "+st.Task.Kind.String()+" task is in progress")
+	}
 	var freed uint64
 	kept, dropped := 0, 0
 	for _, r := range st.Replicas {
@@ -336,8 +339,9 @@ func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier
 }
 
 // RevokeTokens revokes, for each token whose object is still that exact state, every PROCESSING
-// replica (the reaper of writes PROCESSING longer than put_release_timeout); the object is erased
-// when nothing is left. One error per token, nil = revoked.
+// replica (the reaper of writes and replica tasks PROCESSING longer than put_release_timeout): a
+// write's replicas, the object erased when nothing is left, or a copy's or move's targets, with
+// the task. One error per token, nil = revoked.
 func (s *Store) RevokeTokens(tokens []ObjectToken) []error {
 	errs := make([]error, len(tokens))
 	for i, tok := range tokens {
@@ -365,6 +369,10 @@ func (s *Store) revokeOne(t *TenantState, tok ObjectToken) error {
 	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version {
 		e.mu.Unlock()
 		return objErr(ObjectNotFound, t.name, tok.Key, "object changed since it was selected")
+	}
+	if st.Task != nil {
+		s.dropTaskLocked(t, e, st) // a task is revoked as RevokeReplicaTask would
+		return nil
 	}
 	return s.revokeLocked(t, e, st, 0)
 }

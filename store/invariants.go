@@ -16,6 +16,8 @@ import (
 //     and every catalog group is non-empty with members that route to themselves;
 //   - each directory's object count equals its route entries;
 //   - each tenant's charged quota equals the sum of its objects' MemoryBytes;
+//   - an object's replica task names its COMPLETE source and PROCESSING targets among its
+//     replicas, and it has no other PROCESSING replica (ReplicaTask);
 //   - replica extents never overlap within a segment, lie on a mounted segment, and add up to the
 //     segment's used bytes.
 func (s *Store) CheckInvariants() error {
@@ -45,6 +47,10 @@ func (s *Store) CheckInvariants() error {
 					return fmt.Errorf("tenant %q key %q: route entry is %s", t.name, k, e.Life())
 				}
 				st := e.State()
+				if err := validTask(st); err != nil {
+					sh.mu.RUnlock()
+					return fmt.Errorf("tenant %q key %q: %w", t.name, k, err)
+				}
 				charged += st.MemoryBytes()
 				for _, r := range st.Replicas {
 					extents[r.Extent.Segment] = append(extents[r.Extent.Segment], ext{r.Extent.Offset, r.Extent.Size, t, k})

@@ -50,6 +50,7 @@ type ObjectState struct {
 	DataType        uint32   // opaque to metad
 	HardPin         bool     // never evicted (Remove still deletes it)
 	Replicas        []Replica
+	Task            *ReplicaTask // the copy or move in progress; nil = none (immutable, see ReplicaTask)
 }
 
 // MemoryBytes is what the object charges to its tenant's quota: size times its MEMORY replicas,
@@ -83,6 +84,35 @@ func (s *ObjectState) HasProcessing() bool {
 		}
 	}
 	return false
+}
+
+// busy is the verdict of every removal (Remove, BatchRemove, RemoveAll, RemoveGroup, the erase
+// steps) on an object it would erase: OBJECT_HAS_REPLICATION_TASK while a copy or move runs,
+// REPLICA_IS_NOT_READY while a write is in progress, force or not; nil when neither.
+func (s *ObjectState) busy(tenant, key string) *Error {
+	switch {
+	case s.Task != nil:
+		return objErr(ObjectHasReplicationTask, tenant, key, "a "+s.Task.Kind.String()+" task is in progress")
+	case s.HasProcessing():
+		return objErr(ReplicaIsNotReady, tenant, key, "a replica is still PROCESSING")
+	}
+	return nil
+}
+
+// writing reports whether r is a replica of the object's write in progress: PROCESSING and not a
+// target of its replica task (PutEnd and PutRevoke never touch a task's targets).
+func (s *ObjectState) writing(r Replica) bool {
+	return r.Status == Processing && (s.Task == nil || !s.Task.IsTarget(r.ID))
+}
+
+// PendingSince returns the leader time at which the object's PROCESSING work began, the replica
+// task's start when it has one, else its write's PutStart (the reaper's clock for
+// put_release_timeout); ok is false when nothing is PROCESSING.
+func (s *ObjectState) PendingSince() (since int64, ok bool) {
+	if s.Task != nil {
+		return s.Task.Started, true
+	}
+	return s.PutStart, s.HasProcessing()
 }
 
 // SoftPinned reports whether the soft pin holds at now.

@@ -15,8 +15,8 @@ import (
 
 // RemoveObject erases the token's object: the object under tok.Key, if it belongs to tenant
 // instance tok.Instance (0 = the current instance) and has id tok.ObjectID (0 = whatever object is
-// there). OBJECT_NOT_FOUND if absent or another incarnation; REPLICA_IS_NOT_READY while a replica
-// is PROCESSING. A hard pin does not protect from removal. Version is not checked.
+// there). OBJECT_NOT_FOUND if absent or another incarnation; OBJECT_HAS_REPLICATION_TASK while a
+// copy or move runs; REPLICA_IS_NOT_READY while a replica is PROCESSING. A hard pin does not protect from removal. Version is not checked.
 func (s *Store) RemoveObject(tok ObjectToken) error {
 	tenant := NormalizeTenant(tok.Tenant)
 	t, err := s.writable(tenant)
@@ -41,9 +41,9 @@ func (s *Store) removeObject(t *TenantState, key string, objectID uint64) error 
 		e.mu.Unlock()
 		return objErr(ObjectNotFound, t.name, key, "object not found")
 	}
-	if st.HasProcessing() {
+	if err := st.busy(t.name, key); err != nil {
 		e.mu.Unlock()
-		return objErr(ReplicaIsNotReady, t.name, key, "a replica is still PROCESSING")
+		return err
 	}
 	e.setLifeLocked(Removing)
 	e.mu.Unlock()
@@ -81,7 +81,7 @@ func (s *Store) eraseVersion(t *TenantState, tok ObjectToken) error {
 	}
 	e.mu.Lock()
 	st := e.State()
-	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version || st.HasProcessing() {
+	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version || st.busy(t.name, tok.Key) != nil {
 		e.mu.Unlock()
 		return objErr(ObjectNotFound, t.name, tok.Key, "object changed since it was selected")
 	}
@@ -135,8 +135,8 @@ func (s *Store) EraseGroup(tok GroupToken) (int, error) {
 		switch st := m.State(); {
 		case tok.MaxObjectID != 0 && st.ID > tok.MaxObjectID:
 			err = errf(ObjectAlreadyExists, "tenant %q group %q: member %q joined after the removal was prepared", tenant, group, m.key)
-		case st.HasProcessing():
-			err = errf(ReplicaIsNotReady, "tenant %q group %q: member %q is still PROCESSING", tenant, group, m.key)
+		case st.busy(tenant, m.key) != nil:
+			err = st.busy(tenant, m.key)
 		}
 		if err != nil {
 			unlockAll(ms)
@@ -197,8 +197,8 @@ func (s *Store) removableLocked(now int64, t *TenantState, e *ObjectEntry, force
 	if e.markedLocked() {
 		return ErrUnlinkPending
 	}
-	if e.State().HasProcessing() {
-		return objErr(ReplicaIsNotReady, t.name, e.key, "a replica is still PROCESSING")
+	if err := e.State().busy(t.name, e.key); err != nil {
+		return err
 	}
 	if !force && s.leasedLocked(e, now) {
 		return objErr(ObjectHasLease, t.name, e.key, "object has a read lease")

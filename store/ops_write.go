@@ -309,7 +309,7 @@ func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 	}
 	ns := st.next()
 	for i := range ns.Replicas {
-		if r := &ns.Replicas[i]; tierMatch(req.Tier, *r) && r.Status == Processing {
+		if r := &ns.Replicas[i]; tierMatch(req.Tier, *r) && st.writing(*r) {
 			r.Status = Complete
 		}
 	}
@@ -329,7 +329,7 @@ func putEndVerdict(t *TenantState, st *ObjectState, req *PutEndRequest) (change 
 	selected := false
 	for _, r := range st.Replicas {
 		if tierMatch(req.Tier, r) {
-			if r.Status == Processing {
+			if st.writing(r) {
 				return true, nil
 			}
 			selected = true
@@ -406,7 +406,7 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 	ns.Replicas = ns.Replicas[:0]
 	var dropped []Replica
 	for _, r := range st.Replicas {
-		if tierMatch(tier, r) && r.Status == Processing {
+		if tierMatch(tier, r) && st.writing(r) {
 			dropped = append(dropped, r)
 		} else {
 			ns.Replicas = append(ns.Replicas, r)
@@ -427,7 +427,7 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 // revokeVerdict is PutRevoke's verdict on st, the state of the object under key: INVALID_WRITE
 // when it has no PROCESSING replica of the tier.
 func revokeVerdict(t *TenantState, st *ObjectState, tier alloc.Tier, key string) error {
-	if !anyReplica(st, func(r Replica) bool { return tierMatch(tier, r) && r.Status == Processing }) {
+	if !anyReplica(st, func(r Replica) bool { return tierMatch(tier, r) && st.writing(r) }) {
 		return objErr(InvalidWrite, t.name, key, "no write in progress for that tier")
 	}
 	return nil
@@ -511,11 +511,14 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 }
 
 // upsertBlocked is UpsertStart's verdict on the live object e (state st) that holds its key:
-// OBJECT_ALREADY_EXISTS in another group (membership is fixed), INVALID_WRITE with a write in
-// progress. e.mu is held.
+// OBJECT_ALREADY_EXISTS in another group (membership is fixed), OBJECT_HAS_REPLICATION_TASK while
+// a copy or move runs, INVALID_WRITE with a write in progress. e.mu is held.
 func upsertBlocked(t *TenantState, e *ObjectEntry, st *ObjectState, req *PutStartRequest) error {
 	if g := groupName(e); g != req.Group {
 		return objErr(ObjectAlreadyExists, t.name, req.Key, "object exists in group "+quote(g))
+	}
+	if st.Task != nil {
+		return objErr(ObjectHasReplicationTask, t.name, req.Key, "a "+st.Task.Kind.String()+" task is in progress")
 	}
 	if st.HasProcessing() {
 		return objErr(InvalidWrite, t.name, req.Key, "a write is already in progress")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,7 @@ type Store struct {
 	epoch    uint64 // replicated, fixed for the store's life: which restore made this state (0: none)
 
 	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
+	tasks        *TaskQueue    // replicated: the master-scheduled tasks (taskqueue.go)
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
 	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
@@ -77,7 +79,7 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL)}
+	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue()}
 }
 
 // Tenants returns the tenant registry.
@@ -407,7 +409,7 @@ func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
 }
 
 // dropReplicasOn removes, from every object, the replicas that live on the given (already unmounted)
-// segments. The outcome does not depend on visiting order: each object is changed on its own.
+// segments; a copy or move that loses its source or a target ends, its other targets dropped too. The outcome does not depend on visiting order: each object is changed on its own.
 func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 	var r UnmountResult
 	on := func(rep Replica) bool { _, ok := gone[rep.Extent.Segment]; return ok }
@@ -433,6 +435,21 @@ func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 				} else {
 					ns.Replicas = append(ns.Replicas, rep)
 				}
+			}
+			if task := st.Task; task != nil && slices.ContainsFunc(dropped, func(rep Replica) bool {
+				return rep.ID == task.Source || task.IsTarget(rep.ID)
+			}) {
+				// The task lost its source or a target: it ends, and its remaining targets go.
+				ns.Task = nil
+				kept := ns.Replicas[:0]
+				for _, rep := range ns.Replicas {
+					if task.IsTarget(rep.ID) {
+						dropped = append(dropped, rep)
+					} else {
+						kept = append(kept, rep)
+					}
+				}
+				ns.Replicas = kept
 			}
 			r.Replicas += len(dropped)
 			if len(ns.Replicas) == 0 {

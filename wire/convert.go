@@ -241,6 +241,10 @@ func (x *RecordEncoder) Encode(o *store.CapturedObject) (*metadv1.ObjectRecord, 
 		x.ptrs[i] = rr
 	}
 	r.Replicas = x.ptrs[:len(st.Replicas)]
+	if task := st.Task; task != nil {
+		r.Task = &metadv1.ReplicaTaskRecord{Kind: TaskKindTo(task.Kind), ClientId: task.Client[:],
+			StartedUnixNano: task.Started, SourceReplicaId: task.Source, TargetReplicaIds: task.Targets}
+	}
 	return r, nil
 }
 
@@ -264,6 +268,10 @@ func ObjectFrom(r *metadv1.ObjectRecord, segs []alloc.ID) (*store.ObjectState, e
 		}
 		st.Replicas[i] = store.Replica{ID: rr.GetReplicaId(), Tier: TierFrom(rr.GetTier()), Status: StatusFrom(rr.GetStatus()),
 			Extent: alloc.Extent{Segment: segs[idx], Offset: rr.GetOffset(), Size: size}}
+	}
+	if tr := r.GetTask(); tr != nil {
+		st.Task = &store.ReplicaTask{Kind: TaskKindFrom(tr.GetKind()), Client: ID16(tr.GetClientId()),
+			Started: tr.GetStartedUnixNano(), Source: tr.GetSourceReplicaId(), Targets: slices.Clone(tr.GetTargetReplicaIds())}
 	}
 	if st.MemoryBytes() != r.GetChargedBytes() && r.GetChargedBytes() != 0 {
 		return nil, fmt.Errorf("object %q: charged %d bytes, replicas hold %d", r.GetKey(), r.GetChargedBytes(), st.MemoryBytes())
@@ -327,6 +335,16 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_NO_REPLICA_ON_SEGMENT, true
 	case store.ResponseLimitReached:
 		return metadv1.Reason_REASON_RESPONSE_LIMIT_REACHED, true
+	case store.ObjectHasReplicationTask:
+		return metadv1.Reason_REASON_OBJECT_HAS_REPLICATION_TASK, true
+	case store.ObjectNoReplicationTask:
+		return metadv1.Reason_REASON_OBJECT_NO_REPLICATION_TASK, true
+	case store.ReplicaNotFound:
+		return metadv1.Reason_REASON_REPLICA_NOT_FOUND, true
+	case store.TaskNotFound:
+		return metadv1.Reason_REASON_TASK_NOT_FOUND, true
+	case store.TaskPendingLimitExceeded:
+		return metadv1.Reason_REASON_TASK_PENDING_LIMIT_EXCEEDED, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }
@@ -421,6 +439,9 @@ func ResultTo(r store.Result) *metadv1.ResultRecord {
 	for _, it := range r.Items {
 		out.Items = append(out.Items, ResultTo(it))
 	}
+	for i := range r.Tasks {
+		out.Tasks = append(out.Tasks, TaskTo(&r.Tasks[i]))
+	}
 	return out
 }
 
@@ -439,6 +460,9 @@ func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
 		r.Replicas = append(r.Replicas, store.Replica{ID: rp.GetReplicaId(), Tier: TierFrom(rp.GetTier()), Status: StatusFrom(rp.GetStatus()),
 			Extent: alloc.Extent{Segment: ID16(rp.GetSegmentId()), Offset: rp.GetOffset(), Size: rp.GetSize()}})
 	}
+	for _, t := range rec.GetTasks() {
+		r.Tasks = append(r.Tasks, TaskFrom(t))
+	}
 	for _, it := range rec.GetItems() {
 		ir, err := ResultFrom(it)
 		if err != nil {
@@ -447,4 +471,105 @@ func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
 		r.Items = append(r.Items, ir)
 	}
 	return r, nil
+}
+
+// TaskKindFrom converts a wire replica task kind; UNSPECIFIED and unknown kinds give 0, which the
+// store refuses.
+func TaskKindFrom(k metadv1.TaskKind) store.TaskKind {
+	switch k {
+	case metadv1.TaskKind_TASK_KIND_COPY:
+		return store.TaskCopy
+	case metadv1.TaskKind_TASK_KIND_MOVE:
+		return store.TaskMove
+	}
+	return 0
+}
+
+// TaskKindTo converts a store replica task kind to the wire.
+func TaskKindTo(k store.TaskKind) metadv1.TaskKind {
+	switch k {
+	case store.TaskCopy:
+		return metadv1.TaskKind_TASK_KIND_COPY
+	case store.TaskMove:
+		return metadv1.TaskKind_TASK_KIND_MOVE
+	}
+	return metadv1.TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+// ReplicaTaskFrom builds the store's request for a ReplicaTaskStart command.
+func ReplicaTaskFrom(m *metadv1.ReplicaTaskStart) store.ReplicaTaskRequest {
+	r := store.ReplicaTaskRequest{Tenant: m.GetTenant(), Client: ID16(m.GetClientId()), Key: string(m.GetKey()),
+		Kind: TaskKindFrom(m.GetKind()), Source: ID16(m.GetSourceSegmentId()),
+		Count: int(min(m.GetReplicas(), 1<<16)), Strategy: StrategyFrom(m.GetPlacement())}
+	for _, id := range m.GetTargetSegmentIds() {
+		r.Targets = append(r.Targets, ID16(id))
+	}
+	return r
+}
+
+// ReplicaTaskEndFrom builds the store's request for a ReplicaTaskEnd or ReplicaTaskRevoke command's
+// fields.
+func ReplicaTaskEndFrom(tenant string, client, key []byte, kind metadv1.TaskKind) store.ReplicaTaskEndRequest {
+	return store.ReplicaTaskEndRequest{Tenant: tenant, Client: ID16(client), Key: string(key), Kind: TaskKindFrom(kind)}
+}
+
+// TaskStateTo converts a scheduled task's state to the wire.
+func TaskStateTo(s store.TaskState) metadv1.TaskState {
+	switch s {
+	case store.TaskPending:
+		return metadv1.TaskState_TASK_STATE_PENDING
+	case store.TaskProcessing:
+		return metadv1.TaskState_TASK_STATE_PROCESSING
+	case store.TaskSuccess:
+		return metadv1.TaskState_TASK_STATE_SUCCESS
+	case store.TaskFailed:
+		return metadv1.TaskState_TASK_STATE_FAILED
+	}
+	return metadv1.TaskState_TASK_STATE_UNSPECIFIED
+}
+
+// TaskTo converts a scheduled task to the wire (responses, snapshot records, kept results).
+func TaskTo(t *store.Task) *metadv1.ScheduledTask {
+	out := &metadv1.ScheduledTask{TaskId: t.ID, Kind: TaskKindTo(t.Spec.Kind), Tenant: t.Spec.Tenant, Key: []byte(t.Spec.Key),
+		SourceSegmentId: slices.Clone(t.Spec.Source[:]), Replicas: uint32(max(t.Spec.Replicas, 0)), ClientId: slices.Clone(t.Client[:]),
+		State: TaskStateTo(t.State), CreatedUnixNano: t.Created, UpdatedUnixNano: t.Updated, Message: t.Message}
+	for _, id := range t.Spec.Targets {
+		out.TargetSegmentIds = append(out.TargetSegmentIds, slices.Clone(id[:]))
+	}
+	return out
+}
+
+// TaskFrom converts a wire scheduled task; an unknown state or kind gives 0, which
+// store.RestoreTasks refuses.
+func TaskFrom(m *metadv1.ScheduledTask) store.Task {
+	t := store.Task{ID: m.GetTaskId(), Spec: store.TaskSpec{Kind: TaskKindFrom(m.GetKind()), Tenant: m.GetTenant(),
+		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16))},
+		Client: ID16(m.GetClientId()), Created: m.GetCreatedUnixNano(), Updated: m.GetUpdatedUnixNano(), Message: m.GetMessage()}
+	switch m.GetState() {
+	case metadv1.TaskState_TASK_STATE_PENDING:
+		t.State = store.TaskPending
+	case metadv1.TaskState_TASK_STATE_PROCESSING:
+		t.State = store.TaskProcessing
+	case metadv1.TaskState_TASK_STATE_SUCCESS:
+		t.State = store.TaskSuccess
+	case metadv1.TaskState_TASK_STATE_FAILED:
+		t.State = store.TaskFailed
+	}
+	for _, id := range m.GetTargetSegmentIds() {
+		t.Spec.Targets = append(t.Spec.Targets, ID16(id))
+	}
+	return t
+}
+
+// TaskSpecFrom builds the store's spec for a CreateTask command.
+func TaskSpecFrom(m *metadv1.CreateTask) store.TaskSpec {
+	s := store.TaskSpec{Kind: TaskKindFrom(m.GetKind()), Tenant: m.GetTenant(), Key: string(m.GetKey()),
+		Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16))}
+	if len(m.GetSourceSegmentId()) == 0 {
+		s.Source = alloc.ID{}
+	}
+	for _, id := range m.GetTargetSegmentIds() {
+		s.Targets = append(s.Targets, ID16(id))
+	}
+	return s
 }

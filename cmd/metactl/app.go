@@ -61,6 +61,16 @@ var verbs = []*verb{
 	{"ls", "[--tenant T] [--prefix P | --regex R] [--limit N] [--stale]", "list a tenant's keys in byte order (--regex: readable objects, leased)", runLs},
 	{"replica-clear", "KEY... [--segment ID] [--tenant T] [--client ID]", "drop the keys' unleased replicas on the client's segments (an object left with none is erased)", runReplicaClear},
 	{"rm-all", "[--tenant T] [--force]", "remove every removable object of a tenant", runRmAll},
+	{"copy start", "KEY --source SEG [--to SEG,...] [--replicas N] [--tenant T] [--client ID]", "place new PROCESSING replicas of an object to copy a COMPLETE one into", runCopyStart},
+	{"copy end", "KEY [--tenant T] [--client ID]", "make a copy's targets COMPLETE", runCopyEnd},
+	{"copy revoke", "KEY [--tenant T] [--client ID]", "abandon a copy: drop its targets", runCopyRevoke},
+	{"move start", "KEY --source SEG [--to SEG] [--tenant T] [--client ID]", "place a PROCESSING replica to move a COMPLETE one into", runMoveStart},
+	{"move end", "KEY [--tenant T] [--client ID]", "make a move's target COMPLETE and free its source", runMoveEnd},
+	{"move revoke", "KEY [--tenant T] [--client ID]", "abandon a move: drop its target", runMoveRevoke},
+	{"task create-copy", "KEY [--source SEG] [--to SEG,...] [--replicas N] [--tenant T]", "schedule a copy for the worker that owns the source segment", runTaskCreateCopy},
+	{"task create-move", "KEY [--source SEG] [--to SEG] [--tenant T]", "schedule a move for the worker that owns the source segment", runTaskCreateMove},
+	{"task ls", "[--tenant T] [--state S] [--after ID] [--limit N]", "list a tenant's scheduled tasks", runTaskLs},
+	{"task show", "TASK-ID [--tenant T]", "show a scheduled task", runTaskShow},
 	{"group ls", "GROUP [--tenant T] [--stale]", "list the member keys of a group", runGroupLs},
 	{"group rm", "GROUP [--tenant T] [--force]", "remove a group and all its members", runGroupRm},
 	{"tenant create", "NAME [--quota BYTES]", "register a tenant", runTenantCreate},
@@ -94,7 +104,7 @@ var verbs = []*verb{
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true}
+	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

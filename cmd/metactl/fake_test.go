@@ -39,6 +39,7 @@ type fakeCluster struct {
 	term     uint64
 	// lastConfig is the ReplicaConfig of the last PutStart.
 	lastConfig *metadv1.ReplicaConfig
+	tasks      map[uint64]*metadv1.ScheduledTask // scheduled tasks (task_test.go)
 }
 
 type fakeObject struct {

@@ -327,6 +327,12 @@ type Command struct {
 	//	*Command_CloseSegment
 	//	*Command_UnmountClosed
 	//	*Command_BatchReplicaClear
+	//	*Command_ReplicaTaskStart
+	//	*Command_ReplicaTaskEnd
+	//	*Command_ReplicaTaskRevoke
+	//	*Command_CreateTask
+	//	*Command_FetchTasks
+	//	*Command_CompleteTask
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -651,6 +657,60 @@ func (x *Command) GetBatchReplicaClear() *BatchReplicaClear {
 	return nil
 }
 
+func (x *Command) GetReplicaTaskStart() *ReplicaTaskStart {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReplicaTaskStart); ok {
+			return x.ReplicaTaskStart
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetReplicaTaskEnd() *ReplicaTaskEnd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReplicaTaskEnd); ok {
+			return x.ReplicaTaskEnd
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetReplicaTaskRevoke() *ReplicaTaskRevoke {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ReplicaTaskRevoke); ok {
+			return x.ReplicaTaskRevoke
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCreateTask() *CreateTask {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CreateTask); ok {
+			return x.CreateTask
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFetchTasks() *FetchTasks {
+	if x != nil {
+		if x, ok := x.Op.(*Command_FetchTasks); ok {
+			return x.FetchTasks
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCompleteTask() *CompleteTask {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CompleteTask); ok {
+			return x.CompleteTask
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -826,6 +886,36 @@ type Command_BatchReplicaClear struct {
 	BatchReplicaClear *BatchReplicaClear `protobuf:"bytes,45,opt,name=batch_replica_clear,json=batchReplicaClear,proto3,oneof"`
 }
 
+type Command_ReplicaTaskStart struct {
+	// Start a copy or move of one of an object's replicas (CopyStart, MoveStart).
+	ReplicaTaskStart *ReplicaTaskStart `protobuf:"bytes,33,opt,name=replica_task_start,json=replicaTaskStart,proto3,oneof"`
+}
+
+type Command_ReplicaTaskEnd struct {
+	// Complete a copy or move (CopyEnd, MoveEnd).
+	ReplicaTaskEnd *ReplicaTaskEnd `protobuf:"bytes,34,opt,name=replica_task_end,json=replicaTaskEnd,proto3,oneof"`
+}
+
+type Command_ReplicaTaskRevoke struct {
+	// Abandon a copy or move (CopyRevoke, MoveRevoke).
+	ReplicaTaskRevoke *ReplicaTaskRevoke `protobuf:"bytes,35,opt,name=replica_task_revoke,json=replicaTaskRevoke,proto3,oneof"`
+}
+
+type Command_CreateTask struct {
+	// Schedule a task for a worker (CreateCopyTask, CreateMoveTask).
+	CreateTask *CreateTask `protobuf:"bytes,36,opt,name=create_task,json=createTask,proto3,oneof"`
+}
+
+type Command_FetchTasks struct {
+	// Hand a worker its oldest pending tasks.
+	FetchTasks *FetchTasks `protobuf:"bytes,37,opt,name=fetch_tasks,json=fetchTasks,proto3,oneof"`
+}
+
+type Command_CompleteTask struct {
+	// Record a worker's report of a task (MarkTaskToComplete).
+	CompleteTask *CompleteTask `protobuf:"bytes,38,opt,name=complete_task,json=completeTask,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -885,6 +975,18 @@ func (*Command_CloseSegment) isCommand_Op() {}
 func (*Command_UnmountClosed) isCommand_Op() {}
 
 func (*Command_BatchReplicaClear) isCommand_Op() {}
+
+func (*Command_ReplicaTaskStart) isCommand_Op() {}
+
+func (*Command_ReplicaTaskEnd) isCommand_Op() {}
+
+func (*Command_ReplicaTaskRevoke) isCommand_Op() {}
+
+func (*Command_CreateTask) isCommand_Op() {}
+
+func (*Command_FetchTasks) isCommand_Op() {}
+
+func (*Command_CompleteTask) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -3343,6 +3445,486 @@ func (x *RevokeRole) GetRole() string {
 	return ""
 }
 
+// ReplicaTaskStart starts a copy or move of the object's COMPLETE replica on the source segment:
+// new PROCESSING targets on the named target segments or, with none named, on segments of the
+// source's tier placed by the strategy; quota is charged for the MEMORY targets.
+type ReplicaTaskStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that copies the bytes: 16-byte UUID; only it may end or revoke the task.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Copy or move.
+	Kind TaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	// Segment holding the source replica: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,5,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs, distinct, none the source (a move names at most one); empty:
+	// placed by the strategy.
+	TargetSegmentIds [][]byte `protobuf:"bytes,6,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets to place when none is named: a copy 1..8, a move 1; 0 means 1.
+	Replicas uint32 `protobuf:"varint,7,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// Placement strategy configured on the leader.
+	Placement     PlacementStrategy `protobuf:"varint,8,opt,name=placement,proto3,enum=metad.v1.PlacementStrategy" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskStart) Reset() {
+	*x = ReplicaTaskStart{}
+	mi := &file_metadv1_command_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskStart) ProtoMessage() {}
+
+func (x *ReplicaTaskStart) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskStart.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskStart) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ReplicaTaskStart) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ReplicaTaskStart) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+func (x *ReplicaTaskStart) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *ReplicaTaskStart) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *ReplicaTaskStart) GetPlacement() PlacementStrategy {
+	if x != nil {
+		return x.Placement
+	}
+	return PlacementStrategy_PLACEMENT_STRATEGY_UNSPECIFIED
+}
+
+// ReplicaTaskEnd completes the object's copy or move: the targets become COMPLETE; a move frees
+// its source replica and the quota it held.
+type ReplicaTaskEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the task: 16-byte UUID; another client gets ILLEGAL_CLIENT.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The kind of task to end; another kind in progress is INVALID_PARAMS.
+	Kind          TaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskEnd) Reset() {
+	*x = ReplicaTaskEnd{}
+	mi := &file_metadv1_command_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskEnd) ProtoMessage() {}
+
+func (x *ReplicaTaskEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskEnd.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskEnd) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ReplicaTaskEnd) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ReplicaTaskEnd) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskEnd) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReplicaTaskEnd) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+// ReplicaTaskRevoke abandons the object's copy or move: the targets are dropped and their quota
+// refunded; the source stays.
+type ReplicaTaskRevoke struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the task: 16-byte UUID; another client gets ILLEGAL_CLIENT.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The kind of task to revoke; another kind in progress is INVALID_PARAMS.
+	Kind          TaskKind `protobuf:"varint,4,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskRevoke) Reset() {
+	*x = ReplicaTaskRevoke{}
+	mi := &file_metadv1_command_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskRevoke) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskRevoke) ProtoMessage() {}
+
+func (x *ReplicaTaskRevoke) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskRevoke.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskRevoke) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReplicaTaskRevoke) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ReplicaTaskRevoke) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskRevoke) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ReplicaTaskRevoke) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+// CreateTask schedules a task: for a copy or move, of the object's COMPLETE replica on the source
+// segment (empty: its first COMPLETE replica's), assigned to the worker that owns that segment.
+type CreateTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Copy or move.
+	Kind TaskKind `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Source segment, 16-byte UUID; empty: the segment of the object's first COMPLETE replica.
+	SourceSegmentId []byte `protobuf:"bytes,4,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs; empty: placed when the worker starts the copy or move.
+	TargetSegmentIds [][]byte `protobuf:"bytes,5,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets wanted when none is named; 0 means 1.
+	Replicas      uint32 `protobuf:"varint,6,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTask) Reset() {
+	*x = CreateTask{}
+	mi := &file_metadv1_command_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTask) ProtoMessage() {}
+
+func (x *CreateTask) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTask.ProtoReflect.Descriptor instead.
+func (*CreateTask) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CreateTask) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+func (x *CreateTask) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateTask) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateTask) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CreateTask) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *CreateTask) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+// FetchTasks turns up to batch of the client's oldest PENDING tasks PROCESSING and returns them.
+type FetchTasks struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Tasks wanted, 1..1024.
+	Batch         uint32 `protobuf:"varint,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchTasks) Reset() {
+	*x = FetchTasks{}
+	mi := &file_metadv1_command_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchTasks) ProtoMessage() {}
+
+func (x *FetchTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchTasks.ProtoReflect.Descriptor instead.
+func (*FetchTasks) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *FetchTasks) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *FetchTasks) GetBatch() uint32 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
+// CompleteTask records a worker's report of a PROCESSING task assigned to it.
+type CompleteTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The task.
+	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// SUCCESS when true, FAILED when false.
+	Success bool `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
+	// The worker's message, kept up to 4096 bytes.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteTask) Reset() {
+	*x = CompleteTask{}
+	mi := &file_metadv1_command_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteTask) ProtoMessage() {}
+
+func (x *CompleteTask) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteTask.ProtoReflect.Descriptor instead.
+func (*CompleteTask) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *CompleteTask) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CompleteTask) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *CompleteTask) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *CompleteTask) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3358,7 +3940,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[35]
+	mi := &file_metadv1_command_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3370,7 +3952,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[35]
+	mi := &file_metadv1_command_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3417,7 +3999,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xfa\x0e\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8c\x12\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -3457,7 +4039,15 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"revokeRole\x12=\n" +
 	"\rclose_segment\x18+ \x01(\v2\x16.metad.v1.CloseSegmentH\x00R\fcloseSegment\x12@\n" +
 	"\x0eunmount_closed\x18, \x01(\v2\x17.metad.v1.UnmountClosedH\x00R\runmountClosed\x12M\n" +
-	"\x13batch_replica_clear\x18- \x01(\v2\x1b.metad.v1.BatchReplicaClearH\x00R\x11batchReplicaClear\x121\n" +
+	"\x13batch_replica_clear\x18- \x01(\v2\x1b.metad.v1.BatchReplicaClearH\x00R\x11batchReplicaClear\x12J\n" +
+	"\x12replica_task_start\x18! \x01(\v2\x1a.metad.v1.ReplicaTaskStartH\x00R\x10replicaTaskStart\x12D\n" +
+	"\x10replica_task_end\x18\" \x01(\v2\x18.metad.v1.ReplicaTaskEndH\x00R\x0ereplicaTaskEnd\x12M\n" +
+	"\x13replica_task_revoke\x18# \x01(\v2\x1b.metad.v1.ReplicaTaskRevokeH\x00R\x11replicaTaskRevoke\x127\n" +
+	"\vcreate_task\x18$ \x01(\v2\x14.metad.v1.CreateTaskH\x00R\n" +
+	"createTask\x127\n" +
+	"\vfetch_tasks\x18% \x01(\v2\x14.metad.v1.FetchTasksH\x00R\n" +
+	"fetchTasks\x12=\n" +
+	"\rcomplete_task\x18& \x01(\v2\x16.metad.v1.CompleteTaskH\x00R\fcompleteTask\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -3648,7 +4238,43 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"RevokeRole\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
-	"\x04role\x18\x02 \x01(\tR\x04role*\x7f\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\xb2\x02\n" +
+	"\x10ReplicaTaskStart\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12&\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12*\n" +
+	"\x11source_segment_id\x18\x05 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x06 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\a \x01(\rR\breplicas\x129\n" +
+	"\tplacement\x18\b \x01(\x0e2\x1b.metad.v1.PlacementStrategyR\tplacement\"\x7f\n" +
+	"\x0eReplicaTaskEnd\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12&\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\"\x82\x01\n" +
+	"\x11ReplicaTaskRevoke\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12&\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\"\xd4\x01\n" +
+	"\n" +
+	"CreateTask\x12&\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x04 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x05 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\x06 \x01(\rR\breplicas\"?\n" +
+	"\n" +
+	"FetchTasks\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x14\n" +
+	"\x05batch\x18\x02 \x01(\rR\x05batch\"x\n" +
+	"\fCompleteTask\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\x12\x18\n" +
+	"\asuccess\x18\x03 \x01(\bR\asuccess\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -3676,7 +4302,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -3716,12 +4342,19 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*RevokeKey)(nil),          // 35: metad.v1.RevokeKey
 	(*GrantRole)(nil),          // 36: metad.v1.GrantRole
 	(*RevokeRole)(nil),         // 37: metad.v1.RevokeRole
-	(*BatchPutStart_Item)(nil), // 38: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 39: metad.v1.SessionHeader
-	(Reason)(0),                // 40: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 41: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 42: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 43: metad.v1.SegmentDesc
+	(*ReplicaTaskStart)(nil),   // 38: metad.v1.ReplicaTaskStart
+	(*ReplicaTaskEnd)(nil),     // 39: metad.v1.ReplicaTaskEnd
+	(*ReplicaTaskRevoke)(nil),  // 40: metad.v1.ReplicaTaskRevoke
+	(*CreateTask)(nil),         // 41: metad.v1.CreateTask
+	(*FetchTasks)(nil),         // 42: metad.v1.FetchTasks
+	(*CompleteTask)(nil),       // 43: metad.v1.CompleteTask
+	(*BatchPutStart_Item)(nil), // 44: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 45: metad.v1.SessionHeader
+	(Reason)(0),                // 46: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 47: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 48: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 49: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 50: metad.v1.TaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -3755,36 +4388,47 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	27, // 28: metad.v1.Command.close_segment:type_name -> metad.v1.CloseSegment
 	28, // 29: metad.v1.Command.unmount_closed:type_name -> metad.v1.UnmountClosed
 	21, // 30: metad.v1.Command.batch_replica_clear:type_name -> metad.v1.BatchReplicaClear
-	39, // 31: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	40, // 32: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	41, // 33: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 34: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	42, // 35: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	42, // 36: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	41, // 37: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 38: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	42, // 39: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	42, // 40: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 41: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	41, // 42: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	38, // 43: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 44: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	42, // 45: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	42, // 46: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 47: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	7,  // 48: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	6,  // 49: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	42, // 50: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 51: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	23, // 52: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 53: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	43, // 54: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 55: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	38, // 31: metad.v1.Command.replica_task_start:type_name -> metad.v1.ReplicaTaskStart
+	39, // 32: metad.v1.Command.replica_task_end:type_name -> metad.v1.ReplicaTaskEnd
+	40, // 33: metad.v1.Command.replica_task_revoke:type_name -> metad.v1.ReplicaTaskRevoke
+	41, // 34: metad.v1.Command.create_task:type_name -> metad.v1.CreateTask
+	42, // 35: metad.v1.Command.fetch_tasks:type_name -> metad.v1.FetchTasks
+	43, // 36: metad.v1.Command.complete_task:type_name -> metad.v1.CompleteTask
+	45, // 37: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	46, // 38: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	47, // 39: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 40: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	48, // 41: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	48, // 42: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	47, // 43: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 44: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	48, // 45: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	48, // 46: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 47: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	47, // 48: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	44, // 49: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 50: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	48, // 51: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	48, // 52: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 53: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	7,  // 54: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	6,  // 55: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	48, // 56: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 57: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	23, // 58: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 59: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	49, // 60: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 61: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	50, // 62: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 63: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	50, // 64: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	50, // 65: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	50, // 66: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	67, // [67:67] is the sub-list for method output_type
+	67, // [67:67] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -3824,6 +4468,12 @@ func file_metadv1_command_proto_init() {
 		(*Command_CloseSegment)(nil),
 		(*Command_UnmountClosed)(nil),
 		(*Command_BatchReplicaClear)(nil),
+		(*Command_ReplicaTaskStart)(nil),
+		(*Command_ReplicaTaskEnd)(nil),
+		(*Command_ReplicaTaskRevoke)(nil),
+		(*Command_CreateTask)(nil),
+		(*Command_FetchTasks)(nil),
+		(*Command_CompleteTask)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3831,7 +4481,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   36,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

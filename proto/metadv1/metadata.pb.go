@@ -3374,6 +3374,1472 @@ func (x *BatchReplicaClearResponse) GetResults() []*Status {
 	return nil
 }
 
+// CopyStartRequest starts a copy of one of an object's replicas.
+type CopyStartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that copies the bytes: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key, 1..4096 bytes, no NUL.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Segment holding a COMPLETE replica to copy from: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,4,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Segments to copy to, 16-byte UUIDs, distinct, not the source, at most 8; one that already
+	// holds a replica of the object is skipped. Empty: placed on segments of the source's tier.
+	TargetSegmentIds [][]byte `protobuf:"bytes,5,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets to place when none is named, 1..8; 0 means 1 (or, with targets named, their number).
+	Replicas uint32 `protobuf:"varint,6,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyStartRequest) Reset() {
+	*x = CopyStartRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyStartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyStartRequest) ProtoMessage() {}
+
+func (x *CopyStartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyStartRequest.ProtoReflect.Descriptor instead.
+func (*CopyStartRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *CopyStartRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CopyStartRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *CopyStartRequest) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *CopyStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CopyStartResponse says where to read and where to write.
+type CopyStartResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source replica, COMPLETE.
+	Source *Replica `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// The targets, PROCESSING; fewer than asked when placement found fewer segments with room.
+	Targets       []*Replica `protobuf:"bytes,2,rep,name=targets,proto3" json:"targets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyStartResponse) Reset() {
+	*x = CopyStartResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyStartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyStartResponse) ProtoMessage() {}
+
+func (x *CopyStartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyStartResponse.ProtoReflect.Descriptor instead.
+func (*CopyStartResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CopyStartResponse) GetSource() *Replica {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *CopyStartResponse) GetTargets() []*Replica {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
+}
+
+// CopyEndRequest completes the object's copy.
+type CopyEndRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the copy: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyEndRequest) Reset() {
+	*x = CopyEndRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyEndRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyEndRequest) ProtoMessage() {}
+
+func (x *CopyEndRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyEndRequest.ProtoReflect.Descriptor instead.
+func (*CopyEndRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *CopyEndRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CopyEndRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CopyEndRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CopyEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CopyEndResponse is empty: the copy's targets are COMPLETE.
+type CopyEndResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyEndResponse) Reset() {
+	*x = CopyEndResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyEndResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyEndResponse) ProtoMessage() {}
+
+func (x *CopyEndResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyEndResponse.ProtoReflect.Descriptor instead.
+func (*CopyEndResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{55}
+}
+
+// CopyRevokeRequest abandons the object's copy.
+type CopyRevokeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the copy: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyRevokeRequest) Reset() {
+	*x = CopyRevokeRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyRevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyRevokeRequest) ProtoMessage() {}
+
+func (x *CopyRevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyRevokeRequest.ProtoReflect.Descriptor instead.
+func (*CopyRevokeRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *CopyRevokeRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CopyRevokeRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *CopyRevokeRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CopyRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CopyRevokeResponse is empty: the copy's targets are gone.
+type CopyRevokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyRevokeResponse) Reset() {
+	*x = CopyRevokeResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyRevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyRevokeResponse) ProtoMessage() {}
+
+func (x *CopyRevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyRevokeResponse.ProtoReflect.Descriptor instead.
+func (*CopyRevokeResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{57}
+}
+
+// MoveStartRequest starts a move of one of an object's replicas.
+type MoveStartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that moves the bytes: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key, 1..4096 bytes, no NUL.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Segment holding the COMPLETE replica to move: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,4,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Segment to move to: 16-byte UUID, not the source, holding no replica of the object. Empty:
+	// placed on a segment of the source's tier.
+	TargetSegmentId []byte `protobuf:"bytes,5,opt,name=target_segment_id,json=targetSegmentId,proto3" json:"target_segment_id,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveStartRequest) Reset() {
+	*x = MoveStartRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveStartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveStartRequest) ProtoMessage() {}
+
+func (x *MoveStartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveStartRequest.ProtoReflect.Descriptor instead.
+func (*MoveStartRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *MoveStartRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MoveStartRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetTargetSegmentId() []byte {
+	if x != nil {
+		return x.TargetSegmentId
+	}
+	return nil
+}
+
+func (x *MoveStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MoveStartResponse says where to read and where to write.
+type MoveStartResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source replica, COMPLETE.
+	Source *Replica `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// The target, PROCESSING.
+	Target        *Replica `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveStartResponse) Reset() {
+	*x = MoveStartResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveStartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveStartResponse) ProtoMessage() {}
+
+func (x *MoveStartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveStartResponse.ProtoReflect.Descriptor instead.
+func (*MoveStartResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *MoveStartResponse) GetSource() *Replica {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *MoveStartResponse) GetTarget() *Replica {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// MoveEndRequest completes the object's move.
+type MoveEndRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the move: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveEndRequest) Reset() {
+	*x = MoveEndRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveEndRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveEndRequest) ProtoMessage() {}
+
+func (x *MoveEndRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveEndRequest.ProtoReflect.Descriptor instead.
+func (*MoveEndRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *MoveEndRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MoveEndRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MoveEndRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveEndRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MoveEndResponse is empty: the target is COMPLETE and the source freed.
+type MoveEndResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveEndResponse) Reset() {
+	*x = MoveEndResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveEndResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveEndResponse) ProtoMessage() {}
+
+func (x *MoveEndResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveEndResponse.ProtoReflect.Descriptor instead.
+func (*MoveEndResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{61}
+}
+
+// MoveRevokeRequest abandons the object's move.
+type MoveRevokeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Client that started the move: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRevokeRequest) Reset() {
+	*x = MoveRevokeRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRevokeRequest) ProtoMessage() {}
+
+func (x *MoveRevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRevokeRequest.ProtoReflect.Descriptor instead.
+func (*MoveRevokeRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *MoveRevokeRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *MoveRevokeRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MoveRevokeRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MoveRevokeRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MoveRevokeResponse is empty: the target is gone, the source stays.
+type MoveRevokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRevokeResponse) Reset() {
+	*x = MoveRevokeResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRevokeResponse) ProtoMessage() {}
+
+func (x *MoveRevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRevokeResponse.ProtoReflect.Descriptor instead.
+func (*MoveRevokeResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{63}
+}
+
+// CreateCopyTaskRequest schedules a copy.
+type CreateCopyTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Source segment, 16-byte UUID; empty: the segment of the object's first COMPLETE replica.
+	SourceSegmentId []byte `protobuf:"bytes,3,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs, distinct, at most 8; empty: placed when the worker starts.
+	TargetSegmentIds [][]byte `protobuf:"bytes,4,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets wanted when none is named, 0..8 (0 means 1).
+	Replicas uint32 `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCopyTaskRequest) Reset() {
+	*x = CreateCopyTaskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCopyTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCopyTaskRequest) ProtoMessage() {}
+
+func (x *CreateCopyTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCopyTaskRequest.ProtoReflect.Descriptor instead.
+func (*CreateCopyTaskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *CreateCopyTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateCopyTaskRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateCopyTaskRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CreateCopyTaskRequest) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *CreateCopyTaskRequest) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *CreateCopyTaskRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CreateCopyTaskResponse names the task.
+type CreateCopyTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new task's id.
+	TaskId        uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCopyTaskResponse) Reset() {
+	*x = CreateCopyTaskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCopyTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCopyTaskResponse) ProtoMessage() {}
+
+func (x *CreateCopyTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCopyTaskResponse.ProtoReflect.Descriptor instead.
+func (*CreateCopyTaskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *CreateCopyTaskResponse) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+// CreateMoveTaskRequest schedules a move.
+type CreateMoveTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// Source segment, 16-byte UUID; empty: the segment of the object's first COMPLETE replica.
+	SourceSegmentId []byte `protobuf:"bytes,3,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segment, 16-byte UUID; empty: placed when the worker starts.
+	TargetSegmentId []byte `protobuf:"bytes,4,opt,name=target_segment_id,json=targetSegmentId,proto3" json:"target_segment_id,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateMoveTaskRequest) Reset() {
+	*x = CreateMoveTaskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateMoveTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateMoveTaskRequest) ProtoMessage() {}
+
+func (x *CreateMoveTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateMoveTaskRequest.ProtoReflect.Descriptor instead.
+func (*CreateMoveTaskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *CreateMoveTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateMoveTaskRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateMoveTaskRequest) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *CreateMoveTaskRequest) GetTargetSegmentId() []byte {
+	if x != nil {
+		return x.TargetSegmentId
+	}
+	return nil
+}
+
+func (x *CreateMoveTaskRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CreateMoveTaskResponse names the task.
+type CreateMoveTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new task's id.
+	TaskId        uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateMoveTaskResponse) Reset() {
+	*x = CreateMoveTaskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateMoveTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateMoveTaskResponse) ProtoMessage() {}
+
+func (x *CreateMoveTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateMoveTaskResponse.ProtoReflect.Descriptor instead.
+func (*CreateMoveTaskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *CreateMoveTaskResponse) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+// QueryTaskRequest asks for one task.
+type QueryTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default". A task of another tenant is TASK_NOT_FOUND.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The task.
+	TaskId        uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryTaskRequest) Reset() {
+	*x = QueryTaskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryTaskRequest) ProtoMessage() {}
+
+func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
+func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *QueryTaskRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *QueryTaskRequest) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+// QueryTaskResponse is the task.
+type QueryTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task as it is now.
+	Task          *ScheduledTask `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryTaskResponse) Reset() {
+	*x = QueryTaskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryTaskResponse) ProtoMessage() {}
+
+func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
+func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *QueryTaskResponse) GetTask() *ScheduledTask {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// FetchTasksRequest asks for a worker's pending tasks.
+type FetchTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Tasks wanted, 1..1024; 0 means 1.
+	Batch uint32 `protobuf:"varint,2,opt,name=batch,proto3" json:"batch,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchTasksRequest) Reset() {
+	*x = FetchTasksRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchTasksRequest) ProtoMessage() {}
+
+func (x *FetchTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchTasksRequest.ProtoReflect.Descriptor instead.
+func (*FetchTasksRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *FetchTasksRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *FetchTasksRequest) GetBatch() uint32 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
+func (x *FetchTasksRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// FetchTasksResponse is the tasks handed out, oldest first; none is no error.
+type FetchTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tasks, now PROCESSING.
+	Tasks         []*ScheduledTask `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchTasksResponse) Reset() {
+	*x = FetchTasksResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchTasksResponse) ProtoMessage() {}
+
+func (x *FetchTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchTasksResponse.ProtoReflect.Descriptor instead.
+func (*FetchTasksResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *FetchTasksResponse) GetTasks() []*ScheduledTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// MarkTaskToCompleteRequest reports a task's outcome.
+type MarkTaskToCompleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The worker: 16-byte UUID; the task must be assigned to it.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The task.
+	TaskId uint64 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Whether the task succeeded.
+	Success bool `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
+	// What happened, up to 4096 bytes kept.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// The caller's session and this operation's sequence number (see PutStartRequest).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkTaskToCompleteRequest) Reset() {
+	*x = MarkTaskToCompleteRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkTaskToCompleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkTaskToCompleteRequest) ProtoMessage() {}
+
+func (x *MarkTaskToCompleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkTaskToCompleteRequest.ProtoReflect.Descriptor instead.
+func (*MarkTaskToCompleteRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *MarkTaskToCompleteRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MarkTaskToCompleteRequest) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *MarkTaskToCompleteRequest) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *MarkTaskToCompleteRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *MarkTaskToCompleteRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MarkTaskToCompleteResponse is empty.
+type MarkTaskToCompleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkTaskToCompleteResponse) Reset() {
+	*x = MarkTaskToCompleteResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkTaskToCompleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkTaskToCompleteResponse) ProtoMessage() {}
+
+func (x *MarkTaskToCompleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkTaskToCompleteResponse.ProtoReflect.Descriptor instead.
+func (*MarkTaskToCompleteResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{73}
+}
+
+// ListTasksRequest asks for a page of the tenant's scheduled tasks.
+type ListTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Only tasks with a larger id (the last id of the previous page); 0 = from the first.
+	StartAfter uint64 `protobuf:"varint,2,opt,name=start_after,json=startAfter,proto3" json:"start_after,omitempty"`
+	// Tasks per page, 1..4096; 0 means 1024.
+	Limit uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only tasks in this state; UNSPECIFIED = every state.
+	State         TaskState `protobuf:"varint,4,opt,name=state,proto3,enum=metad.v1.TaskState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksRequest) Reset() {
+	*x = ListTasksRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksRequest) ProtoMessage() {}
+
+func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListTasksRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ListTasksRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetStartAfter() uint64 {
+	if x != nil {
+		return x.StartAfter
+	}
+	return 0
+}
+
+func (x *ListTasksRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListTasksRequest) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+// ListTasksResponse is one page of tasks, by id.
+type ListTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tasks.
+	Tasks []*ScheduledTask `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// More tasks follow (ask again with start_after = the last id here).
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksResponse) Reset() {
+	*x = ListTasksResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksResponse) ProtoMessage() {}
+
+func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListTasksResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ListTasksResponse) GetTasks() []*ScheduledTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *ListTasksResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3389,7 +4855,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	mi := &file_metadv1_metadata_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +4867,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	mi := &file_metadv1_metadata_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +4917,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	mi := &file_metadv1_metadata_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +4929,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	mi := &file_metadv1_metadata_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +4977,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	mi := &file_metadv1_metadata_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3523,7 +4989,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	mi := &file_metadv1_metadata_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +5050,7 @@ type GetByRegexResponse_Item struct {
 
 func (x *GetByRegexResponse_Item) Reset() {
 	*x = GetByRegexResponse_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	mi := &file_metadv1_metadata_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +5062,7 @@ func (x *GetByRegexResponse_Item) String() string {
 func (*GetByRegexResponse_Item) ProtoMessage() {}
 
 func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	mi := &file_metadv1_metadata_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +5119,7 @@ type RemoveByRegexResponse_Result struct {
 
 func (x *RemoveByRegexResponse_Result) Reset() {
 	*x = RemoveByRegexResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	mi := &file_metadv1_metadata_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +5131,7 @@ func (x *RemoveByRegexResponse_Result) String() string {
 func (*RemoveByRegexResponse_Result) ProtoMessage() {}
 
 func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	mi := &file_metadv1_metadata_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3939,7 +5405,96 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"segment_id\x18\x04 \x01(\fR\tsegmentId\x121\n" +
 	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"G\n" +
 	"\x19BatchReplicaClearResponse\x12*\n" +
-	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults2\xf4\x0e\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\x82\x02\n" +
+	"\x10CopyStartRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x04 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x05 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\x06 \x01(\rR\breplicas\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"k\n" +
+	"\x11CopyStartResponse\x12)\n" +
+	"\x06source\x18\x01 \x01(\v2\x11.metad.v1.ReplicaR\x06source\x12+\n" +
+	"\atargets\x18\x02 \x03(\v2\x11.metad.v1.ReplicaR\atargets\"\x8a\x01\n" +
+	"\x0eCopyEndRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x11\n" +
+	"\x0fCopyEndResponse\"\x8d\x01\n" +
+	"\x11CopyRevokeRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x14\n" +
+	"\x12CopyRevokeResponse\"\xe4\x01\n" +
+	"\x10MoveStartRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x04 \x01(\fR\x0fsourceSegmentId\x12*\n" +
+	"\x11target_segment_id\x18\x05 \x01(\fR\x0ftargetSegmentId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"i\n" +
+	"\x11MoveStartResponse\x12)\n" +
+	"\x06source\x18\x01 \x01(\v2\x11.metad.v1.ReplicaR\x06source\x12)\n" +
+	"\x06target\x18\x02 \x01(\v2\x11.metad.v1.ReplicaR\x06target\"\x8a\x01\n" +
+	"\x0eMoveEndRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x11\n" +
+	"\x0fMoveEndResponse\"\x8d\x01\n" +
+	"\x11MoveRevokeRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x14\n" +
+	"\x12MoveRevokeResponse\"\xea\x01\n" +
+	"\x15CreateCopyTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x03 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x04 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\x05 \x01(\rR\breplicas\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"1\n" +
+	"\x16CreateCopyTaskResponse\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\x04R\x06taskId\"\xcc\x01\n" +
+	"\x15CreateMoveTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x03 \x01(\fR\x0fsourceSegmentId\x12*\n" +
+	"\x11target_segment_id\x18\x04 \x01(\fR\x0ftargetSegmentId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"1\n" +
+	"\x16CreateMoveTaskResponse\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\x04R\x06taskId\"C\n" +
+	"\x10QueryTaskRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\"@\n" +
+	"\x11QueryTaskResponse\x12+\n" +
+	"\x04task\x18\x01 \x01(\v2\x17.metad.v1.ScheduledTaskR\x04task\"y\n" +
+	"\x11FetchTasksRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x14\n" +
+	"\x05batch\x18\x02 \x01(\rR\x05batch\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"C\n" +
+	"\x12FetchTasksResponse\x12-\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\"\xb8\x01\n" +
+	"\x19MarkTaskToCompleteRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x04R\x06taskId\x12\x18\n" +
+	"\asuccess\x18\x03 \x01(\bR\asuccess\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x1c\n" +
+	"\x1aMarkTaskToCompleteResponse\"\x8c\x01\n" +
+	"\x10ListTasksRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
+	"\vstart_after\x18\x02 \x01(\x04R\n" +
+	"startAfter\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\x12)\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x13.metad.v1.TaskStateR\x05state\"`\n" +
+	"\x11ListTasksResponse\x12-\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xf2\x15\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -3968,7 +5523,22 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\n" +
 	"GetByRegex\x12\x1b.metad.v1.GetByRegexRequest\x1a\x1c.metad.v1.GetByRegexResponse\x12P\n" +
 	"\rRemoveByRegex\x12\x1e.metad.v1.RemoveByRegexRequest\x1a\x1f.metad.v1.RemoveByRegexResponse\x12\\\n" +
-	"\x11BatchReplicaClear\x12\".metad.v1.BatchReplicaClearRequest\x1a#.metad.v1.BatchReplicaClearResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x11BatchReplicaClear\x12\".metad.v1.BatchReplicaClearRequest\x1a#.metad.v1.BatchReplicaClearResponse\x12D\n" +
+	"\tCopyStart\x12\x1a.metad.v1.CopyStartRequest\x1a\x1b.metad.v1.CopyStartResponse\x12>\n" +
+	"\aCopyEnd\x12\x18.metad.v1.CopyEndRequest\x1a\x19.metad.v1.CopyEndResponse\x12G\n" +
+	"\n" +
+	"CopyRevoke\x12\x1b.metad.v1.CopyRevokeRequest\x1a\x1c.metad.v1.CopyRevokeResponse\x12D\n" +
+	"\tMoveStart\x12\x1a.metad.v1.MoveStartRequest\x1a\x1b.metad.v1.MoveStartResponse\x12>\n" +
+	"\aMoveEnd\x12\x18.metad.v1.MoveEndRequest\x1a\x19.metad.v1.MoveEndResponse\x12G\n" +
+	"\n" +
+	"MoveRevoke\x12\x1b.metad.v1.MoveRevokeRequest\x1a\x1c.metad.v1.MoveRevokeResponse\x12S\n" +
+	"\x0eCreateCopyTask\x12\x1f.metad.v1.CreateCopyTaskRequest\x1a .metad.v1.CreateCopyTaskResponse\x12S\n" +
+	"\x0eCreateMoveTask\x12\x1f.metad.v1.CreateMoveTaskRequest\x1a .metad.v1.CreateMoveTaskResponse\x12D\n" +
+	"\tQueryTask\x12\x1a.metad.v1.QueryTaskRequest\x1a\x1b.metad.v1.QueryTaskResponse\x12G\n" +
+	"\n" +
+	"FetchTasks\x12\x1b.metad.v1.FetchTasksRequest\x1a\x1c.metad.v1.FetchTasksResponse\x12_\n" +
+	"\x12MarkTaskToComplete\x12#.metad.v1.MarkTaskToCompleteRequest\x1a$.metad.v1.MarkTaskToCompleteResponse\x12D\n" +
+	"\tListTasks\x12\x1a.metad.v1.ListTasksRequest\x1a\x1b.metad.v1.ListTasksResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_metadata_proto_rawDescOnce sync.Once
@@ -3982,7 +5552,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -4036,120 +5606,188 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*RemoveByRegexResponse)(nil),        // 49: metad.v1.RemoveByRegexResponse
 	(*BatchReplicaClearRequest)(nil),     // 50: metad.v1.BatchReplicaClearRequest
 	(*BatchReplicaClearResponse)(nil),    // 51: metad.v1.BatchReplicaClearResponse
-	(*BatchPutStartRequest_Item)(nil),    // 52: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 53: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 54: metad.v1.BatchGetResponse.Result
-	(*GetByRegexResponse_Item)(nil),      // 55: metad.v1.GetByRegexResponse.Item
-	(*RemoveByRegexResponse_Result)(nil), // 56: metad.v1.RemoveByRegexResponse.Result
-	(*ReplicaConfig)(nil),                // 57: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 58: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 59: metad.v1.Replica
-	(Tier)(0),                            // 60: metad.v1.Tier
-	(*Status)(nil),                       // 61: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 62: metad.v1.SegmentDesc
+	(*CopyStartRequest)(nil),             // 52: metad.v1.CopyStartRequest
+	(*CopyStartResponse)(nil),            // 53: metad.v1.CopyStartResponse
+	(*CopyEndRequest)(nil),               // 54: metad.v1.CopyEndRequest
+	(*CopyEndResponse)(nil),              // 55: metad.v1.CopyEndResponse
+	(*CopyRevokeRequest)(nil),            // 56: metad.v1.CopyRevokeRequest
+	(*CopyRevokeResponse)(nil),           // 57: metad.v1.CopyRevokeResponse
+	(*MoveStartRequest)(nil),             // 58: metad.v1.MoveStartRequest
+	(*MoveStartResponse)(nil),            // 59: metad.v1.MoveStartResponse
+	(*MoveEndRequest)(nil),               // 60: metad.v1.MoveEndRequest
+	(*MoveEndResponse)(nil),              // 61: metad.v1.MoveEndResponse
+	(*MoveRevokeRequest)(nil),            // 62: metad.v1.MoveRevokeRequest
+	(*MoveRevokeResponse)(nil),           // 63: metad.v1.MoveRevokeResponse
+	(*CreateCopyTaskRequest)(nil),        // 64: metad.v1.CreateCopyTaskRequest
+	(*CreateCopyTaskResponse)(nil),       // 65: metad.v1.CreateCopyTaskResponse
+	(*CreateMoveTaskRequest)(nil),        // 66: metad.v1.CreateMoveTaskRequest
+	(*CreateMoveTaskResponse)(nil),       // 67: metad.v1.CreateMoveTaskResponse
+	(*QueryTaskRequest)(nil),             // 68: metad.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 69: metad.v1.QueryTaskResponse
+	(*FetchTasksRequest)(nil),            // 70: metad.v1.FetchTasksRequest
+	(*FetchTasksResponse)(nil),           // 71: metad.v1.FetchTasksResponse
+	(*MarkTaskToCompleteRequest)(nil),    // 72: metad.v1.MarkTaskToCompleteRequest
+	(*MarkTaskToCompleteResponse)(nil),   // 73: metad.v1.MarkTaskToCompleteResponse
+	(*ListTasksRequest)(nil),             // 74: metad.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 75: metad.v1.ListTasksResponse
+	(*BatchPutStartRequest_Item)(nil),    // 76: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 77: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 78: metad.v1.BatchGetResponse.Result
+	(*GetByRegexResponse_Item)(nil),      // 79: metad.v1.GetByRegexResponse.Item
+	(*RemoveByRegexResponse_Result)(nil), // 80: metad.v1.RemoveByRegexResponse.Result
+	(*ReplicaConfig)(nil),                // 81: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 82: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 83: metad.v1.Replica
+	(Tier)(0),                            // 84: metad.v1.Tier
+	(*Status)(nil),                       // 85: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 86: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 87: metad.v1.ScheduledTask
+	(TaskState)(0),                       // 88: metad.v1.TaskState
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	57, // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	58, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	59, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	60, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	58, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	58, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	57, // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	58, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	59, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	60, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	58, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	60, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	58, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	59, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	58, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	58, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	52, // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	57, // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	58, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	53, // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	60, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	58, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	60, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	58, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	54, // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	58, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	62, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	58, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	58, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	55, // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
-	58, // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
-	56, // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
-	58, // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
-	61, // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
-	61, // 38: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	59, // 39: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	61, // 40: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	59, // 41: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	59, // 42: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
-	61, // 43: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
-	0,  // 44: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,  // 45: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,  // 46: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,  // 47: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,  // 48: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10, // 49: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12, // 50: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14, // 51: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16, // 52: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18, // 53: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20, // 54: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22, // 55: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24, // 56: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26, // 57: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28, // 58: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30, // 59: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32, // 60: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34, // 61: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36, // 62: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38, // 63: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40, // 64: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42, // 65: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	44, // 66: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
-	46, // 67: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
-	48, // 68: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
-	50, // 69: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
-	1,  // 70: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,  // 71: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,  // 72: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,  // 73: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,  // 74: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11, // 75: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13, // 76: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15, // 77: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17, // 78: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19, // 79: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21, // 80: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23, // 81: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25, // 82: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27, // 83: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29, // 84: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31, // 85: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33, // 86: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35, // 87: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37, // 88: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39, // 89: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41, // 90: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43, // 91: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	45, // 92: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
-	47, // 93: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
-	49, // 94: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
-	51, // 95: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
-	70, // [70:96] is the sub-list for method output_type
-	44, // [44:70] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	81,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	82,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	84,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	82,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	82,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	81,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	82,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	84,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	82,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	82,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	82,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	76,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	81,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	82,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	77,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	84,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	82,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	84,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	82,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	78,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	82,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	86,  // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	82,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	79,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
+	82,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
+	80,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
+	82,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
+	82,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	83,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	82,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	83,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	82,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	82,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	82,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
+	87,  // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	85,  // 56: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	83,  // 57: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	85,  // 58: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	83,  // 59: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	83,  // 60: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	85,  // 61: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	0,   // 62: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	2,   // 63: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	4,   // 64: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	6,   // 65: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	8,   // 66: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	10,  // 67: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	12,  // 68: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	14,  // 69: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	16,  // 70: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	18,  // 71: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	20,  // 72: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	22,  // 73: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	24,  // 74: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	26,  // 75: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	28,  // 76: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	30,  // 77: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	32,  // 78: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	34,  // 79: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	36,  // 80: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	38,  // 81: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	40,  // 82: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	42,  // 83: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	44,  // 84: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	46,  // 85: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	48,  // 86: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	50,  // 87: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	52,  // 88: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	54,  // 89: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	56,  // 90: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	58,  // 91: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	60,  // 92: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	62,  // 93: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	64,  // 94: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	66,  // 95: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	68,  // 96: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	70,  // 97: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	72,  // 98: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	74,  // 99: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	1,   // 100: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,   // 101: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,   // 102: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,   // 103: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,   // 104: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11,  // 105: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13,  // 106: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15,  // 107: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17,  // 108: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19,  // 109: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21,  // 110: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23,  // 111: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25,  // 112: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27,  // 113: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29,  // 114: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31,  // 115: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33,  // 116: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35,  // 117: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37,  // 118: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39,  // 119: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41,  // 120: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43,  // 121: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	45,  // 122: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	47,  // 123: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	49,  // 124: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	51,  // 125: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	53,  // 126: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	55,  // 127: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	57,  // 128: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	59,  // 129: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	61,  // 130: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	63,  // 131: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	65,  // 132: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	67,  // 133: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	69,  // 134: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	71,  // 135: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	73,  // 136: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	75,  // 137: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	100, // [100:138] is the sub-list for method output_type
+	62,  // [62:100] is the sub-list for method input_type
+	62,  // [62:62] is the sub-list for extension type_name
+	62,  // [62:62] is the sub-list for extension extendee
+	0,   // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -4164,7 +5802,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

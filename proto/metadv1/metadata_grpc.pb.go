@@ -29,32 +29,44 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Metadata_PutStart_FullMethodName          = "/metad.v1.Metadata/PutStart"
-	Metadata_PutEnd_FullMethodName            = "/metad.v1.Metadata/PutEnd"
-	Metadata_PutRevoke_FullMethodName         = "/metad.v1.Metadata/PutRevoke"
-	Metadata_UpsertStart_FullMethodName       = "/metad.v1.Metadata/UpsertStart"
-	Metadata_UpsertEnd_FullMethodName         = "/metad.v1.Metadata/UpsertEnd"
-	Metadata_UpsertRevoke_FullMethodName      = "/metad.v1.Metadata/UpsertRevoke"
-	Metadata_Get_FullMethodName               = "/metad.v1.Metadata/Get"
-	Metadata_Exist_FullMethodName             = "/metad.v1.Metadata/Exist"
-	Metadata_Remove_FullMethodName            = "/metad.v1.Metadata/Remove"
-	Metadata_RemoveAll_FullMethodName         = "/metad.v1.Metadata/RemoveAll"
-	Metadata_RemoveGroup_FullMethodName       = "/metad.v1.Metadata/RemoveGroup"
-	Metadata_ListGroup_FullMethodName         = "/metad.v1.Metadata/ListGroup"
-	Metadata_BatchPutStart_FullMethodName     = "/metad.v1.Metadata/BatchPutStart"
-	Metadata_BatchPutEnd_FullMethodName       = "/metad.v1.Metadata/BatchPutEnd"
-	Metadata_BatchPutRevoke_FullMethodName    = "/metad.v1.Metadata/BatchPutRevoke"
-	Metadata_BatchGet_FullMethodName          = "/metad.v1.Metadata/BatchGet"
-	Metadata_BatchExist_FullMethodName        = "/metad.v1.Metadata/BatchExist"
-	Metadata_BatchRemove_FullMethodName       = "/metad.v1.Metadata/BatchRemove"
-	Metadata_MountSegment_FullMethodName      = "/metad.v1.Metadata/MountSegment"
-	Metadata_UnmountSegment_FullMethodName    = "/metad.v1.Metadata/UnmountSegment"
-	Metadata_Ping_FullMethodName              = "/metad.v1.Metadata/Ping"
-	Metadata_OpenSession_FullMethodName       = "/metad.v1.Metadata/OpenSession"
-	Metadata_ListObjectKeys_FullMethodName    = "/metad.v1.Metadata/ListObjectKeys"
-	Metadata_GetByRegex_FullMethodName        = "/metad.v1.Metadata/GetByRegex"
-	Metadata_RemoveByRegex_FullMethodName     = "/metad.v1.Metadata/RemoveByRegex"
-	Metadata_BatchReplicaClear_FullMethodName = "/metad.v1.Metadata/BatchReplicaClear"
+	Metadata_PutStart_FullMethodName           = "/metad.v1.Metadata/PutStart"
+	Metadata_PutEnd_FullMethodName             = "/metad.v1.Metadata/PutEnd"
+	Metadata_PutRevoke_FullMethodName          = "/metad.v1.Metadata/PutRevoke"
+	Metadata_UpsertStart_FullMethodName        = "/metad.v1.Metadata/UpsertStart"
+	Metadata_UpsertEnd_FullMethodName          = "/metad.v1.Metadata/UpsertEnd"
+	Metadata_UpsertRevoke_FullMethodName       = "/metad.v1.Metadata/UpsertRevoke"
+	Metadata_Get_FullMethodName                = "/metad.v1.Metadata/Get"
+	Metadata_Exist_FullMethodName              = "/metad.v1.Metadata/Exist"
+	Metadata_Remove_FullMethodName             = "/metad.v1.Metadata/Remove"
+	Metadata_RemoveAll_FullMethodName          = "/metad.v1.Metadata/RemoveAll"
+	Metadata_RemoveGroup_FullMethodName        = "/metad.v1.Metadata/RemoveGroup"
+	Metadata_ListGroup_FullMethodName          = "/metad.v1.Metadata/ListGroup"
+	Metadata_BatchPutStart_FullMethodName      = "/metad.v1.Metadata/BatchPutStart"
+	Metadata_BatchPutEnd_FullMethodName        = "/metad.v1.Metadata/BatchPutEnd"
+	Metadata_BatchPutRevoke_FullMethodName     = "/metad.v1.Metadata/BatchPutRevoke"
+	Metadata_BatchGet_FullMethodName           = "/metad.v1.Metadata/BatchGet"
+	Metadata_BatchExist_FullMethodName         = "/metad.v1.Metadata/BatchExist"
+	Metadata_BatchRemove_FullMethodName        = "/metad.v1.Metadata/BatchRemove"
+	Metadata_MountSegment_FullMethodName       = "/metad.v1.Metadata/MountSegment"
+	Metadata_UnmountSegment_FullMethodName     = "/metad.v1.Metadata/UnmountSegment"
+	Metadata_Ping_FullMethodName               = "/metad.v1.Metadata/Ping"
+	Metadata_OpenSession_FullMethodName        = "/metad.v1.Metadata/OpenSession"
+	Metadata_ListObjectKeys_FullMethodName     = "/metad.v1.Metadata/ListObjectKeys"
+	Metadata_GetByRegex_FullMethodName         = "/metad.v1.Metadata/GetByRegex"
+	Metadata_RemoveByRegex_FullMethodName      = "/metad.v1.Metadata/RemoveByRegex"
+	Metadata_BatchReplicaClear_FullMethodName  = "/metad.v1.Metadata/BatchReplicaClear"
+	Metadata_CopyStart_FullMethodName          = "/metad.v1.Metadata/CopyStart"
+	Metadata_CopyEnd_FullMethodName            = "/metad.v1.Metadata/CopyEnd"
+	Metadata_CopyRevoke_FullMethodName         = "/metad.v1.Metadata/CopyRevoke"
+	Metadata_MoveStart_FullMethodName          = "/metad.v1.Metadata/MoveStart"
+	Metadata_MoveEnd_FullMethodName            = "/metad.v1.Metadata/MoveEnd"
+	Metadata_MoveRevoke_FullMethodName         = "/metad.v1.Metadata/MoveRevoke"
+	Metadata_CreateCopyTask_FullMethodName     = "/metad.v1.Metadata/CreateCopyTask"
+	Metadata_CreateMoveTask_FullMethodName     = "/metad.v1.Metadata/CreateMoveTask"
+	Metadata_QueryTask_FullMethodName          = "/metad.v1.Metadata/QueryTask"
+	Metadata_FetchTasks_FullMethodName         = "/metad.v1.Metadata/FetchTasks"
+	Metadata_MarkTaskToComplete_FullMethodName = "/metad.v1.Metadata/MarkTaskToComplete"
+	Metadata_ListTasks_FullMethodName          = "/metad.v1.Metadata/ListTasks"
 )
 
 // MetadataClient is the client API for Metadata service.
@@ -119,6 +131,34 @@ type MetadataClient interface {
 	// calling client's segments (one, or all), in one replicated command; an object left with no
 	// replica is erased.
 	BatchReplicaClear(ctx context.Context, in *BatchReplicaClearRequest, opts ...grpc.CallOption) (*BatchReplicaClearResponse, error)
+	// CopyStart places new PROCESSING replicas of an object (targets) for the caller to fill from a
+	// COMPLETE one (the source); until CopyEnd or CopyRevoke the object is protected from eviction
+	// and removal and refuses UpsertStart.
+	CopyStart(ctx context.Context, in *CopyStartRequest, opts ...grpc.CallOption) (*CopyStartResponse, error)
+	// CopyEnd makes the copy's targets COMPLETE.
+	CopyEnd(ctx context.Context, in *CopyEndRequest, opts ...grpc.CallOption) (*CopyEndResponse, error)
+	// CopyRevoke drops the copy's targets and refunds their quota.
+	CopyRevoke(ctx context.Context, in *CopyRevokeRequest, opts ...grpc.CallOption) (*CopyRevokeResponse, error)
+	// MoveStart places one PROCESSING replica (the target) for the caller to fill from a COMPLETE one
+	// (the source), with the protections of CopyStart.
+	MoveStart(ctx context.Context, in *MoveStartRequest, opts ...grpc.CallOption) (*MoveStartResponse, error)
+	// MoveEnd makes the target COMPLETE and frees the source.
+	MoveEnd(ctx context.Context, in *MoveEndRequest, opts ...grpc.CallOption) (*MoveEndResponse, error)
+	// MoveRevoke drops the target and keeps the source.
+	MoveRevoke(ctx context.Context, in *MoveRevokeRequest, opts ...grpc.CallOption) (*MoveRevokeResponse, error)
+	// CreateCopyTask schedules a copy of an object's replica for the worker that owns its source
+	// segment, which fetches it with FetchTasks.
+	CreateCopyTask(ctx context.Context, in *CreateCopyTaskRequest, opts ...grpc.CallOption) (*CreateCopyTaskResponse, error)
+	// CreateMoveTask schedules a move of an object's replica, as CreateCopyTask.
+	CreateMoveTask(ctx context.Context, in *CreateMoveTaskRequest, opts ...grpc.CallOption) (*CreateMoveTaskResponse, error)
+	// QueryTask returns a scheduled task of the tenant, finished ones while they are kept.
+	QueryTask(ctx context.Context, in *QueryTaskRequest, opts ...grpc.CallOption) (*QueryTaskResponse, error)
+	// FetchTasks hands a worker its oldest pending tasks (they turn PROCESSING).
+	FetchTasks(ctx context.Context, in *FetchTasksRequest, opts ...grpc.CallOption) (*FetchTasksResponse, error)
+	// MarkTaskToComplete records a worker's report of a task it fetched.
+	MarkTaskToComplete(ctx context.Context, in *MarkTaskToCompleteRequest, opts ...grpc.CallOption) (*MarkTaskToCompleteResponse, error)
+	// ListTasks lists the tenant's scheduled tasks kept, by id, a page at a time.
+	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
 }
 
 type metadataClient struct {
@@ -389,6 +429,126 @@ func (c *metadataClient) BatchReplicaClear(ctx context.Context, in *BatchReplica
 	return out, nil
 }
 
+func (c *metadataClient) CopyStart(ctx context.Context, in *CopyStartRequest, opts ...grpc.CallOption) (*CopyStartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyStartResponse)
+	err := c.cc.Invoke(ctx, Metadata_CopyStart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) CopyEnd(ctx context.Context, in *CopyEndRequest, opts ...grpc.CallOption) (*CopyEndResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyEndResponse)
+	err := c.cc.Invoke(ctx, Metadata_CopyEnd_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) CopyRevoke(ctx context.Context, in *CopyRevokeRequest, opts ...grpc.CallOption) (*CopyRevokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyRevokeResponse)
+	err := c.cc.Invoke(ctx, Metadata_CopyRevoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MoveStart(ctx context.Context, in *MoveStartRequest, opts ...grpc.CallOption) (*MoveStartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveStartResponse)
+	err := c.cc.Invoke(ctx, Metadata_MoveStart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MoveEnd(ctx context.Context, in *MoveEndRequest, opts ...grpc.CallOption) (*MoveEndResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveEndResponse)
+	err := c.cc.Invoke(ctx, Metadata_MoveEnd_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MoveRevoke(ctx context.Context, in *MoveRevokeRequest, opts ...grpc.CallOption) (*MoveRevokeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveRevokeResponse)
+	err := c.cc.Invoke(ctx, Metadata_MoveRevoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) CreateCopyTask(ctx context.Context, in *CreateCopyTaskRequest, opts ...grpc.CallOption) (*CreateCopyTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCopyTaskResponse)
+	err := c.cc.Invoke(ctx, Metadata_CreateCopyTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) CreateMoveTask(ctx context.Context, in *CreateMoveTaskRequest, opts ...grpc.CallOption) (*CreateMoveTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateMoveTaskResponse)
+	err := c.cc.Invoke(ctx, Metadata_CreateMoveTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) QueryTask(ctx context.Context, in *QueryTaskRequest, opts ...grpc.CallOption) (*QueryTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueryTaskResponse)
+	err := c.cc.Invoke(ctx, Metadata_QueryTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) FetchTasks(ctx context.Context, in *FetchTasksRequest, opts ...grpc.CallOption) (*FetchTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FetchTasksResponse)
+	err := c.cc.Invoke(ctx, Metadata_FetchTasks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) MarkTaskToComplete(ctx context.Context, in *MarkTaskToCompleteRequest, opts ...grpc.CallOption) (*MarkTaskToCompleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MarkTaskToCompleteResponse)
+	err := c.cc.Invoke(ctx, Metadata_MarkTaskToComplete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTasksResponse)
+	err := c.cc.Invoke(ctx, Metadata_ListTasks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetadataServer is the server API for Metadata service.
 // All implementations must embed UnimplementedMetadataServer
 // for forward compatibility.
@@ -451,6 +611,34 @@ type MetadataServer interface {
 	// calling client's segments (one, or all), in one replicated command; an object left with no
 	// replica is erased.
 	BatchReplicaClear(context.Context, *BatchReplicaClearRequest) (*BatchReplicaClearResponse, error)
+	// CopyStart places new PROCESSING replicas of an object (targets) for the caller to fill from a
+	// COMPLETE one (the source); until CopyEnd or CopyRevoke the object is protected from eviction
+	// and removal and refuses UpsertStart.
+	CopyStart(context.Context, *CopyStartRequest) (*CopyStartResponse, error)
+	// CopyEnd makes the copy's targets COMPLETE.
+	CopyEnd(context.Context, *CopyEndRequest) (*CopyEndResponse, error)
+	// CopyRevoke drops the copy's targets and refunds their quota.
+	CopyRevoke(context.Context, *CopyRevokeRequest) (*CopyRevokeResponse, error)
+	// MoveStart places one PROCESSING replica (the target) for the caller to fill from a COMPLETE one
+	// (the source), with the protections of CopyStart.
+	MoveStart(context.Context, *MoveStartRequest) (*MoveStartResponse, error)
+	// MoveEnd makes the target COMPLETE and frees the source.
+	MoveEnd(context.Context, *MoveEndRequest) (*MoveEndResponse, error)
+	// MoveRevoke drops the target and keeps the source.
+	MoveRevoke(context.Context, *MoveRevokeRequest) (*MoveRevokeResponse, error)
+	// CreateCopyTask schedules a copy of an object's replica for the worker that owns its source
+	// segment, which fetches it with FetchTasks.
+	CreateCopyTask(context.Context, *CreateCopyTaskRequest) (*CreateCopyTaskResponse, error)
+	// CreateMoveTask schedules a move of an object's replica, as CreateCopyTask.
+	CreateMoveTask(context.Context, *CreateMoveTaskRequest) (*CreateMoveTaskResponse, error)
+	// QueryTask returns a scheduled task of the tenant, finished ones while they are kept.
+	QueryTask(context.Context, *QueryTaskRequest) (*QueryTaskResponse, error)
+	// FetchTasks hands a worker its oldest pending tasks (they turn PROCESSING).
+	FetchTasks(context.Context, *FetchTasksRequest) (*FetchTasksResponse, error)
+	// MarkTaskToComplete records a worker's report of a task it fetched.
+	MarkTaskToComplete(context.Context, *MarkTaskToCompleteRequest) (*MarkTaskToCompleteResponse, error)
+	// ListTasks lists the tenant's scheduled tasks kept, by id, a page at a time.
+	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
 	mustEmbedUnimplementedMetadataServer()
 }
 
@@ -538,6 +726,42 @@ func (UnimplementedMetadataServer) RemoveByRegex(context.Context, *RemoveByRegex
 }
 func (UnimplementedMetadataServer) BatchReplicaClear(context.Context, *BatchReplicaClearRequest) (*BatchReplicaClearResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method BatchReplicaClear not implemented")
+}
+func (UnimplementedMetadataServer) CopyStart(context.Context, *CopyStartRequest) (*CopyStartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyStart not implemented")
+}
+func (UnimplementedMetadataServer) CopyEnd(context.Context, *CopyEndRequest) (*CopyEndResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyEnd not implemented")
+}
+func (UnimplementedMetadataServer) CopyRevoke(context.Context, *CopyRevokeRequest) (*CopyRevokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyRevoke not implemented")
+}
+func (UnimplementedMetadataServer) MoveStart(context.Context, *MoveStartRequest) (*MoveStartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveStart not implemented")
+}
+func (UnimplementedMetadataServer) MoveEnd(context.Context, *MoveEndRequest) (*MoveEndResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveEnd not implemented")
+}
+func (UnimplementedMetadataServer) MoveRevoke(context.Context, *MoveRevokeRequest) (*MoveRevokeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveRevoke not implemented")
+}
+func (UnimplementedMetadataServer) CreateCopyTask(context.Context, *CreateCopyTaskRequest) (*CreateCopyTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCopyTask not implemented")
+}
+func (UnimplementedMetadataServer) CreateMoveTask(context.Context, *CreateMoveTaskRequest) (*CreateMoveTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateMoveTask not implemented")
+}
+func (UnimplementedMetadataServer) QueryTask(context.Context, *QueryTaskRequest) (*QueryTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueryTask not implemented")
+}
+func (UnimplementedMetadataServer) FetchTasks(context.Context, *FetchTasksRequest) (*FetchTasksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FetchTasks not implemented")
+}
+func (UnimplementedMetadataServer) MarkTaskToComplete(context.Context, *MarkTaskToCompleteRequest) (*MarkTaskToCompleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MarkTaskToComplete not implemented")
+}
+func (UnimplementedMetadataServer) ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTasks not implemented")
 }
 func (UnimplementedMetadataServer) mustEmbedUnimplementedMetadataServer() {}
 func (UnimplementedMetadataServer) testEmbeddedByValue()                  {}
@@ -1028,6 +1252,222 @@ func _Metadata_BatchReplicaClear_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_CopyStart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyStartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CopyStart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CopyStart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CopyStart(ctx, req.(*CopyStartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_CopyEnd_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyEndRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CopyEnd(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CopyEnd_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CopyEnd(ctx, req.(*CopyEndRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_CopyRevoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyRevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CopyRevoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CopyRevoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CopyRevoke(ctx, req.(*CopyRevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MoveStart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveStartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MoveStart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MoveStart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MoveStart(ctx, req.(*MoveStartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MoveEnd_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveEndRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MoveEnd(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MoveEnd_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MoveEnd(ctx, req.(*MoveEndRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MoveRevoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveRevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MoveRevoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MoveRevoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MoveRevoke(ctx, req.(*MoveRevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_CreateCopyTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCopyTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CreateCopyTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CreateCopyTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CreateCopyTask(ctx, req.(*CreateCopyTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_CreateMoveTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateMoveTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CreateMoveTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CreateMoveTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CreateMoveTask(ctx, req.(*CreateMoveTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_QueryTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).QueryTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_QueryTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).QueryTask(ctx, req.(*QueryTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_FetchTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FetchTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).FetchTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_FetchTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).FetchTasks(ctx, req.(*FetchTasksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_MarkTaskToComplete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MarkTaskToCompleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MarkTaskToComplete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MarkTaskToComplete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MarkTaskToComplete(ctx, req.(*MarkTaskToCompleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_ListTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).ListTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_ListTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).ListTasks(ctx, req.(*ListTasksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Metadata_ServiceDesc is the grpc.ServiceDesc for Metadata service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1138,6 +1578,54 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BatchReplicaClear",
 			Handler:    _Metadata_BatchReplicaClear_Handler,
+		},
+		{
+			MethodName: "CopyStart",
+			Handler:    _Metadata_CopyStart_Handler,
+		},
+		{
+			MethodName: "CopyEnd",
+			Handler:    _Metadata_CopyEnd_Handler,
+		},
+		{
+			MethodName: "CopyRevoke",
+			Handler:    _Metadata_CopyRevoke_Handler,
+		},
+		{
+			MethodName: "MoveStart",
+			Handler:    _Metadata_MoveStart_Handler,
+		},
+		{
+			MethodName: "MoveEnd",
+			Handler:    _Metadata_MoveEnd_Handler,
+		},
+		{
+			MethodName: "MoveRevoke",
+			Handler:    _Metadata_MoveRevoke_Handler,
+		},
+		{
+			MethodName: "CreateCopyTask",
+			Handler:    _Metadata_CreateCopyTask_Handler,
+		},
+		{
+			MethodName: "CreateMoveTask",
+			Handler:    _Metadata_CreateMoveTask_Handler,
+		},
+		{
+			MethodName: "QueryTask",
+			Handler:    _Metadata_QueryTask_Handler,
+		},
+		{
+			MethodName: "FetchTasks",
+			Handler:    _Metadata_FetchTasks_Handler,
+		},
+		{
+			MethodName: "MarkTaskToComplete",
+			Handler:    _Metadata_MarkTaskToComplete_Handler,
+		},
+		{
+			MethodName: "ListTasks",
+			Handler:    _Metadata_ListTasks_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -220,6 +220,8 @@ func TestReasonNames(t *testing.T) {
 		"REASON_AUTH_LIMIT_EXCEEDED",
 		"REASON_NO_REPLICA_ON_SEGMENT",  // BatchReplicaClear of an object with nothing on the segments cleared
 		"REASON_RESPONSE_LIMIT_REACHED", // a BatchGet item past the response's size bound
+		"REASON_OBJECT_HAS_REPLICATION_TASK", "REASON_OBJECT_NO_REPLICATION_TASK", "REASON_REPLICA_NOT_FOUND",
+		"REASON_TASK_NOT_FOUND", "REASON_TASK_PENDING_LIMIT_EXCEEDED",
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -249,6 +251,8 @@ func TestServiceMethods(t *testing.T) {
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
 			"MountSegment", "UnmountSegment", "Ping", "OpenSession",
 			"ListObjectKeys", "GetByRegex", "RemoveByRegex", "BatchReplicaClear",
+			"CopyStart", "CopyEnd", "CopyRevoke", "MoveStart", "MoveEnd", "MoveRevoke",
+			"CreateCopyTask", "CreateMoveTask", "QueryTask", "FetchTasks", "MarkTaskToComplete", "ListTasks",
 		}},
 		{metadv1.File_metadv1_admin_proto, "Admin", []string{
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",

@@ -70,7 +70,11 @@ type SnapshotHeader struct {
 	// Number of KeyRecords (format version 3).
 	Keys uint64 `protobuf:"varint,13,opt,name=keys,proto3" json:"keys,omitempty"`
 	// Number of RoleRecords (format version 3).
-	RoleBindings  uint64 `protobuf:"varint,14,opt,name=role_bindings,json=roleBindings,proto3" json:"role_bindings,omitempty"`
+	RoleBindings uint64 `protobuf:"varint,14,opt,name=role_bindings,json=roleBindings,proto3" json:"role_bindings,omitempty"`
+	// Id the last scheduled task got (format version 4).
+	LastTaskId uint64 `protobuf:"varint,100,opt,name=last_task_id,json=lastTaskId,proto3" json:"last_task_id,omitempty"`
+	// Number of task records (format version 4).
+	Tasks         uint64 `protobuf:"varint,101,opt,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,6 +203,20 @@ func (x *SnapshotHeader) GetKeys() uint64 {
 func (x *SnapshotHeader) GetRoleBindings() uint64 {
 	if x != nil {
 		return x.RoleBindings
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetLastTaskId() uint64 {
+	if x != nil {
+		return x.LastTaskId
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetTasks() uint64 {
+	if x != nil {
+		return x.Tasks
 	}
 	return 0
 }
@@ -492,8 +510,10 @@ type ObjectRecord struct {
 	SoftPinTtlMs uint64 `protobuf:"varint,13,opt,name=soft_pin_ttl_ms,json=softPinTtlMs,proto3" json:"soft_pin_ttl_ms,omitempty"`
 	// Soft pin in force until this time, Unix nanoseconds (sfixed64, as put_start); 0 = not soft-pinned.
 	SoftPinDeadlineUnixNano int64 `protobuf:"fixed64,14,opt,name=soft_pin_deadline_unix_nano,json=softPinDeadlineUnixNano,proto3" json:"soft_pin_deadline_unix_nano,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The copy or move in progress on the object; absent when none (record format 4).
+	Task          *ReplicaTaskRecord `protobuf:"bytes,100,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObjectRecord) Reset() {
@@ -624,6 +644,95 @@ func (x *ObjectRecord) GetSoftPinDeadlineUnixNano() int64 {
 	return 0
 }
 
+func (x *ObjectRecord) GetTask() *ReplicaTaskRecord {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// ReplicaTaskRecord is an object's copy or move in progress.
+type ReplicaTaskRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Copy or move.
+	Kind TaskKind `protobuf:"varint,1,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	// Client that started it: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Envelope time of its start, Unix nanoseconds.
+	StartedUnixNano int64 `protobuf:"fixed64,3,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	// Replica id of the COMPLETE source.
+	SourceReplicaId uint64 `protobuf:"varint,4,opt,name=source_replica_id,json=sourceReplicaId,proto3" json:"source_replica_id,omitempty"`
+	// Replica ids of the PROCESSING targets, in placement order.
+	TargetReplicaIds []uint64 `protobuf:"varint,5,rep,packed,name=target_replica_ids,json=targetReplicaIds,proto3" json:"target_replica_ids,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ReplicaTaskRecord) Reset() {
+	*x = ReplicaTaskRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaTaskRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaTaskRecord) ProtoMessage() {}
+
+func (x *ReplicaTaskRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaTaskRecord.ProtoReflect.Descriptor instead.
+func (*ReplicaTaskRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReplicaTaskRecord) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+func (x *ReplicaTaskRecord) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ReplicaTaskRecord) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *ReplicaTaskRecord) GetSourceReplicaId() uint64 {
+	if x != nil {
+		return x.SourceReplicaId
+	}
+	return 0
+}
+
+func (x *ReplicaTaskRecord) GetTargetReplicaIds() []uint64 {
+	if x != nil {
+		return x.TargetReplicaIds
+	}
+	return nil
+}
+
 // Record is one framed record after the header.
 type Record struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -638,6 +747,7 @@ type Record struct {
 	//	*Record_Session
 	//	*Record_Key
 	//	*Record_Role
+	//	*Record_Task
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -645,7 +755,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +767,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[5]
+	mi := &file_metadv1_snapshot_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +780,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{5}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -743,6 +853,15 @@ func (x *Record) GetRole() *RoleRecord {
 	return nil
 }
 
+func (x *Record) GetTask() *ScheduledTask {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Task); ok {
+			return x.Task
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -783,6 +902,11 @@ type Record_Role struct {
 	Role *RoleRecord `protobuf:"bytes,7,opt,name=role,proto3,oneof"`
 }
 
+type Record_Task struct {
+	// A scheduled task (format version 4); task records come after every role record, by id.
+	Task *ScheduledTask `protobuf:"bytes,100,opt,name=task,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -796,6 +920,8 @@ func (*Record_Session) isRecord_Record() {}
 func (*Record_Key) isRecord_Record() {}
 
 func (*Record_Role) isRecord_Record() {}
+
+func (*Record_Task) isRecord_Record() {}
 
 // KeyRecord is one API key: the SHA-256 of its secret, never the secret.
 type KeyRecord struct {
@@ -816,7 +942,7 @@ type KeyRecord struct {
 
 func (x *KeyRecord) Reset() {
 	*x = KeyRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +954,7 @@ func (x *KeyRecord) String() string {
 func (*KeyRecord) ProtoMessage() {}
 
 func (x *KeyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[6]
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +967,7 @@ func (x *KeyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRecord.ProtoReflect.Descriptor instead.
 func (*KeyRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KeyRecord) GetId() string {
@@ -892,7 +1018,7 @@ type RoleRecord struct {
 
 func (x *RoleRecord) Reset() {
 	*x = RoleRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1030,7 @@ func (x *RoleRecord) String() string {
 func (*RoleRecord) ProtoMessage() {}
 
 func (x *RoleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1043,7 @@ func (x *RoleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleRecord.ProtoReflect.Descriptor instead.
 func (*RoleRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RoleRecord) GetPrincipal() string {
@@ -955,7 +1081,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1093,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1106,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SessionRecord) GetId() uint64 {
@@ -1038,7 +1164,7 @@ type CachedResult struct {
 
 func (x *CachedResult) Reset() {
 	*x = CachedResult{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1176,7 @@ func (x *CachedResult) String() string {
 func (*CachedResult) ProtoMessage() {}
 
 func (x *CachedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1189,7 @@ func (x *CachedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CachedResult.ProtoReflect.Descriptor instead.
 func (*CachedResult) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CachedResult) GetSeq() uint64 {
@@ -1112,14 +1238,16 @@ type ResultRecord struct {
 	// CloseSegment: the deadline in force when the segment stays closing; 0 when it was unmounted.
 	UnmountAtUnixNano int64 `protobuf:"varint,127,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
 	// An item of a keyed BatchRemove (RemoveByRegex): its key.
-	Key           []byte `protobuf:"bytes,130,opt,name=key,proto3" json:"key,omitempty"`
+	Key []byte `protobuf:"bytes,130,opt,name=key,proto3" json:"key,omitempty"`
+	// CreateTask: the task created; FetchTasks: the tasks handed out.
+	Tasks         []*ScheduledTask `protobuf:"bytes,100,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResultRecord) Reset() {
 	*x = ResultRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1259,7 @@ func (x *ResultRecord) String() string {
 func (*ResultRecord) ProtoMessage() {}
 
 func (x *ResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1272,7 @@ func (x *ResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultRecord.ProtoReflect.Descriptor instead.
 func (*ResultRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResultRecord) GetReason() uint32 {
@@ -1252,6 +1380,13 @@ func (x *ResultRecord) GetKey() []byte {
 	return nil
 }
 
+func (x *ResultRecord) GetTasks() []*ScheduledTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
 // ResultReplica is one replica in a ResultRecord.
 type ResultReplica struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1273,7 +1408,7 @@ type ResultReplica struct {
 
 func (x *ResultReplica) Reset() {
 	*x = ResultReplica{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[11]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1420,7 @@ func (x *ResultReplica) String() string {
 func (*ResultReplica) ProtoMessage() {}
 
 func (x *ResultReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[11]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1433,7 @@ func (x *ResultReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultReplica.ProtoReflect.Descriptor instead.
 func (*ResultReplica) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResultReplica) GetReplicaId() uint64 {
@@ -1358,7 +1493,7 @@ type MemberRecord struct {
 
 func (x *MemberRecord) Reset() {
 	*x = MemberRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[12]
+	mi := &file_metadv1_snapshot_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1505,7 @@ func (x *MemberRecord) String() string {
 func (*MemberRecord) ProtoMessage() {}
 
 func (x *MemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[12]
+	mi := &file_metadv1_snapshot_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1518,7 @@ func (x *MemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRecord.ProtoReflect.Descriptor instead.
 func (*MemberRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MemberRecord) GetName() string {
@@ -1411,7 +1546,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xd8\x03\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\x90\x04\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1428,7 +1563,10 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x0fnext_session_id\x18\v \x01(\x04R\rnextSessionId\x12#\n" +
 	"\rauth_revision\x18\f \x01(\x04R\fauthRevision\x12\x12\n" +
 	"\x04keys\x18\r \x01(\x04R\x04keys\x12#\n" +
-	"\rrole_bindings\x18\x0e \x01(\x04R\froleBindings\"\x96\x02\n" +
+	"\rrole_bindings\x18\x0e \x01(\x04R\froleBindings\x12 \n" +
+	"\flast_task_id\x18d \x01(\x04R\n" +
+	"lastTaskId\x12\x14\n" +
+	"\x05tasks\x18e \x01(\x04R\x05tasks\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -1449,7 +1587,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12/\n" +
 	"\x06status\x18\x04 \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\x12\"\n" +
 	"\x04tier\x18\x05 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12\x12\n" +
-	"\x04size\x18\x06 \x01(\x04R\x04size\"\xec\x03\n" +
+	"\x04size\x18\x06 \x01(\x04R\x04size\"\x9d\x04\n" +
 	"\fObjectRecord\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1b\n" +
 	"\tobject_id\x18\x02 \x01(\x04R\bobjectId\x12\x18\n" +
@@ -1465,7 +1603,14 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tdata_type\x18\v \x01(\rR\bdataType\x12\x19\n" +
 	"\bhard_pin\x18\f \x01(\bR\ahardPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\r \x01(\x04R\fsoftPinTtlMs\x12<\n" +
-	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\"\xe7\x02\n" +
+	"\x1bsoft_pin_deadline_unix_nano\x18\x0e \x01(\x10R\x17softPinDeadlineUnixNano\x12/\n" +
+	"\x04task\x18d \x01(\v2\x1b.metad.v1.ReplicaTaskRecordR\x04task\"\xde\x01\n" +
+	"\x11ReplicaTaskRecord\x12&\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12*\n" +
+	"\x11started_unix_nano\x18\x03 \x01(\x10R\x0fstartedUnixNano\x12*\n" +
+	"\x11source_replica_id\x18\x04 \x01(\x04R\x0fsourceReplicaId\x12,\n" +
+	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\x96\x03\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
@@ -1473,7 +1618,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x06member\x18\x04 \x01(\v2\x16.metad.v1.MemberRecordH\x00R\x06member\x123\n" +
 	"\asession\x18\x05 \x01(\v2\x17.metad.v1.SessionRecordH\x00R\asession\x12'\n" +
 	"\x03key\x18\x06 \x01(\v2\x13.metad.v1.KeyRecordH\x00R\x03key\x12*\n" +
-	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04roleB\b\n" +
+	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04role\x12-\n" +
+	"\x04task\x18d \x01(\v2\x17.metad.v1.ScheduledTaskH\x00R\x04taskB\b\n" +
 	"\x06record\"\x8f\x01\n" +
 	"\tKeyRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
@@ -1496,7 +1642,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xf8\x03\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xa7\x04\n" +
 	"\fResultRecord\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
@@ -1513,7 +1659,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x05items\x18\f \x03(\v2\x16.metad.v1.ResultRecordR\x05items\x12\x18\n" +
 	"\asession\x18\r \x01(\x04R\asession\x12/\n" +
 	"\x14unmount_at_unix_nano\x18\x7f \x01(\x03R\x11unmountAtUnixNano\x12\x11\n" +
-	"\x03key\x18\x82\x01 \x01(\fR\x03key\"\xce\x01\n" +
+	"\x03key\x18\x82\x01 \x01(\fR\x03key\x12-\n" +
+	"\x05tasks\x18d \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\"\xce\x01\n" +
 	"\rResultReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +
@@ -1540,50 +1687,57 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_metadv1_snapshot_proto_goTypes = []any{
-	(*SnapshotHeader)(nil), // 0: metad.v1.SnapshotHeader
-	(*TenantRecord)(nil),   // 1: metad.v1.TenantRecord
-	(*SegmentRecord)(nil),  // 2: metad.v1.SegmentRecord
-	(*ReplicaRecord)(nil),  // 3: metad.v1.ReplicaRecord
-	(*ObjectRecord)(nil),   // 4: metad.v1.ObjectRecord
-	(*Record)(nil),         // 5: metad.v1.Record
-	(*KeyRecord)(nil),      // 6: metad.v1.KeyRecord
-	(*RoleRecord)(nil),     // 7: metad.v1.RoleRecord
-	(*SessionRecord)(nil),  // 8: metad.v1.SessionRecord
-	(*CachedResult)(nil),   // 9: metad.v1.CachedResult
-	(*ResultRecord)(nil),   // 10: metad.v1.ResultRecord
-	(*ResultReplica)(nil),  // 11: metad.v1.ResultReplica
-	(*MemberRecord)(nil),   // 12: metad.v1.MemberRecord
-	(TenantState)(0),       // 13: metad.v1.TenantState
-	(*SegmentDesc)(nil),    // 14: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),     // 15: metad.v1.ReplicaStatus
-	(Tier)(0),              // 16: metad.v1.Tier
+	(*SnapshotHeader)(nil),    // 0: metad.v1.SnapshotHeader
+	(*TenantRecord)(nil),      // 1: metad.v1.TenantRecord
+	(*SegmentRecord)(nil),     // 2: metad.v1.SegmentRecord
+	(*ReplicaRecord)(nil),     // 3: metad.v1.ReplicaRecord
+	(*ObjectRecord)(nil),      // 4: metad.v1.ObjectRecord
+	(*ReplicaTaskRecord)(nil), // 5: metad.v1.ReplicaTaskRecord
+	(*Record)(nil),            // 6: metad.v1.Record
+	(*KeyRecord)(nil),         // 7: metad.v1.KeyRecord
+	(*RoleRecord)(nil),        // 8: metad.v1.RoleRecord
+	(*SessionRecord)(nil),     // 9: metad.v1.SessionRecord
+	(*CachedResult)(nil),      // 10: metad.v1.CachedResult
+	(*ResultRecord)(nil),      // 11: metad.v1.ResultRecord
+	(*ResultReplica)(nil),     // 12: metad.v1.ResultReplica
+	(*MemberRecord)(nil),      // 13: metad.v1.MemberRecord
+	(TenantState)(0),          // 14: metad.v1.TenantState
+	(*SegmentDesc)(nil),       // 15: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),        // 16: metad.v1.ReplicaStatus
+	(Tier)(0),                 // 17: metad.v1.Tier
+	(TaskKind)(0),             // 18: metad.v1.TaskKind
+	(*ScheduledTask)(nil),     // 19: metad.v1.ScheduledTask
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	13, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	14, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	15, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	16, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	14, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	15, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	16, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	17, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
-	1,  // 5: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
-	2,  // 6: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
-	4,  // 7: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
-	12, // 8: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
-	8,  // 9: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
-	6,  // 10: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
-	7,  // 11: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
-	9,  // 12: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	10, // 13: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	11, // 14: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	10, // 15: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	16, // 16: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	15, // 17: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	5,  // 5: metad.v1.ObjectRecord.task:type_name -> metad.v1.ReplicaTaskRecord
+	18, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.TaskKind
+	1,  // 7: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
+	2,  // 8: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
+	4,  // 9: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
+	13, // 10: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
+	9,  // 11: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
+	7,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
+	8,  // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
+	19, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
+	10, // 15: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	11, // 16: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	12, // 17: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	11, // 18: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	19, // 19: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
+	17, // 20: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	16, // 21: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -1592,7 +1746,7 @@ func file_metadv1_snapshot_proto_init() {
 		return
 	}
 	file_metadv1_types_proto_init()
-	file_metadv1_snapshot_proto_msgTypes[5].OneofWrappers = []any{
+	file_metadv1_snapshot_proto_msgTypes[6].OneofWrappers = []any{
 		(*Record_Tenant)(nil),
 		(*Record_Segment)(nil),
 		(*Record_Object)(nil),
@@ -1600,6 +1754,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Session)(nil),
 		(*Record_Key)(nil),
 		(*Record_Role)(nil),
+		(*Record_Task)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1607,7 +1762,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

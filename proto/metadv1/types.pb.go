@@ -208,6 +208,18 @@ const (
 	// (32 MiB) before it: nothing was read and no lease granted for it. Ask for it again; a response
 	// always answers its first item.
 	Reason_REASON_RESPONSE_LIMIT_REACHED Reason = 37
+	// A copy or move of the object is in progress: Remove (forced or not), UpsertStart and another
+	// CopyStart or MoveStart are refused until it ends, is revoked or is reaped.
+	Reason_REASON_OBJECT_HAS_REPLICATION_TASK Reason = 26
+	// CopyEnd, CopyRevoke, MoveEnd or MoveRevoke on an object with no copy or move in progress (it
+	// ended, was revoked or reaped, or lost its source or a target to an unmount).
+	Reason_REASON_OBJECT_NO_REPLICATION_TASK Reason = 27
+	// CopyStart or MoveStart: the source segment holds no COMPLETE replica of the object.
+	Reason_REASON_REPLICA_NOT_FOUND Reason = 28
+	// No task has that id (never created, or finished and no longer kept).
+	Reason_REASON_TASK_NOT_FOUND Reason = 29
+	// Creating the task would take the pending tasks past their bound.
+	Reason_REASON_TASK_PENDING_LIMIT_EXCEEDED Reason = 30
 )
 
 // Enum value maps for Reason.
@@ -241,6 +253,11 @@ var (
 		25: "REASON_AUTH_LIMIT_EXCEEDED",
 		34: "REASON_NO_REPLICA_ON_SEGMENT",
 		37: "REASON_RESPONSE_LIMIT_REACHED",
+		26: "REASON_OBJECT_HAS_REPLICATION_TASK",
+		27: "REASON_OBJECT_NO_REPLICATION_TASK",
+		28: "REASON_REPLICA_NOT_FOUND",
+		29: "REASON_TASK_NOT_FOUND",
+		30: "REASON_TASK_PENDING_LIMIT_EXCEEDED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -271,6 +288,11 @@ var (
 		"REASON_AUTH_LIMIT_EXCEEDED":           25,
 		"REASON_NO_REPLICA_ON_SEGMENT":         34,
 		"REASON_RESPONSE_LIMIT_REACHED":        37,
+		"REASON_OBJECT_HAS_REPLICATION_TASK":   26,
+		"REASON_OBJECT_NO_REPLICATION_TASK":    27,
+		"REASON_REPLICA_NOT_FOUND":             28,
+		"REASON_TASK_NOT_FOUND":                29,
+		"REASON_TASK_PENDING_LIMIT_EXCEEDED":   30,
 	}
 )
 
@@ -299,6 +321,60 @@ func (x Reason) Number() protoreflect.EnumNumber {
 // Deprecated: Use Reason.Descriptor instead.
 func (Reason) EnumDescriptor() ([]byte, []int) {
 	return file_metadv1_types_proto_rawDescGZIP(), []int{2}
+}
+
+// TaskKind is the kind of a copy or move on one object (CopyStart, MoveStart) and of a task the
+// cluster schedules for a worker (CreateCopyTask, CreateMoveTask).
+type TaskKind int32
+
+const (
+	// Never valid in a command.
+	TaskKind_TASK_KIND_UNSPECIFIED TaskKind = 0
+	// Copy: the targets become COMPLETE replicas next to the source.
+	TaskKind_TASK_KIND_COPY TaskKind = 1
+	// Move: the target becomes COMPLETE and the source is freed.
+	TaskKind_TASK_KIND_MOVE TaskKind = 2
+)
+
+// Enum value maps for TaskKind.
+var (
+	TaskKind_name = map[int32]string{
+		0: "TASK_KIND_UNSPECIFIED",
+		1: "TASK_KIND_COPY",
+		2: "TASK_KIND_MOVE",
+	}
+	TaskKind_value = map[string]int32{
+		"TASK_KIND_UNSPECIFIED": 0,
+		"TASK_KIND_COPY":        1,
+		"TASK_KIND_MOVE":        2,
+	}
+)
+
+func (x TaskKind) Enum() *TaskKind {
+	p := new(TaskKind)
+	*p = x
+	return p
+}
+
+func (x TaskKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_metadv1_types_proto_enumTypes[3].Descriptor()
+}
+
+func (TaskKind) Type() protoreflect.EnumType {
+	return &file_metadv1_types_proto_enumTypes[3]
+}
+
+func (x TaskKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskKind.Descriptor instead.
+func (TaskKind) EnumDescriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{3}
 }
 
 // TenantState is the lifecycle of one tenant instance.
@@ -342,11 +418,11 @@ func (x TenantState) String() string {
 }
 
 func (TenantState) Descriptor() protoreflect.EnumDescriptor {
-	return file_metadv1_types_proto_enumTypes[3].Descriptor()
+	return file_metadv1_types_proto_enumTypes[4].Descriptor()
 }
 
 func (TenantState) Type() protoreflect.EnumType {
-	return &file_metadv1_types_proto_enumTypes[3]
+	return &file_metadv1_types_proto_enumTypes[4]
 }
 
 func (x TenantState) Number() protoreflect.EnumNumber {
@@ -355,7 +431,7 @@ func (x TenantState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TenantState.Descriptor instead.
 func (TenantState) EnumDescriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{3}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{4}
 }
 
 // SoftPinAction is what a put does to the object's soft pin.
@@ -395,11 +471,11 @@ func (x SoftPinAction) String() string {
 }
 
 func (SoftPinAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_metadv1_types_proto_enumTypes[4].Descriptor()
+	return file_metadv1_types_proto_enumTypes[5].Descriptor()
 }
 
 func (SoftPinAction) Type() protoreflect.EnumType {
-	return &file_metadv1_types_proto_enumTypes[4]
+	return &file_metadv1_types_proto_enumTypes[5]
 }
 
 func (x SoftPinAction) Number() protoreflect.EnumNumber {
@@ -408,7 +484,68 @@ func (x SoftPinAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SoftPinAction.Descriptor instead.
 func (SoftPinAction) EnumDescriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{4}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{5}
+}
+
+// TaskState is where a scheduled task is in its life: PENDING -> PROCESSING -> SUCCESS | FAILED.
+type TaskState int32
+
+const (
+	// Never valid.
+	TaskState_TASK_STATE_UNSPECIFIED TaskState = 0
+	// Created, waiting for its worker to fetch it.
+	TaskState_TASK_STATE_PENDING TaskState = 1
+	// Fetched by its worker.
+	TaskState_TASK_STATE_PROCESSING TaskState = 2
+	// Its worker reported success.
+	TaskState_TASK_STATE_SUCCESS TaskState = 3
+	// Its worker reported failure.
+	TaskState_TASK_STATE_FAILED TaskState = 4
+)
+
+// Enum value maps for TaskState.
+var (
+	TaskState_name = map[int32]string{
+		0: "TASK_STATE_UNSPECIFIED",
+		1: "TASK_STATE_PENDING",
+		2: "TASK_STATE_PROCESSING",
+		3: "TASK_STATE_SUCCESS",
+		4: "TASK_STATE_FAILED",
+	}
+	TaskState_value = map[string]int32{
+		"TASK_STATE_UNSPECIFIED": 0,
+		"TASK_STATE_PENDING":     1,
+		"TASK_STATE_PROCESSING":  2,
+		"TASK_STATE_SUCCESS":     3,
+		"TASK_STATE_FAILED":      4,
+	}
+)
+
+func (x TaskState) Enum() *TaskState {
+	p := new(TaskState)
+	*p = x
+	return p
+}
+
+func (x TaskState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskState) Descriptor() protoreflect.EnumDescriptor {
+	return file_metadv1_types_proto_enumTypes[6].Descriptor()
+}
+
+func (TaskState) Type() protoreflect.EnumType {
+	return &file_metadv1_types_proto_enumTypes[6]
+}
+
+func (x TaskState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskState.Descriptor instead.
+func (TaskState) EnumDescriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
 }
 
 // Status is the result of one item of a batch request (results are in request order).
@@ -940,6 +1077,153 @@ func (x *SessionHeader) GetFirstUnackedSeq() uint64 {
 	return 0
 }
 
+// ScheduledTask is one task the cluster assigned to a worker: for a copy or move, the worker runs
+// CopyStart/MoveStart, copies the bytes, ends the copy or move, and reports with
+// MarkTaskToComplete.
+type ScheduledTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Task id, from the cluster's counter; never reused.
+	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Copy or move.
+	Kind TaskKind `protobuf:"varint,2,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
+	// Tenant of the object.
+	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	// Segment holding the COMPLETE replica to copy or move: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,5,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// Target segments, 16-byte UUIDs; empty: placed by the worker's CopyStart or MoveStart.
+	TargetSegmentIds [][]byte `protobuf:"bytes,6,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Targets wanted when none is named.
+	Replicas uint32 `protobuf:"varint,7,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// The worker it is assigned to (the owner of the source segment): 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,8,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Where it is in its life.
+	State TaskState `protobuf:"varint,9,opt,name=state,proto3,enum=metad.v1.TaskState" json:"state,omitempty"`
+	// Leader time it was created, Unix nanoseconds.
+	CreatedUnixNano int64 `protobuf:"varint,10,opt,name=created_unix_nano,json=createdUnixNano,proto3" json:"created_unix_nano,omitempty"`
+	// Leader time of its last change, Unix nanoseconds.
+	UpdatedUnixNano int64 `protobuf:"varint,11,opt,name=updated_unix_nano,json=updatedUnixNano,proto3" json:"updated_unix_nano,omitempty"`
+	// The worker's completion message.
+	Message       string `protobuf:"bytes,12,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduledTask) Reset() {
+	*x = ScheduledTask{}
+	mi := &file_metadv1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduledTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduledTask) ProtoMessage() {}
+
+func (x *ScheduledTask) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduledTask.ProtoReflect.Descriptor instead.
+func (*ScheduledTask) Descriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ScheduledTask) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *ScheduledTask) GetKind() TaskKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TaskKind_TASK_KIND_UNSPECIFIED
+}
+
+func (x *ScheduledTask) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduledTask) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ScheduledTask) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *ScheduledTask) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *ScheduledTask) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *ScheduledTask) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *ScheduledTask) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+func (x *ScheduledTask) GetCreatedUnixNano() int64 {
+	if x != nil {
+		return x.CreatedUnixNano
+	}
+	return 0
+}
+
+func (x *ScheduledTask) GetUpdatedUnixNano() int64 {
+	if x != nil {
+		return x.UpdatedUnixNano
+	}
+	return 0
+}
+
+func (x *ScheduledTask) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_metadv1_types_proto protoreflect.FileDescriptor
 
 const file_metadv1_types_proto_rawDesc = "" +
@@ -987,7 +1271,21 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +
-	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq*;\n" +
+	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq\"\xaa\x03\n" +
+	"\rScheduledTask\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\x04R\x06taskId\x12&\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x05 \x01(\fR\x0fsourceSegmentId\x12,\n" +
+	"\x12target_segment_ids\x18\x06 \x03(\fR\x10targetSegmentIds\x12\x1a\n" +
+	"\breplicas\x18\a \x01(\rR\breplicas\x12\x1b\n" +
+	"\tclient_id\x18\b \x01(\fR\bclientId\x12)\n" +
+	"\x05state\x18\t \x01(\x0e2\x13.metad.v1.TaskStateR\x05state\x12*\n" +
+	"\x11created_unix_nano\x18\n" +
+	" \x01(\x03R\x0fcreatedUnixNano\x12*\n" +
+	"\x11updated_unix_nano\x18\v \x01(\x03R\x0fupdatedUnixNano\x12\x18\n" +
+	"\amessage\x18\f \x01(\tR\amessage*;\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vTIER_MEMORY\x10\x01\x12\f\n" +
@@ -995,7 +1293,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd1\x06\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\x81\b\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1025,7 +1323,16 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x19REASON_KEY_ALREADY_EXISTS\x10\x18\x12\x1e\n" +
 	"\x1aREASON_AUTH_LIMIT_EXCEEDED\x10\x19\x12 \n" +
 	"\x1cREASON_NO_REPLICA_ON_SEGMENT\x10\"\x12!\n" +
-	"\x1dREASON_RESPONSE_LIMIT_REACHED\x10%*v\n" +
+	"\x1dREASON_RESPONSE_LIMIT_REACHED\x10%\x12&\n" +
+	"\"REASON_OBJECT_HAS_REPLICATION_TASK\x10\x1a\x12%\n" +
+	"!REASON_OBJECT_NO_REPLICATION_TASK\x10\x1b\x12\x1c\n" +
+	"\x18REASON_REPLICA_NOT_FOUND\x10\x1c\x12\x19\n" +
+	"\x15REASON_TASK_NOT_FOUND\x10\x1d\x12&\n" +
+	"\"REASON_TASK_PENDING_LIMIT_EXCEEDED\x10\x1e*M\n" +
+	"\bTaskKind\x12\x19\n" +
+	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +
+	"\x0eTASK_KIND_MOVE\x10\x02*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +
@@ -1034,7 +1341,13 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rSoftPinAction\x12\x18\n" +
 	"\x14SOFT_PIN_ACTION_NONE\x10\x00\x12\x1a\n" +
 	"\x16SOFT_PIN_ACTION_ENABLE\x10\x01\x12\x1b\n" +
-	"\x17SOFT_PIN_ACTION_DISABLE\x10\x02B\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x17SOFT_PIN_ACTION_DISABLE\x10\x02*\x89\x01\n" +
+	"\tTaskState\x12\x1a\n" +
+	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12TASK_STATE_PENDING\x10\x01\x12\x19\n" +
+	"\x15TASK_STATE_PROCESSING\x10\x02\x12\x16\n" +
+	"\x12TASK_STATE_SUCCESS\x10\x03\x12\x15\n" +
+	"\x11TASK_STATE_FAILED\x10\x04B\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_types_proto_rawDescOnce sync.Once
@@ -1048,33 +1361,38 @@ func file_metadv1_types_proto_rawDescGZIP() []byte {
 	return file_metadv1_types_proto_rawDescData
 }
 
-var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_metadv1_types_proto_goTypes = []any{
 	(Tier)(0),             // 0: metad.v1.Tier
 	(ReplicaStatus)(0),    // 1: metad.v1.ReplicaStatus
 	(Reason)(0),           // 2: metad.v1.Reason
-	(TenantState)(0),      // 3: metad.v1.TenantState
-	(SoftPinAction)(0),    // 4: metad.v1.SoftPinAction
-	(*Status)(nil),        // 5: metad.v1.Status
-	(*ErrorDetail)(nil),   // 6: metad.v1.ErrorDetail
-	(*Replica)(nil),       // 7: metad.v1.Replica
-	(*ReplicaConfig)(nil), // 8: metad.v1.ReplicaConfig
-	(*SegmentDesc)(nil),   // 9: metad.v1.SegmentDesc
-	(*SessionHeader)(nil), // 10: metad.v1.SessionHeader
+	(TaskKind)(0),         // 3: metad.v1.TaskKind
+	(TenantState)(0),      // 4: metad.v1.TenantState
+	(SoftPinAction)(0),    // 5: metad.v1.SoftPinAction
+	(TaskState)(0),        // 6: metad.v1.TaskState
+	(*Status)(nil),        // 7: metad.v1.Status
+	(*ErrorDetail)(nil),   // 8: metad.v1.ErrorDetail
+	(*Replica)(nil),       // 9: metad.v1.Replica
+	(*ReplicaConfig)(nil), // 10: metad.v1.ReplicaConfig
+	(*SegmentDesc)(nil),   // 11: metad.v1.SegmentDesc
+	(*SessionHeader)(nil), // 12: metad.v1.SessionHeader
+	(*ScheduledTask)(nil), // 13: metad.v1.ScheduledTask
 }
 var file_metadv1_types_proto_depIdxs = []int32{
 	2, // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
 	2, // 1: metad.v1.ErrorDetail.reason:type_name -> metad.v1.Reason
 	0, // 2: metad.v1.Replica.tier:type_name -> metad.v1.Tier
 	1, // 3: metad.v1.Replica.status:type_name -> metad.v1.ReplicaStatus
-	4, // 4: metad.v1.ReplicaConfig.soft_pin:type_name -> metad.v1.SoftPinAction
+	5, // 4: metad.v1.ReplicaConfig.soft_pin:type_name -> metad.v1.SoftPinAction
 	0, // 5: metad.v1.SegmentDesc.tier:type_name -> metad.v1.Tier
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	3, // 6: metad.v1.ScheduledTask.kind:type_name -> metad.v1.TaskKind
+	6, // 7: metad.v1.ScheduledTask.state:type_name -> metad.v1.TaskState
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_types_proto_init() }
@@ -1087,8 +1405,8 @@ func file_metadv1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_types_proto_rawDesc), len(file_metadv1_types_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   6,
+			NumEnums:      7,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,8 +10,9 @@ const (
 	// version 1 file reads as a state with no session. 3 adds the auth state (KeyRecord,
 	// RoleRecord, SnapshotHeader.auth_revision, keys, role_bindings); a version 1 or 2 file reads
 	// as a state with no key and no role binding, at auth revision 0. 4 adds a segment's closing
-	// state (SegmentRecord.closing, unmount_at_unix_nano; ResultRecord.unmount_at_unix_nano); a
-	// version 1 to 3 file reads as a state with every segment open.
+	// state (SegmentRecord.closing, unmount_at_unix_nano; ResultRecord.unmount_at_unix_nano) and the
+	// objects' replica tasks (ObjectRecord.task) with the scheduled tasks; a version 1 to 3 file
+	// reads as a state with every segment open and no task.
 	SnapshotFormatVersion uint32 = 4
 )
 

@@ -27,8 +27,10 @@ from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,
                           InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
-                          NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectNotFound,
-                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ResponseLimitReached, RoleNotFound, SegmentNotFound,
+                          NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
+                          ObjectNoReplicationTask, ObjectNotFound,
+                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
+                          SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
                           error_for, item_error, reason_name)
@@ -47,5 +49,6 @@ __all__ = [
     "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
     "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment",
-    "ResponseLimitReached", "types_pb2", "metadata_pb2", "admin_pb2",
+    "ResponseLimitReached", "ObjectHasReplicationTask", "ObjectNoReplicationTask",
+    "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -21,7 +21,8 @@ __all__ = [
     "NoAvailableHandle", "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient",
     "TenantAlreadyExists", "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
-    "NoReplicaOnSegment", "ResponseLimitReached", "reason_name", "error_for", "item_error", "from_rpc_error",
+    "NoReplicaOnSegment", "ResponseLimitReached", "ObjectHasReplicationTask",
+    "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
 # Metadata key of the serialized google.rpc.Status that carries a gRPC status's details.
@@ -255,6 +256,33 @@ class ResponseLimitReached(MetadError):
     reason = types_pb2.REASON_RESPONSE_LIMIT_REACHED
 
 
+class ObjectHasReplicationTask(MetadError):
+    """A copy or move of the object is in progress: remove, upsert_start and another copy or move
+    are refused until it ends."""
+    reason = types_pb2.REASON_OBJECT_HAS_REPLICATION_TASK
+
+
+class ObjectNoReplicationTask(MetadError):
+    """copy_end, copy_revoke, move_end or move_revoke with no copy or move of the object in
+    progress."""
+    reason = types_pb2.REASON_OBJECT_NO_REPLICATION_TASK
+
+
+class ReplicaNotFound(MetadError):
+    """copy_start or move_start: the source segment holds no COMPLETE replica of the object."""
+    reason = types_pb2.REASON_REPLICA_NOT_FOUND
+
+
+class TaskNotFound(MetadError):
+    """No task has that id."""
+    reason = types_pb2.REASON_TASK_NOT_FOUND
+
+
+class TaskPendingLimitExceeded(MetadError):
+    """Creating the task would take the pending tasks past their bound."""
+    reason = types_pb2.REASON_TASK_PENDING_LIMIT_EXCEEDED
+
+
 _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
     ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
@@ -262,6 +290,8 @@ _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld,
     AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded, NoReplicaOnSegment,
     ResponseLimitReached)
+    AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded,
+    ObjectHasReplicationTask, ObjectNoReplicationTask, ReplicaNotFound, TaskNotFound, TaskPendingLimitExceeded)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 

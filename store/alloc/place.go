@@ -310,3 +310,71 @@ func (g *splitmix64) below(n uint64) uint64 {
 	}
 	return hi
 }
+
+// PlaceOn allocates one extent of size bytes (1..MaxObjectSize) on each of
+// the segments ids, in order, for the targets of a copy or move: all or
+// nothing. A segment that is not mounted fails the call with
+// ErrSegmentNotFound, one without a free span that large with a
+// *NoSpaceError of its tier; nothing is allocated then. ids must be
+// distinct. It returns the extents and each one's tier. The result depends
+// only on the registry state and the arguments.
+func (r *Registry) PlaceOn(size uint64, ids []ID) ([]Extent, []Tier, error) {
+	if size == 0 || size > MaxObjectSize {
+		return nil, nil, fmt.Errorf("place: size %d not in 1..%d: %w", size, uint64(MaxObjectSize), ErrInvalidRequest)
+	}
+	size = RoundUp(size)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Extent, 0, len(ids))
+	tiers := make([]Tier, 0, len(ids))
+	undo := func() {
+		for i, e := range out {
+			r.used[tiers[i]] = mustSub("tier used bytes", r.used[tiers[i]], e.Size)
+			if ferr := r.segs[e.Segment].alloc.Free(e.Offset, e.Size); ferr != nil {
+				panic(fmt.Sprintf("alloc: rollback of %+v: %v", e, ferr))
+			}
+		}
+	}
+	for _, id := range ids {
+		seg, ok := r.segs[id]
+		if !ok {
+			undo()
+			return nil, nil, fmt.Errorf("place on segment %s: %w", id, ErrSegmentNotFound)
+		}
+		t := seg.info.Tier
+		off, ok := seg.alloc.Alloc(size)
+		if !ok {
+			undo()
+			return nil, nil, &NoSpaceError{Tier: t, Size: size, Segments: 1, Tried: 1, Fits: seg.alloc.Capacity() >= size}
+		}
+		r.used[t] = mustAdd("tier used bytes", r.used[t], size)
+		out = append(out, Extent{Segment: id, Offset: off, Size: size})
+		tiers = append(tiers, t)
+	}
+	return out, tiers, nil
+}
+
+// PlaceTier allocates up to want (1..MaxReplicas) extents of size bytes on
+// tier t, each in a distinct segment that is not in exclude, trying the
+// tier's segments in the strategy's order (seed drives StrategyRandom), as
+// Place does for one tier without preferred segments. No segment with room
+// is a *NoSpaceError and nothing is allocated; fewer than want is success.
+// The result depends only on the registry state and the arguments.
+func (r *Registry) PlaceTier(t Tier, size uint64, want int, exclude []ID, strategy Strategy, seed uint64) ([]Extent, error) {
+	req := PlaceRequest{Size: size, Memory: want, Strategy: strategy, Seed: seed}
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	if !t.Valid() {
+		return nil, fmt.Errorf("place: tier %s: %w", t, ErrInvalidRequest)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epoch++
+	for _, id := range exclude {
+		if seg, ok := r.segs[id]; ok {
+			seg.mark = r.epoch // placeTierLocked passes over a segment marked in this epoch
+		}
+	}
+	return r.placeTierLocked(t, RoundUp(size), want, &req)
+}

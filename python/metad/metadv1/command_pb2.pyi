@@ -109,7 +109,7 @@ class CloseSegment(_message.Message):
     def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "close_segment", "create_key", "evict", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "revoke_expired", "revoke_key", "revoke_role", "session", "set_member", "set_quota", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "close_segment", "complete_task", "create_key", "create_task", "evict", "fetch_tasks", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "replica_task_end", "replica_task_revoke", "replica_task_start", "revoke_expired", "revoke_key", "revoke_role", "session", "set_member", "set_quota", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
@@ -117,8 +117,11 @@ class Command(_message.Message):
     BATCH_REMOVE_FIELD_NUMBER: _ClassVar[int]
     BATCH_REPLICA_CLEAR_FIELD_NUMBER: _ClassVar[int]
     CLOSE_SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_TASK_FIELD_NUMBER: _ClassVar[int]
     CREATE_KEY_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TASK_FIELD_NUMBER: _ClassVar[int]
     EVICT_FIELD_NUMBER: _ClassVar[int]
+    FETCH_TASKS_FIELD_NUMBER: _ClassVar[int]
     FORGET_MEMBER_FIELD_NUMBER: _ClassVar[int]
     GRANT_ROLE_FIELD_NUMBER: _ClassVar[int]
     MOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +134,9 @@ class Command(_message.Message):
     REMOVE_ALL_FIELD_NUMBER: _ClassVar[int]
     REMOVE_FIELD_NUMBER: _ClassVar[int]
     REMOVE_GROUP_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_TASK_END_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_TASK_REVOKE_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_TASK_START_FIELD_NUMBER: _ClassVar[int]
     REVOKE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
     REVOKE_KEY_FIELD_NUMBER: _ClassVar[int]
     REVOKE_ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -150,8 +156,11 @@ class Command(_message.Message):
     batch_remove: BatchRemove
     batch_replica_clear: BatchReplicaClear
     close_segment: CloseSegment
+    complete_task: CompleteTask
     create_key: CreateKey
+    create_task: CreateTask
     evict: Evict
+    fetch_tasks: FetchTasks
     forget_member: ForgetMember
     grant_role: GrantRole
     mount_segment: MountSegment
@@ -164,6 +173,9 @@ class Command(_message.Message):
     remove: Remove
     remove_all: RemoveAll
     remove_group: RemoveGroup
+    replica_task_end: ReplicaTaskEnd
+    replica_task_revoke: ReplicaTaskRevoke
+    replica_task_start: ReplicaTaskStart
     revoke_expired: RevokeExpired
     revoke_key: RevokeKey
     revoke_role: RevokeRole
@@ -176,7 +188,19 @@ class Command(_message.Message):
     upsert_end: UpsertEnd
     upsert_revoke: UpsertRevoke
     upsert_start: UpsertStart
-    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., replica_task_start: _Optional[_Union[ReplicaTaskStart, _Mapping]] = ..., replica_task_end: _Optional[_Union[ReplicaTaskEnd, _Mapping]] = ..., replica_task_revoke: _Optional[_Union[ReplicaTaskRevoke, _Mapping]] = ..., create_task: _Optional[_Union[CreateTask, _Mapping]] = ..., fetch_tasks: _Optional[_Union[FetchTasks, _Mapping]] = ..., complete_task: _Optional[_Union[CompleteTask, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+
+class CompleteTask(_message.Message):
+    __slots__ = ["client_id", "message", "success", "task_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    message: str
+    success: bool
+    task_id: int
+    def __init__(self, client_id: _Optional[bytes] = ..., task_id: _Optional[int] = ..., success: bool = ..., message: _Optional[str] = ...) -> None: ...
 
 class CreateKey(_message.Message):
     __slots__ = ["created_ms", "expires_ms", "id", "principal", "sha256"]
@@ -191,6 +215,22 @@ class CreateKey(_message.Message):
     principal: str
     sha256: bytes
     def __init__(self, id: _Optional[str] = ..., principal: _Optional[str] = ..., sha256: _Optional[bytes] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
+class CreateTask(_message.Message):
+    __slots__ = ["key", "kind", "replicas", "source_segment_id", "target_segment_ids", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    kind: _types_pb2.TaskKind
+    replicas: int
+    source_segment_id: bytes
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class Envelope(_message.Message):
     __slots__ = ["commands", "format_version", "leader_time_unix_nano", "rules_version", "seed"]
@@ -221,6 +261,14 @@ class Evict(_message.Message):
     tokens: _containers.RepeatedCompositeFieldContainer[ObjectToken]
     unit_sizes: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, tokens: _Optional[_Iterable[_Union[ObjectToken, _Mapping]]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., kind: _Optional[_Union[EvictKind, str]] = ..., unit_sizes: _Optional[_Iterable[int]] = ..., state_epoch: _Optional[int] = ..., columns: _Optional[_Union[TokenColumns, _Mapping]] = ...) -> None: ...
+
+class FetchTasks(_message.Message):
+    __slots__ = ["batch", "client_id"]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    batch: int
+    client_id: bytes
+    def __init__(self, client_id: _Optional[bytes] = ..., batch: _Optional[int] = ...) -> None: ...
 
 class ForgetMember(_message.Message):
     __slots__ = ["name"]
@@ -375,6 +423,50 @@ class RemoveGroup(_message.Message):
     tenant: str
     tenant_instance_id: int
     def __init__(self, tenant: _Optional[str] = ..., group: _Optional[bytes] = ..., force: bool = ..., tenant_instance_id: _Optional[int] = ..., group_id: _Optional[int] = ..., max_object_id: _Optional[int] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+
+class ReplicaTaskEnd(_message.Message):
+    __slots__ = ["client_id", "key", "kind", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    kind: _types_pb2.TaskKind
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ...) -> None: ...
+
+class ReplicaTaskRevoke(_message.Message):
+    __slots__ = ["client_id", "key", "kind", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    kind: _types_pb2.TaskKind
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ...) -> None: ...
+
+class ReplicaTaskStart(_message.Message):
+    __slots__ = ["client_id", "key", "kind", "placement", "replicas", "source_segment_id", "target_segment_ids", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    kind: _types_pb2.TaskKind
+    placement: PlacementStrategy
+    replicas: int
+    source_segment_id: bytes
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., placement: _Optional[_Union[PlacementStrategy, str]] = ...) -> None: ...
 
 class RevokeExpired(_message.Message):
     __slots__ = ["state_epoch", "tokens"]

@@ -167,6 +167,106 @@ class BatchReplicaClearResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
+class CopyEndRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CopyEndResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CopyRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CopyRevokeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CopyStartRequest(_message.Message):
+    __slots__ = ["client_id", "key", "replicas", "session", "source_segment_id", "target_segment_ids", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    replicas: int
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CopyStartResponse(_message.Message):
+    __slots__ = ["source", "targets"]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    source: _types_pb2.Replica
+    targets: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+    def __init__(self, source: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., targets: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+
+class CreateCopyTaskRequest(_message.Message):
+    __slots__ = ["key", "replicas", "session", "source_segment_id", "target_segment_ids", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    replicas: int
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CreateCopyTaskResponse(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    def __init__(self, task_id: _Optional[int] = ...) -> None: ...
+
+class CreateMoveTaskRequest(_message.Message):
+    __slots__ = ["key", "session", "source_segment_id", "target_segment_id", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_id: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CreateMoveTaskResponse(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    def __init__(self, task_id: _Optional[int] = ...) -> None: ...
+
 class ExistRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +284,22 @@ class ExistResponse(_message.Message):
     exists: bool
     lease_ttl_ms: int
     def __init__(self, exists: bool = ..., lease_ttl_ms: _Optional[int] = ...) -> None: ...
+
+class FetchTasksRequest(_message.Message):
+    __slots__ = ["batch", "client_id", "session"]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    batch: int
+    client_id: bytes
+    session: _types_pb2.SessionHeader
+    def __init__(self, client_id: _Optional[bytes] = ..., batch: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class FetchTasksResponse(_message.Message):
+    __slots__ = ["tasks"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[_types_pb2.ScheduledTask]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ...) -> None: ...
 
 class GetByRegexRequest(_message.Message):
     __slots__ = ["limit", "page_token", "pattern", "stale", "tenant"]
@@ -286,6 +402,44 @@ class ListObjectKeysResponse(_message.Message):
     next_page_token: bytes
     def __init__(self, keys: _Optional[_Iterable[bytes]] = ..., next_page_token: _Optional[bytes] = ...) -> None: ...
 
+class ListTasksRequest(_message.Message):
+    __slots__ = ["limit", "start_after", "state", "tenant"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    START_AFTER_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    start_after: int
+    state: _types_pb2.TaskState
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., start_after: _Optional[int] = ..., limit: _Optional[int] = ..., state: _Optional[_Union[_types_pb2.TaskState, str]] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ["tasks", "truncated"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[_types_pb2.ScheduledTask]
+    truncated: bool
+    def __init__(self, tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
+
+class MarkTaskToCompleteRequest(_message.Message):
+    __slots__ = ["client_id", "message", "session", "success", "task_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    message: str
+    session: _types_pb2.SessionHeader
+    success: bool
+    task_id: int
+    def __init__(self, client_id: _Optional[bytes] = ..., task_id: _Optional[int] = ..., success: bool = ..., message: _Optional[str] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MarkTaskToCompleteResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class MountSegmentRequest(_message.Message):
     __slots__ = ["client_id", "segment", "session"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -299,6 +453,62 @@ class MountSegmentRequest(_message.Message):
 class MountSegmentResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class MoveEndRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MoveEndResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MoveRevokeRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MoveRevokeResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MoveStartRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "source_segment_id", "target_segment_id", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    source_segment_id: bytes
+    target_segment_id: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MoveStartResponse(_message.Message):
+    __slots__ = ["source", "target"]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    source: _types_pb2.Replica
+    target: _types_pb2.Replica
+    def __init__(self, source: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., target: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ["client_id"]
@@ -397,6 +607,20 @@ class PutStartResponse(_message.Message):
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
     def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+
+class QueryTaskRequest(_message.Message):
+    __slots__ = ["task_id", "tenant"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., task_id: _Optional[int] = ...) -> None: ...
+
+class QueryTaskResponse(_message.Message):
+    __slots__ = ["task"]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: _types_pb2.ScheduledTask
+    def __init__(self, task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ...) -> None: ...
 
 class RemoveAllRequest(_message.Message):
     __slots__ = ["force", "tenant"]

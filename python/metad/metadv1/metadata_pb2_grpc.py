@@ -145,6 +145,66 @@ class MetadataStub(object):
                 request_serializer=metadv1_dot_metadata__pb2.BatchReplicaClearRequest.SerializeToString,
                 response_deserializer=metadv1_dot_metadata__pb2.BatchReplicaClearResponse.FromString,
                 )
+        self.CopyStart = channel.unary_unary(
+                '/metad.v1.Metadata/CopyStart',
+                request_serializer=metadv1_dot_metadata__pb2.CopyStartRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CopyStartResponse.FromString,
+                )
+        self.CopyEnd = channel.unary_unary(
+                '/metad.v1.Metadata/CopyEnd',
+                request_serializer=metadv1_dot_metadata__pb2.CopyEndRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CopyEndResponse.FromString,
+                )
+        self.CopyRevoke = channel.unary_unary(
+                '/metad.v1.Metadata/CopyRevoke',
+                request_serializer=metadv1_dot_metadata__pb2.CopyRevokeRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CopyRevokeResponse.FromString,
+                )
+        self.MoveStart = channel.unary_unary(
+                '/metad.v1.Metadata/MoveStart',
+                request_serializer=metadv1_dot_metadata__pb2.MoveStartRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MoveStartResponse.FromString,
+                )
+        self.MoveEnd = channel.unary_unary(
+                '/metad.v1.Metadata/MoveEnd',
+                request_serializer=metadv1_dot_metadata__pb2.MoveEndRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MoveEndResponse.FromString,
+                )
+        self.MoveRevoke = channel.unary_unary(
+                '/metad.v1.Metadata/MoveRevoke',
+                request_serializer=metadv1_dot_metadata__pb2.MoveRevokeRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MoveRevokeResponse.FromString,
+                )
+        self.CreateCopyTask = channel.unary_unary(
+                '/metad.v1.Metadata/CreateCopyTask',
+                request_serializer=metadv1_dot_metadata__pb2.CreateCopyTaskRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CreateCopyTaskResponse.FromString,
+                )
+        self.CreateMoveTask = channel.unary_unary(
+                '/metad.v1.Metadata/CreateMoveTask',
+                request_serializer=metadv1_dot_metadata__pb2.CreateMoveTaskRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.CreateMoveTaskResponse.FromString,
+                )
+        self.QueryTask = channel.unary_unary(
+                '/metad.v1.Metadata/QueryTask',
+                request_serializer=metadv1_dot_metadata__pb2.QueryTaskRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.QueryTaskResponse.FromString,
+                )
+        self.FetchTasks = channel.unary_unary(
+                '/metad.v1.Metadata/FetchTasks',
+                request_serializer=metadv1_dot_metadata__pb2.FetchTasksRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.FetchTasksResponse.FromString,
+                )
+        self.MarkTaskToComplete = channel.unary_unary(
+                '/metad.v1.Metadata/MarkTaskToComplete',
+                request_serializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.FromString,
+                )
+        self.ListTasks = channel.unary_unary(
+                '/metad.v1.Metadata/ListTasks',
+                request_serializer=metadv1_dot_metadata__pb2.ListTasksRequest.SerializeToString,
+                response_deserializer=metadv1_dot_metadata__pb2.ListTasksResponse.FromString,
+                )
 
 
 class MetadataServicer(object):
@@ -337,6 +397,94 @@ class MetadataServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CopyStart(self, request, context):
+        """CopyStart places new PROCESSING replicas of an object (targets) for the caller to fill from a
+        COMPLETE one (the source); until CopyEnd or CopyRevoke the object is protected from eviction
+        and removal and refuses UpsertStart.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CopyEnd(self, request, context):
+        """CopyEnd makes the copy's targets COMPLETE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CopyRevoke(self, request, context):
+        """CopyRevoke drops the copy's targets and refunds their quota.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveStart(self, request, context):
+        """MoveStart places one PROCESSING replica (the target) for the caller to fill from a COMPLETE one
+        (the source), with the protections of CopyStart.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveEnd(self, request, context):
+        """MoveEnd makes the target COMPLETE and frees the source.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveRevoke(self, request, context):
+        """MoveRevoke drops the target and keeps the source.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCopyTask(self, request, context):
+        """CreateCopyTask schedules a copy of an object's replica for the worker that owns its source
+        segment, which fetches it with FetchTasks.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateMoveTask(self, request, context):
+        """CreateMoveTask schedules a move of an object's replica, as CreateCopyTask.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryTask(self, request, context):
+        """QueryTask returns a scheduled task of the tenant, finished ones while they are kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchTasks(self, request, context):
+        """FetchTasks hands a worker its oldest pending tasks (they turn PROCESSING).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MarkTaskToComplete(self, request, context):
+        """MarkTaskToComplete records a worker's report of a task it fetched.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTasks(self, request, context):
+        """ListTasks lists the tenant's scheduled tasks kept, by id, a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MetadataServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -469,6 +617,66 @@ def add_MetadataServicer_to_server(servicer, server):
                     servicer.BatchReplicaClear,
                     request_deserializer=metadv1_dot_metadata__pb2.BatchReplicaClearRequest.FromString,
                     response_serializer=metadv1_dot_metadata__pb2.BatchReplicaClearResponse.SerializeToString,
+            ),
+            'CopyStart': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyStart,
+                    request_deserializer=metadv1_dot_metadata__pb2.CopyStartRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CopyStartResponse.SerializeToString,
+            ),
+            'CopyEnd': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyEnd,
+                    request_deserializer=metadv1_dot_metadata__pb2.CopyEndRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CopyEndResponse.SerializeToString,
+            ),
+            'CopyRevoke': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyRevoke,
+                    request_deserializer=metadv1_dot_metadata__pb2.CopyRevokeRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CopyRevokeResponse.SerializeToString,
+            ),
+            'MoveStart': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveStart,
+                    request_deserializer=metadv1_dot_metadata__pb2.MoveStartRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MoveStartResponse.SerializeToString,
+            ),
+            'MoveEnd': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveEnd,
+                    request_deserializer=metadv1_dot_metadata__pb2.MoveEndRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MoveEndResponse.SerializeToString,
+            ),
+            'MoveRevoke': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveRevoke,
+                    request_deserializer=metadv1_dot_metadata__pb2.MoveRevokeRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MoveRevokeResponse.SerializeToString,
+            ),
+            'CreateCopyTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCopyTask,
+                    request_deserializer=metadv1_dot_metadata__pb2.CreateCopyTaskRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CreateCopyTaskResponse.SerializeToString,
+            ),
+            'CreateMoveTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateMoveTask,
+                    request_deserializer=metadv1_dot_metadata__pb2.CreateMoveTaskRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.CreateMoveTaskResponse.SerializeToString,
+            ),
+            'QueryTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryTask,
+                    request_deserializer=metadv1_dot_metadata__pb2.QueryTaskRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.QueryTaskResponse.SerializeToString,
+            ),
+            'FetchTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchTasks,
+                    request_deserializer=metadv1_dot_metadata__pb2.FetchTasksRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.FetchTasksResponse.SerializeToString,
+            ),
+            'MarkTaskToComplete': grpc.unary_unary_rpc_method_handler(
+                    servicer.MarkTaskToComplete,
+                    request_deserializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.SerializeToString,
+            ),
+            'ListTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTasks,
+                    request_deserializer=metadv1_dot_metadata__pb2.ListTasksRequest.FromString,
+                    response_serializer=metadv1_dot_metadata__pb2.ListTasksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -920,5 +1128,209 @@ class Metadata(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/BatchReplicaClear',
             metadv1_dot_metadata__pb2.BatchReplicaClearRequest.SerializeToString,
             metadv1_dot_metadata__pb2.BatchReplicaClearResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CopyStart(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CopyStart',
+            metadv1_dot_metadata__pb2.CopyStartRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CopyStartResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CopyEnd(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CopyEnd',
+            metadv1_dot_metadata__pb2.CopyEndRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CopyEndResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CopyRevoke(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CopyRevoke',
+            metadv1_dot_metadata__pb2.CopyRevokeRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CopyRevokeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveStart(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveStart',
+            metadv1_dot_metadata__pb2.MoveStartRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MoveStartResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveEnd(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveEnd',
+            metadv1_dot_metadata__pb2.MoveEndRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MoveEndResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveRevoke(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MoveRevoke',
+            metadv1_dot_metadata__pb2.MoveRevokeRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MoveRevokeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateCopyTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CreateCopyTask',
+            metadv1_dot_metadata__pb2.CreateCopyTaskRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CreateCopyTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateMoveTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/CreateMoveTask',
+            metadv1_dot_metadata__pb2.CreateMoveTaskRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.CreateMoveTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QueryTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/QueryTask',
+            metadv1_dot_metadata__pb2.QueryTaskRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.QueryTaskResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def FetchTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/FetchTasks',
+            metadv1_dot_metadata__pb2.FetchTasksRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.FetchTasksResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MarkTaskToComplete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/MarkTaskToComplete',
+            metadv1_dot_metadata__pb2.MarkTaskToCompleteRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.MarkTaskToCompleteResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Metadata/ListTasks',
+            metadv1_dot_metadata__pb2.ListTasksRequest.SerializeToString,
+            metadv1_dot_metadata__pb2.ListTasksResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

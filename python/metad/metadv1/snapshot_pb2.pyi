@@ -39,7 +39,7 @@ class MemberRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
 
 class ObjectRecord(_message.Message):
-    __slots__ = ["charged_bytes", "data_type", "group", "group_id", "hard_pin", "key", "object_id", "put_start_unix_nano", "replicas", "size", "soft_pin_deadline_unix_nano", "soft_pin_ttl_ms", "version", "writer_client_id"]
+    __slots__ = ["charged_bytes", "data_type", "group", "group_id", "hard_pin", "key", "object_id", "put_start_unix_nano", "replicas", "size", "soft_pin_deadline_unix_nano", "soft_pin_ttl_ms", "task", "version", "writer_client_id"]
     CHARGED_BYTES_FIELD_NUMBER: _ClassVar[int]
     DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class ObjectRecord(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_DEADLINE_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     WRITER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     charged_bytes: int
@@ -66,18 +67,20 @@ class ObjectRecord(_message.Message):
     size: int
     soft_pin_deadline_unix_nano: int
     soft_pin_ttl_ms: int
+    task: ReplicaTaskRecord
     version: int
     writer_client_id: bytes
-    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ..., task: _Optional[_Union[ReplicaTaskRecord, _Mapping]] = ...) -> None: ...
 
 class Record(_message.Message):
-    __slots__ = ["key", "member", "object", "role", "segment", "session", "tenant"]
+    __slots__ = ["key", "member", "object", "role", "segment", "session", "task", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     key: KeyRecord
     member: MemberRecord
@@ -85,8 +88,9 @@ class Record(_message.Message):
     role: RoleRecord
     segment: SegmentRecord
     session: SessionRecord
+    task: _types_pb2.ScheduledTask
     tenant: TenantRecord
-    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ..., task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ...) -> None: ...
 
 class ReplicaRecord(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_index", "size", "status", "tier"]
@@ -104,8 +108,22 @@ class ReplicaRecord(_message.Message):
     tier: _types_pb2.Tier
     def __init__(self, replica_id: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., status: _Optional[_Union[_types_pb2.ReplicaStatus, str]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., size: _Optional[int] = ...) -> None: ...
 
+class ReplicaTaskRecord(_message.Message):
+    __slots__ = ["client_id", "kind", "source_replica_id", "started_unix_nano", "target_replica_ids"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    TARGET_REPLICA_IDS_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    kind: _types_pb2.TaskKind
+    source_replica_id: int
+    started_unix_nano: int
+    target_replica_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ..., client_id: _Optional[bytes] = ..., started_unix_nano: _Optional[int] = ..., source_replica_id: _Optional[int] = ..., target_replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class ResultRecord(_message.Message):
-    __slots__ = ["bytes", "count", "created", "instance", "items", "key", "message", "reason", "replicas", "reused", "session", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
+    __slots__ = ["bytes", "count", "created", "instance", "items", "key", "message", "reason", "replicas", "reused", "session", "tasks", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
     BYTES_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +135,7 @@ class ResultRecord(_message.Message):
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     REUSED_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_ERASED_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -132,11 +151,12 @@ class ResultRecord(_message.Message):
     replicas: _containers.RepeatedCompositeFieldContainer[ResultReplica]
     reused: bool
     session: int
+    tasks: _containers.RepeatedCompositeFieldContainer[_types_pb2.ScheduledTask]
     unmount_at_unix_nano: int
     unmount_erased: int
     unmount_replicas: int
     unmount_segments: int
-    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ..., key: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ..., key: _Optional[bytes] = ..., tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ...) -> None: ...
 
 class ResultReplica(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_id", "size", "status", "tier"]
@@ -189,19 +209,21 @@ class SessionRecord(_message.Message):
     def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ...) -> None: ...
 
 class SnapshotHeader(_message.Message):
-    __slots__ = ["auth_revision", "created_at_unix_nano", "format_version", "groups", "index", "keys", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tenants", "term"]
+    __slots__ = ["auth_revision", "created_at_unix_nano", "format_version", "groups", "index", "keys", "last_task_id", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tasks", "tenants", "term"]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_FIELD_NUMBER: _ClassVar[int]
     ROLE_BINDINGS_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
     TENANTS_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     auth_revision: int
@@ -210,15 +232,17 @@ class SnapshotHeader(_message.Message):
     groups: int
     index: int
     keys: int
+    last_task_id: int
     next_session_id: int
     next_tenant_instance_id: int
     objects: int
     role_bindings: int
     segments: int
     state_epoch: int
+    tasks: int
     tenants: int
     term: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ...) -> None: ...
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ..., last_task_id: _Optional[int] = ..., tasks: _Optional[int] = ...) -> None: ...
 
 class TenantRecord(_message.Message):
     __slots__ = ["instance_id", "name", "next_group_id", "next_object_id", "next_replica_id", "requested_quota_bytes", "state"]

@@ -18,8 +18,11 @@ REASON_NO_AVAILABLE_HANDLE: Reason
 REASON_NO_REPLICA_ON_SEGMENT: Reason
 REASON_OBJECT_ALREADY_EXISTS: Reason
 REASON_OBJECT_HAS_LEASE: Reason
+REASON_OBJECT_HAS_REPLICATION_TASK: Reason
 REASON_OBJECT_NOT_FOUND: Reason
+REASON_OBJECT_NO_REPLICATION_TASK: Reason
 REASON_REPLICA_IS_NOT_READY: Reason
+REASON_REPLICA_NOT_FOUND: Reason
 REASON_RESPONSE_LIMIT_REACHED: Reason
 REASON_ROLE_NOT_FOUND: Reason
 REASON_SEGMENT_NOT_FOUND: Reason
@@ -27,6 +30,8 @@ REASON_SEGMENT_OWNED_BY_OTHER_CLIENT: Reason
 REASON_SEQUENCE_TOO_OLD: Reason
 REASON_SESSION_EXPIRED: Reason
 REASON_STATE_REPLACED: Reason
+REASON_TASK_NOT_FOUND: Reason
+REASON_TASK_PENDING_LIMIT_EXCEEDED: Reason
 REASON_TENANT_ALREADY_EXISTS: Reason
 REASON_TENANT_NOT_EMPTY: Reason
 REASON_TENANT_NOT_REGISTERED: Reason
@@ -39,6 +44,14 @@ REPLICA_STATUS_UNSPECIFIED: ReplicaStatus
 SOFT_PIN_ACTION_DISABLE: SoftPinAction
 SOFT_PIN_ACTION_ENABLE: SoftPinAction
 SOFT_PIN_ACTION_NONE: SoftPinAction
+TASK_KIND_COPY: TaskKind
+TASK_KIND_MOVE: TaskKind
+TASK_KIND_UNSPECIFIED: TaskKind
+TASK_STATE_FAILED: TaskState
+TASK_STATE_PENDING: TaskState
+TASK_STATE_PROCESSING: TaskState
+TASK_STATE_SUCCESS: TaskState
+TASK_STATE_UNSPECIFIED: TaskState
 TENANT_STATE_CLOSING: TenantState
 TENANT_STATE_OPEN: TenantState
 TENANT_STATE_REMOVED: TenantState
@@ -101,6 +114,34 @@ class ReplicaConfig(_message.Message):
     soft_pin_ttl_ms: int
     def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ..., preferred_host: _Optional[str] = ...) -> None: ...
 
+class ScheduledTask(_message.Message):
+    __slots__ = ["client_id", "created_unix_nano", "key", "kind", "message", "replicas", "source_segment_id", "state", "target_segment_ids", "task_id", "tenant", "updated_unix_nano"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    created_unix_nano: int
+    key: bytes
+    kind: TaskKind
+    message: str
+    replicas: int
+    source_segment_id: bytes
+    state: TaskState
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    task_id: int
+    tenant: str
+    updated_unix_nano: int
+    def __init__(self, task_id: _Optional[int] = ..., kind: _Optional[_Union[TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., client_id: _Optional[bytes] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
 class SegmentDesc(_message.Message):
     __slots__ = ["base", "endpoint", "id", "name", "owner_client_id", "size", "tier"]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -146,8 +187,14 @@ class ReplicaStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
+class TaskKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
 class TenantState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class SoftPinAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

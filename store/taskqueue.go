@@ -1,0 +1,367 @@
+package store
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"metad/store/alloc"
+)
+
+// Master-scheduled tasks: work the leader assigns to a worker (a client that owns segments), which
+// the worker fetches, does, and reports done. The queue is replicated state: every change is a
+// command applied on every node, with the leader's time, so a task survives a leader change and a
+// snapshot. The machinery is kind-agnostic; a kind adds what its Create checks and what its
+// worker is told (Task's fields), and nothing else:
+//
+//	CreateTask(now, TaskSpec)       -> id       PENDING in its client's queue (TASK_PENDING_LIMIT_EXCEEDED)
+//	FetchTasks(now, client, max)    -> []Task   the client's oldest PENDING ones turn PROCESSING
+//	CompleteTask(now, client, id, ok, msg)      PROCESSING -> SUCCESS or FAILED (TASK_NOT_FOUND, ILLEGAL_CLIENT)
+//	QueryTask(id)                   -> Task     any state, finished ones while they are kept
+//
+// States: PENDING -> PROCESSING -> SUCCESS | FAILED. Ids come from the queue's counter and are
+// never reused. At most MaxPendingTasks are PENDING at once; finished tasks are kept for
+// FinishedTaskTTL after they finished and at most MaxFinishedTasks of them (the earliest finished
+// go first, ties by id), both pruned by apply with the leader's time, so every node keeps the same
+// ones. A PROCESSING task stays so until its client reports it: a worker that dies with one leaves
+// it PROCESSING (visible to QueryTask) until the operator looks.
+
+// Limits of the task queue.
+const (
+	MaxPendingTasks  = 65536
+	MaxFinishedTasks = 65536
+	FinishedTaskTTL  = time.Hour
+	MaxFetchTasks    = 1024 // tasks one FetchTasks hands out at most
+	MaxTaskMessage   = 4096 // bytes of a completion message kept
+)
+
+// TaskState is where a scheduled task is in its life.
+type TaskState uint8
+
+const (
+	TaskPending    TaskState = 1 // created, waiting in its client's queue
+	TaskProcessing TaskState = 2 // fetched by its client
+	TaskSuccess    TaskState = 3 // its client reported success (final)
+	TaskFailed     TaskState = 4 // its client reported failure (final)
+)
+
+func (s TaskState) String() string {
+	switch s {
+	case TaskPending:
+		return "PENDING"
+	case TaskProcessing:
+		return "PROCESSING"
+	case TaskSuccess:
+		return "SUCCESS"
+	case TaskFailed:
+		return "FAILED"
+	}
+	return "UNKNOWN"
+}
+
+// Finished reports whether s is final.
+func (s TaskState) Finished() bool { return s == TaskSuccess || s == TaskFailed }
+
+// TaskSpec is what a task is created with. For TaskCopy and TaskMove: the object (Tenant, Key),
+// the source segment (zero: the segment of its first COMPLETE replica), and the targets (none
+// named: Replicas of them, placed by the worker's CopyStart or MoveStart). The task goes to the
+// client that owns the source segment.
+type TaskSpec struct {
+	Kind     TaskKind
+	Tenant   string
+	Key      string
+	Source   alloc.ID
+	Targets  []alloc.ID
+	Replicas int
+}
+
+// Task is one scheduled task. A *Task inside the queue is immutable: every change publishes a new
+// one, so QueryTask and a snapshot capture may hold it with no lock.
+type Task struct {
+	ID      uint64
+	Spec    TaskSpec // Source resolved at Create
+	Client  alloc.ID // the worker it is assigned to
+	State   TaskState
+	Created int64  // leader time, unix ns
+	Updated int64  // leader time of its last change, unix ns
+	Message string // the worker's completion message
+}
+
+// TaskQueue holds the scheduled tasks. Concurrency contract: mu guards every field; it is a leaf
+// lock (nothing is acquired under it), taken by apply and by the leader's reads.
+type TaskQueue struct {
+	mu       sync.Mutex
+	next     uint64                // last id handed out
+	byID     map[uint64]*Task      // every task kept
+	pending  map[alloc.ID][]uint64 // per client, PENDING ids in creation order
+	npending int
+	finished []uint64 // finished ids, in the order they finished
+}
+
+func newTaskQueue() *TaskQueue {
+	return &TaskQueue{byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}}
+}
+
+func taskErr(r Reason, id uint64, what string) *Error {
+	return errf(r, "task %d: %s", id, what)
+}
+
+// CreateTask validates spec against the state, assigns the task to the owner of its source
+// segment and queues it PENDING. Refusals, with nothing changed: INVALID_PARAMS (an unknown kind, a
+// bad field), TENANT_NOT_REGISTERED, OBJECT_NOT_FOUND, REPLICA_NOT_FOUND (no COMPLETE replica on
+// the source segment), SEGMENT_NOT_FOUND (a named target not mounted), TASK_PENDING_LIMIT_EXCEEDED.
+func (s *Store) CreateTask(now int64, spec TaskSpec) (uint64, error) {
+	if err := s.checkTask(&spec); err != nil {
+		return 0, err
+	}
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pruneLocked(now)
+	if q.npending >= MaxPendingTasks {
+		return 0, errf(TaskPendingLimitExceeded, "tenant %q key %q: %d tasks pending, at most %d", spec.Tenant, spec.Key, q.npending, MaxPendingTasks)
+	}
+	owner, _ := s.segs.Get(spec.Source) // checkTask found it; the registry lock is a leaf too
+	q.next++
+	task := &Task{ID: q.next, Spec: spec, Client: owner.Owner, State: TaskPending, Created: now, Updated: now}
+	q.byID[task.ID] = task
+	q.pending[task.Client] = append(q.pending[task.Client], task.ID)
+	q.npending++
+	return task.ID, nil
+}
+
+// CheckCreateTask reports whether the state refuses spec (CreateTask), but for the pending
+// limit. The leader refuses from it without a log entry; it changes nothing.
+func (s *Store) CheckCreateTask(spec TaskSpec) error {
+	return s.checkTask(&spec)
+}
+
+// checkTask validates spec and checks it against the object and segments; it resolves a zero
+// Source to the segment of the object's first COMPLETE replica.
+func (s *Store) checkTask(spec *TaskSpec) error {
+	spec.Tenant = NormalizeTenant(spec.Tenant)
+	req := ReplicaTaskRequest{Tenant: spec.Tenant, Client: alloc.ID{0: 1}, Key: spec.Key, Kind: spec.Kind,
+		Source: spec.Source, Targets: spec.Targets, Count: spec.Replicas}
+	if req.Source.IsZero() {
+		req.Source = alloc.ID{0: 1} // resolved below
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	spec.Replicas = req.Count
+	t, err := s.writable(spec.Tenant)
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	e, st, err := s.taskTarget(t, spec.Key)
+	if err != nil {
+		return err
+	}
+	e.mu.Unlock() // st is immutable
+	if spec.Source.IsZero() {
+		i := slices.IndexFunc(st.Replicas, func(r Replica) bool { return r.Status == Complete })
+		if i < 0 {
+			return objErr(ReplicaNotFound, t.name, spec.Key, "no COMPLETE replica")
+		}
+		spec.Source = st.Replicas[i].Extent.Segment
+	} else if !slices.ContainsFunc(st.Replicas, func(r Replica) bool { return r.Extent.Segment == spec.Source && r.Status == Complete }) {
+		return objErr(ReplicaNotFound, t.name, spec.Key, "no COMPLETE replica on source segment "+spec.Source.String())
+	}
+	if _, ok := s.segs.Get(spec.Source); !ok {
+		return objErr(SegmentNotFound, t.name, spec.Key, "source segment "+spec.Source.String()+" is not mounted")
+	}
+	for _, id := range spec.Targets {
+		if _, ok := s.segs.Get(id); !ok {
+			return objErr(SegmentNotFound, t.name, spec.Key, "target_segment_ids: segment "+id.String()+" is not mounted")
+		}
+	}
+	return nil
+}
+
+// FetchTasks turns up to max (1..MaxFetchTasks) of the client's oldest PENDING tasks PROCESSING
+// and returns them, oldest first; none is no error.
+func (s *Store) FetchTasks(now int64, client alloc.ID, max int) ([]Task, error) {
+	if err := ValidateClient(client); err != nil {
+		return nil, err
+	}
+	if max < 1 || max > MaxFetchTasks {
+		return nil, errf(InvalidParams, "batch: %d not in 1..%d", max, MaxFetchTasks)
+	}
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pruneLocked(now)
+	ids := q.pending[client]
+	n := min(max, len(ids))
+	out := make([]Task, 0, n)
+	for _, id := range ids[:n] {
+		nt := *q.byID[id]
+		nt.State, nt.Updated = TaskProcessing, now
+		q.byID[id] = &nt
+		out = append(out, nt)
+	}
+	if n == len(ids) {
+		delete(q.pending, client)
+	} else {
+		q.pending[client] = slices.Clone(ids[n:])
+	}
+	q.npending -= n
+	return out, nil
+}
+
+// PendingTasks returns how many PENDING tasks the client's queue holds (the leader answers an
+// empty FetchTasks from it without a log entry).
+func (s *Store) PendingTasks(client alloc.ID) int {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending[client])
+}
+
+// CompleteTask records the outcome of a PROCESSING task its client reports: SUCCESS when ok, else
+// FAILED, with msg (cut to MaxTaskMessage bytes). Refusals: TASK_NOT_FOUND (no such task kept),
+// ILLEGAL_CLIENT (assigned to another client), INVALID_PARAMS (not PROCESSING).
+func (s *Store) CompleteTask(now int64, client alloc.ID, id uint64, ok bool, msg string) error {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pruneLocked(now)
+	if err := q.completableLocked(client, id); err != nil {
+		return err
+	}
+	nt := *q.byID[id]
+	nt.State, nt.Updated, nt.Message = TaskFailed, now, msg[:min(len(msg), MaxTaskMessage)]
+	if ok {
+		nt.State = TaskSuccess
+	}
+	q.byID[id] = &nt
+	q.finishLocked(&nt)
+	q.pruneLocked(now)
+	return nil
+}
+
+// finishLocked records a finished task in q.finished, which is kept in (Updated, ID) order: the
+// order pruning drops them in, the same on a node that restored them from a snapshot.
+func (q *TaskQueue) finishLocked(t *Task) {
+	i, _ := slices.BinarySearchFunc(q.finished, t, func(id uint64, t *Task) int {
+		if c := compareI64(q.byID[id].Updated, t.Updated); c != 0 {
+			return c
+		}
+		return compareU64(id, t.ID)
+	})
+	q.finished = slices.Insert(q.finished, i, t.ID)
+}
+
+// CheckCompleteTask reports whether the state refuses a CompleteTask; it changes nothing.
+func (s *Store) CheckCompleteTask(client alloc.ID, id uint64) error {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.completableLocked(client, id)
+}
+
+func (q *TaskQueue) completableLocked(client alloc.ID, id uint64) error {
+	task := q.byID[id]
+	switch {
+	case task == nil:
+		return taskErr(TaskNotFound, id, "not found")
+	case task.Client != client:
+		return taskErr(IllegalClient, id, "assigned to client "+task.Client.String()+", not "+client.String())
+	case task.State != TaskProcessing:
+		return taskErr(InvalidParams, id, "is "+task.State.String()+", not PROCESSING")
+	}
+	return nil
+}
+
+// QueryTask returns a task that is kept (TASK_NOT_FOUND otherwise). A finished task past
+// FinishedTaskTTL may still be returned until the next change prunes it.
+func (s *Store) QueryTask(id uint64) (Task, error) {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	task := q.byID[id]
+	if task == nil {
+		return Task{}, taskErr(TaskNotFound, id, "not found")
+	}
+	return *task, nil
+}
+
+// pruneLocked drops the finished tasks past FinishedTaskTTL at now, and the oldest past
+// MaxFinishedTasks.
+func (q *TaskQueue) pruneLocked(now int64) {
+	drop := 0
+	for drop < len(q.finished) {
+		task := q.byID[q.finished[drop]]
+		if len(q.finished)-drop <= MaxFinishedTasks && now-task.Updated <= int64(FinishedTaskTTL) {
+			break
+		}
+		delete(q.byID, task.ID)
+		drop++
+	}
+	if drop > 0 {
+		q.finished = slices.Delete(q.finished, 0, drop)
+	}
+}
+
+// Tasks returns every task kept, by id, and the id counter (snapshot capture).
+func (s *Store) Tasks() (tasks []Task, next uint64) {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	tasks = make([]Task, 0, len(q.byID))
+	for _, t := range q.byID {
+		tasks = append(tasks, *t)
+	}
+	slices.SortFunc(tasks, func(a, b Task) int { return compareU64(a.ID, b.ID) })
+	return tasks, q.next
+}
+
+func compareU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// RestoreTasks installs tasks (ids ascending, each below or at next) and the id counter into an
+// empty queue (snapshot restore): pending ones queue in id order.
+func (s *Store) RestoreTasks(tasks []Task, next uint64) error {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.byID) != 0 || q.next != 0 {
+		return errf(InvalidParams, "task queue not empty")
+	}
+	last := uint64(0)
+	for i := range tasks {
+		t := tasks[i]
+		if t.ID <= last || t.ID > next || !t.Spec.Kind.Valid() || t.State < TaskPending || t.State > TaskFailed || t.Client.IsZero() {
+			return errf(InvalidParams, "task %d malformed", t.ID)
+		}
+		last = t.ID
+		q.byID[t.ID] = &t
+		switch {
+		case t.State == TaskPending:
+			q.pending[t.Client] = append(q.pending[t.Client], t.ID)
+			q.npending++
+		case t.State.Finished():
+			q.finishLocked(&t)
+		}
+	}
+	q.next = next
+	return nil
+}
+
+func compareI64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

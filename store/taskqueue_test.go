@@ -1,0 +1,100 @@
+package store
+
+import (
+	"testing"
+
+	"metad/store/alloc"
+)
+
+// TestTaskQueueLifecycle: a copy task goes to the owner of its source segment, PENDING ->
+// PROCESSING (fetched) -> SUCCESS or FAILED (completed), with every refusal of the queue; a
+// finished task is kept for FinishedTaskTTL.
+func TestTaskQueueLifecycle(t *testing.T) {
+	s := taskFixture(t) // segments owned by client1; "k" COMPLETE on segment 1
+	id, err := s.CreateTask(sec, TaskSpec{Kind: TaskCopy, Tenant: "a", Key: "k", Targets: []alloc.ID{segID(2)}})
+	if err != nil || id != 1 {
+		t.Fatalf("CreateTask = %d, %v", id, err)
+	}
+	task, err := s.QueryTask(id)
+	if err != nil || task.State != TaskPending || task.Client != client1 || task.Spec.Source != segID(1) || task.Spec.Replicas != 1 {
+		t.Fatalf("QueryTask = %+v, %v", task, err)
+	}
+	id2, err := s.CreateTask(sec, TaskSpec{Kind: TaskMove, Tenant: "a", Key: "k", Source: segID(1)})
+	if err != nil || id2 != 2 {
+		t.Fatalf("second CreateTask = %d, %v", id2, err)
+	}
+	for _, c := range []struct {
+		spec TaskSpec
+		want Reason
+	}{
+		{TaskSpec{Kind: TaskCopy, Tenant: "a", Key: "nope"}, ObjectNotFound},
+		{TaskSpec{Kind: TaskCopy, Tenant: "zz", Key: "k"}, TenantNotRegistered},
+		{TaskSpec{Kind: TaskCopy, Tenant: "a", Key: "k", Source: segID(3)}, ReplicaNotFound},
+		{TaskSpec{Kind: TaskCopy, Tenant: "a", Key: "k", Targets: []alloc.ID{segID(42)}}, SegmentNotFound},
+		{TaskSpec{Kind: 9, Tenant: "a", Key: "k"}, InvalidParams},
+	} {
+		_, err := s.CreateTask(sec, c.spec)
+		wantReason(t, err, c.want)
+		wantReason(t, s.CheckCreateTask(c.spec), c.want)
+	}
+	got, err := s.FetchTasks(2*sec, client2, 10)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("another client fetched %+v, %v", got, err)
+	}
+	_, err = s.FetchTasks(2*sec, client1, 0)
+	wantReason(t, err, InvalidParams)
+	got, err = s.FetchTasks(2*sec, client1, 1)
+	if err != nil || len(got) != 1 || got[0].ID != id || got[0].State != TaskProcessing {
+		t.Fatalf("FetchTasks = %+v, %v", got, err)
+	}
+	wantReason(t, s.CompleteTask(3*sec, client1, id2, true, ""), InvalidParams) // still PENDING
+	wantReason(t, s.CompleteTask(3*sec, client2, id, true, ""), IllegalClient)
+	wantReason(t, s.CompleteTask(3*sec, client1, 99, true, ""), TaskNotFound)
+	if err := s.CompleteTask(3*sec, client1, id, false, "disk on fire"); err != nil {
+		t.Fatal(err)
+	}
+	if task, _ := s.QueryTask(id); task.State != TaskFailed || task.Message != "disk on fire" {
+		t.Fatalf("after CompleteTask: %+v", task)
+	}
+	wantReason(t, s.CompleteTask(3*sec, client1, id, true, ""), InvalidParams)
+
+	// A snapshot's view restores into an empty queue as the same queue.
+	tasks, next := s.Tasks()
+	r := newTestStore(t)
+	if err := r.RestoreTasks(tasks, next); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.FetchTasks(4*sec, client1, 5); len(got) != 1 || got[0].ID != id2 {
+		t.Fatalf("the restored queue fetched %+v", got)
+	}
+
+	// Past FinishedTaskTTL, the next change prunes the finished task.
+	late := 3*sec + int64(FinishedTaskTTL) + 1
+	if _, err := s.FetchTasks(late, client1, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.QueryTask(id)
+	wantReason(t, err, TaskNotFound)
+	if task, err := s.QueryTask(id2); err != nil || task.State != TaskProcessing {
+		t.Fatalf("the unfinished task: %+v, %v", task, err)
+	}
+}
+
+// TestTaskPendingLimit: the queue holds at most MaxPendingTasks PENDING tasks; a fetch makes room.
+func TestTaskPendingLimit(t *testing.T) {
+	s := taskFixture(t)
+	spec := TaskSpec{Kind: TaskCopy, Tenant: "a", Key: "k"}
+	for i := range MaxPendingTasks {
+		if _, err := s.CreateTask(sec, spec); err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	_, err := s.CreateTask(sec, spec)
+	wantReason(t, err, TaskPendingLimitExceeded)
+	if _, err := s.FetchTasks(sec, client1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTask(sec, spec); err != nil {
+		t.Fatalf("after a fetch: %v", err)
+	}
+}
