@@ -289,9 +289,8 @@ _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     NoAvailableHandle, SegmentNotFound, NotLeader, Unavailable, SegmentOwnedByOtherClient,
     TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld,
     AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded, NoReplicaOnSegment,
-    ResponseLimitReached)
-    AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded,
-    ObjectHasReplicationTask, ObjectNoReplicationTask, ReplicaNotFound, TaskNotFound, TaskPendingLimitExceeded)
+    ResponseLimitReached, ObjectHasReplicationTask, ObjectNoReplicationTask, ReplicaNotFound, TaskNotFound,
+    TaskPendingLimitExceeded)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 
