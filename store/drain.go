@@ -102,8 +102,8 @@ func newDrainTable() *DrainTable {
 
 func drainErr(r Reason, id uint64, what string) *Error { return errf(r, "drain %d: %s", id, what) }
 
-// validate checks the spec's fields alone.
-func (sp *DrainSpec) validate() error {
+// Validate checks the spec's fields alone (the service checks a request with it).
+func (sp *DrainSpec) Validate() error {
 	if len(sp.Segments) == 0 || len(sp.Segments) > MaxDrainSegments {
 		return errf(InvalidParams, "segment_ids: %d segments, want 1..%d", len(sp.Segments), MaxDrainSegments)
 	}
@@ -139,7 +139,7 @@ func (sp *DrainSpec) validate() error {
 // drained by a running job (SEGMENT_DRAINING), every target mounted and open (SEGMENT_NOT_FOUND,
 // INVALID_PARAMS), room for the job (INVALID_PARAMS).
 func (s *Store) startVerdict(spec *DrainSpec) error {
-	if err := spec.validate(); err != nil {
+	if err := spec.Validate(); err != nil {
 		return err
 	}
 	for _, id := range spec.Segments {
@@ -418,7 +418,7 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 		if j.ID <= last || j.ID > next || j.State < DrainRunning || j.State > DrainCancelled {
 			return errf(InvalidParams, "drain job %d malformed", j.ID)
 		}
-		if err := j.Spec.validate(); err != nil {
+		if err := j.Spec.Validate(); err != nil {
 			return errf(InvalidParams, "drain job %d: %v", j.ID, err)
 		}
 		last = j.ID
@@ -443,12 +443,9 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 // keeps the source its lease covers until the lease ends, as a removal waits for it). A move's
 // target is the first of the job's targets, in turn, that holds no replica of the object; none
 // (zero) when the job names none or every one holds a replica, and MoveStart places it then.
-// leased counts the objects on j's segments passed over for a lease, so that the leader knows
-// the job is waiting rather than done.
-func (s *Store) DrainCandidates(j DrainJob, now int64, limit int) (moves []DrainMove, leased int) {
-	if limit <= 0 {
-		return nil, 0
-	}
+// left counts the objects with any replica on j's segments (the job's progress), leased those
+// passed over for a lease. It visits every object: a job costs one census per call.
+func (s *Store) DrainCandidates(j DrainJob, now int64, limit int) (moves []DrainMove, left, leased int) {
 	busy := make(map[[2]string]struct{}, len(j.InFlight))
 	for _, tid := range j.InFlight {
 		if t, err := s.QueryTask(tid); err == nil {
@@ -470,7 +467,10 @@ func (s *Store) DrainCandidates(j DrainJob, now int64, limit int) (moves []Drain
 					break
 				}
 			}
-			if src < 0 {
+			if anyReplica(st, func(r Replica) bool { return j.Drains(r.Extent.Segment) }) {
+				left++
+			}
+			if src < 0 || len(moves) >= limit {
 				continue
 			}
 			if st.Task != nil || anyReplica(st, func(r Replica) bool { return r.Status != Complete }) {
@@ -492,11 +492,8 @@ func (s *Store) DrainCandidates(j DrainJob, now int64, limit int) (moves []Drain
 				}
 			}
 			moves = append(moves, m)
-			if len(moves) == limit {
-				return false
-			}
 		}
 		return true
 	})
-	return moves, leased
+	return moves, left, leased
 }

@@ -73,7 +73,7 @@ func drive(t *testing.T, s *Store, id uint64, now int64, rounds int) int64 {
 		if s.FinishDrain(now, id) == nil {
 			return now
 		}
-		moves, _ := s.DrainCandidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
+		moves, _, _ := s.DrainCandidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
 		if len(moves) > 0 {
 			if _, _, err := s.ScheduleDrainMoves(now, id, moves); err != nil {
 				t.Fatal(err)
@@ -149,7 +149,7 @@ func TestDrainMovesEverythingOff(t *testing.T) {
 	if got := onSegment(s, segID(1)); got != 1 {
 		t.Fatalf("%d objects left on the drained segment while one is leased, want 1", got)
 	}
-	if moves, leased := s.DrainCandidates(mustJob(t, s, id), now, 10); len(moves) != 0 || leased != 1 {
+	if moves, left, leased := s.DrainCandidates(mustJob(t, s, id), now, 10); len(moves) != 0 || left != 1 || leased != 1 {
 		t.Fatalf("candidates while leased: %+v, %d leased", moves, leased)
 	}
 	done := drive(t, s, id, 13*sec, 20)
@@ -184,7 +184,7 @@ func drive2(t *testing.T, s *Store, id uint64, now int64, rounds int) int64 {
 	t.Helper()
 	for range rounds {
 		j := mustJob(t, s, id)
-		moves, _ := s.DrainCandidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
+		moves, _, _ := s.DrainCandidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
 		if _, _, err := s.ScheduleDrainMoves(now, id, moves); err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestDrainCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 10)
+	moves, _, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 10)
 	if len(moves) != 4 {
 		t.Fatalf("candidates: %+v", moves)
 	}
@@ -219,7 +219,7 @@ func TestDrainCancel(t *testing.T) {
 	if err != nil || tids[0] == 0 || tids[1] == 0 || errs[2] == nil || errs[3] == nil {
 		t.Fatalf("ScheduleDrainMoves past max_concurrency = %v, %v, %v", tids, errs, err)
 	}
-	if again, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 10); len(again) != 2 {
+	if again, left, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 10); len(again) != 2 || left != 4 {
 		t.Fatalf("objects in flight chosen again: %+v", again)
 	}
 	j, err := s.CancelDrain(21*sec, id)
@@ -256,7 +256,7 @@ func TestDrainRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 1)
+	moves, _, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 1)
 	if _, _, err := s.ScheduleDrainMoves(20*sec, id, moves); err != nil {
 		t.Fatal(err)
 	}
