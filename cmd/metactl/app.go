@@ -107,7 +107,7 @@ var verbs = []*verb{
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true}
+	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true, "drain": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {
