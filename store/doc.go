@@ -71,6 +71,15 @@
 // CompleteTask and QueryTask (and Tasks / RestoreTasks for snapshots); a new kind adds its
 // TaskKind and what CreateTask checks for it (checkTask), nothing else.
 //
+// # Drain jobs
+//
+// DrainTable (drain.go) holds the replicated drain jobs: StartDrain closes the segments and starts
+// a job, ScheduleDrainMoves creates the job's move tasks in the TaskQueue (at most its
+// MaxConcurrency in flight), CompleteTask of such a task counts it for its job, FinishDrain ends a
+// job whose segments are empty, CancelDrain opens them again. DrainCandidates is the leader's
+// census of what to move next (lock-free, a hint: never on the apply path). The table's lock is a
+// leaf, never held while the task queue's is, nor the other way round.
+//
 // # Call sequence on the apply path
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
