@@ -86,7 +86,8 @@
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, CloseSegment and UnmountClosed (the
 // graceful unmount: the segment closed to allocations at once, unmounted at a leader-stamped
 // deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart, UpsertEnd,
-// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, CreateTask,
+// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, StartDrain,
+// CancelDrain, ScheduleDrainMoves, FinishDrain, CreateTask,
 // FetchTasks, CompleteTask, RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits
 // (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
 // leader additionally calls Get, Exist, BatchGet, Peek, ScanKeys, Prepare* (PrepareClear

@@ -406,6 +406,13 @@ func (d *DrainTable) pruneLocked() {
 // empty table (snapshot restore, after RestoreTasks): every in-flight task must be kept and
 // unfinished.
 func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
+	tasks, _ := s.Tasks() // before d.mu: the two locks are never held together
+	unfinished := make(map[uint64]uint64, len(tasks))
+	for _, t := range tasks {
+		if !t.State.Finished() {
+			unfinished[t.ID] = t.Spec.Drain
+		}
+	}
 	d := s.drains
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -423,8 +430,7 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 		}
 		last = j.ID
 		for _, tid := range j.InFlight {
-			t, err := s.QueryTask(tid)
-			if err != nil || t.State.Finished() || t.Spec.Drain != j.ID || d.task[tid] != 0 {
+			if job, ok := unfinished[tid]; !ok || job != j.ID || d.task[tid] != 0 {
 				return errf(InvalidParams, "drain job %d: in-flight task %d is not an unfinished task of the job", j.ID, tid)
 			}
 			d.task[tid] = j.ID
