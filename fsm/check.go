@@ -72,6 +72,12 @@ func Check(s *store.Store, c *metadv1.Command) (r store.Result, refused bool) {
 		err = s.CheckEndReplicaTask(wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind()))
 	case *metadv1.Command_CreateTask:
 		err = s.CheckCreateTask(wire.TaskSpecFrom(op.CreateTask))
+	case *metadv1.Command_StartDrain:
+		err = s.CheckStartDrain(wire.DrainSpecFrom(op.StartDrain))
+	case *metadv1.Command_CancelDrain:
+		err = s.CheckCancelDrain(op.CancelDrain.GetDrainId())
+	case *metadv1.Command_FinishDrain:
+		err = s.CheckFinishDrain(op.FinishDrain.GetDrainId())
 	case *metadv1.Command_CompleteTask:
 		m := op.CompleteTask
 		err = s.CheckCompleteTask(wire.ID16(m.GetClientId()), m.GetTaskId())

@@ -62,6 +62,11 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 		num("create_task"):   applyCreateTask,
 		num("fetch_tasks"):   applyFetchTasks,
 		num("complete_task"): applyCompleteTask,
+		// Drain jobs (store.DrainTable).
+		num("start_drain"):          applyStartDrain,
+		num("cancel_drain"):         applyCancelDrain,
+		num("schedule_drain_moves"): applyScheduleDrainMoves,
+		num("finish_drain"):         applyFinishDrain,
 	}
 }
 

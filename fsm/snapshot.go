@@ -90,7 +90,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
 		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
 		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)),
-		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)),
+		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)), LastDrainId: c.LastDrain, Drains: uint64(len(c.Drains)),
 	}
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
@@ -166,6 +166,12 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 			return sw.Size(), err
 		}
 	}
+	for i := range c.Drains {
+		rec.Record = &metadv1.Record_Drain{Drain: wire.DrainTo(&c.Drains[i])}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
 	if err := sw.Close(); err != nil {
 		return sw.Size(), err
 	}
@@ -220,6 +226,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	}
 	var segs []alloc.ID
 	var tasks []store.Task
+	var drains []store.DrainJob
 	groups := uint64(0)
 	seenGroups := map[uint64]struct{}{}
 	rec := &metadv1.Record{}
@@ -276,6 +283,8 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 			}
 		case *metadv1.Record_Task:
 			tasks = append(tasks, wire.TaskFrom(x.Task))
+		case *metadv1.Record_Drain:
+			drains = append(drains, wire.DrainFrom(x.Drain))
 		case *metadv1.Record_Member:
 			m := x.Member
 			if m.GetName() == "" {
@@ -291,6 +300,9 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	s, err := b.Finish()
 	if err == nil {
 		err = s.RestoreTasks(tasks, h.GetLastTaskId())
+	}
+	if err == nil {
+		err = s.RestoreDrains(drains, h.GetLastDrainId())
 	}
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)

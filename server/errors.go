@@ -34,10 +34,11 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 	case store.InvalidParams:
 		code = codes.InvalidArgument
 	case store.TenantNotRegistered, store.ObjectNotFound, store.SegmentNotFound, store.MemberNotFound,
-		store.KeyNotFound, store.RoleNotFound, store.ReplicaNotFound, store.TaskNotFound:
+		store.KeyNotFound, store.RoleNotFound, store.ReplicaNotFound, store.TaskNotFound, store.DrainNotFound:
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
-		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment, store.ObjectHasReplicationTask, store.ObjectNoReplicationTask:
+		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment, store.ObjectHasReplicationTask, store.ObjectNoReplicationTask,
+		store.SegmentDraining, store.DrainNotRunning:
 		code = codes.FailedPrecondition
 	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded, store.ResponseLimitReached, store.TaskPendingLimitExceeded:
 		code = codes.ResourceExhausted

@@ -310,10 +310,23 @@ func TestStoreReasonsReachClient(t *testing.T) {
 				Id: idb(segA), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep", Tier: metadv1.Tier_TIER_MEMORY}})
 			return err
 		}},
+		{store.DrainNotFound, "", func() error {
+			_, err := h.admin.DrainStatus(ctx, &metadv1.DrainStatusRequest{DrainId: 99})
+			return err
+		}},
+		{store.SegmentDraining, "", func() error { // last: it closes segA
+			req := &metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}}
+			if _, err := h.admin.StartDrain(ctx, req); err != nil {
+				return err
+			}
+			_, err := h.admin.StartDrain(ctx, req)
+			return err
+		}},
 	}
 	// RESPONSE_LIMIT_REACHED is only ever a BatchGet item's status, never a call's error
-	// (TestBatchGetResponseBounded provokes it).
-	covered := map[store.Reason]bool{store.OK: true, store.ResponseLimitReached: true}
+	// (TestBatchGetResponseBounded provokes it); DRAIN_NOT_RUNNING refuses only the leader's own
+	// commands (ScheduleDrainMoves, FinishDrain), never a request.
+	covered := map[store.Reason]bool{store.OK: true, store.ResponseLimitReached: true, store.DrainNotRunning: true}
 	for _, tc := range cases {
 		t.Run(tc.reason.String(), func(t *testing.T) {
 			wire, code, _ := mapReason(tc.reason)

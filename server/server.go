@@ -81,6 +81,9 @@ type Service interface {
 	GrantRole(context.Context, *metadv1.GrantRoleRequest) (*metadv1.GrantRoleResponse, error)
 	RevokeRole(context.Context, *metadv1.RevokeRoleRequest) (*metadv1.RevokeRoleResponse, error)
 	ListRoles(context.Context, *metadv1.ListRolesRequest) (*metadv1.ListRolesResponse, error)
+	StartDrain(context.Context, *metadv1.StartDrainRequest) (*metadv1.StartDrainResponse, error)
+	DrainStatus(context.Context, *metadv1.DrainStatusRequest) (*metadv1.DrainStatusResponse, error)
+	CancelDrain(context.Context, *metadv1.CancelDrainRequest) (*metadv1.CancelDrainResponse, error)
 	// OpenSnapshot and RestoreSnapshot serve the snapshot streams (see snapshot.go).
 	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
 	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)

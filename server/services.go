@@ -93,6 +93,18 @@ func (a *adminService) ListRoles(ctx context.Context, req *metadv1.ListRolesRequ
 	return unary(ctx, a.s, req, a.s.svc.ListRoles)
 }
 
+func (a *adminService) StartDrain(ctx context.Context, req *metadv1.StartDrainRequest) (*metadv1.StartDrainResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.StartDrain)
+}
+
+func (a *adminService) DrainStatus(ctx context.Context, req *metadv1.DrainStatusRequest) (*metadv1.DrainStatusResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.DrainStatus)
+}
+
+func (a *adminService) CancelDrain(ctx context.Context, req *metadv1.CancelDrainRequest) (*metadv1.CancelDrainResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.CancelDrain)
+}
+
 // Status describes the node that answers (never forwarded, unless its authentication was deferred
 // to the leader).
 func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {

@@ -167,6 +167,9 @@ var methodRules = map[string]rule{
 	metadv1.Admin_GrantRole_FullMethodName:        ruleAdmin,
 	metadv1.Admin_RevokeRole_FullMethodName:       ruleAdmin,
 	metadv1.Admin_ListRoles_FullMethodName:        ruleAdmin,
+	metadv1.Admin_StartDrain_FullMethodName:       ruleAdmin,
+	metadv1.Admin_DrainStatus_FullMethodName:      ruleAdmin,
+	metadv1.Admin_CancelDrain_FullMethodName:      ruleAdmin,
 }
 
 // tenantField is the request field that names the tenant of a ruleTenant method.

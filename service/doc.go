@@ -36,8 +36,9 @@
 // Client liveness (the last Ping of each client) lives here, on the leader only: Run's loop
 // expires a client silent for ClientTTL by proposing the unmount of its segments, and ends each
 // graceful unmount that is due (its replicated deadline passed, or its closing segment emptied) by
-// proposing UnmountClosed (clients.go finishClosing), in the term whose leadership the hook has
-// started here. Read leases and removal marks live in the store. The one
+// proposing UnmountClosed (clients.go finishClosing), and drives the running drain jobs by
+// proposing their moves and their end (drain.go driveDrains), in the term whose leadership the
+// hook has started here. Read leases and removal marks live in the store. The one
 // leadership hook is Leadership.Changed (leadership.go), which the Raft node calls whenever this
 // node gains leadership (before the term-start barrier) or loses it: on gaining, the store's soft
 // state starts afresh (store.ResetSoftState); then every known client gets a fresh grace (the table

@@ -24,6 +24,8 @@ const otherTenants = "_other"
 type metrics struct {
 	clientsExpired   prometheus.Counter
 	gracefulUnmounts prometheus.Counter
+	// Drain jobs, as the leader's loop last saw them (summed over the running jobs).
+	drainObjectsLeft, drainMoved, drainFailed, drainsRunning prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics, error) {
@@ -36,11 +38,27 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 			Name: "metad_server_graceful_unmounts_total",
 			Help: "Closing segments this node, as leader, unmounted at the end of their grace period or once empty.",
 		}),
+		drainObjectsLeft: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metad_server_drain_objects_left",
+			Help: "Objects with a replica left on the segments of the running drain jobs, as this node last counted them as leader.",
+		}),
+		drainMoved: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metad_server_drain_objects_moved",
+			Help: "Objects the running drain jobs moved off their segments (moves that succeeded), as this node last saw them as leader.",
+		}),
+		drainFailed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metad_server_drain_moves_failed",
+			Help: "Moves of the running drain jobs that failed (their objects are scheduled again), as this node last saw them as leader.",
+		}),
+		drainsRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metad_server_drains_running",
+			Help: "Drain jobs running, as this node last saw them as leader.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, newStoreCollector(state)} {
+	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, m.drainObjectsLeft, m.drainMoved, m.drainFailed, m.drainsRunning, newStoreCollector(state)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

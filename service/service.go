@@ -154,8 +154,9 @@ func (s *Service) OnLeadership(fn func(leading bool)) {
 	s.onLeading = append(s.onLeading, fn)
 }
 
-// Run is the background loop: every SweepInterval, on the leader, it expires silent clients and
-// ends the graceful unmounts that are due (finishClosing). It returns when ctx is done. Call it
+// Run is the background loop: every SweepInterval, on the leader, it expires silent clients, ends
+// the graceful unmounts that are due (finishClosing) and drives the running drain jobs
+// (driveDrains). It returns when ctx is done. Call it
 // once.
 func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.SweepInterval)
@@ -166,6 +167,7 @@ func (s *Service) Run(ctx context.Context) {
 		if st := s.b.Status(); st.Role == ha.RoleLeader && st.Term != 0 && st.Term == s.term.Load() {
 			s.expireClients(ctx)
 			s.finishClosing(ctx)
+			s.driveDrains(ctx)
 		}
 		select {
 		case <-ctx.Done():

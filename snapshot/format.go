@@ -117,7 +117,7 @@ type Reader struct {
 	buf    []byte
 	n      int64
 	done   bool
-	counts struct{ tenants, segments, objects, keys, roles, tasks uint64 }
+	counts struct{ tenants, segments, objects, keys, roles, tasks, drains uint64 }
 }
 
 // NewReader reads and checks the magic, the format version and the header.
@@ -242,6 +242,8 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 		r.counts.roles++
 	case *metadv1.Record_Task:
 		r.counts.tasks++
+	case *metadv1.Record_Drain:
+		r.counts.drains++
 	case *metadv1.Record_Member, *metadv1.Record_Session:
 	default:
 		return fmt.Errorf("snapshot: record ending at byte %d has no known kind: %w", r.n, ErrCorrupt)
@@ -271,8 +273,9 @@ func (r *Reader) finish() error {
 		return fmt.Errorf("snapshot: header counts %d keys %d role bindings, file has %d/%d: %w",
 			h.Keys, h.RoleBindings, r.counts.keys, r.counts.roles, ErrCorrupt)
 	}
-	if h.Tasks != r.counts.tasks {
-		return fmt.Errorf("snapshot: header counts %d tasks, file has %d: %w", h.Tasks, r.counts.tasks, ErrCorrupt)
+	if h.Tasks != r.counts.tasks || h.Drains != r.counts.drains {
+		return fmt.Errorf("snapshot: header counts %d tasks %d drain jobs, file has %d/%d: %w", h.Tasks, h.Drains,
+			r.counts.tasks, r.counts.drains, ErrCorrupt)
 	}
 	r.done = true
 	return io.EOF

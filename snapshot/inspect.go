@@ -26,6 +26,7 @@ type Info struct {
 	RoleBindings  int           `json:"role_bindings"` // principals with roles (format version 3)
 	AuthRevision  uint64        `json:"auth_revision"` // (format version 3)
 	Tasks         int           `json:"tasks"`         // scheduled tasks kept (format version 4)
+	Drains        int           `json:"drains"`        // drain jobs kept (format version 4)
 }
 
 // MemberInfo is one recorded cluster member of a snapshot.
@@ -103,6 +104,8 @@ func Inspect(r io.Reader) (*Info, error) {
 			info.RoleBindings++
 		case *metadv1.Record_Task:
 			info.Tasks++
+		case *metadv1.Record_Drain:
+			info.Drains++
 		case *metadv1.Record_Member:
 			m := x.Member
 			info.Members = append(info.Members, MemberInfo{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()})

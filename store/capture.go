@@ -22,6 +22,8 @@ type Capture struct {
 	Tenants      []TenantCapture     // by name
 	Tasks        []Task              // the scheduled tasks kept, by id
 	LastTask     uint64              // the id the last scheduled task got
+	Drains       []DrainJob          // the drain jobs kept, by id
+	LastDrain    uint64              // the id the last drain job got
 
 	pool []CapturedObject // backing storage of every tenant's Objects
 }
@@ -67,6 +69,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 	}
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
 	c.Tasks, c.LastTask = s.Tasks()
+	c.Drains, c.LastDrain = s.DrainJobs()
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {
@@ -92,7 +95,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 // its storage for the next CaptureInto. The capture must not be used afterwards.
 func (c *Capture) Recycle() *Capture {
 	clear(c.pool)
-	c.Tenants, c.Segments, c.Tasks = nil, nil, nil
+	c.Tenants, c.Segments, c.Tasks, c.Drains = nil, nil, nil, nil
 	return c
 }
 

@@ -71,13 +71,23 @@
 // CompleteTask and QueryTask (and Tasks / RestoreTasks for snapshots); a new kind adds its
 // TaskKind and what CreateTask checks for it (checkTask), nothing else.
 //
+// # Drain jobs
+//
+// DrainTable (drain.go) holds the replicated drain jobs: StartDrain closes the segments and starts
+// a job, ScheduleDrainMoves creates the job's move tasks in the TaskQueue (at most its
+// MaxConcurrency in flight), CompleteTask of such a task counts it for its job, FinishDrain ends a
+// job whose segments are empty, CancelDrain opens them again. DrainCandidates is the leader's
+// census of what to move next (lock-free, a hint: never on the apply path). The table's lock is a
+// leaf, never held while the task queue's is, nor the other way round.
+//
 // # Call sequence on the apply path
 //
 // The FSM, on every node, calls only replicated operations: RegisterTenant, UnregisterTenant,
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, CloseSegment and UnmountClosed (the
 // graceful unmount: the segment closed to allocations at once, unmounted at a leader-stamped
 // deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart, UpsertEnd,
-// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, CreateTask,
+// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, StartDrain,
+// CancelDrain, ScheduleDrainMoves, FinishDrain, CreateTask,
 // FetchTasks, CompleteTask, RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits
 // (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
 // leader additionally calls Get, Exist, BatchGet, Peek, ScanKeys, Prepare* (PrepareClear

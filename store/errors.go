@@ -44,6 +44,9 @@ const (
 	ReplicaNotFound
 	TaskNotFound
 	TaskPendingLimitExceeded
+	DrainNotFound
+	SegmentDraining
+	DrainNotRunning
 	numReasons
 )
 
@@ -79,6 +82,9 @@ var reasonNames = [numReasons]string{
 	ReplicaNotFound:           "REPLICA_NOT_FOUND",
 	TaskNotFound:              "TASK_NOT_FOUND",
 	TaskPendingLimitExceeded:  "TASK_PENDING_LIMIT_EXCEEDED",
+	DrainNotFound:             "DRAIN_NOT_FOUND",
+	SegmentDraining:           "SEGMENT_DRAINING",
+	DrainNotRunning:           "DRAIN_NOT_RUNNING",
 }
 
 // String returns the reason's stable upper-case name.

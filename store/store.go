@@ -58,6 +58,7 @@ type Store struct {
 
 	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
 	tasks        *TaskQueue    // replicated: the master-scheduled tasks (taskqueue.go)
+	drains       *DrainTable   // replicated: the drain jobs (drain.go)
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
 	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
@@ -79,7 +80,7 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue()}
+	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue(), drains: newDrainTable()}
 }
 
 // Tenants returns the tenant registry.

@@ -73,6 +73,7 @@ type TaskSpec struct {
 	Source   alloc.ID
 	Targets  []alloc.ID
 	Replicas int
+	Drain    uint64 // the drain job that scheduled it (ScheduleDrainMoves); 0: none
 }
 
 // Task is one scheduled task. A *Task inside the queue is immutable: every change publishes a new
@@ -225,9 +226,9 @@ func (s *Store) PendingTasks(client alloc.ID) int {
 func (s *Store) CompleteTask(now int64, client alloc.ID, id uint64, ok bool, msg string) error {
 	q := s.tasks
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.pruneLocked(now)
 	if err := q.completableLocked(client, id); err != nil {
+		q.mu.Unlock()
 		return err
 	}
 	nt := *q.byID[id]
@@ -238,6 +239,10 @@ func (s *Store) CompleteTask(now int64, client alloc.ID, id uint64, ok bool, msg
 	q.byID[id] = &nt
 	q.finishLocked(&nt)
 	q.pruneLocked(now)
+	q.mu.Unlock()
+	if nt.Spec.Drain != 0 {
+		s.drainTaskFinished(now, id, ok) // the drain table's lock is a leaf, never taken under q.mu
+	}
 	return nil
 }
 

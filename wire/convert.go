@@ -345,6 +345,12 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_TASK_NOT_FOUND, true
 	case store.TaskPendingLimitExceeded:
 		return metadv1.Reason_REASON_TASK_PENDING_LIMIT_EXCEEDED, true
+	case store.DrainNotFound:
+		return metadv1.Reason_REASON_DRAIN_NOT_FOUND, true
+	case store.SegmentDraining:
+		return metadv1.Reason_REASON_SEGMENT_DRAINING, true
+	case store.DrainNotRunning:
+		return metadv1.Reason_REASON_DRAIN_NOT_RUNNING, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }
@@ -442,6 +448,9 @@ func ResultTo(r store.Result) *metadv1.ResultRecord {
 	for i := range r.Tasks {
 		out.Tasks = append(out.Tasks, TaskTo(&r.Tasks[i]))
 	}
+	if r.Drain != nil {
+		out.Drain = DrainTo(r.Drain)
+	}
 	return out
 }
 
@@ -462,6 +471,10 @@ func ResultFrom(rec *metadv1.ResultRecord) (store.Result, error) {
 	}
 	for _, t := range rec.GetTasks() {
 		r.Tasks = append(r.Tasks, TaskFrom(t))
+	}
+	if rec.GetDrain() != nil {
+		j := DrainFrom(rec.GetDrain())
+		r.Drain = &j
 	}
 	for _, it := range rec.GetItems() {
 		ir, err := ResultFrom(it)
@@ -532,7 +545,7 @@ func TaskStateTo(s store.TaskState) metadv1.TaskState {
 func TaskTo(t *store.Task) *metadv1.ScheduledTask {
 	out := &metadv1.ScheduledTask{TaskId: t.ID, Kind: TaskKindTo(t.Spec.Kind), Tenant: t.Spec.Tenant, Key: []byte(t.Spec.Key),
 		SourceSegmentId: slices.Clone(t.Spec.Source[:]), Replicas: uint32(max(t.Spec.Replicas, 0)), ClientId: slices.Clone(t.Client[:]),
-		State: TaskStateTo(t.State), CreatedUnixNano: t.Created, UpdatedUnixNano: t.Updated, Message: t.Message}
+		State: TaskStateTo(t.State), CreatedUnixNano: t.Created, UpdatedUnixNano: t.Updated, Message: t.Message, DrainId: t.Spec.Drain}
 	for _, id := range t.Spec.Targets {
 		out.TargetSegmentIds = append(out.TargetSegmentIds, slices.Clone(id[:]))
 	}
@@ -543,7 +556,7 @@ func TaskTo(t *store.Task) *metadv1.ScheduledTask {
 // store.RestoreTasks refuses.
 func TaskFrom(m *metadv1.ScheduledTask) store.Task {
 	t := store.Task{ID: m.GetTaskId(), Spec: store.TaskSpec{Kind: TaskKindFrom(m.GetKind()), Tenant: m.GetTenant(),
-		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16))},
+		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16)), Drain: m.GetDrainId()},
 		Client: ID16(m.GetClientId()), Created: m.GetCreatedUnixNano(), Updated: m.GetUpdatedUnixNano(), Message: m.GetMessage()}
 	switch m.GetState() {
 	case metadv1.TaskState_TASK_STATE_PENDING:
@@ -572,4 +585,89 @@ func TaskSpecFrom(m *metadv1.CreateTask) store.TaskSpec {
 		s.Targets = append(s.Targets, ID16(id))
 	}
 	return s
+}
+
+// ids16 converts 16-byte ids; a wrong length gives a zero id, which the store refuses.
+func ids16(bs [][]byte) []alloc.ID {
+	var out []alloc.ID
+	for _, b := range bs {
+		out = append(out, ID16(b))
+	}
+	return out
+}
+
+func idsTo(ids []alloc.ID) [][]byte {
+	out := make([][]byte, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, slices.Clone(id[:]))
+	}
+	return out
+}
+
+// DrainSpecFrom builds the store's spec of a StartDrain command.
+func DrainSpecFrom(m *metadv1.StartDrain) store.DrainSpec {
+	return store.DrainSpec{Segments: ids16(m.GetSegmentIds()), Targets: ids16(m.GetTargetSegmentIds()),
+		MaxConcurrency: int(min(m.GetMaxConcurrency(), 1<<20))}
+}
+
+// DrainMovesFrom builds the store's moves of a ScheduleDrainMoves command.
+func DrainMovesFrom(m *metadv1.ScheduleDrainMoves) []store.DrainMove {
+	out := make([]store.DrainMove, len(m.GetMoves()))
+	for i, mv := range m.GetMoves() {
+		out[i] = store.DrainMove{Tenant: mv.GetTenant(), Key: string(mv.GetKey()), Source: ID16(mv.GetSourceSegmentId())}
+		if len(mv.GetTargetSegmentId()) != 0 {
+			out[i].Target = ID16(mv.GetTargetSegmentId())
+		}
+	}
+	return out
+}
+
+// DrainMovesTo builds a ScheduleDrainMoves command's moves.
+func DrainMovesTo(mv []store.DrainMove) []*metadv1.DrainMove {
+	out := make([]*metadv1.DrainMove, len(mv))
+	for i, m := range mv {
+		out[i] = &metadv1.DrainMove{Tenant: m.Tenant, Key: []byte(m.Key), SourceSegmentId: slices.Clone(m.Source[:])}
+		if !m.Target.IsZero() {
+			out[i].TargetSegmentId = slices.Clone(m.Target[:])
+		}
+	}
+	return out
+}
+
+// DrainStateTo converts a drain job's state.
+func DrainStateTo(s store.DrainState) metadv1.DrainState {
+	switch s {
+	case store.DrainRunning:
+		return metadv1.DrainState_DRAIN_STATE_RUNNING
+	case store.DrainDone:
+		return metadv1.DrainState_DRAIN_STATE_DONE
+	case store.DrainCancelled:
+		return metadv1.DrainState_DRAIN_STATE_CANCELLED
+	}
+	return metadv1.DrainState_DRAIN_STATE_UNSPECIFIED
+}
+
+// DrainTo converts a drain job to the wire (responses, snapshot records, kept results).
+func DrainTo(j *store.DrainJob) *metadv1.DrainJob {
+	return &metadv1.DrainJob{DrainId: j.ID, SegmentIds: idsTo(j.Spec.Segments), TargetSegmentIds: idsTo(j.Spec.Targets),
+		MaxConcurrency: uint32(max(j.Spec.MaxConcurrency, 0)), State: DrainStateTo(j.State), CreatedUnixNano: j.Created,
+		UpdatedUnixNano: j.Updated, Moved: j.Moved, Failed: j.Failed, InFlightTaskIds: slices.Clone(j.InFlight)}
+}
+
+// DrainFrom converts a wire drain job; an unknown state gives 0, which store.RestoreDrains
+// refuses.
+func DrainFrom(m *metadv1.DrainJob) store.DrainJob {
+	j := store.DrainJob{ID: m.GetDrainId(), Spec: store.DrainSpec{Segments: ids16(m.GetSegmentIds()),
+		Targets: ids16(m.GetTargetSegmentIds()), MaxConcurrency: int(min(m.GetMaxConcurrency(), 1<<20))},
+		Created: m.GetCreatedUnixNano(), Updated: m.GetUpdatedUnixNano(), Moved: m.GetMoved(), Failed: m.GetFailed(),
+		InFlight: slices.Clone(m.GetInFlightTaskIds())}
+	switch m.GetState() {
+	case metadv1.DrainState_DRAIN_STATE_RUNNING:
+		j.State = store.DrainRunning
+	case metadv1.DrainState_DRAIN_STATE_DONE:
+		j.State = store.DrainDone
+	case metadv1.DrainState_DRAIN_STATE_CANCELLED:
+		j.State = store.DrainCancelled
+	}
+	return j
 }

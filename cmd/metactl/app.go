@@ -71,6 +71,9 @@ var verbs = []*verb{
 	{"task create-move", "KEY [--source SEG] [--to SEG] [--tenant T]", "schedule a move for the worker that owns the source segment", runTaskCreateMove},
 	{"task ls", "[--tenant T] [--state S] [--after ID] [--limit N]", "list a tenant's scheduled tasks", runTaskLs},
 	{"task show", "TASK-ID [--tenant T]", "show a scheduled task", runTaskShow},
+	{"drain start", "--segments ID,... [--targets ID,...] [--max-concurrency N] [--wait]", "move every object off segments, which take no new allocation from now", runDrainStart},
+	{"drain status", "[JOB] [--wait]", "show drain jobs and their progress (--wait: until JOB ends)", runDrainStatus},
+	{"drain cancel", "JOB", "cancel a running drain: its segments take allocations again", runDrainCancel},
 	{"group ls", "GROUP [--tenant T] [--stale]", "list the member keys of a group", runGroupLs},
 	{"group rm", "GROUP [--tenant T] [--force]", "remove a group and all its members", runGroupRm},
 	{"tenant create", "NAME [--quota BYTES]", "register a tenant", runTenantCreate},
@@ -104,7 +107,7 @@ var verbs = []*verb{
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true}
+	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true, "drain": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

@@ -40,6 +40,7 @@ type fakeCluster struct {
 	// lastConfig is the ReplicaConfig of the last PutStart.
 	lastConfig *metadv1.ReplicaConfig
 	tasks      map[uint64]*metadv1.ScheduledTask // scheduled tasks (task_test.go)
+	drains     map[uint64]*metadv1.DrainJob      // drain jobs (drain_test.go)
 }
 
 type fakeObject struct {

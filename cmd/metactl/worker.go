@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -32,6 +33,8 @@ func runWorker(a *app, v *verb, args []string) error {
 	interval := fs.Duration("ping-interval", time.Second, "time between pings")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = run until SIGINT or SIGTERM)")
 	unmount := fs.Bool("unmount-on-exit", false, "unmount the segments when stopping (otherwise the cluster expires them after client_ttl)")
+	runTasks := fs.Bool("run-tasks", false, "run the moves and copies the cluster assigns (drains, scheduled tasks); a simulated worker copies no bytes")
+	taskInterval := fs.Duration("task-interval", 200*time.Millisecond, "time between fetches of assigned tasks with --run-tasks")
 	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -44,6 +47,8 @@ func runWorker(a *app, v *verb, args []string) error {
 		return usagef(v, "--ping-interval must be positive")
 	case *duration < 0:
 		return usagef(v, "--duration must not be negative")
+	case *taskInterval <= 0:
+		return usagef(v, "--task-interval must be positive")
 	}
 	tier, err := parseTier(*tierS)
 	if err != nil || tier == metadv1.Tier_TIER_UNSPECIFIED {
@@ -106,7 +111,18 @@ func runWorker(a *app, v *verb, args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	tasksDone := make(chan struct{})
+	if *runTasks {
+		events = &lockedWriter{w: events} // two loops log from here on
+		go func() {
+			defer close(tasksDone)
+			a.taskLoop(ctx, c, *taskInterval, events)
+		}()
+	} else {
+		close(tasksDone)
+	}
 	pings, failed := a.pingLoop(ctx, c, segs, *interval, events)
+	<-tasksDone
 	logf(events, "stopping after %d pings (%d failed)", pings, failed)
 	if *unmount {
 		for _, s := range segs {
@@ -205,4 +221,40 @@ func missingSegments(segs []*metadv1.SegmentDesc, mounted [][]byte) []*metadv1.S
 // logf writes a timestamped event line.
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// taskLoop runs the tasks the cluster assigns to this worker (client.RunTasks, with nothing to
+// copy) every interval until ctx ends, logging each batch and each failure.
+func (a *app) taskLoop(ctx context.Context, c *client.Client, interval time.Duration, events io.Writer) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, a.timeout)
+		n, err := c.RunTasks(cctx, 64, nil)
+		cancel()
+		if n > 0 || (err != nil && ctx.Err() == nil) {
+			msg := ""
+			if err != nil {
+				msg = ": " + errorLine(err)
+			}
+			logf(events, "ran %s%s", plural(n, "task"), msg)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// lockedWriter serializes writes to w. Concurrency contract: mu guards w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -2656,6 +2656,320 @@ func (x *ListRolesResponse) GetAuthRevision() uint64 {
 	return 0
 }
 
+// StartDrainRequest asks to move every object off segments: they take no new allocation from the
+// commit on, and the leader schedules moves for their objects (to their owners' workers) until
+// they hold no replica.
+type StartDrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Segments to empty, 16-byte UUIDs, 1..256, distinct.
+	SegmentIds [][]byte `protobuf:"bytes,1,rep,name=segment_ids,json=segmentIds,proto3" json:"segment_ids,omitempty"`
+	// Segments the moves go to, 16-byte UUIDs, at most 256, open; empty: placed by each move.
+	TargetSegmentIds [][]byte `protobuf:"bytes,2,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Moves in flight at most, 1..1024; 0 means 16.
+	MaxConcurrency uint32 `protobuf:"varint,3,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	// Exactly-once retries (see SessionHeader).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartDrainRequest) Reset() {
+	*x = StartDrainRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartDrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartDrainRequest) ProtoMessage() {}
+
+func (x *StartDrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartDrainRequest.ProtoReflect.Descriptor instead.
+func (*StartDrainRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *StartDrainRequest) GetSegmentIds() [][]byte {
+	if x != nil {
+		return x.SegmentIds
+	}
+	return nil
+}
+
+func (x *StartDrainRequest) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *StartDrainRequest) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *StartDrainRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// StartDrainResponse names the job started.
+type StartDrainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job, as started.
+	Drain         *DrainJob `protobuf:"bytes,1,opt,name=drain,proto3" json:"drain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartDrainResponse) Reset() {
+	*x = StartDrainResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartDrainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartDrainResponse) ProtoMessage() {}
+
+func (x *StartDrainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartDrainResponse.ProtoReflect.Descriptor instead.
+func (*StartDrainResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *StartDrainResponse) GetDrain() *DrainJob {
+	if x != nil {
+		return x.Drain
+	}
+	return nil
+}
+
+// DrainStatusRequest asks for one drain job, or every one kept.
+type DrainStatusRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job; 0: every job kept, by id.
+	DrainId       uint64 `protobuf:"varint,1,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainStatusRequest) Reset() {
+	*x = DrainStatusRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainStatusRequest) ProtoMessage() {}
+
+func (x *DrainStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainStatusRequest.ProtoReflect.Descriptor instead.
+func (*DrainStatusRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *DrainStatusRequest) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
+// DrainStatusResponse answers the jobs with their progress.
+type DrainStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The jobs, by id.
+	Drains        []*DrainJob `protobuf:"bytes,1,rep,name=drains,proto3" json:"drains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainStatusResponse) Reset() {
+	*x = DrainStatusResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainStatusResponse) ProtoMessage() {}
+
+func (x *DrainStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainStatusResponse.ProtoReflect.Descriptor instead.
+func (*DrainStatusResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *DrainStatusResponse) GetDrains() []*DrainJob {
+	if x != nil {
+		return x.Drains
+	}
+	return nil
+}
+
+// CancelDrainRequest asks to cancel a running drain job.
+type CancelDrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job.
+	DrainId uint64 `protobuf:"varint,1,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	// Exactly-once retries (see SessionHeader).
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelDrainRequest) Reset() {
+	*x = CancelDrainRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelDrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelDrainRequest) ProtoMessage() {}
+
+func (x *CancelDrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelDrainRequest.ProtoReflect.Descriptor instead.
+func (*CancelDrainRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *CancelDrainRequest) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
+func (x *CancelDrainRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// CancelDrainResponse answers the job as the cancel left it (a finished job is left as it was).
+type CancelDrainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job.
+	Drain         *DrainJob `protobuf:"bytes,1,opt,name=drain,proto3" json:"drain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelDrainResponse) Reset() {
+	*x = CancelDrainResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelDrainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelDrainResponse) ProtoMessage() {}
+
+func (x *CancelDrainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelDrainResponse.ProtoReflect.Descriptor instead.
+func (*CancelDrainResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *CancelDrainResponse) GetDrain() *DrainJob {
+	if x != nil {
+		return x.Drain
+	}
+	return nil
+}
+
 var File_metadv1_admin_proto protoreflect.FileDescriptor
 
 const file_metadv1_admin_proto_rawDesc = "" +
@@ -2822,13 +3136,30 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\"k\n" +
 	"\x11ListRolesResponse\x121\n" +
 	"\bbindings\x18\x01 \x03(\v2\x15.metad.v1.RoleBindingR\bbindings\x12#\n" +
-	"\rauth_revision\x18\x02 \x01(\x04R\fauthRevision*\x84\x01\n" +
+	"\rauth_revision\x18\x02 \x01(\x04R\fauthRevision\"\xbe\x01\n" +
+	"\x11StartDrainRequest\x12\x1f\n" +
+	"\vsegment_ids\x18\x01 \x03(\fR\n" +
+	"segmentIds\x12,\n" +
+	"\x12target_segment_ids\x18\x02 \x03(\fR\x10targetSegmentIds\x12'\n" +
+	"\x0fmax_concurrency\x18\x03 \x01(\rR\x0emaxConcurrency\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\">\n" +
+	"\x12StartDrainResponse\x12(\n" +
+	"\x05drain\x18\x01 \x01(\v2\x12.metad.v1.DrainJobR\x05drain\"/\n" +
+	"\x12DrainStatusRequest\x12\x19\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\"A\n" +
+	"\x13DrainStatusResponse\x12*\n" +
+	"\x06drains\x18\x01 \x03(\v2\x12.metad.v1.DrainJobR\x06drains\"b\n" +
+	"\x12CancelDrainRequest\x12\x19\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"?\n" +
+	"\x13CancelDrainResponse\x12(\n" +
+	"\x05drain\x18\x01 \x01(\v2\x12.metad.v1.DrainJobR\x05drain*\x84\x01\n" +
 	"\bNodeRole\x12\x19\n" +
 	"\x15NODE_ROLE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12NODE_ROLE_FOLLOWER\x10\x01\x12\x17\n" +
 	"\x13NODE_ROLE_CANDIDATE\x10\x02\x12\x14\n" +
 	"\x10NODE_ROLE_LEADER\x10\x03\x12\x16\n" +
-	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xd9\v\n" +
+	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xba\r\n" +
 	"\x05Admin\x12S\n" +
 	"\x0eRegisterTenant\x12\x1f.metad.v1.RegisterTenantRequest\x1a .metad.v1.RegisterTenantResponse\x12Y\n" +
 	"\x10UnregisterTenant\x12!.metad.v1.UnregisterTenantRequest\x1a\".metad.v1.UnregisterTenantResponse\x12J\n" +
@@ -2850,7 +3181,11 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\tGrantRole\x12\x1a.metad.v1.GrantRoleRequest\x1a\x1b.metad.v1.GrantRoleResponse\x12G\n" +
 	"\n" +
 	"RevokeRole\x12\x1b.metad.v1.RevokeRoleRequest\x1a\x1c.metad.v1.RevokeRoleResponse\x12D\n" +
-	"\tListRoles\x12\x1a.metad.v1.ListRolesRequest\x1a\x1b.metad.v1.ListRolesResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\tListRoles\x12\x1a.metad.v1.ListRolesRequest\x1a\x1b.metad.v1.ListRolesResponse\x12G\n" +
+	"\n" +
+	"StartDrain\x12\x1b.metad.v1.StartDrainRequest\x1a\x1c.metad.v1.StartDrainResponse\x12J\n" +
+	"\vDrainStatus\x12\x1c.metad.v1.DrainStatusRequest\x1a\x1d.metad.v1.DrainStatusResponse\x12J\n" +
+	"\vCancelDrain\x12\x1c.metad.v1.CancelDrainRequest\x1a\x1d.metad.v1.CancelDrainResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_admin_proto_rawDescOnce sync.Once
@@ -2865,7 +3200,7 @@ func file_metadv1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_metadv1_admin_proto_goTypes = []any{
 	(NodeRole)(0),                    // 0: metad.v1.NodeRole
 	(*RegisterTenantRequest)(nil),    // 1: metad.v1.RegisterTenantRequest
@@ -2912,69 +3247,87 @@ var file_metadv1_admin_proto_goTypes = []any{
 	(*ListRolesRequest)(nil),         // 42: metad.v1.ListRolesRequest
 	(*RoleBinding)(nil),              // 43: metad.v1.RoleBinding
 	(*ListRolesResponse)(nil),        // 44: metad.v1.ListRolesResponse
-	(*SessionHeader)(nil),            // 45: metad.v1.SessionHeader
-	(TenantState)(0),                 // 46: metad.v1.TenantState
-	(Tier)(0),                        // 47: metad.v1.Tier
-	(*SegmentDesc)(nil),              // 48: metad.v1.SegmentDesc
+	(*StartDrainRequest)(nil),        // 45: metad.v1.StartDrainRequest
+	(*StartDrainResponse)(nil),       // 46: metad.v1.StartDrainResponse
+	(*DrainStatusRequest)(nil),       // 47: metad.v1.DrainStatusRequest
+	(*DrainStatusResponse)(nil),      // 48: metad.v1.DrainStatusResponse
+	(*CancelDrainRequest)(nil),       // 49: metad.v1.CancelDrainRequest
+	(*CancelDrainResponse)(nil),      // 50: metad.v1.CancelDrainResponse
+	(*SessionHeader)(nil),            // 51: metad.v1.SessionHeader
+	(TenantState)(0),                 // 52: metad.v1.TenantState
+	(Tier)(0),                        // 53: metad.v1.Tier
+	(*SegmentDesc)(nil),              // 54: metad.v1.SegmentDesc
+	(*DrainJob)(nil),                 // 55: metad.v1.DrainJob
 }
 var file_metadv1_admin_proto_depIdxs = []int32{
-	45, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	45, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	46, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
+	51, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	51, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	52, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
 	6,  // 3: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
-	45, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
-	47, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
-	48, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
+	51, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
+	53, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
+	54, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
 	13, // 7: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
 	15, // 8: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
 	0,  // 9: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
 	36, // 10: metad.v1.ListKeysResponse.keys:type_name -> metad.v1.KeyInfo
 	43, // 11: metad.v1.ListRolesResponse.bindings:type_name -> metad.v1.RoleBinding
-	1,  // 12: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
-	3,  // 13: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
-	5,  // 14: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
-	8,  // 15: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
-	10, // 16: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
-	12, // 17: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
-	16, // 18: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
-	18, // 19: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
-	20, // 20: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
-	24, // 21: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
-	22, // 22: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
-	26, // 23: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
-	28, // 24: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
-	29, // 25: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
-	31, // 26: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
-	33, // 27: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
-	35, // 28: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
-	38, // 29: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
-	40, // 30: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
-	42, // 31: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
-	2,  // 32: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
-	4,  // 33: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
-	7,  // 34: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
-	9,  // 35: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
-	11, // 36: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
-	14, // 37: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
-	17, // 38: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
-	19, // 39: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
-	21, // 40: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
-	25, // 41: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
-	23, // 42: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
-	27, // 43: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
-	29, // 44: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
-	30, // 45: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
-	32, // 46: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
-	34, // 47: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
-	37, // 48: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
-	39, // 49: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
-	41, // 50: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
-	44, // 51: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
-	32, // [32:52] is the sub-list for method output_type
-	12, // [12:32] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	51, // 12: metad.v1.StartDrainRequest.session:type_name -> metad.v1.SessionHeader
+	55, // 13: metad.v1.StartDrainResponse.drain:type_name -> metad.v1.DrainJob
+	55, // 14: metad.v1.DrainStatusResponse.drains:type_name -> metad.v1.DrainJob
+	51, // 15: metad.v1.CancelDrainRequest.session:type_name -> metad.v1.SessionHeader
+	55, // 16: metad.v1.CancelDrainResponse.drain:type_name -> metad.v1.DrainJob
+	1,  // 17: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
+	3,  // 18: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
+	5,  // 19: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
+	8,  // 20: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
+	10, // 21: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
+	12, // 22: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
+	16, // 23: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
+	18, // 24: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
+	20, // 25: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
+	24, // 26: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
+	22, // 27: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
+	26, // 28: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
+	28, // 29: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
+	29, // 30: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
+	31, // 31: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
+	33, // 32: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
+	35, // 33: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
+	38, // 34: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
+	40, // 35: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
+	42, // 36: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
+	45, // 37: metad.v1.Admin.StartDrain:input_type -> metad.v1.StartDrainRequest
+	47, // 38: metad.v1.Admin.DrainStatus:input_type -> metad.v1.DrainStatusRequest
+	49, // 39: metad.v1.Admin.CancelDrain:input_type -> metad.v1.CancelDrainRequest
+	2,  // 40: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
+	4,  // 41: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
+	7,  // 42: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
+	9,  // 43: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
+	11, // 44: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
+	14, // 45: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
+	17, // 46: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
+	19, // 47: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
+	21, // 48: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
+	25, // 49: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
+	23, // 50: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
+	27, // 51: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
+	29, // 52: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
+	30, // 53: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
+	32, // 54: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
+	34, // 55: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
+	37, // 56: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
+	39, // 57: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
+	41, // 58: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
+	44, // 59: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
+	46, // 60: metad.v1.Admin.StartDrain:output_type -> metad.v1.StartDrainResponse
+	48, // 61: metad.v1.Admin.DrainStatus:output_type -> metad.v1.DrainStatusResponse
+	50, // 62: metad.v1.Admin.CancelDrain:output_type -> metad.v1.CancelDrainResponse
+	40, // [40:63] is the sub-list for method output_type
+	17, // [17:40] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_admin_proto_init() }
@@ -2989,7 +3342,7 @@ func file_metadv1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_admin_proto_rawDesc), len(file_metadv1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   44,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

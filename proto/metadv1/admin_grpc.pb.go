@@ -43,6 +43,9 @@ const (
 	Admin_GrantRole_FullMethodName        = "/metad.v1.Admin/GrantRole"
 	Admin_RevokeRole_FullMethodName       = "/metad.v1.Admin/RevokeRole"
 	Admin_ListRoles_FullMethodName        = "/metad.v1.Admin/ListRoles"
+	Admin_StartDrain_FullMethodName       = "/metad.v1.Admin/StartDrain"
+	Admin_DrainStatus_FullMethodName      = "/metad.v1.Admin/DrainStatus"
+	Admin_CancelDrain_FullMethodName      = "/metad.v1.Admin/CancelDrain"
 )
 
 // AdminClient is the client API for Admin service.
@@ -95,6 +98,12 @@ type AdminClient interface {
 	RevokeRole(ctx context.Context, in *RevokeRoleRequest, opts ...grpc.CallOption) (*RevokeRoleResponse, error)
 	// ListRoles lists the role bindings by principal.
 	ListRoles(ctx context.Context, in *ListRolesRequest, opts ...grpc.CallOption) (*ListRolesResponse, error)
+	// StartDrain starts a drain job that moves every object off the given segments.
+	StartDrain(ctx context.Context, in *StartDrainRequest, opts ...grpc.CallOption) (*StartDrainResponse, error)
+	// DrainStatus answers one drain job, or every job kept, with its progress.
+	DrainStatus(ctx context.Context, in *DrainStatusRequest, opts ...grpc.CallOption) (*DrainStatusResponse, error)
+	// CancelDrain cancels a running drain job.
+	CancelDrain(ctx context.Context, in *CancelDrainRequest, opts ...grpc.CallOption) (*CancelDrainResponse, error)
 }
 
 type adminClient struct {
@@ -317,6 +326,36 @@ func (c *adminClient) ListRoles(ctx context.Context, in *ListRolesRequest, opts 
 	return out, nil
 }
 
+func (c *adminClient) StartDrain(ctx context.Context, in *StartDrainRequest, opts ...grpc.CallOption) (*StartDrainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartDrainResponse)
+	err := c.cc.Invoke(ctx, Admin_StartDrain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DrainStatus(ctx context.Context, in *DrainStatusRequest, opts ...grpc.CallOption) (*DrainStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DrainStatusResponse)
+	err := c.cc.Invoke(ctx, Admin_DrainStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) CancelDrain(ctx context.Context, in *CancelDrainRequest, opts ...grpc.CallOption) (*CancelDrainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelDrainResponse)
+	err := c.cc.Invoke(ctx, Admin_CancelDrain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -367,6 +406,12 @@ type AdminServer interface {
 	RevokeRole(context.Context, *RevokeRoleRequest) (*RevokeRoleResponse, error)
 	// ListRoles lists the role bindings by principal.
 	ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error)
+	// StartDrain starts a drain job that moves every object off the given segments.
+	StartDrain(context.Context, *StartDrainRequest) (*StartDrainResponse, error)
+	// DrainStatus answers one drain job, or every job kept, with its progress.
+	DrainStatus(context.Context, *DrainStatusRequest) (*DrainStatusResponse, error)
+	// CancelDrain cancels a running drain job.
+	CancelDrain(context.Context, *CancelDrainRequest) (*CancelDrainResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -436,6 +481,15 @@ func (UnimplementedAdminServer) RevokeRole(context.Context, *RevokeRoleRequest) 
 }
 func (UnimplementedAdminServer) ListRoles(context.Context, *ListRolesRequest) (*ListRolesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRoles not implemented")
+}
+func (UnimplementedAdminServer) StartDrain(context.Context, *StartDrainRequest) (*StartDrainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartDrain not implemented")
+}
+func (UnimplementedAdminServer) DrainStatus(context.Context, *DrainStatusRequest) (*DrainStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DrainStatus not implemented")
+}
+func (UnimplementedAdminServer) CancelDrain(context.Context, *CancelDrainRequest) (*CancelDrainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelDrain not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -800,6 +854,60 @@ func _Admin_ListRoles_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_StartDrain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartDrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).StartDrain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_StartDrain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).StartDrain(ctx, req.(*StartDrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DrainStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DrainStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DrainStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DrainStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DrainStatus(ctx, req.(*DrainStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_CancelDrain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelDrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).CancelDrain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_CancelDrain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).CancelDrain(ctx, req.(*CancelDrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -878,6 +986,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRoles",
 			Handler:    _Admin_ListRoles_Handler,
+		},
+		{
+			MethodName: "StartDrain",
+			Handler:    _Admin_StartDrain_Handler,
+		},
+		{
+			MethodName: "DrainStatus",
+			Handler:    _Admin_DrainStatus_Handler,
+		},
+		{
+			MethodName: "CancelDrain",
+			Handler:    _Admin_CancelDrain_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

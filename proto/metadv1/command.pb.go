@@ -333,6 +333,10 @@ type Command struct {
 	//	*Command_CreateTask
 	//	*Command_FetchTasks
 	//	*Command_CompleteTask
+	//	*Command_StartDrain
+	//	*Command_CancelDrain
+	//	*Command_ScheduleDrainMoves
+	//	*Command_FinishDrain
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -711,6 +715,42 @@ func (x *Command) GetCompleteTask() *CompleteTask {
 	return nil
 }
 
+func (x *Command) GetStartDrain() *StartDrain {
+	if x != nil {
+		if x, ok := x.Op.(*Command_StartDrain); ok {
+			return x.StartDrain
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelDrain() *CancelDrain {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CancelDrain); ok {
+			return x.CancelDrain
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetScheduleDrainMoves() *ScheduleDrainMoves {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ScheduleDrainMoves); ok {
+			return x.ScheduleDrainMoves
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetFinishDrain() *FinishDrain {
+	if x != nil {
+		if x, ok := x.Op.(*Command_FinishDrain); ok {
+			return x.FinishDrain
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -916,6 +956,26 @@ type Command_CompleteTask struct {
 	CompleteTask *CompleteTask `protobuf:"bytes,38,opt,name=complete_task,json=completeTask,proto3,oneof"`
 }
 
+type Command_StartDrain struct {
+	// Start a drain job: its segments close and the leader moves every object off them.
+	StartDrain *StartDrain `protobuf:"bytes,47,opt,name=start_drain,json=startDrain,proto3,oneof"`
+}
+
+type Command_CancelDrain struct {
+	// Cancel a running drain job: its segments open again.
+	CancelDrain *CancelDrain `protobuf:"bytes,48,opt,name=cancel_drain,json=cancelDrain,proto3,oneof"`
+}
+
+type Command_ScheduleDrainMoves struct {
+	// Schedule move tasks for a running drain job (the leader's loop).
+	ScheduleDrainMoves *ScheduleDrainMoves `protobuf:"bytes,49,opt,name=schedule_drain_moves,json=scheduleDrainMoves,proto3,oneof"`
+}
+
+type Command_FinishDrain struct {
+	// Mark a drain job done: nothing in flight, its segments empty (the leader's loop).
+	FinishDrain *FinishDrain `protobuf:"bytes,50,opt,name=finish_drain,json=finishDrain,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -987,6 +1047,14 @@ func (*Command_CreateTask) isCommand_Op() {}
 func (*Command_FetchTasks) isCommand_Op() {}
 
 func (*Command_CompleteTask) isCommand_Op() {}
+
+func (*Command_StartDrain) isCommand_Op() {}
+
+func (*Command_CancelDrain) isCommand_Op() {}
+
+func (*Command_ScheduleDrainMoves) isCommand_Op() {}
+
+func (*Command_FinishDrain) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -3925,6 +3993,294 @@ func (x *CompleteTask) GetMessage() string {
 	return ""
 }
 
+// StartDrain starts a drain job: the segments stop taking allocations at once and the leader moves
+// every object off them, at most max_concurrency moves in flight.
+type StartDrain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Segments to empty, 16-byte UUIDs, 1..256, distinct.
+	SegmentIds [][]byte `protobuf:"bytes,1,rep,name=segment_ids,json=segmentIds,proto3" json:"segment_ids,omitempty"`
+	// Segments the moves go to, 16-byte UUIDs, at most 256, open and not drained; empty: placed by
+	// each move.
+	TargetSegmentIds [][]byte `protobuf:"bytes,2,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Moves in flight at most, 1..1024.
+	MaxConcurrency uint32 `protobuf:"varint,3,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *StartDrain) Reset() {
+	*x = StartDrain{}
+	mi := &file_metadv1_command_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartDrain) ProtoMessage() {}
+
+func (x *StartDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartDrain.ProtoReflect.Descriptor instead.
+func (*StartDrain) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *StartDrain) GetSegmentIds() [][]byte {
+	if x != nil {
+		return x.SegmentIds
+	}
+	return nil
+}
+
+func (x *StartDrain) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *StartDrain) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+// CancelDrain cancels a running drain job; a finished one is answered as it is.
+type CancelDrain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job.
+	DrainId       uint64 `protobuf:"varint,1,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelDrain) Reset() {
+	*x = CancelDrain{}
+	mi := &file_metadv1_command_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelDrain) ProtoMessage() {}
+
+func (x *CancelDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelDrain.ProtoReflect.Descriptor instead.
+func (*CancelDrain) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CancelDrain) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
+// DrainMove is one move the leader schedules for a drain job.
+type DrainMove struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// The drained segment holding the object's COMPLETE replica: 16-byte UUID.
+	SourceSegmentId []byte `protobuf:"bytes,3,opt,name=source_segment_id,json=sourceSegmentId,proto3" json:"source_segment_id,omitempty"`
+	// The target segment, 16-byte UUID; empty: placed by the worker's MoveStart.
+	TargetSegmentId []byte `protobuf:"bytes,4,opt,name=target_segment_id,json=targetSegmentId,proto3" json:"target_segment_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DrainMove) Reset() {
+	*x = DrainMove{}
+	mi := &file_metadv1_command_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainMove) ProtoMessage() {}
+
+func (x *DrainMove) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainMove.ProtoReflect.Descriptor instead.
+func (*DrainMove) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DrainMove) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *DrainMove) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *DrainMove) GetSourceSegmentId() []byte {
+	if x != nil {
+		return x.SourceSegmentId
+	}
+	return nil
+}
+
+func (x *DrainMove) GetTargetSegmentId() []byte {
+	if x != nil {
+		return x.TargetSegmentId
+	}
+	return nil
+}
+
+// ScheduleDrainMoves creates one scheduled move task per move, while the job has room in
+// max_concurrency; its result has one item per move.
+type ScheduleDrainMoves struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job.
+	DrainId uint64 `protobuf:"varint,1,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	// The moves, in order.
+	Moves         []*DrainMove `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleDrainMoves) Reset() {
+	*x = ScheduleDrainMoves{}
+	mi := &file_metadv1_command_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleDrainMoves) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleDrainMoves) ProtoMessage() {}
+
+func (x *ScheduleDrainMoves) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleDrainMoves.ProtoReflect.Descriptor instead.
+func (*ScheduleDrainMoves) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ScheduleDrainMoves) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
+func (x *ScheduleDrainMoves) GetMoves() []*DrainMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+// FinishDrain marks a running drain job DONE if nothing is in flight and its segments hold no
+// replica.
+type FinishDrain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job.
+	DrainId       uint64 `protobuf:"varint,1,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishDrain) Reset() {
+	*x = FinishDrain{}
+	mi := &file_metadv1_command_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishDrain) ProtoMessage() {}
+
+func (x *FinishDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishDrain.ProtoReflect.Descriptor instead.
+func (*FinishDrain) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *FinishDrain) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3940,7 +4296,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[41]
+	mi := &file_metadv1_command_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4308,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[41]
+	mi := &file_metadv1_command_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4355,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8c\x12\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8f\x14\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -4047,7 +4403,12 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"createTask\x127\n" +
 	"\vfetch_tasks\x18% \x01(\v2\x14.metad.v1.FetchTasksH\x00R\n" +
 	"fetchTasks\x12=\n" +
-	"\rcomplete_task\x18& \x01(\v2\x16.metad.v1.CompleteTaskH\x00R\fcompleteTask\x121\n" +
+	"\rcomplete_task\x18& \x01(\v2\x16.metad.v1.CompleteTaskH\x00R\fcompleteTask\x127\n" +
+	"\vstart_drain\x18/ \x01(\v2\x14.metad.v1.StartDrainH\x00R\n" +
+	"startDrain\x12:\n" +
+	"\fcancel_drain\x180 \x01(\v2\x15.metad.v1.CancelDrainH\x00R\vcancelDrain\x12P\n" +
+	"\x14schedule_drain_moves\x181 \x01(\v2\x1c.metad.v1.ScheduleDrainMovesH\x00R\x12scheduleDrainMoves\x12:\n" +
+	"\ffinish_drain\x182 \x01(\v2\x15.metad.v1.FinishDrainH\x00R\vfinishDrain\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -4274,7 +4635,25 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x04R\x06taskId\x12\x18\n" +
 	"\asuccess\x18\x03 \x01(\bR\asuccess\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage*\x7f\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x84\x01\n" +
+	"\n" +
+	"StartDrain\x12\x1f\n" +
+	"\vsegment_ids\x18\x01 \x03(\fR\n" +
+	"segmentIds\x12,\n" +
+	"\x12target_segment_ids\x18\x02 \x03(\fR\x10targetSegmentIds\x12'\n" +
+	"\x0fmax_concurrency\x18\x03 \x01(\rR\x0emaxConcurrency\"(\n" +
+	"\vCancelDrain\x12\x19\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\"\x8d\x01\n" +
+	"\tDrainMove\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12*\n" +
+	"\x11source_segment_id\x18\x03 \x01(\fR\x0fsourceSegmentId\x12*\n" +
+	"\x11target_segment_id\x18\x04 \x01(\fR\x0ftargetSegmentId\"Z\n" +
+	"\x12ScheduleDrainMoves\x12\x19\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\x12)\n" +
+	"\x05moves\x18\x02 \x03(\v2\x13.metad.v1.DrainMoveR\x05moves\"(\n" +
+	"\vFinishDrain\x12\x19\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -4302,7 +4681,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -4348,13 +4727,18 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*CreateTask)(nil),         // 41: metad.v1.CreateTask
 	(*FetchTasks)(nil),         // 42: metad.v1.FetchTasks
 	(*CompleteTask)(nil),       // 43: metad.v1.CompleteTask
-	(*BatchPutStart_Item)(nil), // 44: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 45: metad.v1.SessionHeader
-	(Reason)(0),                // 46: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 47: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 48: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 49: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 50: metad.v1.TaskKind
+	(*StartDrain)(nil),         // 44: metad.v1.StartDrain
+	(*CancelDrain)(nil),        // 45: metad.v1.CancelDrain
+	(*DrainMove)(nil),          // 46: metad.v1.DrainMove
+	(*ScheduleDrainMoves)(nil), // 47: metad.v1.ScheduleDrainMoves
+	(*FinishDrain)(nil),        // 48: metad.v1.FinishDrain
+	(*BatchPutStart_Item)(nil), // 49: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 50: metad.v1.SessionHeader
+	(Reason)(0),                // 51: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 52: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 53: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 54: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 55: metad.v1.TaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -4394,41 +4778,46 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	41, // 34: metad.v1.Command.create_task:type_name -> metad.v1.CreateTask
 	42, // 35: metad.v1.Command.fetch_tasks:type_name -> metad.v1.FetchTasks
 	43, // 36: metad.v1.Command.complete_task:type_name -> metad.v1.CompleteTask
-	45, // 37: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	46, // 38: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	47, // 39: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 40: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	48, // 41: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	48, // 42: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	47, // 43: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 44: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	48, // 45: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	48, // 46: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 47: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	47, // 48: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	44, // 49: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 50: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	48, // 51: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	48, // 52: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 53: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	7,  // 54: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	6,  // 55: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	48, // 56: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 57: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	23, // 58: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 59: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	49, // 60: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 61: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	50, // 62: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 63: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	50, // 64: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	50, // 65: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	50, // 66: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	67, // [67:67] is the sub-list for method output_type
-	67, // [67:67] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	44, // 37: metad.v1.Command.start_drain:type_name -> metad.v1.StartDrain
+	45, // 38: metad.v1.Command.cancel_drain:type_name -> metad.v1.CancelDrain
+	47, // 39: metad.v1.Command.schedule_drain_moves:type_name -> metad.v1.ScheduleDrainMoves
+	48, // 40: metad.v1.Command.finish_drain:type_name -> metad.v1.FinishDrain
+	50, // 41: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	51, // 42: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	52, // 43: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 44: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	53, // 45: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	53, // 46: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	52, // 47: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 48: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	53, // 49: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	53, // 50: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 51: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	52, // 52: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	49, // 53: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 54: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	53, // 55: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	53, // 56: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 57: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	7,  // 58: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	6,  // 59: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	53, // 60: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 61: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	23, // 62: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 63: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	54, // 64: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 65: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	55, // 66: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 67: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	55, // 68: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	55, // 69: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	55, // 70: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	46, // 71: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	72, // [72:72] is the sub-list for method output_type
+	72, // [72:72] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -4474,6 +4863,10 @@ func file_metadv1_command_proto_init() {
 		(*Command_CreateTask)(nil),
 		(*Command_FetchTasks)(nil),
 		(*Command_CompleteTask)(nil),
+		(*Command_StartDrain)(nil),
+		(*Command_CancelDrain)(nil),
+		(*Command_ScheduleDrainMoves)(nil),
+		(*Command_FinishDrain)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4481,7 +4874,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   42,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -74,7 +74,11 @@ type SnapshotHeader struct {
 	// Id the last scheduled task got (format version 4).
 	LastTaskId uint64 `protobuf:"varint,100,opt,name=last_task_id,json=lastTaskId,proto3" json:"last_task_id,omitempty"`
 	// Number of task records (format version 4).
-	Tasks         uint64 `protobuf:"varint,101,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	Tasks uint64 `protobuf:"varint,101,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	// The last drain job id handed out (format version 4).
+	LastDrainId uint64 `protobuf:"varint,141,opt,name=last_drain_id,json=lastDrainId,proto3" json:"last_drain_id,omitempty"`
+	// Drain job records that follow (format version 4).
+	Drains        uint64 `protobuf:"varint,142,opt,name=drains,proto3" json:"drains,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -217,6 +221,20 @@ func (x *SnapshotHeader) GetLastTaskId() uint64 {
 func (x *SnapshotHeader) GetTasks() uint64 {
 	if x != nil {
 		return x.Tasks
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetLastDrainId() uint64 {
+	if x != nil {
+		return x.LastDrainId
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetDrains() uint64 {
+	if x != nil {
+		return x.Drains
 	}
 	return 0
 }
@@ -748,6 +766,7 @@ type Record struct {
 	//	*Record_Key
 	//	*Record_Role
 	//	*Record_Task
+	//	*Record_Drain
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -862,6 +881,15 @@ func (x *Record) GetTask() *ScheduledTask {
 	return nil
 }
 
+func (x *Record) GetDrain() *DrainJob {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Drain); ok {
+			return x.Drain
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -907,6 +935,11 @@ type Record_Task struct {
 	Task *ScheduledTask `protobuf:"bytes,100,opt,name=task,proto3,oneof"`
 }
 
+type Record_Drain struct {
+	// A drain job (format version 4); drain records come after every task record, by id.
+	Drain *DrainJob `protobuf:"bytes,143,opt,name=drain,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -922,6 +955,8 @@ func (*Record_Key) isRecord_Record() {}
 func (*Record_Role) isRecord_Record() {}
 
 func (*Record_Task) isRecord_Record() {}
+
+func (*Record_Drain) isRecord_Record() {}
 
 // KeyRecord is one API key: the SHA-256 of its secret, never the secret.
 type KeyRecord struct {
@@ -1240,7 +1275,9 @@ type ResultRecord struct {
 	// An item of a keyed BatchRemove (RemoveByRegex): its key.
 	Key []byte `protobuf:"bytes,130,opt,name=key,proto3" json:"key,omitempty"`
 	// CreateTask: the task created; FetchTasks: the tasks handed out.
-	Tasks         []*ScheduledTask `protobuf:"bytes,100,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Tasks []*ScheduledTask `protobuf:"bytes,100,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// StartDrain, CancelDrain: the job as the command left it.
+	Drain         *DrainJob `protobuf:"bytes,144,opt,name=drain,proto3" json:"drain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1383,6 +1420,13 @@ func (x *ResultRecord) GetKey() []byte {
 func (x *ResultRecord) GetTasks() []*ScheduledTask {
 	if x != nil {
 		return x.Tasks
+	}
+	return nil
+}
+
+func (x *ResultRecord) GetDrain() *DrainJob {
+	if x != nil {
+		return x.Drain
 	}
 	return nil
 }
@@ -1546,7 +1590,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\x90\x04\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xce\x04\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1566,7 +1610,9 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\rrole_bindings\x18\x0e \x01(\x04R\froleBindings\x12 \n" +
 	"\flast_task_id\x18d \x01(\x04R\n" +
 	"lastTaskId\x12\x14\n" +
-	"\x05tasks\x18e \x01(\x04R\x05tasks\"\x96\x02\n" +
+	"\x05tasks\x18e \x01(\x04R\x05tasks\x12#\n" +
+	"\rlast_drain_id\x18\x8d\x01 \x01(\x04R\vlastDrainId\x12\x17\n" +
+	"\x06drains\x18\x8e\x01 \x01(\x04R\x06drains\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -1610,7 +1656,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12*\n" +
 	"\x11started_unix_nano\x18\x03 \x01(\x10R\x0fstartedUnixNano\x12*\n" +
 	"\x11source_replica_id\x18\x04 \x01(\x04R\x0fsourceReplicaId\x12,\n" +
-	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\x96\x03\n" +
+	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xc3\x03\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
@@ -1619,7 +1665,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\asession\x18\x05 \x01(\v2\x17.metad.v1.SessionRecordH\x00R\asession\x12'\n" +
 	"\x03key\x18\x06 \x01(\v2\x13.metad.v1.KeyRecordH\x00R\x03key\x12*\n" +
 	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04role\x12-\n" +
-	"\x04task\x18d \x01(\v2\x17.metad.v1.ScheduledTaskH\x00R\x04taskB\b\n" +
+	"\x04task\x18d \x01(\v2\x17.metad.v1.ScheduledTaskH\x00R\x04task\x12+\n" +
+	"\x05drain\x18\x8f\x01 \x01(\v2\x12.metad.v1.DrainJobH\x00R\x05drainB\b\n" +
 	"\x06record\"\x8f\x01\n" +
 	"\tKeyRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
@@ -1642,7 +1689,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xa7\x04\n" +
+	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xd2\x04\n" +
 	"\fResultRecord\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\rR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x123\n" +
@@ -1660,7 +1707,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\asession\x18\r \x01(\x04R\asession\x12/\n" +
 	"\x14unmount_at_unix_nano\x18\x7f \x01(\x03R\x11unmountAtUnixNano\x12\x11\n" +
 	"\x03key\x18\x82\x01 \x01(\fR\x03key\x12-\n" +
-	"\x05tasks\x18d \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\"\xce\x01\n" +
+	"\x05tasks\x18d \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\x12)\n" +
+	"\x05drain\x18\x90\x01 \x01(\v2\x12.metad.v1.DrainJobR\x05drain\"\xce\x01\n" +
 	"\rResultReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\x1d\n" +
@@ -1709,6 +1757,7 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(Tier)(0),                 // 17: metad.v1.Tier
 	(TaskKind)(0),             // 18: metad.v1.TaskKind
 	(*ScheduledTask)(nil),     // 19: metad.v1.ScheduledTask
+	(*DrainJob)(nil),          // 20: metad.v1.DrainJob
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
 	14, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
@@ -1726,18 +1775,20 @@ var file_metadv1_snapshot_proto_depIdxs = []int32{
 	7,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
 	8,  // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
 	19, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
-	10, // 15: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	11, // 16: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	12, // 17: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	11, // 18: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	19, // 19: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
-	17, // 20: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	16, // 21: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	20, // 15: metad.v1.Record.drain:type_name -> metad.v1.DrainJob
+	10, // 16: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	11, // 17: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	12, // 18: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	11, // 19: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	19, // 20: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
+	20, // 21: metad.v1.ResultRecord.drain:type_name -> metad.v1.DrainJob
+	17, // 22: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	16, // 23: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -1755,6 +1806,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Key)(nil),
 		(*Record_Role)(nil),
 		(*Record_Task)(nil),
+		(*Record_Drain)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -220,6 +220,12 @@ const (
 	Reason_REASON_TASK_NOT_FOUND Reason = 29
 	// Creating the task would take the pending tasks past their bound.
 	Reason_REASON_TASK_PENDING_LIMIT_EXCEEDED Reason = 30
+	// No drain job has that id (never started, or finished and no longer kept).
+	Reason_REASON_DRAIN_NOT_FOUND Reason = 39
+	// StartDrain of a segment that a running drain job drains already.
+	Reason_REASON_SEGMENT_DRAINING Reason = 40
+	// The drain job is not RUNNING (done or cancelled).
+	Reason_REASON_DRAIN_NOT_RUNNING Reason = 41
 )
 
 // Enum value maps for Reason.
@@ -258,6 +264,9 @@ var (
 		28: "REASON_REPLICA_NOT_FOUND",
 		29: "REASON_TASK_NOT_FOUND",
 		30: "REASON_TASK_PENDING_LIMIT_EXCEEDED",
+		39: "REASON_DRAIN_NOT_FOUND",
+		40: "REASON_SEGMENT_DRAINING",
+		41: "REASON_DRAIN_NOT_RUNNING",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -293,6 +302,9 @@ var (
 		"REASON_REPLICA_NOT_FOUND":             28,
 		"REASON_TASK_NOT_FOUND":                29,
 		"REASON_TASK_PENDING_LIMIT_EXCEEDED":   30,
+		"REASON_DRAIN_NOT_FOUND":               39,
+		"REASON_SEGMENT_DRAINING":              40,
+		"REASON_DRAIN_NOT_RUNNING":             41,
 	}
 )
 
@@ -546,6 +558,63 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
+}
+
+// DrainState is where a drain job is in its life: RUNNING -> DONE | CANCELLED.
+type DrainState int32
+
+const (
+	// Never valid.
+	DrainState_DRAIN_STATE_UNSPECIFIED DrainState = 0
+	// Moving objects off its segments.
+	DrainState_DRAIN_STATE_RUNNING DrainState = 1
+	// Its segments held no replica and no move was in flight.
+	DrainState_DRAIN_STATE_DONE DrainState = 2
+	// Cancelled by an operator.
+	DrainState_DRAIN_STATE_CANCELLED DrainState = 3
+)
+
+// Enum value maps for DrainState.
+var (
+	DrainState_name = map[int32]string{
+		0: "DRAIN_STATE_UNSPECIFIED",
+		1: "DRAIN_STATE_RUNNING",
+		2: "DRAIN_STATE_DONE",
+		3: "DRAIN_STATE_CANCELLED",
+	}
+	DrainState_value = map[string]int32{
+		"DRAIN_STATE_UNSPECIFIED": 0,
+		"DRAIN_STATE_RUNNING":     1,
+		"DRAIN_STATE_DONE":        2,
+		"DRAIN_STATE_CANCELLED":   3,
+	}
+)
+
+func (x DrainState) Enum() *DrainState {
+	p := new(DrainState)
+	*p = x
+	return p
+}
+
+func (x DrainState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DrainState) Descriptor() protoreflect.EnumDescriptor {
+	return file_metadv1_types_proto_enumTypes[7].Descriptor()
+}
+
+func (DrainState) Type() protoreflect.EnumType {
+	return &file_metadv1_types_proto_enumTypes[7]
+}
+
+func (x DrainState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DrainState.Descriptor instead.
+func (DrainState) EnumDescriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{7}
 }
 
 // Status is the result of one item of a batch request (results are in request order).
@@ -1105,7 +1174,9 @@ type ScheduledTask struct {
 	// Leader time of its last change, Unix nanoseconds.
 	UpdatedUnixNano int64 `protobuf:"varint,11,opt,name=updated_unix_nano,json=updatedUnixNano,proto3" json:"updated_unix_nano,omitempty"`
 	// The worker's completion message.
-	Message       string `protobuf:"bytes,12,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,12,opt,name=message,proto3" json:"message,omitempty"`
+	// The drain job that scheduled it; 0: none.
+	DrainId       uint64 `protobuf:"varint,140,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1224,6 +1295,150 @@ func (x *ScheduledTask) GetMessage() string {
 	return ""
 }
 
+func (x *ScheduledTask) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
+// DrainJob is one drain job: the segments it empties, where it is, and its progress.
+type DrainJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Job id, from the cluster's counter; never reused.
+	DrainId uint64 `protobuf:"varint,1,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	// Segments it empties, 16-byte UUIDs.
+	SegmentIds [][]byte `protobuf:"bytes,2,rep,name=segment_ids,json=segmentIds,proto3" json:"segment_ids,omitempty"`
+	// Segments its moves go to, 16-byte UUIDs; empty: placed by each move.
+	TargetSegmentIds [][]byte `protobuf:"bytes,3,rep,name=target_segment_ids,json=targetSegmentIds,proto3" json:"target_segment_ids,omitempty"`
+	// Moves in flight at most.
+	MaxConcurrency uint32 `protobuf:"varint,4,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	// Where it is.
+	State DrainState `protobuf:"varint,5,opt,name=state,proto3,enum=metad.v1.DrainState" json:"state,omitempty"`
+	// Leader time it started, Unix nanoseconds.
+	CreatedUnixNano int64 `protobuf:"varint,6,opt,name=created_unix_nano,json=createdUnixNano,proto3" json:"created_unix_nano,omitempty"`
+	// Leader time of its last change, Unix nanoseconds.
+	UpdatedUnixNano int64 `protobuf:"varint,7,opt,name=updated_unix_nano,json=updatedUnixNano,proto3" json:"updated_unix_nano,omitempty"`
+	// Moves that succeeded.
+	Moved uint64 `protobuf:"varint,8,opt,name=moved,proto3" json:"moved,omitempty"`
+	// Moves that failed (their objects are scheduled again).
+	Failed uint64 `protobuf:"varint,9,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Its scheduled move tasks not finished, ascending.
+	InFlightTaskIds []uint64 `protobuf:"varint,10,rep,packed,name=in_flight_task_ids,json=inFlightTaskIds,proto3" json:"in_flight_task_ids,omitempty"`
+	// Objects with a replica left on its segments (status answers only: the leader's count when it
+	// answered; never in a snapshot).
+	ObjectsLeft   uint64 `protobuf:"varint,11,opt,name=objects_left,json=objectsLeft,proto3" json:"objects_left,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainJob) Reset() {
+	*x = DrainJob{}
+	mi := &file_metadv1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainJob) ProtoMessage() {}
+
+func (x *DrainJob) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainJob.ProtoReflect.Descriptor instead.
+func (*DrainJob) Descriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DrainJob) GetDrainId() uint64 {
+	if x != nil {
+		return x.DrainId
+	}
+	return 0
+}
+
+func (x *DrainJob) GetSegmentIds() [][]byte {
+	if x != nil {
+		return x.SegmentIds
+	}
+	return nil
+}
+
+func (x *DrainJob) GetTargetSegmentIds() [][]byte {
+	if x != nil {
+		return x.TargetSegmentIds
+	}
+	return nil
+}
+
+func (x *DrainJob) GetMaxConcurrency() uint32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *DrainJob) GetState() DrainState {
+	if x != nil {
+		return x.State
+	}
+	return DrainState_DRAIN_STATE_UNSPECIFIED
+}
+
+func (x *DrainJob) GetCreatedUnixNano() int64 {
+	if x != nil {
+		return x.CreatedUnixNano
+	}
+	return 0
+}
+
+func (x *DrainJob) GetUpdatedUnixNano() int64 {
+	if x != nil {
+		return x.UpdatedUnixNano
+	}
+	return 0
+}
+
+func (x *DrainJob) GetMoved() uint64 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
+}
+
+func (x *DrainJob) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *DrainJob) GetInFlightTaskIds() []uint64 {
+	if x != nil {
+		return x.InFlightTaskIds
+	}
+	return nil
+}
+
+func (x *DrainJob) GetObjectsLeft() uint64 {
+	if x != nil {
+		return x.ObjectsLeft
+	}
+	return 0
+}
+
 var File_metadv1_types_proto protoreflect.FileDescriptor
 
 const file_metadv1_types_proto_rawDesc = "" +
@@ -1271,7 +1486,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +
-	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq\"\xaa\x03\n" +
+	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq\"\xc6\x03\n" +
 	"\rScheduledTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x04R\x06taskId\x12&\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x16\n" +
@@ -1285,7 +1500,22 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x11created_unix_nano\x18\n" +
 	" \x01(\x03R\x0fcreatedUnixNano\x12*\n" +
 	"\x11updated_unix_nano\x18\v \x01(\x03R\x0fupdatedUnixNano\x12\x18\n" +
-	"\amessage\x18\f \x01(\tR\amessage*;\n" +
+	"\amessage\x18\f \x01(\tR\amessage\x12\x1a\n" +
+	"\bdrain_id\x18\x8c\x01 \x01(\x04R\adrainId\"\x9f\x03\n" +
+	"\bDrainJob\x12\x19\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\x12\x1f\n" +
+	"\vsegment_ids\x18\x02 \x03(\fR\n" +
+	"segmentIds\x12,\n" +
+	"\x12target_segment_ids\x18\x03 \x03(\fR\x10targetSegmentIds\x12'\n" +
+	"\x0fmax_concurrency\x18\x04 \x01(\rR\x0emaxConcurrency\x12*\n" +
+	"\x05state\x18\x05 \x01(\x0e2\x14.metad.v1.DrainStateR\x05state\x12*\n" +
+	"\x11created_unix_nano\x18\x06 \x01(\x03R\x0fcreatedUnixNano\x12*\n" +
+	"\x11updated_unix_nano\x18\a \x01(\x03R\x0fupdatedUnixNano\x12\x14\n" +
+	"\x05moved\x18\b \x01(\x04R\x05moved\x12\x16\n" +
+	"\x06failed\x18\t \x01(\x04R\x06failed\x12+\n" +
+	"\x12in_flight_task_ids\x18\n" +
+	" \x03(\x04R\x0finFlightTaskIds\x12!\n" +
+	"\fobjects_left\x18\v \x01(\x04R\vobjectsLeft*;\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vTIER_MEMORY\x10\x01\x12\f\n" +
@@ -1293,7 +1523,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\x81\b\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd8\b\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1328,7 +1558,10 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"!REASON_OBJECT_NO_REPLICATION_TASK\x10\x1b\x12\x1c\n" +
 	"\x18REASON_REPLICA_NOT_FOUND\x10\x1c\x12\x19\n" +
 	"\x15REASON_TASK_NOT_FOUND\x10\x1d\x12&\n" +
-	"\"REASON_TASK_PENDING_LIMIT_EXCEEDED\x10\x1e*M\n" +
+	"\"REASON_TASK_PENDING_LIMIT_EXCEEDED\x10\x1e\x12\x1a\n" +
+	"\x16REASON_DRAIN_NOT_FOUND\x10'\x12\x1b\n" +
+	"\x17REASON_SEGMENT_DRAINING\x10(\x12\x1c\n" +
+	"\x18REASON_DRAIN_NOT_RUNNING\x10)*M\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +
@@ -1347,7 +1580,13 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x12TASK_STATE_PENDING\x10\x01\x12\x19\n" +
 	"\x15TASK_STATE_PROCESSING\x10\x02\x12\x16\n" +
 	"\x12TASK_STATE_SUCCESS\x10\x03\x12\x15\n" +
-	"\x11TASK_STATE_FAILED\x10\x04B\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x11TASK_STATE_FAILED\x10\x04*s\n" +
+	"\n" +
+	"DrainState\x12\x1b\n" +
+	"\x17DRAIN_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13DRAIN_STATE_RUNNING\x10\x01\x12\x14\n" +
+	"\x10DRAIN_STATE_DONE\x10\x02\x12\x19\n" +
+	"\x15DRAIN_STATE_CANCELLED\x10\x03B\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_types_proto_rawDescOnce sync.Once
@@ -1361,8 +1600,8 @@ func file_metadv1_types_proto_rawDescGZIP() []byte {
 	return file_metadv1_types_proto_rawDescData
 }
 
-var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_metadv1_types_proto_goTypes = []any{
 	(Tier)(0),             // 0: metad.v1.Tier
 	(ReplicaStatus)(0),    // 1: metad.v1.ReplicaStatus
@@ -1371,13 +1610,15 @@ var file_metadv1_types_proto_goTypes = []any{
 	(TenantState)(0),      // 4: metad.v1.TenantState
 	(SoftPinAction)(0),    // 5: metad.v1.SoftPinAction
 	(TaskState)(0),        // 6: metad.v1.TaskState
-	(*Status)(nil),        // 7: metad.v1.Status
-	(*ErrorDetail)(nil),   // 8: metad.v1.ErrorDetail
-	(*Replica)(nil),       // 9: metad.v1.Replica
-	(*ReplicaConfig)(nil), // 10: metad.v1.ReplicaConfig
-	(*SegmentDesc)(nil),   // 11: metad.v1.SegmentDesc
-	(*SessionHeader)(nil), // 12: metad.v1.SessionHeader
-	(*ScheduledTask)(nil), // 13: metad.v1.ScheduledTask
+	(DrainState)(0),       // 7: metad.v1.DrainState
+	(*Status)(nil),        // 8: metad.v1.Status
+	(*ErrorDetail)(nil),   // 9: metad.v1.ErrorDetail
+	(*Replica)(nil),       // 10: metad.v1.Replica
+	(*ReplicaConfig)(nil), // 11: metad.v1.ReplicaConfig
+	(*SegmentDesc)(nil),   // 12: metad.v1.SegmentDesc
+	(*SessionHeader)(nil), // 13: metad.v1.SessionHeader
+	(*ScheduledTask)(nil), // 14: metad.v1.ScheduledTask
+	(*DrainJob)(nil),      // 15: metad.v1.DrainJob
 }
 var file_metadv1_types_proto_depIdxs = []int32{
 	2, // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
@@ -1388,11 +1629,12 @@ var file_metadv1_types_proto_depIdxs = []int32{
 	0, // 5: metad.v1.SegmentDesc.tier:type_name -> metad.v1.Tier
 	3, // 6: metad.v1.ScheduledTask.kind:type_name -> metad.v1.TaskKind
 	6, // 7: metad.v1.ScheduledTask.state:type_name -> metad.v1.TaskState
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	7, // 8: metad.v1.DrainJob.state:type_name -> metad.v1.DrainState
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_types_proto_init() }
@@ -1405,8 +1647,8 @@ func file_metadv1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_types_proto_rawDesc), len(file_metadv1_types_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   7,
+			NumEnums:      8,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

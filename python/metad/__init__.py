@@ -30,7 +30,7 @@ from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, Cli
                           NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
                           ObjectNoReplicationTask, ObjectNotFound,
                           OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
-                          SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded,
+                          SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
                           error_for, item_error, reason_name)
@@ -50,5 +50,6 @@ __all__ = [
     "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment",
     "ResponseLimitReached", "ObjectHasReplicationTask", "ObjectNoReplicationTask",
-    "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "types_pb2", "metadata_pb2", "admin_pb2",
+    "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "DrainNotFound", "SegmentDraining",
+    "DrainNotRunning", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -22,7 +22,8 @@ __all__ = [
     "TenantAlreadyExists", "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
     "NoReplicaOnSegment", "ResponseLimitReached", "ObjectHasReplicationTask",
-    "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "reason_name", "error_for", "item_error", "from_rpc_error",
+    "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded",
+    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
 # Metadata key of the serialized google.rpc.Status that carries a gRPC status's details.
@@ -283,6 +284,21 @@ class TaskPendingLimitExceeded(MetadError):
     reason = types_pb2.REASON_TASK_PENDING_LIMIT_EXCEEDED
 
 
+class DrainNotFound(MetadError):
+    """No drain job has that id (never started, or finished and no longer kept)."""
+    reason = types_pb2.REASON_DRAIN_NOT_FOUND
+
+
+class SegmentDraining(MetadError):
+    """A running drain job drains the segment already."""
+    reason = types_pb2.REASON_SEGMENT_DRAINING
+
+
+class DrainNotRunning(MetadError):
+    """The drain job is done or cancelled."""
+    reason = types_pb2.REASON_DRAIN_NOT_RUNNING
+
+
 _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
     ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
@@ -290,7 +306,7 @@ _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld,
     AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded, NoReplicaOnSegment,
     ResponseLimitReached, ObjectHasReplicationTask, ObjectNoReplicationTask, ReplicaNotFound, TaskNotFound,
-    TaskPendingLimitExceeded)
+    TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 

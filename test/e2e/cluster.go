@@ -321,11 +321,12 @@ func (c *Cluster) Metactl(args ...string) (string, error) {
 	return string(out), err
 }
 
-// StartWorker runs `metactl worker` (mounted segments kept alive by pings) until the test ends.
-func (c *Cluster) StartWorker(segments int, size string) {
+// StartWorker runs `metactl worker` (mounted segments kept alive by pings; extra: more of its
+// flags) until the test ends.
+func (c *Cluster) StartWorker(segments int, size string, extra ...string) {
 	c.T.Helper()
-	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), append(c.metactlFlags(),
-		"worker", "--segments", fmt.Sprint(segments), "--segment-size", size)...)
+	cmd := exec.Command(filepath.Join(c.Bin, "metactl"), append(append(c.metactlFlags(),
+		"worker", "--segments", fmt.Sprint(segments), "--segment-size", size), extra...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -26,6 +26,20 @@ class AddMemberResponse(_message.Message):
     index: int
     def __init__(self, index: _Optional[int] = ...) -> None: ...
 
+class CancelDrainRequest(_message.Message):
+    __slots__ = ["drain_id", "session"]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    drain_id: int
+    session: _types_pb2.SessionHeader
+    def __init__(self, drain_id: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class CancelDrainResponse(_message.Message):
+    __slots__ = ["drain"]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    drain: _types_pb2.DrainJob
+    def __init__(self, drain: _Optional[_Union[_types_pb2.DrainJob, _Mapping]] = ...) -> None: ...
+
 class CreateKeyRequest(_message.Message):
     __slots__ = ["principal", "ttl_ms"]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +57,18 @@ class CreateKeyResponse(_message.Message):
     key_id: str
     token: str
     def __init__(self, key_id: _Optional[str] = ..., token: _Optional[str] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
+class DrainStatusRequest(_message.Message):
+    __slots__ = ["drain_id"]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    drain_id: int
+    def __init__(self, drain_id: _Optional[int] = ...) -> None: ...
+
+class DrainStatusResponse(_message.Message):
+    __slots__ = ["drains"]
+    DRAINS_FIELD_NUMBER: _ClassVar[int]
+    drains: _containers.RepeatedCompositeFieldContainer[_types_pb2.DrainJob]
+    def __init__(self, drains: _Optional[_Iterable[_Union[_types_pb2.DrainJob, _Mapping]]] = ...) -> None: ...
 
 class GetQuotaRequest(_message.Message):
     __slots__ = ["stale", "tenant"]
@@ -303,6 +329,24 @@ class SnapshotSaveRequest(_message.Message):
     ALLOW_STALE_FIELD_NUMBER: _ClassVar[int]
     allow_stale: bool
     def __init__(self, allow_stale: bool = ...) -> None: ...
+
+class StartDrainRequest(_message.Message):
+    __slots__ = ["max_concurrency", "segment_ids", "session", "target_segment_ids"]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    max_concurrency: int
+    segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    session: _types_pb2.SessionHeader
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, segment_ids: _Optional[_Iterable[bytes]] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., max_concurrency: _Optional[int] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class StartDrainResponse(_message.Message):
+    __slots__ = ["drain"]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    drain: _types_pb2.DrainJob
+    def __init__(self, drain: _Optional[_Union[_types_pb2.DrainJob, _Mapping]] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = []

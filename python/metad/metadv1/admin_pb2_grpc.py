@@ -115,6 +115,21 @@ class AdminStub(object):
                 request_serializer=metadv1_dot_admin__pb2.ListRolesRequest.SerializeToString,
                 response_deserializer=metadv1_dot_admin__pb2.ListRolesResponse.FromString,
                 )
+        self.StartDrain = channel.unary_unary(
+                '/metad.v1.Admin/StartDrain',
+                request_serializer=metadv1_dot_admin__pb2.StartDrainRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.StartDrainResponse.FromString,
+                )
+        self.DrainStatus = channel.unary_unary(
+                '/metad.v1.Admin/DrainStatus',
+                request_serializer=metadv1_dot_admin__pb2.DrainStatusRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.DrainStatusResponse.FromString,
+                )
+        self.CancelDrain = channel.unary_unary(
+                '/metad.v1.Admin/CancelDrain',
+                request_serializer=metadv1_dot_admin__pb2.CancelDrainRequest.SerializeToString,
+                response_deserializer=metadv1_dot_admin__pb2.CancelDrainResponse.FromString,
+                )
 
 
 class AdminServicer(object):
@@ -265,6 +280,27 @@ class AdminServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartDrain(self, request, context):
+        """StartDrain starts a drain job that moves every object off the given segments.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainStatus(self, request, context):
+        """DrainStatus answers one drain job, or every job kept, with its progress.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelDrain(self, request, context):
+        """CancelDrain cancels a running drain job.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -367,6 +403,21 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.ListRoles,
                     request_deserializer=metadv1_dot_admin__pb2.ListRolesRequest.FromString,
                     response_serializer=metadv1_dot_admin__pb2.ListRolesResponse.SerializeToString,
+            ),
+            'StartDrain': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartDrain,
+                    request_deserializer=metadv1_dot_admin__pb2.StartDrainRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.StartDrainResponse.SerializeToString,
+            ),
+            'DrainStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainStatus,
+                    request_deserializer=metadv1_dot_admin__pb2.DrainStatusRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.DrainStatusResponse.SerializeToString,
+            ),
+            'CancelDrain': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelDrain,
+                    request_deserializer=metadv1_dot_admin__pb2.CancelDrainRequest.FromString,
+                    response_serializer=metadv1_dot_admin__pb2.CancelDrainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -716,5 +767,56 @@ class Admin(object):
         return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/ListRoles',
             metadv1_dot_admin__pb2.ListRolesRequest.SerializeToString,
             metadv1_dot_admin__pb2.ListRolesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def StartDrain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/StartDrain',
+            metadv1_dot_admin__pb2.StartDrainRequest.SerializeToString,
+            metadv1_dot_admin__pb2.StartDrainResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DrainStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/DrainStatus',
+            metadv1_dot_admin__pb2.DrainStatusRequest.SerializeToString,
+            metadv1_dot_admin__pb2.DrainStatusResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CancelDrain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/metad.v1.Admin/CancelDrain',
+            metadv1_dot_admin__pb2.CancelDrainRequest.SerializeToString,
+            metadv1_dot_admin__pb2.CancelDrainResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

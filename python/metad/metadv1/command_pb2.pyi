@@ -98,6 +98,12 @@ class BatchReplicaClear(_message.Message):
     tenant_instance_id: int
     def __init__(self, tenant: _Optional[str] = ..., tenant_instance_id: _Optional[int] = ..., client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., items: _Optional[_Iterable[_Union[ObjectRef, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
 
+class CancelDrain(_message.Message):
+    __slots__ = ["drain_id"]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    drain_id: int
+    def __init__(self, drain_id: _Optional[int] = ...) -> None: ...
+
 class CloseSegment(_message.Message):
     __slots__ = ["client_id", "segment_id", "unmount_at_unix_nano"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -109,19 +115,21 @@ class CloseSegment(_message.Message):
     def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "close_segment", "complete_task", "create_key", "create_task", "evict", "fetch_tasks", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "replica_task_end", "replica_task_revoke", "replica_task_start", "revoke_expired", "revoke_key", "revoke_role", "session", "set_member", "set_quota", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "cancel_drain", "close_segment", "complete_task", "create_key", "create_task", "evict", "fetch_tasks", "finish_drain", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "replica_task_end", "replica_task_revoke", "replica_task_start", "revoke_expired", "revoke_key", "revoke_role", "schedule_drain_moves", "session", "set_member", "set_quota", "start_drain", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_START_FIELD_NUMBER: _ClassVar[int]
     BATCH_REMOVE_FIELD_NUMBER: _ClassVar[int]
     BATCH_REPLICA_CLEAR_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_DRAIN_FIELD_NUMBER: _ClassVar[int]
     CLOSE_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_TASK_FIELD_NUMBER: _ClassVar[int]
     CREATE_KEY_FIELD_NUMBER: _ClassVar[int]
     CREATE_TASK_FIELD_NUMBER: _ClassVar[int]
     EVICT_FIELD_NUMBER: _ClassVar[int]
     FETCH_TASKS_FIELD_NUMBER: _ClassVar[int]
+    FINISH_DRAIN_FIELD_NUMBER: _ClassVar[int]
     FORGET_MEMBER_FIELD_NUMBER: _ClassVar[int]
     GRANT_ROLE_FIELD_NUMBER: _ClassVar[int]
     MOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
@@ -140,9 +148,11 @@ class Command(_message.Message):
     REVOKE_EXPIRED_FIELD_NUMBER: _ClassVar[int]
     REVOKE_KEY_FIELD_NUMBER: _ClassVar[int]
     REVOKE_ROLE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_DRAIN_MOVES_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     SET_MEMBER_FIELD_NUMBER: _ClassVar[int]
     SET_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    START_DRAIN_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_CLOSED_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     UNREGISTER_TENANT_FIELD_NUMBER: _ClassVar[int]
@@ -155,12 +165,14 @@ class Command(_message.Message):
     batch_put_start: BatchPutStart
     batch_remove: BatchRemove
     batch_replica_clear: BatchReplicaClear
+    cancel_drain: CancelDrain
     close_segment: CloseSegment
     complete_task: CompleteTask
     create_key: CreateKey
     create_task: CreateTask
     evict: Evict
     fetch_tasks: FetchTasks
+    finish_drain: FinishDrain
     forget_member: ForgetMember
     grant_role: GrantRole
     mount_segment: MountSegment
@@ -179,16 +191,18 @@ class Command(_message.Message):
     revoke_expired: RevokeExpired
     revoke_key: RevokeKey
     revoke_role: RevokeRole
+    schedule_drain_moves: ScheduleDrainMoves
     session: _types_pb2.SessionHeader
     set_member: SetMember
     set_quota: SetQuota
+    start_drain: StartDrain
     unmount_closed: UnmountClosed
     unmount_segment: UnmountSegment
     unregister_tenant: UnregisterTenant
     upsert_end: UpsertEnd
     upsert_revoke: UpsertRevoke
     upsert_start: UpsertStart
-    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., replica_task_start: _Optional[_Union[ReplicaTaskStart, _Mapping]] = ..., replica_task_end: _Optional[_Union[ReplicaTaskEnd, _Mapping]] = ..., replica_task_revoke: _Optional[_Union[ReplicaTaskRevoke, _Mapping]] = ..., create_task: _Optional[_Union[CreateTask, _Mapping]] = ..., fetch_tasks: _Optional[_Union[FetchTasks, _Mapping]] = ..., complete_task: _Optional[_Union[CompleteTask, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., replica_task_start: _Optional[_Union[ReplicaTaskStart, _Mapping]] = ..., replica_task_end: _Optional[_Union[ReplicaTaskEnd, _Mapping]] = ..., replica_task_revoke: _Optional[_Union[ReplicaTaskRevoke, _Mapping]] = ..., create_task: _Optional[_Union[CreateTask, _Mapping]] = ..., fetch_tasks: _Optional[_Union[FetchTasks, _Mapping]] = ..., complete_task: _Optional[_Union[CompleteTask, _Mapping]] = ..., start_drain: _Optional[_Union[StartDrain, _Mapping]] = ..., cancel_drain: _Optional[_Union[CancelDrain, _Mapping]] = ..., schedule_drain_moves: _Optional[_Union[ScheduleDrainMoves, _Mapping]] = ..., finish_drain: _Optional[_Union[FinishDrain, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
 
 class CompleteTask(_message.Message):
     __slots__ = ["client_id", "message", "success", "task_id"]
@@ -232,6 +246,18 @@ class CreateTask(_message.Message):
     tenant: str
     def __init__(self, kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ...) -> None: ...
 
+class DrainMove(_message.Message):
+    __slots__ = ["key", "source_segment_id", "target_segment_id", "tenant"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    source_segment_id: bytes
+    target_segment_id: bytes
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_id: _Optional[bytes] = ...) -> None: ...
+
 class Envelope(_message.Message):
     __slots__ = ["commands", "format_version", "leader_time_unix_nano", "rules_version", "seed"]
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +295,12 @@ class FetchTasks(_message.Message):
     batch: int
     client_id: bytes
     def __init__(self, client_id: _Optional[bytes] = ..., batch: _Optional[int] = ...) -> None: ...
+
+class FinishDrain(_message.Message):
+    __slots__ = ["drain_id"]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    drain_id: int
+    def __init__(self, drain_id: _Optional[int] = ...) -> None: ...
 
 class ForgetMember(_message.Message):
     __slots__ = ["name"]
@@ -490,6 +522,14 @@ class RevokeRole(_message.Message):
     role: str
     def __init__(self, principal: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
 
+class ScheduleDrainMoves(_message.Message):
+    __slots__ = ["drain_id", "moves"]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    MOVES_FIELD_NUMBER: _ClassVar[int]
+    drain_id: int
+    moves: _containers.RepeatedCompositeFieldContainer[DrainMove]
+    def __init__(self, drain_id: _Optional[int] = ..., moves: _Optional[_Iterable[_Union[DrainMove, _Mapping]]] = ...) -> None: ...
+
 class SetMember(_message.Message):
     __slots__ = ["client_address", "name", "peer_address"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -507,6 +547,16 @@ class SetQuota(_message.Message):
     quota_bytes: int
     tenant: str
     def __init__(self, tenant: _Optional[str] = ..., quota_bytes: _Optional[int] = ...) -> None: ...
+
+class StartDrain(_message.Message):
+    __slots__ = ["max_concurrency", "segment_ids", "target_segment_ids"]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    max_concurrency: int
+    segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, segment_ids: _Optional[_Iterable[bytes]] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., max_concurrency: _Optional[int] = ...) -> None: ...
 
 class TokenColumns(_message.Message):
     __slots__ = ["key_lengths", "keys", "object_ids", "tenant_index", "tenant_instance_ids", "tenants", "versions"]

@@ -73,7 +73,8 @@ class ObjectRecord(_message.Message):
     def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ..., task: _Optional[_Union[ReplicaTaskRecord, _Mapping]] = ...) -> None: ...
 
 class Record(_message.Message):
-    __slots__ = ["key", "member", "object", "role", "segment", "session", "task", "tenant"]
+    __slots__ = ["drain", "key", "member", "object", "role", "segment", "session", "task", "tenant"]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +83,7 @@ class Record(_message.Message):
     SESSION_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    drain: _types_pb2.DrainJob
     key: KeyRecord
     member: MemberRecord
     object: ObjectRecord
@@ -90,7 +92,7 @@ class Record(_message.Message):
     session: SessionRecord
     task: _types_pb2.ScheduledTask
     tenant: TenantRecord
-    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ..., task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ..., task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ..., drain: _Optional[_Union[_types_pb2.DrainJob, _Mapping]] = ...) -> None: ...
 
 class ReplicaRecord(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_index", "size", "status", "tier"]
@@ -123,10 +125,11 @@ class ReplicaTaskRecord(_message.Message):
     def __init__(self, kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ..., client_id: _Optional[bytes] = ..., started_unix_nano: _Optional[int] = ..., source_replica_id: _Optional[int] = ..., target_replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ResultRecord(_message.Message):
-    __slots__ = ["bytes", "count", "created", "instance", "items", "key", "message", "reason", "replicas", "reused", "session", "tasks", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
+    __slots__ = ["bytes", "count", "created", "drain", "instance", "items", "key", "message", "reason", "replicas", "reused", "session", "tasks", "unmount_at_unix_nano", "unmount_erased", "unmount_replicas", "unmount_segments"]
     BYTES_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +146,7 @@ class ResultRecord(_message.Message):
     bytes: int
     count: int
     created: bool
+    drain: _types_pb2.DrainJob
     instance: int
     items: _containers.RepeatedCompositeFieldContainer[ResultRecord]
     key: bytes
@@ -156,7 +160,7 @@ class ResultRecord(_message.Message):
     unmount_erased: int
     unmount_replicas: int
     unmount_segments: int
-    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ..., key: _Optional[bytes] = ..., tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ...) -> None: ...
+    def __init__(self, reason: _Optional[int] = ..., message: _Optional[str] = ..., replicas: _Optional[_Iterable[_Union[ResultReplica, _Mapping]]] = ..., reused: bool = ..., count: _Optional[int] = ..., bytes: _Optional[int] = ..., instance: _Optional[int] = ..., created: bool = ..., unmount_segments: _Optional[int] = ..., unmount_replicas: _Optional[int] = ..., unmount_erased: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ResultRecord, _Mapping]]] = ..., session: _Optional[int] = ..., unmount_at_unix_nano: _Optional[int] = ..., key: _Optional[bytes] = ..., tasks: _Optional[_Iterable[_Union[_types_pb2.ScheduledTask, _Mapping]]] = ..., drain: _Optional[_Union[_types_pb2.DrainJob, _Mapping]] = ...) -> None: ...
 
 class ResultReplica(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_id", "size", "status", "tier"]
@@ -209,13 +213,15 @@ class SessionRecord(_message.Message):
     def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ...) -> None: ...
 
 class SnapshotHeader(_message.Message):
-    __slots__ = ["auth_revision", "created_at_unix_nano", "format_version", "groups", "index", "keys", "last_task_id", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tasks", "tenants", "term"]
+    __slots__ = ["auth_revision", "created_at_unix_nano", "drains", "format_version", "groups", "index", "keys", "last_drain_id", "last_task_id", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tasks", "tenants", "term"]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    DRAINS_FIELD_NUMBER: _ClassVar[int]
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    LAST_DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_TENANT_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -228,10 +234,12 @@ class SnapshotHeader(_message.Message):
     TERM_FIELD_NUMBER: _ClassVar[int]
     auth_revision: int
     created_at_unix_nano: int
+    drains: int
     format_version: int
     groups: int
     index: int
     keys: int
+    last_drain_id: int
     last_task_id: int
     next_session_id: int
     next_tenant_instance_id: int
@@ -242,7 +250,7 @@ class SnapshotHeader(_message.Message):
     tasks: int
     tenants: int
     term: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ..., last_task_id: _Optional[int] = ..., tasks: _Optional[int] = ...) -> None: ...
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ..., last_task_id: _Optional[int] = ..., tasks: _Optional[int] = ..., last_drain_id: _Optional[int] = ..., drains: _Optional[int] = ...) -> None: ...
 
 class TenantRecord(_message.Message):
     __slots__ = ["instance_id", "name", "next_group_id", "next_object_id", "next_replica_id", "requested_quota_bytes", "state"]

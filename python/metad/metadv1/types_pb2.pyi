@@ -5,8 +5,14 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+DRAIN_STATE_CANCELLED: DrainState
+DRAIN_STATE_DONE: DrainState
+DRAIN_STATE_RUNNING: DrainState
+DRAIN_STATE_UNSPECIFIED: DrainState
 REASON_AUTH_LIMIT_EXCEEDED: Reason
 REASON_AUTH_REVISION_STALE: Reason
+REASON_DRAIN_NOT_FOUND: Reason
+REASON_DRAIN_NOT_RUNNING: Reason
 REASON_ILLEGAL_CLIENT: Reason
 REASON_INVALID_PARAMS: Reason
 REASON_INVALID_WRITE: Reason
@@ -25,6 +31,7 @@ REASON_REPLICA_IS_NOT_READY: Reason
 REASON_REPLICA_NOT_FOUND: Reason
 REASON_RESPONSE_LIMIT_REACHED: Reason
 REASON_ROLE_NOT_FOUND: Reason
+REASON_SEGMENT_DRAINING: Reason
 REASON_SEGMENT_NOT_FOUND: Reason
 REASON_SEGMENT_OWNED_BY_OTHER_CLIENT: Reason
 REASON_SEQUENCE_TOO_OLD: Reason
@@ -59,6 +66,32 @@ TENANT_STATE_UNSPECIFIED: TenantState
 TIER_MEMORY: Tier
 TIER_NOF: Tier
 TIER_UNSPECIFIED: Tier
+
+class DrainJob(_message.Message):
+    __slots__ = ["created_unix_nano", "drain_id", "failed", "in_flight_task_ids", "max_concurrency", "moved", "objects_left", "segment_ids", "state", "target_segment_ids", "updated_unix_nano"]
+    CREATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    created_unix_nano: int
+    drain_id: int
+    failed: int
+    in_flight_task_ids: _containers.RepeatedScalarFieldContainer[int]
+    max_concurrency: int
+    moved: int
+    objects_left: int
+    segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    state: DrainState
+    target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    updated_unix_nano: int
+    def __init__(self, drain_id: _Optional[int] = ..., segment_ids: _Optional[_Iterable[bytes]] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., max_concurrency: _Optional[int] = ..., state: _Optional[_Union[DrainState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., moved: _Optional[int] = ..., failed: _Optional[int] = ..., in_flight_task_ids: _Optional[_Iterable[int]] = ..., objects_left: _Optional[int] = ...) -> None: ...
 
 class ErrorDetail(_message.Message):
     __slots__ = ["key", "leader_address", "leader_name", "reason", "tenant"]
@@ -115,9 +148,10 @@ class ReplicaConfig(_message.Message):
     def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ..., preferred_host: _Optional[str] = ...) -> None: ...
 
 class ScheduledTask(_message.Message):
-    __slots__ = ["client_id", "created_unix_nano", "key", "kind", "message", "replicas", "source_segment_id", "state", "target_segment_ids", "task_id", "tenant", "updated_unix_nano"]
+    __slots__ = ["client_id", "created_unix_nano", "drain_id", "key", "kind", "message", "replicas", "source_segment_id", "state", "target_segment_ids", "task_id", "tenant", "updated_unix_nano"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -130,6 +164,7 @@ class ScheduledTask(_message.Message):
     UPDATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     client_id: bytes
     created_unix_nano: int
+    drain_id: int
     key: bytes
     kind: TaskKind
     message: str
@@ -140,7 +175,7 @@ class ScheduledTask(_message.Message):
     task_id: int
     tenant: str
     updated_unix_nano: int
-    def __init__(self, task_id: _Optional[int] = ..., kind: _Optional[_Union[TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., client_id: _Optional[bytes] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[int] = ..., kind: _Optional[_Union[TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., client_id: _Optional[bytes] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., message: _Optional[str] = ..., drain_id: _Optional[int] = ...) -> None: ...
 
 class SegmentDesc(_message.Message):
     __slots__ = ["base", "endpoint", "id", "name", "owner_client_id", "size", "tier"]
@@ -197,4 +232,7 @@ class SoftPinAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class DrainState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
