@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"metad/proto/metadv1"
 )
@@ -91,7 +92,39 @@ func (c *Client) runTask(ctx context.Context, t *metadv1.ScheduledTask, copyByte
 		}
 	}
 	if move {
-		return c.MoveEnd(ctx, tenant, key)
+		return c.endMove(ctx, tenant, key)
 	}
 	return c.CopyEnd(ctx, tenant, key)
+}
+
+// moveLeaseWait bounds one wait between MoveEnd attempts refused for a read lease;
+// moveRevokeTimeout bounds the revoke of a move given up.
+const (
+	moveLeaseWait     = time.Second
+	moveRevokeTimeout = 10 * time.Second
+)
+
+// endMove ends a move whose bytes are copied. While a reader holds a lease on the object the
+// cluster refuses MoveEnd (OBJECT_HAS_LEASE: the reader may still read the source), so endMove asks
+// again, waiting a little longer each time (at most moveLeaseWait), until the lease has ended or
+// ctx does; then it revokes the move, and the task fails.
+func (c *Client) endMove(ctx context.Context, tenant, key string) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := c.MoveEnd(ctx, tenant, key)
+		if !IsReason(err, metadv1.Reason_REASON_OBJECT_HAS_LEASE) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveRevokeTimeout)
+			_ = c.MoveRevoke(rctx, tenant, key)
+			cancel()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, moveLeaseWait)
+	}
 }

@@ -2,10 +2,12 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 )
 
 // TestCopyAndMoveOverGRPC: the six calls over the adapter, with their status codes: a copy and a
@@ -13,7 +15,8 @@ import (
 // End; a refusal the leader's state decides takes no log entry; a session retry of CopyStart gets
 // the first answer.
 func TestCopyAndMoveOverGRPC(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	clk := newFakeClock()
+	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)
@@ -100,6 +103,14 @@ func TestCopyAndMoveOverGRPC(t *testing.T) {
 		TargetSegmentId: idb(segC)}); err != nil {
 		t.Fatal(err)
 	}
+	// The Gets above leased the object: a reader may still read the source, so MoveEnd waits
+	// for the lease to end (nothing changes meanwhile), then frees the source.
+	_, err = h.meta.MoveEnd(ctx, &metadv1.MoveEndRequest{ClientId: idb(clientB), Key: []byte("k")})
+	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_OBJECT_HAS_LEASE)
+	if got, err := h.b.Store().Peek("default", "k"); err != nil || len(got.Replicas) != 2 {
+		t.Fatalf("a MoveEnd refused for a lease changed the object: %+v, %v", got, err)
+	}
+	clk.Advance(service.DefaultConfig().LeaseTTL + time.Millisecond)
 	if _, err := h.meta.MoveEnd(ctx, &metadv1.MoveEndRequest{ClientId: idb(clientB), Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}

@@ -121,8 +121,49 @@ func (s *Service) taskEnd(ctx context.Context, req taskEndRequest, kind store.Ta
 		cmd = &metadv1.Command{Op: &metadv1.Command_ReplicaTaskRevoke{ReplicaTaskRevoke: &metadv1.ReplicaTaskRevoke{
 			Tenant: tenant, ClientId: c[:], Key: req.GetKey(), Kind: k}}}
 	}
+	if kind == store.TaskMove && !revoke {
+		return s.moveEnd(ctx, cmd, store.ReplicaTaskEndRequest{Tenant: tenant, Client: c, Key: string(req.GetKey()), Kind: kind}, req.GetKey())
+	}
 	_, err = s.propose(ctx, cmd, tenant, req.GetKey())
 	return err
+}
+
+// moveEnd proposes cmd, the MoveEnd of req, as a removal is proposed (remove.go): MoveEnd frees the
+// move's source, which a reader that leased the object may still be reading. So the leader prepares
+// it from its state (store.PrepareMoveEnd: OBJECT_HAS_LEASE while a read lease lasts, and the
+// caller asks again later) and marks the object, so that no read leases the source while the entry
+// is in flight; ProposeMarked clears the mark by the entry's outcome.
+func (s *Service) moveEnd(ctx context.Context, cmd *metadv1.Command, req store.ReplicaTaskEndRequest, rawKey []byte) error {
+	var (
+		st   *store.Store
+		tok  store.ObjectToken
+		kept *store.Result
+	)
+	if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
+		kept = nil
+		if r, ok := s.answered(ctx); ok { // this session's retry of a MoveEnd that applied
+			kept = &r
+			return false, nil
+		}
+		st = cur
+		var err error
+		tok, err = settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareMoveEnd(s.cfg.nowNano(), req) })
+		if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
+			kept = &r
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
+		return fail(err, req.Tenant, rawKey)
+	}
+	if kept != nil {
+		return rejected(kept, req.Tenant, rawKey)
+	}
+	res, err := s.proposeMarked(ctx, st, cmd, []store.ObjectToken{tok})
+	if err != nil {
+		return fail(err, req.Tenant, rawKey)
+	}
+	return rejected(&res, req.Tenant, rawKey)
 }
 
 // CopyStart places new PROCESSING replicas of an object for the caller to fill from a COMPLETE one.

@@ -457,3 +457,35 @@ func (s *Store) CheckEndReplicaTask(req ReplicaTaskEndRequest) error {
 	defer e.mu.Unlock()
 	return taskEndVerdict(t, st, &req)
 }
+
+// PrepareMoveEnd checks, on the leader, that req (a MoveEnd) may free the move's source now: the
+// object is present and not marked, req names its move (taskEndVerdict), and it has no read lease
+// (a reader leased the source and may still be reading it: OBJECT_HAS_LEASE, ask again once the
+// lease has ended). It then marks the object, so that no read leases it while the MoveEnd is in
+// flight (the removal protocol: the caller proposes through service.ProposeMarked, which clears
+// the mark), and returns its token. A marked object is ErrUnlinkPending.
+func (s *Store) PrepareMoveEnd(now int64, req ReplicaTaskEndRequest) (ObjectToken, error) {
+	if err := req.validate(); err != nil {
+		return ObjectToken{}, err
+	}
+	t := s.tenants.Lookup(req.Tenant)
+	if t == nil || t.Life() != TenantOpen {
+		return ObjectToken{}, errf(TenantNotRegistered, "tenant %q is not registered", req.Tenant)
+	}
+	e, st, err := s.taskTarget(t, req.Key)
+	if err != nil {
+		return ObjectToken{}, err
+	}
+	defer e.mu.Unlock()
+	if e.markedLocked() {
+		return ObjectToken{}, ErrUnlinkPending
+	}
+	if err := taskEndVerdict(t, st, &req); err != nil {
+		return ObjectToken{}, err
+	}
+	if s.leasedLocked(e, now) {
+		return ObjectToken{}, objErr(ObjectHasLease, t.name, req.Key, "object has a read lease: the move's source may still be read")
+	}
+	e.setMarkLocked(true)
+	return tokenOf(t, e), nil
+}
