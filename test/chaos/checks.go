@@ -172,7 +172,8 @@ func weakened(ops []*Op, p *partition, tol tolerance) []porcupine.Operation {
 		case tol&tolDirtyAbsent == 0:
 		case op.In.Kind == opGet && op.Out.Reason == rNotFound,
 			op.In.Kind == opExist && op.Out.Res == resOK && !op.Out.Exists,
-			op.In.Kind == opRemove && op.Out.Reason == rNotFound:
+			op.In.Kind == opRemove && op.Out.Reason == rNotFound,
+			(op.In.Kind == opCopyStart || op.In.Kind == opMoveStart) && op.Out.Reason == rNotFound:
 			if overlaps(op, op.In.Member) {
 				w |= tolDirtyAbsent
 			}
@@ -522,7 +523,7 @@ func describeOp(op *Op, p *partition) string {
 	switch {
 	case op.Out.Res != resOK:
 	case op.In.Kind == opGet:
-		s += fmt.Sprintf(" size %d", op.Out.Size)
+		s += fmt.Sprintf(" size %d replicas %d", op.Out.Size, op.Out.Replicas)
 	case op.In.Kind == opExist:
 		s += fmt.Sprintf(" %v", op.Out.Exists)
 	case op.In.Kind == opRemoveGroup:
