@@ -172,8 +172,7 @@ func weakened(ops []*Op, p *partition, tol tolerance) []porcupine.Operation {
 		case tol&tolDirtyAbsent == 0:
 		case op.In.Kind == opGet && op.Out.Reason == rNotFound,
 			op.In.Kind == opExist && op.Out.Res == resOK && !op.Out.Exists,
-			op.In.Kind == opRemove && op.Out.Reason == rNotFound,
-			(op.In.Kind == opCopyStart || op.In.Kind == opMoveStart) && op.Out.Reason == rNotFound:
+			op.In.Kind == opRemove && op.Out.Reason == rNotFound:
 			if overlaps(op, op.In.Member) {
 				w |= tolDirtyAbsent
 			}

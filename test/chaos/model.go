@@ -382,10 +382,10 @@ func step(st partState, in input, out output, members int) []partState {
 			a, b := st[m], in.Snap[m]
 			// The probe's Put is one operation in the model, but a snapshot can catch it between
 			// its PutStart and its PutEnd.
-			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size}) {
+			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size, Replicas: 1}) {
 				continue
 			}
-			if a != b && (a.Kind != absent || b.Kind != absent) {
+			if a != b { // kind, writer, size, replica count and task
 				return nil
 			}
 		}
@@ -434,7 +434,6 @@ func taskStart(st partState, in input, out output) []partState {
 		return nil
 	case out.Res == resUnknown,
 		out.Reason == rNotFound && k.Kind == absent,
-		out.Reason == rNotFound && in.Weak&tolDirtyAbsent != 0 && k.Kind == present,
 		out.Reason == rNotReady && k.Kind == pending,
 		out.Reason == rHasTask && k.Kind == present && k.Task != noTask,
 		// The source segment was read before the call: the key may have been put again since,

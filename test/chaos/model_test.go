@@ -93,6 +93,11 @@ func TestModel(t *testing.T) {
 		{"probe put unknown then found", []*Op{
 			hop(probeClient, 0, opClientPut, 0, 64, unknown, 0, 1), hop(2, 0, opGet, 0, 0, got(64), 2, 3),
 		}, true},
+		{"a snapshot may catch the probe's put pending after it was read", []*Op{
+			hop(probeClient, 0, opClientPut, 0, 64, ok, 0, 10), hop(2, 0, opGet, 0, 0, got(64), 1, 2),
+			{Client: snapshotClient, Part: 0, In: input{Kind: opSnapshot, Snap: partState{{Kind: pending, Writer: probeClient, Size: 64}}},
+				Out: ok, Call: 3, Return: 4},
+		}, true},
 	}
 	model := newModel(testParts())
 	for _, c := range cases {
