@@ -32,10 +32,11 @@
 // singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten PutStart
 // then PutRevoke), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
 // RemoveGroup (force or not), Get, Exist, BatchGet, BatchExist, ListGroup, and replicate: a Get for
-// a source segment, then CopyStart or MoveStart of one replica (the target placed by the leader) and
-// CopyEnd or MoveEnd, one in eight CopyRevoke or MoveRevoke instead, every one of them through the
-// client's session with its retries (exactly once), whatever the client's parity; a task whose
-// outcome stays unknown is revoked before the client's next flow. Object sizes are random,
+// a source segment, then CopyStart or MoveStart of one replica (the target placed by the leader)
+// and CopyEnd or MoveEnd 0-300 ms later (the copy of the bytes: some tasks span a leader change),
+// one in eight CopyRevoke or MoveRevoke instead, every one of them through the client's session
+// with its retries (exactly once), whatever the client's parity; a task whose outcome stays
+// unknown is revoked before the client's next flow. Object sizes are random,
 // so a read of an older incarnation of a key shows. The even clients' writes make one RPC attempt
 // each (the Go client with retries off, no session, routed like the client would: to the leader an
 // error names, else the next node), so that every attempt is recorded on its own: without a

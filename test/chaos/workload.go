@@ -679,9 +679,10 @@ func (w *wclient) getKey(t, k string) *metadv1.GetResponse {
 
 // replicate copies or moves a replica of a key (a singleton, one time in four a group member): a
 // Get finds a source segment, then CopyStart (MoveStart) with the target placed by the leader,
-// then CopyEnd (MoveEnd), one time in eight CopyRevoke (MoveRevoke) instead. Every client sends
-// these through its session client with its retries, so a call whose answer was lost is applied
-// once; a task whose outcome stays unknown is revoked by cleanup.
+// then, after the time a copy of the bytes would take, CopyEnd (MoveEnd), one time in eight
+// CopyRevoke (MoveRevoke) instead. Every client sends these through its session client with its
+// retries, so a call whose answer was lost is applied once; a task whose outcome stays unknown is
+// revoked by cleanup.
 func (w *wclient) replicate() {
 	t := w.tenant()
 	k := w.singleton(t)
@@ -707,6 +708,14 @@ func (w *wclient) replicate() {
 	}
 	if w.rng.IntN(8) == 0 {
 		end = revoke
+	}
+	// The worker's copy of the bytes: 0-300 ms, so that some tasks span a fault and a leader
+	// change, which must keep them.
+	tm := time.NewTimer(time.Duration(w.rng.Int64N(int64(300 * time.Millisecond))))
+	select {
+	case <-tm.C:
+	case <-w.wl.stop:
+		tm.Stop()
 	}
 	for range 3 { // an End or Revoke in the session is safe to repeat
 		if w.taskCall(t, k, end, nil) != clsUnknown {
