@@ -200,7 +200,7 @@ type wclient struct {
 	wl *workload
 	id int32
 	r  *router
-	rd *client.Client // reads: the Go client with its retries
+	rd *client.Client // reads, and copy and move calls in its session: the Go client with its retries
 	// sess, when set, writes: the Go client in its session, retrying a write on any node with the
 	// same sequence number, so that a write whose answer was lost (a killed leader, a muted link)
 	// is applied once and answered as the first attempt would have been. One call is one
@@ -211,7 +211,8 @@ type wclient struct {
 	tasks map[string]*openTask // "tenant\x00key" -> a copy or move of ours that may be running
 }
 
-// openTask is a replica task of ours whose End or Revoke was not answered: cleanup revokes it.
+// openTask is a replica task of ours that may still run (its Start, End or Revoke left with an
+// unknown outcome): cleanup revokes it.
 type openTask struct {
 	revoke opKind // opCopyRevoke or opMoveRevoke
 	tries  int
