@@ -522,7 +522,7 @@ func describeOp(op *Op, p *partition) string {
 	switch {
 	case op.Out.Res != resOK:
 	case op.In.Kind == opGet:
-		s += fmt.Sprintf(" size %d", op.Out.Size)
+		s += fmt.Sprintf(" size %d replicas %d", op.Out.Size, op.Out.Replicas)
 	case op.In.Kind == opExist:
 		s += fmt.Sprintf(" %v", op.Out.Exists)
 	case op.In.Kind == opRemoveGroup:

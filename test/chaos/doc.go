@@ -31,7 +31,12 @@
 // Workload (workload.go): eight clients over three tenants (default, alpha, beta), each with 12
 // singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten PutStart
 // then PutRevoke), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
-// RemoveGroup (force or not), Get, Exist, BatchGet, BatchExist, ListGroup. Object sizes are random,
+// RemoveGroup (force or not), Get, Exist, BatchGet, BatchExist, ListGroup, and replicate: a Get for
+// a source segment, then CopyStart or MoveStart of one replica (the target placed by the leader)
+// and CopyEnd or MoveEnd 0-300 ms later (the copy of the bytes: some tasks span a leader change),
+// one in eight CopyRevoke or MoveRevoke instead, every one of them through the client's session
+// with its retries (exactly once), whatever the client's parity; a task whose outcome stays
+// unknown is revoked before the client's next flow. Object sizes are random,
 // so a read of an older incarnation of a key shows. The even clients' writes make one RPC attempt
 // each (the Go client with retries off, no session, routed like the client would: to the leader an
 // error names, else the next node), so that every attempt is recorded on its own: without a
@@ -79,11 +84,21 @@
 // tenant and key: a singleton key is one partition, a group with its fixed member keys another
 // (RemoveGroup and ListGroup touch all members at once). Each key is absent, pending (PutStart
 // committed: it exists, reads say REPLICA_IS_NOT_READY, only its writer may end or revoke it) or
-// present (with the size it was put with). PutStart ok needs absent; OBJECT_ALREADY_EXISTS needs
+// present (with the size it was put with, its count of COMPLETE replicas, and the copy or move in
+// progress with the client that started it, if any). PutStart ok needs absent; OBJECT_ALREADY_EXISTS needs
 // not absent; PutEnd ok needs our pending (or our present: a repeat); Get ok needs present with
-// that size, OBJECT_NOT_FOUND absent, REPLICA_IS_NOT_READY pending; Exist is true exactly when
-// present; Remove ok takes present to absent; RemoveGroup ok needs no pending member, counts the
-// present ones and empties the group; ListGroup lists the members that are not absent. Batch
+// that size and that count of replicas, OBJECT_NOT_FOUND absent, REPLICA_IS_NOT_READY pending;
+// Exist is true exactly when present; Remove ok takes present to absent; RemoveGroup ok needs no
+// pending member, counts the present ones and empties the group; ListGroup lists the members that
+// are not absent. A copy or move Start ok needs present with no task and records the task; while
+// it runs every removal of the key (force or not, and RemoveGroup of its group) is
+// OBJECT_HAS_REPLICATION_TASK, another Start too, and Get still answers the COMPLETE replicas only
+// (a target is never read before End); End or Revoke ok needs the caller's own task of that kind:
+// CopyEnd adds one replica, MoveEnd keeps the count (on another segment: placement is not checked),
+// Revoke leaves the key as before. Another client's End is ILLEGAL_CLIENT, an End with no task
+// OBJECT_NO_REPLICATION_TASK; that answer to the starter's own End is allowed too, as a task the
+// reaper (put_release_timeout, 10 min, longer than a drill) or an unmount revoked. A task is
+// replicated state, so one started before a leader change ends after it. Batch
 // calls are recorded as one operation per item with the batch's times (a batch is one command,
 // so its per-key projections are linearizable whenever it is). A write whose outcome is unknown
 // (a deadline, a broken connection, UNAVAILABLE "outcome is unknown", a forward that failed after

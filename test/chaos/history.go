@@ -83,7 +83,7 @@ func writeHistory(w io.Writer, ops []*Op, parts []*partition) error {
 		switch {
 		case op.Out.Res != resOK:
 		case op.In.Kind == opGet:
-			line += fmt.Sprintf(" size=%d", op.Out.Size)
+			line += fmt.Sprintf(" size=%d replicas=%d", op.Out.Size, op.Out.Replicas)
 		case op.In.Kind == opExist:
 			line += fmt.Sprintf(" exists=%v", op.Out.Exists)
 		case op.In.Kind == opRemoveGroup:

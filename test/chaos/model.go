@@ -17,6 +17,16 @@ import (
 // only its writer may end or revoke it) or present (readable, with the size it was put with). The
 // workload gives every PutStart a random size, so a read of an older incarnation of a key shows.
 //
+// A present key also has a count of COMPLETE replicas (a put places one; the drill's segments
+// always have room) and may have a copy or move in progress, started by one client, which alone
+// ends or revokes it. While a task runs the key refuses removal (OBJECT_HAS_REPLICATION_TASK) and
+// Get answers its COMPLETE replicas only, so the count is unchanged until CopyEnd adds one; MoveEnd
+// and a Revoke leave it as it was. Get's answer is checked for its count, not for the segments.
+// A task the leader's reaper revokes (put_release_timeout) or an unmount ends leaves the same
+// state as a Revoke: its starter's End or Revoke then answers OBJECT_NO_REPLICATION_TASK, which the
+// model accepts as that revocation. The drill's release timeout (10 min) outlasts it, and it
+// unmounts nothing, so neither should happen there.
+//
 // Every write the workload sends is one RPC attempt (the client's own retries are off for writes),
 // so an answer describes exactly one command. An attempt whose outcome is unknown (deadline,
 // broken connection, UNAVAILABLE "outcome is unknown", a failed forward) is recorded with output
@@ -40,11 +50,27 @@ func (k keyKind) String() string {
 	return [...]string{"absent", "pending", "present"}[k]
 }
 
+// taskKind is the replica task in progress on a present key.
+type taskKind uint8
+
+const (
+	noTask taskKind = iota
+	copyTask
+	moveTask
+)
+
+func (k taskKind) String() string {
+	return [...]string{"none", "copy", "move"}[k]
+}
+
 // keyState is one key's state in the model. A plain value.
 type keyState struct {
-	Kind   keyKind
-	Writer int32 // workload client that put it (pending or present)
-	Size   uint64
+	Kind     keyKind
+	Writer   int32 // workload client that put it (pending or present)
+	Size     uint64
+	Replicas uint8    // COMPLETE replicas (present)
+	Task     taskKind // copy or move in progress (present)
+	TaskBy   int32    // the client that started Task
 }
 
 func (s keyState) String() string {
@@ -52,7 +78,11 @@ func (s keyState) String() string {
 	case pending:
 		return fmt.Sprintf("pending(c%d,%d)", s.Writer, s.Size)
 	case present:
-		return fmt.Sprintf("present(c%d,%d)", s.Writer, s.Size)
+		task := ""
+		if s.Task != noTask {
+			task = fmt.Sprintf(",%s@c%d", s.Task, s.TaskBy)
+		}
+		return fmt.Sprintf("present(c%d,%d,r%d%s)", s.Writer, s.Size, s.Replicas, task)
 	}
 	return "absent"
 }
@@ -76,12 +106,31 @@ const (
 	opClientPut // client.Put with the client's retries, on a key written once by one writer
 	opSnapshot  // SnapshotSave from the leader: a read of every key at once (Snap is what it found)
 	opRestore   // SnapshotRestore: a write of every key at once (Snap is what it installs)
+	opCopyStart
+	opCopyEnd
+	opCopyRevoke
+	opMoveStart
+	opMoveEnd
+	opMoveRevoke
 )
 
 var opNames = map[opKind]string{
 	opPutStart: "PutStart", opPutEnd: "PutEnd", opPutRevoke: "PutRevoke", opGet: "Get", opExist: "Exist",
 	opRemove: "Remove", opRemoveGroup: "RemoveGroup", opListGroup: "ListGroup", opClientPut: "Put",
 	opSnapshot: "SnapshotSave", opRestore: "SnapshotRestore",
+	opCopyStart: "CopyStart", opCopyEnd: "CopyEnd", opCopyRevoke: "CopyRevoke",
+	opMoveStart: "MoveStart", opMoveEnd: "MoveEnd", opMoveRevoke: "MoveRevoke",
+}
+
+// task returns the replica task a task call is about (noTask for other calls).
+func (k opKind) task() taskKind {
+	switch k {
+	case opCopyStart, opCopyEnd, opCopyRevoke:
+		return copyTask
+	case opMoveStart, opMoveEnd, opMoveRevoke:
+		return moveTask
+	}
+	return noTask
 }
 
 func (k opKind) String() string { return opNames[k] }
@@ -141,12 +190,13 @@ var tolNames = map[tolerance]string{
 
 // output is an operation's porcupine output. A plain value.
 type output struct {
-	Res    result
-	Reason string // the reason name without REASON_ (OBJECT_NOT_FOUND...) when Res is resReason
-	Size   uint64 // Get
-	Exists bool   // Exist
-	Count  uint64 // RemoveGroup: members removed
-	Listed uint8  // ListGroup: bit i set = member i listed
+	Res      result
+	Reason   string // the reason name without REASON_ (OBJECT_NOT_FOUND...) when Res is resReason
+	Size     uint64 // Get
+	Replicas uint8  // Get: COMPLETE replicas answered
+	Exists   bool   // Exist
+	Count    uint64 // RemoveGroup: members removed
+	Listed   uint8  // ListGroup: bit i set = member i listed
 }
 
 func (r result) String() string { return output{Res: r, Reason: "rejected"}.String() }
@@ -174,6 +224,10 @@ const (
 	rNoHandle  = "NO_AVAILABLE_HANDLE"
 	rQuota     = "TENANT_QUOTA_EXCEEDED"
 	rNotLeader = "NOT_LEADER"
+	rHasTask   = "OBJECT_HAS_REPLICATION_TASK"
+	rNoTask    = "OBJECT_NO_REPLICATION_TASK"
+	rNoReplica = "REPLICA_NOT_FOUND"
+	rParams    = "INVALID_PARAMS"
 )
 
 // step is the nondeterministic step function: every state the partition can be in after the
@@ -208,7 +262,10 @@ func step(st partState, in input, out output, members int) []partState {
 			return one(st)
 		}
 	case opPutEnd:
-		ended := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: k.Size})
+		ended := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: k.Size, Replicas: 1})
+		if k.Kind == present { // a repeat changes nothing
+			ended = st
+		}
 		ours := (k.Kind == pending || k.Kind == present) && mine
 		switch {
 		case out.Res == resOK && ours:
@@ -243,7 +300,7 @@ func step(st partState, in input, out output, members int) []partState {
 		}
 	case opGet:
 		switch {
-		case out.Res == resOK && k.Kind == present && k.Size == out.Size,
+		case out.Res == resOK && k.Kind == present && k.Size == out.Size && k.Replicas == out.Replicas,
 			out.Reason == rNotFound && k.Kind == absent,
 			out.Reason == rNotReady && k.Kind == pending,
 			out.Reason == rNotFound && dirty:
@@ -258,22 +315,25 @@ func step(st partState, in input, out output, members int) []partState {
 	case opRemove:
 		gone := with(in.Member, keyState{})
 		switch {
-		case out.Res == resOK && k.Kind == present:
+		case out.Res == resOK && k.Kind == present && k.Task == noTask:
 			return one(gone)
-		case out.Res == resUnknown && k.Kind == present:
+		case out.Res == resUnknown && k.Kind == present && k.Task == noTask:
 			return []partState{st, gone}
 		case out.Res == resUnknown:
+			return one(st)
+		case out.Reason == rHasTask && k.Kind == present && k.Task != noTask:
 			return one(st)
 		case out.Reason == rNotFound && k.Kind == absent,
 			out.Reason == rNotFound && dirty,
 			out.Reason == rNotFound && in.Weak&tolRestoreFenced != 0,
 			out.Reason == rNotReady && k.Kind == pending,
-			out.Reason == rHasLease && k.Kind == present && !in.Force:
+			// A task is checked before the lease.
+			out.Reason == rHasLease && k.Kind == present && k.Task == noTask && !in.Force:
 			return one(st)
 		}
 		return nil
 	case opRemoveGroup:
-		var npresent, npending uint64
+		var npresent, npending, ntask uint64
 		for m := range members {
 			switch st[m].Kind {
 			case present:
@@ -281,8 +341,11 @@ func step(st partState, in input, out output, members int) []partState {
 			case pending:
 				npending++
 			}
+			if st[m].Task != noTask {
+				ntask++
+			}
 		}
-		removable := npending == 0 && npresent > 0
+		removable := npending == 0 && npresent > 0 && ntask == 0
 		switch {
 		case out.Res == resOK && removable && out.Count == npresent:
 			return one(partState{})
@@ -293,6 +356,7 @@ func step(st partState, in input, out output, members int) []partState {
 		case out.Reason == rNotFound && npresent+npending == 0,
 			out.Reason == rNotFound && in.Weak&(tolGroupNotFound|tolRestoreFenced) != 0,
 			out.Reason == rNotReady && npending > 0,
+			out.Reason == rHasTask && ntask > 0,
 			out.Reason == rHasLease && npresent > 0 && !in.Force,
 			// A member joined after the leader prepared the removal: nothing is erased
 			// (store.EraseGroup); the joiner is there.
@@ -318,10 +382,10 @@ func step(st partState, in input, out output, members int) []partState {
 			a, b := st[m], in.Snap[m]
 			// The probe's Put is one operation in the model, but a snapshot can catch it between
 			// its PutStart and its PutEnd.
-			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size}) {
+			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size, Replicas: 1}) {
 				continue
 			}
-			if a.Kind != b.Kind || a.Kind != absent && (a.Size != b.Size || a.Writer != b.Writer) {
+			if a != b { // kind, writer, size, replica count and task
 				return nil
 			}
 		}
@@ -336,7 +400,7 @@ func step(st partState, in input, out output, members int) []partState {
 		return one(st)
 	case opClientPut:
 		placed := with(in.Member, keyState{Kind: pending, Writer: in.Writer, Size: in.Size})
-		done := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: in.Size})
+		done := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: in.Size, Replicas: 1})
 		switch {
 		case out.Res == resOK && k.Kind == absent:
 			return one(done)
@@ -347,6 +411,67 @@ func step(st partState, in input, out output, members int) []partState {
 		default:
 			return one(st)
 		}
+	case opCopyStart, opMoveStart:
+		return taskStart(st, in, out)
+	case opCopyEnd, opMoveEnd, opCopyRevoke, opMoveRevoke:
+		return taskEnd(st, in, out)
+	}
+	return nil
+}
+
+// taskStart is step for CopyStart and MoveStart (one target each, placed by the leader).
+func taskStart(st partState, in input, out output) []partState {
+	k := st[in.Member]
+	started := st
+	started[in.Member].Task, started[in.Member].TaskBy = in.Kind.task(), in.Writer
+	free := k.Kind == present && k.Task == noTask
+	switch {
+	case out.Res == resOK && free:
+		return []partState{started}
+	case out.Res == resUnknown && free:
+		return []partState{st, started}
+	case out.Res == resOK:
+		return nil
+	case out.Res == resUnknown,
+		out.Reason == rNotFound && k.Kind == absent,
+		out.Reason == rNotReady && k.Kind == pending,
+		out.Reason == rHasTask && k.Kind == present && k.Task != noTask,
+		// The source segment was read before the call: the key may have been put again since,
+		// elsewhere. A full tier, the tenant's quota, or a state changed under the placement
+		// refuse it with nothing changed.
+		free && (out.Reason == rNoReplica || out.Reason == rNoHandle || out.Reason == rQuota || out.Reason == rInvalid):
+		return []partState{st}
+	}
+	return nil
+}
+
+// taskEnd is step for CopyEnd, MoveEnd, CopyRevoke and MoveRevoke.
+func taskEnd(st partState, in input, out output) []partState {
+	k := st[in.Member]
+	kind := in.Kind.task()
+	ours := k.Kind == present && k.Task == kind && k.TaskBy == in.Writer
+	cleared := st
+	cleared[in.Member].Task, cleared[in.Member].TaskBy = noTask, 0
+	ended := cleared // MoveEnd: the target replaces the source; a Revoke drops the target
+	if in.Kind == opCopyEnd {
+		ended[in.Member].Replicas++
+	}
+	switch {
+	case out.Res == resOK && ours:
+		return []partState{ended}
+	case out.Res == resUnknown && ours:
+		return []partState{st, ended}
+	case out.Res == resOK:
+		return nil
+	case out.Reason == rNoTask && ours:
+		// The reaper or an unmount revoked it first: as a Revoke.
+		return []partState{cleared}
+	case out.Res == resUnknown,
+		out.Reason == rNotFound && k.Kind == absent,
+		out.Reason == rNoTask && k.Kind != absent && k.Task == noTask,
+		out.Reason == rIllegal && k.Kind == present && k.Task != noTask && k.TaskBy != in.Writer,
+		out.Reason == rParams && k.Kind == present && k.Task != noTask && k.Task != kind && k.TaskBy == in.Writer:
+		return []partState{st}
 	}
 	return nil
 }
@@ -423,7 +548,7 @@ func newModel(parts []*partition) porcupine.Model {
 			switch {
 			case o.Res != resOK:
 			case i.Kind == opGet:
-				fmt.Fprintf(&b, " size %d", o.Size)
+				fmt.Fprintf(&b, " size %d replicas %d", o.Size, o.Replicas)
 			case i.Kind == opExist:
 				fmt.Fprintf(&b, " %v", o.Exists)
 			case i.Kind == opRemoveGroup:

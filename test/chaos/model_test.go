@@ -29,7 +29,12 @@ var (
 	notReady = output{Res: resReason, Reason: rNotReady}
 )
 
-func got(size uint64) output { return output{Res: resOK, Size: size} }
+func got(size uint64) output { return gotN(size, 1) }
+
+// gotN is a Get's answer: size and n COMPLETE replicas.
+func gotN(size uint64, n uint8) output { return output{Res: resOK, Size: size, Replicas: n} }
+
+func reason(r string) output { return output{Res: resReason, Reason: r} }
 
 func testParts() []*partition {
 	return []*partition{
@@ -88,6 +93,117 @@ func TestModel(t *testing.T) {
 		{"probe put unknown then found", []*Op{
 			hop(probeClient, 0, opClientPut, 0, 64, unknown, 0, 1), hop(2, 0, opGet, 0, 0, got(64), 2, 3),
 		}, true},
+		{"a snapshot may catch the probe's put pending after it was read", []*Op{
+			hop(probeClient, 0, opClientPut, 0, 64, ok, 0, 10), hop(2, 0, opGet, 0, 0, got(64), 1, 2),
+			{Client: snapshotClient, Part: 0, In: input{Kind: opSnapshot, Snap: partState{{Kind: pending, Writer: probeClient, Size: 64}}},
+				Out: ok, Call: 3, Return: 4},
+		}, true},
+	}
+	model := newModel(testParts())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := porcupine.CheckOperationsTimeout(model, porcupineOps(c.ops), 10*time.Second)
+			if (res == porcupine.Ok) != c.want {
+				t.Fatalf("linearizable = %v, want %v", res, c.want)
+			}
+		})
+	}
+}
+
+// putOps puts size on member m of part by client cl at times 0..3.
+func putOps(cl, part, m int, size uint64) []*Op {
+	return []*Op{hop(cl, part, opPutStart, m, size, ok, 0, 1), hop(cl, part, opPutEnd, m, 0, ok, 2, 3)}
+}
+
+// TestModelTasks covers copy and move: what a running task refuses, what reads see during and
+// after it, and the outcomes a session's retries and the reaper allow.
+func TestModelTasks(t *testing.T) {
+	withTask := func(k keyState, kind taskKind, by int32) keyState { k.Task, k.TaskBy = kind, by; return k }
+	present10 := keyState{Kind: present, Writer: 1, Size: 10, Replicas: 1}
+	cases := []struct {
+		name string
+		ops  []*Op
+		want bool
+	}{
+		{"copy end adds a replica", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyEnd, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 2), 8, 9)), true},
+		{"copy end must add a replica", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyEnd, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 1), 8, 9)), false},
+		{"a copy target is never read before End", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opGet, 0, 0, gotN(10, 2), 6, 7),
+			hop(2, 0, opCopyEnd, 0, 0, ok, 8, 9)), false},
+		{"a running copy reads its complete replicas", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opGet, 0, 0, gotN(10, 1), 6, 7),
+			hop(2, 0, opCopyEnd, 0, 0, ok, 8, 9)), true},
+		{"move end keeps the count", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opMoveStart, 0, 0, ok, 4, 5), hop(2, 0, opMoveEnd, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 1), 8, 9)), true},
+		{"move end must not add a replica", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opMoveStart, 0, 0, ok, 4, 5), hop(2, 0, opMoveEnd, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 2), 8, 9)), false},
+		{"revoke leaves it as before", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyRevoke, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 2), 8, 9)), false},
+		{"remove is refused while a task runs", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opMoveStart, 0, 0, ok, 4, 5), hop(3, 0, opRemove, 0, 0, reason(rHasTask), 6, 7),
+			hop(2, 0, opMoveEnd, 0, 0, ok, 8, 9), hop(3, 0, opRemove, 0, 0, ok, 10, 11)), true},
+		{"remove cannot succeed while a task runs", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opMoveStart, 0, 0, ok, 4, 5), hop(3, 0, opRemove, 0, 0, ok, 6, 7)), false},
+		{"forced remove cannot succeed while a task runs", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), &Op{Client: 3, Part: 0, In: input{Kind: opRemove, Writer: 3, Force: true},
+				Out: ok, Call: 6, Return: 7}), false},
+		{"no lease answer while a task runs", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opRemove, 0, 0, reason(rHasLease), 6, 7)), false},
+		{"no task refusal without a task", append(putOps(1, 0, 0, 10),
+			hop(3, 0, opRemove, 0, 0, reason(rHasTask), 6, 7)), false},
+		{"remove group is refused while a member's task runs", append(putOps(1, 1, 2, 10),
+			hop(2, 1, opCopyStart, 2, 0, ok, 4, 5), hop(3, 1, opRemoveGroup, 0, 0, reason(rHasTask), 6, 7),
+			hop(3, 1, opListGroup, 0, 0, output{Res: resOK, Listed: 0b100}, 8, 9)), true},
+		{"remove group cannot succeed while a member's task runs", append(putOps(1, 1, 2, 10),
+			hop(2, 1, opCopyStart, 2, 0, ok, 4, 5), hop(3, 1, opRemoveGroup, 0, 0, output{Res: resOK, Count: 1}, 6, 7)), false},
+		{"one task at a time", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opMoveStart, 0, 0, ok, 6, 7)), false},
+		{"a second start is refused", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opMoveStart, 0, 0, reason(rHasTask), 6, 7)), true},
+		{"only the starter ends a task", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opCopyEnd, 0, 0, ok, 6, 7)), false},
+		{"another client's end is illegal", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(3, 0, opCopyEnd, 0, 0, reason(rIllegal), 6, 7)), true},
+		{"an end without a task is refused", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyEnd, 0, 0, reason(rNoTask), 4, 5)), true},
+		{"an end without a task cannot succeed", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyEnd, 0, 0, ok, 4, 5)), false},
+		{"a start on a pending key is not ready", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opCopyStart, 0, 0, reason(rNotReady), 2, 3)}, true},
+		{"a start on an absent key cannot succeed", []*Op{hop(2, 0, opMoveStart, 0, 0, ok, 0, 1)}, false},
+		{"the reaper may revoke a task: its end is refused", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyEnd, 0, 0, reason(rNoTask), 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 1), 8, 9), hop(3, 0, opRemove, 0, 0, ok, 10, 11)), true},
+		{"an unknown end counts once", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyEnd, 0, 0, unknown, 6, 7),
+			hop(3, 0, opGet, 0, 0, gotN(10, 2), 8, 9), hop(3, 0, opGet, 0, 0, gotN(10, 3), 10, 11)), false},
+		{"an unknown start may take effect", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, unknown, 4, 5), hop(3, 0, opRemove, 0, 0, reason(rHasTask), 6, 7),
+			hop(2, 0, opCopyRevoke, 0, 0, ok, 8, 9), hop(3, 0, opRemove, 0, 0, ok, 10, 11)), true},
+		{"an unknown start may not take effect", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, unknown, 4, 5), hop(3, 0, opRemove, 0, 0, ok, 6, 7)), true},
+		{"a repeated put end keeps the copies", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyEnd, 0, 0, ok, 6, 7),
+			hop(1, 0, opPutEnd, 0, 0, ok, 8, 9), hop(3, 0, opGet, 0, 0, gotN(10, 2), 10, 11)), true},
+		{"a snapshot sees the task", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5),
+			&Op{Client: snapshotClient, Part: 0, In: input{Kind: opSnapshot, Snap: partState{withTask(present10, copyTask, 2)}},
+				Out: ok, Call: 6, Return: 7}), true},
+		{"a snapshot without the task", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5),
+			&Op{Client: snapshotClient, Part: 0, In: input{Kind: opSnapshot, Snap: partState{present10}},
+				Out: ok, Call: 6, Return: 7}), false},
+		{"a restore brings the task back", append(putOps(1, 0, 0, 10),
+			&Op{Client: snapshotClient, Part: 0, In: input{Kind: opRestore, Snap: partState{withTask(present10, moveTask, 2)}},
+				Out: ok, Call: 4, Return: 5},
+			hop(2, 0, opMoveEnd, 0, 0, ok, 6, 7), hop(3, 0, opGet, 0, 0, gotN(10, 1), 8, 9)), true},
 	}
 	model := newModel(testParts())
 	for _, c := range cases {

@@ -81,6 +81,16 @@ func decodeSnapshot(data []byte, ws *writers) (snapState, *metadv1.SnapshotHeade
 			for _, rp := range o.GetReplicas() {
 				if rp.GetStatus() == metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE {
 					k.Kind = present
+					k.Replicas++
+				}
+			}
+			if task := o.GetTask(); task != nil {
+				k.TaskBy = ws.of(task.GetClientId())
+				switch task.GetKind() {
+				case metadv1.TaskKind_TASK_KIND_COPY:
+					k.Task = copyTask
+				case metadv1.TaskKind_TASK_KIND_MOVE:
+					k.Task = moveTask
 				}
 			}
 			out[tenant][string(o.GetKey())] = k

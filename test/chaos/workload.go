@@ -162,7 +162,7 @@ func (wl *workload) Start() error {
 			r.close()
 			return err
 		}
-		w := &wclient{wl: wl, id: int32(i), r: r, rd: rd, dirty: map[string]int{},
+		w := &wclient{wl: wl, id: int32(i), r: r, rd: rd, dirty: map[string]int{}, tasks: map[string]*openTask{},
 			rng: rand.New(rand.NewPCG(wl.seed, uint64(i)+1))}
 		if i%2 == 1 { // the odd clients write through the reads' client: a session, and its retries
 			w.sess = rd
@@ -200,14 +200,22 @@ type wclient struct {
 	wl *workload
 	id int32
 	r  *router
-	rd *client.Client // reads: the Go client with its retries
+	rd *client.Client // reads, and copy and move calls in its session: the Go client with its retries
 	// sess, when set, writes: the Go client in its session, retrying a write on any node with the
 	// same sequence number, so that a write whose answer was lost (a killed leader, a muted link)
 	// is applied once and answered as the first attempt would have been. One call is one
 	// operation, recorded as one: the checker holds it to exactly once.
 	sess  *client.Client
 	rng   *rand.Rand
-	dirty map[string]int // "tenant\x00key" -> revoke attempts: a write of ours may be pending there
+	dirty map[string]int       // "tenant\x00key" -> revoke attempts: a write of ours may be pending there
+	tasks map[string]*openTask // "tenant\x00key" -> a copy or move of ours that may be running
+}
+
+// openTask is a replica task of ours that may still run (its Start, End or Revoke left with an
+// unknown outcome): cleanup revokes it.
+type openTask struct {
+	revoke opKind // opCopyRevoke or opMoveRevoke
+	tries  int
 }
 
 func (w *wclient) stopped() bool {
@@ -227,6 +235,7 @@ func (w *wclient) run() {
 	flows := []flow{
 		{22, w.put}, {14, w.get}, {8, w.exist}, {9, w.remove}, {8, w.groupPut}, {4, w.removeGroup},
 		{4, w.listGroup}, {8, w.batchGet}, {5, w.batchExist}, {4, w.batchRemove}, {6, w.batchPut},
+		{6, w.replicate},
 	}
 	total := 0
 	for _, f := range flows {
@@ -289,19 +298,19 @@ type try struct {
 // tries of calls that were certainly not proposed). It returns every try, the last one last.
 func (w *wclient) attempt(fn func(ctx context.Context, cl *client.Client) error) []try {
 	if w.sess != nil {
-		return w.inSession(fn)
+		return []try{w.inSession(w.sess, fn)}
 	}
 	return w.routed(fn)
 }
 
-// inSession is one write call through the session client, its retries inside. Its outcome is
+// inSession is one write call through the session client cl, its retries inside. Its outcome is
 // known when it succeeded or was refused (a retry of a write that applied gets the session's answer
 // of it); any other failure leaves it unknown.
-func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) error) []try {
+func (w *wclient) inSession(cl *client.Client, fn func(ctx context.Context, cl *client.Client) error) try {
 	// One call, its retries inside: a session write is at most once, whatever the retries.
 	ctx, cancel := context.WithTimeout(context.Background(), sessionCallLimit*w.wl.cfg.AttemptLimit)
 	t := try{call: w.wl.hist.since()}
-	t.err = fn(ctx, w.sess)
+	t.err = fn(ctx, cl)
 	t.ret = w.wl.hist.since()
 	cancel()
 	t.cls, t.reason = classify(t.err)
@@ -310,7 +319,7 @@ func (w *wclient) inSession(fn func(ctx context.Context, cl *client.Client) erro
 		// been, and committed with its answer lost (a leader that stepped down, a silent node).
 		t.cls, t.reason = clsUnknown, ""
 	}
-	return []try{t}
+	return t
 }
 
 // routed is attempt through the router: one try per node, every try recorded.
@@ -409,6 +418,17 @@ func (w *wclient) cleanup() {
 			continue
 		}
 		delete(w.dirty, dk)
+	}
+	for dk, ot := range w.tasks {
+		if w.stopped() && ot.tries > 0 {
+			continue
+		}
+		t, k, _ := strings.Cut(dk, "\x00")
+		if w.taskCall(t, k, ot.revoke, nil) == clsUnknown && ot.tries < 5 {
+			ot.tries++
+			continue
+		}
+		delete(w.tasks, dk)
 	}
 }
 
@@ -634,6 +654,11 @@ func (w *wclient) get() {
 	if w.rng.IntN(4) == 0 {
 		k = fmt.Sprintf("%s-m%d", w.groupOf(t), w.rng.IntN(groupMembers))
 	}
+	w.getKey(t, k)
+}
+
+// getKey reads t/k into the history and returns the answer (nil when it was not found or failed).
+func (w *wclient) getKey(t, k string) *metadv1.GetResponse {
 	var resp *metadv1.GetResponse
 	call, ret, ok, err := w.read(func(ctx context.Context) error {
 		var err error
@@ -641,13 +666,91 @@ func (w *wclient) get() {
 		return err
 	})
 	if !ok {
-		return
+		return nil
 	}
 	op := readOp(int(w.id), w.wl.ks.ref(t, k), opGet, t+"/"+k, err, call, ret)
-	if err == nil {
-		op.Out.Size = resp.GetSize()
+	if err != nil {
+		w.wl.hist.add(op)
+		return nil
 	}
+	op.Out.Size, op.Out.Replicas = resp.GetSize(), uint8(len(resp.GetReplicas()))
 	w.wl.hist.add(op)
+	return resp
+}
+
+// replicate copies or moves a replica of a key (a singleton, one time in four a group member): a
+// Get finds a source segment, then CopyStart (MoveStart) with the target placed by the leader,
+// then, after the time a copy of the bytes would take, CopyEnd (MoveEnd), one time in eight
+// CopyRevoke (MoveRevoke) instead. Every client sends these through its session client with its
+// retries, so a call whose answer was lost is applied once; a task whose outcome stays unknown is
+// revoked by cleanup.
+func (w *wclient) replicate() {
+	t := w.tenant()
+	k := w.singleton(t)
+	if w.rng.IntN(4) == 0 {
+		k = fmt.Sprintf("%s-m%d", w.groupOf(t), w.rng.IntN(groupMembers))
+	}
+	resp := w.getKey(t, k)
+	if len(resp.GetReplicas()) == 0 || w.stopped() {
+		return
+	}
+	src := resp.GetReplicas()[w.rng.IntN(len(resp.GetReplicas()))].GetSegmentId()
+	start, end, revoke := opCopyStart, opCopyEnd, opCopyRevoke
+	if w.rng.IntN(2) == 0 {
+		start, end, revoke = opMoveStart, opMoveEnd, opMoveRevoke
+	}
+	switch w.taskCall(t, k, start, src) {
+	case clsOK:
+	case clsUnknown:
+		w.tasks[dkey(t, k)] = &openTask{revoke: revoke}
+		return
+	default:
+		return
+	}
+	if w.rng.IntN(8) == 0 {
+		end = revoke
+	}
+	// The worker's copy of the bytes: 0-300 ms, so that some tasks span a fault and a leader
+	// change, which must keep them.
+	tm := time.NewTimer(time.Duration(w.rng.Int64N(int64(300 * time.Millisecond))))
+	select {
+	case <-tm.C:
+	case <-w.wl.stop:
+		tm.Stop()
+	}
+	for range 3 { // an End or Revoke in the session is safe to repeat
+		if w.taskCall(t, k, end, nil) != clsUnknown {
+			return
+		}
+	}
+	w.tasks[dkey(t, k)] = &openTask{revoke: revoke}
+}
+
+// taskCall sends one task call of kind on t/k through the session client and records it; src is
+// the source segment of a Start. It returns the call's class (never clsNoop: see inSession).
+func (w *wclient) taskCall(t, k string, kind opKind, src []byte) errClass {
+	tr := w.inSession(w.rd, func(ctx context.Context, cl *client.Client) error {
+		var err error
+		switch kind {
+		case opCopyStart:
+			_, _, err = cl.CopyStart(ctx, t, k, src, nil, 1)
+		case opMoveStart:
+			_, _, err = cl.MoveStart(ctx, t, k, src, nil)
+		case opCopyEnd:
+			err = cl.CopyEnd(ctx, t, k)
+		case opMoveEnd:
+			err = cl.MoveEnd(ctx, t, k)
+		case opCopyRevoke:
+			err = cl.CopyRevoke(ctx, t, k)
+		case opMoveRevoke:
+			err = cl.MoveRevoke(ctx, t, k)
+		default:
+			panic("chaos: taskCall of " + kind.String())
+		}
+		return err
+	})
+	w.record(w.wl.ks.ref(t, k), input{Kind: kind, Label: t + "/" + k}, tr, nil)
+	return tr.cls
 }
 
 func (w *wclient) exist() {
@@ -697,7 +800,7 @@ func batchGetOp(cl int, ref keyRef, label string, r *metadv1.BatchGetResponse_Re
 	if cls, reason := itemClass(r.GetStatus()); cls == clsReason {
 		op.Out = output{Res: resReason, Reason: reason}
 	} else {
-		op.Out.Size = r.GetSize()
+		op.Out.Size, op.Out.Replicas = r.GetSize(), uint8(len(r.GetReplicas()))
 	}
 	return op
 }
