@@ -463,6 +463,9 @@ func taskEnd(st partState, in input, out output) []partState {
 		return []partState{st, ended}
 	case out.Res == resOK:
 		return nil
+	case out.Reason == rHasLease && ours && in.Kind == opMoveEnd:
+		// A reader holds a lease: the source stays until it ends (store.PrepareMoveEnd).
+		return []partState{st}
 	case out.Reason == rNoTask && ours:
 		// The reaper or an unmount revoked it first: as a Revoke.
 		return []partState{cleared}

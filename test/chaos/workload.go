@@ -424,7 +424,7 @@ func (w *wclient) cleanup() {
 			continue
 		}
 		t, k, _ := strings.Cut(dk, "\x00")
-		if w.taskCall(t, k, ot.revoke, nil) == clsUnknown && ot.tries < 5 {
+		if cls, _ := w.taskCall(t, k, ot.revoke, nil); cls == clsUnknown && ot.tries < 5 {
 			ot.tries++
 			continue
 		}
@@ -699,7 +699,7 @@ func (w *wclient) replicate() {
 	if w.rng.IntN(2) == 0 {
 		start, end, revoke = opMoveStart, opMoveEnd, opMoveRevoke
 	}
-	switch w.taskCall(t, k, start, src) {
+	switch cls, _ := w.taskCall(t, k, start, src); cls {
 	case clsOK:
 	case clsUnknown:
 		w.tasks[dkey(t, k)] = &openTask{revoke: revoke}
@@ -718,17 +718,43 @@ func (w *wclient) replicate() {
 	case <-w.wl.stop:
 		tm.Stop()
 	}
-	for range 3 { // an End or Revoke in the session is safe to repeat
-		if w.taskCall(t, k, end, nil) != clsUnknown {
+	leaseWaits := 0
+	for n := 0; n < 3; { // an End or Revoke in the session is safe to repeat
+		cls, reason := w.taskCall(t, k, end, nil)
+		switch {
+		case end == opMoveEnd && reason == rHasLease && leaseWaits < moveLeaseWaits && !w.stopped():
+			// A reader leased the object (the Get above did): MoveEnd waits for the lease to end,
+			// as a worker does (client.RunTasks).
+			leaseWaits++
+			tm := time.NewTimer(moveLeaseWait)
+			select {
+			case <-tm.C:
+			case <-w.wl.stop:
+				tm.Stop()
+			}
+			continue
+		case reason == rHasLease:
+			end = revoke
+			continue
+		case cls != clsUnknown:
 			return
 		}
+		n++
 	}
 	w.tasks[dkey(t, k)] = &openTask{revoke: revoke}
 }
 
+// A MoveEnd refused for a read lease is asked again every moveLeaseWait, at most moveLeaseWaits
+// times (past the drills' 10 s lease), then the move is revoked.
+const (
+	moveLeaseWait  = 500 * time.Millisecond
+	moveLeaseWaits = 24
+)
+
 // taskCall sends one task call of kind on t/k through the session client and records it; src is
-// the source segment of a Start. It returns the call's class (never clsNoop: see inSession).
-func (w *wclient) taskCall(t, k string, kind opKind, src []byte) errClass {
+// the source segment of a Start. It returns the call's class (never clsNoop: see inSession) and
+// its refusal's reason name ("" when none).
+func (w *wclient) taskCall(t, k string, kind opKind, src []byte) (errClass, string) {
 	tr := w.inSession(w.rd, func(ctx context.Context, cl *client.Client) error {
 		var err error
 		switch kind {
@@ -750,7 +776,7 @@ func (w *wclient) taskCall(t, k string, kind opKind, src []byte) errClass {
 		return err
 	})
 	w.record(w.wl.ks.ref(t, k), input{Kind: kind, Label: t + "/" + k}, tr, nil)
-	return tr.cls
+	return tr.cls, tr.reason
 }
 
 func (w *wclient) exist() {
