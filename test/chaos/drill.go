@@ -201,7 +201,11 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		security = "plaintext (insecure)"
 	}
 	cfg.Logf("chaos: seed %d, %s, report in %s", cfg.Seed, security, cfg.ReportDir)
-	flags := append([]string{"--client-ttl", clientTTL.String(), "--put-discard-timeout", "10m"}, cfg.MetadFlags...)
+	// Read leases of leaseTTL, not the default 10 s: the workload reads its few keys all the time,
+	// so under 10 s leases almost every MoveEnd would wait for one (as it must) and the moves would
+	// rarely end. Removals meet leases all the same.
+	flags := append([]string{"--client-ttl", clientTTL.String(), "--put-discard-timeout", "10m", "--lease-ttl", leaseTTL.String()},
+		cfg.MetadFlags...)
 	c, err := NewCluster(tb, 3, filepath.Join(cfg.ReportDir, "logs"), cfg.Insecure, flags...)
 	if err != nil {
 		return nil, err
@@ -386,6 +390,9 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 
 // clientTTL is the metad client ttl of a drill: metad's default. Leader pauses run past it.
 const clientTTL = 10 * time.Second
+
+// leaseTTL is the drills' read lease ttl (--lease-ttl).
+const leaseTTL = 2 * time.Second
 
 // waitSegments polls until at least n segments are mounted.
 func waitSegments(ctx context.Context, cl *client.Client, n int) error {

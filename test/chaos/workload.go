@@ -679,7 +679,7 @@ func (w *wclient) getKey(t, k string) *metadv1.GetResponse {
 }
 
 // replicate copies or moves a replica of a key (a singleton, one time in four a group member): a
-// Get finds a source segment, then CopyStart (MoveStart) with the target placed by the leader,
+// Get finds a source segment (a stale one for a move, below), then CopyStart (MoveStart) with the target placed by the leader,
 // then, after the time a copy of the bytes would take, CopyEnd (MoveEnd), one time in eight
 // CopyRevoke (MoveRevoke) instead. Every client sends these through its session client with its
 // retries, so a call whose answer was lost is applied once; a task whose outcome stays unknown is
@@ -690,15 +690,27 @@ func (w *wclient) replicate() {
 	if w.rng.IntN(4) == 0 {
 		k = fmt.Sprintf("%s-m%d", w.groupOf(t), w.rng.IntN(groupMembers))
 	}
-	resp := w.getKey(t, k)
+	start, end, revoke := opCopyStart, opCopyEnd, opCopyRevoke
+	move := w.rng.IntN(2) == 0
+	if move {
+		start, end, revoke = opMoveStart, opMoveEnd, opMoveRevoke
+	}
+	// A copy finds its source with a recorded Get, which leases the object. A MoveEnd waits for
+	// a lease to end (a reader may still read the source), so a move finds its source with a
+	// stale Get instead, which leases nothing and is not recorded (it is not linearizable): a
+	// source that moved meanwhile is refused with REPLICA_NOT_FOUND, nothing changed.
+	var resp *metadv1.GetResponse
+	if move {
+		ctx, cancel := context.WithTimeout(context.Background(), w.wl.cfg.AttemptLimit)
+		resp, _ = w.rd.Get(ctx, t, k, client.Stale())
+		cancel()
+	} else {
+		resp = w.getKey(t, k)
+	}
 	if len(resp.GetReplicas()) == 0 || w.stopped() {
 		return
 	}
 	src := resp.GetReplicas()[w.rng.IntN(len(resp.GetReplicas()))].GetSegmentId()
-	start, end, revoke := opCopyStart, opCopyEnd, opCopyRevoke
-	if w.rng.IntN(2) == 0 {
-		start, end, revoke = opMoveStart, opMoveEnd, opMoveRevoke
-	}
 	switch cls, _ := w.taskCall(t, k, start, src); cls {
 	case clsOK:
 	case clsUnknown:
@@ -745,10 +757,11 @@ func (w *wclient) replicate() {
 }
 
 // A MoveEnd refused for a read lease is asked again every moveLeaseWait, at most moveLeaseWaits
-// times (past the drills' 10 s lease), then the move is revoked.
+// times (about half the drills' leaseTTL: a busy key is revoked rather than waited on for long),
+// then the move is revoked.
 const (
-	moveLeaseWait  = 500 * time.Millisecond
-	moveLeaseWaits = 24
+	moveLeaseWait  = 250 * time.Millisecond
+	moveLeaseWaits = 4
 )
 
 // taskCall sends one task call of kind on t/k through the session client and records it; src is
