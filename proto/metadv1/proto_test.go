@@ -183,7 +183,8 @@ func TestCommandCaseNames(t *testing.T) {
 		inOneof[fd.Message().FullName()] = true
 	}
 	// Top-level messages of command.proto that are operations must be cases; the helpers are listed.
-	helpers := map[protoreflect.Name]bool{"Envelope": true, "Command": true, "ObjectToken": true, "TokenColumns": true, "ObjectRef": true}
+	helpers := map[protoreflect.Name]bool{"Envelope": true, "Command": true, "ObjectToken": true, "TokenColumns": true, "ObjectRef": true,
+		"DrainMove": true}
 	msgs := metadv1.File_metadv1_command_proto.Messages()
 	for i := 0; i < msgs.Len(); i++ {
 		md := msgs.Get(i)
@@ -222,6 +223,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_RESPONSE_LIMIT_REACHED", // a BatchGet item past the response's size bound
 		"REASON_OBJECT_HAS_REPLICATION_TASK", "REASON_OBJECT_NO_REPLICATION_TASK", "REASON_REPLICA_NOT_FOUND",
 		"REASON_TASK_NOT_FOUND", "REASON_TASK_PENDING_LIMIT_EXCEEDED",
+		"REASON_DRAIN_NOT_FOUND", "REASON_SEGMENT_DRAINING", "REASON_DRAIN_NOT_RUNNING", // drain jobs
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -259,6 +261,7 @@ func TestServiceMethods(t *testing.T) {
 			"ListMembers", "AddMember", "RemoveMember", "TransferLeader", "RecordMember", "Status",
 			"SnapshotSave", "SnapshotRestore",
 			"CreateKey", "RevokeKey", "ListKeys", "GrantRole", "RevokeRole", "ListRoles",
+			"StartDrain", "DrainStatus", "CancelDrain",
 		}},
 	} {
 		sd := tc.file.Services().ByName(tc.service)
