@@ -30,7 +30,7 @@ func TestDrainAcrossLeaderKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	var segs []*metadv1.SegmentInfo
-	poll(t, "three worker segments mounted", 20*time.Second, func() bool {
+	waitUntil(t, 20*time.Second, "three worker segments mounted", func() bool {
 		var err error
 		segs, err = cl.ListSegments(ctx, client.SegmentFilter{})
 		return err == nil && len(segs) == 3
@@ -128,12 +128,12 @@ func TestDrainAcrossLeaderKill(t *testing.T) {
 		}
 		return jobs[0]
 	}
-	poll(t, "the first moves", 30*time.Second, func() bool { j := status(); return j != nil && j.GetMoved() >= 6 })
+	waitUntil(t, 30*time.Second, "the first moves", func() bool { j := status(); return j != nil && j.GetMoved() >= 6 })
 	c.Kill(leader)
 	if nl := c.Leader(cl, 20*time.Second); nl == leader {
 		t.Fatal("the killed node is still leader")
 	}
-	poll(t, "every object but the leased one moved", 60*time.Second, func() bool {
+	waitUntil(t, 60*time.Second, "every object but the leased one moved", func() bool {
 		j := status()
 		return j != nil && j.GetObjectsLeft() == 1
 	})
@@ -143,7 +143,7 @@ func TestDrainAcrossLeaderKill(t *testing.T) {
 	}
 	close(stopLease)
 	<-leaseDone
-	poll(t, "the drain done", 60*time.Second, func() bool {
+	waitUntil(t, 60*time.Second, "the drain done", func() bool {
 		j := status()
 		return j != nil && j.GetState() == metadv1.DrainState_DRAIN_STATE_DONE
 	})
@@ -167,18 +167,6 @@ func TestDrainAcrossLeaderKill(t *testing.T) {
 				t.Fatalf("the drained segment takes allocations: %v", s)
 			}
 		}
-	}
-}
-
-// poll polls cond every 20 ms until it holds or d passes.
-func poll(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
 	}
 }
 

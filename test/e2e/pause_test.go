@@ -112,13 +112,14 @@ func TestPausedLeaderKeepsWorkers(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond every 20 ms until it holds, failing t after within.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
+// waitUntil polls cond every 20 ms until it holds, failing tb after within. Every e2e test and
+// benchmark waits through it.
+func waitUntil(tb testing.TB, within time.Duration, what string, cond func() bool) {
+	tb.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
+			tb.Fatalf("timed out after %s waiting for %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

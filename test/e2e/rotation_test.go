@@ -66,7 +66,7 @@ func TestRotationDrill(t *testing.T) {
 	writeFile(t, oldRoot+".key", readFile(t, rootKey))
 
 	startBundleWorker(t, c, clientCA)
-	waitFor(t, 20*time.Second, "the worker's segments", func() bool {
+	waitUntil(t, 20*time.Second, "the worker's segments", func() bool {
 		segs, err := root.ListSegments(ctx, client.SegmentFilter{})
 		return err == nil && len(segs) == 2
 	})
@@ -107,7 +107,7 @@ func TestRotationDrill(t *testing.T) {
 		before := reloads(t, c)
 		replaceFile(t, liveCert, readFile(t, cert))
 		replaceFile(t, liveKey, readFile(t, key))
-		waitFor(t, 10*time.Second, p.Name+" reloading its new certificate", func() bool {
+		waitUntil(t, 10*time.Second, p.Name+" reloading its new certificate", func() bool {
 			return reloadsOf(t, c, p) > before[p.Name]
 		})
 		load.progress(t, "step 2, "+p.Name)
@@ -325,7 +325,7 @@ func (l *load) progress(t *testing.T, when string) {
 	for i := range l.done {
 		from[i] = l.done[i].Load()
 	}
-	waitFor(t, 20*time.Second, "3 requests of every client loop "+when, func() bool {
+	waitUntil(t, 20*time.Second, "3 requests of every client loop "+when, func() bool {
 		if _, failed := l.result(); len(failed) > 0 {
 			t.Fatalf("%s: %d requests failed; first: %v", when, len(failed), failed[0])
 		}
@@ -426,7 +426,7 @@ func reloadsOf(t *testing.T, c *Cluster, p *Proc) float64 {
 func waitReloaded(t *testing.T, c *Cluster, before map[string]float64, what string) {
 	t.Helper()
 	for _, p := range c.Nodes {
-		waitFor(t, 10*time.Second, p.Name+" reloading "+what, func() bool { return reloadsOf(t, c, p) > before[p.Name] })
+		waitUntil(t, 10*time.Second, p.Name+" reloading "+what, func() bool { return reloadsOf(t, c, p) > before[p.Name] })
 	}
 }
 

@@ -27,7 +27,7 @@ func TestSecureCluster(t *testing.T) {
 	c.StartWorker(2, "64MiB")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	waitFor(t, 20*time.Second, "the worker's segments", func() bool {
+	waitUntil(t, 20*time.Second, "the worker's segments", func() bool {
 		segs, err := root.ListSegments(ctx, client.SegmentFilter{})
 		return err == nil && len(segs) == 2
 	})
@@ -87,21 +87,9 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, cl := range perNode {
-		waitFor(t, 10*time.Second, "node "+c.Nodes[i].Name+" refusing the revoked key", func() bool {
+		waitUntil(t, 10*time.Second, "node "+c.Nodes[i].Name+" refusing the revoked key", func() bool {
 			_, err := cl.Exist(ctx, "acme", "k-n1")
 			return status.Code(err) == codes.Unauthenticated
 		})
-	}
-}
-
-// waitFor polls cond every 20 ms until it holds, failing the test after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -127,7 +127,7 @@ func newStorm(b *testing.B, secure bool, n int) *storm {
 	c.StartWorker(1, "256MiB")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pollUntil(b, 20*time.Second, "the worker's segment", func() bool {
+	waitUntil(b, 20*time.Second, "the worker's segment", func() bool {
 		segs, err := root.ListSegments(ctx, client.SegmentFilter{})
 		return err == nil && len(segs) == 1
 	})
@@ -327,7 +327,7 @@ func (s *storm) awaitLeader(ps []*Proc, since time.Time) time.Duration {
 
 // awaitHandshakes polls until the handshake count reaches want, failing after within.
 func (s *storm) awaitHandshakes(want int64, within time.Duration, what string) {
-	pollUntil(s.b, within, fmt.Sprintf("%s (%d of %d handshakes)", what, s.handshakes.Load(), want), func() bool {
+	waitUntil(s.b, within, fmt.Sprintf("%s (%d of %d handshakes)", what, s.handshakes.Load(), want), func() bool {
 		return s.handshakes.Load() >= want
 	})
 }
@@ -465,18 +465,6 @@ func forEach(n, par int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// pollUntil polls cond until it holds, failing tb after within.
-func pollUntil(tb testing.TB, within time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // verifications is the sum of the API key verifications the nodes ps have made.
