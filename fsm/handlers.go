@@ -471,8 +471,13 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) store.Result {
 }
 
 func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) store.Result {
-	rs := items(s.RevokeTokens(tokens(c.GetRevokeExpired().GetTokens())))
-	return store.Result{Count: countOK(rs), Items: rs}
+	re := c.GetRevokeExpired()
+	rs := items(s.RevokeTokens(tokens(re.GetTokens())))
+	r := store.Result{Count: countOK(rs), Items: rs}
+	if ids := re.GetTaskIds(); len(ids) > 0 {
+		r.Tasks = s.ExpireTasks(e.now, re.GetTaskTimeoutNs(), ids)
+	}
+	return r
 }
 
 // applyMountSegment mounts a segment. An entry written before the segment limits existed mounts

@@ -286,3 +286,33 @@ func TestDrainRestore(t *testing.T) {
 		t.Fatal("a job whose in-flight task is not kept restored")
 	}
 }
+
+// TestDrainCountsExpiredTask: a move task whose worker died (fetched, never reported) and that
+// ExpireTasks ends FAILED counts as failed for its drain, which schedules the object again and
+// finishes once a live worker moves it.
+func TestDrainCountsExpiredTask(t *testing.T) {
+	s := drainFixture(t, 1)
+	id, err := s.StartDrain(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves, _, _ := s.DrainCandidates(mustJob(t, s, id), 2*sec, 1)
+	tids, errs, err := s.ScheduleDrainMoves(2*sec, id, moves)
+	if err != nil || len(tids) != 1 || errs[0] != nil {
+		t.Fatalf("ScheduleDrainMoves = %v, %v, %v", tids, errs, err)
+	}
+	if got, err := s.FetchTasks(3*sec, client1, 1); err != nil || len(got) != 1 { // the worker dies
+		t.Fatalf("FetchTasks = %+v, %v", got, err)
+	}
+	if got := s.ExpireTasks(20*sec, 10*sec, s.ExpiredTasks(20*sec, 10*sec)); len(got) != 1 || got[0].ID != tids[0] {
+		t.Fatalf("ExpireTasks = %+v", got)
+	}
+	if j := mustJob(t, s, id); j.Failed != 1 || len(j.InFlight) != 0 || j.State != DrainRunning {
+		t.Fatalf("after the task expired: %+v", j)
+	}
+	drive(t, s, id, 21*sec, 5)
+	if j := mustJob(t, s, id); j.State != DrainDone || j.Moved != 1 || j.Failed != 1 {
+		t.Fatalf("finished job: %+v", j)
+	}
+	checkInv(t, s)
+}

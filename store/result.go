@@ -19,7 +19,7 @@ type Result struct {
 	Items    []Result      // batch forms and token lists: one per item, in request order
 	Session  uint64        // OpenSession: the new session's id
 	Key      string        // an item of a keyed BatchRemove (RemoveByRegex): its key
-	Tasks    []Task        // CreateTask: the task created; FetchTasks: the tasks handed out
+	Tasks    []Task        // CreateTask: the task created; FetchTasks: the tasks handed out; RevokeExpired: the tasks it ended FAILED
 	Drain    *DrainJob     // StartDrain, CancelDrain: the job as the command left it
 	// Evict: the outcome of each unit, in command order (a token of the form without unit_sizes
 	// is a unit). A reason, not a Result, because every node builds it for every unit of every

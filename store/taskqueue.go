@@ -17,14 +17,17 @@ import (
 //	CreateTask(now, TaskSpec)       -> id       PENDING in its client's queue (TASK_PENDING_LIMIT_EXCEEDED)
 //	FetchTasks(now, client, max)    -> []Task   the client's oldest PENDING ones turn PROCESSING
 //	CompleteTask(now, client, id, ok, msg)      PROCESSING -> SUCCESS or FAILED (TASK_NOT_FOUND, ILLEGAL_CLIENT)
+//	ExpireTasks(now, timeout, ids)  -> []Task   PROCESSING longer than timeout -> FAILED (the reaper)
 //	QueryTask(id)                   -> Task     any state, finished ones while they are kept
 //
 // States: PENDING -> PROCESSING -> SUCCESS | FAILED. Ids come from the queue's counter and are
 // never reused. At most MaxPendingTasks are PENDING at once; finished tasks are kept for
 // FinishedTaskTTL after they finished and at most MaxFinishedTasks of them (the earliest finished
 // go first, ties by id), both pruned by apply with the leader's time, so every node keeps the same
-// ones. A PROCESSING task stays so until its client reports it: a worker that dies with one leaves
-// it PROCESSING (visible to QueryTask) until the operator looks.
+// ones. A PROCESSING task stays so until its client reports it, or until the leader's reaper ends
+// it FAILED with TaskTimedOutMessage once it is PROCESSING longer than the put release timeout
+// since its fetch (ExpireTasks): a worker that dies with one does not hold it, or a drain waiting
+// on it, forever. A PROCESSING task's Updated is its fetch time.
 
 // Limits of the task queue.
 const (
@@ -34,6 +37,9 @@ const (
 	MaxFetchTasks    = 1024 // tasks one FetchTasks hands out at most
 	MaxTaskMessage   = 4096 // bytes of a completion message kept
 )
+
+// TaskTimedOutMessage is the message of a task that ExpireTasks ended FAILED.
+const TaskTimedOutMessage = "timed out: PROCESSING longer than the put release timeout since its fetch"
 
 // TaskState is where a scheduled task is in its life.
 type TaskState uint8
@@ -244,6 +250,52 @@ func (s *Store) CompleteTask(now int64, client alloc.ID, id uint64, ok bool, msg
 		s.drainTaskFinished(now, id, ok) // the drain table's lock is a leaf, never taken under q.mu
 	}
 	return nil
+}
+
+// ExpireTasks ends as FAILED, with TaskTimedOutMessage, each task of ids that is PROCESSING and was
+// fetched more than timeout (ns) before now, as a FAILED report by its client would (a drain counts
+// it failed); it skips every other id (unknown, another state, not yet expired, a repeat). It
+// returns the tasks it ended, in ids order.
+func (s *Store) ExpireTasks(now, timeout int64, ids []uint64) []Task {
+	q := s.tasks
+	q.mu.Lock()
+	q.pruneLocked(now)
+	var out []Task
+	for _, id := range ids {
+		task := q.byID[id]
+		if task == nil || task.State != TaskProcessing || now-task.Updated <= timeout {
+			continue
+		}
+		nt := *task
+		nt.State, nt.Updated, nt.Message = TaskFailed, now, TaskTimedOutMessage
+		q.byID[id] = &nt
+		q.finishLocked(&nt)
+		out = append(out, nt)
+	}
+	q.pruneLocked(now)
+	q.mu.Unlock()
+	for _, t := range out {
+		if t.Spec.Drain != 0 {
+			s.drainTaskFinished(now, t.ID, false) // the drain table's lock is a leaf, never taken under q.mu
+		}
+	}
+	return out
+}
+
+// ExpiredTasks returns the ids, ascending, of the tasks PROCESSING longer than timeout (ns) at now
+// since their fetch (the reaper's census); it changes nothing.
+func (s *Store) ExpiredTasks(now, timeout int64) []uint64 {
+	q := s.tasks
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var ids []uint64
+	for id, t := range q.byID {
+		if t.State == TaskProcessing && now-t.Updated > timeout {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // finishLocked records a finished task in q.finished, which is kept in (Updated, ID) order: the

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 
 	"metad/store/alloc"
@@ -96,5 +97,57 @@ func TestTaskPendingLimit(t *testing.T) {
 	}
 	if _, err := s.CreateTask(sec, spec); err != nil {
 		t.Fatalf("after a fetch: %v", err)
+	}
+}
+
+// TestExpireTasks: a task PROCESSING longer than the timeout since its fetch ends FAILED with
+// TaskTimedOutMessage; one fetched within it, a PENDING one, a finished one and an unknown id are
+// left alone.
+func TestExpireTasks(t *testing.T) {
+	s := taskFixture(t)
+	var ids []uint64
+	for range 4 {
+		id, err := s.CreateTask(sec, TaskSpec{Kind: TaskCopy, Tenant: "a", Key: "k", Targets: []alloc.ID{segID(2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if got, err := s.FetchTasks(2*sec, client1, 2); err != nil || len(got) != 2 { // ids[0], ids[1]
+		t.Fatalf("FetchTasks = %+v, %v", got, err)
+	}
+	if err := s.CompleteTask(3*sec, client1, ids[1], true, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.FetchTasks(5*sec, client1, 1); err != nil || len(got) != 1 || got[0].ID != ids[2] {
+		t.Fatalf("FetchTasks = %+v, %v", got, err)
+	}
+	const timeout = 10 * sec
+	// At 14 s: ids[0] fetched 12 s ago (expired), ids[2] 9 s ago (not), ids[1] SUCCESS, ids[3] PENDING.
+	if got := s.ExpiredTasks(14*sec, timeout); len(got) != 1 || got[0] != ids[0] {
+		t.Fatalf("ExpiredTasks = %v, want [%d]", got, ids[0])
+	}
+	got := s.ExpireTasks(14*sec, timeout, append(slices.Clone(ids), 99, ids[0]))
+	if len(got) != 1 || got[0].ID != ids[0] || got[0].State != TaskFailed {
+		t.Fatalf("ExpireTasks = %+v", got)
+	}
+	want := map[uint64]TaskState{ids[0]: TaskFailed, ids[1]: TaskSuccess, ids[2]: TaskProcessing, ids[3]: TaskPending}
+	for id, st := range want {
+		task, err := s.QueryTask(id)
+		if err != nil || task.State != st {
+			t.Fatalf("task %d = %+v, %v; want %s", id, task, err, st)
+		}
+	}
+	if task, _ := s.QueryTask(ids[0]); task.Message != TaskTimedOutMessage || task.Updated != 14*sec {
+		t.Fatalf("expired task = %+v", task)
+	}
+	if task, _ := s.QueryTask(ids[1]); task.Message != "done" || task.Updated != 3*sec {
+		t.Fatalf("SUCCESS task changed: %+v", task)
+	}
+	// The worker's late report of the expired task is refused.
+	wantReason(t, s.CompleteTask(15*sec, client1, ids[0], true, ""), InvalidParams)
+	// Past its own timeout, ids[2] expires too.
+	if got := s.ExpireTasks(16*sec, timeout, ids); len(got) != 1 || got[0].ID != ids[2] {
+		t.Fatalf("second ExpireTasks = %+v", got)
 	}
 }

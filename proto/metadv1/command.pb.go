@@ -2703,14 +2703,20 @@ func (x *TokenColumns) GetVersions() []uint64 {
 }
 
 // RevokeExpired is the reaper: it revokes writes that stayed PROCESSING longer than
-// put_release_timeout, exactly as PutRevoke of every tier by the writer would.
+// put_release_timeout, exactly as PutRevoke of every tier by the writer would, and ends as FAILED
+// the scheduled tasks that stayed PROCESSING longer than it since their fetch (a worker that died).
 type RevokeExpired struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The objects whose PROCESSING replicas are dropped; a token that no longer matches is skipped.
 	Tokens []*ObjectToken `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
 	// The state epoch the leader checked against (advanced by every snapshot restore). Apply refuses
 	// the command with STATE_REPLACED, changing nothing, unless the state is still of that epoch.
-	StateEpoch    uint64 `protobuf:"varint,2,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	StateEpoch uint64 `protobuf:"varint,2,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	// Scheduled tasks to end as FAILED ("timed out"); apply ends one only if it is still PROCESSING
+	// and was fetched more than task_timeout_ns before the entry's leader time, else skips it.
+	TaskIds []uint64 `protobuf:"varint,3,rep,packed,name=task_ids,json=taskIds,proto3" json:"task_ids,omitempty"`
+	// The timeout the leader checked task_ids against (its put_release_timeout), in nanoseconds.
+	TaskTimeoutNs int64 `protobuf:"varint,4,opt,name=task_timeout_ns,json=taskTimeoutNs,proto3" json:"task_timeout_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2755,6 +2761,20 @@ func (x *RevokeExpired) GetTokens() []*ObjectToken {
 func (x *RevokeExpired) GetStateEpoch() uint64 {
 	if x != nil {
 		return x.StateEpoch
+	}
+	return 0
+}
+
+func (x *RevokeExpired) GetTaskIds() []uint64 {
+	if x != nil {
+		return x.TaskIds
+	}
+	return nil
+}
+
+func (x *RevokeExpired) GetTaskTimeoutNs() int64 {
+	if x != nil {
+		return x.TaskTimeoutNs
 	}
 	return 0
 }
@@ -4545,11 +4565,13 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x04keys\x18\x05 \x01(\fR\x04keys\x12\x1d\n" +
 	"\n" +
 	"object_ids\x18\x06 \x03(\x04R\tobjectIds\x12\x1a\n" +
-	"\bversions\x18\a \x03(\x04R\bversions\"_\n" +
+	"\bversions\x18\a \x03(\x04R\bversions\"\xa2\x01\n" +
 	"\rRevokeExpired\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\x1f\n" +
 	"\vstate_epoch\x18\x02 \x01(\x04R\n" +
-	"stateEpoch\"?\n" +
+	"stateEpoch\x12\x19\n" +
+	"\btask_ids\x18\x03 \x03(\x04R\ataskIds\x12&\n" +
+	"\x0ftask_timeout_ns\x18\x04 \x01(\x03R\rtaskTimeoutNs\"?\n" +
 	"\fMountSegment\x12/\n" +
 	"\asegment\x18\x01 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\"\x7f\n" +
 	"\x0eUnmountSegment\x12\x1b\n" +

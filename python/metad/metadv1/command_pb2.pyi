@@ -501,12 +501,16 @@ class ReplicaTaskStart(_message.Message):
     def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., kind: _Optional[_Union[_types_pb2.TaskKind, str]] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., placement: _Optional[_Union[PlacementStrategy, str]] = ...) -> None: ...
 
 class RevokeExpired(_message.Message):
-    __slots__ = ["state_epoch", "tokens"]
+    __slots__ = ["state_epoch", "task_ids", "task_timeout_ns", "tokens"]
     STATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    TASK_TIMEOUT_NS_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     state_epoch: int
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    task_timeout_ns: int
     tokens: _containers.RepeatedCompositeFieldContainer[ObjectToken]
-    def __init__(self, tokens: _Optional[_Iterable[_Union[ObjectToken, _Mapping]]] = ..., state_epoch: _Optional[int] = ...) -> None: ...
+    def __init__(self, tokens: _Optional[_Iterable[_Union[ObjectToken, _Mapping]]] = ..., state_epoch: _Optional[int] = ..., task_ids: _Optional[_Iterable[int]] = ..., task_timeout_ns: _Optional[int] = ...) -> None: ...
 
 class RevokeKey(_message.Message):
     __slots__ = ["id"]
