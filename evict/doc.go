@@ -68,7 +68,8 @@
 //     TENANT_QUOTA_EXCEEDED, evicts that tenant's own MEMORY replicas until the deficit of its quota
 //     is released, soft-pinned last.
 //
-// The reaper proposes RevokeExpired for writes PROCESSING longer than PutReleaseTimeout (600 s).
+// The reaper proposes RevokeExpired for writes PROCESSING longer than PutReleaseTimeout (600 s),
+// and for the scheduled tasks PROCESSING longer than it since their fetch (apply ends them FAILED).
 // It reads every object as a census does, every ReapInterval; while a drain makes progress it
 // waits, up to three intervals.
 //

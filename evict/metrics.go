@@ -8,15 +8,16 @@ import (
 // init). Names: metad_evict_*. Labels are the eviction kind and fixed reasons, never object keys.
 // Every update happens after the round's locks are released ("metrics off-lock").
 type metrics struct {
-	attempts  *prometheus.CounterVec   // units revalidated, marked and proposed
-	successes *prometheus.CounterVec   // units the state machine evicted
-	keys      *prometheus.CounterVec   // objects evicted (their tier replicas dropped)
-	bytes     *prometheus.CounterVec   // extent bytes freed
-	census    *prometheus.HistogramVec // census and selection time of one round
-	skipped   *prometheus.CounterVec   // candidates passed over, by reason
-	rounds    *prometheus.CounterVec   // rounds by kind and how they ended
-	reaped    prometheus.Counter       // writes revoked by the reaper
-	marksKept prometheus.Counter       // marks left after a proposal of unknown outcome
+	attempts     *prometheus.CounterVec   // units revalidated, marked and proposed
+	successes    *prometheus.CounterVec   // units the state machine evicted
+	keys         *prometheus.CounterVec   // objects evicted (their tier replicas dropped)
+	bytes        *prometheus.CounterVec   // extent bytes freed
+	census       *prometheus.HistogramVec // census and selection time of one round
+	skipped      *prometheus.CounterVec   // candidates passed over, by reason
+	rounds       *prometheus.CounterVec   // rounds by kind and how they ended
+	reaped       prometheus.Counter       // writes revoked by the reaper
+	expiredTasks prometheus.Counter       // scheduled tasks the reaper ended FAILED
+	marksKept    prometheus.Counter       // marks left after a proposal of unknown outcome
 }
 
 func newMetrics() *metrics {
@@ -54,6 +55,10 @@ func newMetrics() *metrics {
 			Name: "metad_evict_reaped_writes_total",
 			Help: "Writes PROCESSING longer than put_release_timeout that the reaper revoked.",
 		}),
+		expiredTasks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_evict_reaped_tasks_total",
+			Help: "Scheduled tasks PROCESSING longer than put_release_timeout since their fetch that the reaper ended FAILED.",
+		}),
 		marksKept: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "metad_evict_marks_kept_total",
 			Help: "Unlink marks left in place because an Evict proposal's outcome was unknown (cleared by the next term).",
@@ -62,7 +67,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.marksKept} {
+	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

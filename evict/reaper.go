@@ -14,6 +14,9 @@ import (
 // with their tokens (object id and version) in batches, each on a slot taken without waiting. Apply
 // revokes a token only if the object is still that exact state, so a write that completed or was
 // revoked meanwhile is left alone; leases and marks play no part. It returns the writes revoked.
+// It then proposes RevokeExpired with the ids of the scheduled tasks PROCESSING longer than
+// PutReleaseTimeout since their fetch (their worker died), which apply ends FAILED if they are
+// still so at the entry's leader time.
 func (e *Evictor) reap(ctx context.Context, s *store.Store) (int, error) {
 	now, limit := e.now(), int64(e.cfg.PutReleaseTimeout)
 	var toks []store.ObjectToken
@@ -52,5 +55,33 @@ func (e *Evictor) reap(ctx context.Context, s *store.Store) (int, error) {
 		revoked += res.Count
 		toks = toks[n:]
 	}
-	return revoked, nil
+	return revoked, e.expireTasks(ctx, s, now, limit)
+}
+
+// expireTasks proposes RevokeExpired with the ids of the tasks PROCESSING longer than limit at now
+// since their fetch, in batches of BatchSize, each on a slot taken without waiting.
+func (e *Evictor) expireTasks(ctx context.Context, s *store.Store, now, limit int64) error {
+	ids := s.ExpiredTasks(now, limit)
+	for len(ids) > 0 {
+		n := min(len(ids), e.cfg.BatchSize)
+		slot, ok := e.node.TryReserve()
+		if !ok {
+			if !e.node.IsLeader() {
+				return ErrNotLeader
+			}
+			return ErrNoSlot
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_RevokeExpired{RevokeExpired: &metadv1.RevokeExpired{
+			TaskIds: ids[:n], TaskTimeoutNs: limit, StateEpoch: s.Epoch()}}}
+		res, err := slot.Propose(ctx, cmd)
+		if err != nil {
+			return fmt.Errorf("evict: propose RevokeExpired of %d tasks: %w", n, err)
+		}
+		if res.Reason != store.OK {
+			return fmt.Errorf("%w: %s: %s", ErrRejected, res.Reason, res.Message)
+		}
+		e.m.expiredTasks.Add(float64(len(res.Tasks)))
+		ids = ids[n:]
+	}
+	return nil
 }
