@@ -185,3 +185,12 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = rest[1:]
 	}
 }
+
+// readOpts are the read options a verb's --stale flag asks for: a stale read from any node, or
+// none (a linearizable read through the leader).
+func readOpts(stale bool) []client.ReadOption {
+	if stale {
+		return []client.ReadOption{client.Stale()}
+	}
+	return nil
+}

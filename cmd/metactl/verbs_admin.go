@@ -84,10 +84,7 @@ func runTenantLs(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	tenants, err := c.ListTenants(ctx, opts...)
 	if err != nil {
 		return err
@@ -141,10 +138,7 @@ func runTenantQuota(a *app, v *verb, args []string) error {
 				quotaText(resp.GetRequestedQuotaBytes()), formatSize(resp.GetEffectiveQuotaBytes()))
 		})
 	}
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	resp, err := c.GetQuota(ctx, pos[0], opts...)
 	if err != nil {
 		return err
@@ -362,10 +356,7 @@ func runSegmentLs(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	segs, err := c.ListSegments(ctx, f, opts...)
 	if err != nil {
 		return err

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"metad/client"
 )
 
 // keyView is an API key as key ls shows it (never its secret or hash).
@@ -74,10 +72,7 @@ func runKeyLs(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	keys, err := c.ListKeys(ctx, opts...)
 	if err != nil {
 		return err
@@ -159,10 +154,7 @@ func runRoleLs(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	resp, err := c.ListRoles(ctx, opts...)
 	if err != nil {
 		return err

@@ -212,10 +212,7 @@ func runGet(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	resp, err := c.Get(ctx, *tenant, pos[0], opts...)
 	if err != nil {
 		return err
@@ -253,10 +250,7 @@ func runExists(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	var exists []bool
 	if len(pos) == 1 {
 		ok, err := c.Exist(ctx, *tenant, pos[0], opts...)
@@ -349,10 +343,7 @@ func runGroupLs(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	keys, err := c.ListGroup(ctx, *tenant, pos[0], opts...)
 	if err != nil {
 		return err

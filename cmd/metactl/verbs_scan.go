@@ -37,10 +37,7 @@ func runLs(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	var opts []client.ReadOption
-	if *stale {
-		opts = append(opts, client.Stale())
-	}
+	opts := readOpts(*stale)
 	page := uint32(0)
 	if *limit > 0 && *limit < 1024 {
 		page = uint32(*limit)
