@@ -82,6 +82,31 @@ func (s *Service) proposeMarked(ctx context.Context, st *store.Store, cmd *metad
 		func() { st.ClearMarks(marks) })
 }
 
+// prepareOne prepares one object for a command that removes or frees what a reader may lease
+// (Remove, MoveEnd), following fromState's rules: prepare marks it against the leader's state,
+// waiting out another removal's mark (settled). It returns the state prepared against and the
+// object's token, or kept: this session's answer to a retry of the request, when its first attempt
+// applied (then nothing is marked and nothing is to be proposed).
+func (s *Service) prepareOne(ctx context.Context, prepare func(cur *store.Store) (store.ObjectToken, error)) (
+	st *store.Store, tok store.ObjectToken, kept *store.Result, err error) {
+	_, err = s.fromState(ctx, func(cur *store.Store) (bool, error) {
+		kept = nil
+		if r, ok := s.answered(ctx); ok { // this session's retry of a request that applied
+			kept = &r
+			return false, nil
+		}
+		st = cur
+		var err error
+		tok, err = settled(ctx, func() (store.ObjectToken, error) { return prepare(cur) })
+		if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
+			kept = &r
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return st, tok, kept, err
+}
+
 // againOnReplaced runs attempt until it does not ask to run again, at most MaxReplaced+1 times;
 // the last run's error stands.
 func againOnReplaced(attempt func() (again bool, err error)) error {
@@ -107,26 +132,10 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 		return nil, err
 	}
 	err = againOnReplaced(func() (bool, error) {
-		var st *store.Store
-		var tok store.ObjectToken
-		var kept *store.Result
-		if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
-			kept = nil
-			if r, ok := s.answered(ctx); ok { // this session's retry of a removal that applied
-				kept = &r
-				return false, nil
-			}
-			var err error
-			st = cur
-			tok, err = settled(ctx, func() (store.ObjectToken, error) {
-				return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
-			})
-			if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
-				kept = &r
-				return false, nil
-			}
-			return err == nil, err
-		}); err != nil {
+		st, tok, kept, err := s.prepareOne(ctx, func(cur *store.Store) (store.ObjectToken, error) {
+			return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+		})
+		if err != nil {
 			return false, fail(err, tenant, req.GetKey())
 		}
 		if kept != nil {

@@ -134,26 +134,10 @@ func (s *Service) taskEnd(ctx context.Context, req taskEndRequest, kind store.Ta
 // caller asks again later) and marks the object, so that no read leases the source while the entry
 // is in flight; ProposeMarked clears the mark by the entry's outcome.
 func (s *Service) moveEnd(ctx context.Context, cmd *metadv1.Command, req store.ReplicaTaskEndRequest, rawKey []byte) error {
-	var (
-		st   *store.Store
-		tok  store.ObjectToken
-		kept *store.Result
-	)
-	if _, err := s.fromState(ctx, func(cur *store.Store) (bool, error) {
-		kept = nil
-		if r, ok := s.answered(ctx); ok { // this session's retry of a MoveEnd that applied
-			kept = &r
-			return false, nil
-		}
-		st = cur
-		var err error
-		tok, err = settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareMoveEnd(s.cfg.nowNano(), req) })
-		if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
-			kept = &r
-			return false, nil
-		}
-		return err == nil, err
-	}); err != nil {
+	st, tok, kept, err := s.prepareOne(ctx, func(cur *store.Store) (store.ObjectToken, error) {
+		return cur.PrepareMoveEnd(s.cfg.nowNano(), req)
+	})
+	if err != nil {
 		return fail(err, req.Tenant, rawKey)
 	}
 	if kept != nil {
