@@ -25,6 +25,9 @@ func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
 	}
 	return map[protoreflect.FieldNumber]handler{
 		num("put_start"):           f.applyPutStart,
+		num("put_commit"):          applyPutCommit,
+		num("arena_grant"):         applyArenaGrant,
+		num("arena_retire"):        applyArenaRetire,
 		num("put_end"):             applyPutEnd,
 		num("put_revoke"):          applyPutRevoke,
 		num("upsert_start"):        f.applyUpsertStart,
@@ -169,6 +172,34 @@ func (f *FSM) applyUpsertStart(s *store.Store, e env, c *metadv1.Command) store.
 		f.m.countShort(req.Config, reps)
 	}
 	return r
+}
+
+// applyPutCommit creates objects from ranges the leader reserved in its arenas (store.CommitPuts);
+// one result per item. Repeated keys refuse the whole command, as a batch's do.
+func applyPutCommit(s *store.Store, e env, c *metadv1.Command) store.Result {
+	m := c.GetPutCommit()
+	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
+		return r
+	}
+	errs := s.CommitPuts(e.now, wire.CommitFrom(m))
+	out := store.Result{Items: make([]store.Result, len(errs))}
+	for i, err := range errs {
+		out.Items[i] = fromErr(err)
+	}
+	return out
+}
+
+// applyArenaGrant grants arenas to the leader of the command's term (store.Store.GrantArenas);
+// Count is how many were granted.
+func applyArenaGrant(s *store.Store, _ env, c *metadv1.Command) store.Result {
+	m := c.GetArenaGrant()
+	return store.Result{Count: len(s.GrantArenas(m.GetTerm(), wire.ArenaSpecsFrom(m)))}
+}
+
+// applyArenaRetire returns arenas' unused bytes to their segments (store.Store.RetireArenas);
+// Count is how many were retired.
+func applyArenaRetire(s *store.Store, _ env, c *metadv1.Command) store.Result {
+	return store.Result{Count: s.RetireArenas(c.GetArenaRetire().GetArenaIds())}
 }
 
 func endReq(tenant string, client, key []byte, tier metadv1.Tier) store.PutEndRequest {

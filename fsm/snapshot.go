@@ -91,6 +91,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
 		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)),
 		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)), LastDrainId: c.LastDrain, Drains: uint64(len(c.Drains)),
+		LastArenaId: c.LastArena, Arenas: uint64(len(c.Arenas)),
 	}
 	sw, err := snapshot.NewWriter(w, h)
 	if err != nil {
@@ -172,6 +173,12 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 			return sw.Size(), err
 		}
 	}
+	for i := range c.Arenas {
+		rec.Record = &metadv1.Record_Arena{Arena: wire.ArenaTo(&c.Arenas[i], enc.SegIndex)}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
 	if err := sw.Close(); err != nil {
 		return sw.Size(), err
 	}
@@ -227,6 +234,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	var segs []alloc.ID
 	var tasks []store.Task
 	var drains []store.DrainJob
+	var arenas []store.Arena
 	groups := uint64(0)
 	seenGroups := map[uint64]struct{}{}
 	rec := &metadv1.Record{}
@@ -285,6 +293,12 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 			tasks = append(tasks, wire.TaskFrom(x.Task))
 		case *metadv1.Record_Drain:
 			drains = append(drains, wire.DrainFrom(x.Drain))
+		case *metadv1.Record_Arena:
+			a, err := wire.ArenaFrom(x.Arena, segs)
+			if err != nil {
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
+			arenas = append(arenas, a)
 		case *metadv1.Record_Member:
 			m := x.Member
 			if m.GetName() == "" {
@@ -303,6 +317,9 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	}
 	if err == nil {
 		err = s.RestoreDrains(drains, h.GetLastDrainId())
+	}
+	if err == nil {
+		err = s.RestoreArenas(arenas, h.GetLastArenaId())
 	}
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)

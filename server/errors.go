@@ -50,6 +50,8 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 		code = codes.Unavailable
 	case store.AuthRevisionStale: // the service authorizes again and retries; a client may retry too
 		code = codes.Aborted
+	case store.ReservationLost: // the client places the object again (PutStart, write, PutEnd)
+		code = codes.Aborted
 	default:
 		return wr, codes.Internal, false
 	}

@@ -117,7 +117,7 @@ type Reader struct {
 	buf    []byte
 	n      int64
 	done   bool
-	counts struct{ tenants, segments, objects, keys, roles, tasks, drains uint64 }
+	counts struct{ tenants, segments, objects, keys, roles, tasks, drains, arenas uint64 }
 }
 
 // NewReader reads and checks the magic, the format version and the header.
@@ -244,6 +244,8 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 		r.counts.tasks++
 	case *metadv1.Record_Drain:
 		r.counts.drains++
+	case *metadv1.Record_Arena:
+		r.counts.arenas++
 	case *metadv1.Record_Member, *metadv1.Record_Session:
 	default:
 		return fmt.Errorf("snapshot: record ending at byte %d has no known kind: %w", r.n, ErrCorrupt)
@@ -276,6 +278,9 @@ func (r *Reader) finish() error {
 	if h.Tasks != r.counts.tasks || h.Drains != r.counts.drains {
 		return fmt.Errorf("snapshot: header counts %d tasks %d drain jobs, file has %d/%d: %w", h.Tasks, h.Drains,
 			r.counts.tasks, r.counts.drains, ErrCorrupt)
+	}
+	if h.Arenas != r.counts.arenas {
+		return fmt.Errorf("snapshot: header counts %d arenas, file has %d: %w", h.Arenas, r.counts.arenas, ErrCorrupt)
 	}
 	r.done = true
 	return io.EOF

@@ -27,6 +27,7 @@ type Info struct {
 	AuthRevision  uint64        `json:"auth_revision"` // (format version 3)
 	Tasks         int           `json:"tasks"`         // scheduled tasks kept (format version 4)
 	Drains        int           `json:"drains"`        // drain jobs kept (format version 4)
+	Arenas        int           `json:"arenas"`        // allocation arenas (format version 5)
 }
 
 // MemberInfo is one recorded cluster member of a snapshot.
@@ -106,6 +107,8 @@ func Inspect(r io.Reader) (*Info, error) {
 			info.Tasks++
 		case *metadv1.Record_Drain:
 			info.Drains++
+		case *metadv1.Record_Arena:
+			info.Arenas++
 		case *metadv1.Record_Member:
 			m := x.Member
 			info.Members = append(info.Members, MemberInfo{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()})

@@ -24,6 +24,8 @@ type Capture struct {
 	LastTask     uint64              // the id the last scheduled task got
 	Drains       []DrainJob          // the drain jobs kept, by id
 	LastDrain    uint64              // the id the last drain job got
+	Arenas       []Arena             // the allocation arenas, by id
+	LastArena    uint64              // the id the last arena got
 
 	pool []CapturedObject // backing storage of every tenant's Objects
 }
@@ -70,6 +72,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
 	c.Tasks, c.LastTask = s.Tasks()
 	c.Drains, c.LastDrain = s.DrainJobs()
+	c.Arenas, c.LastArena = s.Arenas(), s.LastArena()
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {
@@ -95,7 +98,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 // its storage for the next CaptureInto. The capture must not be used afterwards.
 func (c *Capture) Recycle() *Capture {
 	clear(c.pool)
-	c.Tenants, c.Segments, c.Tasks, c.Drains = nil, nil, nil, nil
+	c.Tenants, c.Segments, c.Tasks, c.Drains, c.Arenas = nil, nil, nil, nil, nil
 	return c
 }
 

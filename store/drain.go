@@ -189,6 +189,7 @@ func (s *Store) StartDrain(now int64, spec DrainSpec) (uint64, error) {
 		if err := s.segs.SetClosing(id, true); err != nil {
 			panic("store: a segment checked mounted is gone: " + err.Error())
 		}
+		s.retireArenasOn(id)
 	}
 	d := s.drains
 	d.mu.Lock()

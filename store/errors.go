@@ -47,6 +47,7 @@ const (
 	DrainNotFound
 	SegmentDraining
 	DrainNotRunning
+	ReservationLost
 	numReasons
 )
 
@@ -85,6 +86,7 @@ var reasonNames = [numReasons]string{
 	DrainNotFound:             "DRAIN_NOT_FOUND",
 	SegmentDraining:           "SEGMENT_DRAINING",
 	DrainNotRunning:           "DRAIN_NOT_RUNNING",
+	ReservationLost:           "RESERVATION_LOST",
 }
 
 // String returns the reason's stable upper-case name.

@@ -18,15 +18,21 @@ import (
 //   - each tenant's charged quota equals the sum of its objects' MemoryBytes;
 //   - an object's replica task names its COMPLETE source and PROCESSING targets among its
 //     replicas, and it has no other PROCESSING replica (ReplicaTask);
-//   - replica extents never overlap within a segment, lie on a mounted segment, and add up to the
-//     segment's used bytes.
+//   - replica extents and the free spans of allocation arenas (which lie inside their arena's
+//     span) never overlap within a segment, lie on a mounted segment, and add up to the segment's
+//     used bytes.
 func (s *Store) CheckInvariants() error {
 	type ext struct {
 		off, size uint64
 		t         *TenantState
 		key       string
 	}
-	who := func(x ext) string { return fmt.Sprintf("tenant %q key %q", x.t.name, x.key) }
+	who := func(x ext) string {
+		if x.t == nil {
+			return x.key // an arena's free span
+		}
+		return fmt.Sprintf("tenant %q key %q", x.t.name, x.key)
+	}
 	extents := map[alloc.ID][]ext{}
 	for _, t := range s.tenants.List() {
 		d := t.dir
@@ -96,6 +102,14 @@ func (s *Store) CheckInvariants() error {
 				}
 			}
 			g.mu.Unlock()
+		}
+	}
+	for _, a := range s.Arenas() {
+		for _, sp := range a.Free {
+			if sp.Offset < a.Offset || sp.Offset+sp.Size > a.Offset+a.Size {
+				return fmt.Errorf("arena %d: free span [%d,+%d) outside its span [%d,+%d)", a.ID, sp.Offset, sp.Size, a.Offset, a.Size)
+			}
+			extents[a.Segment] = append(extents[a.Segment], ext{sp.Offset, sp.Size, nil, fmt.Sprintf("arena %d", a.ID)})
 		}
 	}
 	for _, info := range s.segs.List() {

@@ -59,6 +59,7 @@ type Store struct {
 	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
 	tasks        *TaskQueue    // replicated: the master-scheduled tasks (taskqueue.go)
 	drains       *DrainTable   // replicated: the drain jobs (drain.go)
+	arenas       *arenaTable   // replicated: the allocation arenas (arena.go)
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
 	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
@@ -80,7 +81,7 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue(), drains: newDrainTable()}
+	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue(), drains: newDrainTable(), arenas: newArenaTable()}
 }
 
 // Tenants returns the tenant registry.
@@ -327,7 +328,9 @@ func (s *Store) UnmountSegment(id alloc.ID) (UnmountResult, error) {
 	if _, err := s.segs.Unmount(id); err != nil {
 		return UnmountResult{}, errf(SegmentNotFound, "segment %s is not mounted", id)
 	}
-	r := s.dropReplicasOn(map[alloc.ID]struct{}{id: {}})
+	gone := map[alloc.ID]struct{}{id: {}}
+	s.dropArenasOn(gone)
+	r := s.dropReplicasOn(gone)
 	r.Segments = 1
 	s.recomputeQuotas()
 	return r, nil
@@ -364,6 +367,7 @@ func (s *Store) CloseSegment(client, id alloc.ID, at int64) (UnmountResult, erro
 	if at <= 0 {
 		return UnmountResult{}, errf(InvalidParams, "segment %s: unmount time %d not positive", id, at)
 	}
+	s.retireArenasOn(id)
 	if info, _ := s.segs.Get(id); info.Used == 0 {
 		return s.UnmountSegment(id)
 	}
@@ -403,6 +407,7 @@ func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
 	if len(gone) == 0 {
 		return UnmountResult{}
 	}
+	s.dropArenasOn(gone)
 	r := s.dropReplicasOn(gone)
 	r.Segments = len(gone)
 	s.recomputeQuotas()

@@ -351,6 +351,8 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_SEGMENT_DRAINING, true
 	case store.DrainNotRunning:
 		return metadv1.Reason_REASON_DRAIN_NOT_RUNNING, true
+	case store.ReservationLost:
+		return metadv1.Reason_REASON_RESERVATION_LOST, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }

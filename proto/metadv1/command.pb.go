@@ -337,6 +337,9 @@ type Command struct {
 	//	*Command_CancelDrain
 	//	*Command_ScheduleDrainMoves
 	//	*Command_FinishDrain
+	//	*Command_ArenaGrant
+	//	*Command_ArenaRetire
+	//	*Command_PutCommit
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -751,6 +754,33 @@ func (x *Command) GetFinishDrain() *FinishDrain {
 	return nil
 }
 
+func (x *Command) GetArenaGrant() *ArenaGrant {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ArenaGrant); ok {
+			return x.ArenaGrant
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetArenaRetire() *ArenaRetire {
+	if x != nil {
+		if x, ok := x.Op.(*Command_ArenaRetire); ok {
+			return x.ArenaRetire
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPutCommit() *PutCommit {
+	if x != nil {
+		if x, ok := x.Op.(*Command_PutCommit); ok {
+			return x.PutCommit
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -976,6 +1006,21 @@ type Command_FinishDrain struct {
 	FinishDrain *FinishDrain `protobuf:"bytes,50,opt,name=finish_drain,json=finishDrain,proto3,oneof"`
 }
 
+type Command_ArenaGrant struct {
+	// Grant allocation arenas to the leader of a term (the leader's arena keeper).
+	ArenaGrant *ArenaGrant `protobuf:"bytes,51,opt,name=arena_grant,json=arenaGrant,proto3,oneof"`
+}
+
+type Command_ArenaRetire struct {
+	// Return the unused bytes of arenas to their segments (the leader's arena keeper).
+	ArenaRetire *ArenaRetire `protobuf:"bytes,52,opt,name=arena_retire,json=arenaRetire,proto3,oneof"`
+}
+
+type Command_PutCommit struct {
+	// Create objects whose replicas the leader carved from its arenas (PutEnd of a reserved write).
+	PutCommit *PutCommit `protobuf:"bytes,53,opt,name=put_commit,json=putCommit,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -1055,6 +1100,12 @@ func (*Command_CancelDrain) isCommand_Op() {}
 func (*Command_ScheduleDrainMoves) isCommand_Op() {}
 
 func (*Command_FinishDrain) isCommand_Op() {}
+
+func (*Command_ArenaGrant) isCommand_Op() {}
+
+func (*Command_ArenaRetire) isCommand_Op() {}
+
+func (*Command_PutCommit) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -4301,6 +4352,411 @@ func (x *FinishDrain) GetDrainId() uint64 {
 	return 0
 }
 
+// ArenaGrant reserves one span of each named segment for the leader of a term: the leader places
+// new objects in its arenas from its own soft state (a PutStart takes no log entry) and PutCommit
+// later hands an object the exact ranges it was given. Apply allocates each span first-fit from the
+// segment, as a placement would; a segment that is not mounted, is closing, or has no free span of
+// that size is skipped (no arena), and the rest are granted.
+type ArenaGrant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The term of the leader the arenas are granted to.
+	Term uint64 `protobuf:"varint,1,opt,name=term,proto3" json:"term,omitempty"`
+	// One span per item; a segment appears at most once.
+	Arenas        []*ArenaSpec `protobuf:"bytes,2,rep,name=arenas,proto3" json:"arenas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArenaGrant) Reset() {
+	*x = ArenaGrant{}
+	mi := &file_metadv1_command_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArenaGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArenaGrant) ProtoMessage() {}
+
+func (x *ArenaGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArenaGrant.ProtoReflect.Descriptor instead.
+func (*ArenaGrant) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ArenaGrant) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *ArenaGrant) GetArenas() []*ArenaSpec {
+	if x != nil {
+		return x.Arenas
+	}
+	return nil
+}
+
+// ArenaSpec asks for one arena.
+type ArenaSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Segment: 16-byte UUID.
+	SegmentId []byte `protobuf:"bytes,1,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// Bytes, a positive multiple of 64.
+	Size          uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArenaSpec) Reset() {
+	*x = ArenaSpec{}
+	mi := &file_metadv1_command_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArenaSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArenaSpec) ProtoMessage() {}
+
+func (x *ArenaSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArenaSpec.ProtoReflect.Descriptor instead.
+func (*ArenaSpec) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ArenaSpec) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *ArenaSpec) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// ArenaRetire returns the unused bytes of arenas to their segments. The leader retires an arena of
+// an earlier term only once no writer its leader answered can still be writing into it (the fence
+// of docs/design.md), and one of its own term only when no reservation of its own uses it.
+type ArenaRetire struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Arena ids; one that is no longer held is skipped.
+	ArenaIds      []uint64 `protobuf:"varint,1,rep,packed,name=arena_ids,json=arenaIds,proto3" json:"arena_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArenaRetire) Reset() {
+	*x = ArenaRetire{}
+	mi := &file_metadv1_command_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArenaRetire) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArenaRetire) ProtoMessage() {}
+
+func (x *ArenaRetire) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArenaRetire.ProtoReflect.Descriptor instead.
+func (*ArenaRetire) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ArenaRetire) GetArenaIds() []uint64 {
+	if x != nil {
+		return x.ArenaIds
+	}
+	return nil
+}
+
+// PutCommit creates objects whose replicas the leader carved from its arenas when it answered
+// their PutStarts without a log entry: the one replicated command of such a write. Each item is
+// applied on its own: its ranges must lie in arenas, unused, or the item is refused with
+// RESERVATION_LOST; the key must be free (OBJECT_ALREADY_EXISTS, except that a repeat of the same
+// commit, the object already holding exactly these ranges for this client, is OK); quota is charged
+// for the MEMORY replicas (TENANT_QUOTA_EXCEEDED). A refused item changes nothing.
+type PutCommit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Writing client: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Tier committed (COMPLETE); TIER_UNSPECIFIED = every tier. Replicas of another tier are created
+	// PROCESSING, as a PutStart leaves them, for a later PutEnd or PutRevoke of that tier.
+	Tier Tier `protobuf:"varint,3,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The objects, keys distinct.
+	Items         []*CommitItem `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutCommit) Reset() {
+	*x = PutCommit{}
+	mi := &file_metadv1_command_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutCommit) ProtoMessage() {}
+
+func (x *PutCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutCommit.ProtoReflect.Descriptor instead.
+func (*PutCommit) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *PutCommit) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PutCommit) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *PutCommit) GetTier() Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *PutCommit) GetItems() []*CommitItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// CommitItem is one object of a PutCommit.
+type CommitItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Object key.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Explicit group to join; empty = singleton.
+	Group []byte `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	// Object size in bytes.
+	Size uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// Normalized config as the PutStart gave it (pins, data type); the counts are those placed.
+	Config *ReplicaConfig `protobuf:"bytes,4,opt,name=config,proto3" json:"config,omitempty"`
+	// The ranges the leader carved, MEMORY first, in placement order.
+	Replicas []*CommitReplica `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// Leader time of the PutStart the reservation answered, Unix nanoseconds.
+	PutStartUnixNano int64 `protobuf:"fixed64,6,opt,name=put_start_unix_nano,json=putStartUnixNano,proto3" json:"put_start_unix_nano,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CommitItem) Reset() {
+	*x = CommitItem{}
+	mi := &file_metadv1_command_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitItem) ProtoMessage() {}
+
+func (x *CommitItem) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitItem.ProtoReflect.Descriptor instead.
+func (*CommitItem) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CommitItem) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CommitItem) GetGroup() []byte {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *CommitItem) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *CommitItem) GetConfig() *ReplicaConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *CommitItem) GetReplicas() []*CommitReplica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *CommitItem) GetPutStartUnixNano() int64 {
+	if x != nil {
+		return x.PutStartUnixNano
+	}
+	return 0
+}
+
+// CommitReplica is one range of a CommitItem.
+type CommitReplica struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tier of the segment.
+	Tier Tier `protobuf:"varint,1,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// Segment: 16-byte UUID.
+	SegmentId []byte `protobuf:"bytes,2,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// Offset from the segment's start, bytes (64-byte aligned).
+	Offset uint64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Allocated bytes (the object size rounded up to 64).
+	Size          uint64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitReplica) Reset() {
+	*x = CommitReplica{}
+	mi := &file_metadv1_command_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitReplica) ProtoMessage() {}
+
+func (x *CommitReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitReplica.ProtoReflect.Descriptor instead.
+func (*CommitReplica) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CommitReplica) GetTier() Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *CommitReplica) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *CommitReplica) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *CommitReplica) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4316,7 +4772,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[46]
+	mi := &file_metadv1_command_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4328,7 +4784,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[46]
+	mi := &file_metadv1_command_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4375,7 +4831,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x8f\x14\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xba\x15\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -4428,7 +4884,12 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"startDrain\x12:\n" +
 	"\fcancel_drain\x180 \x01(\v2\x15.metad.v1.CancelDrainH\x00R\vcancelDrain\x12P\n" +
 	"\x14schedule_drain_moves\x181 \x01(\v2\x1c.metad.v1.ScheduleDrainMovesH\x00R\x12scheduleDrainMoves\x12:\n" +
-	"\ffinish_drain\x182 \x01(\v2\x15.metad.v1.FinishDrainH\x00R\vfinishDrain\x121\n" +
+	"\ffinish_drain\x182 \x01(\v2\x15.metad.v1.FinishDrainH\x00R\vfinishDrain\x127\n" +
+	"\varena_grant\x183 \x01(\v2\x14.metad.v1.ArenaGrantH\x00R\n" +
+	"arenaGrant\x12:\n" +
+	"\farena_retire\x184 \x01(\v2\x15.metad.v1.ArenaRetireH\x00R\varenaRetire\x124\n" +
+	"\n" +
+	"put_commit\x185 \x01(\v2\x13.metad.v1.PutCommitH\x00R\tputCommit\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -4675,7 +5136,36 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\x12)\n" +
 	"\x05moves\x18\x02 \x03(\v2\x13.metad.v1.DrainMoveR\x05moves\"(\n" +
 	"\vFinishDrain\x12\x19\n" +
-	"\bdrain_id\x18\x01 \x01(\x04R\adrainId*\x7f\n" +
+	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\"M\n" +
+	"\n" +
+	"ArenaGrant\x12\x12\n" +
+	"\x04term\x18\x01 \x01(\x04R\x04term\x12+\n" +
+	"\x06arenas\x18\x02 \x03(\v2\x13.metad.v1.ArenaSpecR\x06arenas\">\n" +
+	"\tArenaSpec\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x01 \x01(\fR\tsegmentId\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\"*\n" +
+	"\vArenaRetire\x12\x1b\n" +
+	"\tarena_ids\x18\x01 \x03(\x04R\barenaIds\"\x90\x01\n" +
+	"\tPutCommit\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\"\n" +
+	"\x04tier\x18\x03 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12*\n" +
+	"\x05items\x18\x04 \x03(\v2\x14.metad.v1.CommitItemR\x05items\"\xdd\x01\n" +
+	"\n" +
+	"CommitItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\fR\x05group\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12/\n" +
+	"\x06config\x18\x04 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\x123\n" +
+	"\breplicas\x18\x05 \x03(\v2\x17.metad.v1.CommitReplicaR\breplicas\x12-\n" +
+	"\x13put_start_unix_nano\x18\x06 \x01(\x10R\x10putStartUnixNano\"~\n" +
+	"\rCommitReplica\x12\"\n" +
+	"\x04tier\x18\x01 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x02 \x01(\fR\tsegmentId\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x04R\x04size*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -4703,7 +5193,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -4754,13 +5244,19 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*DrainMove)(nil),          // 46: metad.v1.DrainMove
 	(*ScheduleDrainMoves)(nil), // 47: metad.v1.ScheduleDrainMoves
 	(*FinishDrain)(nil),        // 48: metad.v1.FinishDrain
-	(*BatchPutStart_Item)(nil), // 49: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 50: metad.v1.SessionHeader
-	(Reason)(0),                // 51: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 52: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 53: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 54: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 55: metad.v1.TaskKind
+	(*ArenaGrant)(nil),         // 49: metad.v1.ArenaGrant
+	(*ArenaSpec)(nil),          // 50: metad.v1.ArenaSpec
+	(*ArenaRetire)(nil),        // 51: metad.v1.ArenaRetire
+	(*PutCommit)(nil),          // 52: metad.v1.PutCommit
+	(*CommitItem)(nil),         // 53: metad.v1.CommitItem
+	(*CommitReplica)(nil),      // 54: metad.v1.CommitReplica
+	(*BatchPutStart_Item)(nil), // 55: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 56: metad.v1.SessionHeader
+	(Reason)(0),                // 57: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 58: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 59: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 60: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 61: metad.v1.TaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -4804,42 +5300,51 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	45, // 38: metad.v1.Command.cancel_drain:type_name -> metad.v1.CancelDrain
 	47, // 39: metad.v1.Command.schedule_drain_moves:type_name -> metad.v1.ScheduleDrainMoves
 	48, // 40: metad.v1.Command.finish_drain:type_name -> metad.v1.FinishDrain
-	50, // 41: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	51, // 42: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	52, // 43: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 44: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	53, // 45: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	53, // 46: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	52, // 47: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 48: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	53, // 49: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	53, // 50: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 51: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	52, // 52: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	49, // 53: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 54: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	53, // 55: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	53, // 56: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 57: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	7,  // 58: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	6,  // 59: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	53, // 60: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 61: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	23, // 62: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 63: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	54, // 64: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 65: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	55, // 66: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 67: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	55, // 68: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	55, // 69: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	55, // 70: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	46, // 71: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
-	72, // [72:72] is the sub-list for method output_type
-	72, // [72:72] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	49, // 41: metad.v1.Command.arena_grant:type_name -> metad.v1.ArenaGrant
+	51, // 42: metad.v1.Command.arena_retire:type_name -> metad.v1.ArenaRetire
+	52, // 43: metad.v1.Command.put_commit:type_name -> metad.v1.PutCommit
+	56, // 44: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	57, // 45: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	58, // 46: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 47: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	59, // 48: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	59, // 49: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	58, // 50: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 51: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	59, // 52: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	59, // 53: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 54: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	58, // 55: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	55, // 56: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 57: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	59, // 58: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	59, // 59: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	7,  // 60: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	7,  // 61: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	6,  // 62: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	59, // 63: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 64: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	23, // 65: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	6,  // 66: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	60, // 67: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 68: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	61, // 69: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 70: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	61, // 71: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	61, // 72: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	61, // 73: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	46, // 74: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	50, // 75: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
+	59, // 76: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
+	53, // 77: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
+	58, // 78: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
+	54, // 79: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
+	59, // 80: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
+	81, // [81:81] is the sub-list for method output_type
+	81, // [81:81] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -4889,6 +5394,9 @@ func file_metadv1_command_proto_init() {
 		(*Command_CancelDrain)(nil),
 		(*Command_ScheduleDrainMoves)(nil),
 		(*Command_FinishDrain)(nil),
+		(*Command_ArenaGrant)(nil),
+		(*Command_ArenaRetire)(nil),
+		(*Command_PutCommit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4896,7 +5404,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   47,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -184,7 +184,7 @@ func TestCommandCaseNames(t *testing.T) {
 	}
 	// Top-level messages of command.proto that are operations must be cases; the helpers are listed.
 	helpers := map[protoreflect.Name]bool{"Envelope": true, "Command": true, "ObjectToken": true, "TokenColumns": true, "ObjectRef": true,
-		"DrainMove": true}
+		"DrainMove": true, "ArenaSpec": true, "CommitItem": true, "CommitReplica": true}
 	msgs := metadv1.File_metadv1_command_proto.Messages()
 	for i := 0; i < msgs.Len(); i++ {
 		md := msgs.Get(i)
@@ -224,6 +224,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_OBJECT_HAS_REPLICATION_TASK", "REASON_OBJECT_NO_REPLICATION_TASK", "REASON_REPLICA_NOT_FOUND",
 		"REASON_TASK_NOT_FOUND", "REASON_TASK_PENDING_LIMIT_EXCEEDED",
 		"REASON_DRAIN_NOT_FOUND", "REASON_SEGMENT_DRAINING", "REASON_DRAIN_NOT_RUNNING", // drain jobs
+		"REASON_RESERVATION_LOST", // allocation arenas
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {

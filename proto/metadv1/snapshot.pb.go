@@ -78,7 +78,11 @@ type SnapshotHeader struct {
 	// The last drain job id handed out (format version 4).
 	LastDrainId uint64 `protobuf:"varint,141,opt,name=last_drain_id,json=lastDrainId,proto3" json:"last_drain_id,omitempty"`
 	// Drain job records that follow (format version 4).
-	Drains        uint64 `protobuf:"varint,142,opt,name=drains,proto3" json:"drains,omitempty"`
+	Drains uint64 `protobuf:"varint,142,opt,name=drains,proto3" json:"drains,omitempty"`
+	// The last arena id handed out (format version 5).
+	LastArenaId uint64 `protobuf:"varint,146,opt,name=last_arena_id,json=lastArenaId,proto3" json:"last_arena_id,omitempty"`
+	// Arena records that follow (format version 5).
+	Arenas        uint64 `protobuf:"varint,147,opt,name=arenas,proto3" json:"arenas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -235,6 +239,20 @@ func (x *SnapshotHeader) GetLastDrainId() uint64 {
 func (x *SnapshotHeader) GetDrains() uint64 {
 	if x != nil {
 		return x.Drains
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetLastArenaId() uint64 {
+	if x != nil {
+		return x.LastArenaId
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetArenas() uint64 {
+	if x != nil {
+		return x.Arenas
 	}
 	return 0
 }
@@ -767,6 +785,7 @@ type Record struct {
 	//	*Record_Role
 	//	*Record_Task
 	//	*Record_Drain
+	//	*Record_Arena
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -890,6 +909,15 @@ func (x *Record) GetDrain() *DrainJob {
 	return nil
 }
 
+func (x *Record) GetArena() *ArenaRecord {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Arena); ok {
+			return x.Arena
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -940,6 +968,11 @@ type Record_Drain struct {
 	Drain *DrainJob `protobuf:"bytes,143,opt,name=drain,proto3,oneof"`
 }
 
+type Record_Arena struct {
+	// An allocation arena (format version 5); arena records come after every drain record, by id.
+	Arena *ArenaRecord `protobuf:"bytes,145,opt,name=arena,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -957,6 +990,156 @@ func (*Record_Role) isRecord_Record() {}
 func (*Record_Task) isRecord_Record() {}
 
 func (*Record_Drain) isRecord_Record() {}
+
+func (*Record_Arena) isRecord_Record() {}
+
+// ArenaRecord is one allocation arena (ArenaGrant): a span of a segment held for the leader of a
+// term, of which the free spans are the bytes no object took yet. Everything else of the span
+// belongs to objects (their replicas' extents).
+type ArenaRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Arena id.
+	ArenaId uint64 `protobuf:"varint,1,opt,name=arena_id,json=arenaId,proto3" json:"arena_id,omitempty"`
+	// The term of the leader it was granted to.
+	Term uint64 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	// 1-based position of its segment among this snapshot's SegmentRecords.
+	SegmentIndex uint32 `protobuf:"varint,3,opt,name=segment_index,json=segmentIndex,proto3" json:"segment_index,omitempty"`
+	// The granted span's offset from the segment's start, bytes.
+	Offset uint64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	// The granted span's size, bytes.
+	Size uint64 `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	// Free spans, by offset, inside the granted span.
+	Free          []*ArenaSpan `protobuf:"bytes,6,rep,name=free,proto3" json:"free,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArenaRecord) Reset() {
+	*x = ArenaRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArenaRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArenaRecord) ProtoMessage() {}
+
+func (x *ArenaRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArenaRecord.ProtoReflect.Descriptor instead.
+func (*ArenaRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ArenaRecord) GetArenaId() uint64 {
+	if x != nil {
+		return x.ArenaId
+	}
+	return 0
+}
+
+func (x *ArenaRecord) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *ArenaRecord) GetSegmentIndex() uint32 {
+	if x != nil {
+		return x.SegmentIndex
+	}
+	return 0
+}
+
+func (x *ArenaRecord) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ArenaRecord) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ArenaRecord) GetFree() []*ArenaSpan {
+	if x != nil {
+		return x.Free
+	}
+	return nil
+}
+
+// ArenaSpan is a range of a segment.
+type ArenaSpan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Offset from the segment's start, bytes.
+	Offset uint64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// Bytes.
+	Size          uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArenaSpan) Reset() {
+	*x = ArenaSpan{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArenaSpan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArenaSpan) ProtoMessage() {}
+
+func (x *ArenaSpan) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArenaSpan.ProtoReflect.Descriptor instead.
+func (*ArenaSpan) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ArenaSpan) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ArenaSpan) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
 
 // KeyRecord is one API key: the SHA-256 of its secret, never the secret.
 type KeyRecord struct {
@@ -977,7 +1160,7 @@ type KeyRecord struct {
 
 func (x *KeyRecord) Reset() {
 	*x = KeyRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1172,7 @@ func (x *KeyRecord) String() string {
 func (*KeyRecord) ProtoMessage() {}
 
 func (x *KeyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[7]
+	mi := &file_metadv1_snapshot_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1185,7 @@ func (x *KeyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRecord.ProtoReflect.Descriptor instead.
 func (*KeyRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *KeyRecord) GetId() string {
@@ -1053,7 +1236,7 @@ type RoleRecord struct {
 
 func (x *RoleRecord) Reset() {
 	*x = RoleRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1248,7 @@ func (x *RoleRecord) String() string {
 func (*RoleRecord) ProtoMessage() {}
 
 func (x *RoleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[8]
+	mi := &file_metadv1_snapshot_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1261,7 @@ func (x *RoleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleRecord.ProtoReflect.Descriptor instead.
 func (*RoleRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RoleRecord) GetPrincipal() string {
@@ -1116,7 +1299,7 @@ type SessionRecord struct {
 
 func (x *SessionRecord) Reset() {
 	*x = SessionRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1311,7 @@ func (x *SessionRecord) String() string {
 func (*SessionRecord) ProtoMessage() {}
 
 func (x *SessionRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[9]
+	mi := &file_metadv1_snapshot_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1324,7 @@ func (x *SessionRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRecord.ProtoReflect.Descriptor instead.
 func (*SessionRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{9}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionRecord) GetId() uint64 {
@@ -1199,7 +1382,7 @@ type CachedResult struct {
 
 func (x *CachedResult) Reset() {
 	*x = CachedResult{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1394,7 @@ func (x *CachedResult) String() string {
 func (*CachedResult) ProtoMessage() {}
 
 func (x *CachedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[10]
+	mi := &file_metadv1_snapshot_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1407,7 @@ func (x *CachedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CachedResult.ProtoReflect.Descriptor instead.
 func (*CachedResult) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{10}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CachedResult) GetSeq() uint64 {
@@ -1284,7 +1467,7 @@ type ResultRecord struct {
 
 func (x *ResultRecord) Reset() {
 	*x = ResultRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[11]
+	mi := &file_metadv1_snapshot_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1479,7 @@ func (x *ResultRecord) String() string {
 func (*ResultRecord) ProtoMessage() {}
 
 func (x *ResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[11]
+	mi := &file_metadv1_snapshot_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1492,7 @@ func (x *ResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultRecord.ProtoReflect.Descriptor instead.
 func (*ResultRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{11}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResultRecord) GetReason() uint32 {
@@ -1452,7 +1635,7 @@ type ResultReplica struct {
 
 func (x *ResultReplica) Reset() {
 	*x = ResultReplica{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[12]
+	mi := &file_metadv1_snapshot_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1647,7 @@ func (x *ResultReplica) String() string {
 func (*ResultReplica) ProtoMessage() {}
 
 func (x *ResultReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[12]
+	mi := &file_metadv1_snapshot_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1660,7 @@ func (x *ResultReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultReplica.ProtoReflect.Descriptor instead.
 func (*ResultReplica) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{12}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResultReplica) GetReplicaId() uint64 {
@@ -1537,7 +1720,7 @@ type MemberRecord struct {
 
 func (x *MemberRecord) Reset() {
 	*x = MemberRecord{}
-	mi := &file_metadv1_snapshot_proto_msgTypes[13]
+	mi := &file_metadv1_snapshot_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1732,7 @@ func (x *MemberRecord) String() string {
 func (*MemberRecord) ProtoMessage() {}
 
 func (x *MemberRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_snapshot_proto_msgTypes[13]
+	mi := &file_metadv1_snapshot_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1745,7 @@ func (x *MemberRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberRecord.ProtoReflect.Descriptor instead.
 func (*MemberRecord) Descriptor() ([]byte, []int) {
-	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{13}
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MemberRecord) GetName() string {
@@ -1590,7 +1773,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xce\x04\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\x8c\x05\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1612,7 +1795,9 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"lastTaskId\x12\x14\n" +
 	"\x05tasks\x18e \x01(\x04R\x05tasks\x12#\n" +
 	"\rlast_drain_id\x18\x8d\x01 \x01(\x04R\vlastDrainId\x12\x17\n" +
-	"\x06drains\x18\x8e\x01 \x01(\x04R\x06drains\"\x96\x02\n" +
+	"\x06drains\x18\x8e\x01 \x01(\x04R\x06drains\x12#\n" +
+	"\rlast_arena_id\x18\x92\x01 \x01(\x04R\vlastArenaId\x12\x17\n" +
+	"\x06arenas\x18\x93\x01 \x01(\x04R\x06arenas\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -1656,7 +1841,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12*\n" +
 	"\x11started_unix_nano\x18\x03 \x01(\x10R\x0fstartedUnixNano\x12*\n" +
 	"\x11source_replica_id\x18\x04 \x01(\x04R\x0fsourceReplicaId\x12,\n" +
-	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xc3\x03\n" +
+	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xf3\x03\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
@@ -1666,8 +1851,19 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x03key\x18\x06 \x01(\v2\x13.metad.v1.KeyRecordH\x00R\x03key\x12*\n" +
 	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04role\x12-\n" +
 	"\x04task\x18d \x01(\v2\x17.metad.v1.ScheduledTaskH\x00R\x04task\x12+\n" +
-	"\x05drain\x18\x8f\x01 \x01(\v2\x12.metad.v1.DrainJobH\x00R\x05drainB\b\n" +
-	"\x06record\"\x8f\x01\n" +
+	"\x05drain\x18\x8f\x01 \x01(\v2\x12.metad.v1.DrainJobH\x00R\x05drain\x12.\n" +
+	"\x05arena\x18\x91\x01 \x01(\v2\x15.metad.v1.ArenaRecordH\x00R\x05arenaB\b\n" +
+	"\x06record\"\xb6\x01\n" +
+	"\vArenaRecord\x12\x19\n" +
+	"\barena_id\x18\x01 \x01(\x04R\aarenaId\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\x12#\n" +
+	"\rsegment_index\x18\x03 \x01(\rR\fsegmentIndex\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x04R\x04size\x12'\n" +
+	"\x04free\x18\x06 \x03(\v2\x13.metad.v1.ArenaSpanR\x04free\"7\n" +
+	"\tArenaSpan\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\"\x8f\x01\n" +
 	"\tKeyRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x16\n" +
@@ -1735,7 +1931,7 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_metadv1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil),    // 0: metad.v1.SnapshotHeader
 	(*TenantRecord)(nil),      // 1: metad.v1.TenantRecord
@@ -1744,51 +1940,55 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(*ObjectRecord)(nil),      // 4: metad.v1.ObjectRecord
 	(*ReplicaTaskRecord)(nil), // 5: metad.v1.ReplicaTaskRecord
 	(*Record)(nil),            // 6: metad.v1.Record
-	(*KeyRecord)(nil),         // 7: metad.v1.KeyRecord
-	(*RoleRecord)(nil),        // 8: metad.v1.RoleRecord
-	(*SessionRecord)(nil),     // 9: metad.v1.SessionRecord
-	(*CachedResult)(nil),      // 10: metad.v1.CachedResult
-	(*ResultRecord)(nil),      // 11: metad.v1.ResultRecord
-	(*ResultReplica)(nil),     // 12: metad.v1.ResultReplica
-	(*MemberRecord)(nil),      // 13: metad.v1.MemberRecord
-	(TenantState)(0),          // 14: metad.v1.TenantState
-	(*SegmentDesc)(nil),       // 15: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),        // 16: metad.v1.ReplicaStatus
-	(Tier)(0),                 // 17: metad.v1.Tier
-	(TaskKind)(0),             // 18: metad.v1.TaskKind
-	(*ScheduledTask)(nil),     // 19: metad.v1.ScheduledTask
-	(*DrainJob)(nil),          // 20: metad.v1.DrainJob
+	(*ArenaRecord)(nil),       // 7: metad.v1.ArenaRecord
+	(*ArenaSpan)(nil),         // 8: metad.v1.ArenaSpan
+	(*KeyRecord)(nil),         // 9: metad.v1.KeyRecord
+	(*RoleRecord)(nil),        // 10: metad.v1.RoleRecord
+	(*SessionRecord)(nil),     // 11: metad.v1.SessionRecord
+	(*CachedResult)(nil),      // 12: metad.v1.CachedResult
+	(*ResultRecord)(nil),      // 13: metad.v1.ResultRecord
+	(*ResultReplica)(nil),     // 14: metad.v1.ResultReplica
+	(*MemberRecord)(nil),      // 15: metad.v1.MemberRecord
+	(TenantState)(0),          // 16: metad.v1.TenantState
+	(*SegmentDesc)(nil),       // 17: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),        // 18: metad.v1.ReplicaStatus
+	(Tier)(0),                 // 19: metad.v1.Tier
+	(TaskKind)(0),             // 20: metad.v1.TaskKind
+	(*ScheduledTask)(nil),     // 21: metad.v1.ScheduledTask
+	(*DrainJob)(nil),          // 22: metad.v1.DrainJob
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	14, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	15, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	16, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	17, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	16, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	17, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	18, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	19, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
 	5,  // 5: metad.v1.ObjectRecord.task:type_name -> metad.v1.ReplicaTaskRecord
-	18, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.TaskKind
+	20, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.TaskKind
 	1,  // 7: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
 	2,  // 8: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
 	4,  // 9: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
-	13, // 10: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
-	9,  // 11: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
-	7,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
-	8,  // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
-	19, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
-	20, // 15: metad.v1.Record.drain:type_name -> metad.v1.DrainJob
-	10, // 16: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	11, // 17: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	12, // 18: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	11, // 19: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	19, // 20: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
-	20, // 21: metad.v1.ResultRecord.drain:type_name -> metad.v1.DrainJob
-	17, // 22: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	16, // 23: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	15, // 10: metad.v1.Record.member:type_name -> metad.v1.MemberRecord
+	11, // 11: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
+	9,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
+	10, // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
+	21, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
+	22, // 15: metad.v1.Record.drain:type_name -> metad.v1.DrainJob
+	7,  // 16: metad.v1.Record.arena:type_name -> metad.v1.ArenaRecord
+	8,  // 17: metad.v1.ArenaRecord.free:type_name -> metad.v1.ArenaSpan
+	12, // 18: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	13, // 19: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	14, // 20: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	13, // 21: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	21, // 22: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
+	22, // 23: metad.v1.ResultRecord.drain:type_name -> metad.v1.DrainJob
+	19, // 24: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	18, // 25: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -1807,6 +2007,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Role)(nil),
 		(*Record_Task)(nil),
 		(*Record_Drain)(nil),
+		(*Record_Arena)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1814,7 +2015,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

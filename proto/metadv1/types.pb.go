@@ -226,6 +226,10 @@ const (
 	Reason_REASON_SEGMENT_DRAINING Reason = 40
 	// The drain job is not RUNNING (done or cancelled).
 	Reason_REASON_DRAIN_NOT_RUNNING Reason = 41
+	// PutEnd (or UpsertEnd) of a write whose PutStart was answered from a leader's allocation arena
+	// (no log entry) by a leader that no longer leads: the reservation did not survive the leader
+	// change, and nothing was created. Retryable: place the object again (PutStart, write, PutEnd).
+	Reason_REASON_RESERVATION_LOST Reason = 42
 )
 
 // Enum value maps for Reason.
@@ -267,6 +271,7 @@ var (
 		39: "REASON_DRAIN_NOT_FOUND",
 		40: "REASON_SEGMENT_DRAINING",
 		41: "REASON_DRAIN_NOT_RUNNING",
+		42: "REASON_RESERVATION_LOST",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -305,6 +310,7 @@ var (
 		"REASON_DRAIN_NOT_FOUND":               39,
 		"REASON_SEGMENT_DRAINING":              40,
 		"REASON_DRAIN_NOT_RUNNING":             41,
+		"REASON_RESERVATION_LOST":              42,
 	}
 )
 
@@ -1523,7 +1529,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd8\b\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xf5\b\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1561,7 +1567,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\"REASON_TASK_PENDING_LIMIT_EXCEEDED\x10\x1e\x12\x1a\n" +
 	"\x16REASON_DRAIN_NOT_FOUND\x10'\x12\x1b\n" +
 	"\x17REASON_SEGMENT_DRAINING\x10(\x12\x1c\n" +
-	"\x18REASON_DRAIN_NOT_RUNNING\x10)*M\n" +
+	"\x18REASON_DRAIN_NOT_RUNNING\x10)\x12\x1b\n" +
+	"\x17REASON_RESERVATION_LOST\x10**M\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +

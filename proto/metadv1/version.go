@@ -12,8 +12,10 @@ const (
 	// as a state with no key and no role binding, at auth revision 0. 4 adds a segment's closing
 	// state (SegmentRecord.closing, unmount_at_unix_nano; ResultRecord.unmount_at_unix_nano) and the
 	// objects' replica tasks (ObjectRecord.task) with the scheduled tasks; a version 1 to 3 file
-	// reads as a state with every segment open and no task.
-	SnapshotFormatVersion uint32 = 4
+	// reads as a state with every segment open and no task. 5 adds the allocation arenas
+	// (ArenaRecord, SnapshotHeader.last_arena_id, arenas); a version 1 to 4 file reads as a state
+	// with no arena.
+	SnapshotFormatVersion uint32 = 5
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules

@@ -30,7 +30,7 @@ from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, Cli
                           NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
                           ObjectNoReplicationTask, ObjectNotFound,
                           OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
-                          SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning,
+                          SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning, ReservationLost,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
                           error_for, item_error, reason_name)
@@ -51,5 +51,5 @@ __all__ = [
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment",
     "ResponseLimitReached", "ObjectHasReplicationTask", "ObjectNoReplicationTask",
     "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "DrainNotFound", "SegmentDraining",
-    "DrainNotRunning", "types_pb2", "metadata_pb2", "admin_pb2",
+    "DrainNotRunning", "ReservationLost", "types_pb2", "metadata_pb2", "admin_pb2",
 ]

@@ -23,7 +23,7 @@ __all__ = [
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
     "NoReplicaOnSegment", "ResponseLimitReached", "ObjectHasReplicationTask",
     "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded",
-    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "reason_name", "error_for", "item_error", "from_rpc_error",
+    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "ReservationLost", "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
 # Metadata key of the serialized google.rpc.Status that carries a gRPC status's details.
@@ -299,6 +299,11 @@ class DrainNotRunning(MetadError):
     reason = types_pb2.REASON_DRAIN_NOT_RUNNING
 
 
+class ReservationLost(MetadError):
+    """PutEnd of a write whose reservation did not survive a leader change: place it again."""
+    reason = types_pb2.REASON_RESERVATION_LOST
+
+
 _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     InvalidParams, TenantNotRegistered, TenantNotEmpty, TenantQuotaExceeded, ObjectNotFound,
     ObjectAlreadyExists, ObjectHasLease, ReplicaIsNotReady, InvalidWrite, IllegalClient,
@@ -306,7 +311,7 @@ _REASON_CLASSES: Tuple[Type[MetadError], ...] = (
     TenantAlreadyExists, StateReplaced, MemberNotFound, SessionExpired, SequenceTooOld,
     AuthRevisionStale, KeyNotFound, RoleNotFound, KeyAlreadyExists, AuthLimitExceeded, NoReplicaOnSegment,
     ResponseLimitReached, ObjectHasReplicationTask, ObjectNoReplicationTask, ReplicaNotFound, TaskNotFound,
-    TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning)
+    TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning, ReservationLost)
 _BY_REASON: Dict[int, Type[MetadError]] = {cls.reason: cls for cls in _REASON_CLASSES}
 
 

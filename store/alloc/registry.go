@@ -598,3 +598,25 @@ func removeSorted(list []*segment, id ID) []*segment {
 }
 
 func cmpSegmentID(s *segment, id ID) int { return Compare(s.info.ID, id) }
+
+// AllocIn allocates RoundUp(size) bytes in segment id, best fit as RangeAllocator.Alloc does, for
+// an allocation arena (store.Store.GrantArenas). A closing segment takes none. ErrSegmentNotFound,
+// ErrInvalidRequest (size 0, or the segment closing) or ErrNoSpace, with nothing changed.
+func (r *Registry) AllocIn(id ID, size uint64) (Extent, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seg, ok := r.segs[id]
+	if !ok {
+		return Extent{}, fmt.Errorf("allocate in segment %s: %w", id, ErrSegmentNotFound)
+	}
+	if size == 0 || seg.closing {
+		return Extent{}, fmt.Errorf("allocate %d bytes in segment %s (closing %v): %w", size, id, seg.closing, ErrInvalidRequest)
+	}
+	off, ok := seg.alloc.Alloc(size)
+	if !ok {
+		return Extent{}, fmt.Errorf("allocate %d bytes in segment %s: %w", size, id, ErrNoSpace)
+	}
+	need := RoundUp(size)
+	r.used[seg.info.Tier] = mustAdd("tier used bytes", r.used[seg.info.Tier], need)
+	return Extent{Segment: id, Offset: off, Size: need}, nil
+}

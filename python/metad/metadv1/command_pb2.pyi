@@ -17,6 +17,28 @@ UNMOUNT_REASON_CLIENT_EXPIRED: UnmountReason
 UNMOUNT_REASON_CLIENT_REQUEST: UnmountReason
 UNMOUNT_REASON_UNSPECIFIED: UnmountReason
 
+class ArenaGrant(_message.Message):
+    __slots__ = ["arenas", "term"]
+    ARENAS_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    arenas: _containers.RepeatedCompositeFieldContainer[ArenaSpec]
+    term: int
+    def __init__(self, term: _Optional[int] = ..., arenas: _Optional[_Iterable[_Union[ArenaSpec, _Mapping]]] = ...) -> None: ...
+
+class ArenaRetire(_message.Message):
+    __slots__ = ["arena_ids"]
+    ARENA_IDS_FIELD_NUMBER: _ClassVar[int]
+    arena_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, arena_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ArenaSpec(_message.Message):
+    __slots__ = ["segment_id", "size"]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    segment_id: bytes
+    size: int
+    def __init__(self, segment_id: _Optional[bytes] = ..., size: _Optional[int] = ...) -> None: ...
+
 class BatchPutEnd(_message.Message):
     __slots__ = ["client_id", "keys", "tenant", "tier"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -115,7 +137,9 @@ class CloseSegment(_message.Message):
     def __init__(self, client_id: _Optional[bytes] = ..., segment_id: _Optional[bytes] = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ["auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "cancel_drain", "close_segment", "complete_task", "create_key", "create_task", "evict", "fetch_tasks", "finish_drain", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "replica_task_end", "replica_task_revoke", "replica_task_start", "revoke_expired", "revoke_key", "revoke_role", "schedule_drain_moves", "session", "set_member", "set_quota", "start_drain", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    __slots__ = ["arena_grant", "arena_retire", "auth_revision", "batch_put_end", "batch_put_revoke", "batch_put_start", "batch_remove", "batch_replica_clear", "cancel_drain", "close_segment", "complete_task", "create_key", "create_task", "evict", "fetch_tasks", "finish_drain", "forget_member", "grant_role", "mount_segment", "open_session", "principal", "put_commit", "put_end", "put_revoke", "put_start", "register_tenant", "remove", "remove_all", "remove_group", "replica_task_end", "replica_task_revoke", "replica_task_start", "revoke_expired", "revoke_key", "revoke_role", "schedule_drain_moves", "session", "set_member", "set_quota", "start_drain", "unmount_closed", "unmount_segment", "unregister_tenant", "upsert_end", "upsert_revoke", "upsert_start"]
+    ARENA_GRANT_FIELD_NUMBER: _ClassVar[int]
+    ARENA_RETIRE_FIELD_NUMBER: _ClassVar[int]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_END_FIELD_NUMBER: _ClassVar[int]
     BATCH_PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +159,7 @@ class Command(_message.Message):
     MOUNT_SEGMENT_FIELD_NUMBER: _ClassVar[int]
     OPEN_SESSION_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    PUT_COMMIT_FIELD_NUMBER: _ClassVar[int]
     PUT_END_FIELD_NUMBER: _ClassVar[int]
     PUT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     PUT_START_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +184,8 @@ class Command(_message.Message):
     UPSERT_END_FIELD_NUMBER: _ClassVar[int]
     UPSERT_REVOKE_FIELD_NUMBER: _ClassVar[int]
     UPSERT_START_FIELD_NUMBER: _ClassVar[int]
+    arena_grant: ArenaGrant
+    arena_retire: ArenaRetire
     auth_revision: int
     batch_put_end: BatchPutEnd
     batch_put_revoke: BatchPutRevoke
@@ -178,6 +205,7 @@ class Command(_message.Message):
     mount_segment: MountSegment
     open_session: OpenSession
     principal: str
+    put_commit: PutCommit
     put_end: PutEnd
     put_revoke: PutRevoke
     put_start: PutStart
@@ -202,7 +230,35 @@ class Command(_message.Message):
     upsert_end: UpsertEnd
     upsert_revoke: UpsertRevoke
     upsert_start: UpsertStart
-    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., replica_task_start: _Optional[_Union[ReplicaTaskStart, _Mapping]] = ..., replica_task_end: _Optional[_Union[ReplicaTaskEnd, _Mapping]] = ..., replica_task_revoke: _Optional[_Union[ReplicaTaskRevoke, _Mapping]] = ..., create_task: _Optional[_Union[CreateTask, _Mapping]] = ..., fetch_tasks: _Optional[_Union[FetchTasks, _Mapping]] = ..., complete_task: _Optional[_Union[CompleteTask, _Mapping]] = ..., start_drain: _Optional[_Union[StartDrain, _Mapping]] = ..., cancel_drain: _Optional[_Union[CancelDrain, _Mapping]] = ..., schedule_drain_moves: _Optional[_Union[ScheduleDrainMoves, _Mapping]] = ..., finish_drain: _Optional[_Union[FinishDrain, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, put_start: _Optional[_Union[PutStart, _Mapping]] = ..., put_end: _Optional[_Union[PutEnd, _Mapping]] = ..., put_revoke: _Optional[_Union[PutRevoke, _Mapping]] = ..., upsert_start: _Optional[_Union[UpsertStart, _Mapping]] = ..., upsert_end: _Optional[_Union[UpsertEnd, _Mapping]] = ..., upsert_revoke: _Optional[_Union[UpsertRevoke, _Mapping]] = ..., remove: _Optional[_Union[Remove, _Mapping]] = ..., remove_all: _Optional[_Union[RemoveAll, _Mapping]] = ..., remove_group: _Optional[_Union[RemoveGroup, _Mapping]] = ..., batch_put_start: _Optional[_Union[BatchPutStart, _Mapping]] = ..., batch_put_end: _Optional[_Union[BatchPutEnd, _Mapping]] = ..., batch_put_revoke: _Optional[_Union[BatchPutRevoke, _Mapping]] = ..., batch_remove: _Optional[_Union[BatchRemove, _Mapping]] = ..., evict: _Optional[_Union[Evict, _Mapping]] = ..., revoke_expired: _Optional[_Union[RevokeExpired, _Mapping]] = ..., mount_segment: _Optional[_Union[MountSegment, _Mapping]] = ..., unmount_segment: _Optional[_Union[UnmountSegment, _Mapping]] = ..., register_tenant: _Optional[_Union[RegisterTenant, _Mapping]] = ..., unregister_tenant: _Optional[_Union[UnregisterTenant, _Mapping]] = ..., set_quota: _Optional[_Union[SetQuota, _Mapping]] = ..., set_member: _Optional[_Union[SetMember, _Mapping]] = ..., forget_member: _Optional[_Union[ForgetMember, _Mapping]] = ..., open_session: _Optional[_Union[OpenSession, _Mapping]] = ..., create_key: _Optional[_Union[CreateKey, _Mapping]] = ..., revoke_key: _Optional[_Union[RevokeKey, _Mapping]] = ..., grant_role: _Optional[_Union[GrantRole, _Mapping]] = ..., revoke_role: _Optional[_Union[RevokeRole, _Mapping]] = ..., close_segment: _Optional[_Union[CloseSegment, _Mapping]] = ..., unmount_closed: _Optional[_Union[UnmountClosed, _Mapping]] = ..., batch_replica_clear: _Optional[_Union[BatchReplicaClear, _Mapping]] = ..., replica_task_start: _Optional[_Union[ReplicaTaskStart, _Mapping]] = ..., replica_task_end: _Optional[_Union[ReplicaTaskEnd, _Mapping]] = ..., replica_task_revoke: _Optional[_Union[ReplicaTaskRevoke, _Mapping]] = ..., create_task: _Optional[_Union[CreateTask, _Mapping]] = ..., fetch_tasks: _Optional[_Union[FetchTasks, _Mapping]] = ..., complete_task: _Optional[_Union[CompleteTask, _Mapping]] = ..., start_drain: _Optional[_Union[StartDrain, _Mapping]] = ..., cancel_drain: _Optional[_Union[CancelDrain, _Mapping]] = ..., schedule_drain_moves: _Optional[_Union[ScheduleDrainMoves, _Mapping]] = ..., finish_drain: _Optional[_Union[FinishDrain, _Mapping]] = ..., arena_grant: _Optional[_Union[ArenaGrant, _Mapping]] = ..., arena_retire: _Optional[_Union[ArenaRetire, _Mapping]] = ..., put_commit: _Optional[_Union[PutCommit, _Mapping]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ..., principal: _Optional[str] = ..., auth_revision: _Optional[int] = ...) -> None: ...
+
+class CommitItem(_message.Message):
+    __slots__ = ["config", "group", "key", "put_start_unix_nano", "replicas", "size"]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PUT_START_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.ReplicaConfig
+    group: bytes
+    key: bytes
+    put_start_unix_nano: int
+    replicas: _containers.RepeatedCompositeFieldContainer[CommitReplica]
+    size: int
+    def __init__(self, key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., config: _Optional[_Union[_types_pb2.ReplicaConfig, _Mapping]] = ..., replicas: _Optional[_Iterable[_Union[CommitReplica, _Mapping]]] = ..., put_start_unix_nano: _Optional[int] = ...) -> None: ...
+
+class CommitReplica(_message.Message):
+    __slots__ = ["offset", "segment_id", "size", "tier"]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    segment_id: bytes
+    size: int
+    tier: _types_pb2.Tier
+    def __init__(self, tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., segment_id: _Optional[bytes] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class CompleteTask(_message.Message):
     __slots__ = ["client_id", "message", "success", "task_id"]
@@ -355,6 +411,18 @@ class OpenSession(_message.Message):
     ttl_ms: int
     window: int
     def __init__(self, ttl_ms: _Optional[int] = ..., window: _Optional[int] = ...) -> None: ...
+
+class PutCommit(_message.Message):
+    __slots__ = ["client_id", "items", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    items: _containers.RepeatedCompositeFieldContainer[CommitItem]
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., items: _Optional[_Iterable[_Union[CommitItem, _Mapping]]] = ...) -> None: ...
 
 class PutEnd(_message.Message):
     __slots__ = ["client_id", "key", "tenant", "tier"]

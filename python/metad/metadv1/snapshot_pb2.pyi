@@ -6,6 +6,30 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ArenaRecord(_message.Message):
+    __slots__ = ["arena_id", "free", "offset", "segment_index", "size", "term"]
+    ARENA_ID_FIELD_NUMBER: _ClassVar[int]
+    FREE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    arena_id: int
+    free: _containers.RepeatedCompositeFieldContainer[ArenaSpan]
+    offset: int
+    segment_index: int
+    size: int
+    term: int
+    def __init__(self, arena_id: _Optional[int] = ..., term: _Optional[int] = ..., segment_index: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., free: _Optional[_Iterable[_Union[ArenaSpan, _Mapping]]] = ...) -> None: ...
+
+class ArenaSpan(_message.Message):
+    __slots__ = ["offset", "size"]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    size: int
+    def __init__(self, offset: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
+
 class CachedResult(_message.Message):
     __slots__ = ["result", "seq"]
     RESULT_FIELD_NUMBER: _ClassVar[int]
@@ -73,7 +97,8 @@ class ObjectRecord(_message.Message):
     def __init__(self, key: _Optional[bytes] = ..., object_id: _Optional[int] = ..., version: _Optional[int] = ..., size: _Optional[int] = ..., writer_client_id: _Optional[bytes] = ..., put_start_unix_nano: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[ReplicaRecord, _Mapping]]] = ..., charged_bytes: _Optional[int] = ..., group: _Optional[bytes] = ..., group_id: _Optional[int] = ..., data_type: _Optional[int] = ..., hard_pin: bool = ..., soft_pin_ttl_ms: _Optional[int] = ..., soft_pin_deadline_unix_nano: _Optional[int] = ..., task: _Optional[_Union[ReplicaTaskRecord, _Mapping]] = ...) -> None: ...
 
 class Record(_message.Message):
-    __slots__ = ["drain", "key", "member", "object", "role", "segment", "session", "task", "tenant"]
+    __slots__ = ["arena", "drain", "key", "member", "object", "role", "segment", "session", "task", "tenant"]
+    ARENA_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +108,7 @@ class Record(_message.Message):
     SESSION_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    arena: ArenaRecord
     drain: _types_pb2.DrainJob
     key: KeyRecord
     member: MemberRecord
@@ -92,7 +118,7 @@ class Record(_message.Message):
     session: SessionRecord
     task: _types_pb2.ScheduledTask
     tenant: TenantRecord
-    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ..., task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ..., drain: _Optional[_Union[_types_pb2.DrainJob, _Mapping]] = ...) -> None: ...
+    def __init__(self, tenant: _Optional[_Union[TenantRecord, _Mapping]] = ..., segment: _Optional[_Union[SegmentRecord, _Mapping]] = ..., object: _Optional[_Union[ObjectRecord, _Mapping]] = ..., member: _Optional[_Union[MemberRecord, _Mapping]] = ..., session: _Optional[_Union[SessionRecord, _Mapping]] = ..., key: _Optional[_Union[KeyRecord, _Mapping]] = ..., role: _Optional[_Union[RoleRecord, _Mapping]] = ..., task: _Optional[_Union[_types_pb2.ScheduledTask, _Mapping]] = ..., drain: _Optional[_Union[_types_pb2.DrainJob, _Mapping]] = ..., arena: _Optional[_Union[ArenaRecord, _Mapping]] = ...) -> None: ...
 
 class ReplicaRecord(_message.Message):
     __slots__ = ["offset", "replica_id", "segment_index", "size", "status", "tier"]
@@ -213,7 +239,8 @@ class SessionRecord(_message.Message):
     def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ...) -> None: ...
 
 class SnapshotHeader(_message.Message):
-    __slots__ = ["auth_revision", "created_at_unix_nano", "drains", "format_version", "groups", "index", "keys", "last_drain_id", "last_task_id", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tasks", "tenants", "term"]
+    __slots__ = ["arenas", "auth_revision", "created_at_unix_nano", "drains", "format_version", "groups", "index", "keys", "last_arena_id", "last_drain_id", "last_task_id", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tasks", "tenants", "term"]
+    ARENAS_FIELD_NUMBER: _ClassVar[int]
     AUTH_REVISION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     DRAINS_FIELD_NUMBER: _ClassVar[int]
@@ -221,6 +248,7 @@ class SnapshotHeader(_message.Message):
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ARENA_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     NEXT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +260,7 @@ class SnapshotHeader(_message.Message):
     TASKS_FIELD_NUMBER: _ClassVar[int]
     TENANTS_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
+    arenas: int
     auth_revision: int
     created_at_unix_nano: int
     drains: int
@@ -239,6 +268,7 @@ class SnapshotHeader(_message.Message):
     groups: int
     index: int
     keys: int
+    last_arena_id: int
     last_drain_id: int
     last_task_id: int
     next_session_id: int
@@ -250,7 +280,7 @@ class SnapshotHeader(_message.Message):
     tasks: int
     tenants: int
     term: int
-    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ..., last_task_id: _Optional[int] = ..., tasks: _Optional[int] = ..., last_drain_id: _Optional[int] = ..., drains: _Optional[int] = ...) -> None: ...
+    def __init__(self, format_version: _Optional[int] = ..., index: _Optional[int] = ..., term: _Optional[int] = ..., created_at_unix_nano: _Optional[int] = ..., tenants: _Optional[int] = ..., segments: _Optional[int] = ..., objects: _Optional[int] = ..., groups: _Optional[int] = ..., next_tenant_instance_id: _Optional[int] = ..., state_epoch: _Optional[int] = ..., next_session_id: _Optional[int] = ..., auth_revision: _Optional[int] = ..., keys: _Optional[int] = ..., role_bindings: _Optional[int] = ..., last_task_id: _Optional[int] = ..., tasks: _Optional[int] = ..., last_drain_id: _Optional[int] = ..., drains: _Optional[int] = ..., last_arena_id: _Optional[int] = ..., arenas: _Optional[int] = ...) -> None: ...
 
 class TenantRecord(_message.Message):
     __slots__ = ["instance_id", "name", "next_group_id", "next_object_id", "next_replica_id", "requested_quota_bytes", "state"]
