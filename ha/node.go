@@ -43,6 +43,7 @@ type Node struct {
 	applied  *appliedWaiter
 
 	ready    *readiness    // the term whose term-start barrier this node, leading, has applied
+	lease    *leaderLease  // the leader lease (lease.go)
 	restore  sync.Mutex    // one RestoreSnapshot at a time (each advances the state epoch by one)
 	stop     chan struct{} // closed by Shutdown
 	stopCtx  context.Context
@@ -109,6 +110,7 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 		return nil, fmt.Errorf("ha: data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, sm: sm, applied: newAppliedWaiter(), ready: newReadiness(), stop: make(chan struct{}),
+		lease: &leaderLease{dur: cfg.HeartbeatTimeout / 2},
 		metrics: newMetrics()}
 	n.stopCtx, n.stopped = context.WithCancel(context.Background())
 	ok := false
@@ -175,7 +177,8 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 		observe: func(verify, wait time.Duration) {
 			n.metrics.readVerify.Observe(verify.Seconds())
 			n.metrics.readApply.Observe(wait.Seconds())
-		}}
+		},
+		confirmed: n.lease.confirmed, term: n.ready.term.Load}
 	n.wg.Add(1)
 	go n.watchLeadership()
 	ok = true
@@ -225,6 +228,7 @@ func (n *Node) watchLeadership() {
 			return
 		case isLeader := <-ch:
 			n.ready.set(0)
+			n.lease.transfer(false)
 			n.metrics.leaderChanges.Inc()
 			if isLeader {
 				term = n.raft.CurrentTerm()
@@ -553,6 +557,7 @@ func (n *Node) TransferLeader(ctx context.Context, to string) (string, error) {
 	var f raft.Future
 	switch to {
 	case "":
+		n.lease.transfer(true)
 		f = n.raft.LeadershipTransfer()
 	case n.cfg.Name:
 		return n.cfg.Name, nil
@@ -561,9 +566,11 @@ func (n *Node) TransferLeader(ctx context.Context, to string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		n.lease.transfer(true)
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(m.PeerAddr))
 	}
 	if err := f.Error(); err != nil {
+		n.lease.transfer(false)
 		return "", n.mapRaftErr(err)
 	}
 	name, err := n.WaitLeader(ctx)
@@ -588,7 +595,9 @@ func timeoutOf(ctx context.Context, def time.Duration) time.Duration {
 // step of a graceful stop, after health turns NOT_SERVING and before the gRPC server stops).
 func (n *Node) TransferIfLeader() {
 	if n.raft.State() == raft.Leader && n.hasPeers() {
+		n.lease.transfer(true)
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.lease.transfer(false)
 			n.log.Warn("leadership transfer before shutdown failed", "err", err)
 		} else {
 			n.log.Info("handed leadership over before shutdown")

@@ -28,6 +28,11 @@ type readBarrier struct {
 	// observe, when set, is told how long each successful round spent confirming leadership and
 	// then waiting for apply (metrics).
 	observe func(verify, applyWait time.Duration)
+	// confirmed, when set, is told the term a successful round confirmed leadership in and when
+	// the round started (the leader lease).
+	confirmed func(term uint64, start time.Time)
+	// term returns the term this node is ready in (0: none).
+	term func() uint64
 
 	mu      sync.Mutex
 	waiters []chan error
@@ -89,6 +94,10 @@ func (b *readBarrier) rounds() {
 
 func (b *readBarrier) round() error {
 	start := time.Now()
+	var term uint64
+	if b.term != nil {
+		term = b.term()
+	}
 	idx := b.raft.CommitIndex()
 	if err := b.raft.VerifyLeader().Error(); err != nil {
 		return err
@@ -96,6 +105,9 @@ func (b *readBarrier) round() error {
 	verified := time.Now()
 	if err := b.ready(); err != nil {
 		return err
+	}
+	if b.confirmed != nil && term != 0 && b.term() == term {
+		b.confirmed(term, start)
 	}
 	if !b.applied.waitFor(idx, b.stop) {
 		return ErrShutdown

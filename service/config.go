@@ -50,6 +50,13 @@ type Config struct {
 	// TENANT_QUOTA_EXCEEDED: it evicts the tenant's own objects until a put charging want bytes
 	// fits, and returns the bytes it released (tenant-quota eviction, package evict).
 	QuotaEvictor func(ctx context.Context, tenant string, want uint64) (freed uint64, err error)
+	// ArenaFence is how long a write may take (put_release_timeout): the leader drops a
+	// reservation older than this, and retires the arenas of earlier terms this long (plus the
+	// leader lease) after it became ready, when no writer an earlier leader answered can still be
+	// writing into them. Default 600 s.
+	ArenaFence time.Duration
+	// NoArenas makes every PutStart go through the log (no arena is asked for). Default false.
+	NoArenas bool
 }
 
 // DefaultConfig returns the defaults of SEMANTICS sections 3 and 4.
@@ -63,6 +70,7 @@ func DefaultConfig() Config {
 		BackgroundTimeout: 5 * time.Second,
 		SessionTTL:        5 * time.Minute,
 		SessionWindow:     64,
+		ArenaFence:        600 * time.Second,
 		Now:               time.Now,
 	}
 }

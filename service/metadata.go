@@ -127,12 +127,40 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 		return nil, err
 	}
 	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
+	if !s.cfg.NoArenas {
+		reps, ok, err := s.res.tryReserve(ctx, ps)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &metadv1.PutStartResponse{Replicas: reps}, nil
+		}
+	}
+	done, err := s.classicStart(ps)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key,
 		ps.Size*uint64(max(ps.GetConfig().GetMemoryReplicas(), 1)))
 	if err != nil {
 		return nil, err
 	}
 	return &metadv1.PutStartResponse{Replicas: wire.ReplicasTo(s.state().Segments(), res.Replicas, ps.Size)}, nil
+}
+
+// classicStart marks a PutStart or UpsertStart that goes through the log (no reservation is made
+// for its key until it is decided) and returns the function that unmarks it; a key a live
+// reservation holds is refused OBJECT_ALREADY_EXISTS, as the state refuses a key whose write is in
+// progress.
+func (s *Service) classicStart(ps *metadv1.PutStart) (func(), error) {
+	refused, done := s.res.startClassic(ps.Tenant, [][]byte{ps.Key}, time.Duration(ps.PutDiscardTimeoutMs)*time.Millisecond)
+	if refused[0] {
+		done()
+		return nil, &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"},
+			Tenant: ps.Tenant, Key: ps.Key}
+	}
+	return done, nil
 }
 
 // proposePut proposes a put that charges want bytes of quota. Rejected with
@@ -166,10 +194,15 @@ type endRequest interface {
 // endWrite is the path those four share: validate, then propose on the leader (or forward) the
 // command that wrap builds from the validated fields (given as a PutEnd), answering with an empty
 // response.
+//
+// A write the leader reserved in its arenas ends here instead (reservations.endReserved): its
+// PutEnd or UpsertEnd (commit) proposes PutCommit, its PutRevoke or UpsertRevoke drops it. A
+// commit of a write this leader does not know, refused OBJECT_NOT_FOUND while reservations of an
+// earlier term may have been lost, answers RESERVATION_LOST: place the object again.
 func endWrite[Resp any, P interface {
 	*Resp
 	proto.Message
-}](ctx context.Context, s *Service, req endRequest, wrap func(*metadv1.PutEnd) *metadv1.Command) (P, error) {
+}](ctx context.Context, s *Service, req endRequest, commit bool, wrap func(*metadv1.PutEnd) *metadv1.Command) (P, error) {
 	ctx, err := withSession(ctx, req.GetSession())
 	if err != nil {
 		return nil, fail(err, "", nil)
@@ -181,8 +214,20 @@ func endWrite[Resp any, P interface {
 	if err := s.here(); err != nil {
 		return nil, err
 	}
+	if handled, err := s.res.endReserved(ctx, tenant, client, req.GetKey(), wire.TierFrom(req.GetTier()), commit); handled {
+		if err != nil {
+			return nil, err
+		}
+		return P(new(Resp)), nil
+	}
 	cmd := wrap(&metadv1.PutEnd{Tenant: tenant, ClientId: client[:], Key: req.GetKey(), Tier: req.GetTier()})
 	if _, err := s.propose(ctx, cmd, tenant, req.GetKey()); err != nil {
+		var se *store.Error
+		if commit && errors.As(err, &se) && se.Reason == store.ObjectNotFound && s.res.lostPossible() {
+			return nil, &Error{Err: &store.Error{Reason: store.ReservationLost,
+				Msg: "no such write here; a leader change since its PutStart lost its reservation: place the object again"},
+				Tenant: tenant, Key: req.GetKey()}
+		}
 		return nil, err
 	}
 	return P(new(Resp)), nil
@@ -190,14 +235,14 @@ func endWrite[Resp any, P interface {
 
 // PutEnd commits a write.
 func (s *Service) PutEnd(ctx context.Context, req *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
-	return endWrite[metadv1.PutEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+	return endWrite[metadv1.PutEndResponse](ctx, s, req, true, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: e}}
 	})
 }
 
 // PutRevoke abandons a write.
 func (s *Service) PutRevoke(ctx context.Context, req *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error) {
-	return endWrite[metadv1.PutRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+	return endWrite[metadv1.PutRevokeResponse](ctx, s, req, false, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
@@ -216,6 +261,11 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 		return nil, err
 	}
 	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
+	done, err := s.classicStart(ps)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
 		Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
 		Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
@@ -228,14 +278,14 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 
 // UpsertEnd commits an upsert.
 func (s *Service) UpsertEnd(ctx context.Context, req *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error) {
-	return endWrite[metadv1.UpsertEndResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+	return endWrite[metadv1.UpsertEndResponse](ctx, s, req, true, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
 
 // UpsertRevoke abandons an upsert.
 func (s *Service) UpsertRevoke(ctx context.Context, req *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error) {
-	return endWrite[metadv1.UpsertRevokeResponse](ctx, s, req, func(e *metadv1.PutEnd) *metadv1.Command {
+	return endWrite[metadv1.UpsertRevokeResponse](ctx, s, req, false, func(e *metadv1.PutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: e.Tenant, ClientId: e.ClientId, Key: e.Key, Tier: e.Tier}}}
 	})
 }
@@ -281,15 +331,46 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 		return nil, err
 	}
 	s.localFirst(rc, req.GetConfig().GetPreferredHost())
-	cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
-		Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
-		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
-	res, err := s.propose(ctx, cmd, tenant, nil)
-	if err != nil {
-		return nil, err
+	// A key a live reservation holds is refused here (OBJECT_ALREADY_EXISTS) and left out of the
+	// command; the others are marked in flight until the command is decided.
+	keys := make([][]byte, len(items))
+	for i, it := range items {
+		keys[i] = it.Key
 	}
-	if len(res.Items) != len(items) {
-		return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(items))
+	refused, done := s.res.startClassic(tenant, keys, s.cfg.PutDiscardTimeout)
+	defer done()
+	logged := items
+	if len(refused) > 0 {
+		logged = make([]*metadv1.BatchPutStart_Item, 0, len(items)-len(refused))
+		for i, it := range items {
+			if !refused[i] {
+				logged = append(logged, it)
+			}
+		}
+	}
+	var res store.Result
+	if len(logged) > 0 {
+		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+			Tenant: tenant, ClientId: client[:], Config: rc, Items: logged,
+			Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
+		if res, err = s.propose(ctx, cmd, tenant, nil); err != nil {
+			return nil, err
+		}
+		if len(res.Items) != len(logged) {
+			return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(logged))
+		}
+	}
+	if len(refused) > 0 {
+		all, j := make([]store.Result, len(items)), 0
+		for i := range items {
+			if refused[i] {
+				all[i] = store.Result{Reason: store.ObjectAlreadyExists, Message: "object already exists (a write is in progress)"}
+				continue
+			}
+			all[i] = res.Items[j]
+			j++
+		}
+		res.Items = all
 	}
 	st := s.state()
 	out := &metadv1.BatchPutStartResponse{Results: make([]*metadv1.BatchPutStartResponse_Result, len(items))}
@@ -342,7 +423,7 @@ type batchEndRequest interface {
 // batchEnd is the path BatchPutEnd and BatchPutRevoke share: validate, then propose on the leader
 // the command that wrap builds from the validated fields (given as a BatchPutEnd), and answer one
 // status per key.
-func (s *Service) batchEnd(ctx context.Context, method string, req batchEndRequest, wrap func(*metadv1.BatchPutEnd) *metadv1.Command) ([]*metadv1.Status, error) {
+func (s *Service) batchEnd(ctx context.Context, method string, req batchEndRequest, commit bool, wrap func(*metadv1.BatchPutEnd) *metadv1.Command) ([]*metadv1.Status, error) {
 	ctx, err := withSession(ctx, req.GetSession())
 	if err != nil {
 		return nil, fail(err, "", nil)
@@ -354,17 +435,68 @@ func (s *Service) batchEnd(ctx context.Context, method string, req batchEndReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	cmd := wrap(&metadv1.BatchPutEnd{Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()})
-	res, err := s.propose(ctx, cmd, tenant, nil)
-	if err != nil {
-		return nil, err
+	// Keys of writes reserved in the leader's arenas end one by one (reservations.endReserved);
+	// the others in one command.
+	keys := req.GetKeys()
+	reserved := map[int]*metadv1.Status{}
+	for i, k := range keys {
+		if s.res.holds(tenant, string(k)) {
+			if handled, err := s.res.endReserved(ctx, tenant, client, k, wire.TierFrom(req.GetTier()), commit); handled {
+				var se *store.Error
+				if err != nil && !errors.As(err, &se) {
+					return nil, err // a Raft failure: the outcome of this key is unknown
+				}
+				reserved[i] = errStatus(err)
+			}
+		}
 	}
-	return statuses(method, res.Items, len(req.GetKeys()))
+	logged := keys
+	if len(reserved) > 0 {
+		logged = make([][]byte, 0, len(keys)-len(reserved))
+		for i, k := range keys {
+			if reserved[i] == nil {
+				logged = append(logged, k)
+			}
+		}
+	}
+	var sts []*metadv1.Status
+	if len(logged) > 0 {
+		cmd := wrap(&metadv1.BatchPutEnd{Tenant: tenant, ClientId: client[:], Keys: logged, Tier: req.GetTier()})
+		res, err := s.propose(ctx, cmd, tenant, nil)
+		if err != nil {
+			return nil, err
+		}
+		if sts, err = statuses(method, res.Items, len(logged)); err != nil {
+			return nil, err
+		}
+	}
+	if len(reserved) == 0 {
+		return sts, nil
+	}
+	out, j := make([]*metadv1.Status, len(keys)), 0
+	for i := range keys {
+		if st := reserved[i]; st != nil {
+			out[i] = st
+			continue
+		}
+		out[i] = sts[j]
+		j++
+	}
+	return out, nil
+}
+
+// errStatus is an item's Status for the rejection of a call that ended one key (nil: OK).
+func errStatus(err error) *metadv1.Status {
+	var se *store.Error
+	if errors.As(err, &se) {
+		return wire.ItemStatus(se.Reason, se.Msg)
+	}
+	return &metadv1.Status{}
 }
 
 // BatchPutEnd is PutEnd for many keys in one command.
 func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
-	sts, err := s.batchEnd(ctx, "BatchPutEnd", req, func(e *metadv1.BatchPutEnd) *metadv1.Command {
+	sts, err := s.batchEnd(ctx, "BatchPutEnd", req, true, func(e *metadv1.BatchPutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: e}}
 	})
 	if err != nil {
@@ -375,7 +507,7 @@ func (s *Service) BatchPutEnd(ctx context.Context, req *metadv1.BatchPutEndReque
 
 // BatchPutRevoke is PutRevoke for many keys in one command.
 func (s *Service) BatchPutRevoke(ctx context.Context, req *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error) {
-	sts, err := s.batchEnd(ctx, "BatchPutRevoke", req, func(e *metadv1.BatchPutEnd) *metadv1.Command {
+	sts, err := s.batchEnd(ctx, "BatchPutRevoke", req, false, func(e *metadv1.BatchPutEnd) *metadv1.Command {
 		return &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{
 			Tenant: e.Tenant, ClientId: e.ClientId, Keys: e.Keys, Tier: e.Tier}}}
 	})
@@ -423,6 +555,17 @@ func settled[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 }
 
+// reservedRead is the error of a linearizable read of a key the state does not hold: a key a
+// reservation holds (a write answered from the arenas, not committed yet) is REPLICA_IS_NOT_READY,
+// as a write in progress through the log is; any other error stays.
+func (s *Service) reservedRead(err error, linear bool, tenant, key string) error {
+	var se *store.Error
+	if linear && errors.As(err, &se) && se.Reason == store.ObjectNotFound && s.res.holds(tenant, key) {
+		return &store.Error{Reason: store.ReplicaIsNotReady, Msg: "the object's write is in progress"}
+	}
+	return err
+}
+
 // maxSettle bounds how long a read waits for an object's pending removal to resolve.
 const maxSettle = 5 * time.Second
 
@@ -448,7 +591,7 @@ func (s *Service) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.Ge
 	}
 	v, err := getObject(ctx, st, s.cfg.nowNano(), tenant, key, linear)
 	if err != nil {
-		return nil, fail(err, tenant, req.GetKey())
+		return nil, fail(s.reservedRead(err, linear, tenant, key), tenant, req.GetKey())
 	}
 	resp := &metadv1.GetResponse{Replicas: wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
 	if linear {
@@ -505,6 +648,9 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 			break
 		}
 		v, err := getObject(ctx, st, now, tenant, k, linear)
+		if err != nil {
+			err = s.reservedRead(err, linear, tenant, k)
+		}
 		r := &metadv1.BatchGetResponse_Result{Status: wire.ErrItem(err)}
 		if err == nil {
 			found = true

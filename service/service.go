@@ -39,6 +39,11 @@ type Backend interface {
 	IsLeader() bool
 	// Leader names the leader this node knows of and its client (gRPC) address; empty if none.
 	Leader() (name, clientAddr string)
+	// LeaseTerm returns the term in which this node holds a leader lease now (no other node can
+	// lead before it ends), 0 when it holds none; a ReadBarrier renews it (ha.Node.LeaseTerm).
+	LeaseTerm() uint64
+	// LeaseDuration is how long a lease lasts after the round that confirmed it.
+	LeaseDuration() time.Duration
 	// LeaderReachable reports whether the leader is this node, or has been heard from recently
 	// enough that a call forwarded to it should be answered (ha.Node: within one heartbeat
 	// timeout).
@@ -106,6 +111,7 @@ type Service struct {
 	// term is the term whose leadership the leadership hook has started here (0: not leading);
 	// Run expires clients only in that term, after the liveness table was started afresh for it.
 	term atomic.Uint64
+	res  *reservations // PutStarts answered from the leader's arenas (reserve.go)
 
 	hooksMu   sync.Mutex // guards onLeading; a leaf: the hooks run after it is released
 	onLeading []func(leading bool)
@@ -122,6 +128,9 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ArenaFence <= 0 {
+		cfg.ArenaFence = DefaultConfig().ArenaFence
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -136,6 +145,9 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 		return nil, err
 	}
 	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}
+	if s.res, err = newReservations(s, reg); err != nil {
+		return nil, err
+	}
 	lead.svc.Store(s)
 	// The node may have taken office before the hook could reach the service.
 	if st := b.Status(); st.Role == ha.RoleLeader {
@@ -159,6 +171,15 @@ func (s *Service) OnLeadership(fn func(leading bool)) {
 // (driveDrains). It returns when ctx is done. Call it
 // once.
 func (s *Service) Run(ctx context.Context) {
+	if !s.cfg.NoArenas {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.res.runKeeper(ctx)
+		}()
+		defer wg.Wait()
+	}
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
 	for {

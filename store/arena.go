@@ -553,3 +553,10 @@ func (s *Store) RestoreArenas(arenas []Arena, last uint64) error {
 	t.last = last
 	return nil
 }
+
+// Holds reports whether the tenant's key routes to an object (any state): a PutStart of the key
+// is then the state's to decide, through the log.
+func (s *Store) Holds(tenant, key string) bool {
+	t := s.tenants.Lookup(NormalizeTenant(tenant))
+	return t != nil && t.dir.lookup(key) != nil
+}

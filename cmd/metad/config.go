@@ -48,6 +48,7 @@ type Config struct {
 	ForwardTimeout    time.Duration // bound on one call a follower forwards to the leader (server.Config)
 	SessionTTL        time.Duration // a client session unused this long expires (service.Config)
 	SessionWindow     uint          // sequence numbers a session may have in use at once (service.Config)
+	NoArenas          bool          // every PutStart through the log (service.Config.NoArenas)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -128,6 +129,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ClientTTL, "client-ttl", c.ClientTTL, "a client silent this long is expired and its segments unmounted")
 	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "bound on one call a follower forwards to the leader (all but the long ones)")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "a client session with no write for this long expires (at least 1s)")
+	fs.BoolVar(&c.NoArenas, "no-arenas", c.NoArenas, "answer no PutStart from the leader's allocation arenas: every PutStart takes a log entry")
 	fs.UintVar(&c.SessionWindow, "session-window", c.SessionWindow, "sequence numbers a client session may have in use at once (1..4096)")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")

@@ -216,6 +216,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc := service.DefaultConfig()
 	vc.LeaseTTL, vc.ClientTTL, vc.PutDiscardTimeout, vc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
 	vc.SessionTTL, vc.SessionWindow = cfg.SessionTTL, uint32(cfg.SessionWindow)
+	vc.ArenaFence, vc.NoArenas = cfg.PutReleaseTimeout, cfg.NoArenas
 	vc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
 		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, want))
 	}

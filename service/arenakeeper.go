@@ -1,0 +1,309 @@
+package service
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"metad/ha"
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+	"metad/wire"
+)
+
+// The arena keeper: the leader's loop that keeps its pool stocked and its arenas tidy. Every
+// quarter lease it
+//   - starts the table afresh when this node starts leading in a new term (and empties it when it
+//     stops), and confirms leadership once (a read-barrier round) so that the lease stays held
+//     while the node leads;
+//   - brings the pool in line with the state: segments mounted, closing or gone, and this term's
+//     arenas' free bytes (an arena that left the state takes its bytes out of the pool);
+//   - drops reservations older than the fence (put_release_timeout), as the reaper revokes a
+//     write that stayed PROCESSING that long;
+//   - retires the arenas of earlier terms once the fence has passed since this node became ready;
+//   - asks for an arena on every open segment whose pool bytes fell below half an arena.
+//
+// Until a PutStart reaches the leader in a term, it only starts the table and retires old arenas:
+// a leader that takes no puts confirms no lease and holds no arena.
+
+// runKeeper runs the keeper until ctx ends.
+func (r *reservations) runKeeper(ctx context.Context) {
+	every := max(r.s.b.LeaseDuration()/4, 5*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		r.keep(ctx, every)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// keep is one round of the keeper.
+func (r *reservations) keep(ctx context.Context, every time.Duration) {
+	now := r.s.cfg.Now()
+	st := r.s.b.Status()
+	leading := st.Role == ha.RoleLeader && st.Term != 0 && st.Term == r.s.term.Load()
+	r.mu.Lock()
+	if !leading {
+		if r.term != 0 {
+			r.resetLocked(0, now)
+		}
+		r.mu.Unlock()
+		return
+	}
+	if r.term != st.Term {
+		r.resetLocked(st.Term, now)
+	}
+	term, demand := r.term, r.demand
+	r.mu.Unlock()
+	r.retireOld(ctx, term, now)
+	if !demand {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, max(every, r.s.b.LeaseDuration()))
+	err := r.s.b.ReadBarrier(rctx) // ready, and the lease renewed
+	cancel()
+	if err != nil || r.s.b.LeaseTerm() != term {
+		return
+	}
+	state := r.s.state()
+	r.mu.Lock()
+	if r.term != term {
+		r.mu.Unlock()
+		return
+	}
+	r.reconcileLocked(state, term)
+	r.reapLocked(now)
+	specs := r.planLocked(state, now)
+	r.mu.Unlock()
+	r.publish(state)
+	if len(specs) > 0 {
+		res, ok := r.propose(ctx, &metadv1.Command{Op: &metadv1.Command_ArenaGrant{ArenaGrant: &metadv1.ArenaGrant{Term: term, Arenas: specs}}})
+		if ok {
+			r.m.grants.Add(float64(res.Count))
+		}
+		r.mu.Lock()
+		if r.term == term {
+			r.reconcileLocked(r.s.state(), term)
+			for _, sp := range specs { // a segment still short of arena bytes had no room for one
+				id := wire.ID16(sp.SegmentId)
+				if info, found := r.pool.Get(id); !found || info.Size-info.Used < sp.Size/refillBelow {
+					r.failedAt[id] = now
+				}
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+// retireOld retires the arenas of earlier terms once the fence has passed since this node started
+// leading in term (the table's readyAt).
+func (r *reservations) retireOld(ctx context.Context, term uint64, now time.Time) {
+	r.mu.Lock()
+	due := r.term == term && now.Sub(r.readyAt) >= r.s.cfg.ArenaFence+r.s.b.LeaseDuration()
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	var retire []uint64
+	for _, a := range r.s.state().Arenas() {
+		if a.Term < term {
+			retire = append(retire, a.ID)
+		}
+	}
+	if len(retire) == 0 {
+		return
+	}
+	if res, ok := r.propose(ctx, &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{ArenaIds: retire}}}); ok {
+		r.m.retires.Add(float64(res.Count))
+	}
+}
+
+// propose commits one of the keeper's commands, bounded by the background timeout.
+func (r *reservations) propose(ctx context.Context, cmd *metadv1.Command) (store.Result, bool) {
+	pctx, cancel := context.WithTimeout(ctx, r.s.cfg.BackgroundTimeout)
+	defer cancel()
+	res, err := r.s.b.Propose(pctx, cmd)
+	if err != nil {
+		r.s.log.Debug("arena keeper proposal failed", "err", err)
+		return res, false
+	}
+	return res, true
+}
+
+// reconcileLocked brings the pool in line with the state (mu held): every mounted segment is in
+// the pool, all of it reserved except the free bytes of this term's arenas that no reservation
+// holds; a closing segment takes no reservation; a segment gone leaves the pool, and the bytes of
+// an arena that left the state leave it too.
+func (r *reservations) reconcileLocked(state *store.Store, term uint64) {
+	segs := state.Segments().List()
+	inState := make(map[alloc.ID]struct{}, len(segs))
+	for _, info := range segs {
+		inState[info.ID] = struct{}{}
+		p, ok := r.pool.Get(info.ID)
+		if ok && p.Segment != info.Segment {
+			_, _ = r.pool.Unmount(info.ID) // unmounted and mounted again with another shape
+			ok = false
+		}
+		if !ok {
+			if _, err := r.pool.MountRecorded(info.Segment); err != nil {
+				continue
+			}
+			_ = r.pool.Reserve(alloc.Extent{Segment: info.ID, Offset: 0, Size: info.Size})
+		}
+		_ = r.pool.SetClosing(info.ID, info.Closing)
+	}
+	for _, p := range r.pool.List() {
+		if _, ok := inState[p.ID]; !ok {
+			_, _ = r.pool.Unmount(p.ID)
+		}
+	}
+	arenas := state.Arenas()
+	live := make(map[uint64]struct{}, len(arenas))
+	for _, a := range arenas {
+		if a.Term != term {
+			continue
+		}
+		live[a.ID] = struct{}{}
+		if _, ok := r.known[a.ID]; ok {
+			continue
+		}
+		for _, sp := range a.Free {
+			_ = r.pool.Free(alloc.Extent{Segment: a.Segment, Offset: sp.Offset, Size: sp.Size})
+		}
+		r.known[a.ID] = arenaSpan{a.Segment, a.Offset, a.Size}
+	}
+	for id, sp := range r.known {
+		if _, ok := live[id]; !ok {
+			r.withdrawLocked(sp)
+			delete(r.known, id)
+		}
+	}
+}
+
+// arenaSpan is where one of this term's arenas lies.
+type arenaSpan struct {
+	seg          alloc.ID
+	offset, size uint64
+}
+
+// withdrawLocked takes the pool's free bytes inside an arena that left the state out of the pool
+// (mu held); reservations already in it keep their ranges, and their commits meet
+// RESERVATION_LOST.
+func (r *reservations) withdrawLocked(a arenaSpan) {
+	spans, ok := r.pool.FreeSpans(a.seg)
+	if !ok {
+		return
+	}
+	end := a.offset + a.size
+	for _, sp := range spans {
+		lo, hi := max(sp.Offset, a.offset), min(sp.Offset+sp.Size, end)
+		if lo < hi {
+			_ = r.pool.Reserve(alloc.Extent{Segment: a.seg, Offset: lo, Size: hi - lo})
+		}
+	}
+}
+
+// reapLocked drops the reservations older than the fence (mu held): a write is not expected to
+// take longer (put_release_timeout). One whose commit is in flight or unknown only gives back its
+// quota: its bytes may be the object's.
+func (r *reservations) reapLocked(now time.Time) {
+	limit := now.UnixNano() - int64(r.s.cfg.ArenaFence)
+	for rk, res := range r.byKey { // each reservation on its own: order does not matter
+		if res.start >= limit {
+			continue
+		}
+		if res.committing {
+			r.releaseLocked(rk, res)
+		} else {
+			r.dropLocked(rk, res)
+		}
+		r.m.reaped.Inc()
+	}
+}
+
+// planLocked lists the arenas to ask for (mu held).
+func (r *reservations) planLocked(state *store.Store, now time.Time) (specs []*metadv1.ArenaSpec) {
+	for _, info := range state.Segments().List() {
+		if info.Closing || !info.Tier.Valid() || now.Sub(r.failedAt[info.ID]) < time.Second {
+			continue
+		}
+		size := r.arenaSize(info.Size)
+		if size == 0 {
+			continue
+		}
+		p, ok := r.pool.Get(info.ID)
+		if !ok || p.Size-p.Used >= size/refillBelow {
+			continue
+		}
+		specs = append(specs, &metadv1.ArenaSpec{SegmentId: info.ID[:], Size: size})
+	}
+	return specs
+}
+
+// arenaSize is the arena to ask for on a segment of segSize bytes: room for arenaObjects replicas
+// of the recent size, at least arenaMinBytes, at most 1/arenaShare of the segment; 0 when that
+// share is less than one aligned block.
+func (r *reservations) arenaSize(segSize uint64) uint64 {
+	want := uint64(math.Min(r.sizeAvg*arenaObjects, float64(uint64(1)<<40)))
+	size := min(max(want, arenaMinBytes), segSize/arenaShare)
+	return size &^ (alloc.Align - 1)
+}
+
+// publish sets the arena gauges from the state.
+func (r *reservations) publish(state *store.Store) {
+	r.m.arenaFree.WithLabelValues("memory").Set(float64(state.ArenaBytes(alloc.TierMemory)))
+	r.m.arenaFree.WithLabelValues("nof").Set(float64(state.ArenaBytes(alloc.TierNOF)))
+}
+
+// reserveMetrics are the reservation table's and the keeper's metrics.
+type reserveMetrics struct {
+	reservations, reservedBytes prometheus.Gauge
+	commits, reaped             prometheus.Counter
+	grants, retires             prometheus.Counter
+	fallbacks                   *prometheus.CounterVec
+	arenaFree                   *prometheus.GaugeVec
+}
+
+func newReserveMetrics(reg prometheus.Registerer) (*reserveMetrics, error) {
+	m := &reserveMetrics{
+		reservations: prometheus.NewGauge(prometheus.GaugeOpts{Name: "metad_server_reservations",
+			Help: "PutStarts this node, as leader, answered from its arenas and not yet committed or dropped."}),
+		reservedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "metad_server_reserved_quota_bytes",
+			Help: "Tenant quota bytes the reservations hold (size x MEMORY replicas), on the leader."}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_reservation_commits_total",
+			Help: "Reserved writes committed (PutCommit created the object)."}),
+		reaped: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_reservations_reaped_total",
+			Help: "Reservations dropped because they outlived put_release_timeout."}),
+		grants: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_arena_grants_total",
+			Help: "Arenas granted to this node as leader (ArenaGrant)."}),
+		retires: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_arena_retires_total",
+			Help: "Arenas of earlier terms this node, as leader, retired after the fence."}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_put_start_logged_total",
+			Help: "PutStarts that went through the log instead of an arena, by why."}, []string{"reason"}),
+		arenaFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "metad_server_arena_free_bytes",
+			Help: "Bytes the arenas hold that no object took yet (allocated in their segments; free for reservations), by tier, as the leader last saw them."},
+			[]string{"tier"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.reservations, m.reservedBytes, m.commits, m.reaped, m.grants, m.retires, m.fallbacks, m.arenaFree} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *reserveMetrics) fallback(reason string) { m.fallbacks.WithLabelValues(reason).Inc() }
+
+func (m *reserveMetrics) reserved(n, bytes int64) {
+	m.reservations.Add(float64(n))
+	m.reservedBytes.Add(float64(bytes))
+}

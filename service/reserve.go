@@ -1,0 +1,435 @@
+package service
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/store/alloc"
+	"metad/wire"
+)
+
+// Reservations: a PutStart without a log entry (docs/design.md, "Allocation arenas").
+//
+// The leader holds arenas (store.Arena) granted to its term through the log. A PutStart of a key
+// the state does not hold is answered from them: the leader carves the replicas from its pool (the
+// free bytes of its term's arenas that no reservation holds), charges the tenant's quota in soft
+// state, records the reservation and answers at once. The write's PutEnd proposes PutCommit, which
+// creates the object with exactly those ranges on every node. PutRevoke drops the reservation; the
+// keeper drops one older than the fence (put_release_timeout) as the reaper revokes a write.
+//
+// A reservation lives only in this leader's memory: a leader change loses it, and the write's
+// PutEnd on the new leader answers RESERVATION_LOST while an earlier term's arenas are still
+// fenced (OBJECT_NOT_FOUND after that, as for any unknown write). The bytes stay safe because
+//   - the leader reserves only while it holds the leader lease (ha.Node.LeaseTerm): no other node
+//     can lead meanwhile, so a reservation is only ever made by the one leader;
+//   - it carves only from its own term's arenas, and a new leader retires an earlier term's arenas
+//     only after the fence (put_release_timeout since it became ready, plus the lease), when no
+//     writer an old leader answered can still be writing into them: until then no object can get
+//     their bytes.
+//
+// What does not fit is not refused but goes through the log as before (PutStart): a key the state
+// holds (the state decides about a stale write), a key with a PutStart or UpsertStart in flight,
+// a placement the pool cannot make whole (no arena with room on enough segments), a put over the
+// tenant's quota (tenant-quota eviction runs there), no lease.
+
+// reserveKey names a reservation.
+type reserveKey struct{ tenant, key string }
+
+// reservation is one PutStart answered from the arenas.
+type reservation struct {
+	client  alloc.ID
+	size    uint64
+	group   []byte
+	cfg     *metadv1.ReplicaConfig // as the PutStart command would carry it
+	exts    []alloc.Extent         // MEMORY first, in placement order
+	tiers   []alloc.Tier
+	start   int64  // leader time of the PutStart, unix ns
+	charged uint64 // quota bytes held: size x MEMORY replicas
+	// session and seq of the PutStart that made it: a retry of that request gets the same answer.
+	session, seq uint64
+	// committing: a PutCommit of it is in flight or its outcome is unknown; it is not revoked,
+	// reaped or given to anyone else meanwhile.
+	committing bool
+}
+
+// reservations is the leader's soft state of reservations and its pool. Safe for concurrent use:
+// mu guards every field (held for map and pool updates only, never across a proposal or a Raft
+// call). Nothing of it is replicated; a new term starts it empty.
+type reservations struct {
+	s  *Service
+	m  *reserveMetrics
+	mu sync.Mutex
+	// term is the term the pool serves (0: none).
+	term uint64
+	// readyAt is when this node, leading in term, started the table: arenas of earlier terms are
+	// retired from readyAt + fence on.
+	readyAt time.Time
+	// pool holds this term's arena bytes no reservation holds: every mounted segment, all of it
+	// reserved except those bytes (known).
+	pool  *alloc.Registry
+	known map[uint64]arenaSpan // this term's arenas whose free spans went into pool, by id
+	byKey map[reserveKey]*reservation
+	// held is each tenant's quota bytes that reservations hold.
+	held map[string]uint64
+	// inFlight counts the PutStart, UpsertStart and BatchPutStart proposals in flight per key:
+	// while one is, the key is the log's to decide.
+	inFlight map[reserveKey]int
+	// sizeAvg is a moving average of reserved replica sizes (arena sizing).
+	sizeAvg float64
+	// failedAt is when a grant last left a segment without an arena (it has no room): none is
+	// asked for there again for a second.
+	failedAt map[alloc.ID]time.Time
+	// demand: a PutStart arrived in this term. Until one does the keeper neither confirms the
+	// lease nor asks for arenas (a leader that takes no puts holds none).
+	demand bool
+}
+
+func newReservations(s *Service, reg prometheus.Registerer) (*reservations, error) {
+	m, err := newReserveMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &reservations{s: s, m: m}, nil
+}
+
+// Sizing of arenas, as multiples of the recent replica size and shares of a segment.
+const (
+	// arenaObjects is how many replicas of the recent size an arena is granted for: a grant is at
+	// most one entry in that many.
+	arenaObjects = 256
+	// arenaMinBytes and arenaShare bound an arena: at least this (and the object asking), at most
+	// this share of its segment (1/arenaShare), so that the bytes arenas hold apart from the
+	// replicated placements stay a small share of every segment.
+	arenaMinBytes = 64 << 10
+	arenaShare    = 64
+	// refillBelow: a segment gets another arena when the pool's free bytes on it fall below this
+	// share of the arena size (1/refillBelow).
+	refillBelow = 2
+)
+
+// resetLocked starts the table afresh for term (0: not leading): every reservation is dropped
+// (their PutEnds meet RESERVATION_LOST or the state) and the pool is empty (mu held).
+func (r *reservations) resetLocked(term uint64, now time.Time) {
+	r.term, r.readyAt = term, now
+	r.pool = alloc.NewRegistry()
+	r.known = map[uint64]arenaSpan{}
+	r.byKey = map[reserveKey]*reservation{}
+	r.held = map[string]uint64{}
+	r.inFlight = map[reserveKey]int{}
+	r.failedAt = map[alloc.ID]time.Time{}
+	r.demand = false
+	r.m.reservations.Set(0)
+	r.m.reservedBytes.Set(0)
+}
+
+// leaseTerm returns the term in which this node may reserve now: it holds the leader lease in the
+// term the table serves. One read-barrier round renews a lease that ran out (a leader with no
+// traffic); 0 when there is still none.
+func (r *reservations) leaseTerm(ctx context.Context) uint64 {
+	r.mu.Lock()
+	term := r.term
+	r.demand = true
+	r.mu.Unlock()
+	if term == 0 {
+		return 0
+	}
+	if t := r.s.b.LeaseTerm(); t == term {
+		return t
+	}
+	if err := r.s.b.ReadBarrier(ctx); err != nil {
+		return 0
+	}
+	if t := r.s.b.LeaseTerm(); t == term {
+		return t
+	}
+	return 0
+}
+
+// tryReserve answers a PutStart from the arenas: its replicas, or ok false when it must go through
+// the log (nothing changed then). err is a refusal this table owns: OBJECT_ALREADY_EXISTS for a
+// key another live reservation holds.
+func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (reps []*metadv1.Replica, ok bool, err error) {
+	if r.leaseTerm(ctx) == 0 {
+		r.m.fallback("no_lease")
+		return nil, false, nil
+	}
+	st := r.s.state()
+	rk := reserveKey{ps.Tenant, string(ps.Key)}
+	now := r.s.cfg.nowNano()
+	h := sessionOf(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.term == 0 || r.inFlight[rk] > 0 {
+		r.m.fallback("key_in_flight")
+		return nil, false, nil
+	}
+	if old := r.byKey[rk]; old != nil {
+		if h != nil && old.session == h.GetSessionId() && old.seq == h.GetSeq() && old.client == wire.ID16(ps.ClientId) {
+			return r.replicasTo(st, old), true, nil // a retry of the request that made it
+		}
+		if old.committing || now-old.start <= int64(time.Duration(ps.PutDiscardTimeoutMs)*time.Millisecond) {
+			return nil, false, &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"},
+				Tenant: ps.Tenant, Key: ps.Key}
+		}
+		r.dropLocked(rk, old) // a stale write, discarded as the state discards one
+	}
+	if st.Holds(ps.Tenant, string(ps.Key)) {
+		r.m.fallback("key_held")
+		return nil, false, nil
+	}
+	t := st.Tenants().Lookup(ps.Tenant)
+	if t == nil || t.Life() != store.TenantOpen {
+		r.m.fallback("tenant")
+		return nil, false, nil
+	}
+	cfg := ps.GetConfig()
+	mem := int(max(cfg.GetMemoryReplicas(), 1))
+	want := uint64(mem) * ps.Size
+	if q := t.Quota(); q.Requested() != 0 && q.Charged()+r.held[ps.Tenant]+want > q.Effective() {
+		r.m.fallback("quota")
+		return nil, false, nil
+	}
+	pref := make([]alloc.ID, len(cfg.GetPreferredSegmentIds()))
+	for i, p := range cfg.GetPreferredSegmentIds() {
+		pref[i] = wire.ID16(p)
+	}
+	pl, perr := r.pool.Place(alloc.PlaceRequest{Size: ps.Size, Memory: mem, NOF: int(cfg.GetNofReplicas()),
+		Preferred: pref, Strategy: r.s.cfg.Strategy, Seed: rand.Uint64()})
+	if perr != nil || pl.Short > 0 {
+		if perr == nil {
+			r.freeLocked(append(pl.Memory, pl.NOF...))
+		}
+		r.m.fallback("no_arena_room")
+		return nil, false, nil
+	}
+	res := &reservation{client: wire.ID16(ps.ClientId), size: ps.Size, group: ps.Group, start: now, charged: want,
+		cfg: &metadv1.ReplicaConfig{MemoryReplicas: uint32(mem), NofReplicas: cfg.GetNofReplicas(), SoftPin: cfg.GetSoftPin(),
+			SoftPinTtlMs: cfg.GetSoftPinTtlMs(), HardPin: cfg.GetHardPin(), DataType: cfg.GetDataType()}}
+	for _, e := range pl.Memory {
+		res.exts, res.tiers = append(res.exts, e), append(res.tiers, alloc.TierMemory)
+	}
+	for _, e := range pl.NOF {
+		res.exts, res.tiers = append(res.exts, e), append(res.tiers, alloc.TierNOF)
+	}
+	if h != nil {
+		res.session, res.seq = h.GetSessionId(), h.GetSeq()
+	}
+	r.byKey[rk] = res
+	r.held[ps.Tenant] += want
+	r.sizeAvg += (float64(alloc.RoundUp(ps.Size)) - r.sizeAvg) / 64
+	r.m.reserved(1, int64(want))
+	return r.replicasTo(st, res), true, nil
+}
+
+// replicasTo is a reservation's PutStart answer: its ranges, PROCESSING, with no replica id yet
+// (PutCommit draws the ids).
+func (r *reservations) replicasTo(st *store.Store, res *reservation) []*metadv1.Replica {
+	out := make([]*metadv1.Replica, len(res.exts))
+	for i, e := range res.exts {
+		rp := &metadv1.Replica{Tier: wire.TierTo(res.tiers[i]), SegmentId: e.Segment[:], Offset: e.Offset, Size: res.size,
+			Status: metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING}
+		if info, ok := st.Segments().Describe(e.Segment); ok {
+			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
+		}
+		out[i] = rp
+	}
+	return out
+}
+
+// freeLocked returns extents to the pool; one whose segment left the pool went with it (mu held).
+func (r *reservations) freeLocked(es []alloc.Extent) {
+	for _, e := range es {
+		_ = r.pool.Free(e) // ErrSegmentNotFound: the segment was unmounted meanwhile
+	}
+}
+
+// dropLocked forgets a reservation and returns its bytes and quota (mu held).
+func (r *reservations) dropLocked(rk reserveKey, res *reservation) {
+	delete(r.byKey, rk)
+	r.freeLocked(res.exts)
+	r.releaseLocked(rk, res)
+}
+
+// releaseLocked forgets a reservation's quota (mu held); its bytes went to an object or stay out.
+func (r *reservations) releaseLocked(rk reserveKey, res *reservation) {
+	delete(r.byKey, rk)
+	if r.held[rk.tenant] -= res.charged; r.held[rk.tenant] == 0 {
+		delete(r.held, rk.tenant)
+	}
+	r.m.reserved(-1, -int64(res.charged))
+}
+
+// holds reports whether a live reservation holds the key (Get answers REPLICA_IS_NOT_READY).
+func (r *reservations) holds(tenant, key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byKey[reserveKey{tenant, key}] != nil
+}
+
+// lostPossible reports whether reservations of an earlier term may have been lost here: this node
+// leads, and arenas of an earlier term are still fenced.
+func (r *reservations) lostPossible() bool {
+	r.mu.Lock()
+	term := r.term
+	r.mu.Unlock()
+	if term == 0 {
+		return false
+	}
+	for _, a := range r.s.state().Arenas() {
+		if a.Term < term {
+			return true
+		}
+	}
+	return false
+}
+
+// startClassic marks keys whose PutStart, UpsertStart or BatchPutStart goes through the log, so
+// that no reservation is made for them until it is decided; it returns the function that unmarks
+// them. A key a live reservation holds is refused (OBJECT_ALREADY_EXISTS) unless that write is
+// stale (older than discard), which is then dropped: the state would decide the same of a
+// PROCESSING object. refused lists the indexes of the keys refused; the others are marked.
+func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.Duration) (refused map[int]bool, done func()) {
+	now := r.s.cfg.nowNano()
+	r.mu.Lock()
+	var marked []reserveKey
+	for i, k := range keys {
+		rk := reserveKey{tenant, string(k)}
+		if res := r.byKey[rk]; res != nil {
+			if res.committing || now-res.start <= int64(discard) {
+				if refused == nil {
+					refused = map[int]bool{}
+				}
+				refused[i] = true
+				continue
+			}
+			r.dropLocked(rk, res)
+		}
+		if r.inFlight != nil {
+			r.inFlight[rk]++
+			marked = append(marked, rk)
+		}
+	}
+	r.mu.Unlock()
+	return refused, func() {
+		r.mu.Lock()
+		for _, rk := range marked {
+			if r.inFlight[rk]--; r.inFlight[rk] <= 0 {
+				delete(r.inFlight, rk)
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+// ---- PutEnd and PutRevoke of a reservation ---------------------------------------------------
+
+// endReserved runs a PutEnd (commit true) or PutRevoke of a reserved write, if the key has a
+// reservation; handled false when it has none (the log decides, as for any write). A commit
+// proposes PutCommit and settles the reservation by its outcome.
+func (r *reservations) endReserved(ctx context.Context, tenant string, client alloc.ID, key []byte, tier alloc.Tier, commit bool) (handled bool, err error) {
+	rk := reserveKey{tenant, string(key)}
+	r.mu.Lock()
+	res := r.byKey[rk]
+	if res == nil || r.term == 0 {
+		r.mu.Unlock()
+		return false, nil
+	}
+	if res.client != client {
+		r.mu.Unlock()
+		return true, &Error{Err: &store.Error{Reason: store.IllegalClient,
+			Msg: "written by client " + res.client.String() + ", not " + client.String()}, Tenant: tenant, Key: key}
+	}
+	if !commit {
+		defer r.mu.Unlock()
+		if res.committing {
+			return true, &Error{Err: &store.Error{Reason: store.ReplicaIsNotReady, Msg: "the write is being committed"}, Tenant: tenant, Key: key}
+		}
+		r.revokeLocked(rk, res, tier)
+		return true, nil
+	}
+	res.committing = true
+	item := &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg, PutStartUnixNano: res.start,
+		Replicas: wire.CommitReplicasTo(res.exts, res.tiers)}
+	r.mu.Unlock()
+	cmd := stamped(ctx, &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{
+		Tenant: tenant, ClientId: client[:], Tier: wire.TierTo(tier), Items: []*metadv1.CommitItem{item}}}})
+	out, perr := r.s.proposeAuthed(ctx, cmd)
+	r.settle(rk, res, out, perr)
+	if perr != nil {
+		return true, fail(perr, tenant, key)
+	}
+	if len(out.Items) == 1 {
+		out = out.Items[0]
+	}
+	return true, rejected(&out, tenant, key)
+}
+
+// settle ends a commit's reservation by the outcome of its PutCommit: created (or refused as a
+// repeat), its bytes are the object's; refused, nothing changed and they go back to the pool,
+// except after RESERVATION_LOST (they are not in the arenas any more); unknown, it stays
+// committing, for a retry of the PutEnd to propose again (apply answers a repeat as OK).
+func (r *reservations) settle(rk reserveKey, res *reservation, out store.Result, perr error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byKey[rk] != res {
+		return // the term ended, or the table was reset
+	}
+	if perr != nil {
+		return
+	}
+	reason := out.Reason
+	if len(out.Items) == 1 {
+		reason = out.Items[0].Reason
+	}
+	switch reason {
+	case store.OK:
+		r.releaseLocked(rk, res)
+		r.m.commits.Inc()
+	case store.ReservationLost, store.SessionExpired, store.SequenceTooOld, store.AuthRevisionStale:
+		// Nothing was taken from the arenas by this command: a lost range stays out of the pool;
+		// a session or auth refusal leaves the reservation for a retry.
+		if reason == store.ReservationLost {
+			r.releaseLocked(rk, res)
+		} else {
+			res.committing = false
+		}
+	default:
+		r.dropLocked(rk, res)
+	}
+}
+
+// revokeLocked drops a reservation's replicas of tier (0: all), and the reservation when none is
+// left (mu held). Its quota follows the MEMORY replicas dropped.
+func (r *reservations) revokeLocked(rk reserveKey, res *reservation, tier alloc.Tier) {
+	var keep []alloc.Extent
+	var keepTiers []alloc.Tier
+	var drop []alloc.Extent
+	for i, e := range res.exts {
+		if tier == 0 || res.tiers[i] == tier {
+			drop = append(drop, e)
+			continue
+		}
+		keep, keepTiers = append(keep, e), append(keepTiers, res.tiers[i])
+	}
+	memLeft := 0
+	for _, t := range keepTiers {
+		if t == alloc.TierMemory {
+			memLeft++
+		}
+	}
+	if memLeft == 0 { // an object needs a MEMORY replica: the write is abandoned whole
+		r.dropLocked(rk, res)
+		return
+	}
+	r.freeLocked(drop)
+	before := res.charged
+	res.exts, res.tiers, res.charged = keep, keepTiers, uint64(memLeft)*res.size
+	r.held[rk.tenant] -= before - res.charged
+	r.m.reservedBytes.Sub(float64(before - res.charged))
+}
