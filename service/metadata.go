@@ -127,6 +127,10 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 		return nil, err
 	}
 	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
+	want := ps.Size * uint64(max(ps.GetConfig().GetMemoryReplicas(), 1))
+	if err := s.reservedQuota(ctx, ps.Tenant, ps.Key, want); err != nil {
+		return nil, err
+	}
 	if !s.cfg.NoArenas {
 		reps, ok, err := s.res.tryReserve(ctx, ps)
 		if err != nil {
@@ -141,12 +145,33 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 		return nil, err
 	}
 	defer done()
-	res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key,
-		ps.Size*uint64(max(ps.GetConfig().GetMemoryReplicas(), 1)))
+	res, err := s.proposePut(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: ps}}, ps.Tenant, ps.Key, want)
 	if err != nil {
 		return nil, err
 	}
 	return &metadv1.PutStartResponse{Replicas: wire.ReplicasTo(s.state().Segments(), res.Replicas, ps.Size)}, nil
+}
+
+// reservedQuota checks a put of want bytes against the tenant's quota with what reservations hold
+// counted in, which the log's check cannot see: over it, the tenant's own objects are evicted for
+// the difference (Config.QuotaEvictor) and, still over, the put is refused TENANT_QUOTA_EXCEEDED.
+func (s *Service) reservedQuota(ctx context.Context, tenant string, key []byte, want uint64) error {
+	over, held := s.res.heldOver(s.state(), tenant, want)
+	if over == 0 {
+		return nil
+	}
+	if s.cfg.QuotaEvictor != nil {
+		if _, err := s.cfg.QuotaEvictor(ctx, tenant, want+held); err == nil {
+			if over, held = s.res.heldOver(s.state(), tenant, want); over == 0 {
+				return nil
+			}
+		}
+	}
+	t := s.state().Tenants().Lookup(tenant)
+	if t == nil {
+		return nil // the log decides
+	}
+	return quotaErr(tenant, key, t.Quota(), held, want)
 }
 
 // classicStart marks a PutStart or UpsertStart that goes through the log (no reservation is made

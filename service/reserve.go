@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -192,8 +193,7 @@ func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (re
 	mem := int(max(cfg.GetMemoryReplicas(), 1))
 	want := uint64(mem) * ps.Size
 	if q := t.Quota(); q.Requested() != 0 && q.Charged()+r.held[ps.Tenant]+want > q.Effective() {
-		r.m.fallback("quota")
-		return nil, false, nil
+		return nil, false, quotaErr(ps.Tenant, ps.Key, q, r.held[ps.Tenant], want)
 	}
 	pref := make([]alloc.ID, len(cfg.GetPreferredSegmentIds()))
 	for i, p := range cfg.GetPreferredSegmentIds() {
@@ -225,6 +225,35 @@ func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (re
 	r.sizeAvg += (float64(alloc.RoundUp(ps.Size)) - r.sizeAvg) / 64
 	r.m.reserved(1, int64(want))
 	return r.replicasTo(st, res), true, nil
+}
+
+// quotaErr is TENANT_QUOTA_EXCEEDED for a put of want bytes that the quota cannot hold beside what
+// the state charges and reservations hold.
+func quotaErr(tenant string, key []byte, q *store.QuotaAccount, held, want uint64) error {
+	return &Error{Err: &store.Error{Reason: store.TenantQuotaExceeded, Msg: fmt.Sprintf(
+		"tenant quota exceeded: needs %d bytes, charged %d and reserved %d of effective %d", want, q.Charged(), held, q.Effective())},
+		Tenant: tenant, Key: key}
+}
+
+// heldOver reports how many bytes a put of want bytes would pass the tenant's quota by, counting
+// what reservations hold beside what the state charges (0: it fits, or no quota), and what the
+// reservations hold.
+func (r *reservations) heldOver(st *store.Store, tenant string, want uint64) (over, held uint64) {
+	t := st.Tenants().Lookup(tenant)
+	if t == nil {
+		return 0, 0
+	}
+	r.mu.Lock()
+	held = r.held[tenant]
+	r.mu.Unlock()
+	q := t.Quota()
+	if q.Requested() == 0 || held == 0 {
+		return 0, held // the log's check sees all there is
+	}
+	if need := q.Charged() + held + want; need > q.Effective() {
+		return need - q.Effective(), held
+	}
+	return 0, held
 }
 
 // replicasTo is a reservation's PutStart answer: its ranges, PROCESSING, with no replica id yet
