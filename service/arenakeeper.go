@@ -102,8 +102,9 @@ func (r *reservations) keep(ctx context.Context, every time.Duration) {
 	}
 }
 
-// retireOld retires the arenas of earlier terms once the fence has passed since this node started
-// leading in term (the table's readyAt).
+// retireOld retires the arenas of other terms (earlier ones, or ones a restored snapshot brought)
+// once the fence has passed since this node started leading in term, or since the restore (the
+// table's readyAt).
 func (r *reservations) retireOld(ctx context.Context, term uint64, now time.Time) {
 	r.mu.Lock()
 	due := r.term == term && now.Sub(r.readyAt) >= r.s.cfg.ArenaFence+r.s.b.LeaseDuration()
@@ -113,7 +114,7 @@ func (r *reservations) retireOld(ctx context.Context, term uint64, now time.Time
 	}
 	var retire []uint64
 	for _, a := range r.s.state().Arenas() {
-		if a.Term < term {
+		if a.Term != term { // an earlier term's, or one a restored snapshot brought
 			retire = append(retire, a.ID)
 		}
 	}

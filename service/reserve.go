@@ -129,6 +129,17 @@ func (r *reservations) resetLocked(term uint64, now time.Time) {
 	r.m.reservedBytes.Set(0)
 }
 
+// restored starts the table afresh after an online snapshot restore replaced the state (its arenas
+// included): reservations made against the old state are dropped, the pool is rebuilt from the
+// restored arenas of this term, and the fence of every other arena counts from now.
+func (r *reservations) restored() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.term != 0 {
+		r.resetLocked(r.term, r.s.cfg.Now())
+	}
+}
+
 // leaseTerm returns the term in which this node may reserve now: it holds the leader lease in the
 // term the table serves. One read-barrier round renews a lease that ran out (a leader with no
 // traffic); 0 when there is still none.
@@ -302,7 +313,8 @@ func (r *reservations) holds(tenant, key string) bool {
 }
 
 // lostPossible reports whether reservations of an earlier term may have been lost here: this node
-// leads, and arenas of an earlier term are still fenced.
+// leads, and arenas of another term (an earlier one, or one a restored snapshot brought) are still
+// fenced.
 func (r *reservations) lostPossible() bool {
 	r.mu.Lock()
 	term := r.term
@@ -311,7 +323,7 @@ func (r *reservations) lostPossible() bool {
 		return false
 	}
 	for _, a := range r.s.state().Arenas() {
-		if a.Term < term {
+		if a.Term != term {
 			return true
 		}
 	}

@@ -37,5 +37,6 @@ func (s *Service) RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.Restore
 		return nil, fail(err, "", nil)
 	}
 	s.live.leadershipChanged(true, s.cfg.nowNano())
+	s.res.restored()
 	return res, nil
 }
