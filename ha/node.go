@@ -110,7 +110,7 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 		return nil, fmt.Errorf("ha: data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, sm: sm, applied: newAppliedWaiter(), ready: newReadiness(), stop: make(chan struct{}),
-		lease: &leaderLease{dur: cfg.HeartbeatTimeout / 2},
+		lease:   &leaderLease{dur: cfg.HeartbeatTimeout / 2},
 		metrics: newMetrics()}
 	n.stopCtx, n.stopped = context.WithCancel(context.Background())
 	ok := false
