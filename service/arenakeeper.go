@@ -48,17 +48,10 @@ func (r *reservations) runKeeper(ctx context.Context) {
 func (r *reservations) keep(ctx context.Context, every time.Duration) {
 	now := r.s.cfg.Now()
 	st := r.s.b.Status()
-	leading := st.Role == ha.RoleLeader && st.Term != 0 && st.Term == r.s.term.Load()
-	r.mu.Lock()
-	if !leading {
-		if r.term != 0 {
-			r.resetLocked(0, now)
-		}
+	r.lock()
+	if r.term == 0 || st.Role != ha.RoleLeader || st.Term != r.term {
 		r.mu.Unlock()
 		return
-	}
-	if r.term != st.Term {
-		r.resetLocked(st.Term, now)
 	}
 	term, demand := r.term, r.demand
 	r.mu.Unlock()
@@ -73,7 +66,7 @@ func (r *reservations) keep(ctx context.Context, every time.Duration) {
 		return
 	}
 	state := r.s.state()
-	r.mu.Lock()
+	r.lock()
 	if r.term != term {
 		r.mu.Unlock()
 		return
@@ -88,7 +81,7 @@ func (r *reservations) keep(ctx context.Context, every time.Duration) {
 		if ok {
 			r.m.grants.Add(float64(res.Count))
 		}
-		r.mu.Lock()
+		r.lock()
 		if r.term == term {
 			r.reconcileLocked(r.s.state(), term)
 			for _, sp := range specs { // a segment still short of arena bytes had no room for one
@@ -106,7 +99,7 @@ func (r *reservations) keep(ctx context.Context, every time.Duration) {
 // once the fence has passed since this node started leading in term, or since the restore (the
 // table's readyAt).
 func (r *reservations) retireOld(ctx context.Context, term uint64, now time.Time) {
-	r.mu.Lock()
+	r.lock()
 	due := r.term == term && now.Sub(r.readyAt) >= r.s.cfg.ArenaFence+r.s.b.LeaseDuration()
 	r.mu.Unlock()
 	if !due {

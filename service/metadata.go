@@ -356,53 +356,63 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 		return nil, err
 	}
 	s.localFirst(rc, req.GetConfig().GetPreferredHost())
-	// A key a live reservation holds is refused here (OBJECT_ALREADY_EXISTS) and left out of the
-	// command; the others are marked in flight until the command is decided.
-	keys := make([][]byte, len(items))
-	for i, it := range items {
-		keys[i] = it.Key
+	m := &metadv1.BatchPutStart{Tenant: tenant, ClientId: client[:], Config: rc, Items: items,
+		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}
+	// Items are answered from the arenas where they can be (answered); a key a live reservation
+	// holds is refused here (OBJECT_ALREADY_EXISTS, or the reservation's own refusal); the others
+	// go into one command, marked in flight until it is decided.
+	var answered []reserveAnswer
+	if !s.cfg.NoArenas {
+		answered = s.res.tryReserveBatch(ctx, m)
 	}
-	refused, done := s.res.startClassic(tenant, keys, s.cfg.PutDiscardTimeout)
-	defer done()
-	logged := items
-	if len(refused) > 0 {
-		logged = make([]*metadv1.BatchPutStart_Item, 0, len(items)-len(refused))
-		for i, it := range items {
-			if !refused[i] {
-				logged = append(logged, it)
-			}
+	refused := map[int]error{}
+	var rest [][]byte
+	var restAt []int
+	for i, it := range items {
+		switch {
+		case answered != nil && answered[i].err != nil:
+			refused[i] = answered[i].err
+		case answered != nil && answered[i].ok:
+		default:
+			rest, restAt = append(rest, it.Key), append(restAt, i)
 		}
 	}
-	var res store.Result
+	held, done := s.res.startClassic(tenant, rest, s.cfg.PutDiscardTimeout)
+	defer done()
+	var logged []*metadv1.BatchPutStart_Item
+	var loggedAt []int
+	for j, i := range restAt {
+		if held[j] {
+			refused[i] = &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"}}
+			continue
+		}
+		logged, loggedAt = append(logged, items[i]), append(loggedAt, i)
+	}
+	out := &metadv1.BatchPutStartResponse{Results: make([]*metadv1.BatchPutStartResponse_Result, len(items))}
+	for i := range items {
+		switch {
+		case refused[i] != nil:
+			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: errStatus(refused[i])}
+		case answered != nil && answered[i].ok:
+			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: &metadv1.Status{}, Replicas: answered[i].reps}
+		}
+	}
 	if len(logged) > 0 {
-		cmd := &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
-			Tenant: tenant, ClientId: client[:], Config: rc, Items: logged,
-			Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}}}
-		if res, err = s.propose(ctx, cmd, tenant, nil); err != nil {
+		m.Items = logged
+		res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: m}}, tenant, nil)
+		if err != nil {
 			return nil, err
 		}
 		if len(res.Items) != len(logged) {
 			return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(logged))
 		}
-	}
-	if len(refused) > 0 {
-		all, j := make([]store.Result, len(items)), 0
-		for i := range items {
-			if refused[i] {
-				all[i] = store.Result{Reason: store.ObjectAlreadyExists, Message: "object already exists (a write is in progress)"}
-				continue
+		st := s.state()
+		for j, i := range loggedAt {
+			r := res.Items[j]
+			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: wire.ItemStatus(r.Reason, r.Message)}
+			if r.Reason == store.OK {
+				out.Results[i].Replicas = wire.ReplicasTo(st.Segments(), r.Replicas, items[i].Size)
 			}
-			all[i] = res.Items[j]
-			j++
-		}
-		res.Items = all
-	}
-	st := s.state()
-	out := &metadv1.BatchPutStartResponse{Results: make([]*metadv1.BatchPutStartResponse_Result, len(items))}
-	for i, r := range res.Items {
-		out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: wire.ItemStatus(r.Reason, r.Message)}
-		if r.Reason == store.OK {
-			out.Results[i].Replicas = wire.ReplicasTo(st.Segments(), r.Replicas, items[i].Size)
 		}
 	}
 	return out, nil

@@ -133,10 +133,21 @@ func (r *reservations) resetLocked(term uint64, now time.Time) {
 // included): reservations made against the old state are dropped, the pool is rebuilt from the
 // restored arenas of this term, and the fence of every other arena counts from now.
 func (r *reservations) restored() {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if r.term != 0 {
 		r.resetLocked(r.term, r.s.cfg.Now())
+	}
+}
+
+// lock takes mu and first starts the table afresh if the term the service leads in (its
+// leadership hook's, 0 when it does not lead) is not the table's: every method takes mu through
+// it, so no reservation of an earlier term is ever seen, even if the node lost and regained
+// leadership between two rounds of the keeper.
+func (r *reservations) lock() {
+	r.mu.Lock()
+	if cur := r.s.term.Load(); cur != r.term {
+		r.resetLocked(cur, r.s.cfg.Now())
 	}
 }
 
@@ -144,7 +155,7 @@ func (r *reservations) restored() {
 // term the table serves. One read-barrier round renews a lease that ran out (a leader with no
 // traffic); 0 when there is still none.
 func (r *reservations) leaseTerm(ctx context.Context) uint64 {
-	r.mu.Lock()
+	r.lock()
 	term := r.term
 	r.demand = true
 	r.mu.Unlock()
@@ -172,11 +183,43 @@ func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (re
 		return nil, false, nil
 	}
 	st := r.s.state()
-	rk := reserveKey{ps.Tenant, string(ps.Key)}
-	now := r.s.cfg.nowNano()
-	h := sessionOf(ctx)
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
+	return r.reserveLocked(st, ps, sessionOf(ctx), r.s.cfg.nowNano())
+}
+
+// tryReserveBatch is tryReserve for the items of a BatchPutStart (one config for all): one answer
+// per item, in order; an item with ok false goes through the log.
+func (r *reservations) tryReserveBatch(ctx context.Context, m *metadv1.BatchPutStart) []reserveAnswer {
+	out := make([]reserveAnswer, len(m.Items))
+	if r.leaseTerm(ctx) == 0 {
+		r.m.fallback("no_lease")
+		return out
+	}
+	st := r.s.state()
+	h := sessionOf(ctx)
+	now := r.s.cfg.nowNano()
+	r.lock()
+	defer r.mu.Unlock()
+	for i, it := range m.Items {
+		ps := &metadv1.PutStart{Tenant: m.Tenant, ClientId: m.ClientId, Key: it.Key, Group: it.Group, Size: it.Size,
+			Config: m.Config, Placement: m.Placement, PutDiscardTimeoutMs: m.PutDiscardTimeoutMs}
+		a := &out[i]
+		a.reps, a.ok, a.err = r.reserveLocked(st, ps, h, now)
+	}
+	return out
+}
+
+// reserveAnswer is tryReserve's answer for one item.
+type reserveAnswer struct {
+	reps []*metadv1.Replica
+	ok   bool
+	err  error
+}
+
+// reserveLocked is tryReserve with the lease checked and mu held, at leader time now.
+func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *metadv1.SessionHeader, now int64) (reps []*metadv1.Replica, ok bool, err error) {
+	rk := reserveKey{ps.Tenant, string(ps.Key)}
 	if r.term == 0 || r.inFlight[rk] > 0 {
 		r.m.fallback("key_in_flight")
 		return nil, false, nil
@@ -254,7 +297,7 @@ func (r *reservations) heldOver(st *store.Store, tenant string, want uint64) (ov
 	if t == nil {
 		return 0, 0
 	}
-	r.mu.Lock()
+	r.lock()
 	held = r.held[tenant]
 	r.mu.Unlock()
 	q := t.Quota()
@@ -307,7 +350,7 @@ func (r *reservations) releaseLocked(rk reserveKey, res *reservation) {
 
 // holds reports whether a live reservation holds the key (Get answers REPLICA_IS_NOT_READY).
 func (r *reservations) holds(tenant, key string) bool {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return r.byKey[reserveKey{tenant, key}] != nil
 }
@@ -316,7 +359,7 @@ func (r *reservations) holds(tenant, key string) bool {
 // leads, and arenas of another term (an earlier one, or one a restored snapshot brought) are still
 // fenced.
 func (r *reservations) lostPossible() bool {
-	r.mu.Lock()
+	r.lock()
 	term := r.term
 	r.mu.Unlock()
 	if term == 0 {
@@ -337,7 +380,7 @@ func (r *reservations) lostPossible() bool {
 // PROCESSING object. refused lists the indexes of the keys refused; the others are marked.
 func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.Duration) (refused map[int]bool, done func()) {
 	now := r.s.cfg.nowNano()
-	r.mu.Lock()
+	r.lock()
 	var marked []reserveKey
 	for i, k := range keys {
 		rk := reserveKey{tenant, string(k)}
@@ -358,7 +401,7 @@ func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.D
 	}
 	r.mu.Unlock()
 	return refused, func() {
-		r.mu.Lock()
+		r.lock()
 		for _, rk := range marked {
 			if r.inFlight[rk]--; r.inFlight[rk] <= 0 {
 				delete(r.inFlight, rk)
@@ -375,7 +418,7 @@ func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.D
 // proposes PutCommit and settles the reservation by its outcome.
 func (r *reservations) endReserved(ctx context.Context, tenant string, client alloc.ID, key []byte, tier alloc.Tier, commit bool) (handled bool, err error) {
 	rk := reserveKey{tenant, string(key)}
-	r.mu.Lock()
+	r.lock()
 	res := r.byKey[rk]
 	if res == nil || r.term == 0 {
 		r.mu.Unlock()
@@ -416,7 +459,7 @@ func (r *reservations) endReserved(ctx context.Context, tenant string, client al
 // except after RESERVATION_LOST (they are not in the arenas any more); unknown, it stays
 // committing, for a retry of the PutEnd to propose again (apply answers a repeat as OK).
 func (r *reservations) settle(rk reserveKey, res *reservation, out store.Result, perr error) {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if r.byKey[rk] != res {
 		return // the term ended, or the table was reset

@@ -235,67 +235,55 @@ func (s *Store) ArenaBytes(tier alloc.Tier) uint64 {
 // errRangeTaken is why takeRangesLocked refused a range.
 var errRangeTaken = errors.New("range not free in any arena")
 
-// takeRangesLocked takes each extent from the arenas that hold it (an extent may straddle
-// neighbouring arenas of its segment), all or none: nil when every byte of every extent was free
-// in an arena; otherwise nothing changes (t.mu held).
-func (t *arenaTable) takeRangesLocked(es []alloc.Extent) error {
-	type piece struct {
-		a         *arena
-		off, size uint64
-	}
-	var taken []piece
-	undo := func() {
-		for _, p := range taken {
-			if err := p.a.free.Free(p.off, p.size); err != nil {
-				panic(fmt.Sprintf("store: arena %d: undo of a take: %v", p.a.id, err))
-			}
-		}
-	}
-	for _, e := range es {
-		if e.Size == 0 || e.Offset%alloc.Align != 0 || e.Size%alloc.Align != 0 || e.Offset+e.Size < e.Offset {
-			undo()
-			return errRangeTaken
-		}
-		covered := e.Offset
-		for _, a := range t.bySeg[e.Segment] {
-			if a.end() <= covered || a.offset >= e.Offset+e.Size {
-				continue
-			}
-			if a.offset > covered { // a gap no arena holds
-				break
-			}
-			end := min(a.end(), e.Offset+e.Size)
-			if err := a.free.Reserve(covered, end-covered); err != nil {
-				undo()
-				return errRangeTaken
-			}
-			taken = append(taken, piece{a, covered, end - covered})
-			covered = end
-			if covered == e.Offset+e.Size {
-				break
-			}
-		}
-		if covered != e.Offset+e.Size {
-			undo()
-			return errRangeTaken
-		}
-	}
-	return nil
+// arenaPiece is part of an extent taken from one arena.
+type arenaPiece struct {
+	a         *arena
+	off, size uint64
 }
 
-// giveBackLocked returns extents that takeRangesLocked took to their arenas (t.mu held).
-func (t *arenaTable) giveBackLocked(es []alloc.Extent) {
+// takeRangesLocked takes each extent from the free spans of the arenas that hold it (an extent may
+// straddle arenas), all or none: the pieces taken, or errRangeTaken when some byte of some extent
+// is free in no arena, and then nothing changes (t.mu held). Arenas' spans may overlap (a byte an
+// object of one arena took and gave back to its segment may lie in a later arena's span), but
+// their free spans never do: every free byte of an arena is allocated to it in the segment.
+func (t *arenaTable) takeRangesLocked(es []alloc.Extent) ([]arenaPiece, error) {
+	var taken []arenaPiece
 	for _, e := range es {
-		covered := e.Offset
+		end := e.Offset + e.Size
+		if e.Size == 0 || e.Offset%alloc.Align != 0 || e.Size%alloc.Align != 0 || end < e.Offset {
+			t.giveBackLocked(taken)
+			return nil, errRangeTaken
+		}
+		var pieces []arenaPiece
+		var covered uint64
 		for _, a := range t.bySeg[e.Segment] {
-			if a.end() <= covered || a.offset >= e.Offset+e.Size {
+			if a.end() <= e.Offset || a.offset >= end {
 				continue
 			}
-			end := min(a.end(), e.Offset+e.Size)
-			if err := a.free.Free(covered, end-covered); err != nil {
-				panic(fmt.Sprintf("store: arena %d: give back: %v", a.id, err))
+			for _, sp := range a.free.FreeWithin(e.Offset, end) {
+				pieces = append(pieces, arenaPiece{a, sp.Offset, sp.Size})
+				covered += sp.Size
 			}
-			covered = end
+		}
+		if covered != e.Size { // free spans are disjoint, so the sum says whether they cover e
+			t.giveBackLocked(taken)
+			return nil, errRangeTaken
+		}
+		for _, p := range pieces {
+			if err := p.a.free.Reserve(p.off, p.size); err != nil {
+				panic(fmt.Sprintf("store: arena %d: take of a free span: %v", p.a.id, err))
+			}
+			taken = append(taken, p)
+		}
+	}
+	return taken, nil
+}
+
+// giveBackLocked returns pieces that takeRangesLocked took to their arenas (t.mu held).
+func (t *arenaTable) giveBackLocked(pieces []arenaPiece) {
+	for _, p := range pieces {
+		if err := p.a.free.Free(p.off, p.size); err != nil {
+			panic(fmt.Sprintf("store: arena %d: give back: %v", p.a.id, err))
 		}
 	}
 }
@@ -427,14 +415,14 @@ func (s *Store) commitOne(now int64, t *TenantState, req *CommitRequest, it *Com
 	}
 	a := s.arenas
 	a.mu.Lock()
-	err := a.takeRangesLocked(es)
+	pieces, err := a.takeRangesLocked(es)
 	a.mu.Unlock()
 	if err != nil {
 		return objErr(ReservationLost, t.name, it.Key, "the write's reserved ranges are no longer held for it (a leader change or an unmount): place it again")
 	}
 	giveBack := func() {
 		a.mu.Lock()
-		a.giveBackLocked(es)
+		a.giveBackLocked(pieces)
 		a.mu.Unlock()
 	}
 	if !t.quota.TryCharge(mem) {
@@ -498,11 +486,12 @@ func sameExtents(reps []Replica, crs []CommitReplica) bool {
 
 // ---- snapshots ---------------------------------------------------------------------------------
 
-// RestoreArenas installs the arenas of a snapshot into a store being built (before Finish), and
-// the arena id counter: each arena's free spans are reserved in its segment's allocator (the rest
-// of its span belongs to objects, whose extents the builder reserved). An arena on a segment not
-// mounted, with free spans outside its span, overlapping another arena or an object, or an id
-// above last or repeated is refused, as a corrupt snapshot.
+// RestoreArenas installs the arenas of a snapshot into a store being built, and the arena id
+// counter: each arena's free spans are reserved in its segment's allocator (the rest of its span
+// belongs to objects, or went back to the segment with one; spans of arenas may overlap, their
+// free spans may not). An arena on a segment not mounted, with free spans outside its span or
+// overlapping an object's extent or another arena's free span, or an id above last or repeated is
+// refused, as a corrupt snapshot.
 func (s *Store) RestoreArenas(arenas []Arena, last uint64) error {
 	t := s.arenas
 	t.mu.Lock()
@@ -541,11 +530,6 @@ func (s *Store) RestoreArenas(arenas []Arena, last uint64) error {
 			}
 			if err := s.segs.Reserve(alloc.Extent{Segment: x.Segment, Offset: sp.Offset, Size: sp.Size}); err != nil {
 				return fmt.Errorf("arena %d: free span [%d,+%d): %v", x.ID, sp.Offset, sp.Size, err)
-			}
-		}
-		for _, o := range t.bySeg[x.Segment] {
-			if o.offset < x.Offset+x.Size && x.Offset < o.end() {
-				return fmt.Errorf("arena %d overlaps arena %d", x.ID, o.id)
 			}
 		}
 		t.addLocked(a)

@@ -114,6 +114,27 @@ func (a *RangeAllocator) Largest() uint64 {
 	return s.Size
 }
 
+// FreeWithin returns the free bytes inside [offset, end), as spans clipped to it, by offset.
+// O(log n + k) for k spans returned.
+func (a *RangeAllocator) FreeWithin(offset, end uint64) []Span {
+	var out []Span
+	start := offset
+	if s, ok := a.floor(offset); ok && s.End() > offset {
+		start = s.Offset
+	}
+	a.byOffset.AscendGreaterOrEqual(Span{Offset: start}, func(s Span) bool {
+		if s.Offset >= end {
+			return false
+		}
+		lo, hi := max(s.Offset, offset), min(s.End(), end)
+		if lo < hi {
+			out = append(out, Span{Offset: lo, Size: hi - lo})
+		}
+		return true
+	})
+	return out
+}
+
 // FreeSpans returns a copy of the free spans sorted by offset.
 func (a *RangeAllocator) FreeSpans() []Span {
 	out := make([]Span, 0, a.byOffset.Len())
