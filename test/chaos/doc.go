@@ -30,7 +30,8 @@
 //
 // Workload (workload.go): eight clients over three tenants (default, alpha, beta), each with 12
 // singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten PutStart
-// then PutRevoke), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
+// then PutRevoke; a PutEnd that answers RESERVATION_LOST places the object again, at most three
+// placements), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
 // RemoveGroup (force or not), Get, Exist, BatchGet, BatchExist, ListGroup, and replicate: a Get for
 // a source segment, then CopyStart or MoveStart of one replica (the target placed by the leader)
 // and CopyEnd or MoveEnd 0-300 ms later (the copy of the bytes: some tasks span a leader change),
@@ -85,8 +86,16 @@
 // (RemoveGroup and ListGroup touch all members at once). Each key is absent, pending (PutStart
 // committed: it exists, reads say REPLICA_IS_NOT_READY, only its writer may end or revoke it) or
 // present (with the size it was put with, its count of COMPLETE replicas, and the copy or move in
-// progress with the client that started it, if any). PutStart ok needs absent; OBJECT_ALREADY_EXISTS needs
-// not absent; PutEnd ok needs our pending (or our present: a repeat); Get ok needs present with
+// progress with the client that started it, if any). Beside that a key may be reserved: the
+// leader answered a PutStart from its allocation arenas with no log entry, a reservation in its
+// memory that any leader change may lose, so the model lets it vanish before any operation.
+// PutStart ok needs absent and unreserved, and leaves the key pending or reserved (the answer does
+// not say which); OBJECT_ALREADY_EXISTS needs not absent or reserved; PutEnd ok needs our pending
+// (or our present: a repeat) or our reservation, which it makes present; RESERVATION_LOST needs
+// our reservation or an absent key and creates nothing, so a read that finds the object after it
+// with no later PutEnd ok is a violation; a Get of a reserved key is REPLICA_IS_NOT_READY, and
+// Exist, removals, ListGroup, copies and moves and snapshots see it as absent, and a restore keeps
+// it; Get ok needs present with
 // that size and that count of replicas, OBJECT_NOT_FOUND absent, REPLICA_IS_NOT_READY pending;
 // Exist is true exactly when present; Remove ok takes present to absent; RemoveGroup ok needs no
 // pending member, counts the present ones and empties the group; ListGroup lists the members that

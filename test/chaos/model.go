@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -16,6 +17,15 @@ import (
 // A key is absent, pending (PutStart committed, no PutEnd yet: it exists but is not readable, and
 // only its writer may end or revoke it) or present (readable, with the size it was put with). The
 // workload gives every PutStart a random size, so a read of an older incarnation of a key shows.
+//
+// Beside that replicated state a key may be reserved: the leader answered a PutStart of the
+// absent key from its allocation arenas, with no log entry (service/reserve.go). A successful
+// PutStart is either, as its answer does not say which. A reservation lives in the leader's memory
+// only, so it may vanish at any moment (a leader change): its writer's PutEnd then answers
+// RESERVATION_LOST and nothing was created, which the model accepts of a reservation and of an
+// absent key, never of a write the state holds. Its PutEnd that succeeded created the object
+// (PutCommit), which no read may miss afterwards; a reservation seen gone (a Get that answers
+// OBJECT_NOT_FOUND, a RESERVATION_LOST) never comes back.
 //
 // A present key also has a count of COMPLETE replicas (a put places one; the drill's segments
 // always have room) and may have a copy or move in progress, started by one client, which alone
@@ -71,20 +81,57 @@ type keyState struct {
 	Replicas uint8    // COMPLETE replicas (present)
 	Task     taskKind // copy or move in progress (present)
 	TaskBy   int32    // the client that started Task
+	// Rsv is the leader's reservation of the key, beside the replicated state above: a PutStart
+	// it answered from its arenas. Only PutEnd, PutRevoke, PutStart and Get see it (step).
+	Rsv reservation
+}
+
+// reservation is a PutStart the leader answered from its arenas, with no log entry: it lives in
+// that leader's memory only, and a leader change loses it (step lets it vanish before any
+// operation that sees it). Its writer's PutEnd creates the object (PutCommit); a linearizable
+// Get of the key answers REPLICA_IS_NOT_READY while it is held, and a PutStart of the key
+// OBJECT_ALREADY_EXISTS. The replicated state does not know it: Exist, Remove, RemoveGroup,
+// ListGroup, copies and moves, and a snapshot see the key as the state has it, and a restore
+// leaves the reservation as it was. A plain value.
+type reservation struct {
+	Held   bool
+	Writer int32
+	Size   uint64
 }
 
 func (s keyState) String() string {
+	rsv := ""
+	if s.Rsv.Held {
+		rsv = fmt.Sprintf("reserved(c%d,%d)", s.Rsv.Writer, s.Rsv.Size)
+	}
 	switch s.Kind {
 	case pending:
-		return fmt.Sprintf("pending(c%d,%d)", s.Writer, s.Size)
+		return fmt.Sprintf("pending(c%d,%d)", s.Writer, s.Size) + plus(rsv)
 	case present:
 		task := ""
 		if s.Task != noTask {
 			task = fmt.Sprintf(",%s@c%d", s.Task, s.TaskBy)
 		}
-		return fmt.Sprintf("present(c%d,%d,r%d%s)", s.Writer, s.Size, s.Replicas, task)
+		return fmt.Sprintf("present(c%d,%d,r%d%s)", s.Writer, s.Size, s.Replicas, task) + plus(rsv)
+	}
+	if rsv != "" {
+		return rsv
 	}
 	return "absent"
+}
+
+// plus is "+s", or "" for an empty s.
+func plus(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "+" + s
+}
+
+// replicated is k as the replicated state has it: without the leader's reservation.
+func (k keyState) replicated() keyState {
+	k.Rsv = reservation{}
+	return k
 }
 
 // partState is the state of a partition: its members in a fixed order. Comparable, so the
@@ -228,33 +275,67 @@ const (
 	rNoTask    = "OBJECT_NO_REPLICATION_TASK"
 	rNoReplica = "REPLICA_NOT_FOUND"
 	rParams    = "INVALID_PARAMS"
+	rLost      = "RESERVATION_LOST"
 )
 
 // step is the nondeterministic step function: every state the partition can be in after the
-// operation, none if the answer is impossible in st.
+// operation, none if the answer is impossible in st. A reservation may have been lost to a leader
+// change at any moment before an operation that sees it: then the operation meets the key without
+// it.
 func step(st partState, in input, out output, members int) []partState {
-	one := func(s partState) []partState { return []partState{s} }
-	with := func(m int, k keyState) partState { s := st; s[m] = k; return s }
 	if out.Res == resNoop {
-		return one(st)
+		return []partState{st}
 	}
+	next := stepHeld(st, in, out, members)
+	if st[in.Member].Rsv.Held && in.Kind.seesReservation() {
+		lost := st
+		lost[in.Member].Rsv = reservation{}
+		for _, s := range stepHeld(lost, in, out, members) {
+			if !slices.Contains(next, s) {
+				next = append(next, s)
+			}
+		}
+	}
+	return next
+}
+
+// seesReservation reports whether an operation of kind k answers differently while the leader
+// holds a reservation of its key.
+func (k opKind) seesReservation() bool {
+	switch k {
+	case opPutStart, opPutEnd, opPutRevoke, opGet, opClientPut:
+		return true
+	}
+	return false
+}
+
+// stepHeld is step with every reservation in st still held.
+func stepHeld(st partState, in input, out output, members int) []partState {
+	one := func(s partState) []partState { return []partState{s} }
+	// with sets member m's replicated state to k; the leader's reservation stays.
+	with := func(m int, k keyState) partState { s := st; k.Rsv = st[m].Rsv; s[m] = k; return s }
 	k := st[in.Member]
 	mine := k.Writer == in.Writer
 	dirty := in.Weak&tolDirtyAbsent != 0 && k.Kind == present
 	switch in.Kind {
 	case opPutStart:
+		// Through the log (pending) or answered from the leader's arenas (a reservation): the
+		// answer does not say which.
+		free := k.Kind == absent && !k.Rsv.Held
 		placed := with(in.Member, keyState{Kind: pending, Writer: in.Writer, Size: in.Size})
+		reserved := st
+		reserved[in.Member].Rsv = reservation{Held: true, Writer: in.Writer, Size: in.Size}
 		switch {
-		case out.Res == resOK && k.Kind == absent:
-			return one(placed)
+		case out.Res == resOK && free:
+			return []partState{placed, reserved}
 		case out.Res == resOK:
 			return nil
-		case out.Res == resUnknown && k.Kind == absent:
-			return []partState{st, placed}
+		case out.Res == resUnknown && free:
+			return []partState{st, placed, reserved}
 		case out.Res == resUnknown:
 			return one(st)
 		case out.Reason == rExists:
-			if k.Kind == absent {
+			if free {
 				return nil
 			}
 			return one(st)
@@ -262,6 +343,9 @@ func step(st partState, in input, out output, members int) []partState {
 			return one(st)
 		}
 	case opPutEnd:
+		if k.Rsv.Held && k.Rsv.Writer == in.Writer {
+			return commitReserved(st, in, out)
+		}
 		ended := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: k.Size, Replicas: 1})
 		if k.Kind == present { // a repeat changes nothing
 			ended = st
@@ -278,10 +362,29 @@ func step(st partState, in input, out output, members int) []partState {
 			return one(st)
 		case ours: // a rejection of our own write in progress (or a repeat) is wrong
 			return nil
+		case out.Reason == rLost:
+			// The leader knows no such write (OBJECT_NOT_FOUND) while an earlier term's
+			// reservations may have been lost: the key is absent. Another writer's object is not
+			// ours to end (ILLEGAL_CLIENT).
+			if k.Kind != absent {
+				return nil
+			}
+			return one(st)
 		default:
 			return one(st)
 		}
 	case opPutRevoke:
+		if k.Rsv.Held && k.Rsv.Writer == in.Writer {
+			switch {
+			case out.Res == resOK:
+				return one(unreservedOf(st, in.Member))
+			case out.Res == resUnknown:
+				return []partState{st, unreservedOf(st, in.Member)}
+			case out.Reason == rNotReady: // its PutCommit is in flight or of unknown outcome
+				return one(st)
+			}
+			return nil
+		}
 		ours := k.Kind == pending && mine
 		gone := with(in.Member, keyState{})
 		switch {
@@ -301,8 +404,9 @@ func step(st partState, in input, out output, members int) []partState {
 	case opGet:
 		switch {
 		case out.Res == resOK && k.Kind == present && k.Size == out.Size && k.Replicas == out.Replicas,
-			out.Reason == rNotFound && k.Kind == absent,
+			out.Reason == rNotFound && k.Kind == absent && !k.Rsv.Held,
 			out.Reason == rNotReady && k.Kind == pending,
+			out.Reason == rNotReady && k.Kind == absent && k.Rsv.Held,
 			out.Reason == rNotFound && dirty:
 			return one(st)
 		}
@@ -346,11 +450,15 @@ func step(st partState, in input, out output, members int) []partState {
 			}
 		}
 		removable := npending == 0 && npresent > 0 && ntask == 0
+		var empty partState // the reservations stay
+		for m := range members {
+			empty[m].Rsv = st[m].Rsv
+		}
 		switch {
 		case out.Res == resOK && removable && out.Count == npresent:
-			return one(partState{})
+			return one(empty)
 		case out.Res == resUnknown && removable:
-			return []partState{st, {}}
+			return []partState{st, empty}
 		case out.Res == resUnknown:
 			return one(st)
 		case out.Reason == rNotFound && npresent+npending == 0,
@@ -379,7 +487,7 @@ func step(st partState, in input, out output, members int) []partState {
 		return nil
 	case opSnapshot:
 		for m := range members {
-			a, b := st[m], in.Snap[m]
+			a, b := st[m].replicated(), in.Snap[m]
 			// The probe's Put is one operation in the model, but a snapshot can catch it between
 			// its PutStart and its PutEnd.
 			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size, Replicas: 1}) {
@@ -391,23 +499,30 @@ func step(st partState, in input, out output, members int) []partState {
 		}
 		return one(st)
 	case opRestore:
+		restored := in.Snap // the leader's reservations stay
+		for m := range restored {
+			restored[m].Rsv = st[m].Rsv
+		}
 		switch out.Res {
 		case resOK:
-			return one(in.Snap)
+			return one(restored)
 		case resUnknown:
-			return []partState{st, in.Snap}
+			return []partState{st, restored}
 		}
 		return one(st)
 	case opClientPut:
+		free := k.Kind == absent && !k.Rsv.Held
 		placed := with(in.Member, keyState{Kind: pending, Writer: in.Writer, Size: in.Size})
 		done := with(in.Member, keyState{Kind: present, Writer: in.Writer, Size: in.Size, Replicas: 1})
+		reserved := st
+		reserved[in.Member].Rsv = reservation{Held: true, Writer: in.Writer, Size: in.Size}
 		switch {
-		case out.Res == resOK && k.Kind == absent:
+		case out.Res == resOK && free:
 			return one(done)
 		case out.Res == resOK:
 			return nil
-		case k.Kind == absent: // failed or unknown: a retried put may have left anything behind
-			return []partState{st, placed, done}
+		case free: // failed or unknown: a retried put may have left anything behind
+			return []partState{st, placed, done, reserved}
 		default:
 			return one(st)
 		}
@@ -417,6 +532,36 @@ func step(st partState, in input, out output, members int) []partState {
 		return taskEnd(st, in, out)
 	}
 	return nil
+}
+
+// commitReserved is step for a PutEnd of a write the leader holds a reservation of, by its writer:
+// it proposes PutCommit, which creates the object from the reserved ranges, or refuses it,
+// changing nothing in the state (RESERVATION_LOST: the ranges are no longer the arenas';
+// OBJECT_ALREADY_EXISTS: a restore brought another object back; TENANT_QUOTA_EXCEEDED). Either
+// answer ends the reservation; an unknown one leaves it committing.
+func commitReserved(st partState, in input, out output) []partState {
+	k := st[in.Member]
+	committed := st
+	committed[in.Member] = keyState{Kind: present, Writer: in.Writer, Size: k.Rsv.Size, Replicas: 1}
+	refused := unreservedOf(st, in.Member)
+	switch {
+	case out.Res == resOK && k.Kind == absent:
+		return []partState{committed}
+	case out.Res == resUnknown && k.Kind == absent:
+		return []partState{st, committed}
+	case out.Res == resUnknown:
+		return []partState{st, refused}
+	case out.Reason == rLost, out.Reason == rQuota,
+		out.Reason == rExists && k.Kind != absent:
+		return []partState{refused}
+	}
+	return nil
+}
+
+// unreservedOf is st without member m's reservation.
+func unreservedOf(st partState, m int) partState {
+	st[m].Rsv = reservation{}
+	return st
 }
 
 // taskStart is step for CopyStart and MoveStart (one target each, placed by the leader).

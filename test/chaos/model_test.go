@@ -266,3 +266,93 @@ func TestClassify(t *testing.T) {
 		t.Fatalf("broken connection: %v, want unknown", c)
 	}
 }
+
+// TestModelReservations covers a PutStart the leader answers from its arenas: a reservation in
+// its memory, not in the replicated state, that a leader change loses. Its PutEnd then answers
+// RESERVATION_LOST and nothing was created; an acknowledged PutEnd stays.
+func TestModelReservations(t *testing.T) {
+	lost := reason(rLost)
+	cases := []struct {
+		name string
+		ops  []*Op
+		want bool
+	}{
+		// Legal histories.
+		{"a lost reservation's end creates nothing", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, lost, 2, 3),
+			hop(2, 0, opGet, 0, 0, notFound, 4, 5)}, true},
+		{"placed again after a lost reservation", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, lost, 2, 3),
+			hop(1, 0, opPutStart, 0, 20, ok, 4, 5), hop(1, 0, opPutEnd, 0, 0, ok, 6, 7),
+			hop(2, 0, opGet, 0, 0, got(20), 8, 9)}, true},
+		{"a reserved key reads not ready, then not found once the leader changed", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opGet, 0, 0, notReady, 2, 3),
+			hop(2, 0, opGet, 0, 0, notFound, 4, 5), hop(1, 0, opPutEnd, 0, 0, lost, 6, 7)}, true},
+		{"another writer takes the key of a lost reservation", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opPutStart, 0, 20, ok, 2, 3),
+			hop(2, 0, opPutEnd, 0, 0, ok, 4, 5), hop(1, 0, opPutEnd, 0, 0, reason(rIllegal), 6, 7),
+			hop(3, 0, opGet, 0, 0, got(20), 8, 9)}, true},
+		{"a live reservation refuses another PutStart", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opPutStart, 0, 20, exists, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5), hop(3, 0, opGet, 0, 0, got(10), 6, 7)}, true},
+		{"a reserved key is not in the state: Remove and Exist do not see it", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notFound, 2, 3),
+			hop(2, 0, opExist, 0, 0, output{Res: resOK}, 4, 5), hop(1, 0, opPutEnd, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, got(10), 8, 9)}, true},
+		{"a reserved member is not listed until its PutEnd", []*Op{
+			hop(1, 1, opPutStart, 0, 10, ok, 0, 1), hop(2, 1, opListGroup, 0, 0, notFound, 2, 3),
+			hop(1, 1, opPutEnd, 0, 0, ok, 4, 5), hop(2, 1, opListGroup, 0, 0, output{Res: resOK, Listed: 0b001}, 6, 7)}, true},
+		{"an end of unknown outcome, then RESERVATION_LOST", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, unknown, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, lost, 4, 5), hop(2, 0, opGet, 0, 0, notFound, 6, 7)}, true},
+		{"a revoke while the commit is in flight is not ready", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, unknown, 2, 3),
+			hop(1, 0, opPutRevoke, 0, 0, notReady, 4, 5), hop(2, 0, opGet, 0, 0, got(10), 6, 7)}, true},
+		{"a reservation outlives a restore on the same leader", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1),
+			{Client: snapshotClient, Part: 0, In: input{Kind: opRestore}, Out: ok, Call: 2, Return: 3},
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5), hop(2, 0, opGet, 0, 0, got(10), 6, 7)}, true},
+		{"a snapshot does not hold a reservation", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1),
+			{Client: snapshotClient, Part: 0, In: input{Kind: opSnapshot}, Out: ok, Call: 2, Return: 3},
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5), hop(2, 0, opGet, 0, 0, got(10), 6, 7)}, true},
+
+		// Illegal histories.
+		{"the object is visible after RESERVATION_LOST", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, lost, 2, 3),
+			hop(2, 0, opGet, 0, 0, got(10), 4, 5)}, false},
+		{"an end of unknown outcome does not commit after RESERVATION_LOST", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, unknown, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, lost, 4, 5), hop(2, 0, opGet, 0, 0, got(10), 6, 7)}, false},
+		{"an acknowledged PutEnd of a reservation is lost", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opGet, 0, 0, notReady, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5), hop(2, 0, opGet, 0, 0, notFound, 6, 7)}, false},
+		{"RESERVATION_LOST after the object was committed", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, lost, 4, 5)}, false},
+		{"a reservation seen lost does not come back", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opGet, 0, 0, notFound, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5)}, false},
+		{"a reservation seen lost reads not ready no more", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opGet, 0, 0, notFound, 2, 3),
+			hop(2, 0, opGet, 0, 0, notReady, 4, 5)}, false},
+		{"a write in the state is never RESERVATION_LOST", []*Op{
+			// Remove's REPLICA_IS_NOT_READY shows the PutStart went through the log.
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notReady, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, lost, 4, 5)}, false},
+		{"RESERVATION_LOST of another writer's object", append(putOps(1, 0, 0, 10),
+			hop(2, 0, opPutEnd, 0, 0, lost, 4, 5)), false},
+		{"two reservations of one key", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opPutStart, 0, 20, ok, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5)}, false},
+	}
+	model := newModel(testParts())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := porcupine.CheckOperationsTimeout(model, porcupineOps(c.ops), 10*time.Second)
+			if (res == porcupine.Ok) != c.want {
+				t.Fatalf("linearizable = %v, want %v", res, c.want)
+			}
+		})
+	}
+}

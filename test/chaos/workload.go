@@ -443,39 +443,53 @@ func (w *wclient) revoke(t, k string) bool {
 }
 
 // end sends PutEnd until it is definite (at most three tries, an unknown end is safe to repeat).
-func (w *wclient) end(t, k string) {
+// It returns the definite answer's reason name ("" when it succeeded or stayed unknown).
+func (w *wclient) end(t, k string) string {
 	for range 3 {
 		ts := w.attempt(func(ctx context.Context, cl *client.Client) error {
 			return cl.PutEnd(ctx, t, k, metadv1.Tier_TIER_UNSPECIFIED)
 		})
 		w.recordAll(w.wl.ks.ref(t, k), input{Kind: opPutEnd, Label: t + "/" + k}, ts, nil)
-		if cls := last(ts).cls; cls == clsOK || cls == clsReason {
-			return
+		if tr := last(ts); tr.cls == clsOK || tr.cls == clsReason {
+			return tr.reason
 		}
 	}
 	w.dirty[dkey(t, k)] = 0
+	return ""
 }
 
-// put: PutStart then PutEnd (one in ten: PutRevoke) of a singleton key.
+// putPlacements bounds how many times one put places its object: a PutEnd that answers
+// RESERVATION_LOST (a leader change lost the reservation its PutStart got from the leader's
+// arenas; nothing was created) places it again, as a client must.
+const putPlacements = 3
+
+// put: PutStart then PutEnd (one in ten: PutRevoke) of a singleton key, placed again after
+// RESERVATION_LOST.
 func (w *wclient) put() {
 	t := w.tenant()
 	k := w.singleton(t)
 	size := w.size()
-	ts := w.attempt(func(ctx context.Context, cl *client.Client) error {
-		_, err := cl.PutStart(ctx, t, k, size, nil)
-		return err
-	})
-	w.recordAll(w.wl.ks.ref(t, k), input{Kind: opPutStart, Size: size, Label: t + "/" + k}, ts, nil)
-	switch cls := last(ts).cls; {
-	case cls == clsUnknown:
-		w.dirty[dkey(t, k)] = 0
-	case cls != clsOK:
-	case w.rng.IntN(10) == 0:
-		if !w.revoke(t, k) {
+	for n := 1; ; n++ {
+		ts := w.attempt(func(ctx context.Context, cl *client.Client) error {
+			_, err := cl.PutStart(ctx, t, k, size, nil)
+			return err
+		})
+		w.recordAll(w.wl.ks.ref(t, k), input{Kind: opPutStart, Size: size, Label: t + "/" + k}, ts, nil)
+		switch cls := last(ts).cls; {
+		case cls == clsUnknown:
 			w.dirty[dkey(t, k)] = 0
+			return
+		case cls != clsOK:
+			return
+		case w.rng.IntN(10) == 0:
+			if !w.revoke(t, k) {
+				w.dirty[dkey(t, k)] = 0
+			}
+			return
 		}
-	default:
-		w.end(t, k)
+		if w.end(t, k) != rLost || n == putPlacements || w.stopped() {
+			return
+		}
 	}
 }
 
