@@ -355,15 +355,18 @@ func (r *reservations) holds(tenant, key string) bool {
 	return r.byKey[reserveKey{tenant, key}] != nil
 }
 
-// lostPossible reports whether reservations of an earlier term may have been lost here: this node
-// leads, and arenas of another term (an earlier one, or one a restored snapshot brought) are still
-// fenced.
+// lostPossible reports whether reservations may have been lost here: this node leads, and it
+// started the table (a new term, or an online restore) less than the fence ago, or arenas of
+// another term (an earlier one, or one a restored snapshot brought) are still held.
 func (r *reservations) lostPossible() bool {
 	r.lock()
-	term := r.term
+	term, since := r.term, r.s.cfg.Now().Sub(r.readyAt)
 	r.mu.Unlock()
 	if term == 0 {
 		return false
+	}
+	if since < r.s.cfg.ArenaFence+r.s.b.LeaseDuration() {
+		return true
 	}
 	for _, a := range r.s.state().Arenas() {
 		if a.Term != term {
