@@ -89,6 +89,8 @@ type reservations struct {
 	// demand: a PutStart arrived in this term. Until one does the keeper neither confirms the
 	// lease nor asks for arenas (a leader that takes no puts holds none).
 	demand bool
+	// droppedAt is when an online restore dropped reservations of this term (zero: none did).
+	droppedAt time.Time
 }
 
 func newReservations(s *Service, reg prometheus.Registerer) (*reservations, error) {
@@ -125,6 +127,7 @@ func (r *reservations) resetLocked(term uint64, now time.Time) {
 	r.inFlight = map[reserveKey]int{}
 	r.failedAt = map[alloc.ID]time.Time{}
 	r.demand = false
+	r.droppedAt = time.Time{}
 	r.m.reservations.Set(0)
 	r.m.reservedBytes.Set(0)
 }
@@ -136,7 +139,12 @@ func (r *reservations) restored() {
 	r.lock()
 	defer r.mu.Unlock()
 	if r.term != 0 {
-		r.resetLocked(r.term, r.s.cfg.Now())
+		dropped := len(r.byKey) > 0
+		now := r.s.cfg.Now()
+		r.resetLocked(r.term, now)
+		if dropped {
+			r.droppedAt = now
+		}
 	}
 }
 
@@ -355,17 +363,17 @@ func (r *reservations) holds(tenant, key string) bool {
 	return r.byKey[reserveKey{tenant, key}] != nil
 }
 
-// lostPossible reports whether reservations may have been lost here: this node leads, and it
-// started the table (a new term, or an online restore) less than the fence ago, or arenas of
-// another term (an earlier one, or one a restored snapshot brought) are still held.
+// lostPossible reports whether reservations may have been lost here: this node leads, and arenas
+// of another term (an earlier one, or one a restored snapshot brought) are still held, or an
+// online restore dropped reservations less than the fence ago.
 func (r *reservations) lostPossible() bool {
 	r.lock()
-	term, since := r.term, r.s.cfg.Now().Sub(r.readyAt)
+	term, dropped := r.term, r.droppedAt
 	r.mu.Unlock()
 	if term == 0 {
 		return false
 	}
-	if since < r.s.cfg.ArenaFence+r.s.b.LeaseDuration() {
+	if !dropped.IsZero() && r.s.cfg.Now().Sub(dropped) < r.s.cfg.ArenaFence+r.s.b.LeaseDuration() {
 		return true
 	}
 	for _, a := range r.s.state().Arenas() {
