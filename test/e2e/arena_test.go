@@ -237,12 +237,13 @@ func TestZombieWriterNeverSharesBytes(t *testing.T) {
 		fresh = append(fresh, k)
 	}
 	filled := time.Since(killed)
-	if retired := mustMetric(t, c, leader, "metad_server_arena_retires_total"); retired != 0 {
-		if filled < fence {
-			t.Fatalf("%v arenas retired within %s of the kill, before the fence (%s)", retired, filled.Round(time.Millisecond), fence)
-		}
+	retired := mustMetric(t, c, leader, "metad_server_arena_retires_total")
+	if retired != 0 && filled >= fence {
 		t.Fatalf("the fence passed during the fill (%s after the kill, fence %s): the overlap check needs a longer --put-release-timeout",
 			filled.Round(time.Millisecond), fence)
+	}
+	if retired != 0 {
+		t.Errorf("%v arenas retired within %s of the kill, before the fence (%s)", retired, filled.Round(time.Millisecond), fence)
 	}
 	if !full {
 		t.Fatalf("%d puts of %d bytes into a %d-byte segment never met NO_AVAILABLE_HANDLE", len(fresh), arenaObj, segSize)
@@ -250,7 +251,7 @@ func TestZombieWriterNeverSharesBytes(t *testing.T) {
 	t.Logf("the new leader placed %d objects in %s after the kill, then NO_AVAILABLE_HANDLE", len(fresh), filled.Round(time.Millisecond))
 	info := segmentInfo(t, ctx, cl, seg)
 	if info.GetUsedBytes() != segSize || info.GetReplicas()*arenaObj >= segSize {
-		t.Fatalf("segment after the fill: used %d of %d, %d replicas; want all used, and fewer than %d replicas (the old arenas hold the rest)",
+		t.Errorf("segment after the fill: used %d of %d, %d replicas; want all used, and fewer than %d replicas (the old arenas hold the rest)",
 			info.GetUsedBytes(), segSize, info.GetReplicas(), segSize/arenaObj)
 	}
 	for _, k := range fresh {
