@@ -427,3 +427,77 @@ func TestReservationQuotaAndWatermark(t *testing.T) {
 	t.Logf("new leader %s: %v reservations, %v quota bytes reserved", leader.Name,
 		mustMetric(t, c, leader, "metad_server_reservations"), mustMetric(t, c, leader, "metad_server_reserved_quota_bytes"))
 }
+
+// TestReservationLostRightAfterElection: the PutEnd of a lost reservation answers RESERVATION_LOST
+// from the new leader's first moment as leader, not only once its arena keeper has run: the
+// earlier term's arenas are in the state from the start. The write's client asks every surviving
+// node back to back, one attempt each (no client retries), so the first answer comes as soon as
+// the new leader takes writes; three leader kills, each one chance to answer too early.
+func TestReservationLostRightAfterElection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3, "--client-ttl", "60s")
+	cl := c.Client()
+	leader := c.Leader(cl, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	mountMemory(t, ctx, cl, "lost", 64<<20)
+	for round := range 3 {
+		key := fmt.Sprintf("lost-%d", round)
+		reserve(t, ctx, c, cl, leader, "", key, nil)
+		var probes []*client.Client
+		for _, p := range c.Nodes {
+			if p == leader {
+				continue
+			}
+			pc, err := client.New(client.Config{Endpoints: []string{p.Client}, ClientID: cl.ClientID(), MaxRetries: -1, NoSession: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pc.Close()
+			probes = append(probes, pc)
+		}
+		old := leader
+		c.Kill(old)
+		killed := time.Now()
+		var answer error
+		waitUntil(t, 20*time.Second, "a leader's answer to the PutEnd of "+key, func() bool {
+			// Back to back for a while, not once per poll: the window this test looks at opens
+			// when the new leader starts taking writes and may last only tens of milliseconds.
+			for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+				for _, pc := range probes {
+					actx, acancel := context.WithTimeout(ctx, time.Second)
+					err := pc.PutEnd(actx, "", key, metadv1.Tier_TIER_UNSPECIFIED)
+					acancel()
+					switch {
+					case client.IsReason(err, metadv1.Reason_REASON_NOT_LEADER), client.IsReason(err, metadv1.Reason_REASON_UNAVAILABLE),
+						status.Code(err) == codes.DeadlineExceeded:
+						continue // no leader yet, or not this node
+					}
+					answer = err
+					return true
+				}
+			}
+			return false
+		})
+		t.Logf("round %d: killed %s; PutEnd answered %s after the kill: %v", round, old.Name, time.Since(killed).Round(time.Millisecond), answer)
+		if !client.IsReason(answer, metadv1.Reason_REASON_RESERVATION_LOST) {
+			t.Errorf("round %d: PutEnd of the lost reservation, first answer of the new leader: %v, want RESERVATION_LOST", round, answer)
+		}
+		leader = c.Leader(cl, 20*time.Second)
+		c.Start(old)
+		waitUntil(t, 30*time.Second, old.Name+" back as a follower of "+leader.Name, func() bool {
+			sctx, scancel := context.WithTimeout(ctx, time.Second)
+			defer scancel()
+			st, err := cl.Status(sctx, old.Client)
+			lst, lerr := cl.Status(sctx, leader.Client)
+			if err != nil || lerr != nil {
+				return false
+			}
+			// The applied index counts state machine commands only: a new term's no-op and the
+			// barriers are committed but never applied.
+			return st.GetLeaderName() == leader.Name && st.GetAppliedIndex() >= lst.GetAppliedIndex()
+		})
+	}
+}
