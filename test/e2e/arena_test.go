@@ -187,9 +187,9 @@ func TestZombieWriterNeverSharesBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
 	}
-	// The fence: long enough for the fill below to end before it (about 2.5 s here), short enough
-	// to wait out.
-	const fence = 6 * time.Second
+	// The fence: long enough for the fill below to end before it (2 to 4 s on a loaded two-core
+	// machine), short enough to wait out.
+	const fence = 8 * time.Second
 	const segSize = 1 << 20
 	// Every object is hard-pinned and eviction never starts: the segment fills up and stays full.
 	c := NewCluster(t, 3, "--client-ttl", "120s", "--put-release-timeout", fence.String(), "--evict-high-watermark", "1")
