@@ -128,16 +128,25 @@ func (c *Client) PutRevoke(ctx context.Context, tenant, key string, tier metadv1
 }
 
 // Put is PutStart then PutEnd of every tier, for callers that write the bytes elsewhere or not at
-// all (tools, tests, benchmarks). It returns the replicas as placed, marked COMPLETE. If PutEnd
-// fails, Put tries a
-// PutRevoke under the same context (its error is ignored) so the key is not left
+// all (tools, tests, benchmarks). It returns the replicas as placed, marked COMPLETE. A PutEnd
+// that answers RESERVATION_LOST (a leader change lost the PutStart's reservation; nothing was
+// created) places the object again, at most PutPlacements times in all. If PutEnd fails otherwise,
+// Put tries a PutRevoke under the same context (its error is ignored) so the key is not left
 // half-written, and returns PutEnd's error.
 func (c *Client) Put(ctx context.Context, tenant, key string, size uint64, opts *PutOptions) ([]*metadv1.Replica, error) {
-	reps, err := c.PutStart(ctx, tenant, key, size, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.PutEnd(ctx, tenant, key, metadv1.Tier_TIER_UNSPECIFIED); err != nil {
+	var reps []*metadv1.Replica
+	for n := 1; ; n++ {
+		var err error
+		if reps, err = c.PutStart(ctx, tenant, key, size, opts); err != nil {
+			return nil, err
+		}
+		err = c.PutEnd(ctx, tenant, key, metadv1.Tier_TIER_UNSPECIFIED)
+		if err == nil {
+			break
+		}
+		if IsReason(err, metadv1.Reason_REASON_RESERVATION_LOST) && n < PutPlacements {
+			continue
+		}
 		_ = c.PutRevoke(ctx, tenant, key, metadv1.Tier_TIER_UNSPECIFIED)
 		return nil, err
 	}
@@ -146,6 +155,9 @@ func (c *Client) Put(ctx context.Context, tenant, key string, size uint64, opts 
 	}
 	return reps, nil
 }
+
+// PutPlacements bounds how many times Put places an object whose reservation a leader change lost.
+const PutPlacements = 3
 
 // UpsertStart inserts or rewrites key with size bytes. It returns the PROCESSING replicas to
 // write and whether the existing extents were reused (same size).

@@ -687,17 +687,27 @@ def put_revoke(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
     yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_b(key), tier=tier))  # type: ignore[arg-type]
 
 
+# How many times put places an object whose reservation a leader change lost (RESERVATION_LOST).
+PUT_PLACEMENTS = 3
+
+
 def put(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
         sessions: Sessions) -> Op[List[types_pb2.Replica]]:
-    reps = yield from put_start(cid, tenant, key, size, opts, sessions)
-    try:
-        yield from put_end(cid, tenant, key, types_pb2.TIER_UNSPECIFIED)
-    except errors.MetadError:
+    for n in range(1, PUT_PLACEMENTS + 1):
+        reps = yield from put_start(cid, tenant, key, size, opts, sessions)
         try:
-            yield from put_revoke(cid, tenant, key, types_pb2.TIER_UNSPECIFIED)
+            yield from put_end(cid, tenant, key, types_pb2.TIER_UNSPECIFIED)
+            break
+        except errors.ReservationLost:
+            if n < PUT_PLACEMENTS:
+                continue  # nothing was created: place it again
+            raise
         except errors.MetadError:
-            pass
-        raise
+            try:
+                yield from put_revoke(cid, tenant, key, types_pb2.TIER_UNSPECIFIED)
+            except errors.MetadError:
+                pass
+            raise
     for r in reps:
         r.status = types_pb2.REPLICA_STATUS_COMPLETE
     return reps

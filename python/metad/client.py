@@ -291,8 +291,10 @@ class Client:
     def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
             timeout: Optional[float] = None) -> List[types_pb2.Replica]:
         """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
-        at all. Returns the replicas as placed, marked COMPLETE. If put_end fails, a put_revoke is
-        tried (its failure ignored) and put_end's error raised."""
+        at all. Returns the replicas as placed, marked COMPLETE. A put_end that raises
+        ReservationLost (a leader change lost the reservation; nothing was created) places the
+        object again, up to 3 placements. If put_end fails otherwise, a put_revoke is tried (its
+        failure ignored) and put_end's error raised."""
         return self._run(core.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,

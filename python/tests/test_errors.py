@@ -14,3 +14,31 @@ def test_drain_reasons() -> None:
                         (types_pb2.REASON_SEGMENT_DRAINING, errors.SegmentDraining),
                         (types_pb2.REASON_DRAIN_NOT_RUNNING, errors.DrainNotRunning)):
         assert isinstance(errors.error_for(reason, "m"), cls)
+
+
+def test_put_places_again_after_reservation_lost() -> None:
+    """A put whose put_end raises ReservationLost (nothing was created) places the object again,
+    up to 3 placements; a fourth is not made and the error is raised."""
+    from metad import _core as core
+    from metad import metadata_pb2
+
+    def drive(lost: int) -> list[str]:
+        op = core.put(b"c" * 16, "", "k", 8, None, lambda: False)
+        calls: list[str] = []
+        rpc = next(op)
+        try:
+            while True:
+                calls.append(rpc.method)
+                if rpc.method == "PutEnd" and lost > 0:
+                    lost -= 1
+                    rpc = op.throw(errors.error_for(types_pb2.REASON_RESERVATION_LOST, "lost"))
+                else:
+                    rpc = op.send(core.Reply(metadata_pb2.PutStartResponse(), 1))
+        except StopIteration:
+            return calls
+        except errors.ReservationLost:
+            calls.append("raised")
+            return calls
+
+    assert drive(1) == ["PutStart", "PutEnd", "PutStart", "PutEnd"]
+    assert drive(3) == ["PutStart", "PutEnd"] * 3 + ["raised"]
