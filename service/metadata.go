@@ -470,20 +470,16 @@ func (s *Service) batchEnd(ctx context.Context, method string, req batchEndReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	// Keys of writes reserved in the leader's arenas end one by one (reservations.endReserved);
-	// the others in one command.
+	// Keys of writes reserved in the leader's arenas end in one PutCommit (a revoke without a log
+	// entry), the others in one command of the request's kind.
 	keys := req.GetKeys()
-	reserved := map[int]*metadv1.Status{}
-	for i, k := range keys {
-		if s.res.holds(tenant, string(k)) {
-			if handled, err := s.res.endReserved(ctx, tenant, client, k, wire.TierFrom(req.GetTier()), commit); handled {
-				var se *store.Error
-				if err != nil && !errors.As(err, &se) {
-					return nil, err // a Raft failure: the outcome of this key is unknown
-				}
-				reserved[i] = errStatus(err)
-			}
-		}
+	ended, err := s.res.endReservedMany(ctx, tenant, client, keys, wire.TierFrom(req.GetTier()), commit)
+	if err != nil {
+		return nil, fail(err, tenant, nil) // a Raft failure: the outcome of those keys is unknown
+	}
+	reserved := make(map[int]*metadv1.Status, len(ended))
+	for i, r := range ended {
+		reserved[i] = wire.ItemStatus(r.Reason, r.Message)
 	}
 	logged := keys
 	if len(reserved) > 0 {

@@ -428,46 +428,71 @@ func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.D
 // reservation; handled false when it has none (the log decides, as for any write). A commit
 // proposes PutCommit and settles the reservation by its outcome.
 func (r *reservations) endReserved(ctx context.Context, tenant string, client alloc.ID, key []byte, tier alloc.Tier, commit bool) (handled bool, err error) {
-	rk := reserveKey{tenant, string(key)}
-	r.lock()
-	res := r.byKey[rk]
-	if res == nil || r.term == 0 {
-		r.mu.Unlock()
+	ended, err := r.endReservedMany(ctx, tenant, client, [][]byte{key}, tier, commit)
+	if err != nil {
+		return true, fail(err, tenant, key)
+	}
+	res, ok := ended[0]
+	if !ok {
 		return false, nil
 	}
-	if res.client != client {
-		r.mu.Unlock()
-		return true, &Error{Err: &store.Error{Reason: store.IllegalClient,
-			Msg: "written by client " + res.client.String() + ", not " + client.String()}, Tenant: tenant, Key: key}
-	}
-	if !commit {
-		defer r.mu.Unlock()
-		if res.committing {
-			return true, &Error{Err: &store.Error{Reason: store.ReplicaIsNotReady, Msg: "the write is being committed"}, Tenant: tenant, Key: key}
-		}
-		r.revokeLocked(rk, res, tier)
-		return true, nil
-	}
-	res.committing = true
-	item := &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg, PutStartUnixNano: res.start,
-		Replicas: wire.CommitReplicasTo(res.exts, res.tiers)}
-	r.mu.Unlock()
-	cmd := stamped(ctx, &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{
-		Tenant: tenant, ClientId: client[:], Tier: wire.TierTo(tier), Items: []*metadv1.CommitItem{item}}}})
-	out, perr := r.s.proposeAuthed(ctx, cmd)
-	r.settle(rk, res, out, perr)
-	if perr != nil {
-		return true, fail(perr, tenant, key)
-	}
-	if len(out.Items) == 1 {
-		out = out.Items[0]
-	}
-	return true, rejected(&out, tenant, key)
+	return true, rejected(&res, tenant, key)
 }
 
-// settle ends a commit's reservation by the outcome of its PutCommit: created (or refused as a
-// repeat), its bytes are the object's; refused, nothing changed and they go back to the pool,
-// except after RESERVATION_LOST (they are not in the arenas any more); unknown, it stays
+// endReservedMany is endReserved for the keys of a BatchPutEnd or BatchPutRevoke: the result of
+// each key that has a reservation, by its index (the others are the log's); the commits go in one
+// PutCommit. err is a Raft failure of that command: its keys' outcome is unknown.
+func (r *reservations) endReservedMany(ctx context.Context, tenant string, client alloc.ID, keys [][]byte, tier alloc.Tier, commit bool) (map[int]store.Result, error) {
+	ended := map[int]store.Result{}
+	var items []*metadv1.CommitItem
+	var at []int
+	var rks []reserveKey
+	var ress []*reservation
+	r.lock()
+	if r.term == 0 {
+		r.mu.Unlock()
+		return ended, nil
+	}
+	for i, key := range keys {
+		rk := reserveKey{tenant, string(key)}
+		res := r.byKey[rk]
+		switch {
+		case res == nil:
+		case res.client != client:
+			ended[i] = store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
+		case !commit && res.committing:
+			ended[i] = store.Result{Reason: store.ReplicaIsNotReady, Message: "the write is being committed"}
+		case !commit:
+			r.revokeLocked(rk, res, tier)
+			ended[i] = store.Result{}
+		default:
+			res.committing = true
+			items = append(items, &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg,
+				PutStartUnixNano: res.start, Replicas: wire.CommitReplicasTo(res.exts, res.tiers)})
+			at, rks, ress = append(at, i), append(rks, rk), append(ress, res)
+		}
+	}
+	r.mu.Unlock()
+	if len(items) == 0 {
+		return ended, nil
+	}
+	cmd := stamped(ctx, &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{
+		Tenant: tenant, ClientId: client[:], Tier: wire.TierTo(tier), Items: items}}})
+	out, perr := r.s.proposeAuthed(ctx, cmd)
+	for j, i := range at {
+		item := out // a refusal of the whole command (session, auth) answers every item
+		if perr == nil && len(out.Items) == len(items) {
+			item = out.Items[j]
+		}
+		r.settle(rks[j], ress[j], item, perr)
+		ended[i] = item
+	}
+	return ended, perr
+}
+
+// settle ends a commit's reservation by the outcome of its item of a PutCommit: created (or
+// refused as a repeat), its bytes are the object's; refused, nothing changed and they go back to
+// the pool, except after RESERVATION_LOST (they are not in the arenas any more); unknown, it stays
 // committing, for a retry of the PutEnd to propose again (apply answers a repeat as OK).
 func (r *reservations) settle(rk reserveKey, res *reservation, out store.Result, perr error) {
 	r.lock()
@@ -478,22 +503,14 @@ func (r *reservations) settle(rk reserveKey, res *reservation, out store.Result,
 	if perr != nil {
 		return
 	}
-	reason := out.Reason
-	if len(out.Items) == 1 {
-		reason = out.Items[0].Reason
-	}
-	switch reason {
+	switch out.Reason {
 	case store.OK:
 		r.releaseLocked(rk, res)
 		r.m.commits.Inc()
-	case store.ReservationLost, store.SessionExpired, store.SequenceTooOld, store.AuthRevisionStale:
-		// Nothing was taken from the arenas by this command: a lost range stays out of the pool;
-		// a session or auth refusal leaves the reservation for a retry.
-		if reason == store.ReservationLost {
-			r.releaseLocked(rk, res)
-		} else {
-			res.committing = false
-		}
+	case store.ReservationLost:
+		r.releaseLocked(rk, res) // nothing was taken from the arenas by this command
+	case store.SessionExpired, store.SequenceTooOld, store.AuthRevisionStale:
+		res.committing = false // the command was refused before apply: the reservation stays
 	default:
 		r.dropLocked(rk, res)
 	}
