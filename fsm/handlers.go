@@ -186,6 +186,9 @@ func applyPutCommit(s *store.Store, e env, c *metadv1.Command) store.Result {
 	for i, err := range errs {
 		out.Items[i] = fromErr(err)
 	}
+	if len(out.Items) == 1 {
+		out.Reason, out.Message = out.Items[0].Reason, out.Items[0].Message
+	}
 	return out
 }
 
@@ -281,13 +284,18 @@ func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) stor
 		return r
 	}
 	reqs := make([]store.PutStartRequest, len(m.GetItems()))
+	skip := make([]bool, len(reqs))
 	for i, it := range m.GetItems() {
 		reqs[i] = wire.PutStartFrom(m.GetTenant(), m.GetClientId(), it.GetKey(), it.GetGroup(), it.GetSize(),
 			m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
+		skip[i] = it.GetReserved()
 	}
-	res := s.BatchPutStart(e.now, e.seed, reqs)
+	res := s.BatchPutStart(e.now, e.seed, reqs, skip)
 	out := store.Result{Items: make([]store.Result, len(res))}
 	for i, r := range res {
+		if skip[i] {
+			continue // answered from the leader's arenas: OK, no replica
+		}
 		out.Items[i] = fromErr(r.Err)
 		out.Items[i].Replicas = r.Replicas
 		if r.Err == nil {

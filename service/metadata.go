@@ -360,7 +360,11 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 		Placement: wire.StrategyTo(s.cfg.Strategy), PutDiscardTimeoutMs: ms(s.cfg.PutDiscardTimeout)}
 	// Items are answered from the arenas where they can be (answered); a key a live reservation
 	// holds is refused here (OBJECT_ALREADY_EXISTS, or the reservation's own refusal); the others
-	// go into one command, marked in flight until it is decided.
+	// go into one command, marked in flight until it is decided. With a session that command
+	// names every item, those answered here marked reserved (apply skips them), so that the result
+	// the session keeps covers the request: a retry gets each item's answer whichever way it then
+	// goes, and an item answered from an arena that a leader change lost since answers
+	// RESERVATION_LOST (the kept result has no replica for it).
 	var answered []reserveAnswer
 	if !s.cfg.NoArenas {
 		answered = s.res.tryReserveBatch(ctx, m)
@@ -399,18 +403,34 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 	}
 	if len(logged) > 0 {
 		m.Items = logged
+		whole := len(logged) == len(items) // the command's items are the request's
+		if sessionOf(ctx) != nil && !whole {
+			m.Items, whole = make([]*metadv1.BatchPutStart_Item, len(items)), true
+			for i, it := range items {
+				m.Items[i] = it
+				if out.Results[i] != nil { // answered here: reserved or refused
+					m.Items[i] = &metadv1.BatchPutStart_Item{Key: it.Key, Group: it.Group, Size: it.Size, Reserved: true}
+				}
+			}
+		}
 		res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: m}}, tenant, nil)
 		if err != nil {
 			return nil, err
 		}
-		if len(res.Items) != len(logged) {
-			return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(logged))
+		if len(res.Items) != len(m.Items) {
+			return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(m.Items))
 		}
 		st := s.state()
 		for j, i := range loggedAt {
 			r := res.Items[j]
+			if whole {
+				r = res.Items[i]
+			}
 			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: wire.ItemStatus(r.Reason, r.Message)}
-			if r.Reason == store.OK {
+			switch {
+			case r.Reason == store.OK && len(r.Replicas) == 0: // a kept answer of an item reserved then
+				out.Results[i].Status = wire.ItemStatus(store.ReservationLost, "the item's reservation was lost: place it again")
+			case r.Reason == store.OK:
 				out.Results[i].Replicas = wire.ReplicasTo(st.Segments(), r.Replicas, items[i].Size)
 			}
 		}
@@ -470,48 +490,59 @@ func (s *Service) batchEnd(ctx context.Context, method string, req batchEndReque
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	// Keys of writes reserved in the leader's arenas end in one PutCommit (a revoke without a log
-	// entry), the others in one command of the request's kind.
+	// A commit with a reserved key is one PutCommit of every key (reservations.commitMany). A
+	// revoke drops the reservations without a log entry, and the others' writes go into one
+	// command; with a session that command names every key, so that a retry, whichever way its
+	// keys then go, finds the kept result of the same keys.
 	keys := req.GetKeys()
-	ended, err := s.res.endReservedMany(ctx, tenant, client, keys, wire.TierFrom(req.GetTier()), commit)
-	if err != nil {
-		return nil, fail(err, tenant, nil) // a Raft failure: the outcome of those keys is unknown
+	tier := wire.TierFrom(req.GetTier())
+	var ended map[int]store.Result
+	if commit {
+		var proposed bool
+		if ended, proposed, err = s.res.commitMany(ctx, tenant, client, keys, tier); err != nil {
+			return nil, fail(err, tenant, nil) // a Raft failure: the outcome of the keys is unknown
+		}
+		if proposed {
+			out := make([]*metadv1.Status, len(keys))
+			for i := range keys {
+				r := ended[i]
+				out[i] = wire.ItemStatus(r.Reason, r.Message)
+			}
+			return out, nil
+		}
+	} else {
+		ended = s.res.revokeMany(tenant, client, keys, tier)
 	}
-	reserved := make(map[int]*metadv1.Status, len(ended))
-	for i, r := range ended {
-		reserved[i] = wire.ItemStatus(r.Reason, r.Message)
-	}
-	logged := keys
-	if len(reserved) > 0 {
-		logged = make([][]byte, 0, len(keys)-len(reserved))
+	logged, loggedAt := keys, []int(nil)
+	if len(ended) > 0 && (commit || sessionOf(ctx) == nil) {
+		logged = nil
 		for i, k := range keys {
-			if reserved[i] == nil {
-				logged = append(logged, k)
+			if _, done := ended[i]; !done {
+				logged, loggedAt = append(logged, k), append(loggedAt, i)
 			}
 		}
 	}
-	var sts []*metadv1.Status
+	out := make([]*metadv1.Status, len(keys))
 	if len(logged) > 0 {
 		cmd := wrap(&metadv1.BatchPutEnd{Tenant: tenant, ClientId: client[:], Keys: logged, Tier: req.GetTier()})
 		res, err := s.propose(ctx, cmd, tenant, nil)
 		if err != nil {
 			return nil, err
 		}
-		if sts, err = statuses(method, res.Items, len(logged)); err != nil {
+		sts, err := statuses(method, res.Items, len(logged))
+		if err != nil {
 			return nil, err
 		}
-	}
-	if len(reserved) == 0 {
-		return sts, nil
-	}
-	out, j := make([]*metadv1.Status, len(keys)), 0
-	for i := range keys {
-		if st := reserved[i]; st != nil {
+		for j, st := range sts {
+			i := j
+			if loggedAt != nil {
+				i = loggedAt[j]
+			}
 			out[i] = st
-			continue
 		}
-		out[i] = sts[j]
-		j++
+	}
+	for i, r := range ended { // a reserved key's answer stands over the log's
+		out[i] = wire.ItemStatus(r.Reason, r.Message)
 	}
 	return out, nil
 }

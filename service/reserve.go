@@ -428,9 +428,14 @@ func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.D
 // reservation; handled false when it has none (the log decides, as for any write). A commit
 // proposes PutCommit and settles the reservation by its outcome.
 func (r *reservations) endReserved(ctx context.Context, tenant string, client alloc.ID, key []byte, tier alloc.Tier, commit bool) (handled bool, err error) {
-	ended, err := r.endReservedMany(ctx, tenant, client, [][]byte{key}, tier, commit)
-	if err != nil {
-		return true, fail(err, tenant, key)
+	keys := [][]byte{key}
+	var ended map[int]store.Result
+	if commit {
+		if ended, _, err = r.commitMany(ctx, tenant, client, keys, tier); err != nil {
+			return true, fail(err, tenant, key)
+		}
+	} else {
+		ended = r.revokeMany(tenant, client, keys, tier)
 	}
 	res, ok := ended[0]
 	if !ok {
@@ -439,55 +444,86 @@ func (r *reservations) endReserved(ctx context.Context, tenant string, client al
 	return true, rejected(&res, tenant, key)
 }
 
-// endReservedMany is endReserved for the keys of a BatchPutEnd or BatchPutRevoke: the result of
-// each key that has a reservation, by its index (the others are the log's); the commits go in one
-// PutCommit. err is a Raft failure of that command: its keys' outcome is unknown.
-func (r *reservations) endReservedMany(ctx context.Context, tenant string, client alloc.ID, keys [][]byte, tier alloc.Tier, commit bool) (map[int]store.Result, error) {
-	ended := map[int]store.Result{}
-	var items []*metadv1.CommitItem
+// commitMany ends the writes of keys (a PutEnd, or a BatchPutEnd's keys in request order) when
+// one of them has a reservation: one PutCommit carries every key, the reserved ones with their
+// ranges and the others as plain ends (so that the request is one command, whose kept result a
+// session's retry gets whichever way its keys then go), and the result of every key comes back
+// by index, proposed true. With no reserved key nothing is proposed (proposed false) and the only
+// results are ILLEGAL_CLIENT for keys another client reserved; the caller ends the keys through
+// the log. err is a Raft failure of the command: the outcome of its keys is unknown.
+func (r *reservations) commitMany(ctx context.Context, tenant string, client alloc.ID, keys [][]byte, tier alloc.Tier) (
+	ended map[int]store.Result, proposed bool, err error) {
+	ended = map[int]store.Result{}
+	items := make([]*metadv1.CommitItem, len(keys))
 	var at []int
 	var rks []reserveKey
 	var ress []*reservation
 	r.lock()
-	if r.term == 0 {
-		r.mu.Unlock()
-		return ended, nil
-	}
 	for i, key := range keys {
 		rk := reserveKey{tenant, string(key)}
+		items[i] = &metadv1.CommitItem{Key: key}
 		res := r.byKey[rk]
 		switch {
-		case res == nil:
+		case res == nil || r.term == 0:
 		case res.client != client:
 			ended[i] = store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
-		case !commit && res.committing:
-			ended[i] = store.Result{Reason: store.ReplicaIsNotReady, Message: "the write is being committed"}
-		case !commit:
-			r.revokeLocked(rk, res, tier)
-			ended[i] = store.Result{}
 		default:
 			res.committing = true
-			items = append(items, &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg,
-				PutStartUnixNano: res.start, Replicas: wire.CommitReplicasTo(res.exts, res.tiers)})
+			items[i] = &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg,
+				PutStartUnixNano: res.start, Replicas: wire.CommitReplicasTo(res.exts, res.tiers)}
 			at, rks, ress = append(at, i), append(rks, rk), append(ress, res)
 		}
 	}
 	r.mu.Unlock()
-	if len(items) == 0 {
-		return ended, nil
+	if len(at) == 0 {
+		return ended, false, nil
 	}
 	cmd := stamped(ctx, &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{
 		Tenant: tenant, ClientId: client[:], Tier: wire.TierTo(tier), Items: items}}})
 	out, perr := r.s.proposeAuthed(ctx, cmd)
-	for j, i := range at {
-		item := out // a refusal of the whole command (session, auth) answers every item
+	itemOf := func(i int) store.Result {
 		if perr == nil && len(out.Items) == len(items) {
-			item = out.Items[j]
+			return out.Items[i]
 		}
-		r.settle(rks[j], ress[j], item, perr)
-		ended[i] = item
+		return out // a refusal of the whole command (session, auth) answers every item
 	}
-	return ended, perr
+	for j, i := range at {
+		r.settle(rks[j], ress[j], itemOf(i), perr)
+	}
+	if perr != nil {
+		return nil, true, perr
+	}
+	for i := range keys {
+		if _, mismatch := ended[i]; !mismatch {
+			ended[i] = itemOf(i)
+		}
+	}
+	return ended, true, nil
+}
+
+// revokeMany drops the reservations of keys (a PutRevoke, or a BatchPutRevoke's keys) for the
+// tier without a log entry: the result of every key that has one, by index.
+func (r *reservations) revokeMany(tenant string, client alloc.ID, keys [][]byte, tier alloc.Tier) map[int]store.Result {
+	ended := map[int]store.Result{}
+	r.lock()
+	defer r.mu.Unlock()
+	if r.term == 0 {
+		return ended
+	}
+	for i, key := range keys {
+		rk := reserveKey{tenant, string(key)}
+		switch res := r.byKey[rk]; {
+		case res == nil:
+		case res.client != client:
+			ended[i] = store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
+		case res.committing:
+			ended[i] = store.Result{Reason: store.ReplicaIsNotReady, Message: "the write is being committed"}
+		default:
+			r.revokeLocked(rk, res, tier)
+			ended[i] = store.Result{}
+		}
+	}
+	return ended
 }
 
 // settle ends a commit's reservation by the outcome of its item of a PutCommit: created (or

@@ -317,6 +317,8 @@ type CommitRequest struct {
 
 // CommitPuts creates each item's object from the ranges its leader reserved in its arenas, at the
 // leader time now, and returns one error per item (nil: created, or a repeat of the same commit).
+// An item with no replicas ends a write the state holds instead, as PutEnd of its key and the
+// request's tier does (PutEnd's refusals).
 // An item is refused, changing nothing, with INVALID_PARAMS (malformed), TENANT_NOT_REGISTERED
 // (every item, when the tenant takes no writes), RESERVATION_LOST (a range not free in an arena:
 // retired, dropped with its segment, or taken by another commit), OBJECT_ALREADY_EXISTS (the key
@@ -345,7 +347,11 @@ func (s *Store) CommitPuts(now int64, req CommitRequest) []error {
 	}
 	defer t.release()
 	for i := range req.Items {
-		out[i] = s.commitOne(now, t, &req, &req.Items[i])
+		if it := &req.Items[i]; len(it.Replicas) == 0 {
+			out[i] = s.putEnd(now, t, &PutEndRequest{Tenant: req.Tenant, Client: req.Client, Key: it.Key, Tier: req.Tier})
+		} else {
+			out[i] = s.commitOne(now, t, &req, it)
+		}
 	}
 	return out
 }

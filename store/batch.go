@@ -18,10 +18,14 @@ func ItemSeed(seed uint64, i int) uint64 {
 	return z ^ (z >> 31)
 }
 
-// BatchPutStart is PutStart for each item.
-func (s *Store) BatchPutStart(now int64, seed uint64, reqs []PutStartRequest) []PutStartResult {
+// BatchPutStart is PutStart for each item, but those skip marks (the leader answered them from its
+// arenas), whose results stay zero.
+func (s *Store) BatchPutStart(now int64, seed uint64, reqs []PutStartRequest, skip []bool) []PutStartResult {
 	out := make([]PutStartResult, len(reqs))
 	for i, r := range reqs {
+		if i < len(skip) && skip[i] {
+			continue
+		}
 		out[i].Replicas, out[i].Err = s.PutStart(now, ItemSeed(seed, i), r)
 	}
 	return out

@@ -1083,7 +1083,7 @@ func (h *modelHarness) run(op string) {
 		}
 		seed := rapid.Uint64().Draw(rt, "seed")
 		sim := s.Segments().Clone()
-		res := s.BatchPutStart(now, seed, reqs)
+		res := s.BatchPutStart(now, seed, reqs, nil)
 		if len(res) != n {
 			h.fatalf("batch put start: %d results for %d items", len(res), n)
 		}

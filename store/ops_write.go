@@ -296,12 +296,20 @@ func (s *Store) PutEnd(now int64, req PutEndRequest) error {
 		return err
 	}
 	defer t.release()
-	e, st, err := s.writeTarget(t, &req)
+	return s.putEnd(now, t, &req)
+}
+
+// putEnd is PutEnd with t's gate held; it validates the request.
+func (s *Store) putEnd(now int64, t *TenantState, req *PutEndRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	e, st, err := s.writeTarget(t, req)
 	if err != nil {
 		return err
 	}
 	defer e.mu.Unlock()
-	if change, err := putEndVerdict(t, st, &req); !change {
+	if change, err := putEndVerdict(t, st, req); !change {
 		if err == nil {
 			e.stampWriteLocked(now) // a repeated PutEnd: every selected replica is already COMPLETE
 		}

@@ -647,7 +647,7 @@ func TestBatches(t *testing.T) {
 	mount(t, s, 1, alloc.TierMemory, 1<<20)
 	mount(t, s, 2, alloc.TierMemory, 1<<20)
 	reqs := []PutStartRequest{putReq("", "a", "", 10), putReq("", "a", "", 10), putReq("", "b", "G", 10)}
-	res := s.BatchPutStart(sec, 42, reqs)
+	res := s.BatchPutStart(sec, 42, reqs, nil)
 	if res[0].Err != nil || ReasonOf(res[1].Err) != ObjectAlreadyExists || res[2].Err != nil {
 		t.Fatalf("BatchPutStart %+v", res)
 	}

@@ -4519,7 +4519,10 @@ func (x *ArenaRetire) GetArenaIds() []uint64 {
 // applied on its own: its ranges must lie in arenas, unused, or the item is refused with
 // RESERVATION_LOST; the key must be free (OBJECT_ALREADY_EXISTS, except that a repeat of the same
 // commit, the object already holding exactly these ranges for this client, is OK); quota is charged
-// for the MEMORY replicas (TENANT_QUOTA_EXCEEDED). A refused item changes nothing.
+// for the MEMORY replicas (TENANT_QUOTA_EXCEEDED). A refused item changes nothing. An item with no
+// replicas ends a write the state holds, as PutEnd of its key and the command's tier does: a
+// BatchPutEnd of reserved and other keys is one command, its items in request order. The result
+// has one item per item; with one item, the command's own reason is that item's.
 type PutCommit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tenant name.
@@ -4765,7 +4768,11 @@ type BatchPutStart_Item struct {
 	// Explicit group to join; empty = singleton.
 	Group []byte `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
 	// Object size in bytes.
-	Size          uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Size uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// The leader answered this item from its arenas (no log entry): apply skips it and answers
+	// OK with no replica. A request with a session carries all its items this way, so that the
+	// result its session keeps covers the whole request.
+	Reserved      bool `protobuf:"varint,4,opt,name=reserved,proto3" json:"reserved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4819,6 +4826,13 @@ func (x *BatchPutStart_Item) GetSize() uint64 {
 		return x.Size
 	}
 	return 0
+}
+
+func (x *BatchPutStart_Item) GetReserved() bool {
+	if x != nil {
+		return x.Reserved
+	}
+	return false
 }
 
 var File_metadv1_command_proto protoreflect.FileDescriptor
@@ -4969,18 +4983,19 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\bgroup_id\x18\x05 \x01(\x04R\agroupId\x12\"\n" +
 	"\rmax_object_id\x18\x06 \x01(\x04R\vmaxObjectId\x12\x1f\n" +
 	"\vstate_epoch\x18\a \x01(\x04R\n" +
-	"stateEpoch\"\xdd\x02\n" +
+	"stateEpoch\"\xf9\x02\n" +
 	"\rBatchPutStart\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12/\n" +
 	"\x06config\x18\x03 \x01(\v2\x17.metad.v1.ReplicaConfigR\x06config\x122\n" +
 	"\x05items\x18\x04 \x03(\v2\x1c.metad.v1.BatchPutStart.ItemR\x05items\x129\n" +
 	"\tplacement\x18\x05 \x01(\x0e2\x1b.metad.v1.PlacementStrategyR\tplacement\x123\n" +
-	"\x16put_discard_timeout_ms\x18\x06 \x01(\x04R\x13putDiscardTimeoutMs\x1aB\n" +
+	"\x16put_discard_timeout_ms\x18\x06 \x01(\x04R\x13putDiscardTimeoutMs\x1a^\n" +
 	"\x04Item\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\fR\x05group\x12\x12\n" +
-	"\x04size\x18\x03 \x01(\x04R\x04size\"z\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x1a\n" +
+	"\breserved\x18\x04 \x01(\bR\breserved\"z\n" +
 	"\vBatchPutEnd\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +

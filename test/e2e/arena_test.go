@@ -501,3 +501,61 @@ func TestReservationLostRightAfterElection(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchPutsUseArenas: a BatchPutStart after warm-up is answered from the leader's arenas as
+// far as they have room (the reservations gauge rises; the items past the room go through the log
+// in one command), and its BatchPutEnd commits the reserved ones in one PutCommit and the others
+// in one BatchPutEnd: every object is COMPLETE at the ranges its start gave, and the gauge is back.
+func TestBatchPutsUseArenas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3, "--client-ttl", "60s")
+	cl := c.Client()
+	leader := c.Leader(cl, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mountMemory(t, ctx, cl, "batch", 64<<20)
+	reserve(t, ctx, c, cl, leader, "", "first", nil) // the keeper holds arenas from here on
+	before := mustMetric(t, c, leader, "metad_server_reservations")
+	const n = 16
+	items := make([]client.BatchPutItem, n)
+	keys := make([]string, n)
+	for i := range items {
+		keys[i] = fmt.Sprintf("batch-%02d", i)
+		items[i] = client.BatchPutItem{Key: keys[i], Size: arenaObj}
+	}
+	res, err := cl.BatchPutStart(ctx, "", items, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := map[string][]extent{}
+	for i, r := range res {
+		if r.GetStatus().GetReason() != metadv1.Reason_REASON_UNSPECIFIED {
+			t.Fatalf("item %d: %v", i, r.GetStatus())
+		}
+		placed[keys[i]] = extentsOf(keys[i], r.GetReplicas())
+	}
+	// The first arenas are small (64 KiB: 16 objects of this size), and "first" took one slot.
+	if got := mustMetric(t, c, leader, "metad_server_reservations") - before; got < n/2 {
+		t.Fatalf("the batch made %v reservations, want most of its %d items from arenas", got, n)
+	}
+	sts, err := cl.BatchPutEnd(ctx, "", keys, metadv1.Tier_TIER_UNSPECIFIED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range sts {
+		if st.GetReason() != metadv1.Reason_REASON_UNSPECIFIED {
+			t.Fatalf("end of %s: %v", keys[i], st)
+		}
+	}
+	if got := mustMetric(t, c, leader, "metad_server_reservations"); got != before {
+		t.Fatalf("%v reservations left after the batch's end, want %v", got, before)
+	}
+	for _, k := range keys {
+		got := getExtents(t, ctx, cl, "", k)
+		if len(got) != 1 || got[0] != placed[k][0] {
+			t.Fatalf("%s committed at %v, placed at %v", k, got, placed[k])
+		}
+	}
+}

@@ -66,14 +66,16 @@ class BatchPutRevoke(_message.Message):
 class BatchPutStart(_message.Message):
     __slots__ = ["client_id", "config", "items", "placement", "put_discard_timeout_ms", "tenant"]
     class Item(_message.Message):
-        __slots__ = ["group", "key", "size"]
+        __slots__ = ["group", "key", "reserved", "size"]
         GROUP_FIELD_NUMBER: _ClassVar[int]
         KEY_FIELD_NUMBER: _ClassVar[int]
+        RESERVED_FIELD_NUMBER: _ClassVar[int]
         SIZE_FIELD_NUMBER: _ClassVar[int]
         group: bytes
         key: bytes
+        reserved: bool
         size: int
-        def __init__(self, key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ...) -> None: ...
+        def __init__(self, key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., reserved: bool = ...) -> None: ...
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
