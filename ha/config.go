@@ -43,9 +43,17 @@ type Config struct {
 	TrailingLogs      uint64        // entries kept after a snapshot. Default 10240
 	SnapshotRetain    int           // snapshot files kept. Default 2
 
-	MaxInflight   int // proposer slots: commands proposed but not yet applied. Default 4096
-	MaxBatch      int // commands coalesced into one log entry at most. Default 256
-	MaxEntriesOut int // log entries in flight from the proposer at once. Default 1 (see doc.go)
+	// The proposer's pipeline (see doc.go, "Writes: the proposer"). MaxInflight bounds the commands
+	// proposed and not yet applied (the proposer's slots): a bound on what waits, not a throughput
+	// setting. MaxEntriesOut and MaxBatch are 0 by default: derived from GOMAXPROCS and the commit
+	// latency and arrival rate the proposer measures (entries in flight: up to two, one per
+	// pipeline stage, no more than GOMAXPROCS, a further one opened only when a round's worth of
+	// commands waits; commands per entry: MaxInflight shared by the entries that may be in flight).
+	// A value above 0 fixes it: that many entries in flight whenever commands wait, that many
+	// commands per entry at most.
+	MaxInflight   int // proposer slots. Default 4096
+	MaxBatch      int // commands coalesced into one log entry at most. Default 0 (derived)
+	MaxEntriesOut int // log entries in flight from the proposer at once. Default 0 (derived)
 
 	// OnLeadership, when set, is the node's one leadership hook: the place where the caller starts
 	// and drops what belongs to a leader's term (leader soft state). The node calls it on its
@@ -78,8 +86,6 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		SnapshotRetain:     2,
 		MaxInflight:        4096,
-		MaxBatch:           256,
-		MaxEntriesOut:      1,
 	}
 }
 
@@ -127,8 +133,11 @@ func (c *Config) Validate() error {
 	if c.LeaderLeaseTimeout <= 0 || c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		errs = append(errs, errors.New("leader_lease_timeout: must be positive and at most heartbeat_timeout"))
 	}
-	if c.MaxInflight < 1 || c.MaxBatch < 1 || c.MaxEntriesOut < 1 {
-		errs = append(errs, errors.New("max_inflight, max_batch, max_entries_out: at least 1"))
+	if c.MaxInflight < 1 {
+		errs = append(errs, errors.New("max_inflight: at least 1"))
+	}
+	if c.MaxBatch < 0 || c.MaxEntriesOut < 0 {
+		errs = append(errs, errors.New("max_batch, max_entries_out: 0 (derived) or more"))
 	}
 	return errors.Join(errs...)
 }

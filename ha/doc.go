@@ -7,16 +7,29 @@
 // # Writes: the proposer
 //
 // A write becomes a metadv1.Command and goes through the Proposer: take a slot (at most MaxInflight
-// commands in flight), queue, and wait. One loop goroutine coalesces every queued command (up to
-// MaxBatch) into one log entry, an Envelope stamped with the leader's wall-clock time and a random
+// commands in flight), queue, and wait. One loop goroutine coalesces every queued command (up to the
+// batch limit) into one log entry, an Envelope stamped with the leader's wall-clock time and a random
 // seed — the only clock and randomness in the write path, read here and never during apply — and
-// hands it to Raft, keeping at most MaxEntriesOut entries in flight (default one). While that
-// commits, new commands queue and form the next entry, so under load one commit round (the
-// leader's and a follower's fsyncs) carries everything that arrived during the previous one; a
-// lone command still goes out at once, since nothing waits for a batch to fill. More entries in
-// flight cost more fsyncs for the same commands, and measured slower on this machine class
-// (`make bench-cluster` with MaxEntriesOut changed, 64 clients: about 5.5k commands/s with one entry in flight, 3.5k with
-// two or four).
+// hands it to Raft. While an entry commits, new commands queue and form the next, so under load one
+// commit round (the leader's and a follower's fsyncs) carries everything that arrived during the
+// previous one; a lone command still goes out at once, since nothing waits for a batch to fill.
+//
+// How many entries are in flight follows the machine (MaxEntriesOut 0, the default; pipelineRule).
+// A commit round has two stages that can overlap, the leader's log write and the followers' (Raft
+// sends a follower one AppendEntries at a time, peerMaxInFlight), so at most two entries are in
+// flight, and no more than GOMAXPROCS. The first goes out whenever a command waits; the second only
+// when the commands queued behind the first already number what one round brings (the arrival rate
+// times the commit latency, both measured by the proposer as moving averages with RFC 6298's gain
+// of 1/8) and the machine had at least one whole CPU idle over the last sample (about eight rounds,
+// read from /proc/stat; none where it cannot be read). The CPU condition is there because clients
+// waiting for their answers split among the entries in flight, each carrying about 1/(k+1) of them
+// with k in flight: a second entry adds fsyncs and processor time per command, which pays only when
+// a processor would otherwise idle. On a machine whose CPUs are all busy one entry stays in flight.
+// The batch limit (MaxBatch 0) is the slots shared by the entries that may be in flight, so the
+// slots alone bound what waits. A value above 0 fixes either: that many entries in flight whenever
+// commands wait, that many commands per entry. Metrics: metad_proposer_entries_in_flight, its
+// _limit, metad_proposer_batch_limit, metad_proposer_open_threshold_commands and the
+// metad_proposer_commands_per_entry histogram.
 //
 // Eviction reserves a slot (TryReserve) before it takes any metadata lock and gives up the round
 // when none is free or the node is not the leader, so it never holds a lock while waiting for the

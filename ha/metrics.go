@@ -28,7 +28,7 @@ func newMetrics() *metrics {
 		entryCommands: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "metad_proposer_commands_per_entry",
 			Help:    "Commands coalesced into one log entry.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+			Buckets: prometheus.ExponentialBuckets(1, 2, 13),
 		}),
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "metad_raft_leadership_changes_total",
@@ -74,13 +74,18 @@ var (
 	descContact   = prometheus.NewDesc("metad_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).", nil, nil)
 	descSlotsUsed = prometheus.NewDesc("metad_proposer_inflight_slots", "Proposer slots in use (commands proposed, not yet applied).", nil, nil)
 	descSlotsCap  = prometheus.NewDesc("metad_proposer_slots", "Proposer slots in all.", nil, nil)
+	descEntries   = prometheus.NewDesc("metad_proposer_entries_in_flight", "Log entries the proposer has handed to Raft and not yet seen end.", nil, nil)
+	descEntryCap  = prometheus.NewDesc("metad_proposer_entries_in_flight_limit", "Log entries the proposer may have in flight at once (derived from GOMAXPROCS unless configured).", nil, nil)
+	descBatchCap  = prometheus.NewDesc("metad_proposer_batch_limit", "Commands one log entry may carry at most.", nil, nil)
+	descOpenAt    = prometheus.NewDesc("metad_proposer_open_threshold_commands", "Queued commands that open a further log entry while one is in flight: measured arrival rate x commit latency (-1 until measured; only in the derived mode).", nil, nil)
 )
 
 // raftCollector reads Raft's state on scrape.
 type raftCollector struct{ n *Node }
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTerm, descCommit, descApplied, descLeader, descContact, descSlotsUsed, descSlotsCap} {
+	for _, d := range []*prometheus.Desc{descTerm, descCommit, descApplied, descLeader, descContact, descSlotsUsed, descSlotsCap,
+		descEntries, descEntryCap, descBatchCap, descOpenAt} {
 		ch <- d
 	}
 }
@@ -107,4 +112,8 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descContact, contact)
 	gauge(descSlotsUsed, float64(cap(p.slots)-len(p.slots)))
 	gauge(descSlotsCap, float64(cap(p.slots)))
+	gauge(descEntries, float64(p.inflight.Load()))
+	gauge(descEntryCap, float64(cap(p.freed)))
+	gauge(descBatchCap, float64(p.maxBatch))
+	gauge(descOpenAt, float64(p.open.Load()))
 }

@@ -15,11 +15,15 @@ import (
 	"metad/proto/metadv1"
 )
 
-// benchResult is what bench prints. An op is one RPC (PutStart, PutEnd, Get, or one batch call);
-// for put each op is one replicated write command, so ops_per_sec compares with etcd's puts/s.
-// Latencies are per op, successful ops only.
+// benchResult is what bench prints. An op is one unit of the workload, named by OpUnit: for put
+// one object stored (a PutStart and its PutEnd, or one item of a BatchPutStart + BatchPutEnd
+// pair), so ops_per_sec is object puts/s, the figure to compare with etcd's puts/s; for get and
+// exist one request; for mixed either. Latencies are per op, successful ops only: an object's runs
+// from its PutStart (or batch start) being sent to its PutEnd (or batch end) being answered.
+// RPCs counts every RPC answered without error, whatever op it belongs to.
 type benchResult struct {
 	Op           string            `json:"op"`
+	OpUnit       string            `json:"op_unit"`
 	Clients      int               `json:"clients"`
 	Conns        int               `json:"conns"`
 	Batch        int               `json:"batch"`
@@ -28,6 +32,8 @@ type benchResult struct {
 	DurationS    float64           `json:"duration_s"`
 	Ops          uint64            `json:"ops"`
 	OpsPerSec    float64           `json:"ops_per_sec"`
+	RPCs         uint64            `json:"rpcs"`
+	RPCsPerSec   float64           `json:"rpcs_per_sec"`
 	Items        uint64            `json:"items"`
 	ItemsPerSec  float64           `json:"items_per_sec"`
 	Puts         uint64            `json:"puts"`
@@ -38,15 +44,22 @@ type benchResult struct {
 	P99Ms        float64           `json:"p99_ms"`
 	P999Ms       float64           `json:"p999_ms"`
 	MaxMs        float64           `json:"max_ms"`
+	ObjectP50Ms  float64           `json:"object_put_p50_ms,omitempty"`
+	ObjectP99Ms  float64           `json:"object_put_p99_ms,omitempty"`
 	Errors       uint64            `json:"errors"`
 	ErrorReasons map[string]uint64 `json:"error_reasons,omitempty"`
 }
 
+// opUnits names what one op of each workload is (benchResult.OpUnit).
+var opUnits = map[string]string{"put": "object", "get": "request", "exist": "request", "mixed": "object or request"}
+
 // benchStats is owned by one load goroutine until the load ends, then read by the caller: that
 // goroutine's tally.
 type benchStats struct {
-	lat        hist
+	lat        hist // per op
+	putLat     hist // per object put (PutStart through PutEnd)
 	ops, items uint64
+	rpcs       uint64
 	puts, gets uint64
 	errors     uint64
 	reasons    map[string]uint64
@@ -180,15 +193,17 @@ func runBench(a *app, v *verb, args []string) error {
 	elapsed := time.Since(start)
 	stopBG()
 
-	res := benchResult{Op: *op, Clients: *clients, Conns: *conns, Batch: *batch, Size: size.n, DurationS: elapsed.Seconds()}
+	res := benchResult{Op: *op, OpUnit: opUnits[*op], Clients: *clients, Conns: *conns, Batch: *batch, Size: size.n, DurationS: elapsed.Seconds()}
 	if *op != "put" {
 		res.KeySpace = *keys
 	}
-	var all hist
+	var all, puts hist
 	var firstErr error
 	for _, s := range stats {
 		all.merge(&s.lat)
+		puts.merge(&s.putLat)
 		res.Ops += s.ops
+		res.RPCs += s.rpcs
 		res.Items += s.items
 		res.Puts += s.puts
 		res.Gets += s.gets
@@ -205,10 +220,14 @@ func runBench(a *app, v *verb, args []string) error {
 	}
 	secs := elapsed.Seconds()
 	res.OpsPerSec, res.ItemsPerSec = float64(res.Ops)/secs, float64(res.Items)/secs
+	res.RPCsPerSec = float64(res.RPCs) / secs
 	res.PutsPerSec, res.GetsPerSec = float64(res.Puts)/secs, float64(res.Gets)/secs
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 	res.P50Ms, res.P99Ms, res.P999Ms = ms(all.quantile(0.5)), ms(all.quantile(0.99)), ms(all.quantile(0.999))
 	res.MaxMs = ms(time.Duration(all.max))
+	if puts.n > 0 {
+		res.ObjectP50Ms, res.ObjectP99Ms = ms(puts.quantile(0.5)), ms(puts.quantile(0.99))
+	}
 	if res.Ops == 0 && firstErr != nil {
 		return firstErr
 	}
@@ -216,10 +235,11 @@ func runBench(a *app, v *verb, args []string) error {
 }
 
 func benchTable(tw *tabwriter.Writer, r *benchResult, firstErr error) {
-	row(tw, "op", fmt.Sprintf("%s (batch %d, size %s)", r.Op, r.Batch, formatSize(r.Size)))
+	row(tw, "op", fmt.Sprintf("%s (batch %d, size %s), an op is one %s", r.Op, r.Batch, formatSize(r.Size), r.OpUnit))
 	row(tw, "clients", fmt.Sprintf("%d on %d connections", r.Clients, r.Conns))
 	row(tw, "duration", fmt.Sprintf("%.2fs", r.DurationS))
 	row(tw, "ops", fmt.Sprintf("%d (%.0f ops/s)", r.Ops, r.OpsPerSec))
+	row(tw, "rpcs", fmt.Sprintf("%d (%.0f rpcs/s)", r.RPCs, r.RPCsPerSec))
 	if r.Batch > 1 {
 		row(tw, "items", fmt.Sprintf("%d (%.0f items/s)", r.Items, r.ItemsPerSec))
 	}
@@ -230,6 +250,9 @@ func benchTable(tw *tabwriter.Writer, r *benchResult, firstErr error) {
 		row(tw, "gets", fmt.Sprintf("%d (%.0f keys/s)", r.Gets, r.GetsPerSec))
 	}
 	row(tw, "latency", fmt.Sprintf("p50 %.3fms  p99 %.3fms  p999 %.3fms  max %.3fms", r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs))
+	if r.Op == "mixed" && r.Puts > 0 {
+		row(tw, "object put", fmt.Sprintf("p50 %.3fms  p99 %.3fms", r.ObjectP50Ms, r.ObjectP99Ms))
+	}
 	errs := fmt.Sprint(r.Errors)
 	if len(r.ErrorReasons) > 0 {
 		var parts []string
@@ -285,8 +308,9 @@ func (l *benchLoad) worker(c *client.Client, w int, s *benchStats) {
 	}
 }
 
-// timed runs one op with the per-call timeout and records it; it reports success.
-func (l *benchLoad) timed(s *benchStats, items int, f func(ctx context.Context) error) bool {
+// rpc runs one RPC with the per-call timeout, counts it and any failure, and reports how long it
+// took and whether it succeeded.
+func (l *benchLoad) rpc(s *benchStats, f func(ctx context.Context) error) (time.Duration, bool) {
 	ctx, cancel := l.a.callCtx()
 	t0 := time.Now()
 	err := f(ctx)
@@ -296,26 +320,46 @@ func (l *benchLoad) timed(s *benchStats, items int, f func(ctx context.Context) 
 		if l.a.ctx.Err() == nil { // not our own interruption
 			s.fail(err)
 		}
-		return false
+		return d, false
 	}
-	s.lat.record(d)
-	s.ops++
-	s.items += uint64(items)
-	return true
+	s.rpcs++
+	return d, true
 }
 
+// done records n ops that took d each, carrying items keys in all.
+func (s *benchStats) done(d time.Duration, n, items int) {
+	for range n {
+		s.lat.record(d)
+	}
+	s.ops += uint64(n)
+	s.items += uint64(items)
+}
+
+// objectsPut records n objects stored by one start and end pair that took d from the start's
+// send to the end's answer: n ops of the put workload.
+func (s *benchStats) objectsPut(d time.Duration, n int) {
+	for range n {
+		s.putLat.record(d)
+	}
+	s.puts += uint64(n)
+	s.done(d, n, n)
+}
+
+// put stores one object (PutStart, PutEnd) or, with --batch, a batch of them; each object is one
+// op, timed from the start call to the end call's answer.
 func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
+	t0 := time.Now()
 	if l.batch == 1 {
 		key := fmt.Sprintf("bench-%s/w%d/%d", l.runID, w, *seq)
 		*seq++
-		if !l.timed(s, 1, func(ctx context.Context) error {
+		if _, ok := l.rpc(s, func(ctx context.Context) error {
 			_, err := c.PutStart(ctx, l.tenant, key, l.size, nil)
 			return err
-		}) {
+		}); !ok {
 			return
 		}
-		if l.timed(s, 1, func(ctx context.Context) error { return c.PutEnd(ctx, l.tenant, key, metadv1.Tier_TIER_UNSPECIFIED) }) {
-			s.puts++
+		if _, ok := l.rpc(s, func(ctx context.Context) error { return c.PutEnd(ctx, l.tenant, key, metadv1.Tier_TIER_UNSPECIFIED) }); ok {
+			s.objectsPut(time.Since(t0), 1)
 		}
 		return
 	}
@@ -325,7 +369,7 @@ func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
 		*seq++
 	}
 	var started []string
-	if !l.timed(s, len(items), func(ctx context.Context) error {
+	if _, ok := l.rpc(s, func(ctx context.Context) error {
 		res, err := c.BatchPutStart(ctx, l.tenant, items, nil)
 		for i, r := range res {
 			if ie := client.ItemErr(r.GetStatus()); ie != nil {
@@ -335,30 +379,34 @@ func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
 			}
 		}
 		return err
-	}) || len(started) == 0 {
+	}); !ok || len(started) == 0 {
 		return
 	}
-	l.timed(s, len(started), func(ctx context.Context) error {
+	stored := 0
+	if _, ok := l.rpc(s, func(ctx context.Context) error {
 		res, err := c.BatchPutEnd(ctx, l.tenant, started, metadv1.Tier_TIER_UNSPECIFIED)
 		for _, r := range res {
 			if ie := client.ItemErr(r); ie != nil {
 				s.fail(ie)
 			} else {
-				s.puts++
+				stored++
 			}
 		}
 		return err
-	})
+	}); ok && stored > 0 {
+		s.objectsPut(time.Since(t0), stored)
+	}
 }
 
 func (l *benchLoad) get(c *client.Client, rng *rand.Rand, s *benchStats) {
 	if l.batch == 1 {
 		key := l.preloaded[rng.IntN(len(l.preloaded))]
-		if l.timed(s, 1, func(ctx context.Context) error {
+		if d, ok := l.rpc(s, func(ctx context.Context) error {
 			_, err := c.Get(ctx, l.tenant, key)
 			return err
-		}) {
+		}); ok {
 			s.gets++
+			s.done(d, 1, 1)
 		}
 		return
 	}
@@ -366,7 +414,7 @@ func (l *benchLoad) get(c *client.Client, rng *rand.Rand, s *benchStats) {
 	for i := range keys {
 		keys[i] = l.preloaded[rng.IntN(len(l.preloaded))]
 	}
-	l.timed(s, len(keys), func(ctx context.Context) error {
+	if d, ok := l.rpc(s, func(ctx context.Context) error {
 		resp, err := c.BatchGet(ctx, l.tenant, keys)
 		for _, r := range resp.GetResults() {
 			if ie := client.ItemErr(r.GetStatus()); ie != nil {
@@ -376,14 +424,16 @@ func (l *benchLoad) get(c *client.Client, rng *rand.Rand, s *benchStats) {
 			}
 		}
 		return err
-	})
+	}); ok {
+		s.done(d, 1, len(keys))
+	}
 }
 
 // exist asks BatchExist (Exist when --batch is 1) of --batch keys drawn from the pre-populated
 // ones, distinct, so that one op is one request of exactly that many keys.
 func (l *benchLoad) exist(c *client.Client, rng *rand.Rand, s *benchStats) {
 	keys := l.distinctKeys(rng)
-	l.timed(s, len(keys), func(ctx context.Context) error {
+	if d, ok := l.rpc(s, func(ctx context.Context) error {
 		resp, err := c.BatchExist(ctx, l.tenant, keys)
 		for _, e := range resp.GetExists() {
 			if e {
@@ -391,7 +441,9 @@ func (l *benchLoad) exist(c *client.Client, rng *rand.Rand, s *benchStats) {
 			}
 		}
 		return err
-	})
+	}); ok {
+		s.done(d, 1, len(keys))
+	}
 }
 
 // distinctKeys draws min(--batch, keys) distinct pre-populated keys: a random window of the

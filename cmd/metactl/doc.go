@@ -96,12 +96,15 @@
 //	    memory segment for the run (kept alive by pings) when the cluster has none. Latency is kept
 //	    in a fixed-size log-linear histogram (1.6 % resolution), so memory is bounded whatever D.
 //
-// bench prints, and with -o json emits as one object: op, clients, conns, batch, size,
-// duration_s, ops and ops_per_sec (an op is one RPC; for put each is one replicated write
-// command, the figure to compare with etcd's puts/s from ../shared/bench/etcd-baseline), items
-// and items_per_sec (keys carried by those RPCs), puts/puts_per_sec (objects committed),
-// gets/gets_per_sec (keys read), p50_ms, p99_ms, p999_ms, max_ms (per op, successful ops only),
-// errors and error_reasons.
+// bench prints, and with -o json emits as one object: op, op_unit, clients, conns, batch, size,
+// duration_s, ops and ops_per_sec (an op is what op_unit names: for put one object stored, a
+// PutStart and its PutEnd or one item of a batch pair, so ops_per_sec is object puts/s, the figure
+// to compare with etcd's puts/s from ../shared/bench/etcd-baseline; for get and exist one
+// request), rpcs and rpcs_per_sec (every RPC answered), items and items_per_sec (keys carried by
+// the ops), puts/puts_per_sec (objects stored), gets/gets_per_sec (keys read), p50_ms, p99_ms,
+// p999_ms, max_ms (per op, successful ops only; an object's from its start call's send to its end
+// call's answer), object_put_p50_ms and object_put_p99_ms (put and mixed: per object), errors and
+// error_reasons.
 //
 // # Conventions
 //

@@ -41,6 +41,11 @@ type fakeCluster struct {
 	lastConfig *metadv1.ReplicaConfig
 	tasks      map[uint64]*metadv1.ScheduledTask // scheduled tasks (task_test.go)
 	drains     map[uint64]*metadv1.DrainJob      // drain jobs (drain_test.go)
+
+	// writeDelay, set before any call, is how long PutStart, PutEnd and their batch forms take
+	// before they answer (bench_test.go); zero answers at once. Not guarded by mu: never changed
+	// once calls start.
+	writeDelay time.Duration
 }
 
 type fakeObject struct {
@@ -161,6 +166,7 @@ func (c *fakeCluster) putEndLocked(tenant string, client, key []byte) error {
 }
 
 func (c *fakeCluster) PutStart(_ context.Context, r *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error) {
+	time.Sleep(c.writeDelay)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastConfig = r.GetConfig()
@@ -172,6 +178,7 @@ func (c *fakeCluster) PutStart(_ context.Context, r *metadv1.PutStartRequest) (*
 }
 
 func (c *fakeCluster) PutEnd(_ context.Context, r *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error) {
+	time.Sleep(c.writeDelay)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return &metadv1.PutEndResponse{}, c.putEndLocked(r.GetTenant(), r.GetClientId(), r.GetKey())
@@ -258,6 +265,7 @@ func (c *fakeCluster) BatchGet(_ context.Context, r *metadv1.BatchGetRequest) (*
 }
 
 func (c *fakeCluster) BatchPutStart(_ context.Context, r *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error) {
+	time.Sleep(c.writeDelay)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &metadv1.BatchPutStartResponse{}
@@ -273,6 +281,7 @@ func (c *fakeCluster) BatchPutStart(_ context.Context, r *metadv1.BatchPutStartR
 }
 
 func (c *fakeCluster) BatchPutEnd(_ context.Context, r *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error) {
+	time.Sleep(c.writeDelay)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &metadv1.BatchPutEndResponse{}

@@ -432,7 +432,11 @@ func TestBench(t *testing.T) {
 				t.Fatalf("exist bench (every key asked was pre-populated): %+v", res)
 			}
 		}
-		if res.Batch > 1 && res.Items != res.Ops*uint64(res.Batch) {
+		if res.Op == "put" && (res.Ops != res.Puts || res.Items != res.Puts || res.RPCs != 2*res.Ops/uint64(res.Batch) ||
+			res.ObjectP50Ms != res.P50Ms) {
+			t.Fatalf("put bench (an op is one object, two RPCs per object or batch of them): %+v", res)
+		}
+		if res.Op != "put" && res.Batch > 1 && res.Items != res.Ops*uint64(res.Batch) {
 			t.Fatalf("batch bench items: %+v", res)
 		}
 	}
