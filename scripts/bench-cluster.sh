@@ -4,8 +4,10 @@
 # both at the same client count. Prints one table with ratios. A metad put is one object (PutStart
 # and PutEnd, `metactl bench`'s op for put), an etcd put one key. The leader's CPU per object put is
 # its process CPU seconds (process_cpu_seconds_total on its metrics port) over the put run divided
-# by the objects put. Usage: bench-cluster.sh [clients] [seconds]; BENCH_BASE (default 7000) moves
-# the metad ports (see scripts/cluster.sh).
+# by the objects put. In the same run a second cluster started with --no-arenas (every PutStart a
+# log entry) gives the object puts/s and leader CPU that allocation arenas are measured against.
+# Usage: bench-cluster.sh [clients] [seconds]; BENCH_BASE (default 7000) moves the metad ports (see
+# scripts/cluster.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-64} secs=${2:-10}
@@ -34,6 +36,13 @@ mget=$(run_metad get)
 echo "metad single-client put..." >&2
 m1=$("$BIN/metactl" -o json bench --clients 1 --duration 5s --op put --mount 1GiB --size 4096)
 stop_cluster
+echo "metad put, --no-arenas..." >&2
+start_cluster "$base" --no-arenas
+lead=$(leader)
+ncpu0=$(cpu "$lead")
+nput=$(run_metad put)
+ncpu1=$(cpu "$lead")
+stop_cluster
 trap - EXIT
 
 # run.sh exits with its killed members' status; its summary line is what counts.
@@ -46,7 +55,7 @@ echo "etcd single-client put..." >&2
 e1=$(etcd put 1 5)
 [ -n "$eput" ] && [ -n "$eget" ] && [ -n "$e1" ] || { echo "the etcd baseline printed no summary" >&2; exit 1; }
 
-python3 - "$mput" "$mget" "$m1" "$eput" "$eget" "$e1" "$clients" "$cpu0" "$cpu1" <<'PY'
+python3 - "$mput" "$mget" "$m1" "$eput" "$eget" "$e1" "$clients" "$cpu0" "$cpu1" "$nput" "$ncpu0" "$ncpu1" <<'PY'
 import json, re, sys
 mput, mget, m1 = (json.loads(x) for x in sys.argv[1:4])
 def etcd(line):
@@ -59,6 +68,8 @@ def etcd(line):
 ep, eg, e1 = etcd(sys.argv[4]), etcd(sys.argv[5]), etcd(sys.argv[6])
 c = sys.argv[7]
 cpu_us = (float(sys.argv[9]) - float(sys.argv[8])) * 1e6 / mput["puts"]
+nput = json.loads(sys.argv[10])
+ncpu_us = (float(sys.argv[12]) - float(sys.argv[11])) * 1e6 / nput["puts"]
 print(f"| figure ({c} clients unless said) | metad | etcd (same run) | ratio | target |")
 print("| --- | --: | --: | --: | --- |")
 print(f"| object puts/s (PutStart + PutEnd) | {mput['ops_per_sec']:.0f} | {ep[0]:.0f} puts/s | {mput['ops_per_sec']/ep[0]:.2f} | >= 2.5 |")
@@ -68,4 +79,9 @@ print(f"| linearizable get/s | {mget['ops_per_sec']:.0f} | {eg[0]:.0f} | {mget['
 print(f"| get p99 ms | {mget['p99_ms']:.2f} | {eg[2]:.2f} | {mget['p99_ms']/eg[2]:.2f} | <= 1 |")
 print(f"| write RPCs/s (PutStart, PutEnd) | {mput['rpcs_per_sec']:.0f} | | | |")
 print(f"| leader CPU us per object put | {cpu_us:.0f} | | | |")
+print()
+print(f"| allocation arenas ({c} clients, same run) | arenas (default) | --no-arenas | ratio |")
+print("| --- | --: | --: | --: |")
+print(f"| object puts/s | {mput['ops_per_sec']:.0f} | {nput['ops_per_sec']:.0f} | {mput['ops_per_sec']/nput['ops_per_sec']:.2f} |")
+print(f"| leader CPU us per object put | {cpu_us:.0f} | {ncpu_us:.0f} | {cpu_us/ncpu_us:.2f} |")
 PY
