@@ -270,6 +270,16 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 		r.m.fallback("no_arena_room")
 		return nil, false, nil
 	}
+	// The pool follows the state a keeper round late: a segment that closed or went since (its
+	// arenas retired or dropped with it) leaves the pool now, and the put goes through the log.
+	for _, e := range append(pl.Memory, pl.NOF...) {
+		if info, found := st.Segments().Get(e.Segment); !found || info.Closing {
+			r.freeLocked(append(pl.Memory, pl.NOF...))
+			_ = r.pool.SetClosing(e.Segment, true)
+			r.m.fallback("segment_closed")
+			return nil, false, nil
+		}
+	}
 	res := &reservation{client: wire.ID16(ps.ClientId), size: ps.Size, group: ps.Group, start: now, charged: want,
 		cfg: &metadv1.ReplicaConfig{MemoryReplicas: uint32(mem), NofReplicas: cfg.GetNofReplicas(), SoftPin: cfg.GetSoftPin(),
 			SoftPinTtlMs: cfg.GetSoftPinTtlMs(), HardPin: cfg.GetHardPin(), DataType: cfg.GetDataType()}}

@@ -109,6 +109,12 @@ func Inspect(r io.Reader) (*Info, error) {
 			info.Drains++
 		case *metadv1.Record_Arena:
 			info.Arenas++
+			// An arena's free bytes are used in its segment, as the cluster counts them.
+			if i := int(x.Arena.GetSegmentIndex()) - 1; i >= 0 && i < len(info.Segments) {
+				for _, sp := range x.Arena.GetFree() {
+					info.Segments[i].Used += sp.GetSize()
+				}
+			}
 		case *metadv1.Record_Member:
 			m := x.Member
 			info.Members = append(info.Members, MemberInfo{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()})
