@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
 	"metad/fsm"
@@ -42,7 +43,7 @@ func BenchmarkUnaryInterceptor(b *testing.B) {
 			s := &Server{svc: authorizeAll{}, cfg: Config{Authenticate: tc.auth}, m: m}
 			ca := &connAuth{}
 			ca.once.Do(func() { ca.id = tlsconf.Identity{Kind: tlsconf.Principal, Name: "worker"} })
-			ctx := metadata.NewIncomingContext(context.WithValue(context.Background(), connAuthKey{}, ca), metadata.Pairs(
+			ctx := metadata.NewIncomingContext(peer.NewContext(context.Background(), &peer.Peer{AuthInfo: connInfo{auth: ca}}), metadata.Pairs(
 				":authority", "127.0.0.1:6001", "content-type", "application/grpc", "user-agent", "grpc-go/1.85.0"))
 			icp := s.UnaryInterceptor()
 			info := &grpc.UnaryServerInfo{FullMethod: metadv1.Metadata_Get_FullMethodName}
