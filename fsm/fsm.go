@@ -136,7 +136,7 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, err))
 	}
-	res := &EntryResult{Index: l.Index, Results: make([]store.Result, len(envl.GetCommands()))}
+	res := newEntryResult(l.Index, len(envl.GetCommands()))
 	s := f.st.Load()
 	defer func() {
 		if r := recover(); r != nil {
@@ -152,6 +152,23 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	return res
 }
 
+// oneResult is an EntryResult with the room for one command's result, so that the result of an
+// entry of one command (the usual entry) is one allocation.
+type oneResult struct {
+	EntryResult
+	one [1]store.Result
+}
+
+// newEntryResult returns the result of entry index, with n zero results.
+func newEntryResult(index uint64, n int) *EntryResult {
+	if n == 1 {
+		r := &oneResult{EntryResult: EntryResult{Index: index}}
+		r.Results = r.one[:]
+		return &r.EntryResult
+	}
+	return &EntryResult{Index: index, Results: make([]store.Result, n)}
+}
+
 func (f *FSM) advance(l *raft.Log, now int64) {
 	f.applied.Store(l.Index)
 	f.term.Store(l.Term)
@@ -160,7 +177,7 @@ func (f *FSM) advance(l *raft.Log, now int64) {
 
 func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.ProtoReflect()
-	fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("op"))
+	fd := m.WhichOneof(commandOp)
 	if fd == nil {
 		panic(fmt.Sprintf("fsm: log index %d: command with no operation (unknown to this binary?)", e.index))
 	}
@@ -174,6 +191,9 @@ func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) store.Result {
 	}
 	return h(s, e, c)
 }
+
+// commandOp is the Command message's oneof of operations, looked up once.
+var commandOp = (*metadv1.Command)(nil).ProtoReflect().Descriptor().Oneofs().ByName("op")
 
 // fenced is a command the leader prepared by checking its own state (leases, marks, the census):
 // every command with a state_epoch field. Such a command applies only to the state it was checked
@@ -193,7 +213,7 @@ func DecodeEnvelope(data []byte) (*metadv1.Envelope, error) {
 	}
 	for i, c := range envl.GetCommands() {
 		m := c.ProtoReflect()
-		if m.WhichOneof(m.Descriptor().Oneofs().ByName("op")) == nil {
+		if m.WhichOneof(commandOp) == nil {
 			return nil, fmt.Errorf("command %d has no operation known to this binary", i)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/proto"
 
 	"metad/service"
@@ -34,10 +33,11 @@ import (
 // never answers from that state: it forwards the call to the leader with its original
 // authorization metadata (a deferred call, see unary), and the leader authenticates it.
 //
-// A connection is authenticated once: the stats handler (StatsHandler) gives each connection a
-// connAuth, which keeps its certificate's identity and each API key it verified, with the auth
-// revision it was verified at; a key is verified again (hashed) only when the auth state changed or
-// the key has expired since.
+// A connection is authenticated once: TLSCredentials gives each connection it accepts a connAuth
+// (in its AuthInfo, connInfo), which keeps its certificate's identity and each API key it
+// verified, with the auth revision it was verified at; a key is verified again (hashed) only when
+// the auth state changed or the key has expired since. A server whose connections come from other
+// credentials authenticates every call afresh.
 
 // Metadata keys of authentication.
 const (
@@ -62,27 +62,22 @@ type connAuth struct {
 	keys map[string]service.Verified
 }
 
-// connAuthKey carries a connection's *connAuth in its context (and so in its calls').
-type connAuthKey struct{}
-
-// connTagger is stateless, safe for concurrent use: the stats.Handler that gives every connection
-// its connAuth.
-type connTagger struct{}
-
-var _ stats.Handler = connTagger{}
-
-func (connTagger) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return context.WithValue(ctx, connAuthKey{}, &connAuth{})
+// connInfo is the credentials.AuthInfo of a connection that TLSCredentials accepted: gRPC's TLS
+// information and the connection's authentication state. A plain value, set once at the
+// handshake; auth is safe for concurrent use. It carries the state with the connection itself,
+// where a stats.Handler would cost every call gRPC's per-call events (a copy of the call's
+// metadata, and a report at each step of the call).
+type connInfo struct {
+	credentials.TLSInfo
+	auth *connAuth
 }
-func (connTagger) HandleConn(context.Context, stats.ConnStats)                     {}
-func (connTagger) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
-func (connTagger) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// AuthOptions returns the gRPC server options that authentication needs beyond ServerOptions and
-// UnaryInterceptor: the stats handler that caches authentication per connection, and the stream
-// interceptor (snapshot streams). cmd/metad adds them to every server it gives Register.
+// AuthOptions returns the gRPC server options that authentication needs beyond ServerOptions,
+// UnaryInterceptor and the credentials (TLSCredentials, which caches authentication per
+// connection): the stream interceptor (snapshot streams). cmd/metad adds them to every server it
+// gives Register.
 func (s *Server) AuthOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.StatsHandler(connTagger{}), grpc.ChainStreamInterceptor(s.StreamInterceptor())}
+	return []grpc.ServerOption{grpc.ChainStreamInterceptor(s.StreamInterceptor())}
 }
 
 // openMethod reports whether method is served to anyone (gRPC health and reflection).
@@ -134,24 +129,24 @@ func (s *Server) admit(ctx context.Context, method string, req proto.Message) (c
 
 // authenticate finds the call's caller (the order in the file's comment).
 func (s *Server) authenticate(ctx context.Context) (authed, error) {
-	ca, _ := ctx.Value(connAuthKey{}).(*connAuth)
-	if ca == nil { // no stats handler: nothing is cached
+	p, _ := peer.FromContext(ctx)
+	var ca *connAuth
+	if ci, ok := peerAuthInfo(p).(connInfo); ok {
+		ca = ci.auth
+	} else { // not a connection of TLSCredentials: nothing is cached
 		ca = &connAuth{}
 	}
-	ca.once.Do(func() { ca.id, ca.idErr = peerIdentity(ctx) })
-	md, _ := metadata.FromIncomingContext(ctx)
-	token, hasToken := bearer(md)
-	if ca.idErr == nil {
-		switch ca.id.Kind {
-		case tlsconf.Principal:
-			return authed{caller: service.Caller{Principal: ca.id.Name}}, nil
-		case tlsconf.Member:
-			if p := first(md, principalKey); p != "" {
-				return authed{caller: service.Caller{Principal: p, KeyID: first(md, keyIDKey)}}, nil
-			}
-			if !hasToken {
-				return authed{caller: service.Caller{Member: ca.id.Name}}, nil
-			}
+	ca.once.Do(func() { ca.id, ca.idErr = peerIdentity(p) })
+	if ca.idErr == nil && ca.id.Kind == tlsconf.Principal {
+		return authed{caller: service.Caller{Principal: ca.id.Name}}, nil
+	}
+	token, hasToken := bearer(incoming(ctx, authorizationKey))
+	if ca.idErr == nil && ca.id.Kind == tlsconf.Member {
+		if p := incoming(ctx, principalKey); p != "" {
+			return authed{caller: service.Caller{Principal: p, KeyID: incoming(ctx, keyIDKey)}}, nil
+		}
+		if !hasToken {
+			return authed{caller: service.Caller{Member: ca.id.Name}}, nil
 		}
 	}
 	if !hasToken {
@@ -211,23 +206,35 @@ func failureReason(err error) string {
 // errNoCertificate: the connection presented no verified client certificate.
 var errNoCertificate = errors.New("no verified client certificate")
 
-// peerIdentity is the identity the call's connection's verified client certificate names.
-func peerIdentity(ctx context.Context) (tlsconf.Identity, error) {
-	p, ok := peer.FromContext(ctx)
-	if !ok || p.AuthInfo == nil {
+// peerAuthInfo is p's AuthInfo, nil when p is.
+func peerAuthInfo(p *peer.Peer) credentials.AuthInfo {
+	if p == nil {
+		return nil
+	}
+	return p.AuthInfo
+}
+
+// peerIdentity is the identity that the verified client certificate of the call's connection (its
+// peer p, nil if none) names.
+func peerIdentity(p *peer.Peer) (tlsconf.Identity, error) {
+	var ti credentials.TLSInfo
+	switch ai := peerAuthInfo(p).(type) {
+	case connInfo:
+		ti = ai.TLSInfo
+	case credentials.TLSInfo:
+		ti = ai
+	default:
 		return tlsconf.Identity{}, errNoCertificate
 	}
-	ti, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+	if len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
 		return tlsconf.Identity{}, errNoCertificate
 	}
 	var leaf *x509.Certificate = ti.State.VerifiedChains[0][0]
 	return tlsconf.IdentityOf(leaf)
 }
 
-// bearer returns the API key of md's "authorization: Bearer <token>".
-func bearer(md metadata.MD) (string, bool) {
-	v := first(md, authorizationKey)
+// bearer returns the API key of an "authorization" value "Bearer <token>".
+func bearer(v string) (string, bool) {
 	scheme, token, ok := strings.Cut(v, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
@@ -236,9 +243,11 @@ func bearer(md metadata.MD) (string, bool) {
 	return token, token != ""
 }
 
-// first is md's first value for key, or "".
-func first(md metadata.MD, key string) string {
-	if vs := md.Get(key); len(vs) > 0 {
+// incoming is the first value of the call's metadata for key (lower case), or "". It looks the
+// one key up rather than copying the whole metadata (metadata.FromIncomingContext), which a call
+// would otherwise pay for on every authentication.
+func incoming(ctx context.Context, key string) string {
+	if vs := metadata.ValueFromIncomingContext(ctx, key); len(vs) > 0 {
 		return vs[0]
 	}
 	return ""

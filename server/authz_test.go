@@ -38,7 +38,7 @@ type pki struct {
 	pool *x509.CertPool
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t testing.TB) *pki {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := tlsconf.CreateCA(dir, tlsconf.Options{})
@@ -57,7 +57,7 @@ func newPKI(t *testing.T) *pki {
 }
 
 // member is member name's certificate (for 127.0.0.1), issued once per name.
-func (p *pki) member(t *testing.T, name string) tls.Certificate {
+func (p *pki) member(t testing.TB, name string) tls.Certificate {
 	t.Helper()
 	c, k := tlsconf.MemberFiles(p.dir, name)
 	if _, err := os.Stat(c); err != nil {
@@ -73,7 +73,7 @@ func (p *pki) member(t *testing.T, name string) tls.Certificate {
 }
 
 // client is principal name's client certificate, issued once per name.
-func (p *pki) client(t *testing.T, name string) tls.Certificate {
+func (p *pki) client(t testing.TB, name string) tls.Certificate {
 	t.Helper()
 	c, k := tlsconf.ClientFiles(p.dir, name)
 	if _, err := os.Stat(c); err != nil {
@@ -102,7 +102,7 @@ type authNode struct {
 	p    *pki
 }
 
-func startAuth(t *testing.T, p *pki, b *fakeBackend, name string) *authNode {
+func startAuth(t testing.TB, p *pki, b *fakeBackend, name string) *authNode {
 	t.Helper()
 	cfg := testConfig()
 	cfg.Now = b.now
@@ -126,7 +126,7 @@ func startAuth(t *testing.T, p *pki, b *fakeBackend, name string) *authNode {
 	svc.OnLeadership(srv.SetLeader)
 	stls := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.member(t, name)},
 		ClientCAs: p.pool, ClientAuth: tls.VerifyClientCertIfGiven}
-	opts := append(ServerOptions(), grpc.Creds(credentials.NewTLS(stls)), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
+	opts := append(ServerOptions(), grpc.Creds(TLSCredentials(stls)), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	g := grpc.NewServer(append(opts, srv.AuthOptions()...)...)
 	srv.Register(g)
 	go func() { _ = g.Serve(lis) }()
@@ -145,7 +145,7 @@ func startAuth(t *testing.T, p *pki, b *fakeBackend, name string) *authNode {
 }
 
 // conn dials the node with certs as the client certificate (none: no certificate).
-func (n *authNode) conn(t *testing.T, certs ...tls.Certificate) *grpc.ClientConn {
+func (n *authNode) conn(t testing.TB, certs ...tls.Certificate) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpc.NewClient(n.addr, grpc.WithTransportCredentials(credentials.NewTLS(n.p.clientTLS(certs...))))
 	if err != nil {
@@ -161,7 +161,7 @@ type clients struct {
 	admin metadv1.AdminClient
 }
 
-func (n *authNode) clients(t *testing.T, certs ...tls.Certificate) clients {
+func (n *authNode) clients(t testing.TB, certs ...tls.Certificate) clients {
 	cc := n.conn(t, certs...)
 	return clients{meta: metadv1.NewMetadataClient(cc), admin: metadv1.NewAdminClient(cc)}
 }

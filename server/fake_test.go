@@ -63,7 +63,7 @@ type fakeBackend struct {
 
 var _ service.Backend = (*fakeBackend)(nil)
 
-func newFakeBackend(t *testing.T, now func() time.Time) *fakeBackend {
+func newFakeBackend(t testing.TB, now func() time.Time) *fakeBackend {
 	t.Helper()
 	f, err := fsm.New(store.DefaultConfig(), nil)
 	if err != nil {
@@ -273,7 +273,7 @@ func testConfig() config {
 }
 
 // start serves a Server over b with cfg; the Run loop runs until the test ends.
-func start(t *testing.T, b *fakeBackend, cfg config) *harness {
+func start(t testing.TB, b *fakeBackend, cfg config) *harness {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -290,7 +290,7 @@ func start(t *testing.T, b *fakeBackend, cfg config) *harness {
 // serve runs a Service over b, state and the leadership hook lead, and a Server over it on lis (gRPC server, both Run loops,
 // metrics on a fresh registry, wired as cmd/metad wires them) and returns the Server with a client
 // connection to it; everything stops when the test ends.
-func serve(t *testing.T, b service.Backend, state service.State, lead *service.Leadership, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
+func serve(t testing.TB, b service.Backend, state service.State, lead *service.Leadership, cfg config, lis net.Listener) (*Server, *prometheus.Registry, *grpc.ClientConn) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	svc, err := service.New(b, state, lead, cfg.Config, reg, nil)
@@ -326,7 +326,7 @@ func serve(t *testing.T, b service.Backend, state service.State, lead *service.L
 }
 
 // tctx returns a context that ends with the test or after 10 s.
-func tctx(t *testing.T) context.Context {
+func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -342,7 +342,7 @@ var (
 func idb(id alloc.ID) []byte { return id[:] }
 
 // mount mounts a 1 MiB MEMORY segment for client.
-func (h *harness) mount(t *testing.T, client, seg alloc.ID) {
+func (h *harness) mount(t testing.TB, client, seg alloc.ID) {
 	t.Helper()
 	_, err := h.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(client), Segment: &metadv1.SegmentDesc{
 		Id: idb(seg), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep-" + seg.String()[:4], Tier: metadv1.Tier_TIER_MEMORY}})
@@ -352,7 +352,7 @@ func (h *harness) mount(t *testing.T, client, seg alloc.ID) {
 }
 
 // put writes a complete object of size bytes.
-func (h *harness) put(t *testing.T, tenant, key string, size uint64) {
+func (h *harness) put(t testing.TB, tenant, key string, size uint64) {
 	t.Helper()
 	ctx := tctx(t)
 	if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(key), Size: size}); err != nil {

@@ -240,8 +240,7 @@ func forwardContext(ctx, hctx context.Context) context.Context {
 
 // isForwarded reports whether the incoming call was forwarded by another node.
 func isForwarded(ctx context.Context) bool {
-	md, ok := metadata.FromIncomingContext(ctx)
-	return ok && len(md.Get(forwardedKey)) > 0
+	return len(metadata.ValueFromIncomingContext(ctx, forwardedKey)) > 0
 }
 
 // target is a plain value. It says where a call that must run on the leader runs: here (local), or on the leader

@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	metadv1 "metad/proto/metadv1"
 )
 
 // Every metric of the package is declared in this file and registered on the Registerer given to
@@ -24,6 +28,47 @@ type metrics struct {
 	authFailures      *prometheus.CounterVec // calls refused by authentication or authorization, by reason
 	authVerifications prometheus.Counter     // API keys verified (hashed); cached per connection otherwise
 	authDeferred      prometheus.Counter     // calls forwarded for the leader to authenticate (key unknown here)
+
+	// methods holds the series of each method of the Metadata and Admin services, by full method
+	// name; built in newMetrics and never changed after, so it is read without a lock.
+	methods map[string]*methodMetrics
+}
+
+// methodMetrics is safe for concurrent use: one method's request series, looked up in the vectors
+// once (on the method's first call, so that a method never called exports no series) instead of
+// hashing its labels on every call.
+type methodMetrics struct {
+	label   string
+	once    sync.Once // resolves ok and latency
+	ok      prometheus.Counter
+	latency prometheus.Observer
+}
+
+// resolve returns the method's series of code OK and its latency, looking them up on first use.
+func (mm *methodMetrics) resolve(m *metrics) (prometheus.Counter, prometheus.Observer) {
+	mm.once.Do(func() {
+		mm.ok = m.requests.WithLabelValues(mm.label, codes.OK.String())
+		mm.latency = m.latency.WithLabelValues(mm.label)
+	})
+	return mm.ok, mm.latency
+}
+
+// observe counts one call of method (a full method name) that ended with err and took d.
+func (m *metrics) observe(method string, err error, d time.Duration) {
+	code := status.Code(err)
+	if mm := m.methods[method]; mm != nil {
+		ok, latency := mm.resolve(m)
+		if code == codes.OK {
+			ok.Inc()
+		} else {
+			m.requests.WithLabelValues(mm.label, code.String()).Inc()
+		}
+		latency.Observe(d.Seconds())
+		return
+	}
+	label := methodLabel(method)
+	m.requests.WithLabelValues(label, code.String()).Inc()
+	m.latency.WithLabelValues(label).Observe(d.Seconds())
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -53,6 +98,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "metad_server_auth_deferred_total",
 			Help: "Calls with an API key this follower's state does not hold yet, forwarded for the leader to authenticate.",
 		}),
+	}
+	m.methods = make(map[string]*methodMetrics)
+	for _, sd := range []*grpc.ServiceDesc{&metadv1.Metadata_ServiceDesc, &metadv1.Admin_ServiceDesc} {
+		for _, md := range sd.Methods {
+			full := "/" + sd.ServiceName + "/" + md.MethodName
+			m.methods[full] = &methodMetrics{label: methodLabel(full)}
+		}
 	}
 	if reg == nil {
 		return m, nil
@@ -88,9 +140,7 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		} else {
 			resp, err = handler(ctx, req)
 		}
-		method := methodLabel(info.FullMethod)
-		s.m.requests.WithLabelValues(method, status.Code(err).String()).Inc()
-		s.m.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+		s.m.observe(info.FullMethod, err, time.Since(start))
 		return resp, err
 	}
 }

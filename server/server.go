@@ -167,11 +167,21 @@ func New(svc Service, node Node, cfg Config, reg prometheus.Registerer, log *slo
 
 // ServerOptions returns the grpc.Server options every server that Register is given must be built
 // with (cmd/metad does): requests over 16 MiB (SEMANTICS section 1) are refused by gRPC before they
-// reach a handler, and the server's codec lets a request that does not decode be answered
-// InvalidArgument (codec.go).
+// reach a handler, the server's codec lets a request that does not decode be answered
+// InvalidArgument (codec.go), and calls run on a pool of streamWorkers long-lived goroutines.
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(store.MaxRequestBytes), grpc.ForceServerCodecV2(newServerCodec())}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(store.MaxRequestBytes), grpc.ForceServerCodecV2(newServerCodec()),
+		grpc.NumStreamWorkers(streamWorkers)}
 }
+
+// streamWorkers is how many goroutines gRPC keeps to run calls on (grpc.NumStreamWorkers); a call
+// that finds them all busy runs on a goroutine of its own, as without the pool. A call's path
+// (decode, authorize, validate, propose, apply, encode) needs a stack of several times a new
+// goroutine's, so a call on a fresh goroutine spends a large share of its CPU growing and copying
+// its stack; a pooled goroutine keeps the stack it grew. A call holds its worker while it waits
+// for its Raft round, so the pool is sized for calls in flight (clients), not for cores: an idle
+// worker costs only its stack.
+const streamWorkers = 256
 
 // Register registers the Metadata and Admin services, gRPC health (the node as a whole, and
 // "leader", SERVING only on the leader) and reflection on g, which must have been built with

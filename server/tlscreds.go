@@ -31,7 +31,8 @@ const (
 const PlaintextRefusal = "this node serves TLS: the client must connect with TLS (a CA file: --cacert, METAD_CACERT)"
 
 // TLSCredentials returns the client listener's transport credentials: gRPC's TLS credentials over
-// cfg, except that a connection whose handshake fails is closed so that its client learns why.
+// cfg, except that each connection carries its authentication state (auth.go) in its AuthInfo,
+// and that a connection whose handshake fails is closed so that its client learns why.
 // The TLS alert that says why (certificate required, unknown certificate authority, expired
 // certificate) is followed by a FIN, not a reset: before closing, the server reads what the client
 // sent after its part of the handshake (gRPC's preface), for at most refusalLinger, because
@@ -57,6 +58,9 @@ func (c refusingTLS) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthIn
 	if err == nil {
 		hc.served.Store(true)
 		hc.read = bytes.Buffer{}
+		if ti, ok := info.(credentials.TLSInfo); ok {
+			info = connInfo{TLSInfo: ti, auth: &connAuth{}} // the connection's authentication state (auth.go)
+		}
 		return conn, info, nil
 	}
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok && !hc.overflow {

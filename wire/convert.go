@@ -408,17 +408,33 @@ func StrategyTo(s alloc.Strategy) metadv1.PlacementStrategy {
 // in segs) and the object size.
 func ReplicasTo(segs *alloc.Registry, reps []store.Replica, size uint64) []*metadv1.Replica {
 	out := make([]*metadv1.Replica, len(reps))
-	for i, r := range reps {
-		id := r.Extent.Segment
-		rp := &metadv1.Replica{ReplicaId: r.ID, Tier: TierTo(r.Tier), SegmentId: id[:],
-			Offset: r.Extent.Offset, Size: size, Status: StatusTo(r.Status)}
-		if info, ok := segs.Describe(id); ok {
+	msgs := make([]replicaMsg, len(reps))
+	for i := range reps {
+		r, m := &reps[i], &msgs[i]
+		m.segment = r.Extent.Segment
+		rp := &m.Replica
+		rp.ReplicaId, rp.Tier, rp.SegmentId = r.ID, TierTo(r.Tier), m.segment[:]
+		rp.Offset, rp.Size, rp.Status = r.Extent.Offset, size, StatusTo(r.Status)
+		if info, ok := segs.Describe(m.segment); ok {
 			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
 		}
 		out[i] = rp
 	}
 	return out
 }
+
+// replicaMsg is a Replica message with the storage of its segment id, and resultReplicaMsg a
+// ResultReplica's, so that the replicas of one conversion, ids included, are one allocation.
+type (
+	replicaMsg struct {
+		metadv1.Replica
+		segment alloc.ID
+	}
+	resultReplicaMsg struct {
+		metadv1.ResultReplica
+		segment alloc.ID
+	}
+)
 
 // ReasonFrom converts a wire reason to the store's; ok is false for one the store does not know
 // (NOT_LEADER and UNAVAILABLE are not store reasons).
@@ -440,9 +456,17 @@ func ResultTo(r store.Result) *metadv1.ResultRecord {
 		UnmountAtUnixNano: r.Unmount.UnmountAt,
 
 		Key: []byte(r.Key)}
-	for _, rep := range r.Replicas {
-		out.Replicas = append(out.Replicas, &metadv1.ResultReplica{ReplicaId: rep.ID, SegmentId: rep.Extent.Segment[:],
-			Offset: rep.Extent.Offset, Size: rep.Extent.Size, Tier: TierTo(rep.Tier), Status: StatusTo(rep.Status)})
+	if len(r.Replicas) > 0 {
+		out.Replicas = make([]*metadv1.ResultReplica, len(r.Replicas))
+		msgs := make([]resultReplicaMsg, len(r.Replicas))
+		for i := range r.Replicas {
+			rep, m := &r.Replicas[i], &msgs[i]
+			m.segment = rep.Extent.Segment
+			rr := &m.ResultReplica
+			rr.ReplicaId, rr.SegmentId, rr.Offset, rr.Size = rep.ID, m.segment[:], rep.Extent.Offset, rep.Extent.Size
+			rr.Tier, rr.Status = TierTo(rep.Tier), StatusTo(rep.Status)
+			out.Replicas[i] = rr
+		}
 	}
 	for _, it := range r.Items {
 		out.Items = append(out.Items, ResultTo(it))
