@@ -136,7 +136,7 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, err))
 	}
-	res := newEntryResult(l.Index, len(envl.GetCommands()))
+	res := &EntryResult{Index: l.Index, Results: make([]store.Result, len(envl.GetCommands()))}
 	s := f.st.Load()
 	defer func() {
 		if r := recover(); r != nil {
@@ -150,23 +150,6 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	}
 	f.advance(l, envl.GetLeaderTimeUnixNano())
 	return res
-}
-
-// oneResult is an EntryResult with the room for one command's result, so that the result of an
-// entry of one command (the usual entry) is one allocation.
-type oneResult struct {
-	EntryResult
-	one [1]store.Result
-}
-
-// newEntryResult returns the result of entry index, with n zero results.
-func newEntryResult(index uint64, n int) *EntryResult {
-	if n == 1 {
-		r := &oneResult{EntryResult: EntryResult{Index: index}}
-		r.Results = r.one[:]
-		return &r.EntryResult
-	}
-	return &EntryResult{Index: index, Results: make([]store.Result, n)}
 }
 
 func (f *FSM) advance(l *raft.Log, now int64) {

@@ -6,7 +6,8 @@ import (
 )
 
 // leaderLease lets the leader decide from its own soft state, with no log entry and no round trip,
-// while no other node can lead: the arena reservations of a PutStart (service/reserve.go).
+// while no other node can lead: the arena reservations of a PutStart (service/reserve.go), and
+// linearizable reads without a heartbeat round (readbarrier.go).
 //
 // Why a lease holds: a read-barrier round that starts at s and confirms leadership (VerifyLeader)
 // means a quorum heard from this leader after s. A voter that has heard from a leader refuses to
@@ -53,6 +54,21 @@ func (l *leaderLease) transfer(on bool) {
 	l.term = 0
 	l.fence = time.Now()
 	l.mu.Unlock()
+}
+
+// leaseRead returns the commit index a linearizable read may be served at without confirming
+// leadership, and true, while this node, ready, holds the lease with at least half of it left.
+func (n *Node) leaseRead() (uint64, bool) {
+	term := n.ready.term.Load()
+	if !n.lease.holds(term, time.Now().Add(n.lease.dur/2)) {
+		return 0, false
+	}
+	idx := n.raft.CommitIndex()
+	if n.ready.term.Load() != term { // leadership changed meanwhile: the index may be another term's
+		return 0, false
+	}
+	n.metrics.leaseReads.Inc()
+	return idx, true
 }
 
 // LeaseTerm returns the term in which this node, leading and ready, holds a leader lease now (see

@@ -15,6 +15,7 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	readVerify    prometheus.Histogram   // read barrier: VerifyLeader (a heartbeat round through the Raft loop)
 	readApply     prometheus.Histogram   // read barrier: waiting for apply to reach the recorded commit index
+	leaseReads    prometheus.Counter     // read barriers served under the leader lease, without a round
 	peerRefused   *prometheus.CounterVec // peer connections and RPCs the PeerTLS gate refused, by reason
 }
 
@@ -44,6 +45,10 @@ func newMetrics() *metrics {
 			Help:    "Read barrier rounds: time waiting for the state machine to apply the commit index recorded at the round's start.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 		}),
+		leaseReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_raft_lease_reads_total",
+			Help: "Linearizable reads served under the leader lease at the commit index, without a heartbeat round.",
+		}),
 		peerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "metad_peer_rpcs_refused_total",
 			Help: "Peer connections closed by the Raft transport's TLS gate, by reason: handshake, not_member (before any RPC), no_sender, sender_mismatch, bad_frame (an RPC that never reached Raft).",
@@ -58,7 +63,7 @@ func newMetrics() *metrics {
 // RegisterMetrics registers the node's metrics on reg.
 func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{n.metrics.commitApply, n.metrics.entryCommands, n.metrics.leaderChanges,
-		n.metrics.readVerify, n.metrics.readApply, n.metrics.peerRefused, &raftCollector{n: n}} {
+		n.metrics.readVerify, n.metrics.readApply, n.metrics.leaseReads, n.metrics.peerRefused, &raftCollector{n: n}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

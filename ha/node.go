@@ -178,7 +178,7 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 			n.metrics.readVerify.Observe(verify.Seconds())
 			n.metrics.readApply.Observe(wait.Seconds())
 		},
-		confirmed: n.lease.confirmed, term: n.ready.term.Load}
+		confirmed: n.lease.confirmed, term: n.ready.term.Load, leased: n.leaseRead}
 	n.wg.Add(1)
 	go n.watchLeadership()
 	ok = true
