@@ -67,8 +67,10 @@ type Config struct {
 	TLSReloadInterval time.Duration // how often the three files are checked for a change (SIGHUP reloads at once)
 	Insecure          bool
 
-	ExtraProcs int // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
-	LogLevel   string
+	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
+	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
+	MemoryLimit int64 // the collector's soft memory limit in bytes, 0: half the machine's (setGC); GOMEMLIMIT wins
+	LogLevel    string
 }
 
 // DefaultConfig returns the defaults: a single node n1 on the first of the loopback ports that
@@ -104,6 +106,7 @@ func DefaultConfig() Config {
 		ClientCertAuth:       "optional",
 		TLSReloadInterval:    5 * time.Second,
 		ExtraProcs:           ha.DefaultExtraProcs,
+		GCPercent:            defaultGCPercent,
 		LogLevel:             "info",
 	}
 }
@@ -145,6 +148,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClientCertAuth, "client-cert-auth", c.ClientCertAuth, "optional (a client presents a certificate or an API key) or require (a verified client certificate on every connection)")
 	fs.DurationVar(&c.TLSReloadInterval, "tls-reload-interval", c.TLSReloadInterval, "how often --cacert, --cert and --key are checked for a change; SIGHUP reloads them at once")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without TLS or authentication: every call is allowed; refused unless every listen and advertise address is loopback")
+	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's target (GOGC): the heap may grow this many percent past what is live before a cycle; the GOGC environment variable, when set, wins")
+	fs.Int64Var(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "the Go collector's soft memory limit in bytes (0: half the memory this process may use); the GOMEMLIMIT environment variable, when set, wins")
 	fs.IntVar(&c.ExtraProcs, "extra-procs", c.ExtraProcs, "Go processors (GOMAXPROCS) beyond the CPUs this process may use, so that one is free to poll the network; the GOMAXPROCS environment variable, when set, wins")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }

@@ -71,6 +71,8 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	log := newLogger(stderr, cfg.LogLevel).With("node", cfg.Name)
 	log.Info("processors", "gomaxprocs", ha.SetProcs(cfg.ExtraProcs, getenv("GOMAXPROCS")), "cpus", runtime.NumCPU())
+	gcPercent, memLimit := setGC(cfg.GCPercent, cfg.MemoryLimit, getenv)
+	log.Info("collector", "gc_percent", gcPercent, "memory_limit_bytes", memLimit)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {
