@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -254,50 +252,4 @@ func (r *reservations) arenaSize(segSize uint64) uint64 {
 func (r *reservations) publish(state *store.Store) {
 	r.m.arenaFree.WithLabelValues("memory").Set(float64(state.ArenaBytes(alloc.TierMemory)))
 	r.m.arenaFree.WithLabelValues("nof").Set(float64(state.ArenaBytes(alloc.TierNOF)))
-}
-
-// reserveMetrics are the reservation table's and the keeper's metrics.
-type reserveMetrics struct {
-	reservations, reservedBytes prometheus.Gauge
-	commits, reaped             prometheus.Counter
-	grants, retires             prometheus.Counter
-	fallbacks                   *prometheus.CounterVec
-	arenaFree                   *prometheus.GaugeVec
-}
-
-func newReserveMetrics(reg prometheus.Registerer) (*reserveMetrics, error) {
-	m := &reserveMetrics{
-		reservations: prometheus.NewGauge(prometheus.GaugeOpts{Name: "metad_server_reservations",
-			Help: "PutStarts this node, as leader, answered from its arenas and not yet committed or dropped."}),
-		reservedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "metad_server_reserved_quota_bytes",
-			Help: "Tenant quota bytes the reservations hold (size x MEMORY replicas), on the leader."}),
-		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_reservation_commits_total",
-			Help: "Reserved writes committed (PutCommit created the object)."}),
-		reaped: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_reservations_reaped_total",
-			Help: "Reservations dropped because they outlived put_release_timeout."}),
-		grants: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_arena_grants_total",
-			Help: "Arenas granted to this node as leader (ArenaGrant)."}),
-		retires: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_arena_retires_total",
-			Help: "Arenas of earlier terms this node, as leader, retired after the fence."}),
-		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_put_start_logged_total",
-			Help: "PutStarts that went through the log instead of an arena, by why."}, []string{"reason"}),
-		arenaFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "metad_server_arena_free_bytes",
-			Help: "Bytes the arenas hold that no object took yet (allocated in their segments; free for reservations), by tier, as the leader last saw them."},
-			[]string{"tier"}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.reservations, m.reservedBytes, m.commits, m.reaped, m.grants, m.retires, m.fallbacks, m.arenaFree} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return m, nil
-}
-
-func (m *reserveMetrics) fallback(reason string) { m.fallbacks.WithLabelValues(reason).Inc() }
-
-func (m *reserveMetrics) reserved(n, bytes int64) {
-	m.reservations.Add(float64(n))
-	m.reservedBytes.Add(float64(bytes))
 }
