@@ -106,9 +106,10 @@ const (
 	// arenaObjects is how many replicas of the recent size an arena is granted for: a grant is at
 	// most one entry in that many.
 	arenaObjects = 256
-	// arenaMinBytes and arenaShare bound an arena: at least this (and the object asking), at most
-	// this share of its segment (1/arenaShare), so that the bytes arenas hold apart from the
-	// replicated placements stay a small share of every segment.
+	// arenaMinBytes and arenaShare bound an arena: at least this, at most this share of its
+	// segment (1/arenaShare), so that the bytes arenas hold apart from the replicated placements
+	// stay a small share of every segment. An object larger than its segment's arenas goes
+	// through the log.
 	arenaMinBytes = 64 << 10
 	arenaShare    = 64
 	// refillBelow: a segment gets another arena when the pool's free bytes on it fall below this
