@@ -415,6 +415,15 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 		}
 		res, err := s.propose(ctx, &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: m}}, tenant, nil)
 		if err != nil {
+			// The request fails whole, so the items reserved for it must not stay reserved: the
+			// caller never learns their ranges and would find its own keys taken.
+			var mine [][]byte
+			for i, it := range items {
+				if answered != nil && answered[i].ok {
+					mine = append(mine, it.Key)
+				}
+			}
+			s.res.revokeMany(tenant, client, mine, 0)
 			return nil, err
 		}
 		if len(res.Items) != len(m.Items) {

@@ -431,6 +431,9 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 			out.Reason == rNotFound && dirty,
 			out.Reason == rNotFound && in.Weak&tolRestoreFenced != 0,
 			out.Reason == rNotReady && k.Kind == pending,
+			// A key the leader holds a reservation of: its write is in progress (the leader may
+			// also answer from the replicated state alone, where the key is absent).
+			out.Reason == rNotReady && k.Kind == absent && k.Rsv.Held,
 			// A task is checked before the lease.
 			out.Reason == rHasLease && k.Kind == present && k.Task == noTask && !in.Force:
 			return one(st)

@@ -299,6 +299,9 @@ func TestModelReservations(t *testing.T) {
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notFound, 2, 3),
 			hop(2, 0, opExist, 0, 0, output{Res: resOK}, 4, 5), hop(1, 0, opPutEnd, 0, 0, ok, 6, 7),
 			hop(3, 0, opGet, 0, 0, got(10), 8, 9)}, true},
+		{"a Remove of a reserved key finds its write in progress", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notReady, 2, 3),
+			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5), hop(3, 0, opGet, 0, 0, got(10), 6, 7)}, true},
 		{"a reserved member is not listed until its PutEnd", []*Op{
 			hop(1, 1, opPutStart, 0, 10, ok, 0, 1), hop(2, 1, opListGroup, 0, 0, notFound, 2, 3),
 			hop(1, 1, opPutEnd, 0, 0, ok, 4, 5), hop(2, 1, opListGroup, 0, 0, output{Res: resOK, Listed: 0b001}, 6, 7)}, true},
@@ -337,9 +340,10 @@ func TestModelReservations(t *testing.T) {
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opGet, 0, 0, notFound, 2, 3),
 			hop(2, 0, opGet, 0, 0, notReady, 4, 5)}, false},
 		{"a write in the state is never RESERVATION_LOST", []*Op{
-			// Remove's REPLICA_IS_NOT_READY shows the PutStart went through the log.
-			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notReady, 2, 3),
-			hop(1, 0, opPutEnd, 0, 0, lost, 4, 5)}, false},
+			// ListGroup naming the member shows the PutStart went through the log (a reservation
+			// is in no group until its PutEnd).
+			hop(1, 1, opPutStart, 0, 10, ok, 0, 1), hop(2, 1, opListGroup, 0, 0, output{Res: resOK, Listed: 0b001}, 2, 3),
+			hop(1, 1, opPutEnd, 0, 0, lost, 4, 5)}, false},
 		{"RESERVATION_LOST of another writer's object", append(putOps(1, 0, 0, 10),
 			hop(2, 0, opPutEnd, 0, 0, lost, 4, 5)), false},
 		{"two reservations of one key", []*Op{
