@@ -276,6 +276,10 @@ const (
 	rNoReplica = "REPLICA_NOT_FOUND"
 	rParams    = "INVALID_PARAMS"
 	rLost      = "RESERVATION_LOST"
+
+	rSessionExpired = "SESSION_EXPIRED"
+	rSeqTooOld      = "SEQUENCE_TOO_OLD"
+	rAuthStale      = "AUTH_REVISION_STALE"
 )
 
 // step is the nondeterministic step function: every state the partition can be in after the
@@ -557,6 +561,10 @@ func commitReserved(st partState, in input, out output) []partState {
 	case out.Reason == rLost, out.Reason == rQuota,
 		out.Reason == rExists && k.Kind != absent:
 		return []partState{refused}
+	case out.Reason == rSessionExpired, out.Reason == rSeqTooOld, out.Reason == rAuthStale:
+		// Refused before apply by the command's session or auth revision: nothing changed, and
+		// the leader keeps the reservation for a retry.
+		return []partState{st}
 	}
 	return nil
 }

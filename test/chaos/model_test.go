@@ -299,6 +299,10 @@ func TestModelReservations(t *testing.T) {
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notFound, 2, 3),
 			hop(2, 0, opExist, 0, 0, output{Res: resOK}, 4, 5), hop(1, 0, opPutEnd, 0, 0, ok, 6, 7),
 			hop(3, 0, opGet, 0, 0, got(10), 8, 9)}, true},
+		{"an end refused by its session keeps the reservation", []*Op{
+			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, reason(rSessionExpired), 2, 3),
+			hop(2, 0, opGet, 0, 0, notReady, 4, 5), hop(1, 0, opPutEnd, 0, 0, ok, 6, 7),
+			hop(3, 0, opGet, 0, 0, got(10), 8, 9)}, true},
 		{"a Remove of a reserved key finds its write in progress", []*Op{
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opRemove, 0, 0, notReady, 2, 3),
 			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5), hop(3, 0, opGet, 0, 0, got(10), 6, 7)}, true},
