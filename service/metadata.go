@@ -182,8 +182,7 @@ func (s *Service) classicStart(ps *metadv1.PutStart) (func(), error) {
 	refused, done := s.res.startClassic(ps.Tenant, [][]byte{ps.Key}, time.Duration(ps.PutDiscardTimeoutMs)*time.Millisecond)
 	if refused[0] {
 		done()
-		return nil, &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"},
-			Tenant: ps.Tenant, Key: ps.Key}
+		return nil, inProgress(ps.Tenant, ps.Key)
 	}
 	return done, nil
 }
@@ -387,7 +386,7 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 	var loggedAt []int
 	for j, i := range restAt {
 		if held[j] {
-			refused[i] = &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"}}
+			refused[i] = inProgress(tenant, items[i].Key)
 			continue
 		}
 		logged, loggedAt = append(logged, items[i]), append(loggedAt, i)

@@ -229,7 +229,11 @@ type reserveAnswer struct {
 // reserveLocked is tryReserve with the lease checked and mu held, at leader time now.
 func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *metadv1.SessionHeader, now int64) (reps []*metadv1.Replica, ok bool, err error) {
 	rk := reserveKey{ps.Tenant, string(ps.Key)}
-	if r.term == 0 || r.inFlight[rk] > 0 {
+	if r.term == 0 {
+		r.m.fallback("no_lease")
+		return nil, false, nil
+	}
+	if r.inFlight[rk] > 0 {
 		r.m.fallback("key_in_flight")
 		return nil, false, nil
 	}
@@ -238,8 +242,7 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 			return r.replicasTo(st, old), true, nil // a retry of the request that made it
 		}
 		if old.committing || now-old.start <= int64(time.Duration(ps.PutDiscardTimeoutMs)*time.Millisecond) {
-			return nil, false, &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"},
-				Tenant: ps.Tenant, Key: ps.Key}
+			return nil, false, inProgress(ps.Tenant, ps.Key)
 		}
 		r.dropLocked(rk, old) // a stale write, discarded as the state discards one
 	}
@@ -255,7 +258,7 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	cfg := ps.GetConfig()
 	mem := int(max(cfg.GetMemoryReplicas(), 1))
 	want := uint64(mem) * ps.Size
-	if q := t.Quota(); q.Requested() != 0 && q.Charged()+r.held[ps.Tenant]+want > q.Effective() {
+	if q := t.Quota(); quotaOver(q, r.held[ps.Tenant], want) > 0 {
 		return nil, false, quotaErr(ps.Tenant, ps.Key, q, r.held[ps.Tenant], want)
 	}
 	pref := make([]alloc.ID, len(cfg.GetPreferredSegmentIds()))
@@ -319,14 +322,30 @@ func (r *reservations) heldOver(st *store.Store, tenant string, want uint64) (ov
 	r.lock()
 	held = r.held[tenant]
 	r.mu.Unlock()
-	q := t.Quota()
-	if q.Requested() == 0 || held == 0 {
+	if held == 0 {
 		return 0, held // the log's check sees all there is
 	}
-	if need := q.Charged() + held + want; need > q.Effective() {
-		return need - q.Effective(), held
+	return quotaOver(t.Quota(), held, want), held
+}
+
+// quotaOver is how many bytes a put of want bytes passes quota q by, with held bytes of
+// reservations beside what the state charges; 0 when it fits or the tenant has no quota.
+func quotaOver(q *store.QuotaAccount, held, want uint64) uint64 {
+	if need := q.Charged() + held + want; q.Requested() != 0 && need > q.Effective() {
+		return need - q.Effective()
 	}
-	return 0, held
+	return 0
+}
+
+// inProgress is OBJECT_ALREADY_EXISTS for a key whose write is in progress (a live reservation).
+func inProgress(tenant string, key []byte) error {
+	return &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: "object already exists (a write is in progress)"},
+		Tenant: tenant, Key: key}
+}
+
+// illegalClient is ILLEGAL_CLIENT for an end of a reservation another client made.
+func illegalClient(res *reservation, client alloc.ID) store.Result {
+	return store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
 }
 
 // replicasTo is a reservation's PutStart answer: its ranges, PROCESSING, with no replica id yet
@@ -477,7 +496,7 @@ func (r *reservations) commitMany(ctx context.Context, tenant string, client all
 		switch {
 		case res == nil || r.term == 0:
 		case res.client != client:
-			ended[i] = store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
+			ended[i] = illegalClient(res, client)
 		default:
 			res.committing = true
 			items[i] = &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg,
@@ -526,7 +545,7 @@ func (r *reservations) revokeMany(tenant string, client alloc.ID, keys [][]byte,
 		switch res := r.byKey[rk]; {
 		case res == nil:
 		case res.client != client:
-			ended[i] = store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
+			ended[i] = illegalClient(res, client)
 		case res.committing:
 			ended[i] = store.Result{Reason: store.ReplicaIsNotReady, Message: "the write is being committed"}
 		default:
