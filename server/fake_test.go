@@ -49,6 +49,9 @@ type fakeBackend struct {
 
 	// silent makes a follower report that it has not heard from its leader recently.
 	silent atomic.Bool
+	// lease makes the leader hold the leader lease while it leads (not deposed): PutStarts are
+	// answered from arenas when the harness runs them (arenaHarness).
+	lease atomic.Bool
 	// staleAuth, when not 0, is the auth revision every proposal carries, as if the leader had
 	// authorized it against that revision before auth commands committed.
 	staleAuth atomic.Uint64
@@ -171,7 +174,12 @@ func (b *fakeBackend) Leader() (string, string) {
 	return b.leaderName, b.leaderAddr
 }
 
-func (b *fakeBackend) LeaseTerm() uint64 { return 0 }
+func (b *fakeBackend) LeaseTerm() uint64 {
+	if b.lease.Load() && b.IsLeader() && !b.deposed.Load() {
+		return b.term.Load()
+	}
+	return 0
+}
 
 func (b *fakeBackend) LeaseDuration() time.Duration { return 200 * time.Millisecond }
 

@@ -625,16 +625,27 @@ func settled[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 }
 
-// reservedRead is the error of a linearizable read of a key the state does not hold: a key a
-// reservation holds (a write answered from the arenas, not committed yet) is REPLICA_IS_NOT_READY,
-// as a write in progress through the log is; any other error stays.
-func (s *Service) reservedRead(err error, linear bool, tenant, key string) error {
-	var se *store.Error
-	if linear && errors.As(err, &se) && se.Reason == store.ObjectNotFound && s.res.holds(tenant, key) {
-		return &store.Error{Reason: store.ReplicaIsNotReady, Msg: "the object's write is in progress"}
+// readThrough runs read, a read of one key in the leader's state, and answers for a key that a
+// reservation holds too (a write answered from the arenas and not committed yet): with linear,
+// when the state does not hold the key and a reservation does, REPLICA_IS_NOT_READY, as for a
+// write in progress through the log. The state and the reservations are looked at one after the
+// other, and a PutCommit may apply and settle its reservation between the two looks. A
+// reservation ends only after its commit applied (or its write was revoked or reaped), so when
+// neither holds the key the state is read once more and its answer stands: each answer is one the
+// key had at some instant within the call. Stale reads see the state alone.
+func readThrough[T any](s *Service, linear bool, tenant, key string, read func() (T, error)) (T, error) {
+	v, err := read()
+	if !linear || s.cfg.NoArenas || !errors.Is(err, store.ErrObjectNotFound) {
+		return v, err
 	}
-	return err
+	if s.res.holds(tenant, key) {
+		return v, errReservedNotReady
+	}
+	return read()
 }
+
+// errReservedNotReady answers a read of a key a live reservation holds.
+var errReservedNotReady = &store.Error{Reason: store.ReplicaIsNotReady, Msg: "the object's write is in progress"}
 
 // maxSettle bounds how long a read waits for an object's pending removal to resolve.
 const maxSettle = 5 * time.Second
@@ -659,9 +670,10 @@ func (s *Service) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.Ge
 	if err != nil {
 		return nil, err
 	}
-	v, err := getObject(ctx, st, s.cfg.nowNano(), tenant, key, linear)
+	now := s.cfg.nowNano()
+	v, err := readThrough(s, linear, tenant, key, func() (store.GetResult, error) { return getObject(ctx, st, now, tenant, key, linear) })
 	if err != nil {
-		return nil, fail(s.reservedRead(err, linear, tenant, key), tenant, req.GetKey())
+		return nil, fail(err, tenant, req.GetKey())
 	}
 	resp := &metadv1.GetResponse{Replicas: wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
 	if linear {
@@ -717,10 +729,7 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 			limitReached(out.Results[i:], MaxBatchGetResponseBytes)
 			break
 		}
-		v, err := getObject(ctx, st, now, tenant, k, linear)
-		if err != nil {
-			err = s.reservedRead(err, linear, tenant, k)
-		}
+		v, err := readThrough(s, linear, tenant, k, func() (store.GetResult, error) { return getObject(ctx, st, now, tenant, k, linear) })
 		r := &metadv1.BatchGetResponse_Result{Status: wire.ErrItem(err)}
 		if err == nil {
 			found = true

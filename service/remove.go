@@ -133,11 +133,10 @@ func (s *Service) Remove(ctx context.Context, req *metadv1.RemoveRequest) (*meta
 	}
 	err = againOnReplaced(func() (bool, error) {
 		st, tok, kept, err := s.prepareOne(ctx, func(cur *store.Store) (store.ObjectToken, error) {
-			tok, err := cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
-			if err != nil { // a write reserved in the arenas is in progress, as a PROCESSING one is
-				err = s.reservedRead(err, true, tenant, key)
-			}
-			return tok, err
+			// A write reserved in the arenas is in progress, as a PROCESSING one is.
+			return readThrough(s, true, tenant, key, func() (store.ObjectToken, error) {
+				return cur.PrepareRemove(s.cfg.nowNano(), tenant, key, req.GetForce())
+			})
 		})
 		if err != nil {
 			return false, fail(err, tenant, req.GetKey())
