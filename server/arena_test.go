@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -8,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/status"
-
+	"metad/evict"
 	metadv1 "metad/proto/metadv1"
+	"metad/store"
 	"metad/store/alloc"
 )
 
@@ -87,19 +88,8 @@ func reserved(reps []*metadv1.Replica) bool {
 
 // reasonOf is the reason of a call's error (REASON_UNSPECIFIED for none or one without a reason).
 func reasonOf(err error) metadv1.Reason {
-	if err == nil {
-		return metadv1.Reason_REASON_UNSPECIFIED
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return metadv1.Reason_REASON_UNSPECIFIED
-	}
-	for _, d := range st.Details() {
-		if ei, ok := d.(interface{ GetReason() string }); ok {
-			if v, found := metadv1.Reason_value["REASON_"+ei.GetReason()]; found {
-				return metadv1.Reason(v)
-			}
-		}
+	if d := detailOf(err); err != nil && d != nil {
+		return d.GetReason()
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED
 }
@@ -184,5 +174,77 @@ func TestGetNeverMissesACommittingWrite(t *testing.T) {
 		if m := first.Load(); m != nil {
 			t.Fatalf("round %d: %s (%d such answers)", i, *m, notFound.Load())
 		}
+	}
+}
+
+// evictNode is the evictor's view of the fake backend (evict.Node): every proposal goes straight to
+// it, one slot at a time.
+type evictNode struct{ b *fakeBackend }
+
+func (n evictNode) Store() *store.Store { return n.b.Store() }
+func (n evictNode) IsLeader() bool      { return n.b.IsLeader() }
+func (n evictNode) TryReserve() (evict.Slot, bool) {
+	if !n.b.IsLeader() {
+		return nil, false
+	}
+	return evictSlot(n), true
+}
+
+type evictSlot struct{ b *fakeBackend }
+
+func (s evictSlot) Propose(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+	return s.b.Propose(ctx, cmd)
+}
+func (s evictSlot) Release() {}
+
+// withQuotaEviction gives the harness's service the tenant-quota eviction of a real evictor over
+// the backend, as cmd/metad wires it.
+func withQuotaEviction(t testing.TB) (func(*config), func(*fakeBackend)) {
+	var b atomic.Pointer[fakeBackend]
+	mut := func(c *config) {
+		c.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
+			ev, err := evict.New(evict.DefaultConfig(), evictNode{b.Load()}, nil, nil)
+			if err != nil {
+				return 0, err
+			}
+			return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(b.Load().Store(), tenant, want))
+		}
+	}
+	return mut, func(fb *fakeBackend) { b.Store(fb) }
+}
+
+// TestQuotaEvictionOnTheArenaPath: a PutStart over its tenant's quota evicts the tenant's own
+// objects and is admitted, as on the log path (SEMANTICS section 6), when the objects that hold
+// the quota were committed from reservations and the new put would be answered from the arenas.
+func TestQuotaEvictionOnTheArenaPath(t *testing.T) {
+	mut, bind := withQuotaEviction(t)
+	h := arenaHarness(t, mut)
+	bind(h.b)
+	ctx := tctx(t)
+	h.hostSeg(t, segA, 1<<30, 64<<20, "ep-a")
+	h.awaitArenas(t, segA)
+	const tenant, obj = "tq", 20 << 10
+	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: tenant, QuotaBytes: 2*obj + obj/2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		h.reserve(t, tenant, k, obj, nil)
+		if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(k)}); err != nil {
+			t.Fatalf("PutEnd %q: %v", k, err)
+		}
+	}
+	time.Sleep(2 * time.Millisecond) // past the PutEnds' leases (they protect nothing once passed)
+	resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte("c"), Size: obj})
+	if err != nil {
+		t.Fatalf("PutStart over the quota held by committed objects: %v; want a evicted and c admitted", err)
+	}
+	if !reserved(resp.GetReplicas()) {
+		t.Logf("c went through the log")
+	}
+	if _, err := h.meta.Get(ctx, &metadv1.GetRequest{Tenant: tenant, Key: []byte("a")}); reasonOf(err) != metadv1.Reason_REASON_OBJECT_NOT_FOUND {
+		t.Fatalf("Get a: %v; want OBJECT_NOT_FOUND (evicted for c)", err)
+	}
+	if _, err := h.meta.Get(ctx, &metadv1.GetRequest{Tenant: tenant, Key: []byte("b")}); err != nil {
+		t.Fatalf("Get b: %v; want it kept (one eviction was enough)", err)
 	}
 }

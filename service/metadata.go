@@ -154,18 +154,20 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 
 // reservedQuota checks a put of want bytes against the tenant's quota with what reservations hold
 // counted in, which the log's check cannot see: over it, the tenant's own objects are evicted for
-// the difference (Config.QuotaEvictor) and, still over, the put is refused TENANT_QUOTA_EXCEEDED.
+// the difference (Config.QuotaEvictor) and the quota checked again, at most twice (SEMANTICS
+// section 6); still over, the put is refused TENANT_QUOTA_EXCEEDED. A put over the quota by the
+// state's charge alone is evicted for here too when it may be answered from the arenas, since it
+// then takes no log path that would evict for it.
 func (s *Service) reservedQuota(ctx context.Context, tenant string, key []byte, want uint64) error {
-	over, held := s.res.heldOver(s.state(), tenant, want)
+	over, held := s.res.heldOver(s.state(), tenant, want, !s.cfg.NoArenas)
+	for attempt := 0; over > 0 && attempt < 2 && s.cfg.QuotaEvictor != nil; attempt++ {
+		if freed, err := s.cfg.QuotaEvictor(ctx, tenant, want+held); err != nil || freed == 0 {
+			break // nothing could be freed: the refusal stands
+		}
+		over, held = s.res.heldOver(s.state(), tenant, want, !s.cfg.NoArenas)
+	}
 	if over == 0 {
 		return nil
-	}
-	if s.cfg.QuotaEvictor != nil {
-		if _, err := s.cfg.QuotaEvictor(ctx, tenant, want+held); err == nil {
-			if over, held = s.res.heldOver(s.state(), tenant, want); over == 0 {
-				return nil
-			}
-		}
 	}
 	t := s.state().Tenants().Lookup(tenant)
 	if t == nil {

@@ -259,6 +259,12 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	mem := int(max(cfg.GetMemoryReplicas(), 1))
 	want := uint64(mem) * ps.Size
 	if q := t.Quota(); quotaOver(q, r.held[ps.Tenant], want) > 0 {
+		if r.held[ps.Tenant] == 0 {
+			// Over by the state's charge alone (objects committed since the service checked):
+			// the log's check and its tenant-quota eviction decide.
+			r.m.fallback("quota")
+			return nil, false, nil
+		}
 		return nil, false, quotaErr(ps.Tenant, ps.Key, q, r.held[ps.Tenant], want)
 	}
 	pref := make([]alloc.ID, len(cfg.GetPreferredSegmentIds()))
@@ -313,8 +319,9 @@ func quotaErr(tenant string, key []byte, q *store.QuotaAccount, held, want uint6
 
 // heldOver reports how many bytes a put of want bytes would pass the tenant's quota by, counting
 // what reservations hold beside what the state charges (0: it fits, or no quota), and what the
-// reservations hold.
-func (r *reservations) heldOver(st *store.Store, tenant string, want uint64) (over, held uint64) {
+// reservations hold. With no reservation held it answers 0 unless always: a put through the log
+// is checked there with all there is.
+func (r *reservations) heldOver(st *store.Store, tenant string, want uint64, always bool) (over, held uint64) {
 	t := st.Tenants().Lookup(tenant)
 	if t == nil {
 		return 0, 0
@@ -322,8 +329,8 @@ func (r *reservations) heldOver(st *store.Store, tenant string, want uint64) (ov
 	r.lock()
 	held = r.held[tenant]
 	r.mu.Unlock()
-	if held == 0 {
-		return 0, held // the log's check sees all there is
+	if held == 0 && !always {
+		return 0, held
 	}
 	return quotaOver(t.Quota(), held, want), held
 }
