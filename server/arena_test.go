@@ -42,7 +42,7 @@ func (h *harness) awaitArenas(t testing.TB, segs ...alloc.ID) {
 	deadline := time.Now().Add(10 * time.Second)
 	for i, seg := range segs {
 		for n := 0; ; n++ {
-			key := []byte(fmt.Sprintf("warm-%d-%d", i, n))
+			key := []byte(fmt.Sprintf("warm-%s-%d", seg, n))
 			resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: key, Size: 64,
 				Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(seg)}}})
 			if err != nil {
@@ -247,4 +247,28 @@ func TestQuotaEvictionOnTheArenaPath(t *testing.T) {
 	if _, err := h.meta.Get(ctx, &metadv1.GetRequest{Tenant: tenant, Key: []byte("b")}); err != nil {
 		t.Fatalf("Get b: %v; want it kept (one eviction was enough)", err)
 	}
+}
+
+// TestPreferredSegmentRightAfterMount: a PutStart that prefers a segment mounted a moment ago,
+// before the keeper has stocked an arena there, is placed on it (through the log) rather than on
+// another segment the arenas cover; once the keeper has granted one, such puts are answered from
+// it.
+func TestPreferredSegmentRightAfterMount(t *testing.T) {
+	h := arenaHarness(t, nil)
+	ctx := tctx(t)
+	h.hostSeg(t, segA, 1<<30, 64<<20, "ep-a")
+	h.awaitArenas(t, segA)
+	h.hostSeg(t, segB, 2<<30, 64<<20, "ep-b")
+	pref := &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(segB)}}
+	for i := range 4 {
+		key := []byte(fmt.Sprintf("p-%d", i))
+		resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: key, Size: 4096, Config: pref})
+		if err != nil {
+			t.Fatalf("PutStart %q: %v", key, err)
+		}
+		if got := resp.GetReplicas()[0].GetSegmentId(); string(got) != string(idb(segB)) {
+			t.Fatalf("PutStart %q preferring the new segment placed on %x (reserved %v); want it on the preferred one", key, got, reserved(resp.GetReplicas()))
+		}
+	}
+	h.awaitArenas(t, segB) // the keeper stocks the new segment: preferring it is answered from its arena
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -280,6 +281,14 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 		r.m.fallback("no_arena_room")
 		return nil, false, nil
 	}
+	// The pool has arena room only on segments the keeper has stocked: a preferred segment it has
+	// not (one mounted a moment ago, or full of arenas' reservations) would be skipped here where
+	// the log would place on it, so the put goes through the log.
+	if !preferencesHeld(st, pref, pl) {
+		r.freeLocked(append(pl.Memory, pl.NOF...))
+		r.m.fallback("preference")
+		return nil, false, nil
+	}
 	// The pool follows the state a keeper round late: a segment that closed or went since (its
 	// arenas retired or dropped with it) leaves the pool now, and the put goes through the log.
 	for _, e := range append(pl.Memory, pl.NOF...) {
@@ -307,6 +316,45 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	r.sizeAvg += (float64(alloc.RoundUp(ps.Size)) - r.sizeAvg) / 64
 	r.m.reserved(1, int64(want))
 	return r.replicasTo(st, res), true, nil
+}
+
+// preferencesHeld reports whether placement pl, made in the pool, honours the preferred segments
+// as a placement in the state would: per tier, no preferred segment that the state could place on
+// (mounted, open, of the tier) is passed over while a replica lies on a later preferred segment or
+// on one not preferred. Whether the state's segment has room is not asked: a preferred segment
+// that is full sends puts through the log, which then places elsewhere.
+func preferencesHeld(st *store.Store, pref []alloc.ID, pl alloc.Placement) bool {
+	if len(pref) == 0 {
+		return true
+	}
+	rank := func(id alloc.ID) int {
+		for i, p := range pref {
+			if p == id {
+				return i
+			}
+		}
+		return len(pref)
+	}
+	for _, exts := range [][]alloc.Extent{pl.Memory, pl.NOF} {
+		if len(exts) == 0 {
+			continue
+		}
+		tier, _ := st.Segments().Get(exts[0].Segment)
+		used, worst := map[alloc.ID]bool{}, -1
+		for _, e := range exts {
+			used[e.Segment] = true
+			worst = max(worst, rank(e.Segment))
+		}
+		for i, p := range pref[:min(worst, len(pref))] {
+			if used[p] || slices.Index(pref[:i], p) >= 0 {
+				continue
+			}
+			if info, ok := st.Segments().Get(p); ok && !info.Closing && info.Tier == tier.Tier {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // quotaErr is TENANT_QUOTA_EXCEEDED for a put of want bytes that the quota cannot hold beside what
