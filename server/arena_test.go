@@ -272,3 +272,114 @@ func TestPreferredSegmentRightAfterMount(t *testing.T) {
 	}
 	h.awaitArenas(t, segB) // the keeper stocks the new segment: preferring it is answered from its arena
 }
+
+// TestIdleArenaMakesRoom: on a small segment an arena's bytes can be the room a put needs. A
+// PutStart that finds no span large enough has the leader retire its idle arenas (no reservation
+// in them) and is placed; the segment listing says what arenas hold before and after.
+func TestIdleArenaMakesRoom(t *testing.T) {
+	h := arenaHarness(t, nil)
+	ctx := tctx(t)
+	const segSize = 64 << 10 // arenas of 1 KiB (1/64 of it)
+	h.hostSeg(t, segA, 1<<30, segSize, "ep-a")
+	h.awaitArenas(t, segA)
+	ls, err := h.admin.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := ls.GetSegments()[0]
+	if info.GetArenaFreeBytes() == 0 || info.GetArenaFreeBytes() > info.GetUsedBytes() {
+		t.Fatalf("segment: used %d, arena free %d; want the arena's free bytes listed, within used", info.GetUsedBytes(), info.GetArenaFreeBytes())
+	}
+	// Everything that is not an object's: the segment's free bytes and the arena's.
+	size := segSize - (info.GetUsedBytes() - info.GetArenaFreeBytes())
+	_, err = h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("big"), Size: size})
+	if err != nil {
+		t.Fatalf("PutStart of the %d bytes no object holds (%d of them in an idle arena): %v", size, info.GetArenaFreeBytes(), err)
+	}
+	if ls, err = h.admin.ListSegments(ctx, &metadv1.ListSegmentsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ls.GetSegments()[0]; got.GetArenaFreeBytes() != 0 || got.GetUsedBytes() != segSize {
+		t.Fatalf("segment after the put: used %d, arena free %d; want it full and no arena", got.GetUsedBytes(), got.GetArenaFreeBytes())
+	}
+}
+
+// TestArenaPathAnswersAsTheLog: a write in progress answers the same whether its PutStart was
+// reserved in the arenas or went through the log (an UpsertStart always does): an UpsertStart over
+// it is INVALID_WRITE (OBJECT_ALREADY_EXISTS from another group), and the removal calls and the
+// listing see it, a RemoveAll counting it as skipped.
+func TestArenaPathAnswersAsTheLog(t *testing.T) {
+	h := arenaHarness(t, nil)
+	ctx := tctx(t)
+	h.hostSeg(t, segA, 1<<30, 64<<20, "ep-a")
+	h.awaitArenas(t, segA)
+	const tenant = "t"
+	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: tenant}); err != nil {
+		t.Fatal(err)
+	}
+	h.put(t, tenant, "done", 4096)
+	h.reserve(t, tenant, "reserved", 4096, nil)
+	// "logged": a write in progress through the log (an UpsertStart of a new key).
+	if _, err := h.meta.UpsertStart(ctx, &metadv1.UpsertStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte("logged"), Size: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	h.reserve(t, tenant, "member", 4096, nil)
+	if _, err := h.meta.PutRevoke(ctx, &metadv1.PutRevokeRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte("member")}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte("member"), Group: []byte("g"), Size: 4096})
+	if err != nil || !reserved(resp.GetReplicas()) {
+		t.Fatalf("PutStart of a group member: reserved %v, %v", reserved(resp.GetReplicas()), err)
+	}
+
+	for _, key := range []string{"reserved", "logged"} {
+		_, err := h.meta.UpsertStart(ctx, &metadv1.UpsertStartRequest{Tenant: tenant, ClientId: idb(clientB), Key: []byte(key), Size: 4096})
+		if got := reasonOf(err); got != metadv1.Reason_REASON_INVALID_WRITE {
+			t.Errorf("UpsertStart over %q in progress: %v; want INVALID_WRITE", key, err)
+		}
+		_, err = h.meta.UpsertStart(ctx, &metadv1.UpsertStartRequest{Tenant: tenant, ClientId: idb(clientB), Key: []byte(key), Group: []byte("other"), Size: 4096})
+		if got := reasonOf(err); got != metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS {
+			t.Errorf("UpsertStart over %q in progress, another group: %v; want OBJECT_ALREADY_EXISTS", key, err)
+		}
+	}
+
+	br, err := h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Tenant: tenant, Keys: [][]byte{[]byte("reserved"), []byte("logged")}, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range br.GetResults() {
+		if st.GetReason() != metadv1.Reason_REASON_REPLICA_IS_NOT_READY {
+			t.Errorf("BatchRemove item %d: %v; want REPLICA_IS_NOT_READY", i, st)
+		}
+	}
+	_, err = h.meta.RemoveGroup(ctx, &metadv1.RemoveGroupRequest{Tenant: tenant, Group: []byte("g"), Force: true})
+	if got := reasonOf(err); got != metadv1.Reason_REASON_REPLICA_IS_NOT_READY {
+		t.Errorf("RemoveGroup with a reserved member: %v; want REPLICA_IS_NOT_READY", err)
+	}
+	lk, err := h.meta.ListObjectKeys(ctx, &metadv1.ListObjectKeysRequest{Tenant: tenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, k := range lk.GetKeys() {
+		listed = append(listed, string(k))
+	}
+	if want := []string{"done", "logged", "member", "reserved"}; fmt.Sprint(listed) != fmt.Sprint(want) {
+		t.Errorf("ListObjectKeys: %q; want %q", listed, want)
+	}
+	if lk, err = h.meta.ListObjectKeys(ctx, &metadv1.ListObjectKeysRequest{Tenant: tenant, Limit: 2}); err != nil || len(lk.GetKeys()) != 2 ||
+		string(lk.GetKeys()[1]) != "logged" || len(lk.GetNextPageToken()) == 0 {
+		t.Errorf("ListObjectKeys limit 2: %q next %q, %v; want done, logged and a next page", lk.GetKeys(), lk.GetNextPageToken(), err)
+	} else if lk, err = h.meta.ListObjectKeys(ctx, &metadv1.ListObjectKeysRequest{Tenant: tenant, Limit: 2, PageToken: lk.GetNextPageToken()}); err != nil ||
+		len(lk.GetKeys()) != 2 || string(lk.GetKeys()[0]) != "member" || len(lk.GetNextPageToken()) != 0 {
+		t.Errorf("ListObjectKeys second page: %q next %q, %v; want member, reserved and no next page", lk.GetKeys(), lk.GetNextPageToken(), err)
+	}
+	rr, err := h.meta.RemoveByRegex(ctx, &metadv1.RemoveByRegexRequest{Tenant: tenant, Pattern: "^res", Force: true})
+	if err != nil || len(rr.GetResults()) != 1 || rr.GetResults()[0].GetStatus().GetReason() != metadv1.Reason_REASON_REPLICA_IS_NOT_READY {
+		t.Errorf("RemoveByRegex of a reserved key: %v, %v; want it answered REPLICA_IS_NOT_READY", rr, err)
+	}
+	ra, err := h.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{Tenant: tenant})
+	if err != nil || ra.GetRemoved() != 1 || ra.GetSkipped() != 3 {
+		t.Errorf("RemoveAll: %v, %v; want 1 removed and 3 skipped (two reserved, one in progress through the log)", ra, err)
+	}
+}

@@ -149,10 +149,14 @@ func (s *Service) ListSegments(ctx context.Context, req *metadv1.ListSegmentsReq
 		}
 	}
 	counts := replicaCounts(st, segs)
+	arenaFree := map[alloc.ID]uint64{}
+	for _, a := range st.Arenas() {
+		arenaFree[a.Segment] += a.FreeBytes()
+	}
 	out := &metadv1.ListSegmentsResponse{Segments: make([]*metadv1.SegmentInfo, len(segs))}
 	for i, sg := range segs {
 		out.Segments[i] = &metadv1.SegmentInfo{Segment: wire.SegmentTo(sg.Segment), UsedBytes: sg.Used, Replicas: counts[sg.ID],
-			Closing: sg.Closing, UnmountAtUnixNano: sg.UnmountAt}
+			Closing: sg.Closing, UnmountAtUnixNano: sg.UnmountAt, ArenaFreeBytes: arenaFree[sg.ID]}
 	}
 	return out, nil
 }

@@ -140,7 +140,7 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 			return &metadv1.PutStartResponse{Replicas: reps}, nil
 		}
 	}
-	done, err := s.classicStart(ps)
+	done, err := s.classicStart(ps, false)
 	if err != nil {
 		return nil, err
 	}
@@ -176,15 +176,20 @@ func (s *Service) reservedQuota(ctx context.Context, tenant string, key []byte, 
 	return quotaErr(tenant, key, t.Quota(), held, want)
 }
 
-// classicStart marks a PutStart or UpsertStart that goes through the log (no reservation is made
-// for its key until it is decided) and returns the function that unmarks it; a key a live
-// reservation holds is refused OBJECT_ALREADY_EXISTS, as the state refuses a key whose write is in
-// progress.
-func (s *Service) classicStart(ps *metadv1.PutStart) (func(), error) {
-	refused, done := s.res.startClassic(ps.Tenant, [][]byte{ps.Key}, time.Duration(ps.PutDiscardTimeoutMs)*time.Millisecond)
-	if refused[0] {
+// classicStart marks a PutStart (or, with upsert, an UpsertStart) that goes through the log (no
+// reservation is made for its key until it is decided) and returns the function that unmarks it;
+// a key a live reservation holds is refused as the state refuses a key whose write is in progress
+// (putBlocked, upsertBlocked).
+func (s *Service) classicStart(ps *metadv1.PutStart, upsert bool) (func(), error) {
+	keys := [][]byte{ps.Key}
+	blocked := putBlocked(ps.Tenant, keys, time.Duration(ps.PutDiscardTimeoutMs)*time.Millisecond)
+	if upsert {
+		blocked = upsertBlocked(ps.Tenant, ps.Key, ps.Group)
+	}
+	refused, done := s.res.startClassic(ps.Tenant, keys, blocked)
+	if err := refused[0]; err != nil {
 		done()
-		return nil, inProgress(ps.Tenant, ps.Key)
+		return nil, err
 	}
 	return done, nil
 }
@@ -194,7 +199,7 @@ func (s *Service) classicStart(ps *metadv1.PutStart) (func(), error) {
 // freed (Config.QuotaEvictor) and tries again, at most twice (SEMANTICS section 6).
 func (s *Service) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (store.Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, err := s.proposeChecked(ctx, cmd)
+		res, err := s.proposeRoomy(ctx, cmd)
 		if err != nil {
 			return res, fail(err, tenant, key)
 		}
@@ -205,6 +210,18 @@ func (s *Service) proposePut(ctx context.Context, cmd *metadv1.Command, tenant s
 			return res, rejected(&res, tenant, key) // nothing could be freed: the rejection stands
 		}
 	}
+}
+
+// proposeRoomy proposes a command that places replicas (proposeChecked). Refused
+// NO_AVAILABLE_HANDLE while this leader's idle arenas hold free bytes apart from the segments'
+// other free spans, it retires those arenas (reservations.retireIdle) and proposes once more: an
+// arena's bytes never make a placement fail.
+func (s *Service) proposeRoomy(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+	res, err := s.proposeChecked(ctx, cmd)
+	if err == nil && res.Reason == store.NoAvailableHandle && !s.cfg.NoArenas && s.res.retireIdle(ctx, 0) {
+		return s.proposeChecked(ctx, cmd)
+	}
+	return res, err
 }
 
 // endRequest is what PutEnd, PutRevoke, UpsertEnd and UpsertRevoke requests share.
@@ -287,7 +304,7 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 		return nil, err
 	}
 	s.localFirst(ps.Config, req.GetConfig().GetPreferredHost())
-	done, err := s.classicStart(ps)
+	done, err := s.classicStart(ps, true)
 	if err != nil {
 		return nil, err
 	}
@@ -295,8 +312,11 @@ func (s *Service) UpsertStart(ctx context.Context, req *metadv1.UpsertStartReque
 	cmd := &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
 		Tenant: ps.Tenant, ClientId: ps.ClientId, Key: ps.Key, Group: ps.Group, Size: ps.Size, Config: ps.Config,
 		Placement: ps.Placement, PutDiscardTimeoutMs: ps.PutDiscardTimeoutMs}}}
-	res, err := s.propose(ctx, cmd, ps.Tenant, ps.Key)
+	res, err := s.proposeRoomy(ctx, cmd)
 	if err != nil {
+		return nil, fail(err, ps.Tenant, ps.Key)
+	}
+	if err := rejected(&res, ps.Tenant, ps.Key); err != nil {
 		return nil, err
 	}
 	return &metadv1.UpsertStartResponse{Replicas: wire.ReplicasTo(s.state().Segments(), res.Replicas, ps.Size), Reused: res.Reused}, nil
@@ -382,13 +402,13 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 			rest, restAt = append(rest, it.Key), append(restAt, i)
 		}
 	}
-	held, done := s.res.startClassic(tenant, rest, s.cfg.PutDiscardTimeout)
+	held, done := s.res.startClassic(tenant, rest, putBlocked(tenant, rest, s.cfg.PutDiscardTimeout))
 	defer done()
 	var logged []*metadv1.BatchPutStart_Item
 	var loggedAt []int
 	for j, i := range restAt {
-		if held[j] {
-			refused[i] = inProgress(tenant, items[i].Key)
+		if err := held[j]; err != nil {
+			refused[i] = err
 			continue
 		}
 		logged, loggedAt = append(logged, items[i]), append(loggedAt, i)

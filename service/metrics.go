@@ -164,11 +164,11 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // reserveMetrics are the reservation table's and the keeper's metrics.
 type reserveMetrics struct {
-	reservations, reservedBytes prometheus.Gauge
-	commits, reaped             prometheus.Counter
-	grants, retires             prometheus.Counter
-	fallbacks                   *prometheus.CounterVec
-	arenaFree                   *prometheus.GaugeVec
+	reservations, reservedBytes  prometheus.Gauge
+	commits, reaped              prometheus.Counter
+	grants, retires, idleRetires prometheus.Counter
+	fallbacks                    *prometheus.CounterVec
+	arenaFree                    *prometheus.GaugeVec
 }
 
 func newReserveMetrics(reg prometheus.Registerer) (*reserveMetrics, error) {
@@ -185,6 +185,8 @@ func newReserveMetrics(reg prometheus.Registerer) (*reserveMetrics, error) {
 			Help: "Arenas granted to this node as leader (ArenaGrant)."}),
 		retires: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_arena_retires_total",
 			Help: "Arenas of earlier terms this node, as leader, retired after the fence."}),
+		idleRetires: prometheus.NewCounter(prometheus.CounterOpts{Name: "metad_server_arena_idle_retires_total",
+			Help: "Arenas of its own term this node, as leader, retired with no reservation in them because a put found no span large enough."}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_put_start_logged_total",
 			Help: "PutStarts that went through the log instead of an arena, by why."}, []string{"reason"}),
 		arenaFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "metad_server_arena_free_bytes",
@@ -192,7 +194,7 @@ func newReserveMetrics(reg prometheus.Registerer) (*reserveMetrics, error) {
 			[]string{"tier"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.reservations, m.reservedBytes, m.commits, m.reaped, m.grants, m.retires, m.fallbacks, m.arenaFree} {
+		for _, c := range []prometheus.Collector{m.reservations, m.reservedBytes, m.commits, m.reaped, m.grants, m.retires, m.idleRetires, m.fallbacks, m.arenaFree} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -229,7 +229,9 @@ func (s *Service) batchRemove(ctx context.Context, tenant string, keys []string,
 		}
 		now := s.cfg.nowNano()
 		for i, k := range keys {
-			tok, err := settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, force) })
+			tok, err := readThrough(s, true, tenant, k, func() (store.ObjectToken, error) {
+				return settled(ctx, func() (store.ObjectToken, error) { return cur.PrepareRemove(now, tenant, k, force) })
+			})
 			if err == nil && len(toks) > 0 && tok.Instance != toks[0].Instance {
 				// The tenant was registered again during the loop: this key belongs to another instance.
 				cur.ClearMarks([]store.ObjectToken{tok})
@@ -317,8 +319,13 @@ func (s *Service) RemoveAll(ctx context.Context, req *metadv1.RemoveAllRequest) 
 			n, replaced, err = s.removeAllOf(ctx, st, tenant, req.GetForce(), toks)
 		}
 		removed += n
-		// Skipped: what this last pass saw and left (leased, PROCESSING, or erased meanwhile).
+		// Skipped: what this last pass saw and left (leased, PROCESSING, or erased meanwhile),
+		// and the writes in progress that reservations hold (never removable, as PROCESSING
+		// objects are not).
 		skipped = uint64(max(before-int64(n), 0))
+		if !s.cfg.NoArenas {
+			skipped += uint64(s.res.countOf(tenant))
+		}
 		return replaced, err
 	})
 	if err != nil {
@@ -388,7 +395,14 @@ func (s *Service) RemoveGroup(ctx context.Context, req *metadv1.RemoveGroupReque
 			}
 			var err error
 			st = cur
-			gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+			if !s.cfg.NoArenas && s.res.holdsGroup(tenant, req.GetGroup()) {
+				// A member's write is reserved in the arenas: in progress, as a PROCESSING
+				// member's is (force does not bypass it).
+				err = &store.Error{Reason: store.ReplicaIsNotReady,
+					Msg: fmt.Sprintf("group %q has a member whose write is in progress", req.GetGroup())}
+			} else {
+				gt, toks, err = cur.PrepareRemoveGroup(s.cfg.nowNano(), tenant, group, req.GetForce())
+			}
 			if r, ok := s.answered(ctx); err != nil && ok { // its first attempt applied meanwhile
 				kept = &r
 				return false, nil

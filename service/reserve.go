@@ -448,6 +448,92 @@ func (r *reservations) holds(tenant, key string) bool {
 	return r.byKey[reserveKey{tenant, key}] != nil
 }
 
+// retireIdle retires this term's arenas on segments of tier (0: any) that no reservation has a range in,
+// so that their free bytes coalesce with the segments' other free spans: a put that found no span
+// large enough may fit then. It reports whether any was retired. The arenas leave the pool at
+// once; a segment that had one retired gets no new arena for a second (failedAt), so the room
+// goes to the put that asked for it.
+func (r *reservations) retireIdle(ctx context.Context, tier alloc.Tier) bool {
+	now := r.s.cfg.Now()
+	r.lock()
+	var ids []uint64
+	for id, sp := range r.known { // sorted below
+		if info, ok := r.pool.Get(sp.seg); ok && (tier == 0 || info.Tier == tier) && !r.busyLocked(sp) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		sp := r.known[id]
+		r.withdrawLocked(sp)
+		delete(r.known, id)
+		r.failedAt[sp.seg] = now
+	}
+	r.mu.Unlock()
+	if len(ids) == 0 {
+		return false
+	}
+	res, ok := r.propose(ctx, &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{ArenaIds: ids}}})
+	if !ok || res.Count == 0 {
+		return false
+	}
+	r.m.idleRetires.Add(float64(res.Count))
+	return true
+}
+
+// busyLocked reports whether a live reservation has a range inside arena a (mu held).
+func (r *reservations) busyLocked(a arenaSpan) bool {
+	for _, res := range r.byKey { // any order: a yes or no
+		for _, e := range res.exts {
+			if e.Segment == a.seg && e.Offset < a.offset+a.size && a.offset < e.Offset+e.Size {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keysOf lists, in byte order, the keys of the tenant that live reservations hold, after after and
+// that match (nil = all): writes in progress a listing names, as it names PROCESSING objects.
+func (r *reservations) keysOf(tenant, after string, match func(string) bool) []string {
+	r.lock()
+	defer r.mu.Unlock()
+	var out []string
+	for rk := range r.byKey { // sorted below
+		if rk.tenant == tenant && rk.key > after && (match == nil || match(rk.key)) {
+			out = append(out, rk.key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// countOf is how many live reservations the tenant has.
+func (r *reservations) countOf(tenant string) int {
+	r.lock()
+	defer r.mu.Unlock()
+	n := 0
+	for rk := range r.byKey {
+		if rk.tenant == tenant {
+			n++
+		}
+	}
+	return n
+}
+
+// holdsGroup reports whether a live reservation holds a key of the tenant's explicit group: a
+// member whose write is in progress.
+func (r *reservations) holdsGroup(tenant string, group []byte) bool {
+	r.lock()
+	defer r.mu.Unlock()
+	for rk, res := range r.byKey {
+		if rk.tenant == tenant && string(res.group) == string(group) {
+			return true
+		}
+	}
+	return false
+}
+
 // lostPossible reports whether reservations may have been lost here: this node leads, and arenas
 // of another term (an earlier one, or one a restored snapshot brought) are still held, or an
 // online restore dropped reservations less than the fence ago.
@@ -471,21 +557,22 @@ func (r *reservations) lostPossible() bool {
 
 // startClassic marks keys whose PutStart, UpsertStart or BatchPutStart goes through the log, so
 // that no reservation is made for them until it is decided; it returns the function that unmarks
-// them. A key a live reservation holds is refused (OBJECT_ALREADY_EXISTS) unless that write is
-// stale (older than discard), which is then dropped: the state would decide the same of a
-// PROCESSING object. refused lists the indexes of the keys refused; the others are marked.
-func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.Duration) (refused map[int]bool, done func()) {
+// them. A key a live reservation holds is refused as the state refuses a key whose write is in
+// progress: blocked returns the refusal for the reservation of the i-th key, or nil when that
+// write is to be discarded (it is dropped, and the key marked). refused holds the refusals by
+// index; the other keys are marked.
+func (r *reservations) startClassic(tenant string, keys [][]byte, blocked func(i int, res *reservation, now int64) error) (refused map[int]error, done func()) {
 	now := r.s.cfg.nowNano()
 	r.lock()
 	var marked []reserveKey
 	for i, k := range keys {
 		rk := reserveKey{tenant, string(k)}
 		if res := r.byKey[rk]; res != nil {
-			if res.committing || now-res.start <= int64(discard) {
+			if err := blocked(i, res, now); err != nil {
 				if refused == nil {
-					refused = map[int]bool{}
+					refused = map[int]error{}
 				}
-				refused[i] = true
+				refused[i] = err
 				continue
 			}
 			r.dropLocked(rk, res)
@@ -504,6 +591,34 @@ func (r *reservations) startClassic(tenant string, keys [][]byte, discard time.D
 			}
 		}
 		r.mu.Unlock()
+	}
+}
+
+// putBlocked is the verdict of a PutStart or BatchPutStart of keys on a reservation of its i-th
+// key (startClassic), as the state's on a PROCESSING object: OBJECT_ALREADY_EXISTS, unless that
+// write started more than discard ago and is not being committed (then it is discarded).
+func putBlocked(tenant string, keys [][]byte, discard time.Duration) func(int, *reservation, int64) error {
+	return func(i int, res *reservation, now int64) error {
+		if res.committing || now-res.start <= int64(discard) {
+			return inProgress(tenant, keys[i])
+		}
+		return nil
+	}
+}
+
+// upsertBlocked is an UpsertStart's verdict on a reservation of its key (startClassic), as the
+// state's on an object with a write in progress (store's upsertBlocked): OBJECT_ALREADY_EXISTS in
+// another group (membership is fixed), else INVALID_WRITE, however old the write. An upsert does
+// not pre-empt a write in progress: its writer may still be writing into the reserved ranges, and
+// an upsert that took them over (same size) or freed them (another size) would let two writers,
+// or a writer and a new object, share bytes.
+func upsertBlocked(tenant string, key, group []byte) func(int, *reservation, int64) error {
+	return func(_ int, res *reservation, _ int64) error {
+		if string(res.group) != string(group) {
+			return &Error{Err: &store.Error{Reason: store.ObjectAlreadyExists, Msg: fmt.Sprintf("object exists in group %q (a write is in progress)", res.group)},
+				Tenant: tenant, Key: key}
+		}
+		return &Error{Err: &store.Error{Reason: store.InvalidWrite, Msg: "a write is already in progress"}, Tenant: tenant, Key: key}
 	}
 }
 

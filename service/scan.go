@@ -5,6 +5,8 @@ import (
 	"errors"
 	"regexp"
 	"regexp/syntax"
+	"slices"
+	"sort"
 	"strings"
 
 	metadv1 "metad/proto/metadv1"
@@ -73,9 +75,26 @@ func patternOf(p string) (*regexp.Regexp, error) {
 }
 
 // scanPage is one page of the tenant's keys after after that match (nil = all), and the token of
-// the next page (nil when no such key follows).
-func scanPage(st *store.Store, tenant, after string, limit int, match func(string) bool) ([]string, []byte) {
+// the next page (nil when no such key follows). On a linearizable read (linear, on the leader) the
+// keys live reservations hold are listed too, as the keys of writes in progress through the log
+// are: they are read before the state's keys, so a reservation whose commit applies meanwhile is
+// listed once.
+func (s *Service) scanPage(st *store.Store, linear bool, tenant, after string, limit int, match func(string) bool) ([]string, []byte) {
+	var reserved []string
+	if linear && !s.cfg.NoArenas {
+		reserved = s.res.keysOf(tenant, after, match)
+	}
 	keys, more := st.ScanKeys(tenant, after, limit, match)
+	if len(reserved) > 0 {
+		if more && len(keys) > 0 { // what lies past the state's page is the next page's
+			last := keys[len(keys)-1]
+			reserved = reserved[:sort.SearchStrings(reserved, last+"\x00")]
+		}
+		keys = slices.Compact(slices.Sorted(slices.Values(append(keys, reserved...))))
+		if len(keys) > limit {
+			keys, more = keys[:limit], true
+		}
+	}
 	size := 0
 	for i, k := range keys {
 		if size += len(k); size > maxPageKeyBytes && i > 0 {
@@ -121,7 +140,7 @@ func (s *Service) ListObjectKeys(ctx context.Context, req *metadv1.ListObjectKey
 	if len(prefix) > store.MaxKeyLen {
 		return nil, fail(badf("prefix", "length %d over %d", len(prefix), store.MaxKeyLen), tenant, nil)
 	}
-	st, _, err := s.readState(ctx, req.GetStale())
+	st, linear, err := s.readState(ctx, req.GetStale())
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +148,7 @@ func (s *Service) ListObjectKeys(ctx context.Context, req *metadv1.ListObjectKey
 	if prefix != "" {
 		match = func(k string) bool { return strings.HasPrefix(k, prefix) }
 	}
-	keys, next := scanPage(st, tenant, after, limit, match)
+	keys, next := s.scanPage(st, linear, tenant, after, limit, match)
 	out := &metadv1.ListObjectKeysResponse{Keys: make([][]byte, len(keys)), NextPageToken: next}
 	for i, k := range keys {
 		out.Keys[i] = []byte(k)
@@ -153,7 +172,9 @@ func (s *Service) GetByRegex(ctx context.Context, req *metadv1.GetByRegexRequest
 	if err != nil {
 		return nil, err
 	}
-	keys, next := scanPage(st, tenant, after, limit, re.MatchString)
+	// A key a reservation holds has no COMPLETE replica: it would be left out, so the state alone
+	// is scanned.
+	keys, next := s.scanPage(st, false, tenant, after, limit, re.MatchString)
 	now := s.cfg.nowNano()
 	out := &metadv1.GetByRegexResponse{NextPageToken: next}
 	for _, k := range keys {
@@ -212,7 +233,9 @@ func (s *Service) RemoveByRegex(ctx context.Context, req *metadv1.RemoveByRegexR
 		if err := st.CheckWritable(tenant); err != nil { // a removal of an unknown tenant, as BatchRemove refuses it
 			return false, fail(err, tenant, nil)
 		}
-		keys, next = scanPage(st, tenant, after, limit, re.MatchString)
+		// The page names the keys of writes reserved in the arenas too: their removal is refused
+		// (REPLICA_IS_NOT_READY), as for writes in progress through the log.
+		keys, next = s.scanPage(st, true, tenant, after, limit, re.MatchString)
 		if len(keys) == 0 {
 			res = store.Result{}
 			return false, nil

@@ -846,8 +846,11 @@ type SegmentInfo struct {
 	Closing bool `protobuf:"varint,123,opt,name=closing,proto3" json:"closing,omitempty"`
 	// When its graceful unmount ends: leader time, unix ns; 0 when none is scheduled.
 	UnmountAtUnixNano int64 `protobuf:"varint,124,opt,name=unmount_at_unix_nano,json=unmountAtUnixNano,proto3" json:"unmount_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Of used_bytes, the bytes allocation arenas hold that no object took yet: free for the
+	// leader's reservations (PutStarts answered without a log entry), not for other placements.
+	ArenaFreeBytes uint64 `protobuf:"varint,125,opt,name=arena_free_bytes,json=arenaFreeBytes,proto3" json:"arena_free_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SegmentInfo) Reset() {
@@ -911,6 +914,13 @@ func (x *SegmentInfo) GetClosing() bool {
 func (x *SegmentInfo) GetUnmountAtUnixNano() int64 {
 	if x != nil {
 		return x.UnmountAtUnixNano
+	}
+	return 0
+}
+
+func (x *SegmentInfo) GetArenaFreeBytes() uint64 {
+	if x != nil {
+		return x.ArenaFreeBytes
 	}
 	return 0
 }
@@ -3024,14 +3034,15 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x13ListSegmentsRequest\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\x12\"\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12\x1b\n" +
-	"\tclient_id\x18\x03 \x01(\fR\bclientId\"\xc4\x01\n" +
+	"\tclient_id\x18\x03 \x01(\fR\bclientId\"\xee\x01\n" +
 	"\vSegmentInfo\x12/\n" +
 	"\asegment\x18\x01 \x01(\v2\x15.metad.v1.SegmentDescR\asegment\x12\x1d\n" +
 	"\n" +
 	"used_bytes\x18\x02 \x01(\x04R\tusedBytes\x12\x1a\n" +
 	"\breplicas\x18\x03 \x01(\x04R\breplicas\x12\x18\n" +
 	"\aclosing\x18{ \x01(\bR\aclosing\x12/\n" +
-	"\x14unmount_at_unix_nano\x18| \x01(\x03R\x11unmountAtUnixNano\"I\n" +
+	"\x14unmount_at_unix_nano\x18| \x01(\x03R\x11unmountAtUnixNano\x12(\n" +
+	"\x10arena_free_bytes\x18} \x01(\x04R\x0earenaFreeBytes\"I\n" +
 	"\x14ListSegmentsResponse\x121\n" +
 	"\bsegments\x18\x01 \x03(\v2\x15.metad.v1.SegmentInfoR\bsegments\"\x94\x01\n" +
 	"\x06Member\x12\x12\n" +

@@ -267,18 +267,20 @@ class RoleBinding(_message.Message):
     def __init__(self, principal: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SegmentInfo(_message.Message):
-    __slots__ = ["closing", "replicas", "segment", "unmount_at_unix_nano", "used_bytes"]
+    __slots__ = ["arena_free_bytes", "closing", "replicas", "segment", "unmount_at_unix_nano", "used_bytes"]
+    ARENA_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     CLOSING_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
     UNMOUNT_AT_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     USED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    arena_free_bytes: int
     closing: bool
     replicas: int
     segment: _types_pb2.SegmentDesc
     unmount_at_unix_nano: int
     used_bytes: int
-    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., used_bytes: _Optional[int] = ..., replicas: _Optional[int] = ..., closing: bool = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
+    def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., used_bytes: _Optional[int] = ..., replicas: _Optional[int] = ..., closing: bool = ..., unmount_at_unix_nano: _Optional[int] = ..., arena_free_bytes: _Optional[int] = ...) -> None: ...
 
 class SetQuotaRequest(_message.Message):
     __slots__ = ["quota_bytes", "session", "tenant"]
