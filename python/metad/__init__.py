@@ -20,9 +20,10 @@ METAD_API_KEY and METAD_CERTS_DIR environment variables (:func:`tls_from_env`). 
 on every call as ``authorization: Bearer <key>`` and only over TLS.
 """
 
-from metad._core import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS, ENV_KEY,
-                         MAX_BATCH_BYTES, MAX_BATCH_ITEMS, TLS, BatchPutItem, Config, Key, PutOptions,
-                         api_key_from_env, default_endpoints, new_client_id, segment, split_endpoints, tls_from_env)
+from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS,
+                           ENV_KEY, TLS, Config, api_key_from_env, default_endpoints, split_endpoints, tls_from_env)
+from metad._core import new_client_id
+from metad._ops import MAX_BATCH_BYTES, MAX_BATCH_ITEMS, BatchPutItem, Key, PutOptions, segment
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,

@@ -20,10 +20,11 @@ def test_put_places_again_after_reservation_lost() -> None:
     """A put whose put_end raises ReservationLost (nothing was created) places the object again,
     up to 3 placements; a fourth is not made and the error is raised."""
     from metad import _core as core
+    from metad import _ops as ops
     from metad import metadata_pb2
 
     def drive(lost: int) -> list[str]:
-        op = core.put(b"c" * 16, "", "k", 8, None, lambda: False)
+        op = ops.put(b"c" * 16, "", "k", 8, None, lambda: False)
         calls: list[str] = []
         rpc = next(op)
         try:
