@@ -30,11 +30,11 @@ from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, Cli
                           InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
                           NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
                           ObjectNoReplicationTask, ObjectNotFound,
-                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
+                          OutcomeUnknown, PermissionDenied, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
                           SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning, ReservationLost,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
-                          TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
-                          error_for, item_error, reason_name)
+                          TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unauthenticated,
+                          Unavailable, error_for, item_error, reason_name)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 __version__ = "0.1.0"
@@ -43,7 +43,7 @@ __all__ = [
     "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
     "new_client_id", "default_endpoints", "split_endpoints", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
-    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "error_for", "item_error", "reason_name",
+    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "PermissionDenied", "Unauthenticated", "error_for", "item_error", "reason_name",
     "MetadError", "ClientClosed", "BadResponse", "RepeatedKey", "OutcomeUnknown", "InvalidParams",
     "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
