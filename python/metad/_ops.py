@@ -1,7 +1,7 @@
 """The operations of the clients, each written once as a generator that yields
 :class:`~metad._core.Rpc` objects and returns the call's result (see :mod:`metad._core`), with the
-rules checked before any call (repeated keys of a batch) and the split of a long batch into
-requests."""
+rules checked before any call: the key rule and the types of keys (:data:`Key`), repeated keys of
+a batch, and the split of a long batch into requests."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ MAX_BATCH_ITEMS = 4096
 
 MAX_BATCH_BYTES = 3 << 20
 """Most bytes of keys (and groups) one batch request carries."""
+
+MAX_KEY_BYTES = 4096
+"""The longest object key, in bytes."""
+
 
 @dataclass
 class PutOptions:
@@ -65,15 +69,48 @@ def _config(o: Optional[PutOptions]) -> Optional[types_pb2.ReplicaConfig]:
 
 
 def _group(o: Optional[PutOptions]) -> bytes:
-    return o.group.encode() if o is not None and o.group else b""
+    return _b(o.group, "options.group") if o is not None else b""
 
 
-Key = Union[str, bytes]
-"""An object key or group id: bytes, or a str sent as its UTF-8 bytes."""
+Key = Union[str, bytes, bytearray, memoryview]
+"""An object key, group id or key prefix: its bytes (bytes, bytearray, memoryview), or a str sent
+as its UTF-8 bytes. Anything else (an int, a list of ints) is a TypeError, raised before any call.
+An object key has 1..4096 bytes and no NUL byte (:class:`~metad.errors.InvalidKey`, a ValueError,
+before any call); group ids and prefixes are checked by the server."""
+
+_KEY_TYPES = (str, bytes, bytearray, memoryview)
 
 
-def _b(k: Key) -> bytes:
-    return k.encode() if isinstance(k, str) else bytes(k)
+def _b(k: Key, what: str = "key") -> bytes:
+    """The bytes of k (a Key); TypeError naming what for any other type: bytes(5) would be five
+    NUL bytes, bytes([104, 105]) the key b"hi"."""
+    if isinstance(k, str):
+        return k.encode()
+    if isinstance(k, (bytes, bytearray, memoryview)):
+        return bytes(k)
+    raise TypeError(f"metad: {what} must be str, bytes, bytearray or memoryview, not {type(k).__name__}")
+
+
+def _key(k: Key, what: str = "") -> bytes:
+    """The bytes of object key k, checked by the key rule: TypeError as _b, InvalidKey (a
+    ValueError) for a key of 0 or over 4096 bytes or with a NUL byte. what names a batch item
+    ("keys[3]") in the message."""
+    b = _b(k, what or "key")
+    pre = f"{what}: " if what else ""
+    if not 1 <= len(b) <= MAX_KEY_BYTES:
+        raise errors.InvalidKey(f"{pre}key: length {len(b)} not in 1..{MAX_KEY_BYTES}")
+    i = b.find(0)
+    if i >= 0:
+        raise errors.InvalidKey(f"{pre}key: NUL byte at {i}")
+    return b
+
+
+def _keys(keys: Sequence[Key], field: str = "keys") -> List[bytes]:
+    """The bytes of every key of a batch, each checked by _key; TypeError for one key (a str or
+    bytes) given where a sequence of keys is wanted."""
+    if isinstance(keys, _KEY_TYPES):
+        raise TypeError(f"metad: {field} must be a sequence of keys, not one {type(keys).__name__}")
+    return [_key(k, f"{field}[{i}]") for i, k in enumerate(keys)]
 
 
 @dataclass(frozen=True)
@@ -96,7 +133,7 @@ Sessions = Callable[[], bool]
 
 def put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
               sessions: Sessions) -> Op[List[types_pb2.Replica]]:
-    req = metadata_pb2.PutStartRequest(tenant=tenant, client_id=cid, key=_b(key), group=_group(opts), size=size,
+    req = metadata_pb2.PutStartRequest(tenant=tenant, client_id=cid, key=_key(key), group=_group(opts), size=size,
                                        config=_config(opts))
     try:
         r = yield Rpc("md", "PutStart", req)
@@ -107,7 +144,7 @@ def put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOp
         # answer: revoke this client's own pending write (it fails on anyone else's, or on a
         # complete object) and place it again.
         try:
-            yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_b(key)))
+            yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_key(key)))
         except errors.MetadError:
             raise e from None
         r = yield Rpc("md", "PutStart", req)
@@ -115,11 +152,11 @@ def put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOp
 
 
 def put_end(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
-    yield Rpc("md", "PutEnd", metadata_pb2.PutEndRequest(tenant=tenant, client_id=cid, key=_b(key), tier=tier))  # type: ignore[arg-type]
+    yield Rpc("md", "PutEnd", metadata_pb2.PutEndRequest(tenant=tenant, client_id=cid, key=_key(key), tier=tier))  # type: ignore[arg-type]
 
 
 def put_revoke(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
-    yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_b(key), tier=tier))  # type: ignore[arg-type]
+    yield Rpc("md", "PutRevoke", metadata_pb2.PutRevokeRequest(tenant=tenant, client_id=cid, key=_key(key), tier=tier))  # type: ignore[arg-type]
 
 
 # How many times put places an object whose reservation a leader change lost (RESERVATION_LOST).
@@ -151,31 +188,31 @@ def put(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions]
 def upsert_start(cid: bytes, tenant: str, key: Key, size: int,
                  opts: Optional[PutOptions]) -> Op[Tuple[List[types_pb2.Replica], bool]]:
     r = yield Rpc("md", "UpsertStart", metadata_pb2.UpsertStartRequest(
-        tenant=tenant, client_id=cid, key=_b(key), group=_group(opts), size=size, config=_config(opts)))
+        tenant=tenant, client_id=cid, key=_key(key), group=_group(opts), size=size, config=_config(opts)))
     return list(r.response.replicas), bool(r.response.reused)
 
 
 def upsert_end(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
-    yield Rpc("md", "UpsertEnd", metadata_pb2.UpsertEndRequest(tenant=tenant, client_id=cid, key=_b(key), tier=tier))  # type: ignore[arg-type]
+    yield Rpc("md", "UpsertEnd", metadata_pb2.UpsertEndRequest(tenant=tenant, client_id=cid, key=_key(key), tier=tier))  # type: ignore[arg-type]
 
 
 def upsert_revoke(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
-    yield Rpc("md", "UpsertRevoke", metadata_pb2.UpsertRevokeRequest(tenant=tenant, client_id=cid, key=_b(key), tier=tier))  # type: ignore[arg-type]
+    yield Rpc("md", "UpsertRevoke", metadata_pb2.UpsertRevokeRequest(tenant=tenant, client_id=cid, key=_key(key), tier=tier))  # type: ignore[arg-type]
 
 
 def get(tenant: str, key: Key, stale: bool) -> Op[metadata_pb2.GetResponse]:
-    r = yield Rpc("md", "Get", metadata_pb2.GetRequest(tenant=tenant, key=_b(key), stale=stale))
+    r = yield Rpc("md", "Get", metadata_pb2.GetRequest(tenant=tenant, key=_key(key), stale=stale))
     resp: metadata_pb2.GetResponse = r.response
     return resp
 
 
 def exist(tenant: str, key: Key, stale: bool) -> Op[bool]:
-    r = yield Rpc("md", "Exist", metadata_pb2.ExistRequest(tenant=tenant, key=_b(key), stale=stale))
+    r = yield Rpc("md", "Exist", metadata_pb2.ExistRequest(tenant=tenant, key=_key(key), stale=stale))
     return bool(r.response.exists)
 
 
 def remove(tenant: str, key: Key, force: bool) -> Op[None]:
-    yield Rpc("md", "Remove", metadata_pb2.RemoveRequest(tenant=tenant, key=_b(key), force=force))
+    yield Rpc("md", "Remove", metadata_pb2.RemoveRequest(tenant=tenant, key=_key(key), force=force))
 
 
 def remove_all(tenant: str, force: bool) -> Op[metadata_pb2.RemoveAllResponse]:
@@ -185,14 +222,14 @@ def remove_all(tenant: str, force: bool) -> Op[metadata_pb2.RemoveAllResponse]:
 
 
 def remove_group(tenant: str, group: Key, force: bool) -> Op[int]:
-    r = yield Rpc("md", "RemoveGroup", metadata_pb2.RemoveGroupRequest(tenant=tenant, group=_b(group), force=force))
+    r = yield Rpc("md", "RemoveGroup", metadata_pb2.RemoveGroupRequest(tenant=tenant, group=_b(group, "group"), force=force))
     return int(r.response.removed)
 
 
 def list_group_page(tenant: str, group: Key, start_after: Key, limit: int,
                     stale: bool) -> Op[Tuple[List[bytes], bool]]:
     r = yield Rpc("md", "ListGroup", metadata_pb2.ListGroupRequest(
-        tenant=tenant, group=_b(group), stale=stale, start_after=_b(start_after), limit=limit))
+        tenant=tenant, group=_b(group, "group"), stale=stale, start_after=_b(start_after, "start_after"), limit=limit))
     return list(r.response.keys), bool(r.response.truncated)
 
 
@@ -214,7 +251,7 @@ def list_group(tenant: str, group: Key, stale: bool) -> Op[List[bytes]]:
 def list_keys_page(tenant: str, prefix: Key, page_token: bytes, limit: int,
                    stale: bool) -> Op[Tuple[List[bytes], bytes]]:
     r = yield Rpc("md", "ListObjectKeys", metadata_pb2.ListObjectKeysRequest(
-        tenant=tenant, prefix=_b(prefix), page_token=page_token, limit=limit, stale=stale))
+        tenant=tenant, prefix=_b(prefix, "prefix"), page_token=page_token, limit=limit, stale=stale))
     return list(r.response.keys), bytes(r.response.next_page_token)
 
 
@@ -310,8 +347,10 @@ def _check_count(got: int, want: int) -> None:
 
 def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],
                     sessions: Sessions) -> Op[List[metadata_pb2.BatchPutStartResponse.Result]]:
-    keys = [_b(it.key) for it in items]
-    groups = [_b(it.group) for it in items]
+    if not all(isinstance(it, BatchPutItem) for it in items):
+        raise TypeError("metad: items must be a sequence of BatchPutItem")
+    keys = [_key(it.key, f"items[{i}]") for i, it in enumerate(items)]
+    groups = [_b(it.group, f"items[{i}].group") for i, it in enumerate(items)]
     _check_repeats("items", keys)
     cfg = _config(opts)
     out: List[metadata_pb2.BatchPutStartResponse.Result] = []
@@ -359,7 +398,7 @@ def _replace_own_pending(req: metadata_pb2.BatchPutStartRequest,
 
 
 def _batch_status(keys: Sequence[Key], make: Callable[[List[bytes]], Rpc]) -> Op[List[types_pb2.Status]]:
-    bkeys = [_b(k) for k in keys]
+    bkeys = _keys(keys)
     _check_repeats("keys", bkeys)
     out: List[types_pb2.Status] = []
     for s, e in _spans(len(bkeys), lambda i: len(bkeys[i]) + 8):
@@ -443,7 +482,7 @@ def _distinct(keys: Sequence[bytes]) -> Tuple[List[bytes], Optional[List[int]]]:
 
 
 def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchGetResponse]:
-    uniq, index = _distinct([_b(k) for k in keys])
+    uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchGetResponse()
     err: Optional[errors.MetadError] = None
     n = 0
@@ -483,7 +522,7 @@ def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.
 
 
 def batch_exist(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchExistResponse]:
-    uniq, index = _distinct([_b(k) for k in keys])
+    uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchExistResponse()
     err: Optional[errors.MetadError] = None
     for n, (s, e) in enumerate(_spans(len(uniq), lambda i: len(uniq[i]) + 8)):

@@ -42,8 +42,11 @@ class Client:
     no session: a retry removes what is left and answers for that.
 
     Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
-    raises a :class:`~metad.errors.MetadError` subclass. Keys and group ids are ``bytes`` or ``str``
-    (sent as UTF-8). ``tenant`` "" means "default".
+    raises a :class:`~metad.errors.MetadError` subclass. Keys, group ids and prefixes are ``str``
+    (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
+    before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
+    :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
+    batch before any of its requests. ``tenant`` "" means "default".
     """
 
     def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None, *,

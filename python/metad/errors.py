@@ -23,7 +23,7 @@ __all__ = [
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
     "NoReplicaOnSegment", "ResponseLimitReached", "ObjectHasReplicationTask",
     "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded",
-    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "ReservationLost", "PermissionDenied",
+    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "ReservationLost", "InvalidKey", "PermissionDenied",
     "Unauthenticated", "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
@@ -115,6 +115,12 @@ class OutcomeUnknown(MetadError):
 class InvalidParams(MetadError):
     """Input breaks a rule of the API (gRPC InvalidArgument)."""
     reason = types_pb2.REASON_INVALID_PARAMS
+
+
+class InvalidKey(InvalidParams, ValueError):
+    """An object key breaks the key rule (1..4096 bytes, no NUL byte); nothing was sent. Raised by
+    the client before any call, with ``attempts`` 0; the message names the key as the server would
+    ("key: NUL byte at 3", "keys[2]: key: length 0 not in 1..4096")."""
 
 
 class Unauthenticated(MetadError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import grpc
 import grpc.aio
@@ -191,14 +191,16 @@ def fake_aio_client(monkeypatch: pytest.MonkeyPatch, handler: Handler,
 
 class Script:
     """A handler: OpenSession answers sessions 1, 2, ... with window; every other method answers
-    its empty response, except as fail says: fail(method, request, n) returns a FakeError to
-    raise, or None."""
+    its empty response (or what answer returns, when it returns anything but None), except as
+    fail says: fail(method, request, n) returns a FakeError to raise, or None."""
 
     def __init__(self, window: int = 64, fail: Optional[Callable[[str, Any, int], Optional[FakeError]]] = None,
-                 open_error: Optional[FakeError] = None) -> None:
+                 open_error: Optional[FakeError] = None,
+                 answer: Optional[Callable[[str, Any, int], Any]] = None) -> None:
         self.window = window
         self.fail = fail
         self.open_error = open_error
+        self.answer = answer
 
     def __call__(self, method: str, req: Any, n: int) -> Any:
         if method == "OpenSession":
@@ -209,15 +211,20 @@ class Script:
             err = self.fail(method, req, n)
             if err is not None:
                 raise err
-        return _RESPONSES[method]()
+        if self.answer is not None:
+            resp = self.answer(method, req, n)
+            if resp is not None:
+                return resp
+        return empty_response(method)
 
 
-_RESPONSES: Dict[str, Any] = {
-    "PutEnd": metadata_pb2.PutEndResponse, "PutStart": metadata_pb2.PutStartResponse,
-    "Remove": metadata_pb2.RemoveResponse, "RemoveAll": metadata_pb2.RemoveAllResponse,
-    "Get": metadata_pb2.GetResponse, "BatchRemove": metadata_pb2.BatchRemoveResponse,
-    "SetQuota": admin_pb2.SetQuotaResponse, "PutRevoke": metadata_pb2.PutRevokeResponse,
-}
+def empty_response(method: str) -> Any:
+    """The empty response of method of the Metadata or Admin service."""
+    for module, service in ((metadata_pb2, "Metadata"), (admin_pb2, "Admin")):
+        m = module.DESCRIPTOR.services_by_name[service].methods_by_name.get(method)
+        if m is not None:
+            return getattr(module, m.output_type.name)()
+    raise KeyError(method)
 
 
 def header(req: Any) -> Optional[Tuple[int, int, int]]:
