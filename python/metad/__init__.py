@@ -25,7 +25,8 @@ before any call.
 """
 
 from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS,
-                           ENV_KEY, TLS, Config, api_key_from_env, default_endpoints, split_endpoints, tls_from_env)
+                           ENV_KEY, TLS, Config, api_key_from_env, check_endpoint, default_endpoints, split_endpoints,
+                           tls_from_env)
 from metad._core import new_client_id
 from metad._ops import MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, BatchPutItem, Key, PutOptions, segment
 from metad.aio import AsyncClient
@@ -45,7 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
-    "new_client_id", "default_endpoints", "split_endpoints", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
+    "new_client_id", "default_endpoints", "split_endpoints", "check_endpoint", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
     "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_KEY_BYTES",
     "InvalidKey", "PermissionDenied", "Unauthenticated", "error_for", "item_error", "reason_name",

@@ -1,11 +1,14 @@
-"""The configuration of a client (:class:`Config`), its TLS material (:class:`TLS`) and the
-METAD_* environment variables they default to."""
+"""The configuration of a client (:class:`Config`), its TLS material (:class:`TLS`), the
+METAD_* environment variables they default to, and the endpoint rule (:func:`check_endpoint`)."""
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import os
+import re
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 import grpc
 
@@ -14,7 +17,6 @@ ENV_ENDPOINTS = "METAD_ENDPOINTS"
 
 DEFAULT_ENDPOINTS = ("127.0.0.1:6001", "127.0.0.1:6002", "127.0.0.1:6003")
 """The client ports of the local three-node cluster of ``make run``."""
-
 ENV_CACERT = "METAD_CACERT"
 """Environment variable naming the PEM file of the CA certificates that verify the nodes (several
 allowed: an overlap bundle while the CA rotates); setting it turns TLS on."""
@@ -120,6 +122,49 @@ def channel_credentials(cfg: "Config") -> Any:
     return creds
 
 
+_DNS_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def check_endpoint(e: object) -> None:
+    """Raise ValueError unless e is host:port, the host a DNS name, an IPv4 address or an IPv6
+    address in brackets ("[::1]:6001"), the port a decimal number in 1..65535: a URL
+    ("https://h:1"), a missing or bad port, an empty host or one with spaces is refused here rather
+    than failing at the first call. TypeError for anything but a str."""
+    if not isinstance(e, str):
+        raise TypeError(f"metad: endpoint {e!r}: want a str host:port, not {type(e).__name__}")
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"metad: endpoint {e!r}: want host:port ({why})")
+
+    if "://" in e:
+        raise bad("no scheme: the client speaks gRPC, over TLS when tls= is given")
+    host, sep, port = e.rpartition(":")
+    if not sep:
+        raise bad("no port")
+    if not _PORT.fullmatch(port) or not 1 <= int(port) <= 65535:
+        raise bad(f"port {port!r} is not a number in 1..65535")
+    if not host:
+        raise bad("empty host")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise bad(f"{host} is not an IPv6 address") from None
+        return
+    if ":" in host:
+        raise bad("an IPv6 address goes in brackets: [::1]:6001")
+    if re.fullmatch(r"[0-9.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise bad(f"{host!r} is not an IPv4 address") from None
+        return
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > 253 or not all(_DNS_LABEL.fullmatch(label) for label in name.split(".")):
+        raise bad(f"{host!r} is not a host name")
+
+
 def split_endpoints(s: str) -> List[str]:
     """Split a comma-separated endpoint list, trimming spaces and dropping empty entries."""
     return [e.strip() for e in s.split(",") if e.strip()]
@@ -173,14 +218,14 @@ class Config:
     api_key: Optional[str] = field(default_factory=api_key_from_env)
 
     def validate(self) -> None:
-        """Raise ValueError naming the first problem of the configuration."""
-        if not self.endpoints:
-            raise ValueError("metad: no endpoints")
+        """Raise ValueError naming the first problem of the configuration (TypeError for an
+        endpoint that is not a str)."""
+        if isinstance(self.endpoints, str) or not self.endpoints:
+            raise ValueError("metad: no endpoints" if not self.endpoints else
+                             f"metad: endpoints {self.endpoints!r}: want a list of host:port, not one str")
         seen = set()
         for e in self.endpoints:
-            host, sep, port = e.rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValueError(f"metad: endpoint {e!r}: want host:port")
+            check_endpoint(e)
             if e in seen:
                 raise ValueError(f"metad: endpoint {e!r} listed twice")
             seen.add(e)
@@ -199,3 +244,27 @@ class Config:
                 raise ValueError(f"metad: an API key needs TLS (set tls=TLS(ca_file=...) or {ENV_CACERT})")
             if any(c <= " " or c > "~" for c in self.api_key):
                 raise ValueError("metad: api_key: printable ASCII without spaces")
+
+
+def client_config(endpoints: Union[Sequence[str], Config, None], config: Optional[Config],
+                  tls: Optional[TLS], api_key: Optional[str]) -> Config:
+    """The validated configuration of a client made with these arguments: config (or Config()),
+    with endpoints, tls and api_key replacing its fields when given. A Config given as endpoints
+    (``Client(Config(...))``) is the configuration. Raises ValueError (TypeError for arguments of the
+    wrong type) naming the first problem: a malformed endpoint is refused here, not at the first
+    call."""
+    if isinstance(endpoints, Config):
+        if config is not None:
+            raise TypeError("metad: two configurations given (a Config as endpoints and config=)")
+        endpoints, config = None, endpoints
+    if config is not None and not isinstance(config, Config):
+        raise TypeError(f"metad: config must be a metad.Config, not {type(config).__name__}")
+    cfg = config or Config()
+    if endpoints is not None:
+        cfg = dataclasses.replace(cfg, endpoints=endpoints if isinstance(endpoints, str) else list(endpoints))
+    if tls is not None:
+        cfg = dataclasses.replace(cfg, tls=tls)
+    if api_key is not None:
+        cfg = dataclasses.replace(cfg, api_key=api_key)
+    cfg.validate()
+    return cfg

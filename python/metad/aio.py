@@ -4,10 +4,9 @@ every call is a coroutine, and writes go within client sessions the same way (se
 
 from __future__ import annotations
 
-import dataclasses
 import asyncio
 import time
-from typing import Any, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 import grpc.aio
@@ -31,20 +30,14 @@ class AsyncClient:
     ``Config.no_session``) and typed exceptions. Create it inside the
     event loop that uses it; ``await client.close()`` (or ``async with``) ends it."""
 
-    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None, *,
+    def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,
                  tls: Optional[conf.TLS] = None, api_key: Optional[str] = None) -> None:
-        """Connect lazily to endpoints (default: ``config.endpoints``). Raises ValueError for a
-        bad configuration. tls and api_key, when
-        given, replace the configuration's (by default from the METAD_* environment variables:
+        """Connect lazily to endpoints (default: ``config.endpoints``); a Config in place of
+        endpoints is the configuration, as with :class:`metad.Client`. Raises ValueError for a bad
+        configuration, a malformed endpoint included. tls and api_key, when given, replace the
+        configuration's (by default from the METAD_* environment variables:
         :func:`metad.tls_from_env`); the TLS files are read here."""
-        cfg = config or Config()
-        if endpoints is not None:
-            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
-        if tls is not None:
-            cfg = dataclasses.replace(cfg, tls=tls)
-        if api_key is not None:
-            cfg = dataclasses.replace(cfg, api_key=api_key)
-        cfg.validate()
+        cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
         self._creds = conf.channel_credentials(cfg)
         self._id = cfg.client_id or core.new_client_id()

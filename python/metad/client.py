@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
@@ -49,20 +48,15 @@ class Client:
     batch before any of its requests. ``tenant`` "" means "default".
     """
 
-    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None, *,
+    def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,
                  tls: Optional[conf.TLS] = None, api_key: Optional[str] = None) -> None:
         """Connect lazily to endpoints (default: ``config.endpoints``); nothing is dialled until the
-        first call. Raises ValueError for a bad configuration. tls and api_key, when
-        given, replace the configuration's (by default from the METAD_* environment variables:
-        :func:`metad.tls_from_env`); the TLS files are read here."""
-        cfg = config or Config()
-        if endpoints is not None:
-            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
-        if tls is not None:
-            cfg = dataclasses.replace(cfg, tls=tls)
-        if api_key is not None:
-            cfg = dataclasses.replace(cfg, api_key=api_key)
-        cfg.validate()
+        first call. ``Client(Config(...))`` takes a Config in place of endpoints as its
+        configuration. Raises ValueError for a bad configuration, a malformed endpoint included
+        (a URL, a missing or bad port, an empty host: see :func:`metad.check_endpoint`).
+        tls and api_key, when given, replace the configuration's (by default from the METAD_*
+        environment variables: :func:`metad.tls_from_env`); the TLS files are read here."""
+        cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
         self._creds = conf.channel_credentials(cfg)
         self._id = cfg.client_id or core.new_client_id()

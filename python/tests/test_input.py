@@ -1,5 +1,5 @@
-"""What the clients check before any call, on the scripted fake: the types of keys and the key
-rule."""
+"""What the clients check before any call, on the scripted fake: the types of keys, the key rule,
+the endpoints, and the ways to pass a configuration."""
 
 from __future__ import annotations
 
@@ -152,3 +152,77 @@ def test_keys_of_every_type_are_sent_as_their_bytes(monkeypatch: pytest.MonkeyPa
         return run()
     srv = drive(aio, monkeypatch, call)
     assert [r.key for _, r in srv.sent("Exist")] == [b"h\xc3\xa9"] * 4 + [b"x" * 4096]
+
+
+# ---------------------------------------------------------------------------------------------
+# Endpoints.
+
+BAD_ENDPOINTS = [
+    "https://127.0.0.1:7601", "http://localhost:6001", "grpc://h:1", "dns:///h:1",
+    "127.0.0.1", "localhost", "127.0.0.1:", ":6001", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:port",
+    "127.0.0.1:+1", "127.0.0.1:6001/", "h:1/path", "::1:6001", "[::1]", "[::1:6001", "[zz::1]:6001",
+    "999.0.0.1:6001", "1.2.3:6001", "my host:1", " 127.0.0.1:1", "127.0.0.1:1 ", "-bad.example:1",
+    "bad-.example:1", "a..b:1", "x" * 64 + ".example:1", "",
+]
+GOOD_ENDPOINTS = ["127.0.0.1:6001", "localhost:1", "[::1]:6001", "[fe80::1%eth0]:6001", "node-1.example.com:443",
+                  "metad_n1:65535", "n1.:6001", "10.0.0.1:1"]
+
+
+@pytest.mark.parametrize("endpoint", BAD_ENDPOINTS)
+def test_a_malformed_endpoint_is_a_value_error_at_construction(endpoint: str) -> None:
+    with pytest.raises(ValueError, match="want host:port"):
+        metad.Client([endpoint], metad.Config(tls=None, api_key=None))
+    with pytest.raises(ValueError, match="want host:port"):
+        metad.Client(config=metad.Config(endpoints=["127.0.0.1:1", endpoint], tls=None, api_key=None))
+
+    async def aio() -> None:
+        metad.AsyncClient([endpoint], metad.Config(tls=None, api_key=None))
+    with pytest.raises(ValueError, match="want host:port"):
+        asyncio.run(aio())
+
+
+def test_endpoint_messages() -> None:
+    def msg(e: str) -> str:
+        with pytest.raises(ValueError) as ei:
+            metad.check_endpoint(e)
+        return str(ei.value)
+    assert msg("https://127.0.0.1:7601") == ("metad: endpoint 'https://127.0.0.1:7601': want host:port (no scheme: "
+                                             "the client speaks gRPC, over TLS when tls= is given)")
+    assert "port '0' is not a number in 1..65535" in msg("h:0")
+    assert "no port" in msg("h")
+    assert "empty host" in msg(":1")
+    assert "an IPv6 address goes in brackets" in msg("::1:1")
+
+
+def test_good_endpoints_and_other_types() -> None:
+    for e in GOOD_ENDPOINTS:
+        metad.check_endpoint(e)
+    with metad.Client(GOOD_ENDPOINTS, metad.Config(tls=None, api_key=None)) as c:
+        assert c.endpoints() == GOOD_ENDPOINTS
+    with pytest.raises(TypeError):
+        metad.Client([6001], metad.Config(tls=None, api_key=None))  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="not one str"):
+        metad.Client("127.0.0.1:6001", metad.Config(tls=None, api_key=None))  # a list of one, not its characters
+    with pytest.raises(ValueError, match="no endpoints"):
+        metad.Client([], metad.Config(tls=None, api_key=None))
+
+
+# ---------------------------------------------------------------------------------------------
+# Configurations.
+
+
+def test_a_config_in_place_of_endpoints_is_the_configuration() -> None:
+    cfg = metad.Config(endpoints=["127.0.0.1:7001", "127.0.0.1:7002"], timeout=3.0, tls=None, api_key=None)
+    with metad.Client(cfg) as c:
+        assert c.endpoints() == ["127.0.0.1:7001", "127.0.0.1:7002"] and c.config.timeout == 3.0
+
+    async def aio() -> List[str]:
+        async with metad.AsyncClient(cfg) as a:
+            return a.endpoints()
+    assert asyncio.run(aio()) == ["127.0.0.1:7001", "127.0.0.1:7002"]
+    with pytest.raises(TypeError, match="two configurations"):
+        metad.Client(cfg, cfg)
+    with pytest.raises(TypeError, match="metad.Config"):
+        metad.Client(ENDPOINTS, {"timeout": 1.0})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="want host:port"):
+        metad.Client(metad.Config(endpoints=["https://h:1"], tls=None, api_key=None))
