@@ -28,7 +28,8 @@ from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT,
                            ENV_KEY, TLS, Config, api_key_from_env, check_endpoint, default_endpoints, split_endpoints,
                            tls_from_env)
 from metad._core import new_client_id
-from metad._ops import MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, BatchPutItem, Key, PutOptions, segment
+from metad._ops import (MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, MAX_READ_BATCH_BYTES, MAX_READ_BATCH_ITEMS,
+                        BatchPutItem, Key, PutOptions, segment)
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient, InvalidKey,
@@ -48,7 +49,7 @@ __all__ = [
     "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
     "new_client_id", "default_endpoints", "split_endpoints", "check_endpoint", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
-    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_KEY_BYTES",
+    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_READ_BATCH_ITEMS", "MAX_READ_BATCH_BYTES", "MAX_KEY_BYTES",
     "InvalidKey", "PermissionDenied", "Unauthenticated", "error_for", "item_error", "reason_name",
     "MetadError", "ClientClosed", "BadResponse", "RepeatedKey", "OutcomeUnknown", "InvalidParams",
     "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",

@@ -13,10 +13,19 @@ from metad._core import Cluster, Op, Rpc, new_client_id
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 MAX_BATCH_ITEMS = 4096
-"""Most items one batch request carries; longer lists are split into consecutive requests."""
+"""Most items one batch write or removal request carries; longer lists are split into consecutive
+requests."""
 
 MAX_BATCH_BYTES = 3 << 20
-"""Most bytes of keys (and groups) one batch request carries."""
+"""Most bytes of keys (and groups) one batch write or removal request carries."""
+
+MAX_READ_BATCH_ITEMS = 65536
+"""Most keys one BatchGet or BatchExist request carries (the server's limit, store.MaxReadBatch);
+longer lists are split into consecutive requests."""
+
+MAX_READ_BATCH_BYTES = 12 << 20
+"""Most bytes of keys one BatchGet or BatchExist request carries (under the server's 16 MiB request
+limit): 65,536 keys of up to 190 bytes go in one request."""
 
 MAX_KEY_BYTES = 4096
 """The longest object key, in bytes."""
@@ -315,14 +324,15 @@ def ping(cid: bytes, cluster: Cluster) -> Op[metadata_pb2.PingResponse]:
 
 # Batches.
 
-def _spans(n: int, nbytes: Callable[[int], int]) -> List[Tuple[int, int]]:
-    """[start, end) bounds of consecutive batches over n items, each at most MAX_BATCH_ITEMS
-    items and MAX_BATCH_BYTES bytes (an item larger than that alone makes a batch)."""
+def _spans(n: int, nbytes: Callable[[int], int], max_items: int = MAX_BATCH_ITEMS,
+           max_bytes: int = MAX_BATCH_BYTES) -> List[Tuple[int, int]]:
+    """[start, end) bounds of consecutive batches over n items, each at most max_items items and
+    max_bytes bytes (an item larger than that alone makes a batch)."""
     out: List[Tuple[int, int]] = []
     start = total = 0
     for i in range(n):
         b = nbytes(i)
-        if i > start and (i - start == MAX_BATCH_ITEMS or total + b > MAX_BATCH_BYTES):
+        if i > start and (i - start == max_items or total + b > max_bytes):
             out.append((start, i))
             start, total = i, 0
         total += b
@@ -481,12 +491,18 @@ def _distinct(keys: Sequence[bytes]) -> Tuple[List[bytes], Optional[List[int]]]:
     return uniq, index
 
 
+def _read_spans(keys: Sequence[bytes]) -> List[Tuple[int, int]]:
+    """The requests of a BatchGet or BatchExist: one up to MAX_READ_BATCH_ITEMS keys and
+    MAX_READ_BATCH_BYTES of keys, consecutive ones beyond."""
+    return _spans(len(keys), lambda i: len(keys[i]) + 8, MAX_READ_BATCH_ITEMS, MAX_READ_BATCH_BYTES)
+
+
 def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchGetResponse]:
     uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchGetResponse()
     err: Optional[errors.MetadError] = None
     n = 0
-    for s, e in _spans(len(uniq), lambda i: len(uniq[i]) + 8):
+    for s, e in _read_spans(uniq):
         while s < e:
             try:
                 r = yield Rpc("md", "BatchGet", metadata_pb2.BatchGetRequest(tenant=tenant, keys=uniq[s:e], stale=stale))
@@ -525,7 +541,7 @@ def batch_exist(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb
     uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchExistResponse()
     err: Optional[errors.MetadError] = None
-    for n, (s, e) in enumerate(_spans(len(uniq), lambda i: len(uniq[i]) + 8)):
+    for n, (s, e) in enumerate(_read_spans(uniq)):
         try:
             r = yield Rpc("md", "BatchExist", metadata_pb2.BatchExistRequest(tenant=tenant, keys=uniq[s:e], stale=stale))
             _check_count(len(r.response.exists), e - s)

@@ -347,8 +347,10 @@ class AsyncClient:
         return await self._run(ops.remove_group(tenant, group, force), timeout)
 
     # Batches. Each takes any number of items and sends them in consecutive requests of at most
-    # 4096 items (and 3 MiB of keys), each retried on its own. A request that fails as a whole
-    # raises its error with ``partial`` set to the results of the requests before it.
+    # 4096 items (and 3 MiB of keys), batch_get and batch_exist of at most 65,536 keys (and 12 MiB
+    # of keys), each retried on its own. Every key is checked before the first request. A request
+    # that fails as a whole raises its error with ``partial`` set to the results of the requests
+    # before it.
 
     async def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
                         options: Optional[PutOptions] = None,
