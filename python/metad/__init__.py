@@ -21,8 +21,12 @@ on every call as ``authorization: Bearer <key>`` and only over TLS.
 
 Keys are str (UTF-8), bytes, bytearray or memoryview, of 1..4096 bytes without a NUL byte: another
 type is a TypeError and a key breaking the rule an :class:`InvalidKey` (a ValueError), both raised
-before any call.
+before any call. The client logs to the standard ``logging`` logger ``metad`` (failovers and
+redirects at INFO, retries at DEBUG, abandoned attempts and calls at WARNING) and adds only a
+NullHandler to it: nothing is printed unless the application configures logging.
 """
+
+import logging as _logging
 
 from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS,
                            ENV_KEY, TLS, Config, api_key_from_env, check_endpoint, default_endpoints, split_endpoints,
@@ -42,6 +46,8 @@ from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, Cli
                           TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unauthenticated,
                           Unavailable, error_for, item_error, reason_name)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+
+_logging.getLogger("metad").addHandler(_logging.NullHandler())
 
 __version__ = "0.1.0"
 

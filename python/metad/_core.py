@@ -1,5 +1,5 @@
 """What the synchronous and the asyncio clients share to make calls: the endpoint list and its
-leader choice (:class:`Cluster`), the retry rules, and the session pool's state
+leader choice (:class:`Cluster`), the retry rules and their log, and the session pool's state
 (:class:`SessionPool`). The configuration is :mod:`metad._config`; the operations, each written
 once as a generator of :class:`Rpc` objects, are :mod:`metad._ops`.
 
@@ -10,6 +10,7 @@ calls, with blocking or with awaiting gRPC.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -23,6 +24,15 @@ from metad import errors
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 T = TypeVar("T")
+
+log = logging.getLogger("metad")
+"""The client's logger (the package gives it only a NullHandler: nothing is printed unless the
+application configures logging). DEBUG: each retry, with the attempt, the endpoint, the error
+and the backoff, and each session reopened after SESSION_EXPIRED. INFO: the endpoint calls go to
+changed (a failover, a NOT_LEADER redirect, a leader named by a forwarding follower, ping or
+transfer_leader). WARNING: an attempt abandoned by the watchdog (its node fell silent; the outcome
+is unknown) and a call given up while its error was one the client retries (retries or the call's
+timeout ran out)."""
 
 LEADER_HEADER = "x-metad-leader"
 """Response header a follower sets on a call it forwarded: the leader's client address."""
@@ -153,9 +163,9 @@ class Cluster:
             self.closed = True
             return [e.channel for e in self.eps]
 
-    def set_leader(self, addr: str) -> None:
+    def set_leader(self, addr: str, why: str) -> None:
         """Make addr (added if new) the endpoint calls go to, clearing any suspicion of it: its
-        callers learned it from a successful answer."""
+        callers learned it from a successful answer (why says which, for the log)."""
         if not addr:
             return
         with self._mu:
@@ -164,7 +174,9 @@ class Cluster:
             except errors.ClientClosed:
                 return
             ep.suspect_until = 0.0
-            self.cur = ep
+            old, self.cur = self.cur, ep
+        if old is not ep:
+            log.info("calls move from %s to %s, the leader %s", old.addr, addr, why)
 
     def redirect(self, addr: str) -> bool:
         """Make addr (added if new) the endpoint calls go to after a NOT_LEADER answer named it,
@@ -173,18 +185,21 @@ class Cluster:
         with self._mu:
             ep = self.by_addr.get(addr)
             if ep is not None and ep.suspect(time.monotonic()):
+                log.info("not redirected to %s, named leader by NOT_LEADER: it fell silent lately", addr)
                 return False
             try:
                 ep = self._endpoint_locked(addr)
             except errors.ClientClosed:
                 return False
-            self.cur = ep
-            return True
+            old, self.cur = self.cur, ep
+        if old is not ep:
+            log.info("redirect: calls move from %s to %s, named leader by NOT_LEADER", old.addr, addr)
+        return True
 
-    def advance(self, failed: Endpoint) -> None:
+    def advance(self, failed: Endpoint, why: errors.MetadError) -> None:
         """Move calls from failed to the next endpoint that is not suspect, unless another call
         already moved them. When every other endpoint is suspect, go back to failed if it is not,
-        else to the endpoint whose suspicion ends first."""
+        else to the endpoint whose suspicion ends first. why (the attempt's error) is logged."""
         with self._mu:
             if self.cur is not failed:
                 return
@@ -194,12 +209,14 @@ class Cluster:
             for i in range(1, n + 1):
                 ep = self.eps[(failed.idx + i) % n]
                 if not ep.suspect(now):
-                    self.cur = ep
-                    return
+                    first = ep
+                    break
                 if first is None or ep.suspect_until < first.suspect_until:
                     first = ep
             assert first is not None
             self.cur = first
+        if first is not failed:
+            log.info("failover: calls move from %s to %s after %s", failed.addr, first.addr, why)
 
     def follow_hint(self, ep: Endpoint, initial_metadata: Optional[Iterable[Tuple[str, Any]]]) -> None:
         """Switch to the leader a forwarding follower named in its answer's x-metad-leader header,
@@ -207,7 +224,7 @@ class Cluster:
         for k, v in initial_metadata or ():
             if k == LEADER_HEADER:
                 if v and v != ep.addr and self.cur is ep:
-                    self.set_leader(str(v))
+                    self.set_leader(str(v), f"named by {ep.addr}, which forwarded a call")
                 return
 
 
@@ -226,6 +243,42 @@ def classify(err: errors.MetadError, addr: str) -> Tuple[int, str]:
     if isinstance(err, errors.Unavailable) and err.code is not None:
         return FAILOVER, ""
     return STOP, ""
+
+
+def retryable(err: errors.MetadError, addr: str) -> bool:
+    """Whether the retry loop would try err's call again (a silent node, or not STOP)."""
+    return getattr(err, "_silent", False) or classify(err, addr)[0] != STOP
+
+
+def log_retry(rpc: Rpc, attempt: int, addr: str, err: errors.MetadError, delay: float) -> None:
+    """Log (DEBUG) that attempt of rpc at addr failed with err and the call goes again after delay."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s: attempt %d at %s failed: %s; retrying %s", rpc.method, attempt, addr, err,
+                  f"in {delay:.3f}s" if delay > 0 else "at once")
+
+
+def log_abandoned(rpc: Rpc, attempt: int, err: errors.MetadError) -> None:
+    """Log (WARNING) an attempt the watchdog abandoned (its node fell silent)."""
+    log.warning("%s: attempt %d abandoned: %s", rpc.method, attempt, err)
+
+
+def log_gave_up(rpc: Rpc, attempts: int, addr: str, err: errors.MetadError, why: str) -> None:
+    """Log (WARNING) a call given up for why while its last error (at addr) was one the client
+    retries."""
+    if retryable(err, addr):
+        log.warning("%s: giving up after %d attempt%s (%s): %s", rpc.method, attempts,
+                    "" if attempts == 1 else "s", why, err)
+
+
+def give_up_reason(deadline: Optional[float], attempts: int, max_retries: int, closed: bool) -> str:
+    """Why the retry loop stops after attempts ("" if it goes on)."""
+    if closed:
+        return "the client was closed"
+    if deadline is not None and time.monotonic() >= deadline:
+        return "the call's timeout ran out"
+    if attempts > max_retries:
+        return "no retries left" if max_retries >= 0 else "retries are off"
+    return ""
 
 
 def jitter(d: float) -> float:

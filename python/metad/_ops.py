@@ -318,7 +318,7 @@ def ping(cid: bytes, cluster: Cluster) -> Op[metadata_pb2.PingResponse]:
     r = yield Rpc("md", "Ping", metadata_pb2.PingRequest(client_id=cid))
     resp: metadata_pb2.PingResponse = r.response
     if resp.leader_address:
-        cluster.set_leader(resp.leader_address)
+        cluster.set_leader(resp.leader_address, "named by ping")
     return resp
 
 
@@ -607,7 +607,7 @@ def transfer_leader(target: str, cluster: Cluster) -> Op[admin_pb2.TransferLeade
     r = yield Rpc("admin", "TransferLeader", admin_pb2.TransferLeaderRequest(target=target))
     resp: admin_pb2.TransferLeaderResponse = r.response
     if resp.leader_address:
-        cluster.set_leader(resp.leader_address)
+        cluster.set_leader(resp.leader_address, "after transfer_leader")
     return resp
 
 

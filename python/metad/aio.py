@@ -114,6 +114,8 @@ class AsyncClient:
             except errors.SessionExpired as e:
                 if again or e.attempts != 1:
                     raise
+                core.log.debug("%s: session %d expired before the first attempt ran; opening another",
+                               rpc.method, h.session_id)
                 await sess.expired(h)  # nothing was done: open a new session and go again
             finally:
                 await sess.end(h)
@@ -136,13 +138,19 @@ class AsyncClient:
                 resp = await self._attempt(ep, rpc, deadline)
             except errors.MetadError as err:
                 err.attempts = n
-                if (deadline is not None and time.monotonic() >= deadline) or n > self._cfg.max_retries or cl.closed:
+                silent = getattr(err, "_silent", False)
+                if silent:
+                    core.log_abandoned(rpc, n, err)
+                why = core.give_up_reason(deadline, n, self._cfg.max_retries, cl.closed)
+                if why:
+                    core.log_gave_up(rpc, n, ep.addr, err, why)
                     raise
-                if getattr(err, "_silent", False):
+                if silent:
                     assert self._cfg.attempt_timeout is not None
                     ep.suspect_until = time.monotonic() + core.SUSPECT_ATTEMPTS * self._cfg.attempt_timeout
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
+                    core.log_retry(rpc, n, ep.addr, err, 0)
                     continue
                 act, leader = core.classify(err, ep.addr)
                 if act == core.STOP:
@@ -150,16 +158,19 @@ class AsyncClient:
                 if act == core.REDIRECT:
                     if not cl.redirect(leader):
                         redirected = False
-                        cl.advance(ep)
+                        cl.advance(ep, err)
                     elif not redirected:
                         redirected = True
+                        core.log_retry(rpc, n, ep.addr, err, 0)
                         continue
                 else:
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
                 d = core.jitter(delay)
                 if deadline is not None and deadline - time.monotonic() <= d:
+                    core.log_gave_up(rpc, n, ep.addr, err, "the call's timeout runs out before the next retry")
                     raise
+                core.log_retry(rpc, n, ep.addr, err, d)
                 await asyncio.sleep(d)
                 delay = min(2 * delay, self._cfg.retry_max)
             else:

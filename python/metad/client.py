@@ -45,7 +45,8 @@ class Client:
     (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
     before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
     :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
-    batch before any of its requests. ``tenant`` "" means "default".
+    batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
+    and abandoned attempts are logged to the ``metad`` logger (see :data:`metad._core.log`).
     """
 
     def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,
@@ -137,6 +138,8 @@ class Client:
             except errors.SessionExpired as e:
                 if again or e.attempts != 1:
                     raise
+                core.log.debug("%s: session %d expired before the first attempt ran; opening another",
+                               rpc.method, h.session_id)
                 sess.expired(h)  # nothing was done: open a new session and go again
             finally:
                 sess.end(h)
@@ -160,7 +163,11 @@ class Client:
             except errors.MetadError as err:
                 err.attempts = n
                 silent = getattr(err, "_silent", False)
-                if (deadline is not None and time.monotonic() >= deadline) or n > self._cfg.max_retries or cl.closed:
+                if silent:
+                    core.log_abandoned(rpc, n, err)
+                why = core.give_up_reason(deadline, n, self._cfg.max_retries, cl.closed)
+                if why:
+                    core.log_gave_up(rpc, n, ep.addr, err, why)
                     raise
                 if silent:
                     # The node stopped answering anything; go elsewhere at once (the attempt
@@ -168,7 +175,8 @@ class Client:
                     assert self._cfg.attempt_timeout is not None
                     ep.suspect_until = time.monotonic() + core.SUSPECT_ATTEMPTS * self._cfg.attempt_timeout
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
+                    core.log_retry(rpc, n, ep.addr, err, 0)
                     continue
                 act, leader = core.classify(err, ep.addr)
                 if act == core.STOP:
@@ -176,18 +184,21 @@ class Client:
                 if act == core.REDIRECT:
                     if not cl.redirect(leader):
                         redirected = False
-                        cl.advance(ep)
+                        cl.advance(ep, err)
                     elif not redirected:
                         # The first redirect in a row goes at once; a second means the nodes
                         # disagree (an election is under way), so it waits like a failover.
                         redirected = True
+                        core.log_retry(rpc, n, ep.addr, err, 0)
                         continue
                 else:
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
                 d = core.jitter(delay)
                 if deadline is not None and deadline - time.monotonic() <= d:
+                    core.log_gave_up(rpc, n, ep.addr, err, "the call's timeout runs out before the next retry")
                     raise
+                core.log_retry(rpc, n, ep.addr, err, d)
                 time.sleep(d)
                 delay = min(2 * delay, self._cfg.retry_max)
             else:
