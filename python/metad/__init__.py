@@ -18,31 +18,45 @@ Connections are plaintext unless TLS is configured: ``Client(endpoints, tls=meta
 cert_file=..., key_file=...), api_key=...)``, or the METAD_CACERT, METAD_CERT, METAD_KEY,
 METAD_API_KEY and METAD_CERTS_DIR environment variables (:func:`tls_from_env`). The API key is sent
 on every call as ``authorization: Bearer <key>`` and only over TLS.
+
+Keys are str (UTF-8), bytes, bytearray or memoryview, of 1..4096 bytes without a NUL byte: another
+type is a TypeError and a key breaking the rule an :class:`InvalidKey` (a ValueError), both raised
+before any call. The client logs to the standard ``logging`` logger ``metad`` (failovers and
+redirects at INFO, retries at DEBUG, abandoned attempts and calls at WARNING) and adds only a
+NullHandler to it: nothing is printed unless the application configures logging.
 """
 
-from metad._core import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS, ENV_KEY,
-                         MAX_BATCH_BYTES, MAX_BATCH_ITEMS, TLS, BatchPutItem, Config, Key, PutOptions,
-                         api_key_from_env, default_endpoints, new_client_id, segment, split_endpoints, tls_from_env)
+import logging as _logging
+
+from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS,
+                           ENV_KEY, TLS, Config, api_key_from_env, check_endpoint, default_endpoints, split_endpoints,
+                           tls_from_env)
+from metad._core import new_client_id
+from metad._ops import (MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, MAX_READ_BATCH_BYTES, MAX_READ_BATCH_ITEMS,
+                        BatchPutItem, Key, PutOptions, segment)
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
-from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient,
+from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient, InvalidKey,
                           InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
                           NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
                           ObjectNoReplicationTask, ObjectNotFound,
-                          OutcomeUnknown, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
+                          OutcomeUnknown, PermissionDenied, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
                           SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning, ReservationLost,
                           SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
-                          TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unavailable,
-                          error_for, item_error, reason_name)
+                          TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unauthenticated,
+                          Unavailable, error_for, item_error, reason_name)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+
+_logging.getLogger("metad").addHandler(_logging.NullHandler())
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
-    "new_client_id", "default_endpoints", "split_endpoints", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
+    "new_client_id", "default_endpoints", "split_endpoints", "check_endpoint", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
-    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "error_for", "item_error", "reason_name",
+    "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_READ_BATCH_ITEMS", "MAX_READ_BATCH_BYTES", "MAX_KEY_BYTES",
+    "InvalidKey", "PermissionDenied", "Unauthenticated", "error_for", "item_error", "reason_name",
     "MetadError", "ClientClosed", "BadResponse", "RepeatedKey", "OutcomeUnknown", "InvalidParams",
     "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",
     "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",

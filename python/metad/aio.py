@@ -4,17 +4,19 @@ every call is a coroutine, and writes go within client sessions the same way (se
 
 from __future__ import annotations
 
-import dataclasses
 import asyncio
 import time
-from typing import Any, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 import grpc.aio
 
+from metad import _config as conf
 from metad import _core as core
+from metad import _ops as ops
 from metad import errors
-from metad._core import BatchPutItem, Config, Key, PutOptions
+from metad._config import Config
+from metad._ops import BatchPutItem, Key, PutOptions
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 T = TypeVar("T")
@@ -28,22 +30,16 @@ class AsyncClient:
     ``Config.no_session``) and typed exceptions. Create it inside the
     event loop that uses it; ``await client.close()`` (or ``async with``) ends it."""
 
-    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None, *,
-                 tls: Optional[core.TLS] = None, api_key: Optional[str] = None) -> None:
-        """Connect lazily to endpoints (default: ``config.endpoints``). Raises ValueError for a
-        bad configuration. tls and api_key, when
-        given, replace the configuration's (by default from the METAD_* environment variables:
+    def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,
+                 tls: Optional[conf.TLS] = None, api_key: Optional[str] = None) -> None:
+        """Connect lazily to endpoints (default: ``config.endpoints``); a Config in place of
+        endpoints is the configuration, as with :class:`metad.Client`. Raises ValueError for a bad
+        configuration, a malformed endpoint included. tls and api_key, when given, replace the
+        configuration's (by default from the METAD_* environment variables:
         :func:`metad.tls_from_env`); the TLS files are read here."""
-        cfg = config or Config()
-        if endpoints is not None:
-            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
-        if tls is not None:
-            cfg = dataclasses.replace(cfg, tls=tls)
-        if api_key is not None:
-            cfg = dataclasses.replace(cfg, api_key=api_key)
-        cfg.validate()
+        cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
-        self._creds = core.channel_credentials(cfg)
+        self._creds = conf.channel_credentials(cfg)
         self._id = cfg.client_id or core.new_client_id()
         self._cluster = core.Cluster(cfg.endpoints, self._dial)
         self._sess: Optional[_Sessions] = None if cfg.no_session else _Sessions()
@@ -118,6 +114,8 @@ class AsyncClient:
             except errors.SessionExpired as e:
                 if again or e.attempts != 1:
                     raise
+                core.log.debug("%s: session %d expired before the first attempt ran; opening another",
+                               rpc.method, h.session_id)
                 await sess.expired(h)  # nothing was done: open a new session and go again
             finally:
                 await sess.end(h)
@@ -140,13 +138,19 @@ class AsyncClient:
                 resp = await self._attempt(ep, rpc, deadline)
             except errors.MetadError as err:
                 err.attempts = n
-                if (deadline is not None and time.monotonic() >= deadline) or n > self._cfg.max_retries or cl.closed:
+                silent = getattr(err, "_silent", False)
+                if silent:
+                    core.log_abandoned(rpc, n, err)
+                why = core.give_up_reason(deadline, n, self._cfg.max_retries, cl.closed)
+                if why:
+                    core.log_gave_up(rpc, n, ep.addr, err, why)
                     raise
-                if getattr(err, "_silent", False):
+                if silent:
                     assert self._cfg.attempt_timeout is not None
                     ep.suspect_until = time.monotonic() + core.SUSPECT_ATTEMPTS * self._cfg.attempt_timeout
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
+                    core.log_retry(rpc, n, ep.addr, err, 0)
                     continue
                 act, leader = core.classify(err, ep.addr)
                 if act == core.STOP:
@@ -154,16 +158,19 @@ class AsyncClient:
                 if act == core.REDIRECT:
                     if not cl.redirect(leader):
                         redirected = False
-                        cl.advance(ep)
+                        cl.advance(ep, err)
                     elif not redirected:
                         redirected = True
+                        core.log_retry(rpc, n, ep.addr, err, 0)
                         continue
                 else:
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
                 d = core.jitter(delay)
                 if deadline is not None and deadline - time.monotonic() <= d:
+                    core.log_gave_up(rpc, n, ep.addr, err, "the call's timeout runs out before the next retry")
                     raise
+                core.log_retry(rpc, n, ep.addr, err, d)
                 await asyncio.sleep(d)
                 delay = min(2 * delay, self._cfg.retry_max)
             else:
@@ -246,18 +253,18 @@ class AsyncClient:
         the object again; otherwise it raises ObjectAlreadyExists. So a client must not have two
         puts of one key in progress at once.
         """
-        return await self._run(core.put_start(self._id, tenant, key, size, options, self._sessions), timeout)
+        return await self._run(ops.put_start(self._id, tenant, key, size, options, self._sessions), timeout)
 
     async def put_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                 timeout: Optional[float] = None) -> None:
         """Commit this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every
         tier). Idempotent."""
-        await self._run(core.put_end(self._id, tenant, key, tier), timeout)
+        await self._run(ops.put_end(self._id, tenant, key, tier), timeout)
 
     async def put_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                    timeout: Optional[float] = None) -> None:
         """Drop this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every tier)."""
-        await self._run(core.put_revoke(self._id, tenant, key, tier), timeout)
+        await self._run(ops.put_revoke(self._id, tenant, key, tier), timeout)
 
     async def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
             timeout: Optional[float] = None) -> List[types_pb2.Replica]:
@@ -266,23 +273,23 @@ class AsyncClient:
         ReservationLost (a leader change lost the reservation; nothing was created) places the
         object again, up to 3 placements. If put_end fails otherwise, a put_revoke is tried (its
         failure ignored) and put_end's error raised."""
-        return await self._run(core.put(self._id, tenant, key, size, options, self._sessions), timeout)
+        return await self._run(ops.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     async def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
                      timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
         """Insert or rewrite key with size bytes. Returns the PROCESSING replicas to write and
         whether the existing extents were reused (same size)."""
-        return await self._run(core.upsert_start(self._id, tenant, key, size, options), timeout)
+        return await self._run(ops.upsert_start(self._id, tenant, key, size, options), timeout)
 
     async def upsert_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                    timeout: Optional[float] = None) -> None:
         """Commit an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
-        await self._run(core.upsert_end(self._id, tenant, key, tier), timeout)
+        await self._run(ops.upsert_end(self._id, tenant, key, tier), timeout)
 
     async def upsert_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                       timeout: Optional[float] = None) -> None:
         """Abandon an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
-        await self._run(core.upsert_revoke(self._id, tenant, key, tier), timeout)
+        await self._run(ops.upsert_revoke(self._id, tenant, key, tier), timeout)
 
     # Metadata: reads and removals.
 
@@ -291,23 +298,23 @@ class AsyncClient:
         """Where to read key: its COMPLETE replicas, size, data type and the read lease granted
         (lease_ttl_ms; 0 for a stale read). stale lets any node answer from its own state. A
         missing key raises ObjectNotFound."""
-        return await self._run(core.get(tenant, key, stale), timeout)
+        return await self._run(ops.get(tenant, key, stale), timeout)
 
     async def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
         """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
         False, not an error."""
-        return await self._run(core.exist(tenant, key, stale), timeout)
+        return await self._run(ops.exist(tenant, key, stale), timeout)
 
     async def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
         Without a session a retried remove may raise ObjectNotFound for an object its lost attempt
         removed."""
-        await self._run(core.remove(tenant, key, force), timeout)
+        await self._run(ops.remove(tenant, key, force), timeout)
 
     async def remove_all(self, *, tenant: str = "", force: bool = False,
                    timeout: Optional[float] = None) -> metadata_pb2.RemoveAllResponse:
         """Erase every removable object of tenant; the answer counts those erased and skipped."""
-        return await self._run(core.remove_all(tenant, force), timeout)
+        return await self._run(ops.remove_all(tenant, force), timeout)
 
     # Groups.
 
@@ -316,43 +323,45 @@ class AsyncClient:
         """Every key of the tenant that starts with prefix, in byte order, fetched page after page
         (separate reads: keys created or removed meanwhile may or may not be listed). On failure
         the exception's ``partial`` holds the keys listed so far."""
-        return await self._run(core.list_keys(tenant, prefix, stale), timeout)
+        return await self._run(ops.list_keys(tenant, prefix, stale), timeout)
 
     async def list_keys_page(self, *, tenant: str = "", prefix: Key = b"", page_token: bytes = b"", limit: int = 0,
                        stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bytes]:
         """One page of the tenant's keys that start with prefix, after page_token (b"" = from the
         start), at most limit keys (0 = the server's page size), and the next page's token (b""
         when none follows)."""
-        return await self._run(core.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
+        return await self._run(ops.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
 
     async def get_by_regex(self, pattern: str, *, tenant: str = "", stale: bool = False,
                      timeout: Optional[float] = None) -> List[metadata_pb2.GetByRegexResponse.Item]:
         """Where to read every readable object whose key the Go regexp (RE2) pattern matches
         anywhere, page after page, leasing each (unless stale). On failure the exception's
         ``partial`` holds the items read so far."""
-        return await self._run(core.get_by_regex(tenant, pattern, stale), timeout)
+        return await self._run(ops.get_by_regex(tenant, pattern, stale), timeout)
 
     async def list_group(self, group: Key, *, tenant: str = "", stale: bool = False,
                    timeout: Optional[float] = None) -> List[bytes]:
         """Every member key of an explicit group in byte order, fetched page after page (separate
         reads: a group that changes meanwhile may be listed inconsistently). On failure the
         exception's ``partial`` holds the keys listed so far."""
-        return await self._run(core.list_group(tenant, group, stale), timeout)
+        return await self._run(ops.list_group(tenant, group, stale), timeout)
 
     async def list_group_page(self, group: Key, *, tenant: str = "", start_after: Key = b"", limit: int = 0,
                         stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bool]:
         """One page of a group's member keys after start_after (b"" = from the start), at most
         limit keys (0 = the server's page size), and whether more follow."""
-        return await self._run(core.list_group_page(tenant, group, start_after, limit, stale), timeout)
+        return await self._run(ops.list_group_page(tenant, group, start_after, limit, stale), timeout)
 
     async def remove_group(self, group: Key, *, tenant: str = "", force: bool = False,
                      timeout: Optional[float] = None) -> int:
         """Erase an explicit group and its members in one step; returns the members erased."""
-        return await self._run(core.remove_group(tenant, group, force), timeout)
+        return await self._run(ops.remove_group(tenant, group, force), timeout)
 
     # Batches. Each takes any number of items and sends them in consecutive requests of at most
-    # 4096 items (and 3 MiB of keys), each retried on its own. A request that fails as a whole
-    # raises its error with ``partial`` set to the results of the requests before it.
+    # 4096 items (and 3 MiB of keys), batch_get and batch_exist of at most 65,536 keys (and 12 MiB
+    # of keys), each retried on its own. Every key is checked before the first request. A request
+    # that fails as a whole raises its error with ``partial`` set to the results of the requests
+    # before it.
 
     async def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
                         options: Optional[PutOptions] = None,
@@ -360,96 +369,96 @@ class AsyncClient:
         """put_start for every item (one options for all; each item names its group). One result
         per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
         Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
-        return await self._run(core.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
+        return await self._run(ops.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
 
     async def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                       timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """put_end of tier for every key; one Status per key, in order. Keys must be distinct."""
-        return await self._run(core.batch_put_end(self._id, tenant, keys, tier), timeout)
+        return await self._run(ops.batch_put_end(self._id, tenant, keys, tier), timeout)
 
     async def batch_put_revoke(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                          timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """put_revoke of tier for every key; one Status per key, in order. Keys must be distinct."""
-        return await self._run(core.batch_put_revoke(self._id, tenant, keys, tier), timeout)
+        return await self._run(ops.batch_put_revoke(self._id, tenant, keys, tier), timeout)
 
     async def batch_put(self, items: Sequence[BatchPutItem], *, tenant: str = "", options: Optional[PutOptions] = None,
                   timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """batch_put_start then batch_put_end for the items that started: one Status per item, the
         start's failure or else the end's outcome."""
-        return await self._run(core.batch_put(self._id, tenant, items, options, self._sessions), timeout)
+        return await self._run(ops.batch_put(self._id, tenant, items, options, self._sessions), timeout)
 
     async def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
                   timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
         """get for every key: one result per key, in order (repeats allowed: each key is asked
         once and its result given at every position); lease_ttl_ms is the smallest granted."""
-        return await self._run(core.batch_get(tenant, keys, stale), timeout)
+        return await self._run(ops.batch_get(tenant, keys, stale), timeout)
 
     async def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
                     timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
         """exist for every key, merged like batch_get (repeats allowed)."""
-        return await self._run(core.batch_exist(tenant, keys, stale), timeout)
+        return await self._run(ops.batch_exist(tenant, keys, stale), timeout)
 
     async def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
                      timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """remove for every key; one Status per key, in order. Keys must be distinct."""
-        return await self._run(core.batch_remove(tenant, keys, force), timeout)
+        return await self._run(ops.batch_remove(tenant, keys, force), timeout)
 
     # Segments and liveness.
 
     async def mount_segment(self, segment: types_pb2.SegmentDesc, *, timeout: Optional[float] = None) -> None:
         """Mount segment as a segment of this client (its owner_client_id is ignored). Mounting
         the same id again as the same client is a no-op. ``metad.segment()`` builds one."""
-        await self._run(core.mount_segment(self._id, segment), timeout)
+        await self._run(ops.mount_segment(self._id, segment), timeout)
 
     async def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None, grace: float = 0,
                         timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
         """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
         replica in it. With grace (seconds, at most 24 h) the unmount is graceful: see
         Client.unmount_segment."""
-        return await self._run(core.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
+        return await self._run(ops.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
 
     async def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
                       stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:
         """The mounted segments of tier (TIER_UNSPECIFIED = every tier) and owner (None = every
         client), sorted by id, with their usage."""
-        return await self._run(core.list_segments(tier, owner, stale), timeout)
+        return await self._run(ops.list_segments(tier, owner, stale), timeout)
 
     async def ping(self, *, timeout: Optional[float] = None) -> metadata_pb2.PingResponse:
         """Keep this client alive and return the cluster's view of it: its mounted segments, the
         client ttl, the leader (which becomes the endpoint calls go to) and the members."""
-        return await self._run(core.ping(self._id, self._cluster), timeout)
+        return await self._run(ops.ping(self._id, self._cluster), timeout)
 
     # Tenants.
 
     async def register_tenant(self, name: str, quota_bytes: int = 0, *, timeout: Optional[float] = None) -> int:
         """Create tenant name with a requested quota in bytes (0 = none); returns the instance id."""
-        return await self._run(core.register_tenant(name, quota_bytes), timeout)
+        return await self._run(ops.register_tenant(name, quota_bytes), timeout)
 
     async def unregister_tenant(self, name: str, *, force: bool = False,
                           timeout: Optional[float] = None) -> admin_pb2.UnregisterTenantResponse:
         """Remove tenant name; with force also erase its objects and groups (else a non-empty
         tenant raises TenantNotEmpty)."""
-        return await self._run(core.unregister_tenant(name, force), timeout)
+        return await self._run(ops.unregister_tenant(name, force), timeout)
 
     async def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.TenantInfo]:
         """The registered tenants sorted by name, with their usage."""
-        return await self._run(core.list_tenants(stale), timeout)
+        return await self._run(ops.list_tenants(stale), timeout)
 
     async def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> admin_pb2.SetQuotaResponse:
         """Set a tenant's requested quota (0 = none); returns the quota in force after."""
-        return await self._run(core.set_quota(tenant, quota_bytes), timeout)
+        return await self._run(ops.set_quota(tenant, quota_bytes), timeout)
 
     async def get_quota(self, tenant: str, *, stale: bool = False,
                   timeout: Optional[float] = None) -> admin_pb2.GetQuotaResponse:
         """A tenant's quota and usage."""
-        return await self._run(core.get_quota(tenant, stale), timeout)
+        return await self._run(ops.get_quota(tenant, stale), timeout)
 
     # Cluster.
 
     async def status(self, endpoint: str, *, timeout: Optional[float] = None) -> admin_pb2.StatusResponse:
         """The status of the node at endpoint (any address, known or not), in its own view. Never
         retried or redirected."""
-        return await self._run(core.status(endpoint), timeout)
+        return await self._run(ops.status(endpoint), timeout)
 
     async def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]]:
         """(endpoint, status, error) for every known endpoint, asked concurrently, in endpoint
@@ -463,12 +472,12 @@ class AsyncClient:
 
     async def list_members(self, *, timeout: Optional[float] = None) -> admin_pb2.ListMembersResponse:
         """The cluster's Raft configuration."""
-        return await self._run(core.list_members(), timeout)
+        return await self._run(ops.list_members(), timeout)
 
     async def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> admin_pb2.TransferLeaderResponse:
         """Hand leadership to member target ("" = the most up-to-date follower); the new leader
         becomes the endpoint calls go to."""
-        return await self._run(core.transfer_leader(target, self._cluster), timeout)
+        return await self._run(ops.transfer_leader(target, self._cluster), timeout)
 
     async def ping_loop(self, segments: Sequence[types_pb2.SegmentDesc] = (), *, interval: float = 1.0) -> None:
         """Ping every interval seconds until cancelled (run it as a task), each ping limited to a
@@ -480,7 +489,7 @@ class AsyncClient:
                 resp = await self.ping(timeout=limit)
                 if resp.client_ttl_ms:
                     limit = min(5.0, max(resp.client_ttl_ms / 3000, 0.001))
-                for s in core.missing_segments(segments, resp.segment_ids):
+                for s in ops.missing_segments(segments, resp.segment_ids):
                     await self.mount_segment(s, timeout=limit)
             except errors.ClientClosed:
                 return

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
+from metad import _config as conf
 from metad import _core as core
+from metad import _ops as ops
 from metad import errors
-from metad._core import BatchPutItem, Config, Key, PutOptions
+from metad._config import Config
+from metad._ops import BatchPutItem, Key, PutOptions
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 T = TypeVar("T")
@@ -39,26 +41,25 @@ class Client:
     no session: a retry removes what is left and answers for that.
 
     Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
-    raises a :class:`~metad.errors.MetadError` subclass. Keys and group ids are ``bytes`` or ``str``
-    (sent as UTF-8). ``tenant`` "" means "default".
+    raises a :class:`~metad.errors.MetadError` subclass. Keys, group ids and prefixes are ``str``
+    (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
+    before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
+    :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
+    batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
+    and abandoned attempts are logged to the ``metad`` logger (see :data:`metad._core.log`).
     """
 
-    def __init__(self, endpoints: Optional[Sequence[str]] = None, config: Optional[Config] = None, *,
-                 tls: Optional[core.TLS] = None, api_key: Optional[str] = None) -> None:
+    def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,
+                 tls: Optional[conf.TLS] = None, api_key: Optional[str] = None) -> None:
         """Connect lazily to endpoints (default: ``config.endpoints``); nothing is dialled until the
-        first call. Raises ValueError for a bad configuration. tls and api_key, when
-        given, replace the configuration's (by default from the METAD_* environment variables:
-        :func:`metad.tls_from_env`); the TLS files are read here."""
-        cfg = config or Config()
-        if endpoints is not None:
-            cfg = dataclasses.replace(cfg, endpoints=list(endpoints))
-        if tls is not None:
-            cfg = dataclasses.replace(cfg, tls=tls)
-        if api_key is not None:
-            cfg = dataclasses.replace(cfg, api_key=api_key)
-        cfg.validate()
+        first call. ``Client(Config(...))`` takes a Config in place of endpoints as its
+        configuration. Raises ValueError for a bad configuration, a malformed endpoint included
+        (a URL, a missing or bad port, an empty host: see :func:`metad.check_endpoint`).
+        tls and api_key, when given, replace the configuration's (by default from the METAD_*
+        environment variables: :func:`metad.tls_from_env`); the TLS files are read here."""
+        cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
-        self._creds = core.channel_credentials(cfg)
+        self._creds = conf.channel_credentials(cfg)
         self._id = cfg.client_id or core.new_client_id()
         self._cluster = core.Cluster(cfg.endpoints, self._dial)
         self._sess: Optional[_Sessions] = None if cfg.no_session else _Sessions()
@@ -137,6 +138,8 @@ class Client:
             except errors.SessionExpired as e:
                 if again or e.attempts != 1:
                     raise
+                core.log.debug("%s: session %d expired before the first attempt ran; opening another",
+                               rpc.method, h.session_id)
                 sess.expired(h)  # nothing was done: open a new session and go again
             finally:
                 sess.end(h)
@@ -160,7 +163,11 @@ class Client:
             except errors.MetadError as err:
                 err.attempts = n
                 silent = getattr(err, "_silent", False)
-                if (deadline is not None and time.monotonic() >= deadline) or n > self._cfg.max_retries or cl.closed:
+                if silent:
+                    core.log_abandoned(rpc, n, err)
+                why = core.give_up_reason(deadline, n, self._cfg.max_retries, cl.closed)
+                if why:
+                    core.log_gave_up(rpc, n, ep.addr, err, why)
                     raise
                 if silent:
                     # The node stopped answering anything; go elsewhere at once (the attempt
@@ -168,7 +175,8 @@ class Client:
                     assert self._cfg.attempt_timeout is not None
                     ep.suspect_until = time.monotonic() + core.SUSPECT_ATTEMPTS * self._cfg.attempt_timeout
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
+                    core.log_retry(rpc, n, ep.addr, err, 0)
                     continue
                 act, leader = core.classify(err, ep.addr)
                 if act == core.STOP:
@@ -176,18 +184,21 @@ class Client:
                 if act == core.REDIRECT:
                     if not cl.redirect(leader):
                         redirected = False
-                        cl.advance(ep)
+                        cl.advance(ep, err)
                     elif not redirected:
                         # The first redirect in a row goes at once; a second means the nodes
                         # disagree (an election is under way), so it waits like a failover.
                         redirected = True
+                        core.log_retry(rpc, n, ep.addr, err, 0)
                         continue
                 else:
                     redirected = False
-                    cl.advance(ep)
+                    cl.advance(ep, err)
                 d = core.jitter(delay)
                 if deadline is not None and deadline - time.monotonic() <= d:
+                    core.log_gave_up(rpc, n, ep.addr, err, "the call's timeout runs out before the next retry")
                     raise
+                core.log_retry(rpc, n, ep.addr, err, d)
                 time.sleep(d)
                 delay = min(2 * delay, self._cfg.retry_max)
             else:
@@ -275,18 +286,18 @@ class Client:
         the object again; otherwise it raises ObjectAlreadyExists. So a client must not have two
         puts of one key in progress at once.
         """
-        return self._run(core.put_start(self._id, tenant, key, size, options, self._sessions), timeout)
+        return self._run(ops.put_start(self._id, tenant, key, size, options, self._sessions), timeout)
 
     def put_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                 timeout: Optional[float] = None) -> None:
         """Commit this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every
         tier). Idempotent."""
-        self._run(core.put_end(self._id, tenant, key, tier), timeout)
+        self._run(ops.put_end(self._id, tenant, key, tier), timeout)
 
     def put_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                    timeout: Optional[float] = None) -> None:
         """Drop this client's PROCESSING replicas of key in tier (TIER_UNSPECIFIED = every tier)."""
-        self._run(core.put_revoke(self._id, tenant, key, tier), timeout)
+        self._run(ops.put_revoke(self._id, tenant, key, tier), timeout)
 
     def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
             timeout: Optional[float] = None) -> List[types_pb2.Replica]:
@@ -295,23 +306,23 @@ class Client:
         ReservationLost (a leader change lost the reservation; nothing was created) places the
         object again, up to 3 placements. If put_end fails otherwise, a put_revoke is tried (its
         failure ignored) and put_end's error raised."""
-        return self._run(core.put(self._id, tenant, key, size, options, self._sessions), timeout)
+        return self._run(ops.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
                      timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
         """Insert or rewrite key with size bytes. Returns the PROCESSING replicas to write and
         whether the existing extents were reused (same size)."""
-        return self._run(core.upsert_start(self._id, tenant, key, size, options), timeout)
+        return self._run(ops.upsert_start(self._id, tenant, key, size, options), timeout)
 
     def upsert_end(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                    timeout: Optional[float] = None) -> None:
         """Commit an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
-        self._run(core.upsert_end(self._id, tenant, key, tier), timeout)
+        self._run(ops.upsert_end(self._id, tenant, key, tier), timeout)
 
     def upsert_revoke(self, key: Key, *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                       timeout: Optional[float] = None) -> None:
         """Abandon an upsert of key in tier (TIER_UNSPECIFIED = every tier)."""
-        self._run(core.upsert_revoke(self._id, tenant, key, tier), timeout)
+        self._run(ops.upsert_revoke(self._id, tenant, key, tier), timeout)
 
     # Metadata: reads and removals.
 
@@ -320,23 +331,23 @@ class Client:
         """Where to read key: its COMPLETE replicas, size, data type and the read lease granted
         (lease_ttl_ms; 0 for a stale read). stale lets any node answer from its own state. A
         missing key raises ObjectNotFound."""
-        return self._run(core.get(tenant, key, stale), timeout)
+        return self._run(ops.get(tenant, key, stale), timeout)
 
     def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
         """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
         False, not an error."""
-        return self._run(core.exist(tenant, key, stale), timeout)
+        return self._run(ops.exist(tenant, key, stale), timeout)
 
     def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
         Without a session a retried remove may raise ObjectNotFound for an object its lost attempt
         removed."""
-        self._run(core.remove(tenant, key, force), timeout)
+        self._run(ops.remove(tenant, key, force), timeout)
 
     def remove_all(self, *, tenant: str = "", force: bool = False,
                    timeout: Optional[float] = None) -> metadata_pb2.RemoveAllResponse:
         """Erase every removable object of tenant; the answer counts those erased and skipped."""
-        return self._run(core.remove_all(tenant, force), timeout)
+        return self._run(ops.remove_all(tenant, force), timeout)
 
     # Groups.
 
@@ -345,43 +356,45 @@ class Client:
         """Every key of the tenant that starts with prefix, in byte order, fetched page after page
         (separate reads: keys created or removed meanwhile may or may not be listed). On failure
         the exception's ``partial`` holds the keys listed so far."""
-        return self._run(core.list_keys(tenant, prefix, stale), timeout)
+        return self._run(ops.list_keys(tenant, prefix, stale), timeout)
 
     def list_keys_page(self, *, tenant: str = "", prefix: Key = b"", page_token: bytes = b"", limit: int = 0,
                        stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bytes]:
         """One page of the tenant's keys that start with prefix, after page_token (b"" = from the
         start), at most limit keys (0 = the server's page size), and the next page's token (b""
         when none follows)."""
-        return self._run(core.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
+        return self._run(ops.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
 
     def get_by_regex(self, pattern: str, *, tenant: str = "", stale: bool = False,
                      timeout: Optional[float] = None) -> List[metadata_pb2.GetByRegexResponse.Item]:
         """Where to read every readable object whose key the Go regexp (RE2) pattern matches
         anywhere, page after page, leasing each (unless stale). On failure the exception's
         ``partial`` holds the items read so far."""
-        return self._run(core.get_by_regex(tenant, pattern, stale), timeout)
+        return self._run(ops.get_by_regex(tenant, pattern, stale), timeout)
 
     def list_group(self, group: Key, *, tenant: str = "", stale: bool = False,
                    timeout: Optional[float] = None) -> List[bytes]:
         """Every member key of an explicit group in byte order, fetched page after page (separate
         reads: a group that changes meanwhile may be listed inconsistently). On failure the
         exception's ``partial`` holds the keys listed so far."""
-        return self._run(core.list_group(tenant, group, stale), timeout)
+        return self._run(ops.list_group(tenant, group, stale), timeout)
 
     def list_group_page(self, group: Key, *, tenant: str = "", start_after: Key = b"", limit: int = 0,
                         stale: bool = False, timeout: Optional[float] = None) -> Tuple[List[bytes], bool]:
         """One page of a group's member keys after start_after (b"" = from the start), at most
         limit keys (0 = the server's page size), and whether more follow."""
-        return self._run(core.list_group_page(tenant, group, start_after, limit, stale), timeout)
+        return self._run(ops.list_group_page(tenant, group, start_after, limit, stale), timeout)
 
     def remove_group(self, group: Key, *, tenant: str = "", force: bool = False,
                      timeout: Optional[float] = None) -> int:
         """Erase an explicit group and its members in one step; returns the members erased."""
-        return self._run(core.remove_group(tenant, group, force), timeout)
+        return self._run(ops.remove_group(tenant, group, force), timeout)
 
     # Batches. Each takes any number of items and sends them in consecutive requests of at most
-    # 4096 items (and 3 MiB of keys), each retried on its own. A request that fails as a whole
-    # raises its error with ``partial`` set to the results of the requests before it.
+    # 4096 items (and 3 MiB of keys), batch_get and batch_exist of at most 65,536 keys (and 12 MiB
+    # of keys), each retried on its own. Every key is checked before the first request. A request
+    # that fails as a whole raises its error with ``partial`` set to the results of the requests
+    # before it.
 
     def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
                         options: Optional[PutOptions] = None,
@@ -389,46 +402,46 @@ class Client:
         """put_start for every item (one options for all; each item names its group). One result
         per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
         Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
-        return self._run(core.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
+        return self._run(ops.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
 
     def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                       timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """put_end of tier for every key; one Status per key, in order. Keys must be distinct."""
-        return self._run(core.batch_put_end(self._id, tenant, keys, tier), timeout)
+        return self._run(ops.batch_put_end(self._id, tenant, keys, tier), timeout)
 
     def batch_put_revoke(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
                          timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """put_revoke of tier for every key; one Status per key, in order. Keys must be distinct."""
-        return self._run(core.batch_put_revoke(self._id, tenant, keys, tier), timeout)
+        return self._run(ops.batch_put_revoke(self._id, tenant, keys, tier), timeout)
 
     def batch_put(self, items: Sequence[BatchPutItem], *, tenant: str = "", options: Optional[PutOptions] = None,
                   timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """batch_put_start then batch_put_end for the items that started: one Status per item, the
         start's failure or else the end's outcome."""
-        return self._run(core.batch_put(self._id, tenant, items, options, self._sessions), timeout)
+        return self._run(ops.batch_put(self._id, tenant, items, options, self._sessions), timeout)
 
     def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
                   timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
         """get for every key: one result per key, in order (repeats allowed: each key is asked
         once and its result given at every position); lease_ttl_ms is the smallest granted."""
-        return self._run(core.batch_get(tenant, keys, stale), timeout)
+        return self._run(ops.batch_get(tenant, keys, stale), timeout)
 
     def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
                     timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
         """exist for every key, merged like batch_get (repeats allowed)."""
-        return self._run(core.batch_exist(tenant, keys, stale), timeout)
+        return self._run(ops.batch_exist(tenant, keys, stale), timeout)
 
     def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
                      timeout: Optional[float] = None) -> List[types_pb2.Status]:
         """remove for every key; one Status per key, in order. Keys must be distinct."""
-        return self._run(core.batch_remove(tenant, keys, force), timeout)
+        return self._run(ops.batch_remove(tenant, keys, force), timeout)
 
     # Segments and liveness.
 
     def mount_segment(self, segment: types_pb2.SegmentDesc, *, timeout: Optional[float] = None) -> None:
         """Mount segment as a segment of this client (its owner_client_id is ignored). Mounting
         the same id again as the same client is a no-op. ``metad.segment()`` builds one."""
-        self._run(core.mount_segment(self._id, segment), timeout)
+        self._run(ops.mount_segment(self._id, segment), timeout)
 
     def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None, grace: float = 0,
                         timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
@@ -437,18 +450,18 @@ class Client:
         no new allocation from now on, its replicas stay readable, and the leader unmounts it when
         grace has passed or once it holds no replica (the response's closing and
         unmount_at_unix_nano say when); a repeated call keeps the earlier deadline."""
-        return self._run(core.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
+        return self._run(ops.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
 
     def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
                       stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:
         """The mounted segments of tier (TIER_UNSPECIFIED = every tier) and owner (None = every
         client), sorted by id, with their usage."""
-        return self._run(core.list_segments(tier, owner, stale), timeout)
+        return self._run(ops.list_segments(tier, owner, stale), timeout)
 
     def ping(self, *, timeout: Optional[float] = None) -> metadata_pb2.PingResponse:
         """Keep this client alive and return the cluster's view of it: its mounted segments, the
         client ttl, the leader (which becomes the endpoint calls go to) and the members."""
-        return self._run(core.ping(self._id, self._cluster), timeout)
+        return self._run(ops.ping(self._id, self._cluster), timeout)
 
     def ping_loop(self, segments: Sequence[types_pb2.SegmentDesc] = (), *, interval: float = 1.0,
                   on_error: Optional[Callable[[errors.MetadError], None]] = None) -> "PingLoop":
@@ -461,33 +474,33 @@ class Client:
 
     def register_tenant(self, name: str, quota_bytes: int = 0, *, timeout: Optional[float] = None) -> int:
         """Create tenant name with a requested quota in bytes (0 = none); returns the instance id."""
-        return self._run(core.register_tenant(name, quota_bytes), timeout)
+        return self._run(ops.register_tenant(name, quota_bytes), timeout)
 
     def unregister_tenant(self, name: str, *, force: bool = False,
                           timeout: Optional[float] = None) -> admin_pb2.UnregisterTenantResponse:
         """Remove tenant name; with force also erase its objects and groups (else a non-empty
         tenant raises TenantNotEmpty)."""
-        return self._run(core.unregister_tenant(name, force), timeout)
+        return self._run(ops.unregister_tenant(name, force), timeout)
 
     def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.TenantInfo]:
         """The registered tenants sorted by name, with their usage."""
-        return self._run(core.list_tenants(stale), timeout)
+        return self._run(ops.list_tenants(stale), timeout)
 
     def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> admin_pb2.SetQuotaResponse:
         """Set a tenant's requested quota (0 = none); returns the quota in force after."""
-        return self._run(core.set_quota(tenant, quota_bytes), timeout)
+        return self._run(ops.set_quota(tenant, quota_bytes), timeout)
 
     def get_quota(self, tenant: str, *, stale: bool = False,
                   timeout: Optional[float] = None) -> admin_pb2.GetQuotaResponse:
         """A tenant's quota and usage."""
-        return self._run(core.get_quota(tenant, stale), timeout)
+        return self._run(ops.get_quota(tenant, stale), timeout)
 
     # Cluster.
 
     def status(self, endpoint: str, *, timeout: Optional[float] = None) -> admin_pb2.StatusResponse:
         """The status of the node at endpoint (any address, known or not), in its own view. Never
         retried or redirected."""
-        return self._run(core.status(endpoint), timeout)
+        return self._run(ops.status(endpoint), timeout)
 
     def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]]:
         """(endpoint, status, error) for every known endpoint, asked concurrently, in endpoint
@@ -510,12 +523,12 @@ class Client:
 
     def list_members(self, *, timeout: Optional[float] = None) -> admin_pb2.ListMembersResponse:
         """The cluster's Raft configuration."""
-        return self._run(core.list_members(), timeout)
+        return self._run(ops.list_members(), timeout)
 
     def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> admin_pb2.TransferLeaderResponse:
         """Hand leadership to member target ("" = the most up-to-date follower); the new leader
         becomes the endpoint calls go to."""
-        return self._run(core.transfer_leader(target, self._cluster), timeout)
+        return self._run(ops.transfer_leader(target, self._cluster), timeout)
 
 
 class _Sessions:
@@ -626,7 +639,7 @@ class PingLoop:
                 self.last = resp
                 if resp.client_ttl_ms:
                     self._limit = min(5.0, max(resp.client_ttl_ms / 3000, 0.001))
-                missing = core.missing_segments(self._segs, resp.segment_ids)
+                missing = ops.missing_segments(self._segs, resp.segment_ids)
                 for s in missing:
                     self._c.mount_segment(s, timeout=self._limit)
                     self.remounts += 1

@@ -23,7 +23,8 @@ __all__ = [
     "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded",
     "NoReplicaOnSegment", "ResponseLimitReached", "ObjectHasReplicationTask",
     "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded",
-    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "ReservationLost", "reason_name", "error_for", "item_error", "from_rpc_error",
+    "DrainNotFound", "SegmentDraining", "DrainNotRunning", "ReservationLost", "InvalidKey", "PermissionDenied",
+    "Unauthenticated", "reason_name", "error_for", "item_error", "from_rpc_error",
 ]
 
 # Metadata key of the serialized google.rpc.Status that carries a gRPC status's details.
@@ -114,6 +115,24 @@ class OutcomeUnknown(MetadError):
 class InvalidParams(MetadError):
     """Input breaks a rule of the API (gRPC InvalidArgument)."""
     reason = types_pb2.REASON_INVALID_PARAMS
+
+
+class InvalidKey(InvalidParams, ValueError):
+    """An object key breaks the key rule (1..4096 bytes, no NUL byte); nothing was sent. Raised by
+    the client before any call, with ``attempts`` 0; the message names the key as the server would
+    ("key: NUL byte at 3", "keys[2]: key: length 0 not in 1..4096")."""
+
+
+class Unauthenticated(MetadError):
+    """The cluster accepts none of the call's credentials (gRPC UNAUTHENTICATED): no client
+    certificate or API key (a plaintext client of a TLS listener), or an unknown, revoked or
+    expired API key. Never retried."""
+
+
+class PermissionDenied(MetadError):
+    """The caller is authenticated and its roles do not allow the call (gRPC PERMISSION_DENIED
+    without a wire reason; IllegalClient and SegmentOwnedByOtherClient have reasons of their own).
+    Never retried."""
 
 
 class TenantNotRegistered(MetadError):
@@ -392,8 +411,9 @@ def error_detail(details: bytes) -> Optional[types_pb2.ErrorDetail]:
 def from_rpc_error(err: grpc.RpcError, trailing: Optional[Sequence[Tuple[str, object]]] = None) -> MetadError:
     """The typed exception for a failed gRPC call: by the ErrorDetail's reason when the status
     carries one, Unavailable for a bare UNAVAILABLE status (a connection error), InvalidParams for a
-    bare INVALID_ARGUMENT, OutcomeUnknown for DEADLINE_EXCEEDED and CANCELLED, and MetadError with
-    the gRPC code otherwise."""
+    bare INVALID_ARGUMENT, Unauthenticated for UNAUTHENTICATED, PermissionDenied for a bare
+    PERMISSION_DENIED, OutcomeUnknown for DEADLINE_EXCEEDED and CANCELLED, and MetadError with the
+    gRPC code otherwise."""
     code: Optional[grpc.StatusCode] = err.code() if hasattr(err, "code") else None
     details = err.details() if hasattr(err, "details") else None
     message = details or ""
@@ -414,6 +434,10 @@ def from_rpc_error(err: grpc.RpcError, trailing: Optional[Sequence[Tuple[str, ob
         return Unavailable(message, code=code)
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return InvalidParams(message, code=code)
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return Unauthenticated(message, code=code)
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return PermissionDenied(message, code=code)
     if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
         return OutcomeUnknown(message, code=code)
     return MetadError(message, code=code)
