@@ -28,6 +28,11 @@ def main() -> None:
                     (replica,) = worker.put_start(key, len(data), options=metad.PutOptions(preferred_segments=[seg.id]))
                 except metad.ObjectAlreadyExists:
                     continue  # left by an earlier run
+                if replica.segment_id != seg.id:
+                    # A preference is honoured when the segment has room; otherwise the object is
+                    # placed on another worker's segment, which this worker cannot write into.
+                    worker.put_revoke(key)
+                    raise SystemExit(f"{key}: placed on segment {replica.segment_endpoint}, not this worker's")
                 memory[replica.offset:replica.offset + len(data)] = data
                 worker.put_end(key)
 
