@@ -58,7 +58,10 @@
 //
 //   - Memory: MEMORY used/capacity above HighWatermark (0.90), or store.EvictionWanted (a MEMORY
 //     placement found no room for an object that some MEMORY segment is large enough to hold; one
-//     larger than every segment raises nothing, since no eviction could place it). With ratio
+//     larger than every segment raises nothing, since no eviction could place it), until a memory
+//     round completes or the tier's used bytes fall below what they were at the failure (memory
+//     freed since, so the room the put lacked may be there: the call for a round is dropped,
+//     metad_evict_flags_dropped_total). With ratio
 //     EvictRatio (0.05), target = max(ratio, used - hwm + ratio)
 //     and lower = max(target/2, used - hwm), as fractions of capacity. Pass 1 evicts unpinned units
 //     until target bytes are freed; pass 2 evicts soft-pinned units, toward the same target, only if

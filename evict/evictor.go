@@ -33,6 +33,7 @@ type Evictor struct {
 
 	// Owned by Run's goroutine.
 	flagged  bool      // a MEMORY placement found no room (store.EvictionWanted) and no memory round has completed since
+	flagUsed uint64    // the MEMORY tier's used bytes when that placement failed
 	lastReap time.Time // when the reaper last looked
 
 	// Test hooks, set before Run or any round and never changed while one runs.
@@ -100,7 +101,7 @@ func (e *Evictor) Run(ctx context.Context) error {
 			// A follower's placements raise the flag too (apply runs everywhere); it is stale by
 			// the time this node leads, so drop it.
 			e.node.Store().EvictionWanted()
-			e.flagged = false
+			e.flagged, e.flagUsed = false, 0
 			e.lastReap = time.Time{}
 		}
 		t.Reset(wait)
@@ -122,8 +123,17 @@ func (e *Evictor) reapDue(since time.Duration, busy bool) bool {
 // step runs what is due on the leader and reports whether to come back after BusyInterval.
 func (e *Evictor) step(ctx context.Context) bool {
 	s := e.node.Store()
-	if s.EvictionWanted() {
-		e.flagged = true
+	if used, wanted := s.EvictionWanted(); wanted {
+		e.flagged, e.flagUsed = true, used
+	}
+	if e.flagged {
+		// A round asked for by a failed placement outlives its cause once memory has been freed
+		// since (a removal, an unmount, an eviction, an idle arena retired): the room that put
+		// lacked may be there now, and the watermark alone decides.
+		if _, used := s.Segments().Allocatable(alloc.TierMemory); used < e.flagUsed {
+			e.flagged = false
+			e.m.flagsDropped.Inc()
+		}
 	}
 	busy := e.tierStep(ctx, s, KindMemory)
 	if e.tierStep(ctx, s, KindNOF) {

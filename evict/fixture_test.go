@@ -239,7 +239,8 @@ func marks(s *store.Store) int {
 // memoryRound runs one memory watermark step at the fixture's clock.
 func (x *fixture) memoryRound() outcome {
 	x.t.Helper()
-	sp := x.ev.watermarkSpec(x.s, KindMemory, x.s.EvictionWanted())
+	_, wanted := x.s.EvictionWanted()
+	sp := x.ev.watermarkSpec(x.s, KindMemory, wanted)
 	if sp == nil {
 		return outcome{}
 	}

@@ -18,6 +18,7 @@ type metrics struct {
 	reaped       prometheus.Counter       // writes revoked by the reaper
 	expiredTasks prometheus.Counter       // scheduled tasks the reaper ended FAILED
 	marksKept    prometheus.Counter       // marks left after a proposal of unknown outcome
+	flagsDropped prometheus.Counter       // failed placements' calls for a round dropped: memory freed since
 }
 
 func newMetrics() *metrics {
@@ -63,11 +64,15 @@ func newMetrics() *metrics {
 			Name: "metad_evict_marks_kept_total",
 			Help: "Unlink marks left in place because an Evict proposal's outcome was unknown (cleared by the next term).",
 		}),
+		flagsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_evict_flags_dropped_total",
+			Help: "Memory rounds a failed placement asked for and none ran, because memory was freed since the failure.",
+		}),
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept} {
+	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept, m.flagsDropped} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

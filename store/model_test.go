@@ -593,7 +593,7 @@ func (h *modelHarness) checkState() {
 	if err := s.CheckInvariants(); err != nil {
 		h.fatalf("CheckInvariants: %v", err)
 	}
-	if got := s.EvictionWanted(); got != h.evict {
+	if _, got := s.EvictionWanted(); got != h.evict {
 		h.fatalf("eviction flag %v, model %v (a placement failed this step: %v)", got, h.evict, h.evict)
 	}
 	h.evict = false

@@ -217,7 +217,8 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 		// segment, or a full NOF tier, would drain memory for nothing.
 		var ns *alloc.NoSpaceError
 		if errors.As(err, &ns) && ns.Tier == alloc.TierMemory && ns.Fits {
-			s.evictWanted.Store(true)
+			_, used := s.segs.Allocatable(alloc.TierMemory)
+			s.evictWanted.Store(used + 1)
 		}
 		return nil, objErr(NoAvailableHandle, t.name, req.Key, err.Error())
 	}

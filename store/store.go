@@ -62,9 +62,12 @@ type Store struct {
 	arenas       *arenaTable   // replicated: the allocation arenas (arena.go)
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
-	leaseFloor  atomic.Int64 // soft: every object counts as leased until this time (new leader)
-	evictWanted atomic.Bool  // soft: a MEMORY placement found no room that eviction could make; the memory eviction loop should run
-	waits       LockWaits    // sampled lock waits of the read path (metrics)
+	leaseFloor atomic.Int64 // soft: every object counts as leased until this time (new leader)
+	// evictWanted (soft): 0, or 1 + the MEMORY tier's used bytes (alloc.Registry.Allocatable) when a
+	// MEMORY placement last found no room that eviction could make: the memory eviction loop
+	// should run, unless memory has been freed since.
+	evictWanted atomic.Uint64
+	waits       LockWaits // sampled lock waits of the read path (metrics)
 }
 
 // New returns an empty store with the tenant `default` registered (instance 1, no quota), as every
@@ -105,8 +108,16 @@ func (s *Store) NextInstance() uint64 { return s.nextInstance.Load() }
 
 // EvictionWanted reports and clears the flag raised when a placement found no room on the MEMORY
 // tier for an object that some MEMORY segment is large enough to hold (so that freeing memory can
-// help; an object larger than every segment raises nothing).
-func (s *Store) EvictionWanted() bool { return s.evictWanted.Swap(false) }
+// help; an object larger than every segment raises nothing), with the tier's used bytes (as
+// Segments().Allocatable counts them) when the last such placement failed: used bytes below that
+// now mean memory was freed since, and the room the placement lacked may be there.
+func (s *Store) EvictionWanted() (usedAt uint64, wanted bool) {
+	v := s.evictWanted.Swap(0)
+	if v == 0 {
+		return 0, false
+	}
+	return v - 1, true
+}
 
 // writable looks up an open tenant for a write and takes its gate shared; the caller must call
 // t.release() when it returns a tenant.

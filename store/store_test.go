@@ -229,29 +229,29 @@ func TestNoAvailableHandle(t *testing.T) {
 	s := newTestStore(t)
 	_, err := s.PutStart(sec, 1, putReq("", "k", "", 100))
 	wantReason(t, err, NoAvailableHandle)
-	if s.EvictionWanted() {
+	if _, wanted := s.EvictionWanted(); wanted {
 		t.Fatal("a put with no MEMORY segment mounted raised the eviction flag")
 	}
 	mount(t, s, 1, alloc.TierMemory, 1024)
 	_, err = s.PutStart(sec, 1, putReq("", "k", "", 2000))
 	wantReason(t, err, NoAvailableHandle)
-	if s.EvictionWanted() {
+	if _, wanted := s.EvictionWanted(); wanted {
 		t.Fatal("a put larger than every segment raised the eviction flag: eviction cannot help it")
 	}
 	put(t, s, sec, "", "a", "", 600)
 	_, err = s.PutStart(sec, 1, putReq("", "k", "", 600))
 	wantReason(t, err, NoAvailableHandle)
-	if !s.EvictionWanted() {
+	if _, wanted := s.EvictionWanted(); !wanted {
 		t.Fatal("a put that fits a segment but found no room did not raise the eviction flag")
 	}
-	if s.EvictionWanted() {
+	if _, wanted := s.EvictionWanted(); wanted {
 		t.Fatal("EvictionWanted did not clear the flag")
 	}
 	nr := putReq("", "n", "", 100)
 	nr.Config.NOF = 1
 	_, err = s.PutStart(sec, 1, nr)
 	wantReason(t, err, NoAvailableHandle)
-	if s.EvictionWanted() {
+	if _, wanted := s.EvictionWanted(); wanted {
 		t.Fatal("a put that found no NOF segment raised the memory eviction flag")
 	}
 	if err := s.Remove(sec, "", "a", true); err != nil {
