@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -264,10 +265,14 @@ func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *end
 		if silent {
 			// The node stopped answering anything (paused, stalled, cut off), and it may stay so
 			// much longer than an election takes. Go elsewhere at once (the attempt already
-			// waited) and keep failover away from it for a while.
+			// waited), unless the attempt made progress that a retry would repeat, and keep
+			// failover away from it for a while.
 			ep.suspectUntil.Store(time.Now().Add(c.suspectFor()).UnixNano())
 			redirected = false
 			c.advance(ep)
+			if errors.As(err, new(*noRetryError)) {
+				return n + 1, err
+			}
 			continue
 		}
 		act, leader := classify(err, ep.addr)

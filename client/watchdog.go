@@ -21,15 +21,18 @@ import (
 // sign of life for its silence bound (Client.silence):
 //
 //   - an ordinary call's is AttemptTimeout, stretched to half of it plus the node's measured
-//     answer time (answerTime.timeout) when that is longer, at most suspectFor: a node known to
-//     answer in 700 ms is not silent at 500 ms, and a paused or cut-off one costs a call about
-//     one attempt timeout;
+//     answer time (answerTime.timeout) when that is longer, at most suspectFor: a probe of a
+//     node known to answer in 700 ms gets that long, not just the other half of a 1 s attempt
+//     timeout, and a paused or cut-off node costs a call about one attempt timeout;
 //   - a long call's (Long) is suspectAttempts times that: several probe windows in a row
 //     without a sign of life. Abandoning it throws away work that may have run for minutes
 //     (a snapshot, a tenant's erasure), so only a node that is really gone ends it early; a
 //     broken connection fails it at once anyway.
 //
-// A probe has no deadline of its own: a late answer still counts, and is measured.
+// A probe has no deadline of its own: a late answer still counts, and is measured; and it gets
+// its time counted from when it was really sent, however late a busy client's timer fired. An
+// attempt abandoned after it made progress (a stream that had delivered chunks) fails instead of
+// being retried elsewhere, where the work would start over.
 
 // longKey marks a context whose calls are long (Long).
 type longKey struct{}
@@ -105,7 +108,8 @@ func answered(err error) bool { return err == nil || DetailOf(err) != nil }
 
 // try makes one attempt at ep under the caller's context, watched over by a watchdog (unless
 // Config.AttemptTimeout is negative). silent reports that the watchdog abandoned the attempt
-// because the node showed no sign of life while the caller's context was still live.
+// because the node showed no sign of life while the caller's context was still live; err is then
+// a *noRetryError when the attempt had made progress that a retry would repeat.
 func (c *Client) try(ctx context.Context, ep *endpoint, attempt func(context.Context, *endpoint) error) (silent bool, err error) {
 	if c.cfg.AttemptTimeout <= 0 {
 		return false, attempt(ctx, ep)
@@ -119,7 +123,7 @@ func (c *Client) try(ctx context.Context, ep *endpoint, attempt func(context.Con
 		lost := status.Errorf(codes.Unavailable, "client: %s stopped answering (no sign of life for %s); the outcome is unknown",
 			ep.addr, quiet)
 		if errors.As(err, new(*noRetryError)) {
-			return false, &noRetryError{lost} // the attempt made progress that a retry would repeat
+			return true, &noRetryError{lost} // the attempt made progress that a retry would repeat
 		}
 		return true, lost
 	}

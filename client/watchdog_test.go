@@ -96,7 +96,7 @@ func TestLongCallLeavesSilentNode(t *testing.T) {
 
 // TestStreamFrozenMidwayFails: a snapshot save whose node falls silent after some chunks is
 // abandoned after the long bound and fails UNAVAILABLE: it is not retried elsewhere, where a
-// fresh stream would start over under the bytes already written.
+// fresh stream would start over under the bytes already written. Later calls go elsewhere.
 func TestStreamFrozenMidwayFails(t *testing.T) {
 	frozen, other := startFake(t), startFake(t)
 	frozen.snapChunks.Store(8)
@@ -116,6 +116,9 @@ func TestStreamFrozenMidwayFails(t *testing.T) {
 	}
 	if want := wantSnapshot(3); n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) || other.calls.Load() != 0 {
 		t.Fatalf("wrote %d bytes %q and called the other node %d times; want %q and 0", n, buf.Bytes(), other.calls.Load(), want)
+	}
+	if c.Leader() != other.addr {
+		t.Fatalf("calls go to %s after the node fell silent, want %s", c.Leader(), other.addr)
 	}
 }
 
