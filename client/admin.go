@@ -18,9 +18,10 @@ func (c *Client) RegisterTenant(ctx context.Context, name string, quotaBytes uin
 	return resp.GetInstanceId(), err
 }
 
-// UnregisterTenant removes tenant name; with force it also erases its objects and groups.
+// UnregisterTenant removes tenant name; with force it also erases its objects and groups. The call
+// is long (Long).
 func (c *Client) UnregisterTenant(ctx context.Context, name string, force bool) (*metadv1.UnregisterTenantResponse, error) {
-	return callAdmin(ctx, c, metadv1.AdminClient.UnregisterTenant, &metadv1.UnregisterTenantRequest{Name: name, Force: force})
+	return callAdmin(Long(ctx), c, metadv1.AdminClient.UnregisterTenant, &metadv1.UnregisterTenantRequest{Name: name, Force: force})
 }
 
 // ListTenants lists the registered tenants sorted by name, with their usage.
@@ -61,22 +62,23 @@ func (c *Client) ListMembers(ctx context.Context) (*metadv1.ListMembersResponse,
 }
 
 // AddMember adds a voter named name at Raft peer address peerAddr; it returns the configuration's
-// log index.
+// log index. The call is long (Long).
 func (c *Client) AddMember(ctx context.Context, name, peerAddr string) (uint64, error) {
-	resp, err := callAdmin(ctx, c, metadv1.AdminClient.AddMember, &metadv1.AddMemberRequest{Name: name, PeerAddress: peerAddr})
+	resp, err := callAdmin(Long(ctx), c, metadv1.AdminClient.AddMember, &metadv1.AddMemberRequest{Name: name, PeerAddress: peerAddr})
 	return resp.GetIndex(), err
 }
 
-// RemoveMember removes member name; it returns the configuration's log index.
+// RemoveMember removes member name; it returns the configuration's log index. The call is long
+// (Long).
 func (c *Client) RemoveMember(ctx context.Context, name string) (uint64, error) {
-	resp, err := callAdmin(ctx, c, metadv1.AdminClient.RemoveMember, &metadv1.RemoveMemberRequest{Name: name})
+	resp, err := callAdmin(Long(ctx), c, metadv1.AdminClient.RemoveMember, &metadv1.RemoveMemberRequest{Name: name})
 	return resp.GetIndex(), err
 }
 
 // TransferLeader hands leadership to member target ("" = the most up-to-date follower) and makes
-// the new leader the endpoint later calls go to.
+// the new leader the endpoint later calls go to. The call is long (Long).
 func (c *Client) TransferLeader(ctx context.Context, target string) (*metadv1.TransferLeaderResponse, error) {
-	resp, err := callAdmin(ctx, c, metadv1.AdminClient.TransferLeader, &metadv1.TransferLeaderRequest{Target: target})
+	resp, err := callAdmin(Long(ctx), c, metadv1.AdminClient.TransferLeader, &metadv1.TransferLeaderRequest{Target: target})
 	if err == nil && resp.GetLeaderAddress() != "" {
 		_ = c.setLeader(resp.GetLeaderAddress())
 	}
@@ -130,10 +132,11 @@ func (c *Client) StatusAll(ctx context.Context) []NodeStatus {
 
 // SnapshotSave streams a snapshot of the cluster's state into w and returns the bytes written.
 // allowStale lets a follower answer from its own state. The call is retried like any other until
-// the first chunk arrives; after that an error ends it (w then holds a truncated file).
+// the first chunk arrives; after that an error ends it (w then holds a truncated file). The call
+// is long (Long), and each chunk received is a sign of life of its node.
 func (c *Client) SnapshotSave(ctx context.Context, w io.Writer, allowStale bool) (int64, error) {
 	var n int64
-	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
+	err := c.do(Long(ctx), func(ctx context.Context, ep *endpoint) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stream, err := ep.admin.SnapshotSave(ctx, &metadv1.SnapshotSaveRequest{AllowStale: allowStale})
@@ -151,6 +154,7 @@ func (c *Client) SnapshotSave(ctx context.Context, w io.Writer, allowStale bool)
 				}
 				return err
 			}
+			alive(ctx)
 			if chunk.GetOffset() != uint64(n) {
 				return &noRetryError{errors.New("client: snapshot chunk out of order")}
 			}
@@ -176,12 +180,13 @@ func (e *noRetryError) Error() string { return e.err.Error() }
 
 // SnapshotRestore replaces the cluster's state with the snapshot file read from r, streamed in
 // chunks of at most 1 MiB. If r is an io.Seeker the call is retried like any other (r is rewound);
-// otherwise it is attempted once.
+// otherwise it is attempted once. The call is long (Long), and each chunk sent is a sign of life
+// of its node (gRPC's flow control holds the sends once the server stops reading).
 func (c *Client) SnapshotRestore(ctx context.Context, r io.Reader) (*metadv1.SnapshotRestoreResponse, error) {
 	seeker, canRetry := r.(io.Seeker)
 	var resp *metadv1.SnapshotRestoreResponse
 	first := true
-	err := c.do(ctx, func(ctx context.Context, ep *endpoint) error {
+	err := c.do(Long(ctx), func(ctx context.Context, ep *endpoint) error {
 		if !first {
 			if !canRetry {
 				return &noRetryError{errors.New("client: snapshot restore cannot be retried from a stream that cannot seek")}
@@ -206,6 +211,7 @@ func (c *Client) SnapshotRestore(ctx context.Context, r io.Reader) (*metadv1.Sna
 					break // the server ended the stream; CloseAndRecv reports why
 				}
 				off += uint64(m)
+				alive(ctx)
 			}
 			if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
 				break

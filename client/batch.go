@@ -174,6 +174,7 @@ func (c *Client) BatchPutStart(ctx context.Context, tenant string, items []Batch
 	if err := repeatedKey("items", len(items), func(i int) string { return items[i].Key }); err != nil {
 		return nil, err
 	}
+	ctx = Long(ctx) // a batch's thousands of items must not be placed twice for a busy leader's sake
 	out := make([]*metadv1.BatchPutStartResponse_Result, 0, len(items))
 	cfg := opts.config()
 	for _, sp := range spans(len(items), func(i int) int { return len(items[i].Key) + len(items[i].Group) + 16 }) {
@@ -243,8 +244,9 @@ func (c *Client) replaceOwnPending(ctx context.Context, req *metadv1.BatchPutSta
 }
 
 // batchStatus runs a keys-only batch write whose answer is one Status per key; a repeated key
-// fails it with ErrRepeatedKey before anything is sent.
+// fails it with ErrRepeatedKey before anything is sent. Its calls are long (Long).
 func batchStatus(ctx context.Context, keys []string, send func(context.Context, [][]byte) ([]*metadv1.Status, error)) ([]*metadv1.Status, error) {
+	ctx = Long(ctx)
 	if err := repeatedKey("keys", len(keys), func(i int) string { return keys[i] }); err != nil {
 		return nil, err
 	}

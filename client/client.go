@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,12 +11,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"metad/proto/metadv1"
 )
@@ -36,6 +35,9 @@ type endpoint struct {
 	md     metadv1.MetadataClient
 	admin  metadv1.AdminClient
 	health healthpb.HealthClient // the watchdog's probe
+	// answers estimates how long the node takes to answer (watchdog.go); it sets how long a
+	// watchdog waits for it.
+	answers answerTime
 	// suspectUntil is the Unix time in ns until which failover passes this endpoint by: a watchdog
 	// found it silent (the node may be paused, stalled or cut off). 0, or
 	// a time in the past, means healthy. A successful answer from it, or a leader hint naming it
@@ -263,10 +265,14 @@ func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *end
 		if silent {
 			// The node stopped answering anything (paused, stalled, cut off), and it may stay so
 			// much longer than an election takes. Go elsewhere at once (the attempt already
-			// waited) and keep failover away from it for a while.
+			// waited), unless the attempt made progress that a retry would repeat, and keep
+			// failover away from it for a while.
 			ep.suspectUntil.Store(time.Now().Add(c.suspectFor()).UnixNano())
 			redirected = false
 			c.advance(ep)
+			if errors.As(err, new(*noRetryError)) {
+				return n + 1, err
+			}
 			continue
 		}
 		act, leader := classify(err, ep.addr)
@@ -294,77 +300,6 @@ func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *end
 		}
 		delay = min(2*delay, c.cfg.RetryBackoff.Max)
 	}
-}
-
-// try makes one attempt at ep under the caller's context, watched over by a watchdog (unless
-// Config.AttemptTimeout is negative). silent reports that the watchdog abandoned the attempt
-// because the node stopped answering while the caller's context was still live.
-func (c *Client) try(ctx context.Context, ep *endpoint, attempt func(context.Context, *endpoint) error) (silent bool, err error) {
-	if c.cfg.AttemptTimeout <= 0 {
-		return false, attempt(ctx, ep)
-	}
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := c.watch(actx, cancel, ep)
-	err = attempt(actx, ep)
-	if w.stop() && err != nil && ctx.Err() == nil {
-		return true, status.Errorf(codes.Unavailable, "client: %s stopped answering (no health answer within %s); the outcome is unknown",
-			ep.addr, c.cfg.AttemptTimeout-c.cfg.AttemptTimeout/2)
-	}
-	return false, err
-}
-
-// watchdog is safe for concurrent use (its timer's goroutine and the attempt's share it). It tells
-// a node that is slow from one that is silent: an attempt that has run for half of
-// Config.AttemptTimeout makes it ask the node, on the same connection, for its gRPC health; a node
-// that answers anything within the other half is alive and working on the call, and is asked again
-// half an attempt timeout later, for as long as the call runs; a node that does not answer is
-// silent, and the attempt is cancelled. So an attempt is never abandoned while its node answers
-// (a slow leader's write is not retried elsewhere, where it could be applied twice), and a paused
-// or cut-off node costs it about one AttemptTimeout.
-type watchdog struct {
-	mu      sync.Mutex // guards t, stopped and silent
-	t       *time.Timer
-	stopped bool // the attempt has ended: the timer is not to be rearmed
-	silent  bool // the node did not answer a probe: the attempt was cancelled
-}
-
-// watch starts a watchdog over the attempt at ep whose context is actx (cancel cancels it).
-func (c *Client) watch(actx context.Context, cancel context.CancelFunc, ep *endpoint) *watchdog {
-	half := c.cfg.AttemptTimeout / 2
-	w := &watchdog{}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.t = time.AfterFunc(half, func() {
-		pctx, pcancel := context.WithTimeout(actx, c.cfg.AttemptTimeout-half)
-		_, err := ep.health.Check(pctx, &healthpb.HealthCheckRequest{})
-		pcancel()
-		if actx.Err() != nil {
-			return // the attempt ended meanwhile
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.stopped {
-			return
-		}
-		switch status.Code(err) {
-		case codes.DeadlineExceeded, codes.Unavailable:
-			w.silent = true
-			cancel()
-		default: // any answer, even an error, comes from a live server
-			w.t.Reset(half)
-		}
-	})
-	return w
-}
-
-// stop ends the watch and reports whether the node was found silent.
-func (w *watchdog) stop() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	w.t.Stop()
-	return w.silent
 }
 
 // suspectFor is how long failover passes by an endpoint after it was found silent: long

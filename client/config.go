@@ -59,14 +59,18 @@ type Config struct {
 	// context deadline bounds the retries too. 0 means the default (20); a negative value disables
 	// retries.
 	MaxRetries int
-	// AttemptTimeout tells a silent node from a slow one. An attempt that has run for half of it
-	// makes the client probe the node's gRPC health on the same connection: a node that answers is
-	// alive and the attempt goes on (probed again every half AttemptTimeout, under the caller's
-	// deadline alone), so a slow leader's write is never retried elsewhere; a node that does not
-	// answer within the other half is silent (paused, stalled, cut off): the attempt is abandoned,
-	// the call moves to the next endpoint at once, and failover passes the silent one by for five
-	// attempt timeouts. 0 means the default (1 s); a negative value turns the watch off (an
-	// attempt then lasts as long as the caller's deadline).
+	// AttemptTimeout tells a silent node from a slow one. An attempt that has heard nothing from
+	// its node for half of it makes the client probe the node's gRPC health on the same
+	// connection. Any answer, and any progress of the attempt (a stream message), is a sign of
+	// life: the attempt goes on under the caller's deadline alone, probed again half an
+	// AttemptTimeout after each, so a slow leader's write is never retried elsewhere. A node that
+	// shows no sign of life for AttemptTimeout is silent (paused, stalled, cut off): the attempt
+	// is abandoned, the call moves to the next endpoint at once, and failover passes the silent
+	// one by for five attempt timeouts. That bound stretches to half an AttemptTimeout plus the
+	// node's measured answer time when this is longer (a busy node is not called silent for
+	// answering as it always does), to at most five attempt timeouts; a long call's (Long) is five
+	// times it. 0 means the default (1 s); a negative value turns the watch off (an attempt then
+	// lasts as long as the caller's deadline).
 	AttemptTimeout time.Duration
 	// NoSession makes the client write without a session: each write at most once, its outcome
 	// unknown when its answer is lost (see the package documentation, Sessions). By default the

@@ -41,19 +41,29 @@
 //
 // # Attempts
 //
-// An attempt of a call at one endpoint runs under the caller's deadline and a watchdog. Once it has
-// run for half of Config.AttemptTimeout (default 1 s), the client asks the node for its gRPC
-// health on the same connection. A node that answers is alive and working on the call: the
-// attempt goes on, and the node is asked again every half attempt timeout, so a slow but live
-// leader's write is never abandoned and retried elsewhere (where it could be applied twice). A
-// node that does not answer within the other half is silent (paused, stalled, cut off; by then
-// the others have elected a new leader, metad's heartbeat timeout being 400 ms, randomized up to
-// 800 ms): the attempt is abandoned with UNAVAILABLE, the call moves to the next endpoint at once,
-// and the silent endpoint becomes suspect for five attempt timeouts: failover passes it by, and a
-// NOT_LEADER naming it is not followed (a follower that has not heard of the election names the
-// leader it last knew). A successful answer from a suspect node, or a leader hint naming it,
-// clears the suspicion. So a paused leader costs a call about one attempt timeout, and a worker's
-// Ping reaches the new leader far within client_ttl.
+// An attempt of a call at one endpoint runs under the caller's deadline and a watchdog
+// (watchdog.go). Once it has heard nothing from its node for half of Config.AttemptTimeout
+// (default 1 s), the client asks the node for its gRPC health on the same connection. An answer,
+// late or not, and any progress of the attempt (a snapshot chunk received or sent) are signs of
+// life: the attempt goes on, and the node is asked again half an attempt timeout after each, so a
+// slow but live leader's write is never abandoned and retried elsewhere (where it could be
+// applied twice). A node that shows no sign of life for one attempt timeout is silent (paused,
+// stalled, cut off; by then the others have elected a new leader, metad's heartbeat timeout being
+// 400 ms, randomized up to 800 ms): the attempt is abandoned with UNAVAILABLE, the call moves to
+// the next endpoint at once, and the silent endpoint becomes suspect for five attempt timeouts:
+// failover passes it by, and a NOT_LEADER naming it is not followed (a follower that has not
+// heard of the election names the leader it last knew). A successful answer from a suspect node,
+// or a leader hint naming it, clears the suspicion. So a paused leader costs a call about one
+// attempt timeout, and a worker's Ping reaches the new leader far within client_ttl.
+//
+// A busy node is not silent: the client measures how long each node takes to answer (its probes,
+// and the calls that end before a probe) as TCP measures a round trip (RFC 6298), and a probe has
+// half an attempt timeout or that measured answer time, whichever is longer, at most five attempt
+// timeouts in all. Long calls wait five times longer still before they give up on a node that
+// shows no sign of life: snapshot save and restore, RemoveAll, UnregisterTenant, the membership
+// changes and TransferLeader, the scans' pages and the write batches (BatchPutStart, BatchPutEnd,
+// BatchPutRevoke, BatchRemove, BatchReplicaClear); Long marks any call so. A broken connection
+// fails any attempt at once.
 //
 // # Retries
 //

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,13 @@ type fakeNode struct {
 	// slow, while set, makes Get and RemoveAll take 300 ms while health answers at once: a live
 	// node with a slow call.
 	slow atomic.Bool
+	// healthDelay, when not 0, makes health answer after that many ns (or when its context ends):
+	// a live node on a busy machine.
+	healthDelay atomic.Int64
+	// snapPrep, snapChunks and snapGap shape SnapshotSave: it waits snapPrep ns (the capture),
+	// then sends snapChunks chunks of 4 bytes snapGap ns apart. It stalls first, like Get. With
+	// snapFreezeAfter > 0 it freezes after that many chunks, waiting for its context to end.
+	snapPrep, snapChunks, snapGap, snapFreezeAfter atomic.Int64
 	// getBound, when not 0, makes BatchGet answer at most that many keys of a request and the rest
 	// RESPONSE_LIMIT_REACHED, as a server whose response reached its size bound does.
 	getBound atomic.Int64
@@ -50,6 +58,9 @@ func (h *fakeHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) 
 	if h.n.hang.Load() {
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if err := wait(ctx, time.Duration(h.n.healthDelay.Load())); err != nil {
+		return nil, err
 	}
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
@@ -134,6 +145,21 @@ func (n *fakeNode) stall(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// wait waits d (nothing when d <= 0), or returns ctx's status error when it ends first.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (n *fakeNode) recordBatch(size int) {
@@ -314,6 +340,36 @@ func (a *fakeAdmin) TransferLeader(_ context.Context, req *metadv1.TransferLeade
 		return nil, err
 	}
 	return &metadv1.TransferLeaderResponse{LeaderName: req.GetTarget(), LeaderAddress: req.GetTarget()}, nil
+}
+
+// SnapshotSave streams the snapshot snapPrep, snapChunks and snapGap describe: chunk i holds
+// the 4 bytes "s" + 3 decimal digits of i.
+func (a *fakeAdmin) SnapshotSave(_ *metadv1.SnapshotSaveRequest, stream metadv1.Admin_SnapshotSaveServer) error {
+	ctx := stream.Context()
+	if err := a.n.enter("SnapshotSave"); err != nil {
+		return err
+	}
+	if err := a.n.stall(ctx); err != nil {
+		return err
+	}
+	if err := wait(ctx, time.Duration(a.n.snapPrep.Load())); err != nil {
+		return err
+	}
+	for i := range a.n.snapChunks.Load() {
+		if i > 0 {
+			if err := wait(ctx, time.Duration(a.n.snapGap.Load())); err != nil {
+				return err
+			}
+		}
+		if err := stream.Send(&metadv1.SnapshotChunk{Offset: uint64(4 * i), Data: fmt.Appendf(nil, "s%03d", i)}); err != nil {
+			return err
+		}
+		if i+1 == a.n.snapFreezeAfter.Load() {
+			<-ctx.Done()
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	return nil
 }
 
 func atou(s string) uint64 {

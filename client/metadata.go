@@ -210,8 +210,9 @@ func (c *Client) Remove(ctx context.Context, tenant, key string, force bool) err
 }
 
 // RemoveAll erases every removable object of tenant and reports how many were erased and skipped.
+// The call is long (Long).
 func (c *Client) RemoveAll(ctx context.Context, tenant string, force bool) (*metadv1.RemoveAllResponse, error) {
-	return call(ctx, c, metadv1.MetadataClient.RemoveAll, &metadv1.RemoveAllRequest{Tenant: tenant, Force: force})
+	return call(Long(ctx), c, metadv1.MetadataClient.RemoveAll, &metadv1.RemoveAllRequest{Tenant: tenant, Force: force})
 }
 
 // RemoveGroup erases an explicit group and its members in one step; it returns the members erased.

@@ -11,7 +11,7 @@ import (
 // nothing follows). The Page methods make one call; the others loop over pages. The pages are
 // separate calls, so keys created or removed meanwhile may or may not be seen: a key created
 // between pages below the page's last key is not. A pattern is Go regexp (RE2) syntax, matched
-// anywhere in the key.
+// anywhere in the key. A page's call is long (Long): the server may walk many keys to fill it.
 
 // maxPages bounds the loops over pages (a loop that never ends would be a server bug).
 const maxPages = 1 << 24
@@ -20,7 +20,7 @@ const maxPages = 1 << 24
 // after pageToken (nil = from the start), at most limit (0 = the server's page size), and the
 // token of the next page (nil when none follows).
 func (c *Client) ListObjectKeysPage(ctx context.Context, tenant, prefix string, pageToken []byte, limit uint32, opts ...ReadOption) ([]string, []byte, error) {
-	resp, err := call(ctx, c, metadv1.MetadataClient.ListObjectKeys, &metadv1.ListObjectKeysRequest{
+	resp, err := call(Long(ctx), c, metadv1.MetadataClient.ListObjectKeys, &metadv1.ListObjectKeysRequest{
 		Tenant: tenant, Prefix: []byte(prefix), PageToken: pageToken, Limit: limit, Stale: readOpts(opts).stale,
 	})
 	if err != nil {
@@ -52,7 +52,7 @@ func (c *Client) ListObjectKeys(ctx context.Context, tenant, prefix string, opts
 // GetByRegexPage is Get for one page of the tenant's keys that pattern matches: the objects of
 // the page that have a COMPLETE replica, leased (unless Stale), and the next page's token.
 func (c *Client) GetByRegexPage(ctx context.Context, tenant, pattern string, pageToken []byte, limit uint32, opts ...ReadOption) (*metadv1.GetByRegexResponse, error) {
-	return call(ctx, c, metadv1.MetadataClient.GetByRegex, &metadv1.GetByRegexRequest{
+	return call(Long(ctx), c, metadv1.MetadataClient.GetByRegex, &metadv1.GetByRegexRequest{
 		Tenant: tenant, Pattern: pattern, PageToken: pageToken, Limit: limit, Stale: readOpts(opts).stale,
 	})
 }
@@ -77,7 +77,7 @@ func (c *Client) GetByRegex(ctx context.Context, tenant, pattern string, opts ..
 // ones too; never one being written), in one replicated command, and answers each key of the page
 // and the next page's token.
 func (c *Client) RemoveByRegexPage(ctx context.Context, tenant, pattern string, pageToken []byte, limit uint32, force bool) (*metadv1.RemoveByRegexResponse, error) {
-	return call(ctx, c, metadv1.MetadataClient.RemoveByRegex, &metadv1.RemoveByRegexRequest{
+	return call(Long(ctx), c, metadv1.MetadataClient.RemoveByRegex, &metadv1.RemoveByRegexRequest{
 		Tenant: tenant, Pattern: pattern, PageToken: pageToken, Limit: limit, Force: force,
 	})
 }

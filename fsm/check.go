@@ -17,7 +17,11 @@ import (
 // is refused only when every item is (r.Items, one per item), or whole when its tenant is not
 // registered and open (r.Reason TENANT_NOT_REGISTERED, where apply would refuse every item with
 // it). Commands with no check here (removals, which the leader prepares; eviction; members) are
-// never refused.
+// never refused. PutCommit has none either: the leader ends a reserved write from its reservation
+// (service/reserve.go), and apply takes a PutCommit's tier as given, so an item whose ranges hold
+// no replica of that tier is created with every replica PROCESSING and answered OK; the leader
+// must refuse such a PutEnd itself (INVALID_WRITE, as CheckPutEnd refuses the NOF tier of a
+// memory-only write that went through the log) before it proposes one.
 //
 // Check reads the state with no barrier of its own: the caller makes sure the state is current
 // (the leader's term-start barrier applied) and that a refusal is a linearizable read (leadership

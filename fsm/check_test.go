@@ -171,3 +171,69 @@ func TestCheckRefusesOnlyWhatApplyRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRefusesEndOfATierWithNoReplica: a PutEnd, UpsertEnd, PutRevoke or UpsertRevoke (or a
+// batch item of one) naming a tier the write has no replica of, such as the NOF tier of a
+// memory-only write, is refused INVALID_WRITE by Check, as apply refuses it, changing nothing; so
+// the leader answers it without a log entry. A tier the write does have is not refused, and
+// neither is a PutEnd repeated after its replicas of the tier are COMPLETE (SEMANTICS: OK).
+func TestCheckRefusesEndOfATierWithNoReplica(t *testing.T) {
+	g := newGen(1)
+	f := newFSM(t)
+	index := uint64(1)
+	applyCmds(t, f, index, g.now, g.setup()...)
+	cl := genClients[0]
+	start := func(key string, nof uint32) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{Tenant: "beta", ClientId: cl, Key: []byte(key), Size: 64,
+			Config: &metadv1.ReplicaConfig{MemoryReplicas: 1, NofReplicas: nof}}}}
+	}
+	index++
+	for i, r := range applyCmds(t, f, index, g.now, start("mem", 0), start("both", 1)) {
+		if r.Reason != store.OK {
+			t.Fatalf("PutStart %d: %s %s", i, r.Reason, r.Message)
+		}
+	}
+	nof := metadv1.Tier_TIER_NOF
+	mem := [][]byte{[]byte("mem")}
+	refusedCmds := map[string]*metadv1.Command{
+		"PutEnd":         {Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "beta", ClientId: cl, Key: mem[0], Tier: nof}}},
+		"UpsertEnd":      {Op: &metadv1.Command_UpsertEnd{UpsertEnd: &metadv1.UpsertEnd{Tenant: "beta", ClientId: cl, Key: mem[0], Tier: nof}}},
+		"PutRevoke":      {Op: &metadv1.Command_PutRevoke{PutRevoke: &metadv1.PutRevoke{Tenant: "beta", ClientId: cl, Key: mem[0], Tier: nof}}},
+		"UpsertRevoke":   {Op: &metadv1.Command_UpsertRevoke{UpsertRevoke: &metadv1.UpsertRevoke{Tenant: "beta", ClientId: cl, Key: mem[0], Tier: nof}}},
+		"BatchPutEnd":    {Op: &metadv1.Command_BatchPutEnd{BatchPutEnd: &metadv1.BatchPutEnd{Tenant: "beta", ClientId: cl, Keys: mem, Tier: nof}}},
+		"BatchPutRevoke": {Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{Tenant: "beta", ClientId: cl, Keys: mem, Tier: nof}}},
+	}
+	for _, name := range []string{"PutEnd", "UpsertEnd", "PutRevoke", "UpsertRevoke", "BatchPutEnd", "BatchPutRevoke"} {
+		c := refusedCmds[name]
+		want, refused := Check(f.Store(), c)
+		reason := want.Reason
+		if len(want.Items) == 1 {
+			reason = want.Items[0].Reason
+		}
+		if !refused || reason != store.InvalidWrite {
+			t.Fatalf("%s of the NOF tier of a memory-only write: checked refused=%v %+v, want INVALID_WRITE", name, refused, want)
+		}
+		before := stateOnly(t, snapshotBytes(t, f))
+		index++
+		got := applyCmds(t, f, index, g.now, c)[0]
+		if got.Reason != store.InvalidWrite && (len(got.Items) != 1 || got.Items[0].Reason != store.InvalidWrite) {
+			t.Fatalf("%s: applied %+v, want INVALID_WRITE", name, got)
+		}
+		if after := stateOnly(t, snapshotBytes(t, f)); !bytes.Equal(before, after) {
+			t.Fatalf("%s: refused, and applying it changed the state", name)
+		}
+	}
+	for _, c := range []*metadv1.Command{
+		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "beta", ClientId: cl, Key: []byte("both"), Tier: nof}}},
+		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "beta", ClientId: cl, Key: []byte("both"), Tier: nof}}}, // a repeat
+		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "beta", ClientId: cl, Key: []byte("mem"), Tier: metadv1.Tier_TIER_MEMORY}}},
+	} {
+		if r, refused := Check(f.Store(), c); refused {
+			t.Fatalf("%v: refused %+v", c, r)
+		}
+		index++
+		if r := applyCmds(t, f, index, g.now, c)[0]; r.Reason != store.OK {
+			t.Fatalf("%v: applied %s %s", c, r.Reason, r.Message)
+		}
+	}
+}

@@ -59,6 +59,16 @@ func TestRefusalsConsumeNoLog(t *testing.T) {
 		{"PutEnd of another client's write", func() (any, error) {
 			return h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: b, Key: []byte("writing")})
 		}, codes.PermissionDenied, rIllegal},
+		{"PutEnd of a tier the write has no replica of", func() (any, error) {
+			return h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: a, Key: []byte("writing"), Tier: metadv1.Tier_TIER_NOF})
+		}, codes.FailedPrecondition, rBadWrite},
+		{"PutRevoke of a tier the write has no replica of", func() (any, error) {
+			return h.meta.PutRevoke(ctx, &metadv1.PutRevokeRequest{ClientId: a, Key: []byte("writing"), Tier: metadv1.Tier_TIER_NOF})
+		}, codes.FailedPrecondition, rBadWrite},
+		{"BatchPutEnd of a tier the writes have no replica of", func() (any, error) {
+			r, err := h.meta.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{ClientId: a, Keys: [][]byte{[]byte("writing")}, Tier: metadv1.Tier_TIER_NOF})
+			return reasons(r.GetResults()), err
+		}, codes.OK, items{rBadWrite}},
 		{"PutRevoke of a complete object", func() (any, error) {
 			return h.meta.PutRevoke(ctx, &metadv1.PutRevokeRequest{ClientId: a, Key: []byte("done")})
 		}, codes.FailedPrecondition, rBadWrite},

@@ -139,7 +139,7 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.sec.Key, "key", a.sec.Key, "PEM key of --cert (env "+client.EnvKey+")")
 	fs.StringVar(&a.sec.APIKey, "api-key", a.sec.APIKey, "API key to authenticate with; needs TLS (env "+client.EnvAPIKey+")")
 	fs.StringVar(&a.sec.CertsDir, "certs-dir", a.sec.CertsDir, "certificates directory: without --cacert, its ca.crt turns TLS on and, without --cert and --api-key, its client.root.crt is presented (env "+client.EnvCertsDir+"); the directory of the cert verbs")
-	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "how long a node may leave a call and a health probe unanswered before the call moves to the next (negative: wait for --timeout)")
+	fs.DurationVar(&a.attempt, "attempt-timeout", a.attempt, "how long a node may show no sign of life (no answer to a call or a health probe) before the call moves to the next; busy nodes and long calls get longer (negative: wait for --timeout)")
 }
 
 func (a *app) dispatch(args []string) error {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	metadv1 "metad/proto/metadv1"
@@ -33,9 +34,15 @@ func (a *fakeAdmin) StartDrain(_ context.Context, r *metadv1.StartDrainRequest) 
 	return &metadv1.StartDrainResponse{Drain: proto.Clone(j).(*metadv1.DrainJob)}, nil
 }
 
-func (a *fakeAdmin) DrainStatus(_ context.Context, r *metadv1.DrainStatusRequest) (*metadv1.DrainStatusResponse, error) {
+func (a *fakeAdmin) DrainStatus(ctx context.Context, r *metadv1.DrainStatusRequest) (*metadv1.DrainStatusResponse, error) {
 	c := a.c
 	c.mu.Lock()
+	if c.drainStalls > 0 {
+		c.drainStalls--
+		c.mu.Unlock()
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	defer c.mu.Unlock()
 	resp := &metadv1.DrainStatusResponse{}
 	for id := uint64(1); id <= uint64(len(c.drains)); id++ {
@@ -124,5 +131,39 @@ func TestDrainVerbs(t *testing.T) {
 	r = metactl(t, c.addr, "drain", "cancel", "9")
 	if r.code != exitError || !strings.HasPrefix(r.stderr, "error: DRAIN_NOT_FOUND") {
 		t.Fatalf("cancel of an unknown drain: %+v", r)
+	}
+}
+
+// TestDrainWaitOutlastsAPollThatTimesOut: drain status --wait goes on after a poll that the
+// cluster did not answer within --timeout (the drain runs whether or not it is watched), and
+// reports it; a cluster that answers no poll for another --timeout ends the wait.
+func TestDrainWaitOutlastsAPollThatTimesOut(t *testing.T) {
+	c := startCluster(t)
+	mountFor(t, c)
+	var seg string
+	for id := range c.segments {
+		seg = uuidText([]byte(id))
+	}
+	metactl(t, c.addr, "drain", "start", "--segments", seg).ok(t)
+	c.mu.Lock()
+	c.drainStalls = 1
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := metactlCtx(t, ctx, c.addr, "--timeout", "200ms", "drain", "status", "1", "--wait", "--interval", "10ms").ok(t)
+	if !strings.Contains(r.stdout, "drain 1: progress not read") || !strings.Contains(r.stdout, "drain 1 DONE") {
+		t.Fatalf("drain status --wait output:\n%s", r.stdout)
+	}
+
+	metactl(t, c.addr, "drain", "start", "--segments", seg).ok(t)
+	c.mu.Lock()
+	c.drainStalls = 1000
+	c.mu.Unlock()
+	r = metactlCtx(t, ctx, c.addr, "--timeout", "100ms", "drain", "status", "2", "--wait", "--interval", "10ms")
+	if r.code != exitError || !strings.Contains(r.stderr, "DeadlineExceeded") && !strings.Contains(r.stderr, "deadline") {
+		t.Fatalf("drain status --wait on a cluster that never answers: %+v", r)
+	}
+	if n := strings.Count(r.stdout, "progress not read"); n != 1 {
+		t.Fatalf("drain status --wait reported %d failed polls, want 1 (each takes the whole --timeout):\n%s", n, r.stdout)
 	}
 }

@@ -41,6 +41,9 @@ type fakeCluster struct {
 	lastConfig *metadv1.ReplicaConfig
 	tasks      map[uint64]*metadv1.ScheduledTask // scheduled tasks (task_test.go)
 	drains     map[uint64]*metadv1.DrainJob      // drain jobs (drain_test.go)
+	// drainStalls is how many DrainStatus calls to come wait for their deadline instead of
+	// answering (a cluster too busy to answer in time).
+	drainStalls int
 
 	// writeDelay, set before any call, is how long PutStart, PutEnd and their batch forms take
 	// before they answer (bench_test.go); zero answers at once. Not guarded by mu: never changed

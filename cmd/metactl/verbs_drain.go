@@ -7,6 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"metad/client"
 	"metad/proto/metadv1"
 )
@@ -151,22 +154,41 @@ func runDrainStatus(a *app, v *verb, args []string) error {
 
 // waitDrain prints drain id's progress every interval (a line when it changes) until it is no
 // longer RUNNING, then prints the job as drain status does; a drain that was cancelled is an
-// error.
+// error. The drain runs in the cluster whether or not it is watched, so a poll that fails without
+// an answer (UNAVAILABLE, or its --timeout passed: a busy or electing cluster) is reported and
+// asked again at the next interval: the cluster gets one more --timeout to answer, and the wait
+// gives up when it does not, or on an answer that refuses (DRAIN_NOT_FOUND).
 func (a *app) waitDrain(c *client.Client, id uint64, interval time.Duration) error {
 	events := a.stdout
 	if a.output == "json" {
 		events = a.stderr
 	}
 	last := ""
+	var failingSince time.Time // when the first poll of the present run of failures failed
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		ctx, cancel := a.callCtx()
 		jobs, err := c.DrainStatus(ctx, id)
 		cancel()
+		if err != nil && a.ctx.Err() == nil && unanswered(err) {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			} else if time.Since(failingSince) > a.timeout {
+				return err
+			}
+			logf(events, "drain %d: progress not read (%v); asking again", id, err)
+			select {
+			case <-a.ctx.Done():
+				return a.ctx.Err()
+			case <-t.C:
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
+		failingSince = time.Time{}
 		if len(jobs) != 1 {
 			return fmt.Errorf("drain status %d answered %d jobs", id, len(jobs))
 		}
@@ -192,6 +214,16 @@ func (a *app) waitDrain(c *client.Client, id uint64, interval time.Duration) err
 		case <-t.C:
 		}
 	}
+}
+
+// unanswered reports whether err, a call's failure, came without an answer from the cluster: the
+// call's retries ran out on UNAVAILABLE, or its deadline passed.
+func unanswered(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 func runDrainCancel(a *app, v *verb, args []string) error {
