@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +23,9 @@ import (
 // included) and authentication on. root administers by certificate (the Go client and metactl's
 // certificates directory); a tenant's API key works on every node for its own tenant only; a
 // plaintext client gets nothing; a member certificate of a name outside the cluster acts for
-// nobody, and a member that joins records itself and forwards; the metrics page is HTTPS; and
-// once a revoke of the key has committed, every node refuses the key as soon as it has applied the
-// revoke.
+// nobody, and a member that joins records itself and forwards; the metrics page is HTTPS, for
+// root's certificate and not without one; and once a revoke of the key has committed, every node
+// refuses the key as soon as it has applied the revoke.
 func TestSecureCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
@@ -128,6 +130,9 @@ func TestSecureCluster(t *testing.T) {
 	if v, err := c.MetricValue(c.Nodes[0], "metad_tls_cert_expiry_seconds"); err != nil || v <= 0 {
 		t.Fatalf("metad_tls_cert_expiry_seconds over HTTPS: %v, %v", v, err)
 	}
+	if code := scrapeStatus(t, c.PKI.ClientTLS(t, ""), c.Nodes[0].Metrics); code != http.StatusUnauthorized {
+		t.Fatalf("/metrics without a client certificate: %d, want 401", code)
+	}
 	if out, err := c.Metactl("status"); err != nil || !strings.Contains(out, "leader") {
 		t.Fatalf("metactl status with the certificates directory: %v\n%s", err, out)
 	}
@@ -141,4 +146,17 @@ func TestSecureCluster(t *testing.T) {
 			return status.Code(err) == codes.Unauthenticated
 		})
 	}
+}
+
+// scrapeStatus is the HTTP status of GET /metrics at addr over HTTPS with tlsCfg.
+func scrapeStatus(t *testing.T, tlsCfg *tls.Config, addr string) int {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }
