@@ -10,6 +10,7 @@ import (
 // TestMembershipRequestsChecked: a malformed name or address is INVALID_PARAMS and a name that is
 // not in the configuration MEMBER_NOT_FOUND, as *InvalidMemberError and *MemberNotFoundError values
 // and with nothing appended to the log; transferring leadership to the leader itself is a no-op that names it.
+// InConfiguration follows an addition and a removal.
 func TestMembershipRequestsChecked(t *testing.T) {
 	c := newTestCluster(t, 1, nil)
 	l := c.waitLeader()
@@ -58,11 +59,17 @@ func TestMembershipRequestsChecked(t *testing.T) {
 	if err := l.raft.AddNonvoter("old\x01name", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
+	if !l.InConfiguration("old\x01name") || !l.InConfiguration("n1") || l.InConfiguration("ghost") {
+		t.Fatal("InConfiguration does not follow the configuration {n1, old\\x01name}")
+	}
 	if err := l.RemoveMember(ctx, "old\x01name"); err != nil {
 		t.Fatalf("RemoveMember of a member added before the name rules: %v", err)
 	}
 	if ms, err := l.Members(); err != nil || len(ms) != 1 {
 		t.Fatalf("members %v (%v), want only n1", ms, err)
+	}
+	if l.InConfiguration("old\x01name") {
+		t.Fatal("InConfiguration holds a removed member")
 	}
 }
 

@@ -478,6 +478,18 @@ func (n *Node) Members() ([]Member, error) {
 	return out, nil
 }
 
+// InConfiguration reports whether name is a server (voter or not) of the latest Raft
+// configuration this node knows: the last configuration entry in its log, committed or not. It
+// reads the configuration Raft keeps for readers, copying nothing, so it is cheap enough for every
+// call that relies on it (package server believes a member's connection only while it holds).
+func (n *Node) InConfiguration(name string) bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	return slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == name })
+}
+
 func (n *Node) leaderOnly() error {
 	if n.raft.State() != raft.Leader {
 		name, addr := n.Leader()

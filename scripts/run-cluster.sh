@@ -148,7 +148,7 @@ In another terminal:
   bin/metactl tenant ls
   bin/metactl leader transfer
   bin/metactl --api-key "\$(cat $DATA/admin.key)" key ls
-  curl -s --cacert $CERTS/ca.crt https://127.0.0.1:6201/metrics | grep ^metad_
+  curl -s --cacert $CERTS/ca.crt --cert $CERTS/client.root.crt --key $CERTS/client.root.key https://127.0.0.1:6201/metrics | grep ^metad_
 
 Kill a node (kill -9 a pid below) and keep working: the others elect a new leader.
 metad pids: ${metad_pids[*]}

@@ -22,10 +22,21 @@ import (
 // gRPC health and reflection stay open. A call's caller is, in this order:
 //
 //  1. the principal its connection's verified client certificate names (tlsconf.IdentityOf);
-//  2. on a connection whose certificate names a member of the cluster: the principal that member
-//     forwarded the call for (principalKey, keyIDKey; see forward.go), or the member itself when it
-//     forwarded none and sends no API key;
+//  2. on a connection whose certificate names a member: the principal that member forwarded the
+//     call for (principalKey, keyIDKey; see forward.go), or the member itself when it forwarded
+//     none and sends no API key. Both only while the member speaks for the cluster (memberStanding):
+//     its certificate is a member certificate (tlsconf.MemberOf: serverAuth among its extended key
+//     usages, which principals' certificates lack) and its name is a server of the Raft
+//     configuration as this node knows it. Otherwise a forwarded principal is UNAUTHENTICATED and
+//     the member as itself PERMISSION_DENIED: a member removed from the cluster, or one never
+//     added, whose certificate is still valid, gets nothing that its certificate alone would not;
 //  3. the API key in the call's "authorization: Bearer <token>" metadata (Service.VerifyToken).
+//
+// The configuration is read at every call that relies on it (Node.InConfiguration: the latest
+// configuration this node has appended, committed or not), so a removal takes effect on a node as
+// soon as its log holds it. A member forwards only to the node it takes for the leader, and a
+// leader's configuration holds every member it replicates to, so a member added moments ago is
+// believed by the leader that added it while a lagging follower may refuse it.
 //
 // No credentials, or a key that does not verify, is UNAUTHENTICATED. The service then authorizes
 // the caller for the call (Service.Authorize: roles, tenant scoping; PERMISSION_DENIED), before it
@@ -43,7 +54,7 @@ import (
 const (
 	authorizationKey = "authorization"
 	// principalKey names the principal a member forwarded the call for; believed only from a
-	// connection whose certificate names a member.
+	// connection whose member certificate names a member of the configuration.
 	principalKey = "x-metad-principal"
 	// keyIDKey names the API key that principal authenticated with, if it used one.
 	keyIDKey = "x-metad-key-id"
@@ -54,9 +65,12 @@ const maxConnKeys = 8
 
 // connAuth is safe for concurrent use: the authentication state of one connection.
 type connAuth struct {
-	once  sync.Once // computes id and idErr from the connection's TLS state, on its first call
+	once  sync.Once // computes id, idErr and certErr from the connection's TLS state, on its first call
 	id    tlsconf.Identity
 	idErr error
+	// certErr: for a member identity, why the certificate is no member certificate
+	// (tlsconf.MemberOf); nil when it is one.
+	certErr error
 
 	mu   sync.Mutex // guards keys; a leaf: nothing is acquired while it is held
 	keys map[string]service.Verified
@@ -136,16 +150,24 @@ func (s *Server) authenticate(ctx context.Context) (authed, error) {
 	} else { // not a connection of TLSCredentials: nothing is cached
 		ca = &connAuth{}
 	}
-	ca.once.Do(func() { ca.id, ca.idErr = peerIdentity(p) })
+	ca.once.Do(func() { ca.identify(p) })
 	if ca.idErr == nil && ca.id.Kind == tlsconf.Principal {
 		return authed{caller: service.Caller{Principal: ca.id.Name}}, nil
 	}
 	token, hasToken := bearer(incoming(ctx, authorizationKey))
 	if ca.idErr == nil && ca.id.Kind == tlsconf.Member {
 		if p := incoming(ctx, principalKey); p != "" {
+			if err := s.memberStanding(ca); err != nil {
+				s.m.authFailures.WithLabelValues("not_member").Inc()
+				return authed{}, fmt.Errorf("%w: the principal %q this connection forwards the call for is not believed: %v", service.ErrUnauthenticated, p, err)
+			}
 			return authed{caller: service.Caller{Principal: p, KeyID: incoming(ctx, keyIDKey)}}, nil
 		}
 		if !hasToken {
+			if err := s.memberStanding(ca); err != nil {
+				s.m.authFailures.WithLabelValues("not_member").Inc()
+				return authed{}, fmt.Errorf("%w: %v", service.ErrPermissionDenied, err)
+			}
 			return authed{caller: service.Caller{Member: ca.id.Name}}, nil
 		}
 	}
@@ -166,6 +188,20 @@ func (s *Server) authenticate(ctx context.Context) (authed, error) {
 		return authed{}, err
 	}
 	return authed{caller: v.Caller, token: token}, nil
+}
+
+// memberStanding says why the member that connection ca's certificate names does not speak for the
+// cluster now (nil when it does): its certificate is no member certificate (connAuth.certErr), or
+// its name is not a server of this node's Raft configuration.
+func (s *Server) memberStanding(ca *connAuth) error {
+	if ca.certErr != nil {
+		return ca.certErr
+	}
+	if !s.node.InConfiguration(ca.id.Name) {
+		return fmt.Errorf("the client certificate names member %s, which is not in this node's Raft configuration "+
+			"(removed, or never added): a member certificate speaks for the cluster only while its member is in it", ca.id.Name)
+	}
+	return nil
 }
 
 // verify returns token's verification from the connection's cache while it holds, verifying it
@@ -214,9 +250,21 @@ func peerAuthInfo(p *peer.Peer) credentials.AuthInfo {
 	return p.AuthInfo
 }
 
-// peerIdentity is the identity that the verified client certificate of the call's connection (its
-// peer p, nil if none) names.
-func peerIdentity(p *peer.Peer) (tlsconf.Identity, error) {
+// identify sets the connection's identity (id, idErr, certErr) from the verified client
+// certificate of its peer p (nil if none).
+func (ca *connAuth) identify(p *peer.Peer) {
+	leaf, err := peerLeaf(p)
+	if err != nil {
+		ca.idErr = err
+		return
+	}
+	if ca.id, ca.idErr = tlsconf.IdentityOf(leaf); ca.idErr == nil && ca.id.Kind == tlsconf.Member {
+		_, ca.certErr = tlsconf.MemberOf(leaf)
+	}
+}
+
+// peerLeaf is the verified client certificate of the call's connection (its peer p, nil if none).
+func peerLeaf(p *peer.Peer) (*x509.Certificate, error) {
 	var ti credentials.TLSInfo
 	switch ai := peerAuthInfo(p).(type) {
 	case connInfo:
@@ -224,13 +272,12 @@ func peerIdentity(p *peer.Peer) (tlsconf.Identity, error) {
 	case credentials.TLSInfo:
 		ti = ai
 	default:
-		return tlsconf.Identity{}, errNoCertificate
+		return nil, errNoCertificate
 	}
 	if len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
-		return tlsconf.Identity{}, errNoCertificate
+		return nil, errNoCertificate
 	}
-	var leaf *x509.Certificate = ti.State.VerifiedChains[0][0]
-	return tlsconf.IdentityOf(leaf)
+	return ti.State.VerifiedChains[0][0], nil
 }
 
 // bearer returns the API key of an "authorization" value "Bearer <token>".

@@ -682,25 +682,6 @@ func TestStaleRevisionCheckedAgain(t *testing.T) {
 	}
 }
 
-// authPair is a leader n1 and a follower n2 that forwards to it, both authenticating, the
-// follower's forwards presenting its member certificate.
-func authPair(t *testing.T) (leader, follower *authNode) {
-	p := newPKI(t)
-	leader = startAuth(t, p, newFakeBackend(t, nil), "n1")
-	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
-	follower = startAuth(t, p, fb, "n2")
-	for _, n := range []*authNode{leader, follower} {
-		for _, cmd := range []*metadv1.Command{
-			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}},
-			grantCmd("alice", "tenant:a"),
-		} {
-			n.b.mustApply(t, cmd)
-		}
-	}
-	return leader, follower
-}
-
 // TestFollowerForwardsPrincipal: a follower forwards the principal it authenticated, and the
 // leader, believing it from the follower's member certificate, authorizes it again against its
 // own state.

@@ -23,10 +23,12 @@
 //
 // With Config.Authenticate (cmd/metad sets it when the client listener runs TLS), every call of the
 // Metadata and Admin services is authenticated (auth.go: a verified client certificate's
-// principal, an API key verified once per connection, or a member forwarding for a principal) and
-// authorized by the service (service.Authorize) before it runs; gRPC health and reflection stay
-// open. A follower forwards the principal it authenticated with the call, and a call whose API key
-// its state does not hold yet, with the key, for the leader to authenticate.
+// principal, an API key verified once per connection, or a member of the Raft configuration
+// forwarding for a principal) and authorized by the service (service.Authorize) before it runs;
+// gRPC health and reflection stay open. A follower forwards the principal it authenticated with
+// the call, and a call whose API key its state does not hold yet, with the key, for the leader to
+// authenticate. ScrapeAuth (scrape.go) guards the metrics address's pages likewise: they are
+// served to a member's certificate, or to a principal's that may list the tenants.
 //
 // The client listener's TLS credentials (TLSCredentials, tlscreds.go) close a connection whose
 // handshake fails so that its client learns why: the TLS alert arrives rather than a reset, and a

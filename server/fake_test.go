@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,6 +56,9 @@ type fakeBackend struct {
 	// staleAuth, when not 0, is the auth revision every proposal carries, as if the leader had
 	// authorized it against that revision before auth commands committed.
 	staleAuth atomic.Uint64
+
+	// members, when set, names the servers of the configuration (Members); nil: "self" alone.
+	members atomic.Pointer[[]string]
 
 	// lastProposed is the last command given to Propose, whatever became of it.
 	lastProposed atomic.Pointer[metadv1.Command]
@@ -198,8 +202,24 @@ func (b *fakeBackend) Status() ha.Status {
 }
 
 func (b *fakeBackend) Members() ([]ha.Member, error) {
-	return []ha.Member{{Name: "self", PeerAddr: "self-peer", ClientAddr: "self-addr", Voter: true, Leader: b.IsLeader()}}, nil
+	names := b.members.Load()
+	if names == nil {
+		return []ha.Member{{Name: "self", PeerAddr: "self-peer", ClientAddr: "self-addr", Voter: true, Leader: b.IsLeader()}}, nil
+	}
+	var ms []ha.Member
+	for _, n := range *names {
+		ms = append(ms, ha.Member{Name: n, PeerAddr: n + "-peer", ClientAddr: n + "-addr", Voter: true})
+	}
+	return ms, nil
 }
+
+func (b *fakeBackend) InConfiguration(name string) bool {
+	ms, _ := b.Members()
+	return slices.ContainsFunc(ms, func(m ha.Member) bool { return m.Name == name })
+}
+
+// setMembers makes names the servers of the fake's configuration (Members, InConfiguration).
+func (b *fakeBackend) setMembers(names ...string) { b.members.Store(&names) }
 
 func (b *fakeBackend) AddMember(context.Context, string, string) error { return nil }
 

@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"method"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "metad_server_auth_failures_total",
-			Help: "Calls refused by authentication or authorization, by reason (no_credentials, unknown_key, expired_key, bad_key, denied).",
+			Help: "Calls refused by authentication or authorization, by reason (no_credentials, unknown_key, expired_key, bad_key, not_member, denied).",
 		}, []string{"reason"}),
 		authVerifications: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "metad_server_auth_key_verifications_total",

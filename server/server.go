@@ -106,6 +106,9 @@ type Node interface {
 	LeaderReachable() bool
 	// Status is this node's view of itself and the cluster.
 	Status() ha.Status
+	// InConfiguration reports whether name is a server of the Raft configuration as this node
+	// knows it (auth.go believes a member's connection only while it is).
+	InConfiguration(name string) bool
 	// RecordMember records a member's addresses (leader only).
 	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
 	// SelfRecorded reports whether the member records hold this node's own current addresses.

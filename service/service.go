@@ -52,6 +52,9 @@ type Backend interface {
 	Status() ha.Status
 	// Members lists the Raft configuration.
 	Members() ([]ha.Member, error)
+	// InConfiguration reports whether name is a server of the Raft configuration as this node
+	// knows it (its latest configuration entry, committed or not); cheap, unlike Members.
+	InConfiguration(name string) bool
 	// AddMember adds a voter (leader only).
 	AddMember(ctx context.Context, name, peerAddr string) error
 	// RemoveMember removes a member (leader only).

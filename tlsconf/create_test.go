@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +85,38 @@ func TestIdentityOfRefusesAmbiguousOrMalformed(t *testing.T) {
 		if _, err := IdentityOf(&x509.Certificate{URIs: c.uris}); !errors.Is(err, c.want) {
 			t.Errorf("IdentityOf(%v) = %v, want %v", c.uris, err, c.want)
 		}
+	}
+}
+
+// TestMemberOf: a certificate IssueMember wrote is a member certificate; a principal's is not, nor
+// one that names a member without the serverAuth extended key usage.
+func TestMemberOf(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := CreateCA(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, _, err := ca.IssueMember(dir, "n1", []string{"127.0.0.1"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _, err := ca.IssueClient(dir, "alice", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, _ := readCert(mp)
+	cc, _ := readCert(cp)
+	if name, err := MemberOf(mc); err != nil || name != "n1" {
+		t.Fatalf("MemberOf(member certificate) = %q, %v", name, err)
+	}
+	if _, err := MemberOf(cc); !errors.Is(err, ErrNotMemberCert) {
+		t.Fatalf("MemberOf(client certificate): %v, want ErrNotMemberCert", err)
+	}
+	clientOnly := &x509.Certificate{URIs: mc.URIs, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if _, err := MemberOf(clientOnly); !errors.Is(err, ErrNotMemberCert) || !strings.Contains(err.Error(), "serverAuth") {
+		t.Fatalf("MemberOf(member URI without serverAuth): %v, want ErrNotMemberCert naming serverAuth", err)
+	}
+	if _, err := MemberOf(&x509.Certificate{}); !errors.Is(err, ErrNoIdentity) {
+		t.Fatalf("MemberOf(no identity): %v, want ErrNoIdentity", err)
 	}
 }

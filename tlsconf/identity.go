@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 )
 
 // Kind is the kind of identity a certificate names.
@@ -51,6 +52,8 @@ var (
 	ErrManyIdentities = errors.New("tlsconf: certificate names more than one metad identity")
 	// ErrBadName: a member or principal name breaks the naming rules.
 	ErrBadName = errors.New("tlsconf: bad name")
+	// ErrNotMemberCert: a certificate is not a member certificate (MemberOf).
+	ErrNotMemberCert = errors.New("tlsconf: not a member certificate")
 )
 
 // MaxNameBytes bounds a member or principal name, as SEMANTICS section 1 bounds tenant ids.
@@ -106,4 +109,24 @@ func IdentityOf(cert *x509.Certificate) (Identity, error) {
 		return found[0], nil
 	}
 	return Identity{}, ErrManyIdentities
+}
+
+// MemberOf returns the member that cert is the certificate of: it names metad://member/<name>
+// (IdentityOf) and carries the serverAuth extended key usage, as every certificate IssueMember
+// writes does and none that IssueClient writes. Any other certificate, a principal's or one that
+// names a member without serverAuth, is ErrNotMemberCert (or IdentityOf's error). Only a member
+// certificate speaks for a member beyond its own calls: package server believes the principal a
+// connection forwards a call for only from one (and only while its member is in the cluster's
+// configuration). As with IdentityOf, verifying the chain is the TLS handshake's work.
+func MemberOf(cert *x509.Certificate) (string, error) {
+	id, err := IdentityOf(cert)
+	switch {
+	case err != nil:
+		return "", err
+	case id.Kind != Member:
+		return "", fmt.Errorf("%w: it names %s", ErrNotMemberCert, id)
+	case !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth):
+		return "", fmt.Errorf("%w: it names %s but lacks the serverAuth extended key usage that member certificates carry", ErrNotMemberCert, id)
+	}
+	return id.Name, nil
 }

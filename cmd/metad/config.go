@@ -60,12 +60,13 @@ type Config struct {
 	// TLS: the member's node certificate (naming metad://member/<Name>) and the cluster's CA
 	// bundle, used by every listener and dialer; or Insecure, for a plaintext cluster on loopback
 	// addresses only. One of the two is required.
-	CACert            string
-	Cert              string
-	Key               string
-	ClientCertAuth    string        // optional | require: whether a client must present a verified certificate
-	TLSReloadInterval time.Duration // how often the three files are checked for a change (SIGHUP reloads at once)
-	Insecure          bool
+	CACert                string
+	Cert                  string
+	Key                   string
+	ClientCertAuth        string        // optional | require: whether a client must present a verified certificate
+	MetricsClientCertAuth string        // require | optional: whether /metrics and the profiler need a verified client certificate (server.ScrapeAuth)
+	TLSReloadInterval     time.Duration // how often the three files are checked for a change (SIGHUP reloads at once)
+	Insecure              bool
 
 	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
@@ -79,35 +80,36 @@ func DefaultConfig() Config {
 	hc := ha.DefaultConfig()
 	ec := evict.DefaultConfig()
 	return Config{
-		EvictHighWatermark:   ec.HighWatermark,
-		EvictRatio:           ec.EvictRatio,
-		NOFHighWatermark:     ec.NOFHighWatermark,
-		NOFEvictRatio:        ec.NOFEvictRatio,
-		AllowEvictSoftPinned: ec.AllowEvictSoftPinned,
-		PutReleaseTimeout:    ec.PutReleaseTimeout,
-		Name:                 "n1",
-		DataDir:              "data/n1",
-		ListenClient:         "127.0.0.1:6001",
-		ListenPeer:           "127.0.0.1:6101",
-		ListenMetrics:        "127.0.0.1:6201",
-		InitialClusterState:  "new",
-		HeartbeatTimeout:     hc.HeartbeatTimeout,
-		ElectionTimeout:      hc.ElectionTimeout,
-		LeaderLeaseTimeout:   hc.LeaderLeaseTimeout,
-		SnapshotThreshold:    hc.SnapshotThreshold,
-		SnapshotInterval:     hc.SnapshotInterval,
-		LeaseTTL:             10 * time.Second,
-		ClientTTL:            10 * time.Second,
-		PutDiscardTimeout:    30 * time.Second,
-		Placement:            "random",
-		ForwardTimeout:       server.DefaultConfig().ForwardTimeout,
-		SessionTTL:           service.DefaultConfig().SessionTTL,
-		SessionWindow:        uint(service.DefaultConfig().SessionWindow),
-		ClientCertAuth:       "optional",
-		TLSReloadInterval:    5 * time.Second,
-		ExtraProcs:           ha.DefaultExtraProcs,
-		GCPercent:            defaultGCPercent,
-		LogLevel:             "info",
+		EvictHighWatermark:    ec.HighWatermark,
+		EvictRatio:            ec.EvictRatio,
+		NOFHighWatermark:      ec.NOFHighWatermark,
+		NOFEvictRatio:         ec.NOFEvictRatio,
+		AllowEvictSoftPinned:  ec.AllowEvictSoftPinned,
+		PutReleaseTimeout:     ec.PutReleaseTimeout,
+		Name:                  "n1",
+		DataDir:               "data/n1",
+		ListenClient:          "127.0.0.1:6001",
+		ListenPeer:            "127.0.0.1:6101",
+		ListenMetrics:         "127.0.0.1:6201",
+		InitialClusterState:   "new",
+		HeartbeatTimeout:      hc.HeartbeatTimeout,
+		ElectionTimeout:       hc.ElectionTimeout,
+		LeaderLeaseTimeout:    hc.LeaderLeaseTimeout,
+		SnapshotThreshold:     hc.SnapshotThreshold,
+		SnapshotInterval:      hc.SnapshotInterval,
+		LeaseTTL:              10 * time.Second,
+		ClientTTL:             10 * time.Second,
+		PutDiscardTimeout:     30 * time.Second,
+		Placement:             "random",
+		ForwardTimeout:        server.DefaultConfig().ForwardTimeout,
+		SessionTTL:            service.DefaultConfig().SessionTTL,
+		SessionWindow:         uint(service.DefaultConfig().SessionWindow),
+		ClientCertAuth:        "optional",
+		MetricsClientCertAuth: "require",
+		TLSReloadInterval:     5 * time.Second,
+		ExtraProcs:            ha.DefaultExtraProcs,
+		GCPercent:             defaultGCPercent,
+		LogLevel:              "info",
 	}
 }
 
@@ -146,6 +148,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Cert, "cert", c.Cert, "this member's node certificate (PEM; metactl cert), naming metad://member/<name>: served by every listener, presented by every dial")
 	fs.StringVar(&c.Key, "key", c.Key, "the private key of --cert (PEM)")
 	fs.StringVar(&c.ClientCertAuth, "client-cert-auth", c.ClientCertAuth, "optional (a client presents a certificate or an API key) or require (a verified client certificate on every connection)")
+	fs.StringVar(&c.MetricsClientCertAuth, "metrics-client-cert-auth", c.MetricsClientCertAuth, "require (/metrics and /debug/pprof only for a verified client certificate of a member, or of a principal with the reader or admin role) or optional (served to anyone who reaches --listen-metrics); /healthz is open either way")
 	fs.DurationVar(&c.TLSReloadInterval, "tls-reload-interval", c.TLSReloadInterval, "how often --cacert, --cert and --key are checked for a change; SIGHUP reloads them at once")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without TLS or authentication: every call is allowed; refused unless every listen and advertise address is loopback")
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's target (GOGC): the heap may grow this many percent past what is live before a cycle; the GOGC environment variable, when set, wins")
@@ -255,6 +258,11 @@ func (c *Config) validateSecurity() []error {
 	case "optional", "require":
 	default:
 		errs = append(errs, fmt.Errorf("client-cert-auth %q: want optional or require", c.ClientCertAuth))
+	}
+	switch c.MetricsClientCertAuth {
+	case "optional", "require":
+	default:
+		errs = append(errs, fmt.Errorf("metrics-client-cert-auth %q: want optional or require", c.MetricsClientCertAuth))
 	}
 	if c.TLSReloadInterval <= 0 {
 		errs = append(errs, fmt.Errorf("tls-reload-interval: must be positive, got %s", c.TLSReloadInterval))

@@ -83,10 +83,15 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 }
 
 // metricsMux serves the metrics address: /metrics (reg), /healthz (from status) and, only with
-// withPprof (--pprof), Go's profiler under /debug/pprof/.
-func metricsMux(reg *prometheus.Registry, status func() ha.Status, withPprof bool) *http.ServeMux {
+// withPprof (--pprof), Go's profiler under /debug/pprof/. guard, when not nil, wraps /metrics and
+// the profiler (server.ScrapeAuth under --metrics-client-cert-auth require); /healthz, which names
+// only this node, its role and the leader, stays open for load balancers' probes.
+func metricsMux(reg *prometheus.Registry, status func() ha.Status, withPprof bool, guard func(http.Handler) http.Handler) *http.ServeMux {
+	if guard == nil {
+		guard = func(h http.Handler) http.Handler { return h }
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		st := status()
 		if st.LeaderName == "" {
@@ -96,11 +101,11 @@ func metricsMux(reg *prometheus.Registry, status func() ha.Status, withPprof boo
 		fmt.Fprintf(w, "ok: %s is %s, leader %s\n", st.Name, st.Role, st.LeaderName)
 	})
 	if withPprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index) // also the named profiles: heap, goroutine, ...
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/debug/pprof/", guard(http.HandlerFunc(pprof.Index))) // also the named profiles: heap, goroutine, ...
+		mux.Handle("/debug/pprof/cmdline", guard(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
 	}
 	return mux
 }
@@ -271,7 +276,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	var hs *http.Server
 	if cfg.ListenMetrics != "" {
-		mux := metricsMux(reg, node.Status, cfg.Pprof)
+		var guard func(http.Handler) http.Handler
+		if rl != nil && cfg.MetricsClientCertAuth == "require" {
+			guard = srv.ScrapeAuth
+		}
+		mux := metricsMux(reg, node.Status, cfg.Pprof, guard)
 		mlis, err := net.Listen("tcp", cfg.ListenMetrics)
 		if err != nil {
 			gs.Stop()
@@ -280,8 +289,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			_ = node.Shutdown()
 			return fmt.Errorf("listen-metrics: %w", err)
 		}
-		if rl != nil {
-			mlis = tls.NewListener(mlis, rl.ServerConfig(tls.NoClientCert))
+		if rl != nil { // a certificate presented must verify; whether one is needed is the guard's
+			mlis = tls.NewListener(mlis, rl.ServerConfig(tls.VerifyClientCertIfGiven))
 		}
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(mlis) }()

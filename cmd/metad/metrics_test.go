@@ -49,7 +49,7 @@ func TestPprofIsAFlagOffByDefault(t *testing.T) {
 
 	status := func() ha.Status { return ha.Status{Name: "n1", Role: ha.RoleLeader, LeaderName: "n1"} }
 	for _, on := range []bool{false, true} {
-		srv := httptest.NewServer(metricsMux(prometheus.NewRegistry(), status, on))
+		srv := httptest.NewServer(metricsMux(prometheus.NewRegistry(), status, on, nil))
 		get := func(path string) int {
 			resp, err := http.Get(srv.URL + path)
 			if err != nil {

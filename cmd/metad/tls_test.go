@@ -42,6 +42,13 @@ func TestStartNeedsCertificatesOrInsecure(t *testing.T) {
 	if _, err := loadConfig([]string{"--client-cert-auth", "always"}, none, io.Discard); err == nil || !strings.Contains(err.Error(), "client-cert-auth") {
 		t.Fatalf("bad client-cert-auth: %v", err)
 	}
+	if c, err := loadConfig([]string{"--insecure"}, none, io.Discard); err != nil || c.MetricsClientCertAuth != "require" {
+		t.Fatalf("metrics-client-cert-auth by default: %q, %v; want require", c.MetricsClientCertAuth, err)
+	}
+	if _, err := loadConfig([]string{"--insecure", "--metrics-client-cert-auth", "none"}, none, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `metrics-client-cert-auth "none": want optional or require`) {
+		t.Fatalf("bad metrics-client-cert-auth: %v", err)
+	}
 	// The names work as environment variables and YAML keys too.
 	c, err := loadConfig(nil, func(k string) string { return map[string]string{"METAD_INSECURE": "true"}[k] }, io.Discard)
 	if err != nil || !c.Insecure {
@@ -177,8 +184,9 @@ func (s *syncBuffer) String() string {
 }
 
 // startNode runs a one-member TLS cluster n1 in this process until the test ends, and returns its
-// config once its client listener answers a TLS health check.
-func startNode(t *testing.T, c *certs, clientAuth string) Config {
+// config once its client listener answers a TLS health check. more, if given, change the config
+// before it starts.
+func startNode(t *testing.T, c *certs, clientAuth string, more ...func(*Config)) Config {
 	t.Helper()
 	ports := freePorts(t, 3)
 	cfg := DefaultConfig()
@@ -187,6 +195,9 @@ func startNode(t *testing.T, c *certs, clientAuth string) Config {
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 300*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
 	cfg.CACert, cfg.Cert, cfg.Key = c.live.CA, c.live.Cert, c.live.Key
 	cfg.ClientCertAuth, cfg.TLSReloadInterval = clientAuth, 50*time.Millisecond
+	for _, f := range more {
+		f(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -269,18 +280,25 @@ func handshakeSerial(t *testing.T, addr string, cfg *tls.Config) *big.Int {
 // metricsText fetches /metrics over TLS.
 func metricsText(t *testing.T, addr string, cfg *tls.Config) string {
 	t.Helper()
+	code, b := metricsGet(t, addr, "/metrics", cfg)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", code, b)
+	}
+	return b
+}
+
+// metricsGet fetches path from the metrics address over TLS and returns the status and the body.
+func metricsGet(t *testing.T, addr, path string, cfg *tls.Config) (int, string) {
+	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
 	defer hc.CloseIdleConnections()
-	resp, err := hc.Get("https://" + addr + "/metrics")
+	resp, err := hc.Get("https://" + addr + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s", resp.Status)
-	}
-	return string(b)
+	return resp.StatusCode, string(b)
 }
 
 func TestCertificateOfAnotherMemberRefused(t *testing.T) {
@@ -325,10 +343,21 @@ func TestTLSNodeRequiringClientCertificates(t *testing.T) {
 		t.Fatal("a client certificate of another CA was accepted")
 	}
 
-	// The metrics listener: TLS, no client certificate needed; plaintext HTTP is not served.
-	if m := metricsText(t, cfg.ListenMetrics, c.client("")); !strings.Contains(m, `metad_tls_cert_expiry_seconds{listener="client"}`) ||
+	// The metrics listener: TLS; /metrics needs a client certificate whose holder may list the
+	// tenants (root here), /healthz none; plaintext HTTP is not served.
+	root := c.client("root")
+	if m := metricsText(t, cfg.ListenMetrics, root); !strings.Contains(m, `metad_tls_cert_expiry_seconds{listener="client"}`) ||
 		!strings.Contains(m, `metad_tls_cert_expiry_seconds{listener="metrics"}`) {
 		t.Fatalf("expiry metrics missing:\n%s", m)
+	}
+	if code, b := metricsGet(t, cfg.ListenMetrics, "/metrics", c.client("")); code != http.StatusUnauthorized || !strings.Contains(b, "client certificate") {
+		t.Fatalf("/metrics without a client certificate: %d %s, want 401", code, b)
+	}
+	if code, b := metricsGet(t, cfg.ListenMetrics, "/metrics", alice); code != http.StatusForbidden || !strings.Contains(b, "reader") {
+		t.Fatalf("/metrics for a principal with no role: %d %s, want 403", code, b)
+	}
+	if code, b := metricsGet(t, cfg.ListenMetrics, "/healthz", c.client("")); code != http.StatusOK {
+		t.Fatalf("/healthz without a client certificate: %d %s", code, b)
 	}
 	if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + cfg.ListenMetrics + "/metrics"); err == nil {
 		_ = resp.Body.Close()
@@ -362,7 +391,7 @@ func TestTLSNodeRequiringClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for !strings.Contains(metricsText(t, cfg.ListenMetrics, c.client("")), `metad_tls_reloads_total{result="error"} 1`) {
+	for !strings.Contains(metricsText(t, cfg.ListenMetrics, root), `metad_tls_reloads_total{result="error"} 1`) {
 		if time.Now().After(deadline) {
 			t.Fatal("the bad replacement was not counted within 10 s")
 		}
@@ -378,10 +407,13 @@ func TestTLSNodeRequiringClientCertificates(t *testing.T) {
 
 // TestTLSNodeWithOptionalClientCertificates: under optional, a TLS client without a certificate
 // is served (it may authenticate with an API key), and one presenting a certificate of another
-// CA is still refused.
+// CA is still refused. With --metrics-client-cert-auth optional, /metrics is served without one.
 func TestTLSNodeWithOptionalClientCertificates(t *testing.T) {
 	c := newCerts(t, "n1")
-	cfg := startNode(t, c, "optional")
+	cfg := startNode(t, c, "optional", func(cfg *Config) { cfg.MetricsClientCertAuth = "optional" })
+	if m := metricsText(t, cfg.ListenMetrics, c.client("")); !strings.Contains(m, "metad_tls_cert_expiry_seconds") {
+		t.Fatalf("/metrics under optional, without a certificate:\n%s", m)
+	}
 	if _, err := check(dialNode(t, cfg.ListenClient, credentials.NewTLS(c.client(""))), nil); err != nil {
 		t.Fatalf("a client without a certificate under optional: %v", err)
 	}

@@ -31,8 +31,8 @@ type Cluster struct {
 	flags  []string // extra metad flags for every node
 	Nodes  []*Node
 	// pki is the cluster's CA and certificates (member, root, the workers'); nil runs the cluster
-	// in plaintext (--insecure). rootTLS presents root's client certificate; keyTLS presents none
-	// (the transport of a client that authenticates by API key, and of the metrics reads).
+	// in plaintext (--insecure). rootTLS presents root's client certificate (also to the metrics
+	// reads); keyTLS presents none (the transport of a client that authenticates by API key).
 	pki             *e2e.PKI
 	rootTLS, keyTLS *tls.Config
 
@@ -387,7 +387,7 @@ func (c *Cluster) Expiries() ([]string, error) {
 		if !n.Running() {
 			continue
 		}
-		v, err := e2e.MetricValueTLS(c.keyTLS, n.Metrics, "metad_server_clients_expired_total")
+		v, err := e2e.MetricValueTLS(c.rootTLS, n.Metrics, "metad_server_clients_expired_total")
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", n.Name, err)
 		}

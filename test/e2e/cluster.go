@@ -203,11 +203,12 @@ func (c *Cluster) Resume(p *Proc) {
 	}
 }
 
-// MetricValue reads p's /metrics and returns the sum of the samples of metric name (every label
-// set); a page with no sample of it is an error (a renamed metric must not read as 0).
+// MetricValue reads p's /metrics (in a secure cluster as root, by certificate) and returns the
+// sum of the samples of metric name (every label set); a page with no sample of it is an error (a
+// renamed metric must not read as 0).
 func (c *Cluster) MetricValue(p *Proc, name string) (float64, error) {
 	if c.PKI != nil {
-		return metricValue(c.PKI.ClientTLS(c.T, ""), p.Metrics, name)
+		return metricValue(c.PKI.ClientTLS(c.T, client.RootPrincipal), p.Metrics, name)
 	}
 	return MetricValue(p.Metrics, name)
 }

@@ -74,7 +74,9 @@ func (p *PKI) ClientTLS(tb testing.TB, principal string) *tls.Config {
 }
 
 // MetricValueTLS is MetricValue over HTTPS, verifying the node with tlsCfg (a client
-// configuration that trusts the cluster CA, such as ClientTLS's); nil reads plain HTTP.
+// configuration that trusts the cluster CA, such as ClientTLS's, and presents a certificate the
+// metrics address serves: a member's, or a reader's or admin's such as root's); nil reads plain
+// HTTP.
 func MetricValueTLS(tlsCfg *tls.Config, addr, name string) (float64, error) {
 	return metricValue(tlsCfg, addr, name)
 }

@@ -2,21 +2,30 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"metad/client"
+	metadv1 "metad/proto/metadv1"
+	"metad/tlsconf"
 )
 
 // TestSecureCluster: three metad processes with TLS on every listener (the peers' Raft traffic
 // included) and authentication on. root administers by certificate (the Go client and metactl's
 // certificates directory); a tenant's API key works on every node for its own tenant only; a
-// plaintext client gets nothing; the metrics page is HTTPS; and once a revoke of the key has
-// committed, every node refuses the key as soon as it has applied the revoke.
+// plaintext client gets nothing; a member certificate of a name outside the cluster acts for
+// nobody, and a member that joins records itself and forwards; the metrics page is HTTPS, for
+// root's certificate and not without one; and once a revoke of the key has committed, every node
+// refuses the key as soon as it has applied the revoke.
 func TestSecureCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs processes")
@@ -76,8 +85,53 @@ func TestSecureCluster(t *testing.T) {
 		t.Fatal("a plaintext client was answered by a TLS cluster")
 	}
 	pcancel()
+	// n9 was never added: its member certificate, from the cluster's CA, is believed by no node.
+	if _, _, err := c.PKI.CA.IssueMember(c.PKI.Dir, "n9", []string{"127.0.0.1"}, tlsconf.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	n9Cert, n9Key := tlsconf.MemberFiles(c.PKI.Dir, "n9")
+	n9 := clientTLS(t, c.PKI.CAFile(), n9Cert, n9Key)
+	for _, p := range c.Nodes {
+		cc, err := grpc.NewClient(p.Client, grpc.WithTransportCredentials(credentials.NewTLS(n9)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asRoot := metadata.AppendToOutgoingContext(ctx, "x-metad-principal", client.RootPrincipal)
+		_, err = metadv1.NewAdminClient(cc).ListKeys(asRoot, &metadv1.ListKeysRequest{})
+		_ = cc.Close()
+		if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "member n9") {
+			t.Fatalf("ListKeys through %s by n9's certificate for root: %v, want Unauthenticated naming n9", p.Name, err)
+		}
+	}
+
+	// n4 joins: it records its own client address (RecordMember as itself, once the leader's
+	// configuration holds it), and the leader believes the principals it forwards for.
+	if _, _, err := c.PKI.CA.IssueMember(c.PKI.Dir, "n4", []string{"127.0.0.1", "localhost"}, tlsconf.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	n4 := c.AddNode("n4")
+	c.Start(n4)
+	if out, err := c.Metactl("member", "add", "n4", n4.Peer); err != nil {
+		t.Fatalf("metactl member add n4: %v\n%s", err, out)
+	}
+	waitUntil(t, 20*time.Second, "n4's client address in member ls", func() bool {
+		out, err := c.Metactl("member", "ls")
+		return err == nil && strings.Contains(out, n4.Client)
+	})
+	viaN4, err := client.New(client.Config{Endpoints: []string{n4.Client}, TLS: c.PKI.ClientTLS(t, ""), APIKey: key.GetToken()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer viaN4.Close()
+	if _, err := viaN4.Put(ctx, "acme", "k-n4", 4096, nil); err != nil {
+		t.Fatalf("put through the new member n4: %v", err)
+	}
+
 	if v, err := c.MetricValue(c.Nodes[0], "metad_tls_cert_expiry_seconds"); err != nil || v <= 0 {
 		t.Fatalf("metad_tls_cert_expiry_seconds over HTTPS: %v, %v", v, err)
+	}
+	if code := scrapeStatus(t, c.PKI.ClientTLS(t, ""), c.Nodes[0].Metrics); code != http.StatusUnauthorized {
+		t.Fatalf("/metrics without a client certificate: %d, want 401", code)
 	}
 	if out, err := c.Metactl("status"); err != nil || !strings.Contains(out, "leader") {
 		t.Fatalf("metactl status with the certificates directory: %v\n%s", err, out)
@@ -92,4 +146,17 @@ func TestSecureCluster(t *testing.T) {
 			return status.Code(err) == codes.Unauthenticated
 		})
 	}
+}
+
+// scrapeStatus is the HTTP status of GET /metrics at addr over HTTPS with tlsCfg.
+func scrapeStatus(t *testing.T, tlsCfg *tls.Config, addr string) int {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }
