@@ -383,3 +383,40 @@ func TestArenaPathAnswersAsTheLog(t *testing.T) {
 		t.Errorf("RemoveAll: %v, %v; want 1 removed and 3 skipped (two reserved, one in progress through the log)", ra, err)
 	}
 }
+
+// TestReservedEndOfAnotherTier: a PutEnd or PutRevoke of a reserved write that names a tier it has
+// no range of is INVALID_WRITE with nothing proposed, as through the log, and the write can still
+// be ended on its own tier.
+func TestReservedEndOfAnotherTier(t *testing.T) {
+	h := arenaHarness(t, nil)
+	ctx := tctx(t)
+	h.hostSeg(t, segA, 1<<30, 64<<20, "ep-a")
+	h.awaitArenas(t, segA)
+	h.reserve(t, "", "k", 4096, nil)
+	h.reserve(t, "", "b", 4096, nil)
+	before := h.b.appliedIndex()
+	nof := metadv1.Tier_TIER_NOF
+	_, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k"), Tier: nof})
+	if got := reasonOf(err); got != metadv1.Reason_REASON_INVALID_WRITE {
+		t.Errorf("PutEnd NOF of a memory-only reserved write: %v; want INVALID_WRITE", err)
+	}
+	_, err = h.meta.PutRevoke(ctx, &metadv1.PutRevokeRequest{ClientId: idb(clientA), Key: []byte("k"), Tier: nof})
+	if got := reasonOf(err); got != metadv1.Reason_REASON_INVALID_WRITE {
+		t.Errorf("PutRevoke NOF of a memory-only reserved write: %v; want INVALID_WRITE", err)
+	}
+	be, err := h.meta.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{ClientId: idb(clientA), Keys: [][]byte{[]byte("k"), []byte("b")}, Tier: nof})
+	if err != nil || be.GetResults()[0].GetReason() != metadv1.Reason_REASON_INVALID_WRITE || be.GetResults()[1].GetReason() != metadv1.Reason_REASON_INVALID_WRITE {
+		t.Errorf("BatchPutEnd NOF of memory-only reserved writes: %v, %v; want INVALID_WRITE for each", be, err)
+	}
+	if got := h.b.appliedIndex(); got != before {
+		t.Errorf("the refused ends moved the applied index %d -> %d", before, got)
+	}
+	for _, k := range []string{"k", "b"} {
+		if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte(k), Tier: metadv1.Tier_TIER_MEMORY}); err != nil {
+			t.Fatalf("PutEnd MEMORY of %q after the refusals: %v", k, err)
+		}
+		if _, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte(k)}); err != nil {
+			t.Fatalf("Get %q: %v", k, err)
+		}
+	}
+}

@@ -403,6 +403,18 @@ func illegalClient(res *reservation, client alloc.ID) store.Result {
 	return store.Result{Reason: store.IllegalClient, Message: "written by client " + res.client.String() + ", not " + client.String()}
 }
 
+// holdsTier reports whether the reservation has a range of tier (0: any).
+func (res *reservation) holdsTier(tier alloc.Tier) bool {
+	return tier == 0 || slices.Contains(res.tiers, tier)
+}
+
+// noWriteOfTier is INVALID_WRITE for an end of a reserved write that names a tier it has no range
+// of, as the state answers one of a write with no replica of the tier: nothing changes, and the
+// reservation stays for an end that names its tiers.
+func noWriteOfTier(tier alloc.Tier) store.Result {
+	return store.Result{Reason: store.InvalidWrite, Message: "no write in progress for that tier (" + wire.TierTo(tier).String() + ")"}
+}
+
 // replicasTo is a reservation's PutStart answer: its ranges, PROCESSING, with no replica id yet
 // (PutCommit draws the ids).
 func (r *reservations) replicasTo(st *store.Store, res *reservation) []*metadv1.Replica {
@@ -667,6 +679,8 @@ func (r *reservations) commitMany(ctx context.Context, tenant string, client all
 		case res == nil || r.term == 0:
 		case res.client != client:
 			ended[i] = illegalClient(res, client)
+		case !res.holdsTier(tier):
+			ended[i] = noWriteOfTier(tier)
 		default:
 			res.committing = true
 			items[i] = &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg,
@@ -716,6 +730,8 @@ func (r *reservations) revokeMany(tenant string, client alloc.ID, keys [][]byte,
 		case res == nil:
 		case res.client != client:
 			ended[i] = illegalClient(res, client)
+		case !res.holdsTier(tier):
+			ended[i] = noWriteOfTier(tier)
 		case res.committing:
 			ended[i] = store.Result{Reason: store.ReplicaIsNotReady, Message: "the write is being committed"}
 		default:
