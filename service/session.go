@@ -24,7 +24,9 @@ import (
 // carries, stampAuth), and the leader treats a session it does not know to be the caller's (one
 // another principal opened, or one of no known owner: fsm/sessions.go) as one it does not hold: the
 // request is answered SESSION_EXPIRED, with the very message of an unknown session, before
-// anything is looked up or proposed (answered). Apply refuses such a command too.
+// anything is looked up or proposed (answered, and proposeAuthed for every command that carries a
+// header); a PutStart with such a header is not answered from the arenas (ownSession).
+// Apply refuses such a command too, so a leader of an older release changes nothing either.
 //
 // Requests that take a header: the puts and upserts (start, end, revoke, and their batch forms),
 // Remove, BatchRemove, RemoveGroup, MountSegment, UnmountSegment, RegisterTenant,
@@ -99,6 +101,25 @@ func (s *Service) answered(ctx context.Context) (store.Result, bool) {
 		return unknownSession(h.GetSessionId()), true
 	}
 	return store.Result{}, false
+}
+
+// foreignSession returns SESSION_EXPIRED for a command whose session header names a session that
+// the state does not hold for the principal the command carries: the leader proposes no such
+// command (proposeAuthed), so an apply of an older release, which does not check owners, never
+// runs one that this release refuses.
+func (s *Service) foreignSession(cmd *metadv1.Command) (store.Result, bool) {
+	if id := cmd.GetSession().GetSessionId(); id != 0 && !s.st.SessionOpen(id, cmd.GetPrincipal()) {
+		return unknownSession(id), true
+	}
+	return store.Result{}, false
+}
+
+// ownSession returns ctx's session header (nil: none), own false when the state does not hold
+// that session for the caller: such a PutStart is not answered from the arenas, where a retry is
+// known by its (session, seq), but through the log, which answers SESSION_EXPIRED (answered).
+func (s *Service) ownSession(ctx context.Context) (h *metadv1.SessionHeader, own bool) {
+	h = sessionOf(ctx)
+	return h, h == nil || s.st.SessionOpen(h.GetSessionId(), principalOf(ctx))
 }
 
 // unknownSession is the answer to a request whose session the state does not hold for its caller;
