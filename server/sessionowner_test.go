@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -50,8 +51,8 @@ func newOwnerPair(t *testing.T) *ownerPair {
 	return o
 }
 
-// put writes a complete object key in tenant as the principal of ctx, without a session.
-func put(t *testing.T, c clients, ctx context.Context, tenant, key string) {
+// putAs writes a complete object key in tenant as the principal of ctx, without a session.
+func putAs(t *testing.T, c clients, ctx context.Context, tenant, key string) {
 	t.Helper()
 	if _, err := c.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(key), Size: 4096}); err != nil {
 		t.Fatal(err)
@@ -80,9 +81,9 @@ func TestSessionOfAnotherPrincipal(t *testing.T) {
 	}
 	s := open.GetSessionId()
 	for _, k := range []string{"bk1", "bk2"} {
-		put(t, c, bob, "beta", k)
+		putAs(t, c, bob, "beta", k)
 	}
-	put(t, c, alice, "alpha", "ak")
+	putAs(t, c, alice, "alpha", "ak")
 	rm, err := c.meta.RemoveByRegex(bob, &metadv1.RemoveByRegexRequest{Tenant: "beta", Pattern: "^bk1$", Force: true, Session: shdr(s, 1, 1)})
 	if err != nil || len(rm.GetResults()) != 1 {
 		t.Fatalf("bob's RemoveByRegex: %v %v", rm, err)
@@ -153,5 +154,91 @@ func TestSessionOfAnotherPrincipal(t *testing.T) {
 		Session: shdr(s, 2, 1)})
 	if err != nil || len(again.GetReplicas()) != 1 {
 		t.Fatalf("bob's retry of seq 2: %v %v", again, err)
+	}
+}
+
+// TestSessionOfAnotherPrincipalOnArenas: on a leader that answers PutStarts from its arenas, a
+// PutStart naming a session that is not its caller's is answered SESSION_EXPIRED, as the log path
+// answers it, and is not reserved: carol, of bob's tenant, cannot plant a reservation under bob's
+// (session, seq) that bob's PutStart of the same key would then take for its own (another size),
+// and alice gets no placement in bob's session. Bob's own retry still gets his reservation.
+func TestSessionOfAnotherPrincipalOnArenas(t *testing.T) {
+	p := newPKI(t)
+	b := newFakeBackend(t, nil)
+	b.lease.Store(true)
+	n := startAuthWith(t, p, b, "n1", func(c *config) { c.NoArenas = false })
+	for _, cmd := range []*metadv1.Command{
+		{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "alpha"}}},
+		{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "beta"}}},
+		grantCmd("alice", "tenant:alpha"), grantCmd("bob", "tenant:beta"), grantCmd("carol", "tenant:beta"),
+	} {
+		b.mustApply(t, cmd)
+	}
+	toks := map[string]string{}
+	for _, who := range []string{"alice", "bob", "carol"} {
+		toks[who], _ = newKey(t, b, who, 0)
+	}
+	alice, bob, carol := withKey(t, toks["alice"]), withKey(t, toks["bob"]), withKey(t, toks["carol"])
+	c := n.clients(t)
+	root := n.clients(t, p.client(t, fsm.RootPrincipal))
+	if _, err := root.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ { // until the keeper has granted an arena
+		key := []byte(fmt.Sprintf("warm-%d", i))
+		resp, err := root.meta.PutStart(tctx(t), &metadv1.PutStartRequest{ClientId: idb(clientA), Key: key, Size: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reserved(resp.GetReplicas()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no PutStart answered from an arena after 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	open, err := c.meta.OpenSession(bob, &metadv1.OpenSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open.GetSessionId()
+	putStart := func(ctx context.Context, tenant, key string, size, seq uint64) (*metadv1.PutStartResponse, error) {
+		return c.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(key), Size: size,
+			Session: shdr(s, seq, 1)})
+	}
+	for who, ctx := range map[string]context.Context{"carol": carol, "alice": alice} {
+		tenant := map[string]string{"carol": "beta", "alice": "alpha"}[who]
+		if _, err := putStart(ctx, tenant, "k", 64, 1); reasonOf(err) != metadv1.Reason_REASON_SESSION_EXPIRED {
+			t.Errorf("%s's PutStart in bob's session: %v, want SESSION_EXPIRED", who, err)
+		}
+	}
+	mine, err := putStart(bob, "beta", "k", 4096, 1)
+	if err != nil || !reserved(mine.GetReplicas()) || mine.GetReplicas()[0].GetSize() != 4096 {
+		t.Fatalf("bob's PutStart at seq 1: %v %v, want a reservation of its own size", mine, err)
+	}
+	again, err := putStart(bob, "beta", "k", 4096, 1)
+	if err != nil || len(again.GetReplicas()) != 1 || again.GetReplicas()[0].GetOffset() != mine.GetReplicas()[0].GetOffset() {
+		t.Fatalf("bob's retry of seq 1: %v %v, want his reservation %v", again, err, mine)
+	}
+	// Carol's PutEnd of bob's reserved write in bob's session is refused before its PutCommit is
+	// proposed (an older member would apply it), and bob's own commits it.
+	props := b.proposals.Load()
+	end := func(ctx context.Context) error {
+		_, err := c.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: "beta", ClientId: idb(clientA), Key: []byte("k"), Session: shdr(s, 2, 1)})
+		return err
+	}
+	if err := end(carol); reasonOf(err) != metadv1.Reason_REASON_SESSION_EXPIRED {
+		t.Fatalf("carol's PutEnd in bob's session: %v, want SESSION_EXPIRED", err)
+	}
+	if got := b.proposals.Load(); got != props {
+		t.Fatalf("carol's PutEnd in bob's session was proposed (%d proposals)", got-props)
+	}
+	if err := end(bob); err != nil {
+		t.Fatalf("bob's PutEnd: %v", err)
+	}
+	if _, err := b.Store().Peek("beta", "k"); err != nil {
+		t.Fatalf("bob's object: %v", err)
 	}
 }
