@@ -271,6 +271,7 @@ func TestStaleAuthRevisionRefusedBeforeSession(t *testing.T) {
 	x := newSessionFixture(t, time.Hour, 8)
 	f := x.f
 	x.apply(0, grantCmd("alice", "tenant:default"), grantCmd("bob", "tenant:default"))
+	x.id = x.openAs(0, "alice", time.Hour, 8)
 	if f.Auth().Revision() != 2 {
 		t.Fatalf("revision %d", f.Auth().Revision())
 	}
@@ -280,7 +281,7 @@ func TestStaleAuthRevisionRefusedBeforeSession(t *testing.T) {
 	if r.Reason != store.AuthRevisionStale {
 		t.Fatalf("stale command: %s %s", r.Reason, r.Message)
 	}
-	if _, ok := f.Replay(put.GetSession()); ok {
+	if _, ok := f.Replay(put.GetSession(), "alice"); ok {
 		t.Fatal("the session kept the stale refusal")
 	}
 	if f.Objects() != 0 {
@@ -290,7 +291,7 @@ func TestStaleAuthRevisionRefusedBeforeSession(t *testing.T) {
 	if r := x.apply(2*time.Second, put)[0]; r.Reason != store.OK {
 		t.Fatalf("retry with the same seq: %s %s", r.Reason, r.Message)
 	}
-	if _, ok := f.Replay(put.GetSession()); !ok {
+	if _, ok := f.Replay(put.GetSession(), "alice"); !ok {
 		t.Fatal("the session keeps no answer for the retry that applied")
 	}
 	// Revision 0 (not authorized: the leader's own commands) and a revision ahead of the state

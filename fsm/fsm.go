@@ -35,6 +35,10 @@ const (
 	// rulesLimits: a segment's size, name and endpoint limits; a batch command's keys distinct; a
 	// member name recorded by SetMember.
 	rulesLimits uint32 = 1
+	// rulesSessionOwner: an OpenSession records its principal as the session's owner, and a
+	// command in a session another principal opened is refused as if the session were unknown
+	// (sessions.go).
+	rulesSessionOwner uint32 = 2
 )
 
 type handler func(s *store.Store, e env, c *metadv1.Command) store.Result

@@ -178,6 +178,14 @@ func (g *gen) entry() *metadv1.Envelope {
 // genLogs returns n log entries: the setup entry, then random ones.
 func genLogs(tb testing.TB, seed uint64, n int) []*raft.Log {
 	tb.Helper()
+	return genLogsRules(tb, seed, n, 0)
+}
+
+// genLogsRules is genLogs with the entries stamped rules version rules (0: this release's), as
+// a leader of that release wrote them: the golden files of older formats were written from such
+// entries.
+func genLogsRules(tb testing.TB, seed uint64, n int, rules uint32) []*raft.Log {
+	tb.Helper()
 	g := newGen(seed)
 	logs := make([]*raft.Log, 0, n)
 	for i := range n {
@@ -187,6 +195,7 @@ func genLogs(tb testing.TB, seed uint64, n int) []*raft.Log {
 		} else {
 			e = g.entry()
 		}
+		e.RulesVersion = rules
 		data, err := EncodeEnvelope(e)
 		if err != nil {
 			tb.Fatal(err)

@@ -23,7 +23,19 @@ import (
 // it no longer needs. Time is the leader's, stamped in each entry, never a node's clock, so every
 // node expires the same sessions at the same entry.
 //
+// A session belongs to the principal that opened it (its OpenSession's Command.principal: "" on a
+// cluster that authenticates nothing, and for a member's own session). Ids come from a counter and
+// are easy to guess; what makes one useless to anyone else is that only its owner's commands use
+// it. The owner is known for a session opened by an entry written under the owner rule
+// (rulesSessionOwner) and carried in snapshots from format 6 on. A session opened by an older
+// entry, or read from an older snapshot, has no known owner: apply lets every principal use it, as
+// it did before the rule (a node that replayed its OpenSession and one that restored an older
+// snapshot of it must agree), and the leader lets no one (service.answered), so such a session
+// ends at the first request that names it.
+//
 // The rules, in the order apply checks them:
+//   - a session another principal opened (entries of rules version 2 on): SESSION_EXPIRED, the
+//     answer of an unknown session, and nothing done, the session untouched;
 //   - unknown session, or one unused for its ttl: SESSION_EXPIRED, nothing done (the session is
 //     dropped);
 //   - seq 0 or above MaxSessionSeq: INVALID_PARAMS;
@@ -49,10 +61,26 @@ const (
 	MaxSessionSeq = 1<<63 - 1
 )
 
+// owner is a plain value: who opened a session. known: the entry that opened it was written under
+// the owner rule, or a snapshot recorded it; principal is then that entry's Command.principal.
+type owner struct {
+	principal string
+	known     bool
+}
+
+// admits reports whether apply runs a command of principal p in the session: its owner's, or any
+// when the owner is not known.
+func (o owner) admits(p string) bool { return !o.known || o.principal == p }
+
+// is reports whether p is known to have opened the session: the leader answers from a session only
+// for its owner.
+func (o owner) is(p string) bool { return o.known && o.principal == p }
+
 // session is one open client session. It is owned by the apply goroutine; readers take the table's
 // lock.
 type session struct {
 	id         uint64
+	owner      owner
 	ttl        int64 // ns
 	window     uint64
 	lastActive int64 // leader time of its last command, Unix ns
@@ -66,8 +94,14 @@ type session struct {
 
 func (ss *session) expired(now int64) bool { return now-ss.lastActive > ss.ttl }
 
-func newSession(id uint64, ttl int64, window uint64, lastActive int64, floor uint64) *session {
-	return &session{id: id, ttl: ttl, window: window, lastActive: lastActive, floor: floor, kept: make([][]byte, window)}
+func newSession(id uint64, o owner, ttl int64, window uint64, lastActive int64, floor uint64) *session {
+	return &session{id: id, owner: o, ttl: ttl, window: window, lastActive: lastActive, floor: floor, kept: make([][]byte, window)}
+}
+
+// unknownSession is the refusal of a command whose session the state does not hold, or holds for
+// another principal: one answer for both, so that it tells nothing about other principals' sessions.
+func unknownSession(id uint64) store.Result {
+	return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", id)}
 }
 
 // answer returns the kept encoded answer to seq, nil if none.
@@ -130,8 +164,8 @@ func newSessionTable(next uint64, expired *atomic.Uint64) *sessionTable {
 	return &sessionTable{limit: MaxSessions, next: max(next, 1), byID: map[uint64]*session{}, expired: expired}
 }
 
-// open opens a session at leader time now.
-func (t *sessionTable) open(now int64, ttl time.Duration, window uint32) store.Result {
+// open opens a session of owner o at leader time now.
+func (t *sessionTable) open(now int64, o owner, ttl time.Duration, window uint32) store.Result {
 	if ttl < MinSessionTTL || window < 1 || window > MaxSessionWindow {
 		return store.Result{Reason: store.InvalidParams, Message: fmt.Sprintf(
 			"open session: ttl %s (at least %s) or window %d (1..%d) out of range", ttl, MinSessionTTL, window, MaxSessionWindow)}
@@ -156,22 +190,26 @@ func (t *sessionTable) open(now int64, ttl time.Duration, window uint32) store.R
 	}
 	id := t.next
 	t.next++
-	t.byID[id] = newSession(id, int64(ttl), uint64(window), now, 1)
+	t.byID[id] = newSession(id, o, int64(ttl), uint64(window), now, 1)
 	return store.Result{Session: id}
 }
 
-// run applies a command of session h at leader time now: exec runs it unless the rules above
-// answer first.
-func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, exec func() store.Result) (r store.Result, duplicate bool) {
+// run applies a command of principal by in session h at leader time now: exec runs it unless the
+// rules above answer first. ownerRule: the command's entry was written under the owner rule.
+func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, by string, ownerRule bool, exec func() store.Result) (r store.Result, duplicate bool) {
 	t.mu.Lock()
 	ss := t.byID[h.GetSessionId()]
+	if ss != nil && ownerRule && !ss.owner.admits(by) {
+		t.mu.Unlock()
+		return unknownSession(h.GetSessionId()), false
+	}
 	if ss == nil || ss.expired(now) {
 		if ss != nil {
 			delete(t.byID, ss.id)
 			t.expired.Add(1)
 		}
 		t.mu.Unlock()
-		return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", h.GetSessionId())}, false
+		return unknownSession(h.GetSessionId()), false
 	}
 	seq := h.GetSeq()
 	if seq == 0 || seq > MaxSessionSeq {
@@ -211,11 +249,12 @@ func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, exec func() stor
 	return r, false
 }
 
-// replay returns the kept answer of h's (session, seq), if there is one.
-func (t *sessionTable) replay(h *metadv1.SessionHeader) (store.Result, bool) {
+// replay returns the kept answer of h's (session, seq), if there is one and principal opened the
+// session.
+func (t *sessionTable) replay(h *metadv1.SessionHeader, principal string) (store.Result, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if ss := t.byID[h.GetSessionId()]; ss != nil {
+	if ss := t.byID[h.GetSessionId()]; ss != nil && ss.owner.is(principal) {
 		if b := ss.answer(h.GetSeq()); b != nil {
 			r, err := decodeResult(b)
 			return r, err == nil
@@ -237,6 +276,7 @@ func (t *sessionTable) counts() (sessions, results int) {
 // sessionCopy is a session as a snapshot holds it: encoded answers by seq ascending.
 type sessionCopy struct {
 	id, floor, window uint64
+	owner             owner
 	ttl, lastActive   int64
 	seqs              []uint64
 	results           [][]byte
@@ -251,7 +291,7 @@ func (t *sessionTable) capture() (next uint64, out []sessionCopy) {
 	out = make([]sessionCopy, len(ids))
 	for i, id := range ids {
 		ss := t.byID[id]
-		c := sessionCopy{id: id, floor: ss.floor, window: ss.window, ttl: ss.ttl, lastActive: ss.lastActive}
+		c := sessionCopy{id: id, floor: ss.floor, window: ss.window, owner: ss.owner, ttl: ss.ttl, lastActive: ss.lastActive}
 		for seq := ss.floor; seq < ss.floor+ss.window; seq++ {
 			if b := ss.kept[seq%ss.window]; b != nil {
 				c.seqs, c.results = append(c.seqs, seq), append(c.results, b)
@@ -273,7 +313,7 @@ func (t *sessionTable) add(c sessionCopy) error {
 	if c.window < 1 || c.window > MaxSessionWindow || c.ttl <= 0 || c.floor < 1 {
 		return fmt.Errorf("session %d: window %d, ttl %d ns or floor %d out of range", c.id, c.window, c.ttl, c.floor)
 	}
-	ss := newSession(c.id, c.ttl, c.window, c.lastActive, c.floor)
+	ss := newSession(c.id, c.owner, c.ttl, c.window, c.lastActive, c.floor)
 	for i, s := range c.seqs {
 		if s < c.floor || s-c.floor >= c.window {
 			return fmt.Errorf("session %d: kept answer %d outside its window [%d, %d)", c.id, s, c.floor, c.floor+c.window)
@@ -288,13 +328,13 @@ func (t *sessionTable) add(c sessionCopy) error {
 }
 
 // Replay returns the answer the state keeps for the session header's (session, seq): the result of
-// the command that applied with that header, if the session still keeps it. The leader answers a
-// retried request with it instead of deciding anything again.
-func (f *FSM) Replay(h *metadv1.SessionHeader) (store.Result, bool) {
+// the command that applied with that header, if the session still keeps it and principal opened
+// it. The leader answers a retried request with it instead of deciding anything again.
+func (f *FSM) Replay(h *metadv1.SessionHeader, principal string) (store.Result, bool) {
 	if h.GetSessionId() == 0 {
 		return store.Result{}, false
 	}
-	return f.sessions.Load().replay(h)
+	return f.sessions.Load().replay(h, principal)
 }
 
 // NextSessionID returns the id the next OpenSession assigns.
@@ -305,14 +345,15 @@ func (f *FSM) NextSessionID() uint64 {
 	return t.next
 }
 
-// SessionOpen reports whether the state holds session id (it may still expire at the next entry
-// that uses it).
-func (f *FSM) SessionOpen(id uint64) bool {
+// SessionOpen reports whether the state holds session id and principal is known to have opened it
+// (it may still expire at the next entry that uses it). A session of another principal, or of no
+// known one, is not open to principal.
+func (f *FSM) SessionOpen(id uint64, principal string) bool {
 	t := f.sessions.Load()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	_, ok := t.byID[id]
-	return ok
+	ss, ok := t.byID[id]
+	return ok && ss.owner.is(principal)
 }
 
 // Sessions returns the open sessions and the answers they keep.
@@ -321,7 +362,11 @@ func (f *FSM) Sessions() (sessions, results int) { return f.sessions.Load().coun
 // applyOpenSession opens a client session.
 func (f *FSM) applyOpenSession(_ *store.Store, e env, c *metadv1.Command) store.Result {
 	m := c.GetOpenSession()
-	r := f.sessions.Load().open(e.now, time.Duration(min(m.GetTtlMs(), 1<<40))*time.Millisecond, m.GetWindow())
+	o := owner{principal: c.GetPrincipal(), known: e.rules >= rulesSessionOwner}
+	if !o.known {
+		o.principal = "" // the entry's leader did not stand for its principal: no owner is recorded
+	}
+	r := f.sessions.Load().open(e.now, o, time.Duration(min(m.GetTtlMs(), 1<<40))*time.Millisecond, m.GetWindow())
 	if r.Reason == store.OK {
 		f.m.sessionsOpened.Add(1)
 	}
@@ -339,7 +384,7 @@ func (f *FSM) runCommand(s *store.Store, e env, c *metadv1.Command) store.Result
 	if h.GetSessionId() == 0 {
 		return f.dispatch(s, e, c)
 	}
-	r, dup := f.sessions.Load().run(e.now, h, func() store.Result { return f.dispatch(s, e, c) })
+	r, dup := f.sessions.Load().run(e.now, h, c.GetPrincipal(), e.rules >= rulesSessionOwner, func() store.Result { return f.dispatch(s, e, c) })
 	if dup {
 		f.m.sessionDuplicates.Add(1)
 	}

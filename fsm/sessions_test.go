@@ -39,7 +39,14 @@ func (x *sessionFixture) apply(at time.Duration, cmds ...*metadv1.Command) []sto
 
 func (x *sessionFixture) open(at, ttl time.Duration, window uint32) uint64 {
 	x.t.Helper()
-	r := x.apply(at, &metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{TtlMs: uint64(ttl / time.Millisecond), Window: window}}})[0]
+	return x.openAs(at, "", ttl, window)
+}
+
+// openAs opens a session as principal p's.
+func (x *sessionFixture) openAs(at time.Duration, p string, ttl time.Duration, window uint32) uint64 {
+	x.t.Helper()
+	r := x.apply(at, &metadv1.Command{Op: &metadv1.Command_OpenSession{OpenSession: &metadv1.OpenSession{TtlMs: uint64(ttl / time.Millisecond), Window: window}},
+		Principal: p})[0]
 	if r.Reason != store.OK || r.Session == 0 {
 		x.t.Fatalf("open session: %+v", r)
 	}
@@ -78,7 +85,7 @@ func TestSessionRepeatGetsTheFirstAnswer(t *testing.T) {
 	if r := x.put(time.Second, x.id, 2, 1, "k"); r.Reason != store.ObjectAlreadyExists {
 		t.Fatalf("seq 2: %s", r.Reason)
 	}
-	if _, kept := x.f.Replay(&metadv1.SessionHeader{SessionId: x.id, Seq: 2}); kept {
+	if _, kept := x.f.Replay(&metadv1.SessionHeader{SessionId: x.id, Seq: 2}, ""); kept {
 		t.Fatal("a rejection was kept")
 	}
 }
@@ -97,7 +104,7 @@ func TestSessionFloorWindowAndExpiry(t *testing.T) {
 	if r := x.put(0, x.id, 5, 3, "five"); r.Reason != store.OK {
 		t.Fatalf("seq 5 after the ack: %+v", r)
 	}
-	if _, kept := x.f.Replay(&metadv1.SessionHeader{SessionId: x.id, Seq: 2}); kept {
+	if _, kept := x.f.Replay(&metadv1.SessionHeader{SessionId: x.id, Seq: 2}, ""); kept {
 		t.Fatal("an acknowledged answer is still kept")
 	}
 	if r := x.put(0, x.id, 2, 3, "b"); r.Reason != store.SequenceTooOld {
@@ -161,8 +168,8 @@ func TestSessionsIgnoreNodeClocks(t *testing.T) {
 	}
 	for seq := uint64(1); seq <= 20; seq++ {
 		h := &metadv1.SessionHeader{SessionId: 1, Seq: seq}
-		ra, oka := a.Replay(h)
-		rc, okc := c.Replay(h)
+		ra, oka := a.Replay(h, "")
+		rc, okc := c.Replay(h, "")
 		if oka != okc || ra.Reason != rc.Reason || len(ra.Replicas) != len(rc.Replicas) {
 			t.Fatalf("seq %d after restore: %+v %v, before %+v %v", seq, rc, okc, ra, oka)
 		}
@@ -186,10 +193,10 @@ func BenchmarkSessionMemory(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for i := range sessions {
-			id := t.open(int64(i), time.Hour, window).Session
+			id := t.open(int64(i), owner{known: true}, time.Hour, window).Session
 			for seq := uint64(1); seq <= window; seq++ {
 				r := store.Result{Replicas: []store.Replica{{ID: seq, Extent: alloc.Extent{Offset: seq << 12, Size: 4096}, Tier: alloc.TierMemory}}}
-				t.run(int64(i), &metadv1.SessionHeader{SessionId: id, Seq: seq, FirstUnackedSeq: 1}, func() store.Result { return r })
+				t.run(int64(i), &metadv1.SessionHeader{SessionId: id, Seq: seq, FirstUnackedSeq: 1}, "", true, func() store.Result { return r })
 			}
 		}
 		runtime.GC()

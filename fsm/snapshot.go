@@ -136,7 +136,8 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 	}
 	for _, ss := range sessions {
 		sr := &metadv1.SessionRecord{Id: ss.id, TtlMs: uint64(ss.ttl / int64(time.Millisecond)), Window: uint32(ss.window),
-			LastActiveUnixNano: ss.lastActive, Floor: ss.floor, Results: make([]*metadv1.CachedResult, len(ss.seqs))}
+			LastActiveUnixNano: ss.lastActive, Floor: ss.floor, Results: make([]*metadv1.CachedResult, len(ss.seqs)),
+			Principal: ss.owner.principal, Owned: ss.owner.known}
 		for i, seq := range ss.seqs {
 			rec := &metadv1.ResultRecord{}
 			if err := proto.Unmarshal(ss.results[i], rec); err != nil {
@@ -327,9 +328,13 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	return s, members, sessions, auth.a, h, nil
 }
 
-// addSession installs a session record into t.
+// addSession installs a session record into t. A record of format 5 or older has no owner fields:
+// it reads as a session of no known owner.
 func addSession(t *sessionTable, r *metadv1.SessionRecord) error {
-	c := sessionCopy{id: r.GetId(), floor: r.GetFloor(), window: uint64(r.GetWindow()),
+	if !r.GetOwned() && r.GetPrincipal() != "" {
+		return fmt.Errorf("session %d: principal %q without an owner", r.GetId(), r.GetPrincipal())
+	}
+	c := sessionCopy{id: r.GetId(), floor: r.GetFloor(), window: uint64(r.GetWindow()), owner: owner{principal: r.GetPrincipal(), known: r.GetOwned()},
 		ttl: int64(min(r.GetTtlMs(), 1<<40)) * int64(time.Millisecond), lastActive: r.GetLastActiveUnixNano()}
 	last := uint64(0)
 	for _, cr := range r.GetResults() {

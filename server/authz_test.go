@@ -104,7 +104,16 @@ type authNode struct {
 
 func startAuth(t testing.TB, p *pki, b *fakeBackend, name string) *authNode {
 	t.Helper()
+	return startAuthWith(t, p, b, name, nil)
+}
+
+// startAuthWith is startAuth with the configuration changed by mut first (nil: none).
+func startAuthWith(t testing.TB, p *pki, b *fakeBackend, name string, mut func(*config)) *authNode {
+	t.Helper()
 	cfg := testConfig()
+	if mut != nil {
+		mut(&cfg)
+	}
 	cfg.Now = b.now
 	cfg.Server.Authenticate = true
 	cfg.Server.DialCredentials = credentials.NewTLS(p.clientTLS(p.member(t, name)))

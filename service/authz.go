@@ -391,8 +391,12 @@ func stampAuth(ctx context.Context, cmd *metadv1.Command) {
 // AUTH_REVISION_STALE (the auth state changed between the check and the commit), the call is
 // checked again against the current state and, if still allowed, proposed again stamped with the
 // new revision, at most MaxAuthStale times; then the refusal stands. A call no longer allowed
-// fails with the check's error, and nothing more is proposed.
+// fails with the check's error, and nothing more is proposed. A command whose session the state
+// does not hold for its principal is answered SESSION_EXPIRED, not proposed (foreignSession).
 func (s *Service) proposeAuthed(ctx context.Context, cmd *metadv1.Command) (store.Result, error) {
+	if r, foreign := s.foreignSession(cmd); foreign { // session.go
+		return r, nil
+	}
 	for n := 0; ; n++ {
 		res, err := s.b.Propose(ctx, cmd)
 		cl := callOf(ctx)

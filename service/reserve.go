@@ -53,7 +53,8 @@ type reservation struct {
 	tiers   []alloc.Tier
 	start   int64  // leader time of the PutStart, unix ns
 	charged uint64 // quota bytes held: size x MEMORY replicas
-	// session and seq of the PutStart that made it: a retry of that request gets the same answer.
+	// session and seq of the PutStart that made it, a session of its caller's (ownSession): a
+	// retry of that request gets the same answer.
 	session, seq uint64
 	// committing: a PutCommit of it is in flight or its outcome is unknown; it is not revoked,
 	// reaped or given to anyone else meanwhile.
@@ -192,10 +193,14 @@ func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (re
 		r.m.fallback("no_lease")
 		return nil, false, nil
 	}
+	h, own := r.s.ownSession(ctx)
+	if !own {
+		return nil, false, nil // through the log, which answers SESSION_EXPIRED
+	}
 	st := r.s.state()
 	r.lock()
 	defer r.mu.Unlock()
-	return r.reserveLocked(st, ps, sessionOf(ctx), r.s.cfg.nowNano())
+	return r.reserveLocked(st, ps, h, r.s.cfg.nowNano())
 }
 
 // tryReserveBatch is tryReserve for the items of a BatchPutStart (one config for all): one answer
@@ -206,8 +211,11 @@ func (r *reservations) tryReserveBatch(ctx context.Context, m *metadv1.BatchPutS
 		r.m.fallback("no_lease")
 		return out
 	}
+	h, own := r.s.ownSession(ctx)
+	if !own {
+		return out // through the log, which answers SESSION_EXPIRED
+	}
 	st := r.s.state()
-	h := sessionOf(ctx)
 	now := r.s.cfg.nowNano()
 	r.lock()
 	defer r.mu.Unlock()

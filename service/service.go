@@ -85,10 +85,11 @@ type Snapshots interface {
 type State interface {
 	// Store returns the current store (a snapshot restore swaps it; fetch it per request).
 	Store() *store.Store
-	// Replay returns the result the state keeps for a session header's (session, seq).
-	Replay(h *metadv1.SessionHeader) (store.Result, bool)
-	// SessionOpen reports whether the state holds the session.
-	SessionOpen(id uint64) bool
+	// Replay returns the result the state keeps for a session header's (session, seq), when
+	// principal opened the session.
+	Replay(h *metadv1.SessionHeader, principal string) (store.Result, bool)
+	// SessionOpen reports whether the state holds the session and principal opened it.
+	SessionOpen(id uint64, principal string) bool
 	// Auth returns the current auth state (API keys, role bindings): immutable, swapped by apply.
 	Auth() *fsm.AuthState
 }

@@ -20,6 +20,14 @@ import (
 // the state. A request without a header behaves as before: at most once, its outcome unknown when
 // the answer is lost.
 //
+// A session belongs to the principal that opened it (the principal its OpenSession command
+// carries, stampAuth), and the leader treats a session it does not know to be the caller's (one
+// another principal opened, or one of no known owner: fsm/sessions.go) as one it does not hold: the
+// request is answered SESSION_EXPIRED, with the very message of an unknown session, before
+// anything is looked up or proposed (answered, and proposeAuthed for every command that carries a
+// header); a PutStart with such a header is not answered from the arenas (ownSession).
+// Apply refuses such a command too, so a leader of an older release changes nothing either.
+//
 // Requests that take a header: the puts and upserts (start, end, revoke, and their batch forms),
 // Remove, BatchRemove, RemoveGroup, MountSegment, UnmountSegment, RegisterTenant,
 // UnregisterTenant, SetQuota. RemoveAll takes none: it is several commands, and a retry removes
@@ -65,22 +73,59 @@ func stamped(ctx context.Context, cmd *metadv1.Command) *metadv1.Command {
 	return cmd
 }
 
+// principalOf is the principal that the commands proposed for ctx carry (stampAuth): the caller's;
+// "" for a member calling as itself, for the service's own work and on a cluster that
+// authenticates nothing.
+func principalOf(ctx context.Context) string {
+	if cl := callOf(ctx); cl != nil && cl.caller.Member == "" {
+		return cl.caller.Principal
+	}
+	return ""
+}
+
 // answered returns the answer the state already holds for ctx's (session, seq), if any: the result
-// it keeps for it, or SESSION_EXPIRED when it holds no such session (expired, dropped, or replaced
-// by a snapshot restore), where apply would answer the same. A request with an answer is answered
-// with it, never refused from the state: its first attempt may have applied.
+// it keeps for it, or SESSION_EXPIRED when it holds no such session of the caller's (expired,
+// dropped, replaced by a snapshot restore, or opened by another principal), where apply would
+// answer the same. A request with an answer is answered with it, never refused from the state:
+// its first attempt may have applied.
 func (s *Service) answered(ctx context.Context) (store.Result, bool) {
 	h := sessionOf(ctx)
 	if h == nil {
 		return store.Result{}, false
 	}
-	if r, ok := s.st.Replay(h); ok {
+	p := principalOf(ctx)
+	if r, ok := s.st.Replay(h, p); ok {
 		return r, true
 	}
-	if !s.st.SessionOpen(h.GetSessionId()) {
-		return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", h.GetSessionId())}, true
+	if !s.st.SessionOpen(h.GetSessionId(), p) {
+		return unknownSession(h.GetSessionId()), true
 	}
 	return store.Result{}, false
+}
+
+// foreignSession returns SESSION_EXPIRED for a command whose session header names a session that
+// the state does not hold for the principal the command carries: the leader proposes no such
+// command (proposeAuthed), so an apply of an older release, which does not check owners, never
+// runs one that this release refuses.
+func (s *Service) foreignSession(cmd *metadv1.Command) (store.Result, bool) {
+	if id := cmd.GetSession().GetSessionId(); id != 0 && !s.st.SessionOpen(id, cmd.GetPrincipal()) {
+		return unknownSession(id), true
+	}
+	return store.Result{}, false
+}
+
+// ownSession returns ctx's session header (nil: none), own false when the state does not hold
+// that session for the caller: such a PutStart is not answered from the arenas, where a retry is
+// known by its (session, seq), but through the log, which answers SESSION_EXPIRED (answered).
+func (s *Service) ownSession(ctx context.Context) (h *metadv1.SessionHeader, own bool) {
+	h = sessionOf(ctx)
+	return h, h == nil || s.st.SessionOpen(h.GetSessionId(), principalOf(ctx))
+}
+
+// unknownSession is the answer to a request whose session the state does not hold for its caller;
+// the same, word for word, as apply's (fsm), so that it tells nothing of another's session.
+func unknownSession(id uint64) store.Result {
+	return store.Result{Reason: store.SessionExpired, Message: fmt.Sprintf("session %d is unknown or expired", id)}
 }
 
 // OpenSession opens a client session: a replicated command whose id the log assigns, with the

@@ -6,8 +6,8 @@
 //   1. one SnapshotHeader (its own frame);
 //   2. every SegmentRecord, sorted by segment id bytes;
 //   3. for each tenant sorted by name: its TenantRecord, then its ObjectRecords sorted by key bytes;
-//   4. the MemberRecords by name, the SessionRecords by id (format version 2), the KeyRecords by id
-//      and the RoleRecords by principal (format version 3).
+//   4. the MemberRecords by name, the SessionRecords by id (format version 2; their owner from
+//      format version 6), the KeyRecords by id and the RoleRecords by principal (format version 3).
 // An ObjectRecord belongs to the TenantRecord before it and names its replicas' segments by position
 // among the SegmentRecords, so neither tenant names nor 16-byte segment ids repeat per object.
 //
@@ -41,7 +41,7 @@ const (
 // SnapshotHeader describes the snapshot; the reader checks the counts against the records.
 type SnapshotHeader struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Encoding version of the records; 1 today (SnapshotFormatVersion).
+	// Encoding version of the records (SnapshotFormatVersion).
 	FormatVersion uint32 `protobuf:"varint,1,opt,name=format_version,json=formatVersion,proto3" json:"format_version,omitempty"`
 	// Raft index of the last entry applied to the captured state.
 	Index uint64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
@@ -1292,7 +1292,14 @@ type SessionRecord struct {
 	// Sequence numbers below this have been acknowledged; their answers are gone.
 	Floor uint64 `protobuf:"varint,5,opt,name=floor,proto3" json:"floor,omitempty"`
 	// The kept answers, by sequence number ascending.
-	Results       []*CachedResult `protobuf:"bytes,6,rep,name=results,proto3" json:"results,omitempty"`
+	Results []*CachedResult `protobuf:"bytes,6,rep,name=results,proto3" json:"results,omitempty"`
+	// The principal that opened the session, its owner (format version 6): only the owner's commands
+	// use it. Empty on a cluster that authenticates nothing, and for a member's own session.
+	Principal string `protobuf:"bytes,7,opt,name=principal,proto3" json:"principal,omitempty"`
+	// principal names the owner (format version 6). False for a session opened by an entry written
+	// before the owner rule, or read from a file of format 5 or older: no owner is known, apply lets
+	// any principal use it and the leader none.
+	Owned         bool `protobuf:"varint,8,opt,name=owned,proto3" json:"owned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1367,6 +1374,20 @@ func (x *SessionRecord) GetResults() []*CachedResult {
 		return x.Results
 	}
 	return nil
+}
+
+func (x *SessionRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *SessionRecord) GetOwned() bool {
+	if x != nil {
+		return x.Owned
+	}
+	return false
 }
 
 // CachedResult is the answer to one sequence number of a session.
@@ -1875,14 +1896,16 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
 	"RoleRecord\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
-	"\x05roles\x18\x02 \x03(\tR\x05roles\"\xc9\x01\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\"\xfd\x01\n" +
 	"\rSessionRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
 	"\x06window\x18\x03 \x01(\rR\x06window\x121\n" +
 	"\x15last_active_unix_nano\x18\x04 \x01(\x10R\x12lastActiveUnixNano\x12\x14\n" +
 	"\x05floor\x18\x05 \x01(\x04R\x05floor\x120\n" +
-	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\"P\n" +
+	"\aresults\x18\x06 \x03(\v2\x16.metad.v1.CachedResultR\aresults\x12\x1c\n" +
+	"\tprincipal\x18\a \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05owned\x18\b \x01(\bR\x05owned\"P\n" +
 	"\fCachedResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.metad.v1.ResultRecordR\x06result\"\xd2\x04\n" +

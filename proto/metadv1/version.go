@@ -14,8 +14,9 @@ const (
 	// objects' replica tasks (ObjectRecord.task) with the scheduled tasks; a version 1 to 3 file
 	// reads as a state with every segment open and no task. 5 adds the allocation arenas
 	// (ArenaRecord, SnapshotHeader.last_arena_id, arenas); a version 1 to 4 file reads as a state
-	// with no arena.
-	SnapshotFormatVersion uint32 = 5
+	// with no arena. 6 adds a client session's owner (SessionRecord.principal, owned); a version 2
+	// to 5 file reads as a state whose sessions have no known owner.
+	SnapshotFormatVersion uint32 = 6
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules
@@ -26,4 +27,7 @@ const (
 //	   (1..256 bytes) and endpoint (1..1024 bytes, no byte below 0x20); the keys of a batch command
 //	   distinct (a repeat refuses the whole command); a member name recorded by SetMember (like a
 //	   tenant id, 1..64 bytes).
-const RulesVersion uint32 = 1
+//	2: OpenSession records its Command.principal as the session's owner, and a command in a
+//	   session another principal opened is refused SESSION_EXPIRED (as for an unknown session),
+//	   the session untouched.
+const RulesVersion uint32 = 2

@@ -223,20 +223,24 @@ class SegmentRecord(_message.Message):
     def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., closing: bool = ..., unmount_at_unix_nano: _Optional[int] = ...) -> None: ...
 
 class SessionRecord(_message.Message):
-    __slots__ = ["floor", "id", "last_active_unix_nano", "results", "ttl_ms", "window"]
+    __slots__ = ["floor", "id", "last_active_unix_nano", "owned", "principal", "results", "ttl_ms", "window"]
     FLOOR_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LAST_ACTIVE_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    OWNED_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     floor: int
     id: int
     last_active_unix_nano: int
+    owned: bool
+    principal: str
     results: _containers.RepeatedCompositeFieldContainer[CachedResult]
     ttl_ms: int
     window: int
-    def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., window: _Optional[int] = ..., last_active_unix_nano: _Optional[int] = ..., floor: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CachedResult, _Mapping]]] = ..., principal: _Optional[str] = ..., owned: bool = ...) -> None: ...
 
 class SnapshotHeader(_message.Message):
     __slots__ = ["arenas", "auth_revision", "created_at_unix_nano", "drains", "format_version", "groups", "index", "keys", "last_arena_id", "last_drain_id", "last_task_id", "next_session_id", "next_tenant_instance_id", "objects", "role_bindings", "segments", "state_epoch", "tasks", "tenants", "term"]
