@@ -262,6 +262,79 @@ func lostWrites(ops []*Op, parts []*partition, final map[keyRef]finalState) []st
 	return lost
 }
 
+// absentWhileWritten lists the reads that answered a key absent while it certainly existed: a
+// Get or Remove answering OBJECT_NOT_FOUND that started after a PutStart of the key was answered
+// OK and returned before that writer's next call on the key, a PutEnd, was answered OK. From the
+// PutStart's answer on the write exists (in progress, then COMPLETE) unless something removes
+// it, and the PutEnd's OK proves no leader change lost it: only a removal or a restore that
+// overlaps the read, or may still commit, explains the absence. This is the check the model
+// cannot make on its own, since it lets any read assume that a reservation was lost.
+func absentWhileWritten(ops []*Op, parts []*partition) []string {
+	type window struct{ from, to time.Duration } // PutStart returned .. PutEnd returned
+	type span struct {
+		call, ret time.Duration
+		open      bool
+	}
+	windows := map[keyRef][]window{}
+	removals := map[keyRef][]span{}
+	started := map[string]time.Duration{} // client and key -> its PutStart's return, until its next call
+	for _, op := range ops {              // by call time
+		ref := keyRef{op.Part, op.In.Member}
+		switch op.In.Kind {
+		case opRemove:
+			if op.Out.Res != resReason && op.Out.Res != resNoop {
+				removals[ref] = append(removals[ref], span{op.Call, op.Return, op.Open})
+			}
+		case opRemoveGroup, opRestore:
+			if op.Out.Res != resReason && op.Out.Res != resNoop {
+				for m := range parts[op.Part].Keys {
+					r := keyRef{op.Part, m}
+					removals[r] = append(removals[r], span{op.Call, op.Return, op.Open})
+				}
+			}
+		}
+		id := fmt.Sprint(op.Client, ref)
+		switch op.In.Kind {
+		case opPutStart:
+			delete(started, id)
+			if op.Out.Res == resOK {
+				started[id] = op.Return
+			}
+		case opPutEnd, opPutRevoke:
+			if from, ok := started[id]; ok && op.In.Kind == opPutEnd && op.Out.Res == resOK {
+				windows[ref] = append(windows[ref], window{from, op.Return})
+			}
+			delete(started, id)
+		}
+	}
+	var out []string
+	for _, op := range ops {
+		if (op.In.Kind != opGet && op.In.Kind != opRemove) || op.Out.Res != resReason || op.Out.Reason != rNotFound {
+			continue
+		}
+		ref := keyRef{op.Part, op.In.Member}
+		for _, w := range windows[ref] {
+			if op.Call <= w.from || op.Return >= w.to {
+				continue
+			}
+			explained := false
+			for _, r := range removals[ref] {
+				if r.call < op.Return && (r.open || r.ret > w.from) {
+					explained = true
+					break
+				}
+			}
+			if !explained {
+				out = append(out, fmt.Sprintf("%s/%s: %s by c%d [%.3fs .. %.3fs] answered OBJECT_NOT_FOUND while a write of it existed (PutStart ok at %.3fs, PutEnd ok at %.3fs)",
+					parts[op.Part].Tenant, parts[op.Part].Keys[op.In.Member], op.In.Kind, op.Client, op.Call.Seconds(), op.Return.Seconds(),
+					w.from.Seconds(), w.to.Seconds()))
+				break
+			}
+		}
+	}
+	return out
+}
+
 func (f finalState) describe() string {
 	if f.Kind == present {
 		return fmt.Sprintf("present, size %d", f.Size)

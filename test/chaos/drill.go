@@ -113,6 +113,7 @@ type Result struct {
 	Leaders   []span
 	Nonlinear []linResult // partitions that are not linearizable (Illegal) or not decided (Unknown)
 	Lost      []string    // acknowledged writes missing
+	Absent    []string    // reads that found a key absent while a write of it certainly existed
 	Digests   []nodeDigest
 	Differing int    // nodes whose state differs after heal
 	DigestBy  string // how the digests were made
@@ -176,7 +177,7 @@ func (r *Result) Unavail(k FaultKind) []time.Duration {
 
 // Failed reports whether any invariant was broken or the drill could not run.
 func (r *Result) Failed() bool {
-	return r.Violations() > 0 || len(r.Lost) > 0 || r.Differing > 0 || len(r.TwoLeader) > 0 || len(r.Expired) > 0 ||
+	return r.Violations() > 0 || len(r.Lost) > 0 || len(r.Absent) > 0 || r.Differing > 0 || len(r.TwoLeader) > 0 || len(r.Expired) > 0 ||
 		len(r.Errors) > 0
 }
 
@@ -372,6 +373,7 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	if final != nil {
 		res.Lost = lostWrites(ops, parts, final)
 	}
+	res.Absent = absentWhileWritten(ops, parts)
 	res.Digests = digests
 	if len(digests) > 0 {
 		res.Differing, _ = differing(digests)

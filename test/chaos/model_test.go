@@ -241,6 +241,35 @@ func TestLostWrites(t *testing.T) {
 	}
 }
 
+// TestAbsentWhileWritten: the outside run's history (times in ms): PutStart(k) ok [182648 ..
+// 182651], PutEnd(k) ok [182651 .. 182661], Get(k) OBJECT_NOT_FOUND [182657 .. 182661]. The model
+// lets a read assume a lost reservation; the PutEnd's OK says none was lost.
+func TestAbsentWhileWritten(t *testing.T) {
+	parts := testParts()
+	put := []*Op{hop(1, 0, opPutStart, 0, 10, ok, 182648, 182651), hop(1, 0, opPutEnd, 0, 0, ok, 182651, 182661)}
+	if a := absentWhileWritten(append(put, hop(2, 0, opGet, 0, 0, notFound, 182657, 182661)), parts); len(a) != 0 {
+		t.Fatalf("a read that ended with the PutEnd reported: %v", a)
+	}
+	if a := absentWhileWritten(append(put, hop(2, 0, opGet, 0, 0, notFound, 182657, 182660)), parts); len(a) != 1 {
+		t.Fatalf("a Get absent inside the write's window not reported: %v", a)
+	}
+	if a := absentWhileWritten(append(put, hop(2, 0, opRemove, 0, 0, notFound, 182652, 182653)), parts); len(a) != 1 {
+		t.Fatalf("a Remove absent inside the write's window not reported: %v", a)
+	}
+	if a := absentWhileWritten(append(put, hop(2, 0, opGet, 0, 0, notFound, 182650, 182655)), parts); len(a) != 0 {
+		t.Fatalf("a read that started before the PutStart's answer reported: %v", a)
+	}
+	removed := append(put, hop(3, 0, opRemove, 0, 0, unknown, 182652, 182653), hop(2, 0, opGet, 0, 0, notFound, 182654, 182655))
+	if a := absentWhileWritten(removed, parts); len(a) != 0 {
+		t.Fatalf("a read after a removal of unknown outcome reported: %v", a)
+	}
+	lostEnd := []*Op{hop(1, 0, opPutStart, 0, 10, ok, 1, 2), hop(2, 0, opGet, 0, 0, notFound, 3, 4),
+		hop(1, 0, opPutEnd, 0, 0, reason("RESERVATION_LOST"), 5, 6)}
+	if a := absentWhileWritten(lostEnd, parts); len(a) != 0 {
+		t.Fatalf("a read of a write whose reservation was lost reported: %v", a)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	if c, _ := classify(nil); c != clsOK {
 		t.Fatalf("nil: %v", c)

@@ -106,6 +106,7 @@ func writeSummary(w io.Writer, r *Result, cfg Config) error {
 		fmt.Fprintf(w, "    %d %s\n", n, what)
 	}
 	fmt.Fprintf(w, "  acknowledged writes lost:               %d\n", len(r.Lost))
+	fmt.Fprintf(w, "  reads absent during a write:            %d\n", len(r.Absent))
 	fmt.Fprintf(w, "  nodes with a different state after heal: %d of %d (%s)\n", r.Differing, len(r.Digests), r.DigestBy)
 	fmt.Fprintf(w, "  terms with two leaders:                 %d\n", len(r.TwoLeader))
 	fmt.Fprintf(w, "  clients expired while a quorum was up:  %d\n", len(r.Expired))
@@ -121,6 +122,9 @@ func writeSummary(w io.Writer, r *Result, cfg Config) error {
 	}
 	for _, l := range r.Lost {
 		fmt.Fprintf(w, "    lost: %s\n", l)
+	}
+	for _, a := range r.Absent {
+		fmt.Fprintf(w, "    absent: %s\n", a)
 	}
 	for _, t := range r.TwoLeader {
 		fmt.Fprintf(w, "    two leaders in %s\n", t)
@@ -338,17 +342,17 @@ func verdictLine(r *Result) string {
 		v = "FAIL"
 	}
 	med, mx := medianMax(r.Unavail(KillLeader))
-	return fmt.Sprintf("%s; %d violations, %d lost, %d differing, %d two-leader terms; leader kill unavailability median %s max %s",
-		v, r.Violations(), len(r.Lost), r.Differing, len(r.TwoLeader), ms(med), ms(mx))
+	return fmt.Sprintf("%s; %d violations, %d lost, %d absent during a write, %d differing, %d two-leader terms; leader kill unavailability median %s max %s",
+		v, r.Violations(), len(r.Lost), len(r.Absent), r.Differing, len(r.TwoLeader), ms(med), ms(mx))
 }
 
 // Summary is the table over many drills: one row per seed, then the totals and the unavailability
 // after a leader kill over every drill's leader kills.
 func Summary(w io.Writer, rs []*Result) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "seed\tops\tunknown\tfaults\tviolations\tunexplained\tgroup-not-found\tdirty-absent\trestore-fenced\tundecided\tlost\tdiffering\ttwo-leader\texpired\tleader kills\tmedian\tmax\tverdict\t")
+	fmt.Fprintln(tw, "seed\tops\tunknown\tfaults\tviolations\tunexplained\tgroup-not-found\tdirty-absent\trestore-fenced\tundecided\tlost\tabsent\tdiffering\ttwo-leader\texpired\tleader kills\tmedian\tmax\tverdict\t")
 	var all, longPauses []time.Duration
-	var strict, unexpl, undec, lost, diff, two, expired int
+	var strict, unexpl, undec, lost, absent, diff, two, expired int
 	classes := map[string]int{}
 	for _, r := range rs {
 		ds := r.Unavail(KillLeader)
@@ -366,6 +370,7 @@ func Summary(w io.Writer, rs []*Result) error {
 		unexpl += bc[""]
 		undec += r.Undecided()
 		lost += len(r.Lost)
+		absent += len(r.Absent)
 		diff += r.Differing
 		two += len(r.TwoLeader)
 		expired += len(r.Expired)
@@ -374,8 +379,8 @@ func Summary(w io.Writer, rs []*Result) error {
 				longPauses = append(longPauses, f.Unavail)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Seed, r.Ops, r.Unknown, len(r.Faults),
-			r.Strict(), bc[""], bc[tolNames[tolGroupNotFound]], bc[tolNames[tolDirtyAbsent]], bc[tolNames[tolRestoreFenced]], r.Undecided(), len(r.Lost), r.Differing,
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Seed, r.Ops, r.Unknown, len(r.Faults),
+			r.Strict(), bc[""], bc[tolNames[tolGroupNotFound]], bc[tolNames[tolDirtyAbsent]], bc[tolNames[tolRestoreFenced]], r.Undecided(), len(r.Lost), len(r.Absent), r.Differing,
 			len(r.TwoLeader), len(r.Expired), len(ds), ms(med), ms(mx), v)
 	}
 	if err := tw.Flush(); err != nil {
@@ -386,6 +391,7 @@ func Summary(w io.Writer, rs []*Result) error {
 	fmt.Fprintf(w, "linearizability violations (partitions):   %d: %d unexplained, %d group-not-found, %d dirty-absent, %d restore-fenced; %d undecided\n",
 		strict, unexpl, classes[tolNames[tolGroupNotFound]], classes[tolNames[tolDirtyAbsent]], classes[tolNames[tolRestoreFenced]], undec)
 	fmt.Fprintf(w, "acknowledged writes lost:                  %d\n", lost)
+	fmt.Fprintf(w, "reads absent during a write:               %d\n", absent)
 	fmt.Fprintf(w, "nodes with a different state after heal:   %d\n", diff)
 	fmt.Fprintf(w, "terms with two leaders:                    %d\n", two)
 	fmt.Fprintf(w, "clients expired while a quorum was up:     %d\n", expired)
