@@ -29,6 +29,7 @@ func newOwnerPair(t *testing.T) *ownerPair {
 	fb.setLeader(false, "n1", leader.addr)
 	follower := startAuth(t, p, fb, "n2")
 	for _, n := range []*authNode{leader, follower} {
+		n.b.setMembers("n1", "n2")
 		for _, cmd := range []*metadv1.Command{
 			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "alpha"}}},
 			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "beta"}}},

@@ -495,7 +495,7 @@ func (a *fakeAdmin) ListSegments(_ context.Context, r *metadv1.ListSegmentsReque
 			continue
 		}
 		at, closing := a.c.closing[string(s.GetId())]
-		resp.Segments = append(resp.Segments, &metadv1.SegmentInfo{Segment: s, UsedBytes: 4096, Replicas: 1, Closing: closing, UnmountAtUnixNano: at})
+		resp.Segments = append(resp.Segments, &metadv1.SegmentInfo{Segment: s, UsedBytes: 4096, ArenaFreeBytes: 1024, Replicas: 1, Closing: closing, UnmountAtUnixNano: at})
 	}
 	sort.Slice(resp.Segments, func(i, j int) bool {
 		return bytes.Compare(resp.Segments[i].GetSegment().GetId(), resp.Segments[j].GetSegment().GetId()) < 0

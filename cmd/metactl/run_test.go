@@ -209,7 +209,7 @@ func TestSegmentVerbs(t *testing.T) {
 	}
 	var segs []segmentView
 	metactl(t, c.addr, "segment", "ls", "--tier", "NOF", "-o", "json").ok(t).json(t, &segs)
-	if len(segs) != 1 || segs[0].ID != id.String() || segs[0].UsedBytes != 4096 {
+	if len(segs) != 1 || segs[0].ID != id.String() || segs[0].UsedBytes != 4096 || segs[0].ArenaFree != 1024 {
 		t.Fatalf("segment ls: %+v", segs)
 	}
 	metactl(t, c.addr, "segment", "ls", "--client", client.NewUUID().String(), "-o", "json").ok(t).json(t, &segs)
@@ -230,7 +230,7 @@ func TestSegmentVerbs(t *testing.T) {
 	if len(segs) != 1 || !segs[0].Closing || segs[0].UnmountAt != "2030-01-01T00:00:30.000Z" {
 		t.Fatalf("segment ls of a closing segment: %+v", segs)
 	}
-	if r := metactl(t, c.addr, "segment", "ls").ok(t); !strings.Contains(r.stdout, "CLOSING") || !strings.Contains(r.stdout, "until 2030-01-01T00:00:30.000Z") {
+	if r := metactl(t, c.addr, "segment", "ls").ok(t); !strings.Contains(r.stdout, "CLOSING") || !strings.Contains(r.stdout, "ARENA-FREE") || !strings.Contains(r.stdout, "until 2030-01-01T00:00:30.000Z") {
 		t.Fatalf("segment ls table:\n%s", r.stdout)
 	}
 	if r := metactl(t, c.addr, "segment", "unmount", id.String(), "--grace", "-1s"); r.code == 0 {

@@ -163,6 +163,9 @@ type segmentView struct {
 	Endpoint  string `json:"endpoint"`
 	Owner     string `json:"owner_client_id"`
 	UsedBytes uint64 `json:"used_bytes"`
+	// ArenaFree is the part of UsedBytes that allocation arenas hold and no object took yet (free
+	// for the leader's reservations only).
+	ArenaFree uint64 `json:"arena_free_bytes"`
 	Replicas  uint64 `json:"replicas"`
 	// Closing: the segment takes no new allocation; UnmountAt (RFC 3339, leader time) is when its
 	// graceful unmount ends, empty when none is scheduled.
@@ -364,14 +367,14 @@ func runSegmentLs(a *app, v *verb, args []string) error {
 	view := make([]segmentView, 0, len(segs))
 	for _, s := range segs {
 		sv := segView(s.GetSegment())
-		sv.UsedBytes, sv.Replicas = s.GetUsedBytes(), s.GetReplicas()
+		sv.UsedBytes, sv.ArenaFree, sv.Replicas = s.GetUsedBytes(), s.GetArenaFreeBytes(), s.GetReplicas()
 		sv.Closing, sv.UnmountAt = s.GetClosing(), unmountAtText(s.GetUnmountAtUnixNano())
 		view = append(view, sv)
 	}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
-		row(tw, "ID", "NAME", "TIER", "SIZE", "USED", "REPLICAS", "BASE", "ENDPOINT", "OWNER", "CLOSING")
+		row(tw, "ID", "NAME", "TIER", "SIZE", "USED", "ARENA-FREE", "REPLICAS", "BASE", "ENDPOINT", "OWNER", "CLOSING")
 		for _, s := range view {
-			row(tw, s.ID, orDash(s.Name), s.Tier, formatSize(s.Size), formatSize(s.UsedBytes), s.Replicas,
+			row(tw, s.ID, orDash(s.Name), s.Tier, formatSize(s.Size), formatSize(s.UsedBytes), formatSize(s.ArenaFree), s.Replicas,
 				fmt.Sprintf("%#x", s.Base), orDash(s.Endpoint), s.Owner, closingText(s))
 		}
 	})
