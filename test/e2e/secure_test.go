@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ import (
 // certificates directory); a tenant's API key works on every node for its own tenant only; a
 // plaintext client gets nothing; a member certificate of a name outside the cluster acts for
 // nobody, and a member that joins records itself and forwards; the metrics page is HTTPS, for
-// root's certificate and not without one; and once a revoke of the key has committed, every node
+// root's certificate and not without one; a client session is its opener's alone; and once a revoke of the key has committed, every node
 // refuses the key as soon as it has applied the revoke.
 func TestSecureCluster(t *testing.T) {
 	if testing.Short() {
@@ -74,6 +75,8 @@ func TestSecureCluster(t *testing.T) {
 			t.Fatalf("put into another tenant through %s: %v, want PermissionDenied", p.Name, err)
 		}
 	}
+
+	sessionsBelongToTheirOpener(t, ctx, c, root, key.GetToken())
 
 	plain, err := client.New(client.Config{Endpoints: c.Endpoints(), MaxRetries: -1})
 	if err != nil {
@@ -159,4 +162,68 @@ func scrapeStatus(t *testing.T, tlsCfg *tls.Config, addr string) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// sessionsBelongToTheirOpener: a session acme-app opened is useless to another tenant's principal
+// on every node (directly on the leader, forwarded by a follower): replaying, planting or
+// acknowledging in it answers SESSION_EXPIRED, as for an unknown session, and acme-app's next
+// write in it is taken.
+func sessionsBelongToTheirOpener(t *testing.T, ctx context.Context, c *Cluster, root *client.Client, acmeToken string) {
+	t.Helper()
+	if out, err := c.Metactl("role", "grant", "other-app", "tenant:other"); err != nil {
+		t.Fatalf("metactl role grant: %v\n%s", err, out)
+	}
+	otherKey, err := root.CreateKey(ctx, "other-app", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(token string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	}
+	acme, other := as(acmeToken), as(otherKey.GetToken())
+	worker := client.NewUUID()
+	for i, p := range c.Nodes {
+		cc, err := grpc.NewClient(p.Client, grpc.WithTransportCredentials(credentials.NewTLS(c.PKI.ClientTLS(t, ""))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		meta := metadv1.NewMetadataClient(cc)
+		sess, err := meta.OpenSession(acme, &metadv1.OpenSessionRequest{})
+		if err != nil {
+			t.Fatalf("OpenSession through %s: %v", p.Name, err)
+		}
+		id := sess.GetSessionId()
+		mine := fmt.Sprintf("sess-%d", i)
+		put := func(ctx context.Context, tenant, key string, h *metadv1.SessionHeader) error {
+			_, err := meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: tenant, ClientId: worker[:], Key: []byte(key), Size: 4096, Session: h})
+			return err
+		}
+		if err := put(acme, "acme", mine, &metadv1.SessionHeader{SessionId: id, Seq: 1}); err != nil {
+			t.Fatalf("acme-app's PutStart in its session through %s: %v", p.Name, err)
+		}
+		for what, h := range map[string]*metadv1.SessionHeader{
+			"replaying seq 1":          {SessionId: id, Seq: 1},
+			"planting seq 2":           {SessionId: id, Seq: 2},
+			"acknowledging up to 1000": {SessionId: id, Seq: 1000, FirstUnackedSeq: 1000},
+		} {
+			err := put(other, "other", mine+"-"+strings.ReplaceAll(what, " ", "-"), h)
+			if d := detailOf(err); d == nil || d.GetReason() != metadv1.Reason_REASON_SESSION_EXPIRED {
+				t.Fatalf("other-app %s in acme-app's session through %s: %v, want SESSION_EXPIRED", what, p.Name, err)
+			}
+		}
+		if err := put(acme, "acme", mine+"-next", &metadv1.SessionHeader{SessionId: id, Seq: 2}); err != nil {
+			t.Fatalf("acme-app's seq 2 after the other principal's attempts, through %s: %v", p.Name, err)
+		}
+	}
+}
+
+// detailOf is the ErrorDetail of a call's error, nil if none.
+func detailOf(err error) *metadv1.ErrorDetail {
+	for _, d := range status.Convert(err).Details() {
+		if ed, ok := d.(*metadv1.ErrorDetail); ok {
+			return ed
+		}
+	}
+	return nil
 }
