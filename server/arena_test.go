@@ -302,6 +302,24 @@ func TestIdleArenaMakesRoom(t *testing.T) {
 	if got := ls.GetSegments()[0]; got.GetArenaFreeBytes() != 0 || got.GetUsedBytes() != segSize {
 		t.Fatalf("segment after the put: used %d, arena free %d; want it full and no arena", got.GetUsedBytes(), got.GetArenaFreeBytes())
 	}
+
+	// A BatchPutStart is one command, answered as it applied: its item that found no span is
+	// refused, the idle arena is retired, and the retry is placed.
+	b := arenaHarness(t, nil)
+	b.hostSeg(t, segA, 1<<30, segSize, "ep-a")
+	b.awaitArenas(t, segA)
+	batch := &metadv1.BatchPutStartRequest{ClientId: idb(clientA), Items: []*metadv1.BatchPutStartRequest_Item{{Key: []byte("big"), Size: size}}}
+	first, err := b.meta.BatchPutStart(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.GetResults()[0].GetStatus().GetReason(); got != metadv1.Reason_REASON_NO_AVAILABLE_HANDLE {
+		t.Fatalf("BatchPutStart of the bytes no object holds, with the arena idle: %v; want NO_AVAILABLE_HANDLE", first.GetResults()[0].GetStatus())
+	}
+	again, err := b.meta.BatchPutStart(ctx, batch)
+	if err != nil || again.GetResults()[0].GetStatus().GetReason() != metadv1.Reason_REASON_UNSPECIFIED {
+		t.Fatalf("BatchPutStart again after the idle arena was retired: %v, %v; want it placed", again, err)
+	}
 }
 
 // TestArenaPathAnswersAsTheLog: a write in progress answers the same whether its PutStart was

@@ -449,11 +449,13 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 			return nil, internalf("BatchPutStart: %d results for %d items", len(res.Items), len(m.Items))
 		}
 		st := s.state()
+		noRoom := false
 		for j, i := range loggedAt {
 			r := res.Items[j]
 			if whole {
 				r = res.Items[i]
 			}
+			noRoom = noRoom || r.Reason == store.NoAvailableHandle
 			out.Results[i] = &metadv1.BatchPutStartResponse_Result{Status: wire.ItemStatus(r.Reason, r.Message)}
 			switch {
 			case r.Reason == store.OK && len(r.Replicas) == 0: // a kept answer of an item reserved then
@@ -461,6 +463,11 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 			case r.Reason == store.OK:
 				out.Results[i].Replicas = wire.ReplicasTo(st.Segments(), r.Replicas, items[i].Size)
 			}
+		}
+		if noRoom && !s.cfg.NoArenas {
+			// The batch is one command, answered as it applied; the items that found no span are
+			// answered so, and this leader's idle arenas are retired for their retry.
+			s.res.retireIdle(ctx, 0)
 		}
 	}
 	return out, nil
