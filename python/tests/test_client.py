@@ -137,6 +137,7 @@ def test_tenants_and_quota(client: metad.Client) -> None:
     assert q.requested_quota_bytes == 1 << 20 and q.capacity_bytes > 0
     assert client.set_quota(t, 4096).requested_quota_bytes == 4096
     client.put("a", 4096, tenant=t)
+    client.get("a", tenant=t)  # leased: the tenant-quota eviction cannot take it for b
     with pytest.raises(metad.TenantQuotaExceeded) as ei:
         client.put_start("b", 4096, tenant=t)
     assert ei.value.tenant == t
