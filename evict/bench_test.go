@@ -638,12 +638,16 @@ func startTrace(b *testing.B, group, rep int, suffix string) func() {
 }
 
 // roundStats sums the evictors' memory rounds: how they ended, and the censuses they took.
-// logStoreStats is each member's Raft log store (bolt) free pages, pending pages and freelist bytes:
+// logStoreStats is each member's Raft log store (raft-boltdb's) free pages, pending pages and freelist bytes:
 // a freelist that grows makes every commit slower.
 func (c *cluster) logStoreStats() string {
 	var out []string
 	for _, name := range c.names {
-		st := c.nodes[name].LogStoreStats()
+		st, ok := c.nodes[name].LogStoreStats()
+		if !ok {
+			out = append(out, name+" raft-wal (no freelist)")
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s free %d pending %d pages, freelist %d B", name, st.FreePageN, st.PendingPageN, st.FreelistInuse))
 	}
 	return strings.Join(out, "; ")

@@ -18,8 +18,12 @@ type Peer struct {
 
 // Config configures one Node. Durations are wall-clock; addresses are host:port.
 type Config struct {
-	Name       string // Raft server name (ID); unique in the cluster
-	DataDir    string // raft.db (bolt log and stable store) and snapshots/ live here
+	Name    string // Raft server name (ID); unique in the cluster
+	DataDir string // the Raft log store (wal/ or raft.db: LogStore) and snapshots/ live here
+	// LogStore (log_store) is the kind of Raft log store: LogStoreAuto (the default) opens what the
+	// data dir holds and creates raft-wal in an empty one; LogStoreWAL or LogStoreBolt must match
+	// what the data dir holds, or is created in an empty one (logstore.go).
+	LogStore   string
 	PeerListen string // address the Raft transport binds
 	PeerAddr   string // address other members dial (defaults to PeerListen)
 	ClientAddr string // this node's gRPC address, recorded so others can name and reach the leader
@@ -99,6 +103,10 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: must be set"))
+	}
+	if !ValidLogStore(c.LogStore) {
+		errs = append(errs, fmt.Errorf("log_store %q: want %q, %q or empty (what the data dir holds; %q for a new one)",
+			c.LogStore, LogStoreWAL, LogStoreBolt, LogStoreWAL))
 	}
 	if _, _, err := net.SplitHostPort(c.PeerListen); err != nil {
 		errs = append(errs, fmt.Errorf("listen_peer %q: %v", c.PeerListen, err))

@@ -1,5 +1,6 @@
 // Package ha turns the state machine into a replicated service: one Node per metad process, over
-// hashicorp/raft with raft-boltdb (log and stable store in <data-dir>/raft.db), a file snapshot
+// hashicorp/raft with its log and stable store in the data dir (raft-wal in <data-dir>/wal, or
+// raft-boltdb in <data-dir>/raft.db for a data dir that has it: logstore.go), a file snapshot
 // store (<data-dir>/snapshots) and the TCP transport (mutual TLS when Config.PeerTLS is set). The
 // node takes the state machine as a StateMachine (metad's is *fsm.FSM) and knows nothing of the
 // store behind it; the offline tools for its data dir are package datadir's.

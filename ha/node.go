@@ -16,15 +16,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 )
 
-// Node is one metad cluster member: hashicorp/raft over a raft-boltdb log and stable store, a file
-// snapshot store and the TCP transport (mutual TLS under PeerTLS), with the proposer, the read
+// Node is one metad cluster member: hashicorp/raft over its data dir's log and stable store
+// (raft-wal, or raft-boltdb in a data dir that has it: logstore.go), a file snapshot store and the TCP transport (mutual TLS under PeerTLS), with the proposer, the read
 // barrier and leader soft state on top. Concurrency contract: every exported method is safe for
 // concurrent use; Shutdown may be called once, after which calls fail with ErrShutdown.
 type Node struct {
@@ -33,7 +32,7 @@ type Node struct {
 	sm   StateMachine
 	raft *raft.Raft
 
-	bolt      *raftboltdb.BoltStore
+	stores    *LogStores
 	snaps     *raft.FileSnapshotStore
 	transport *raft.NetworkTransport
 
@@ -120,10 +119,11 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 		}
 	}()
 	var err error
-	if n.bolt, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, RaftDBFile)}); err != nil {
-		return nil, fmt.Errorf("ha: open raft.db: %w", err)
-	}
 	hlog := NewRaftLogger(log)
+	if n.stores, err = OpenLogStores(cfg.DataDir, cfg.LogStore, hlog); err != nil {
+		return nil, err
+	}
+	log.Info("raft log store", "kind", n.stores.Kind, "data_dir", cfg.DataDir)
 	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, SnapshotsDir), cfg.SnapshotRetain, hlog); err != nil {
 		return nil, fmt.Errorf("ha: snapshot store: %w", err)
 	}
@@ -140,7 +140,7 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 	n.cfg.PeerAddr = string(n.transport.LocalAddr())
 	rc := n.raftConfig(hlog)
 	if cfg.Bootstrap && len(cfg.InitialCluster) > 0 {
-		has, err := raft.HasExistingState(n.bolt, n.bolt, n.snaps)
+		has, err := raft.HasExistingState(n.stores.Log, n.stores.Stable, n.snaps)
 		if err != nil {
 			return nil, fmt.Errorf("ha: read raft state: %w", err)
 		}
@@ -152,19 +152,19 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 			for i, p := range cfg.InitialCluster {
 				servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.PeerAddr)}
 			}
-			if err := raft.BootstrapCluster(rc, n.bolt, n.bolt, n.snaps, n.transport, raft.Configuration{Servers: servers}); err != nil {
+			if err := raft.BootstrapCluster(rc, n.stores.Log, n.stores.Stable, n.snaps, n.transport, raft.Configuration{Servers: servers}); err != nil {
 				return nil, fmt.Errorf("ha: bootstrap: %w", err)
 			}
 			log.Info("bootstrapped a new cluster", "members", len(servers))
 		}
 	}
 	// The log cache keeps recent entries in memory (LogCacheEntries), so replication to followers
-	// does not read them back from bolt.
-	logs, err := raft.NewLogCache(LogCacheEntries, n.bolt)
+	// does not read them back from the log store.
+	logs, err := raft.NewLogCache(LogCacheEntries, n.stores.Log)
 	if err != nil {
 		return nil, fmt.Errorf("ha: log cache: %w", err)
 	}
-	if n.raft, err = raft.NewRaft(rc, applyNotifier{StateMachine: sm, applied: n.applied, gate: applyGate}, logs, n.bolt, n.snaps, n.transport); err != nil {
+	if n.raft, err = raft.NewRaft(rc, applyNotifier{StateMachine: sm, applied: n.applied, gate: applyGate}, logs, n.stores.Stable, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("ha: start raft: %w", err)
 	}
 	idx, _ := sm.Applied()
@@ -430,9 +430,12 @@ func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 	}
 }
 
-// LogStoreStats returns the Raft log store's (bolt's) counters: free and pending pages, the
-// freelist's size, transactions.
-func (n *Node) LogStoreStats() bbolt.Stats { return n.bolt.Stats() }
+// LogStoreStats returns the raft-boltdb log store's counters (free and pending pages, the
+// freelist's size, transactions); ok is false on raft-wal, which keeps no freelist.
+func (n *Node) LogStoreStats() (st bbolt.Stats, ok bool) { return n.stores.BoltStats() }
+
+// LogStoreKind is the kind of this node's Raft log store (LogStoreWAL or LogStoreBolt).
+func (n *Node) LogStoreKind() string { return n.stores.Kind }
 
 // Status returns this node's view of itself and the cluster.
 func (n *Node) Status() Status {
@@ -650,8 +653,8 @@ func (n *Node) closeStores() {
 		n.transport.CloseStreams() // pooled outgoing connections; Close alone leaves them open
 		_ = n.transport.Close()
 	}
-	if n.bolt != nil {
-		_ = n.bolt.Close()
+	if n.stores != nil {
+		_ = n.stores.Close()
 	}
 }
 

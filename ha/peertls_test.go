@@ -267,7 +267,7 @@ func appendFrom(t *testing.T, target *Node, name, addr string) *raft.AppendEntri
 	t.Helper()
 	last := target.raft.LastIndex()
 	var prev raft.Log
-	if err := target.bolt.GetLog(last, &prev); err != nil {
+	if err := target.stores.Log.GetLog(last, &prev); err != nil {
 		t.Fatal(err)
 	}
 	return &raft.AppendEntriesRequest{
@@ -281,11 +281,11 @@ func appendFrom(t *testing.T, target *Node, name, addr string) *raft.AppendEntri
 
 func hasMarker(t *testing.T, n *Node) bool {
 	t.Helper()
-	first, _ := n.bolt.FirstIndex()
-	last, _ := n.bolt.LastIndex()
+	first, _ := n.stores.Log.FirstIndex()
+	last, _ := n.stores.Log.LastIndex()
 	for i := first; i <= last && i > 0; i++ {
 		var l raft.Log
-		if err := n.bolt.GetLog(i, &l); err == nil && bytes.Equal(l.Data, marker) {
+		if err := n.stores.Log.GetLog(i, &l); err == nil && bytes.Equal(l.Data, marker) {
 			return true
 		}
 	}
