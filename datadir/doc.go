@@ -1,6 +1,6 @@
 // Package datadir holds the offline tools for a metad data dir: the files a stopped ha.Node keeps
-// in it (<data-dir>/raft.db, the raft-boltdb log and stable store, and <data-dir>/snapshots, the
-// file snapshot store), read and written while no node runs on them.
+// in it (the Raft log and stable store, <data-dir>/wal or <data-dir>/raft.db: ha.OpenLogStores, and
+// <data-dir>/snapshots, the file snapshot store), read and written while no node runs on them.
 //
 //   - Restore (metad restore) makes a new cluster member's data dir from a snapshot file: the file
 //     is verified completely first, and the data dir gets what a bootstrap writes plus the

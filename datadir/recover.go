@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"metad/fsm"
 	"metad/ha"
@@ -88,20 +84,23 @@ func Recover(dataDir string, peers []RecoveryPeer, cfg store.Config, log *slog.L
 	if len(peers) == 0 {
 		return nil, fmt.Errorf("%w: the list is empty", ErrBadPeers)
 	}
-	dbPath := filepath.Join(dataDir, ha.RaftDBFile)
-	if _, err := os.Stat(dbPath); err != nil { // opening it would create it
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoRaftState, dbPath, err)
+	kind, err := ha.LogStoreOf(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	if kind == ha.LogStoreAuto { // opening it would create one
+		return nil, fmt.Errorf("%w: %s holds neither %s/ nor %s", ErrNoRaftState, dataDir, ha.WALDir, ha.RaftDBFile)
 	}
 	start := time.Now()
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: 2 * time.Second}})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s is locked", ErrInUse, dbPath)
-		}
-		return nil, fmt.Errorf("datadir: open %s: %w", dbPath, err)
-	}
-	defer bolt.Close()
 	hlog := ha.NewRaftLogger(log)
+	stores, err := ha.OpenLogStores(dataDir, kind, hlog)
+	if err != nil {
+		if errors.Is(err, ha.ErrDataDirInUse) {
+			return nil, fmt.Errorf("%w: %v", ErrInUse, err)
+		}
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	defer stores.Close()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dataDir, ha.SnapshotsDir), ha.DefaultConfig().SnapshotRetain, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("datadir: snapshot store: %w", err)
@@ -123,17 +122,17 @@ func Recover(dataDir string, peers []RecoveryPeer, cfg store.Config, log *slog.L
 	rc := raft.DefaultConfig()
 	rc.LocalID = configuration.Servers[0].ID
 	rc.Logger = hlog
-	if has, err := raft.HasExistingState(bolt, bolt, snaps); err != nil {
+	if has, err := raft.HasExistingState(stores.Log, stores.Stable, snaps); err != nil {
 		return nil, fmt.Errorf("datadir: read raft state: %w", err)
 	} else if !has {
 		return nil, fmt.Errorf("%w: %s", ErrNoRaftState, dataDir)
 	}
 	log.Info("recover: replaying the snapshot and the log", "data_dir", dataDir, "members", len(peers))
-	if err := raft.RecoverCluster(rc, f, bolt, bolt, snaps, trans, configuration); err != nil {
+	if err := raft.RecoverCluster(rc, f, stores.Log, stores.Stable, snaps, trans, configuration); err != nil {
 		return nil, fmt.Errorf("datadir: recover: %w", err)
 	}
-	if err := bolt.Close(); err != nil {
-		return nil, fmt.Errorf("datadir: close %s: %w", dbPath, err)
+	if err := stores.Close(); err != nil {
+		return nil, fmt.Errorf("datadir: close the Raft log store of %s: %w", dataDir, err)
 	}
 	res := &RecoveryResult{Members: len(peers)}
 	if metas, err := snaps.List(); err == nil && len(metas) > 0 {

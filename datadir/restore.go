@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"metad/fsm"
 	"metad/ha"
@@ -27,14 +26,17 @@ type RestoreOptions struct {
 	Name     string       // the new member's name; one of Peers
 	Peers    []ha.Peer    // the new cluster's members, as --initial-cluster names them
 	Store    store.Config // checks the state as the daemon will load it (zero: store.DefaultConfig())
+	// LogStore is the kind of Raft log store to create (ha.LogStoreAuto: raft-wal, as metad creates
+	// in a new data dir).
+	LogStore string
 }
 
 // Restore creates a new cluster member's data dir from a snapshot file, offline: the file is
 // verified completely first (a refused file wraps ha.ErrInvalidSnapshot), a data dir that holds
 // anything is refused (ErrNotEmpty), and on any failure the data dir is left as it was found. The
-// data dir gets what ha.Node.BootstrapCluster writes for Peers (Raft term 1, the configuration at
-// index 1) and the snapshot in the file snapshot store at the file's index (at least 1) with that
-// configuration, so `metad` started on it comes up with the snapshot's state whatever
+// data dir gets the Raft log store of o.LogStore (raft-wal by default) with what
+// ha.Node.BootstrapCluster writes for Peers (Raft term 1), an empty log, and the snapshot in the
+// file snapshot store at the file's index (at least 1) with the configuration of Peers, so `metad` started on it comes up with the snapshot's state whatever
 // --initial-cluster-state says. The file's member records describe the cluster it came from and
 // are left out; each leader records its own addresses. Run it with the same file for every member.
 func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error) {
@@ -77,12 +79,17 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	log.Info("restore: verified", "index", h.GetIndex(), "term", h.GetTerm(), "objects", h.GetObjects(),
 		"tenants", h.GetTenants(), "took", time.Since(start))
 
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(o.DataDir, ha.RaftDBFile)})
-	if err != nil {
-		return nil, fmt.Errorf("datadir: create %s: %w", ha.RaftDBFile, err)
-	}
-	defer bolt.Close()
 	hlog := ha.NewRaftLogger(log)
+	stores, err := ha.OpenLogStores(o.DataDir, o.LogStore, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: create the Raft log store: %w", err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = stores.Close()
+		}
+	}()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(o.DataDir, ha.SnapshotsDir), ha.DefaultConfig().SnapshotRetain, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("datadir: snapshot store: %w", err)
@@ -92,7 +99,7 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(o.Name)
 	rc.Logger = hlog
-	if err := raft.BootstrapCluster(rc, bolt, bolt, snaps, trans, configuration); err != nil {
+	if err := raft.BootstrapCluster(rc, stores.Log, stores.Stable, snaps, trans, configuration); err != nil {
 		return nil, fmt.Errorf("datadir: bootstrap: %w", err)
 	}
 	index := max(h.GetIndex(), 1)
@@ -109,8 +116,15 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	if err := sink.Close(); err != nil {
 		return nil, fmt.Errorf("datadir: write snapshot: %w", err)
 	}
-	if err := bolt.Close(); err != nil {
-		return nil, fmt.Errorf("datadir: close %s: %w", ha.RaftDBFile, err)
+	// The snapshot holds the configuration too: the log is emptied, so that the member's first
+	// append after the snapshot's index follows nothing (raft-wal takes only consecutive indexes:
+	// an entry at 1 and the next at the snapshot's index + 1 would not be).
+	if err := emptyLog(stores.Log); err != nil {
+		return nil, err
+	}
+	closed = true
+	if err := stores.Close(); err != nil {
+		return nil, fmt.Errorf("datadir: close the Raft log store: %w", err)
 	}
 	if err := syncDir(o.DataDir); err != nil {
 		return nil, err
@@ -119,6 +133,25 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	log.Info("restore: data dir ready", "data_dir", o.DataDir, "name", o.Name, "members", len(configuration.Servers),
 		"raft_index", index, "took", time.Since(start))
 	return h, nil
+}
+
+// emptyLog deletes every entry of log.
+func emptyLog(log raft.LogStore) error {
+	first, err := log.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("datadir: read the log: %w", err)
+	}
+	last, err := log.LastIndex()
+	if err != nil {
+		return fmt.Errorf("datadir: read the log: %w", err)
+	}
+	if last == 0 {
+		return nil
+	}
+	if err := log.DeleteRange(first, last); err != nil {
+		return fmt.Errorf("datadir: empty the log: %w", err)
+	}
+	return nil
 }
 
 func restoreConfiguration(o RestoreOptions) (raft.Configuration, ha.Peer, error) {
@@ -200,6 +233,7 @@ func cleanDataDir(dir string, created bool) {
 		return
 	}
 	_ = os.RemoveAll(filepath.Join(dir, ha.RaftDBFile))
+	_ = os.RemoveAll(filepath.Join(dir, ha.WALDir))
 	_ = os.RemoveAll(filepath.Join(dir, ha.SnapshotsDir))
 }
 

@@ -26,6 +26,7 @@ import (
 type Config struct {
 	Name                string
 	DataDir             string
+	LogStore            string // "", wal or boltdb (ha.Config.LogStore)
 	ListenClient        string
 	AdvertiseClient     string
 	ListenPeer          string
@@ -116,7 +117,8 @@ func DefaultConfig() Config {
 // flags binds every field to fs under its one name.
 func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Name, "name", c.Name, "this member's name (Raft server id), unique in the cluster")
-	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for raft.db and snapshots/")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the Raft log store (wal/ or raft.db) and snapshots/")
+	fs.StringVar(&c.LogStore, "log-store", c.LogStore, "the Raft log store: wal (raft-wal, one fsync per append) or boltdb (raft-boltdb); empty: what the data dir holds, wal for a new one. A data dir keeps the kind it was created with")
 	fs.StringVar(&c.ListenClient, "listen-client", c.ListenClient, "gRPC address for clients and operators (host:port)")
 	fs.StringVar(&c.AdvertiseClient, "advertise-client", c.AdvertiseClient, "client address others are told (default: --listen-client)")
 	fs.StringVar(&c.ListenPeer, "listen-peer", c.ListenPeer, "Raft transport address (host:port)")
@@ -173,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data-dir: must not be empty"))
+	}
+	if !ha.ValidLogStore(c.LogStore) {
+		errs = append(errs, fmt.Errorf("log-store %q: want %s, %s or empty (what the data dir holds)", c.LogStore, ha.LogStoreWAL, ha.LogStoreBolt))
 	}
 	addr("listen-client", c.ListenClient, false)
 	addr("advertise-client", c.AdvertiseClient, true)

@@ -176,7 +176,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	hc := ha.DefaultConfig()
-	hc.Name, hc.DataDir, hc.ClientAddr = cfg.Name, cfg.DataDir, clientAddr
+	hc.Name, hc.DataDir, hc.ClientAddr, hc.LogStore = cfg.Name, cfg.DataDir, clientAddr, cfg.LogStore
 	hc.PeerListen, hc.PeerAddr = cfg.ListenPeer, cfg.AdvertisePeer
 	hc.HeartbeatTimeout, hc.ElectionTimeout, hc.LeaderLeaseTimeout = cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout
 	hc.SnapshotThreshold, hc.SnapshotInterval = cfg.SnapshotThreshold, cfg.SnapshotInterval

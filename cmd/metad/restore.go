@@ -30,6 +30,7 @@ type restoreConfig struct {
 	DataDir        string
 	Name           string
 	InitialCluster string
+	LogStore       string
 	LeaseTTL       time.Duration
 	LogLevel       string
 }
@@ -39,6 +40,7 @@ func (c *restoreConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "the new member's data dir: must not exist or be empty")
 	fs.StringVar(&c.Name, "name", c.Name, "the new member's name; one of --initial-cluster")
 	fs.StringVar(&c.InitialCluster, "initial-cluster", c.InitialCluster, "the new cluster's members: n1=127.0.0.1:6101,n2=...")
+	fs.StringVar(&c.LogStore, "log-store", c.LogStore, "the Raft log store to create: wal or boltdb (empty: wal, as metad creates in a new data dir)")
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "read lease of the store the snapshot is checked into (as the daemon's)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
@@ -53,7 +55,8 @@ func runRestore(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return usageExit(stderr, "restore", err)
 	}
 	log := newLogger(stderr, c.LogLevel).With("cmd", "restore", "node", c.Name)
-	h, err := datadir.Restore(datadir.RestoreOptions{Snapshot: c.Snapshot, DataDir: c.DataDir, Name: c.Name, Peers: peers, Store: storeCfg}, log)
+	h, err := datadir.Restore(datadir.RestoreOptions{Snapshot: c.Snapshot, DataDir: c.DataDir, Name: c.Name, Peers: peers, Store: storeCfg,
+		LogStore: c.LogStore}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "metad restore: %v\n", err)
 		if errors.Is(err, ha.ErrInvalidSnapshot) {

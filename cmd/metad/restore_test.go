@@ -38,7 +38,7 @@ func TestRestoreCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "snapshot at index 300, term 1: 89 objects, 3 tenants, 4 segments") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "raft.db")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "wal", "wal-meta.db")); err != nil { // a new data dir: raft-wal
 		t.Fatal(err)
 	}
 	// A data dir that holds anything is refused.
