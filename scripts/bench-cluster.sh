@@ -5,7 +5,11 @@
 # and PutEnd, `metactl bench`'s op for put), an etcd put one key. The leader's CPU per object put is
 # its process CPU seconds (process_cpu_seconds_total on its metrics port) over the put run divided
 # by the objects put. In the same run a second cluster started with --no-arenas (every PutStart a
-# log entry) gives the object puts/s and leader CPU that allocation arenas are measured against.
+# log entry) gives the object puts/s and leader CPU that allocation arenas are measured against, and
+# a third with --log-store boltdb (raft-boltdb, the log of earlier releases) the object puts/s,
+# single-client put p50 and leader syncs per object put that raft-wal (the default) is measured
+# against. Syncs are the leader process's fsync and fdatasync calls (strace -f -c, installed from
+# Debian's packages when missing) during a single-client put run, over the objects put.
 # Usage: bench-cluster.sh [clients] [seconds]; BENCH_BASE (default 7000) moves the metad ports (see
 # scripts/cluster.sh).
 set -euo pipefail
@@ -24,6 +28,26 @@ leader() { "$BIN/metactl" -o json status | python3 -c "import json,sys; print(ne
 # cpu NAME prints node NAME's process CPU seconds from its metrics endpoint.
 cpu() { curl -fsS "http://127.0.0.1:$((base + 200 + ${1#n}))/metrics" | awk '$1 == "process_cpu_seconds_total" { print $2 }'; }
 
+# syncs counts the leader's fsync and fdatasync calls during a 3 s single-client put run and prints
+# "calls objects".
+syncs() {
+	command -v strace >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get install -y -qq strace >/dev/null; } || sudo apt-get install -y -qq strace >/dev/null
+	local l pid out
+	l=$(leader)
+	pid=${pids[$((${l#n} - 1))]}
+	out=$(mktemp)
+	strace -f -qq -c -e trace=fsync,fdatasync -p "$pid" -o "$out" &
+	local sp=$!
+	# strace attaches asynchronously: wait until the leader is traced before the run starts.
+	until [ "$(awk '/^TracerPid/ {print $2}' "/proc/$pid/status")" != 0 ]; do :; done
+	local objs
+	objs=$("$BIN/metactl" -o json bench --clients 1 --duration 3s --op put --mount 1GiB --size 4096 | field puts)
+	kill -INT "$sp"
+	wait "$sp" || true
+	echo "$(awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$out") $objs"
+	rm -f "$out"
+}
+
 lead=$(leader)
 cpu0=$(cpu "$lead")
 echo "metad put (leader $lead)..." >&2
@@ -35,6 +59,14 @@ mget=$(run_metad get)
 # single-client write latency (the p50 target)
 echo "metad single-client put..." >&2
 m1=$("$BIN/metactl" -o json bench --clients 1 --duration 5s --op put --mount 1GiB --size 4096)
+echo "metad leader syncs per object put..." >&2
+wsync=$(syncs)
+stop_cluster
+echo "metad put, --log-store boltdb..." >&2
+start_cluster "$base" --log-store boltdb
+bput=$(run_metad put)
+b1=$("$BIN/metactl" -o json bench --clients 1 --duration 5s --op put --mount 1GiB --size 4096)
+bsync=$(syncs)
 stop_cluster
 echo "metad put, --no-arenas..." >&2
 start_cluster "$base" --no-arenas
@@ -55,7 +87,7 @@ echo "etcd single-client put..." >&2
 e1=$(etcd put 1 5)
 [ -n "$eput" ] && [ -n "$eget" ] && [ -n "$e1" ] || { echo "the etcd baseline printed no summary" >&2; exit 1; }
 
-python3 - "$mput" "$mget" "$m1" "$eput" "$eget" "$e1" "$clients" "$cpu0" "$cpu1" "$nput" "$ncpu0" "$ncpu1" <<'PY'
+python3 - "$mput" "$mget" "$m1" "$eput" "$eget" "$e1" "$clients" "$cpu0" "$cpu1" "$nput" "$ncpu0" "$ncpu1" "$bput" "$b1" "$wsync" "$bsync" <<'PY'
 import json, re, sys
 mput, mget, m1 = (json.loads(x) for x in sys.argv[1:4])
 def etcd(line):
@@ -84,4 +116,12 @@ print(f"| allocation arenas ({c} clients, same run) | arenas (default) | --no-ar
 print("| --- | --: | --: | --: |")
 print(f"| object puts/s | {mput['ops_per_sec']:.0f} | {nput['ops_per_sec']:.0f} | {mput['ops_per_sec']/nput['ops_per_sec']:.2f} |")
 print(f"| leader CPU us per object put | {cpu_us:.0f} | {ncpu_us:.0f} | {cpu_us/ncpu_us:.2f} |")
+bput, b1 = json.loads(sys.argv[13]), json.loads(sys.argv[14])
+(wc, wo), (bc, bo) = ((int(x) for x in a.split()) for a in sys.argv[15:17])
+print()
+print(f"| Raft log store (same run) | raft-wal (default) | raft-boltdb | ratio |")
+print("| --- | --: | --: | --: |")
+print(f"| object puts/s, {c} clients | {mput['ops_per_sec']:.0f} | {bput['ops_per_sec']:.0f} | {mput['ops_per_sec']/bput['ops_per_sec']:.2f} |")
+print(f"| single-client object put p50 ms | {m1['object_put_p50_ms']:.2f} | {b1['object_put_p50_ms']:.2f} | {m1['object_put_p50_ms']/b1['object_put_p50_ms']:.2f} |")
+print(f"| leader syncs per object put (single client) | {wc/wo:.2f} | {bc/bo:.2f} | {(wc/wo)/(bc/bo):.2f} |")
 PY
