@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -104,11 +104,16 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-failover bench-evict bench-sessions bench-security bench-exist
+bench: bench-store bench-fsm bench-cluster bench-raft bench-failover bench-evict bench-sessions bench-security bench-exist
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./fsm/
+
+## bench-raft: one commit round (a PutEnd's Propose on three in-process nodes) on raft-wal and on
+## raft-boltdb, p50 and p99.
+bench-raft:
+	$(GO) test -run '^$$' -bench '^BenchmarkCommitRound$$' -benchtime 1500x ./ha/
 
 ## bench-cluster: object puts/s (PutStart + PutEnd), single-client object put p50, leader CPU per
 ## object put and linearizable gets/s of a 3-node loopback cluster beside the etcd baseline.

@@ -18,11 +18,11 @@ import (
 	"metad/store"
 )
 
-// An in-process cluster on loopback: real TCP transport, bolt files in t.TempDir(), fast timeouts.
+// An in-process cluster on loopback: real TCP transport, log stores in t.TempDir(), fast timeouts.
 // Tests poll observable conditions with deadlines; they never sleep to synchronise.
 
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes map[string]*Node
 	dirs  map[string]string
 	cfgs  map[string]Config
@@ -38,7 +38,7 @@ func testConfig(name, dir string) Config {
 	return c
 }
 
-func newTestCluster(t *testing.T, n int, tweak func(*Config)) *testCluster {
+func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, nodes: map[string]*Node{}, dirs: map[string]string{}, cfgs: map[string]Config{}}
 	var peers []Peer
