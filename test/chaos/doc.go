@@ -28,10 +28,10 @@
 // runs. Two `metactl worker` processes mount four 64 MiB segments and ping every second; with one
 // fault at a time a quorum is always up, so no worker may ever be expired (a check below).
 //
-// Workload (workload.go): eight clients over three tenants (default, alpha, beta), each with 12
-// singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten PutStart
-// then PutRevoke; a PutEnd that answers RESERVATION_LOST places the object again, at most three
-// placements), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
+// Workload (workload.go, ops.go): eight clients over three tenants (default, alpha, beta), each
+// with 12 singleton keys and 3 groups of 3 members, pick: put (PutStart then PutEnd, one in ten
+// PutStart then PutRevoke; a PutEnd that answers RESERVATION_LOST places the object again, at most
+// three placements), group put and batch put (BatchPutStart then BatchPutEnd), Remove, BatchRemove,
 // RemoveGroup (force or not), Get, Exist, BatchGet, BatchExist, ListGroup, and replicate: a Get for
 // a source segment, then CopyStart or MoveStart of one replica (the target placed by the leader)
 // and CopyEnd or MoveEnd 0-300 ms later (the copy of the bytes: some tasks span a leader change),
