@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -107,7 +106,6 @@ type LogStores struct {
 
 	bolt  *raftboltdb.BoltStore // LogStoreBolt
 	wal   *wal.WAL              // LogStoreWAL
-	meta  *metadb.BoltMetaDB    // LogStoreWAL: its meta store (wal-meta.db)
 	flock *os.File              // LogStoreWAL: walLockFile, locked
 
 	closeOnce sync.Once
@@ -155,15 +153,12 @@ func OpenLogStores(dataDir, want string, log hclog.Logger) (*LogStores, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The meta store is ours to close: WAL.Close leaves it open (and its bbolt file locked).
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithLogger(log.Named("wal")), wal.WithMetaStore(meta))
+	w, err := wal.Open(dir, wal.WithLogger(log.Named("wal")))
 	if err != nil {
-		_ = meta.Close()
 		_ = lock.Close()
 		return nil, fmt.Errorf("ha: open the raft-wal log in %s: %w", dir, err)
 	}
-	return &LogStores{Kind: kind, Log: w, Stable: w, wal: w, meta: meta, flock: lock}, nil
+	return &LogStores{Kind: kind, Log: w, Stable: w, wal: w, flock: lock}, nil
 }
 
 // lockWait is how long opening a raft-boltdb store waits for another process's lock.
@@ -202,7 +197,7 @@ func (s *LogStores) Close() error {
 			s.closeErr = s.bolt.Close()
 		}
 		if s.wal != nil {
-			s.closeErr = errors.Join(s.wal.Close(), s.meta.Close())
+			s.closeErr = s.wal.Close()
 		}
 		if s.flock != nil {
 			_ = s.flock.Close() // releases the flock

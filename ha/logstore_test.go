@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"metad/fsm"
 	"metad/store"
 )
@@ -209,5 +211,55 @@ func untarGz(t *testing.T, file, dir string) {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestWALSuffixTruncationSurvivesReopen: a follower whose uncommitted entries a new leader
+// overwrites deletes the suffix of its log (DeleteRange up to the last index); its log must open
+// again after that, with the entries below the cut and room to append after it. raft-wal v0.4.0
+// marked the tail segment sealed without its index block, and every read of it after a reopen
+// failed ("sealed segment has no index block").
+func TestWALSuffixTruncationSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	hlog := NewRaftLogger(nil)
+	entries := func(from, to uint64) []*raft.Log {
+		var out []*raft.Log
+		for i := from; i <= to; i++ {
+			out = append(out, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", i))})
+		}
+		return out
+	}
+	s, err := OpenLogStores(dir, LogStoreWAL, hlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Log.StoreLogs(entries(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Log.DeleteRange(7, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Log.StoreLogs(entries(7, 8)); err != nil { // the new leader's entries
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenLogStores(dir, LogStoreAuto, hlog)
+	if err != nil {
+		t.Fatalf("reopen after a suffix truncation: %v", err)
+	}
+	defer s.Close()
+	if last, err := s.Log.LastIndex(); err != nil || last != 8 {
+		t.Fatalf("last index %d, %v; want 8", last, err)
+	}
+	for i := uint64(1); i <= 8; i++ {
+		var l raft.Log
+		if err := s.Log.GetLog(i, &l); err != nil || string(l.Data) != fmt.Sprintf("entry %d", i) {
+			t.Fatalf("entry %d after the reopen: %q, %v", i, l.Data, err)
+		}
+	}
+	if err := s.Log.StoreLogs(entries(9, 9)); err != nil {
+		t.Fatalf("append after the reopen: %v", err)
 	}
 }
