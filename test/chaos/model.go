@@ -444,6 +444,31 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 		}
 		return nil
 	case opRemoveGroup:
+		var nrsv int
+		for m := range members {
+			if st[m].Rsv.Held {
+				nrsv++
+			}
+		}
+		if nrsv > 0 {
+			// The leader refuses the group while it holds a reservation of a member (its write is
+			// in progress: REPLICA_IS_NOT_READY, nothing erased). A leader change may have lost
+			// those reservations first: then the group is removed as if they had never been.
+			var next []partState
+			if out.Reason == rNotReady || out.Res == resUnknown {
+				next = append(next, st)
+			}
+			lost := st
+			for m := range members {
+				lost[m].Rsv = reservation{}
+			}
+			for _, s := range stepHeld(lost, in, out, members) {
+				if !slices.Contains(next, s) {
+					next = append(next, s)
+				}
+			}
+			return next
+		}
 		var npresent, npending, ntask uint64
 		for m := range members {
 			switch st[m].Kind {
@@ -457,10 +482,7 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 			}
 		}
 		removable := npending == 0 && npresent > 0 && ntask == 0
-		var empty partState // the reservations stay
-		for m := range members {
-			empty[m].Rsv = st[m].Rsv
-		}
+		var empty partState // no member holds a reservation here
 		switch {
 		case out.Res == resOK && removable && out.Count == npresent:
 			return one(empty)
