@@ -280,23 +280,30 @@ func TestIdleArenaMakesRoom(t *testing.T) {
 	h := arenaHarness(t, nil)
 	ctx := tctx(t)
 	const segSize = 64 << 10 // arenas of 1 KiB (1/64 of it)
-	h.hostSeg(t, segA, 1<<30, segSize, "ep-a")
-	h.awaitArenas(t, segA)
+	// onlyArenas stocks h's segment with arenas and removes the objects that did it: what the
+	// segment uses is then its arenas' free bytes alone.
+	onlyArenas := func(h *harness) {
+		t.Helper()
+		h.hostSeg(t, segA, 1<<30, segSize, "ep-a")
+		h.awaitArenas(t, segA)
+		if _, err := h.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := h.admin.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info := ls.GetSegments()[0]; info.GetArenaFreeBytes() == 0 || info.GetArenaFreeBytes() != info.GetUsedBytes() {
+			t.Fatalf("segment with no object: used %d, arena free %d; want the arenas' free bytes listed as all it uses", info.GetUsedBytes(), info.GetArenaFreeBytes())
+		}
+	}
+	onlyArenas(h)
+	const size = segSize // the whole segment: it fits only once the idle arenas are retired
+	if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("big"), Size: size}); err != nil {
+		t.Fatalf("PutStart of the whole segment, whose only other bytes are idle arenas': %v", err)
+	}
 	ls, err := h.admin.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	info := ls.GetSegments()[0]
-	if info.GetArenaFreeBytes() == 0 || info.GetArenaFreeBytes() > info.GetUsedBytes() {
-		t.Fatalf("segment: used %d, arena free %d; want the arena's free bytes listed, within used", info.GetUsedBytes(), info.GetArenaFreeBytes())
-	}
-	// Everything that is not an object's: the segment's free bytes and the arena's.
-	size := segSize - (info.GetUsedBytes() - info.GetArenaFreeBytes())
-	_, err = h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("big"), Size: size})
-	if err != nil {
-		t.Fatalf("PutStart of the %d bytes no object holds (%d of them in an idle arena): %v", size, info.GetArenaFreeBytes(), err)
-	}
-	if ls, err = h.admin.ListSegments(ctx, &metadv1.ListSegmentsRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ls.GetSegments()[0]; got.GetArenaFreeBytes() != 0 || got.GetUsedBytes() != segSize {
@@ -306,8 +313,7 @@ func TestIdleArenaMakesRoom(t *testing.T) {
 	// A BatchPutStart is one command, answered as it applied: its item that found no span is
 	// refused, the idle arena is retired, and the retry is placed.
 	b := arenaHarness(t, nil)
-	b.hostSeg(t, segA, 1<<30, segSize, "ep-a")
-	b.awaitArenas(t, segA)
+	onlyArenas(b)
 	batch := &metadv1.BatchPutStartRequest{ClientId: idb(clientA), Items: []*metadv1.BatchPutStartRequest_Item{{Key: []byte("big"), Size: size}}}
 	first, err := b.meta.BatchPutStart(ctx, batch)
 	if err != nil {

@@ -468,37 +468,46 @@ func (r *reservations) holds(tenant, key string) bool {
 	return r.byKey[reserveKey{tenant, key}] != nil
 }
 
-// retireIdle retires this term's arenas on segments of tier (0: any) that no reservation has a range in,
-// so that their free bytes coalesce with the segments' other free spans: a put that found no span
-// large enough may fit then. It reports whether any was retired. The arenas leave the pool at
-// once; a segment that had one retired gets no new arena for a second (failedAt), so the room
-// goes to the put that asked for it.
+// retireIdle retires this term's arenas on segments of tier (0: any) that no reservation has a
+// range in, so that their free bytes coalesce with the segments' other free spans: a put that
+// found no span large enough may fit then. It reports whether any was retired. The arenas are the
+// state's, not only those the pool has taken in (one granted a moment ago may not be yet). Their
+// bytes leave the pool at once, and they stay in known until they leave the state, so that no
+// keeper round gives their bytes back to the pool while the retire is in flight; a retire that
+// fails hands them back to the next round. A segment that had one retired gets no new arena for a
+// second (failedAt), so the room goes to the put that asked for it.
 func (r *reservations) retireIdle(ctx context.Context, tier alloc.Tier) bool {
 	now := r.s.cfg.Now()
+	arenas := r.s.state().Arenas() // by id
 	r.lock()
 	var ids []uint64
-	for id, sp := range r.known { // sorted below
-		if info, ok := r.pool.Get(sp.seg); ok && (tier == 0 || info.Tier == tier) && !r.busyLocked(sp) {
-			ids = append(ids, id)
+	for _, a := range arenas {
+		sp := arenaSpan{a.Segment, a.Offset, a.Size}
+		if a.Term != r.term || r.term == 0 || (tier != 0 && a.Tier != tier) || r.busyLocked(sp) {
+			continue
 		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		sp := r.known[id]
-		r.withdrawLocked(sp)
-		delete(r.known, id)
-		r.failedAt[sp.seg] = now
+		if _, inPool := r.known[a.ID]; inPool {
+			r.withdrawLocked(sp)
+		}
+		r.known[a.ID] = sp
+		r.failedAt[a.Segment] = now
+		ids = append(ids, a.ID)
 	}
 	r.mu.Unlock()
 	if len(ids) == 0 {
 		return false
 	}
 	res, ok := r.propose(ctx, &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{ArenaIds: ids}}})
-	if !ok || res.Count == 0 {
+	if !ok {
+		r.lock()
+		for _, id := range ids {
+			delete(r.known, id) // still in the state: the next round takes its free spans in again
+		}
+		r.mu.Unlock()
 		return false
 	}
 	r.m.idleRetires.Add(float64(res.Count))
-	return true
+	return res.Count > 0
 }
 
 // busyLocked reports whether a live reservation has a range inside arena a (mu held).
