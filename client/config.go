@@ -2,9 +2,11 @@ package client
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -153,8 +155,8 @@ func (c Config) Validate() error {
 	}
 	seen := make(map[string]bool, len(c.Endpoints))
 	for _, e := range c.Endpoints {
-		if _, port, err := net.SplitHostPort(e); err != nil || port == "" {
-			return fmt.Errorf("client: endpoint %q: want host:port", e)
+		if err := checkEndpoint(e); err != nil {
+			return fmt.Errorf("client: endpoint %q: %v", e, err)
 		}
 		if seen[e] {
 			return fmt.Errorf("client: endpoint %q listed twice", e)
@@ -178,6 +180,27 @@ func (c Config) Validate() error {
 		if err := validAPIKey(c.APIKey); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkEndpoint checks that e is host:port as the client dials it: no scheme or path, a host (a
+// name, an IPv4 address, or an IPv6 address in brackets) and a port in 1..65535. A URL such as
+// https://host:port would otherwise be taken apart as host "https" and fail only at the first
+// call, after its whole timeout, as a name that does not resolve.
+func checkEndpoint(e string) error {
+	host, port, err := net.SplitHostPort(e)
+	if err != nil || strings.ContainsAny(e, "/ ") {
+		return errors.New("want host:port (no scheme, no path)")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q not in 1..65535", port)
+	}
+	if host == "" {
+		return errors.New("no host")
+	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return fmt.Errorf("host %q is not an IPv6 address", host)
 	}
 	return nil
 }

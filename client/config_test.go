@@ -40,7 +40,13 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		want string
 	}{
 		{Config{}, "client: no endpoints"},
-		{Config{Endpoints: []string{"nohost"}}, `client: endpoint "nohost": want host:port`},
+		{Config{Endpoints: []string{"nohost"}}, `client: endpoint "nohost": want host:port (no scheme, no path)`},
+		{Config{Endpoints: []string{"https://127.0.0.1:7601"}}, `client: endpoint "https://127.0.0.1:7601": want host:port (no scheme, no path)`},
+		{Config{Endpoints: []string{"h:1/x"}}, `client: endpoint "h:1/x": want host:port (no scheme, no path)`},
+		{Config{Endpoints: []string{"h:0"}}, `client: endpoint "h:0": port "0" not in 1..65535`},
+		{Config{Endpoints: []string{"h:70000"}}, `client: endpoint "h:70000": port "70000" not in 1..65535`},
+		{Config{Endpoints: []string{":7601"}}, `client: endpoint ":7601": no host`},
+		{Config{Endpoints: []string{"[::1:x]:7601"}}, `client: endpoint "[::1:x]:7601": host "::1:x" is not an IPv6 address`},
 		{Config{Endpoints: []string{"a:1", "a:1"}}, `client: endpoint "a:1" listed twice`},
 		{Config{Endpoints: []string{"a:1"}, DialTimeout: -1, RetryBackoff: Backoff{1, 1}}, "client: DialTimeout must be positive, got -1ns"},
 		{Config{Endpoints: []string{"a:1"}, DialTimeout: 1}, "client: RetryBackoff.Initial must be positive, got 0s"},
@@ -54,6 +60,11 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 	}
 	if _, err := New(Config{Endpoints: []string{"x"}}); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Fatalf("New with a bad endpoint: %v", err)
+	}
+	for _, ok := range []string{"127.0.0.1:7601", "[::1]:7601", "node-1.example:7601", "localhost:1"} {
+		if err := (Config{Endpoints: []string{ok}}).withDefaults().Validate(); err != nil {
+			t.Errorf("Validate of endpoint %q: %v", ok, err)
+		}
 	}
 }
 
