@@ -10,16 +10,21 @@ import (
 
 // BenchmarkCommitRound is one commit round as a single writer sees it: three nodes in this process
 // on loopback (real TCP transport, log stores on this machine's disk), one proposer, a PutEnd at a
-// time after its PutStart, on each log store kind. It reports the p50 and p99 of the PutEnd's
+// time after its PutStart, on each log store kind and with the logs in memory (the floor of what
+// is not the disk). It reports the p50 and p99 of the PutEnd's
 // Propose, the round that every object put pays: the leader's log write, the follower's, the
 // network between them, commit and apply (docs/performance.md, "Cluster").
 //
 //	go test -run '^$' -bench CommitRound -benchtime 1500x ./ha/
 func BenchmarkCommitRound(b *testing.B) {
-	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
+	for _, kind := range []string{"inmem", LogStoreWAL, LogStoreBolt} {
 		b.Run(kind, func(b *testing.B) {
 			c := newTestCluster(b, 3, func(cfg *Config) {
-				cfg.LogStore = kind
+				if kind == "inmem" { // the floor: nothing on disk
+					cfg.inmemLogs = true
+				} else {
+					cfg.LogStore = kind
+				}
 				// The daemon's timeouts, not the tests' fast ones.
 				cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 400*time.Millisecond, 400*time.Millisecond, 200*time.Millisecond
 				cfg.CommitTimeout = DefaultConfig().CommitTimeout

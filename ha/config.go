@@ -75,6 +75,10 @@ type Config struct {
 	// not led since it started). The hook must return promptly (the node takes office only after
 	// it) and must not wait for this node's readiness, barrier or proposals.
 	OnLeadership func(leading bool, term uint64)
+
+	// inmemLogs (tests and benchmarks of this package only) keeps the Raft log and stable store in
+	// memory (raft.InmemStore): what a commit round costs apart from the disk.
+	inmemLogs bool
 }
 
 // DefaultConfig returns the defaults documented on Config; the caller sets names and addresses.

@@ -120,7 +120,10 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 	}()
 	var err error
 	hlog := NewRaftLogger(log)
-	if n.stores, err = OpenLogStores(cfg.DataDir, cfg.LogStore, hlog); err != nil {
+	if cfg.inmemLogs {
+		m := raft.NewInmemStore()
+		n.stores = &LogStores{Kind: "inmem", Log: m, Stable: m}
+	} else if n.stores, err = OpenLogStores(cfg.DataDir, cfg.LogStore, hlog); err != nil {
 		return nil, err
 	}
 	log.Info("raft log store", "kind", n.stores.Kind, "data_dir", cfg.DataDir)
