@@ -84,12 +84,7 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	if err != nil {
 		return nil, fmt.Errorf("datadir: create the Raft log store: %w", err)
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = stores.Close()
-		}
-	}()
+	defer stores.Close() // a no-op after the Close below
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(o.DataDir, ha.SnapshotsDir), ha.DefaultConfig().SnapshotRetain, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("datadir: snapshot store: %w", err)
@@ -122,7 +117,6 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	if err := emptyLog(stores.Log); err != nil {
 		return nil, err
 	}
-	closed = true
 	if err := stores.Close(); err != nil {
 		return nil, fmt.Errorf("datadir: close the Raft log store: %w", err)
 	}

@@ -31,7 +31,9 @@ cpu() { curl -fsS "http://127.0.0.1:$((base + 200 + ${1#n}))/metrics" | awk '$1 
 # syncs counts the leader's fsync and fdatasync calls during a 3 s single-client put run and prints
 # "calls objects".
 syncs() {
-	command -v strace >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get install -y -qq strace >/dev/null; } || sudo apt-get install -y -qq strace >/dev/null
+	if ! command -v strace >/dev/null; then
+		if [ "$(id -u)" -eq 0 ]; then apt-get install -y -qq strace >/dev/null; else sudo apt-get install -y -qq strace >/dev/null; fi
+	fi
 	local l pid out
 	l=$(leader)
 	pid=${pids[$((${l#n} - 1))]}

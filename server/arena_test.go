@@ -199,7 +199,7 @@ func (s evictSlot) Release() {}
 
 // withQuotaEviction gives the harness's service the tenant-quota eviction of a real evictor over
 // the backend, as cmd/metad wires it.
-func withQuotaEviction(t testing.TB) (func(*config), func(*fakeBackend)) {
+func withQuotaEviction() (func(*config), func(*fakeBackend)) {
 	var b atomic.Pointer[fakeBackend]
 	mut := func(c *config) {
 		c.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
@@ -217,7 +217,7 @@ func withQuotaEviction(t testing.TB) (func(*config), func(*fakeBackend)) {
 // objects and is admitted, as on the log path (SEMANTICS section 6), when the objects that hold
 // the quota were committed from reservations and the new put would be answered from the arenas.
 func TestQuotaEvictionOnTheArenaPath(t *testing.T) {
-	mut, bind := withQuotaEviction(t)
+	mut, bind := withQuotaEviction()
 	h := arenaHarness(t, mut)
 	bind(h.b)
 	ctx := tctx(t)

@@ -157,12 +157,12 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 // state's charge alone is evicted for here too when it may be answered from the arenas, since it
 // then takes no log path that would evict for it.
 func (s *Service) reservedQuota(ctx context.Context, tenant string, key []byte, want uint64) error {
-	over, held := s.res.heldOver(s.state(), tenant, want, !s.cfg.NoArenas)
+	over, held := s.res.heldOver(s.state(), tenant, want)
 	for attempt := 0; over > 0 && attempt < 2 && s.cfg.QuotaEvictor != nil; attempt++ {
 		if freed, err := s.cfg.QuotaEvictor(ctx, tenant, want+held); err != nil || freed == 0 {
 			break // nothing could be freed: the refusal stands
 		}
-		over, held = s.res.heldOver(s.state(), tenant, want, !s.cfg.NoArenas)
+		over, held = s.res.heldOver(s.state(), tenant, want)
 	}
 	if over == 0 {
 		return nil

@@ -375,9 +375,9 @@ func quotaErr(tenant string, key []byte, q *store.QuotaAccount, held, want uint6
 
 // heldOver reports how many bytes a put of want bytes would pass the tenant's quota by, counting
 // what reservations hold beside what the state charges (0: it fits, or no quota), and what the
-// reservations hold. With no reservation held it answers 0 unless always: a put through the log
-// is checked there with all there is.
-func (r *reservations) heldOver(st *store.Store, tenant string, want uint64, always bool) (over, held uint64) {
+// reservations hold. With arenas off (Config.NoArenas) no reservation is ever held, and it answers
+// 0: every put goes through the log, which checks it with all there is (and evicts for it).
+func (r *reservations) heldOver(st *store.Store, tenant string, want uint64) (over, held uint64) {
 	t := st.Tenants().Lookup(tenant)
 	if t == nil {
 		return 0, 0
@@ -385,7 +385,7 @@ func (r *reservations) heldOver(st *store.Store, tenant string, want uint64, alw
 	r.lock()
 	held = r.held[tenant]
 	r.mu.Unlock()
-	if held == 0 && !always {
+	if r.s.cfg.NoArenas {
 		return 0, held
 	}
 	return quotaOver(t.Quota(), held, want), held
