@@ -104,7 +104,7 @@ func Restore(o RestoreOptions, log *slog.Logger) (*metadv1.SnapshotHeader, error
 	}
 	// A new cluster: no command was ever prepared or authorized against any state of it, so the
 	// file's epoch stays, and so do its API keys and role bindings (the only ones it will have).
-	if _, _, err := snapshot.Rewrite(sink, bufio.NewReaderSize(f, 1<<20), nil, h.GetStateEpoch(), 0, nil); err != nil {
+	if _, _, err := snapshot.Rewrite(sink, bufio.NewReaderSize(f, 1<<20), snapshot.Carried{Epoch: h.GetStateEpoch()}); err != nil {
 		_ = sink.Cancel()
 		return nil, invalid(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
@@ -34,16 +35,16 @@ func revokeRoleCmd(principal, role string) *metadv1.Command {
 	return &metadv1.Command{Op: &metadv1.Command_RevokeRole{RevokeRole: &metadv1.RevokeRole{Principal: principal, Role: role}}}
 }
 
-func secretOf(b byte) []byte { return []byte(strings.Repeat(string(rune(b)), SecretBytes)) }
+func secretOf(b byte) []byte { return []byte(strings.Repeat(string(rune(b)), auth.SecretBytes)) }
 
 const workerID = "c1000000-0000-0000-0000-000000000001"
 
-// applyAuth applies each command in its own entry (index from *idx on) and checks that Check
+// applyAuthCmd applies each command in its own entry (index from *idx on) and checks that Check
 // refuses exactly what apply refuses, with the same reason, and that a refusal changes nothing.
-func applyAuth(t *testing.T, f *FSM, idx *uint64, c *metadv1.Command) store.Result {
+func applyAuthCmd(t *testing.T, f *FSM, idx *uint64, c *metadv1.Command) store.Result {
 	t.Helper()
 	before := f.Auth()
-	cr, refused := CheckAuth(before, c)
+	cr, refused := Check(f.Store(), before, c)
 	*idx++
 	r := applyCmds(t, f, *idx, 1e12, c)[0]
 	if refused != (r.Reason != store.OK) || refused && cr.Reason != r.Reason {
@@ -77,9 +78,9 @@ func TestAuthCommands(t *testing.T) {
 		{"create bad hash", &metadv1.Command{Op: &metadv1.Command_CreateKey{CreateKey: &metadv1.CreateKey{
 			Id: "1123456789abcdef", Principal: "bob", Sha256: []byte{1}, CreatedMs: 1}}}, store.InvalidParams, false, "create_key.sha256"},
 		{"create expiry before creation", createKeyCmd("1123456789abcdef", "bob", secretOf('b'), 1000, 1000), store.InvalidParams, false, "create_key.expires_ms"},
-		{"create ttl over ten years", createKeyCmd("1123456789abcdef", "bob", secretOf('b'), 1000, 1000+MaxKeyTTL.Milliseconds()+1), store.InvalidParams, false, "create_key.expires_ms"},
-		{"create ttl of ten years", createKeyCmd("1123456789abcdef", "bob", secretOf('b'), 1000, 1000+MaxKeyTTL.Milliseconds()), store.OK, true, ""},
-		{"create for root", createKeyCmd("2123456789abcdef", RootPrincipal, secretOf('r'), 1000, 0), store.OK, true, ""},
+		{"create ttl over ten years", createKeyCmd("1123456789abcdef", "bob", secretOf('b'), 1000, 1000+auth.MaxKeyTTL.Milliseconds()+1), store.InvalidParams, false, "create_key.expires_ms"},
+		{"create ttl of ten years", createKeyCmd("1123456789abcdef", "bob", secretOf('b'), 1000, 1000+auth.MaxKeyTTL.Milliseconds()), store.OK, true, ""},
+		{"create for root", createKeyCmd("2123456789abcdef", auth.RootPrincipal, secretOf('r'), 1000, 0), store.OK, true, ""},
 		{"revoke", revokeKeyCmd("1123456789abcdef"), store.OK, true, ""},
 		{"revoke again", revokeKeyCmd("1123456789abcdef"), store.KeyNotFound, false, "1123456789abcdef"},
 		{"grant tenant", grantCmd("alice", "tenant:t1"), store.OK, true, ""},
@@ -92,15 +93,15 @@ func TestAuthCommands(t *testing.T) {
 		{"grant bad tenant", grantCmd("bob", "tenant:_x"), store.InvalidParams, false, "grant_role.role"},
 		{"grant admin with arg", grantCmd("bob", "admin:x"), store.InvalidParams, false, "grant_role.role"},
 		{"grant bad principal", grantCmd("", "reader"), store.InvalidParams, false, "grant_role.principal"},
-		{"grant root admin", grantCmd(RootPrincipal, "admin"), store.OK, false, ""},
-		{"revoke root admin", revokeRoleCmd(RootPrincipal, "admin"), store.InvalidParams, false, "cannot be revoked"},
+		{"grant root admin", grantCmd(auth.RootPrincipal, "admin"), store.OK, false, ""},
+		{"revoke root admin", revokeRoleCmd(auth.RootPrincipal, "admin"), store.InvalidParams, false, "cannot be revoked"},
 		{"revoke missing role", revokeRoleCmd("bob", "admin"), store.RoleNotFound, false, "bob"},
 		{"revoke role of nobody", revokeRoleCmd("carol", "admin"), store.RoleNotFound, false, "carol"},
 		{"revoke reader", revokeRoleCmd("bob", "reader"), store.OK, true, ""},
 	}
 	for _, tc := range cases {
 		rev := f.Auth().Revision()
-		r := applyAuth(t, f, &idx, tc.cmd)
+		r := applyAuthCmd(t, f, &idx, tc.cmd)
 		if r.Reason != tc.want || !strings.Contains(r.Message, tc.message) {
 			t.Errorf("%s: %s %q, want %s containing %q", tc.name, r.Reason, r.Message, tc.want, tc.message)
 		}
@@ -109,13 +110,13 @@ func TestAuthCommands(t *testing.T) {
 		}
 	}
 	a := f.Auth()
-	if got := a.Roles("alice"); !slices.Equal(got, []Role{{RoleTenant, "t1"}, {RoleWorker, workerID}}) {
+	if got := a.Roles("alice"); !slices.Equal(got, []auth.Role{{Kind: auth.RoleTenant, Arg: "t1"}, {Kind: auth.RoleWorker, Arg: workerID}}) {
 		t.Errorf("alice's roles %v", got)
 	}
 	if got := a.Roles("bob"); got != nil {
 		t.Errorf("bob's roles %v, want none (the principal goes with its last role)", got)
 	}
-	if got := a.Roles(RootPrincipal); !slices.Equal(got, []Role{{Kind: RoleAdmin}}) {
+	if got := a.Roles(auth.RootPrincipal); !slices.Equal(got, []auth.Role{{Kind: auth.RoleAdmin}}) {
 		t.Errorf("root's roles %v", got)
 	}
 	if got := a.Principals(); !slices.Equal(got, []string{"alice"}) {
@@ -132,126 +133,9 @@ func TestAuthCommands(t *testing.T) {
 		t.Errorf("key %s: %+v %v", k1, k, ok)
 	}
 	// Roles returns a copy.
-	a.Roles("alice")[0] = Role{Kind: RoleAdmin}
-	if a.Roles("alice")[0].Kind != RoleTenant {
+	a.Roles("alice")[0] = auth.Role{Kind: auth.RoleAdmin}
+	if a.Roles("alice")[0].Kind != auth.RoleTenant {
 		t.Error("Roles shares the state's slice")
-	}
-}
-
-func TestParseRole(t *testing.T) {
-	for s, want := range map[string]Role{
-		"admin":              Role{Kind: RoleAdmin},
-		"reader":             Role{Kind: RoleReader},
-		"tenant:default":     Role{RoleTenant, "default"},
-		"worker:" + workerID: Role{RoleWorker, workerID},
-		"worker:C1000000000000000000000000000001": Role{RoleWorker, workerID},
-	} {
-		got, err := ParseRole(s)
-		if err != nil || got != want {
-			t.Errorf("ParseRole(%q) = %v, %v; want %v", s, got, err, want)
-		}
-		if again, err := ParseRole(got.String()); err != nil || again != got {
-			t.Errorf("ParseRole(%q.String()) = %v, %v", s, again, err)
-		}
-	}
-	for _, s := range []string{"", "Admin", "admin:", "reader:x", "tenant", "tenant:", "worker:", "worker:xyz", "root", "tenant:a\x01"} {
-		if _, err := ParseRole(s); !errors.Is(err, ErrBadRole) {
-			t.Errorf("ParseRole(%q): %v, want ErrBadRole", s, err)
-		}
-	}
-}
-
-func TestVerifyToken(t *testing.T) {
-	f := newFSM(t)
-	var idx uint64
-	secret := secretOf('s')
-	const id, expiring = "00000000000000aa", "00000000000000bb"
-	applyAuth(t, f, &idx, createKeyCmd(id, "alice", secret, 1000, 0))
-	applyAuth(t, f, &idx, createKeyCmd(expiring, "bob", secret, 1000, 5000))
-	a := f.Auth()
-	good := FormatToken(id, secret)
-	if len(good) != TokenLen {
-		t.Fatalf("token %q: %d characters, want %d", good, len(good), TokenLen)
-	}
-	if k, err := a.VerifyToken(good, 1<<50); err != nil || k.ID != id || k.Principal != "alice" {
-		t.Fatalf("good token: %+v, %v", k, err)
-	}
-	if _, err := a.VerifyToken(FormatToken(expiring, secret), 4999); err != nil {
-		t.Fatalf("token before expiry: %v", err)
-	}
-	wrong := slices.Clone(secret)
-	wrong[0] ^= 1
-	cases := []struct {
-		name  string
-		token string
-		want  error
-	}{
-		{"empty", "", ErrBadToken},
-		{"no prefix", "xyz_" + good[4:], ErrBadToken},
-		{"short", good[:len(good)-1], ErrBadToken},
-		{"long", good + "A", ErrBadToken},
-		{"upper-case id", TokenPrefix + "00000000000000AA" + good[len(TokenPrefix)+KeyIDLen:], ErrBadToken},
-		{"no separator", good[:len(TokenPrefix)+KeyIDLen] + "-" + good[len(TokenPrefix)+KeyIDLen+1:], ErrBadToken},
-		{"secret not base64url", good[:len(good)-1] + "+", ErrBadToken},
-		{"unknown id", FormatToken("00000000000000cc", secret), ErrUnknownKey},
-		{"wrong secret", FormatToken(id, wrong), ErrBadToken},
-		{"expired", FormatToken(expiring, secret), ErrKeyExpired},
-		{"expired, wrong secret", FormatToken(expiring, wrong), ErrBadToken},
-	}
-	for _, tc := range cases {
-		_, err := a.VerifyToken(tc.token, 5000)
-		if !errors.Is(err, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
-		}
-		if err != nil && strings.Contains(err.Error(), good[len(good)-SecretLen:]) {
-			t.Errorf("%s: the error shows the secret: %v", tc.name, err)
-		}
-	}
-	applyAuth(t, f, &idx, revokeKeyCmd(id))
-	if _, err := f.Auth().VerifyToken(good, 1); !errors.Is(err, ErrUnknownKey) {
-		t.Errorf("revoked key: %v, want ErrUnknownKey", err)
-	}
-	if _, err := a.VerifyToken(good, 1); err != nil {
-		t.Errorf("the state read before the revoke changed: %v", err)
-	}
-}
-
-func TestAuthLimits(t *testing.T) {
-	f := newFSM(t)
-	var idx uint64
-	for i := range MaxRolesPerPrincipal {
-		if r := applyAuth(t, f, &idx, grantCmd("many", fmt.Sprintf("tenant:t%d", i))); r.Reason != store.OK {
-			t.Fatalf("grant %d: %s %s", i, r.Reason, r.Message)
-		}
-	}
-	if r := applyAuth(t, f, &idx, grantCmd("many", "reader")); r.Reason != store.AuthLimitExceeded {
-		t.Fatalf("grant past the roles of one principal: %s %s", r.Reason, r.Message)
-	}
-	if r := applyAuth(t, f, &idx, grantCmd("many", "tenant:t0")); r.Reason != store.OK {
-		t.Fatalf("a grant that exists at the limit: %s %s", r.Reason, r.Message)
-	}
-	// The state-wide limits, reached by filling the maps directly (65,536 commands would only
-	// slow the test).
-	full := f.Auth().next()
-	for i := len(full.roles); i < MaxPrincipals; i++ {
-		full.roles[fmt.Sprintf("p%d", i)] = []Role{{Kind: RoleReader}}
-	}
-	for i := range MaxKeys {
-		full.keys[fmt.Sprintf("%016x", i)] = APIKey{ID: fmt.Sprintf("%016x", i), Principal: "p"}
-	}
-	f.auth.Store(full)
-	if r := applyAuth(t, f, &idx, grantCmd("newcomer", "reader")); r.Reason != store.AuthLimitExceeded {
-		t.Fatalf("grant to a new principal past the limit: %s %s", r.Reason, r.Message)
-	}
-	if r := applyAuth(t, f, &idx, grantCmd("many", "tenant:t0")); r.Reason != store.OK {
-		t.Fatalf("a grant that exists, principals full: %s %s", r.Reason, r.Message)
-	}
-	if r := applyAuth(t, f, &idx, createKeyCmd("ffffffffffffffff", "p", secretOf('x'), 1, 0)); r.Reason != store.AuthLimitExceeded {
-		t.Fatalf("create past the keys limit: %s %s", r.Reason, r.Message)
-	}
-	applyAuth(t, f, &idx, revokeKeyCmd("0000000000000000"))
-	if r := applyAuth(t, f, &idx, createKeyCmd("ffffffffffffffff", "p", secretOf('x'), 1, 0)); r.Reason != store.OK {
-		t.Fatalf("create after a revoke made room: %s %s", r.Reason, r.Message)
 	}
 }
 

@@ -110,7 +110,7 @@ func TestCheckRefusesOnlyWhatApplyRefuses(t *testing.T) {
 		applyCmds(t, f, index, g.now, g.setup()...)
 		for range steps {
 			c := g.checkCommand()
-			want, refused := Check(f.Store(), c)
+			want, refused := Check(f.Store(), f.Auth(), c)
 			var before []byte
 			if refused && index%4 == 0 { // a snapshot is most of a step's cost: compare states on a sample
 				before = stateOnly(t, snapshotBytes(t, f))
@@ -205,7 +205,7 @@ func TestCheckRefusesEndOfATierWithNoReplica(t *testing.T) {
 	}
 	for _, name := range []string{"PutEnd", "UpsertEnd", "PutRevoke", "UpsertRevoke", "BatchPutEnd", "BatchPutRevoke"} {
 		c := refusedCmds[name]
-		want, refused := Check(f.Store(), c)
+		want, refused := Check(f.Store(), f.Auth(), c)
 		reason := want.Reason
 		if len(want.Items) == 1 {
 			reason = want.Items[0].Reason
@@ -228,7 +228,7 @@ func TestCheckRefusesEndOfATierWithNoReplica(t *testing.T) {
 		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "beta", ClientId: cl, Key: []byte("both"), Tier: nof}}}, // a repeat
 		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "beta", ClientId: cl, Key: []byte("mem"), Tier: metadv1.Tier_TIER_MEMORY}}},
 	} {
-		if r, refused := Check(f.Store(), c); refused {
+		if r, refused := Check(f.Store(), f.Auth(), c); refused {
 			t.Fatalf("%v: refused %+v", c, r)
 		}
 		index++

@@ -5,9 +5,16 @@
 //
 // A log entry of type LogCommand holds one metadv1.Envelope: the leader's time, a seed, and the
 // commands that the proposer coalesced into that entry. Command i of an entry draws its seed from
-// store.ItemSeed(envelope seed, i). Each command is dispatched through an explicit table, built in
-// New and indexed by the Command oneof's field number; a test checks every command type has a
-// handler. Apply returns an *EntryResult with one typed store.Result per command.
+// store.ItemSeed(envelope seed, i). Each command is declared once (commands.go: its decode, check,
+// apply handler and feature level) and dispatched by the Command oneof's field number; tests check
+// that every command is declared, with a check or the reason it has none, at a released level.
+// Apply returns an *EntryResult with one typed store.Result per command.
+//
+// # The replicated state
+//
+// State (state.go) is the whole replicated state: the store, the member records, the client
+// sessions and the auth state, one value behind one pointer, captured once by Snapshot and swapped
+// once by Restore.
 //
 // # Three kinds of failure
 //
@@ -20,8 +27,8 @@
 //
 // # Prechecks
 //
-// Check is the leader's precheck of a command it is about to propose: it converts the command as
-// its handler does and runs the store's Check* method for it (the predicate apply runs), and
+// Check is the leader's precheck of a command it is about to propose: it runs the check declared
+// with the command over the request decoded as apply decodes it (the predicate apply runs), and
 // reports a refusal only when apply would refuse the command in the state it reads (the leader
 // reads it after a read barrier, so the refusal is a linearizable answer: the request takes
 // effect, as a refusal, at that point). It changes nothing, and it is no part of apply: apply
@@ -37,10 +44,9 @@
 //
 // # The auth state
 //
-// auth.go holds the API keys (the SHA-256 of each secret) and role bindings, changed by the four
-// auth commands and swapped in whole (AuthState is immutable), and the auth revision they bump.
-// runCommand refuses a command authorized against an older revision (AUTH_REVISION_STALE) before
-// its session runs it. CheckAuth is Check for the auth commands.
+// Package auth decides the four auth commands and holds the immutable auth state; apply swaps the
+// new state into State (auth.go) and, before a command's session sees it, refuses one authorized
+// against an older auth revision (auth.Stale: AUTH_REVISION_STALE).
 //
 // # Metrics
 //

@@ -7,8 +7,9 @@ import (
 )
 
 // applyStartDrain starts a drain job; its result's Drain is the job.
-func applyStartDrain(s *store.Store, e env, c *metadv1.Command) store.Result {
-	id, err := s.StartDrain(e.now, wire.DrainSpecFrom(c.GetStartDrain()))
+func applyStartDrain(st *State, e env, spec store.DrainSpec) store.Result {
+	s := st.store
+	id, err := s.StartDrain(e.now, spec)
 	if err != nil {
 		return fromErr(err)
 	}
@@ -16,8 +17,8 @@ func applyStartDrain(s *store.Store, e env, c *metadv1.Command) store.Result {
 }
 
 // applyCancelDrain cancels a running drain job; its result's Drain is the job.
-func applyCancelDrain(s *store.Store, e env, c *metadv1.Command) store.Result {
-	j, err := s.CancelDrain(e.now, c.GetCancelDrain().GetDrainId())
+func applyCancelDrain(st *State, e env, m *metadv1.CancelDrain) store.Result {
+	j, err := st.store.CancelDrain(e.now, m.GetDrainId())
 	if err != nil {
 		return fromErr(err)
 	}
@@ -34,8 +35,8 @@ func drainResult(s *store.Store, id uint64) store.Result {
 
 // applyScheduleDrainMoves creates the moves of a drain job; one item per move, whose Tasks holds
 // the task created.
-func applyScheduleDrainMoves(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetScheduleDrainMoves()
+func applyScheduleDrainMoves(st *State, e env, m *metadv1.ScheduleDrainMoves) store.Result {
+	s := st.store
 	ids, errs, err := s.ScheduleDrainMoves(e.now, m.GetDrainId(), wire.DrainMovesFrom(m))
 	if err != nil {
 		return fromErr(err)
@@ -52,6 +53,6 @@ func applyScheduleDrainMoves(s *store.Store, e env, c *metadv1.Command) store.Re
 }
 
 // applyFinishDrain marks a drain job done.
-func applyFinishDrain(s *store.Store, e env, c *metadv1.Command) store.Result {
-	return fromErr(s.FinishDrain(e.now, c.GetFinishDrain().GetDrainId()))
+func applyFinishDrain(st *State, e env, m *metadv1.FinishDrain) store.Result {
+	return fromErr(st.store.FinishDrain(e.now, m.GetDrainId()))
 }

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
 	"metad/store"
 )
 
@@ -28,6 +28,7 @@ type env struct {
 	now   int64
 	seed  uint64
 	rules uint32
+	m     *metrics // what apply counts; counting never changes an outcome
 }
 
 // Apply rules by the RulesVersion that added them.
@@ -41,21 +42,16 @@ const (
 	rulesSessionOwner uint32 = 2
 )
 
-type handler func(s *store.Store, e env, c *metadv1.Command) store.Result
-
 // FSM is metad's state machine. Concurrency contract: Raft calls Apply, ApplyBatch, Snapshot and
-// Restore from one goroutine; Store, Applied and LastTime may be called from any goroutine. The
-// store pointer is swapped atomically by Restore, so a reader holds one store for its whole read.
+// Restore from one goroutine; every other method may be called from any goroutine. The replicated
+// state is one value (State) behind one pointer, swapped by Restore, so a reader that loads it
+// once holds one state for its whole read.
 type FSM struct {
-	cfg      store.Config
-	log      *slog.Logger
-	st       atomic.Pointer[store.Store]
-	members  atomic.Pointer[map[string]Member] // copy-on-write; replicated (SetMember/ForgetMember)
-	sessions atomic.Pointer[sessionTable]      // replicated (OpenSession, session commands); swapped by Restore
-	auth     atomic.Pointer[AuthState]         // immutable, copy-on-write; replicated (auth commands); swapped by Restore
-	spare    atomic.Pointer[store.Capture]     // a released capture's storage, reused by the next Snapshot
-	handlers map[protoreflect.FieldNumber]handler
-	m        metrics
+	cfg   store.Config
+	log   *slog.Logger
+	state atomic.Pointer[State]
+	spare atomic.Pointer[store.Capture] // a released capture's storage, reused by the next Snapshot
+	m     metrics
 
 	// Applied position, written by the apply goroutine only.
 	applied  atomic.Uint64 // index of the last entry applied
@@ -73,41 +69,51 @@ func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &FSM{cfg: cfg, log: log}
-	f.st.Store(s)
-	f.members.Store(&map[string]Member{})
-	f.sessions.Store(newSessionTable(1, &f.m.sessionsExpired))
-	f.auth.Store(emptyAuth)
-	f.handlers = f.dispatchTable()
+	f.state.Store(newState(s, nil, newSessionTable(1, &f.m.sessionsExpired), auth.Empty))
 	return f, nil
 }
 
-// Member is one cluster member's recorded addresses.
-type Member struct {
-	Name       string
-	PeerAddr   string
-	ClientAddr string
+// State returns the current replicated state.
+func (f *FSM) State() *State { return f.state.Load() }
+
+// Members returns the current state's member records (a copy, any order).
+func (f *FSM) Members() map[string]Member { return f.state.Load().Members() }
+
+// Store returns the current state's store.
+func (f *FSM) Store() *store.Store { return f.state.Load().store }
+
+// Auth returns the current state's auth state; never nil.
+func (f *FSM) Auth() *auth.State { return f.state.Load().Auth() }
+
+// Replay is State.Replay of the current state.
+func (f *FSM) Replay(h *metadv1.SessionHeader, principal string) (store.Result, bool) {
+	return f.state.Load().Replay(h, principal)
 }
 
-// Members returns the recorded members (a copy, any order).
-func (f *FSM) Members() map[string]Member {
-	return maps.Clone(*f.members.Load())
+// NextSessionID is State.NextSessionID of the current state.
+func (f *FSM) NextSessionID() uint64 { return f.state.Load().NextSessionID() }
+
+// SessionOpen is State.SessionOpen of the current state.
+func (f *FSM) SessionOpen(id uint64, principal string) bool {
+	return f.state.Load().SessionOpen(id, principal)
 }
 
-func (f *FSM) setMembers(m map[string]Member) { f.members.Store(&m) }
+// Sessions is State.Sessions of the current state.
+func (f *FSM) Sessions() (sessions, results int) { return f.state.Load().Sessions() }
 
-// Store returns the current store.
-func (f *FSM) Store() *store.Store { return f.st.Load() }
+// Carried is State.Carried of the current state.
+func (f *FSM) Carried() snapshot.Carried { return f.state.Load().Carried() }
 
 // Applied returns the index and term of the last entry applied.
 func (f *FSM) Applied() (index, term uint64) { return f.applied.Load(), f.term.Load() }
 
 // StateEpoch returns the current state's epoch (store.Store.Epoch).
-func (f *FSM) StateEpoch() uint64 { return f.st.Load().Epoch() }
+func (f *FSM) StateEpoch() uint64 { return f.Store().Epoch() }
 
 // Objects returns how many objects the current state holds, over every tenant.
 func (f *FSM) Objects() int64 {
 	var n int64
-	for _, t := range f.st.Load().Tenants().List() {
+	for _, t := range f.Store().Tenants().List() {
 		n += t.Directory().Objects()
 	}
 	return n
@@ -115,7 +121,7 @@ func (f *FSM) Objects() int64 {
 
 // ResetSoftState starts the current store's leader soft state afresh at now (unix ns):
 // store.Store.ResetSoftState.
-func (f *FSM) ResetSoftState(now int64) { f.st.Load().ResetSoftState(now) }
+func (f *FSM) ResetSoftState(now int64) { f.Store().ResetSoftState(now) }
 
 // Apply applies one log entry.
 func (f *FSM) Apply(l *raft.Log) interface{} {
@@ -141,7 +147,7 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 		panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, err))
 	}
 	res := &EntryResult{Index: l.Index, Results: make([]store.Result, len(envl.GetCommands()))}
-	s := f.st.Load()
+	st := f.state.Load()
 	defer func() {
 		if r := recover(); r != nil {
 			panic(fmt.Sprintf("fsm: log index %d term %d: %v", l.Index, l.Term, r))
@@ -149,8 +155,8 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	}()
 	for i, c := range envl.GetCommands() {
 		e := env{index: l.Index, now: envl.GetLeaderTimeUnixNano(), seed: store.ItemSeed(envl.GetSeed(), i),
-			rules: envl.GetRulesVersion()}
-		res.Results[i] = f.runCommand(s, e, c)
+			rules: envl.GetRulesVersion(), m: &f.m}
+		res.Results[i] = f.runCommand(st, e, c)
 	}
 	f.advance(l, envl.GetLeaderTimeUnixNano())
 	return res
@@ -162,21 +168,22 @@ func (f *FSM) advance(l *raft.Log, now int64) {
 	f.lastTime.Store(now)
 }
 
-func (f *FSM) dispatch(s *store.Store, e env, c *metadv1.Command) store.Result {
+// dispatch applies c by its declaration (commands).
+func dispatch(st *State, e env, c *metadv1.Command) store.Result {
 	m := c.ProtoReflect()
 	fd := m.WhichOneof(commandOp)
 	if fd == nil {
 		panic(fmt.Sprintf("fsm: log index %d: command with no operation (unknown to this binary?)", e.index))
 	}
-	h, ok := f.handlers[fd.Number()]
+	sp, ok := byField[fd.Number()]
 	if !ok {
-		panic(fmt.Sprintf("fsm: log index %d: no handler for command %s", e.index, fd.Name()))
+		panic(fmt.Sprintf("fsm: log index %d: no declaration of command %s", e.index, fd.Name()))
 	}
-	if op, ok := m.Get(fd).Message().Interface().(fenced); ok && op.GetStateEpoch() != s.Epoch() {
+	if op, ok := m.Get(fd).Message().Interface().(fenced); ok && op.GetStateEpoch() != st.store.Epoch() {
 		return store.Result{Reason: store.StateReplaced, Message: fmt.Sprintf(
-			"%s was prepared against state epoch %d; a snapshot restore replaced it (epoch %d)", fd.Name(), op.GetStateEpoch(), s.Epoch())}
+			"%s was prepared against state epoch %d; a snapshot restore replaced it (epoch %d)", fd.Name(), op.GetStateEpoch(), st.store.Epoch())}
 	}
-	return h(s, e, c)
+	return sp.apply(st, e, c)
 }
 
 // commandOp is the Command message's oneof of operations, looked up once.
@@ -221,9 +228,10 @@ func EncodeEnvelope(e *metadv1.Envelope) ([]byte, error) {
 
 // Snapshot captures the replicated state; it runs on the apply goroutine and only copies pointers.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	c := f.st.Load().CaptureInto(f.spare.Swap(nil))
-	next, sessions := f.sessions.Load().capture()
-	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*f.members.Load()), nextSess: next, sessions: sessions, auth: f.auth.Load(),
+	st := f.state.Load()
+	c := st.store.CaptureInto(f.spare.Swap(nil))
+	next, sessions := st.sessions.capture()
+	return &fsmSnapshot{capture: c, fsm: f, members: sortedMembers(*st.members.Load()), nextSess: next, sessions: sessions, auth: st.Auth(),
 		index: f.applied.Load(), term: f.term.Load(), createdAt: f.lastTime.Load(), log: f.log}, nil
 }
 
@@ -244,10 +252,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	h := st.header
-	f.st.Store(st.store)
-	f.setMembers(st.members)
-	f.sessions.Store(st.sessions)
-	f.auth.Store(st.auth)
+	f.state.Store(st.state)
 	f.applied.Store(h.GetIndex())
 	f.term.Store(h.GetTerm())
 	f.lastTime.Store(h.GetCreatedAtUnixNano())

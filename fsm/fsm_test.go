@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
@@ -31,22 +31,6 @@ func applyCmds(t *testing.T, f *FSM, index uint64, now int64, cmds ...*metadv1.C
 		t.Fatalf("Apply returned %#v", res)
 	}
 	return res.Results
-}
-
-func TestEveryCommandHasHandler(t *testing.T) {
-	f := newFSM(t)
-	od := (&metadv1.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("op")
-	fields := od.Fields()
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		if _, ok := f.handlers[fd.Number()]; !ok {
-			t.Errorf("command %s (field %d) has no handler", fd.Name(), fd.Number())
-		}
-	}
-	if len(f.handlers) != fields.Len() {
-		t.Errorf("%d handlers for %d command types", len(f.handlers), fields.Len())
-	}
-	_ = protoreflect.FieldNumber(0)
 }
 
 func TestApplyTable(t *testing.T) {
@@ -326,7 +310,7 @@ func TestGoldenSnapshotV2(t *testing.T) {
 
 // keptAnswer is the answer f's session keeps for h's seq, whoever opened the session.
 func keptAnswer(f *FSM, h *metadv1.SessionHeader) (store.Result, bool) {
-	t := f.sessions.Load()
+	t := f.State().sessions
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if ss := t.byID[h.GetSessionId()]; ss != nil {
@@ -346,14 +330,14 @@ func goldenV3Source(t *testing.T) *FSM {
 	idx := uint64(300)
 	for _, c := range []*metadv1.Command{
 		createKeyCmd("00000000000000aa", "alice", secretOf('a'), 1_700_000_000_000, 0),
-		createKeyCmd("00000000000000bb", RootPrincipal, secretOf('r'), 1_700_000_000_000, 1_800_000_000_000),
+		createKeyCmd("00000000000000bb", auth.RootPrincipal, secretOf('r'), 1_700_000_000_000, 1_800_000_000_000),
 		createKeyCmd("00000000000000cc", "gone", secretOf('g'), 1_700_000_000_000, 0),
 		revokeKeyCmd("00000000000000cc"),
 		grantCmd("alice", "tenant:t1"),
 		grantCmd("alice", "worker:"+workerID),
 		grantCmd("bob", "reader"),
 	} {
-		applyAuth(t, f, &idx, c)
+		applyAuthCmd(t, f, &idx, c)
 	}
 	return f
 }
@@ -391,13 +375,13 @@ func TestGoldenSnapshotV3(t *testing.T) {
 		}
 	}
 	a := f.Auth()
-	if a.Revision() != 7 || !slices.Equal(a.Roles("alice"), []Role{{RoleTenant, "t1"}, {RoleWorker, workerID}}) {
+	if a.Revision() != 7 || !slices.Equal(a.Roles("alice"), []auth.Role{{Kind: auth.RoleTenant, Arg: "t1"}, {Kind: auth.RoleWorker, Arg: workerID}}) {
 		t.Fatalf("restored auth: revision %d, alice %v", a.Revision(), a.Roles("alice"))
 	}
-	if k, err := a.VerifyToken(FormatToken("00000000000000bb", secretOf('r')), 1_750_000_000_000); err != nil || k.Principal != RootPrincipal {
+	if k, err := a.VerifyToken(auth.FormatToken("00000000000000bb", secretOf('r')), 1_750_000_000_000); err != nil || k.Principal != auth.RootPrincipal {
 		t.Fatalf("restored key: %+v, %v", k, err)
 	}
-	if _, err := a.VerifyToken(FormatToken("00000000000000cc", secretOf('g')), 1_750_000_000_000); !errors.Is(err, ErrUnknownKey) {
+	if _, err := a.VerifyToken(auth.FormatToken("00000000000000cc", secretOf('g')), 1_750_000_000_000); !errors.Is(err, auth.ErrUnknownKey) {
 		t.Fatalf("revoked key after restore: %v", err)
 	}
 }

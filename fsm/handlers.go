@@ -4,78 +4,16 @@ import (
 	"slices"
 	"sync"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
 	"metad/wire"
 )
 
-// dispatchTable maps each Command oneof field number to its handler. A command type without an
-// entry here makes apply panic; TestEveryCommandHasHandler keeps the table complete.
-func (f *FSM) dispatchTable() map[protoreflect.FieldNumber]handler {
-	fields := (&metadv1.Command{}).ProtoReflect().Descriptor().Fields()
-	num := func(name protoreflect.Name) protoreflect.FieldNumber {
-		fd := fields.ByName(name)
-		if fd == nil {
-			panic("fsm: Command has no field " + string(name))
-		}
-		return fd.Number()
-	}
-	return map[protoreflect.FieldNumber]handler{
-		num("put_start"):           f.applyPutStart,
-		num("put_commit"):          applyPutCommit,
-		num("arena_grant"):         applyArenaGrant,
-		num("arena_retire"):        applyArenaRetire,
-		num("put_end"):             applyPutEnd,
-		num("put_revoke"):          applyPutRevoke,
-		num("upsert_start"):        f.applyUpsertStart,
-		num("upsert_end"):          applyUpsertEnd,
-		num("upsert_revoke"):       applyUpsertRevoke,
-		num("remove"):              applyRemove,
-		num("remove_all"):          applyRemoveAll,
-		num("remove_group"):        applyRemoveGroup,
-		num("batch_put_start"):     f.applyBatchPutStart,
-		num("batch_put_end"):       applyBatchPutEnd,
-		num("batch_put_revoke"):    applyBatchPutRevoke,
-		num("batch_remove"):        applyBatchRemove,
-		num("evict"):               applyEvict,
-		num("revoke_expired"):      applyRevokeExpired,
-		num("mount_segment"):       applyMountSegment,
-		num("unmount_segment"):     applyUnmountSegment,
-		num("register_tenant"):     applyRegisterTenant,
-		num("unregister_tenant"):   applyUnregisterTenant,
-		num("set_quota"):           applySetQuota,
-		num("set_member"):          f.applySetMember,
-		num("open_session"):        f.applyOpenSession,
-		num("forget_member"):       f.applyForgetMember,
-		num("create_key"):          f.applyCreateKey,
-		num("revoke_key"):          f.applyRevokeKey,
-		num("grant_role"):          f.applyGrantRole,
-		num("revoke_role"):         f.applyRevokeRole,
-		num("batch_replica_clear"): applyBatchReplicaClear,
-		num("close_segment"):       applyCloseSegment,
-		num("unmount_closed"):      applyUnmountClosed,
-		// Copy and move of replicas (store.ReplicaTask).
-		num("replica_task_start"):  applyReplicaTaskStart,
-		num("replica_task_end"):    applyReplicaTaskEnd,
-		num("replica_task_revoke"): applyReplicaTaskRevoke,
-		// Master-scheduled tasks (store.TaskQueue).
-		num("create_task"):   applyCreateTask,
-		num("fetch_tasks"):   applyFetchTasks,
-		num("complete_task"): applyCompleteTask,
-		// Drain jobs (store.DrainTable).
-		num("start_drain"):          applyStartDrain,
-		num("cancel_drain"):         applyCancelDrain,
-		num("schedule_drain_moves"): applyScheduleDrainMoves,
-		num("finish_drain"):         applyFinishDrain,
-	}
-}
-
 // applyCreateTask schedules a task; its result's Tasks holds it.
-func applyCreateTask(s *store.Store, e env, c *metadv1.Command) store.Result {
-	id, err := s.CreateTask(e.now, wire.TaskSpecFrom(c.GetCreateTask()))
+func applyCreateTask(st *State, e env, spec store.TaskSpec) store.Result {
+	s := st.store
+	id, err := s.CreateTask(e.now, spec)
 	r := fromErr(err)
 	if err == nil {
 		t, qerr := s.QueryTask(id)
@@ -88,23 +26,23 @@ func applyCreateTask(s *store.Store, e env, c *metadv1.Command) store.Result {
 }
 
 // applyFetchTasks hands a worker its oldest pending tasks; its result's Tasks holds them.
-func applyFetchTasks(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetFetchTasks()
+func applyFetchTasks(st *State, e env, m *metadv1.FetchTasks) store.Result {
+	s := st.store
 	tasks, err := s.FetchTasks(e.now, wire.ID16(m.GetClientId()), int(min(m.GetBatch(), 1<<20)))
 	r := fromErr(err)
 	r.Tasks = tasks
 	return r
 }
 
-func applyCompleteTask(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetCompleteTask()
+func applyCompleteTask(st *State, e env, m *metadv1.CompleteTask) store.Result {
+	s := st.store
 	return fromErr(s.CompleteTask(e.now, wire.ID16(m.GetClientId()), m.GetTaskId(), m.GetSuccess(), m.GetMessage()))
 }
 
 // applyReplicaTaskStart starts a copy or move; its result's Replicas are the source, then the
 // targets, and its Bytes the object's size.
-func applyReplicaTaskStart(s *store.Store, e env, c *metadv1.Command) store.Result {
-	ts, err := s.StartReplicaTask(e.now, e.seed, wire.ReplicaTaskFrom(c.GetReplicaTaskStart()))
+func applyReplicaTaskStart(st *State, e env, m *metadv1.ReplicaTaskStart) store.Result {
+	ts, err := st.store.StartReplicaTask(e.now, e.seed, wire.ReplicaTaskFrom(m))
 	r := fromErr(err)
 	if err == nil {
 		r.Replicas = append([]store.Replica{ts.Source}, ts.Targets...)
@@ -113,20 +51,33 @@ func applyReplicaTaskStart(s *store.Store, e env, c *metadv1.Command) store.Resu
 	return r
 }
 
-func applyReplicaTaskEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetReplicaTaskEnd()
-	return fromErr(s.EndReplicaTask(e.now, wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())))
+// taskEndFields is what ReplicaTaskEnd and ReplicaTaskRevoke have in common.
+type taskEndFields interface {
+	GetTenant() string
+	GetClientId() []byte
+	GetKey() []byte
+	GetKind() metadv1.TaskKind
 }
 
-func applyReplicaTaskRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetReplicaTaskRevoke()
-	return fromErr(s.RevokeReplicaTask(e.now, wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())))
+// taskEndReq decodes a ReplicaTaskEnd or ReplicaTaskRevoke (got by get) into its store request.
+func taskEndReq(get func(*metadv1.Command) taskEndFields) func(*metadv1.Command) store.ReplicaTaskEndRequest {
+	return func(c *metadv1.Command) store.ReplicaTaskEndRequest {
+		m := get(c)
+		return wire.ReplicaTaskEndFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetKind())
+	}
+}
+
+func applyReplicaTaskEnd(st *State, e env, req store.ReplicaTaskEndRequest) store.Result {
+	return fromErr(st.store.EndReplicaTask(e.now, req))
+}
+
+func applyReplicaTaskRevoke(st *State, e env, req store.ReplicaTaskEndRequest) store.Result {
+	return fromErr(st.store.RevokeReplicaTask(e.now, req))
 }
 
 // applySetMember records a member's addresses. Its name must be a valid member name
 // (ValidateMemberName) on entries written under rulesLimits; before, only not empty.
-func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetSetMember()
+func applySetMember(st *State, e env, m *metadv1.SetMember) store.Result {
 	if m.GetName() == "" {
 		return store.Result{Reason: store.InvalidParams, Message: "member: empty name"}
 	}
@@ -135,49 +86,65 @@ func (f *FSM) applySetMember(_ *store.Store, e env, c *metadv1.Command) store.Re
 			return fromErr(err)
 		}
 	}
-	ms := f.Members()
-	ms[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
-	f.setMembers(ms)
+	ms := st.Members()
+	ms[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress(), Level: m.GetFeatureLevel()}
+	st.setMembers(ms)
 	return store.Result{}
 }
 
-func (f *FSM) applyForgetMember(_ *store.Store, _ env, c *metadv1.Command) store.Result {
-	ms := f.Members()
-	delete(ms, c.GetForgetMember().GetName())
-	f.setMembers(ms)
+func applyForgetMember(st *State, _ env, m *metadv1.ForgetMember) store.Result {
+	ms := st.Members()
+	delete(ms, m.GetName())
+	st.setMembers(ms)
 	return store.Result{}
 }
 
-func (f *FSM) applyPutStart(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetPutStart()
-	req := wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
-		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
-	reps, err := s.PutStart(e.now, e.seed, req)
+// putStartFields is what PutStart and UpsertStart have in common: the fields of a
+// store.PutStartRequest.
+type putStartFields interface {
+	GetTenant() string
+	GetClientId() []byte
+	GetKey() []byte
+	GetGroup() []byte
+	GetSize() uint64
+	GetConfig() *metadv1.ReplicaConfig
+	GetPlacement() metadv1.PlacementStrategy
+	GetPutDiscardTimeoutMs() uint64
+}
+
+// putStartReq decodes a PutStart or UpsertStart (got by get) into its store request.
+func putStartReq(get func(*metadv1.Command) putStartFields) func(*metadv1.Command) store.PutStartRequest {
+	return func(c *metadv1.Command) store.PutStartRequest {
+		m := get(c)
+		return wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
+			m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
+	}
+}
+
+func applyPutStart(st *State, e env, req store.PutStartRequest) store.Result {
+	reps, err := st.store.PutStart(e.now, e.seed, req)
 	r := fromErr(err)
 	r.Replicas = reps
 	if err == nil {
-		f.m.countShort(req.Config, reps)
+		e.m.countShort(req.Config, reps)
 	}
 	return r
 }
 
-func (f *FSM) applyUpsertStart(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetUpsertStart()
-	req := wire.PutStartFrom(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetGroup(),
-		m.GetSize(), m.GetConfig(), m.GetPlacement(), m.GetPutDiscardTimeoutMs())
-	reps, reused, err := s.Upsert(e.now, e.seed, req)
+func applyUpsertStart(st *State, e env, req store.PutStartRequest) store.Result {
+	reps, reused, err := st.store.Upsert(e.now, e.seed, req)
 	r := fromErr(err)
 	r.Replicas, r.Reused = reps, reused
 	if err == nil && !reused { // reused extents were placed by an earlier put
-		f.m.countShort(req.Config, reps)
+		e.m.countShort(req.Config, reps)
 	}
 	return r
 }
 
 // applyPutCommit creates objects from ranges the leader reserved in its arenas (store.CommitPuts);
 // one result per item. Repeated keys refuse the whole command, as a batch's do.
-func applyPutCommit(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetPutCommit()
+func applyPutCommit(st *State, e env, m *metadv1.PutCommit) store.Result {
+	s := st.store
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
@@ -194,39 +161,52 @@ func applyPutCommit(s *store.Store, e env, c *metadv1.Command) store.Result {
 
 // applyArenaGrant grants arenas to the leader of the command's term (store.Store.GrantArenas);
 // Count is how many were granted.
-func applyArenaGrant(s *store.Store, _ env, c *metadv1.Command) store.Result {
-	m := c.GetArenaGrant()
+func applyArenaGrant(st *State, _ env, m *metadv1.ArenaGrant) store.Result {
+	s := st.store
 	return store.Result{Count: len(s.GrantArenas(m.GetTerm(), wire.ArenaSpecsFrom(m)))}
 }
 
 // applyArenaRetire returns arenas' unused bytes to their segments (store.Store.RetireArenas);
 // Count is how many were retired.
-func applyArenaRetire(s *store.Store, _ env, c *metadv1.Command) store.Result {
-	return store.Result{Count: s.RetireArenas(c.GetArenaRetire().GetArenaIds())}
+func applyArenaRetire(st *State, _ env, m *metadv1.ArenaRetire) store.Result {
+	return store.Result{Count: st.store.RetireArenas(m.GetArenaIds())}
 }
 
 func endReq(tenant string, client, key []byte, tier metadv1.Tier) store.PutEndRequest {
 	return store.PutEndRequest{Tenant: tenant, Client: wire.ID16(client), Key: string(key), Tier: wire.TierFrom(tier)}
 }
 
-func applyPutEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetPutEnd()
-	return fromErr(s.PutEnd(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+// endFields is what the commands that end or revoke one write have in common.
+type endFields interface {
+	GetTenant() string
+	GetClientId() []byte
+	GetKey() []byte
+	GetTier() metadv1.Tier
 }
 
-func applyPutRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetPutRevoke()
-	return fromErr(s.PutRevoke(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+// endReqOf decodes a PutEnd, PutRevoke, UpsertEnd or UpsertRevoke (got by get) into its store
+// request.
+func endReqOf(get func(*metadv1.Command) endFields) func(*metadv1.Command) store.PutEndRequest {
+	return func(c *metadv1.Command) store.PutEndRequest {
+		m := get(c)
+		return endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())
+	}
 }
 
-func applyUpsertEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetUpsertEnd()
-	return fromErr(s.UpsertEnd(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+func applyPutEnd(st *State, e env, req store.PutEndRequest) store.Result {
+	return fromErr(st.store.PutEnd(e.now, req))
 }
 
-func applyUpsertRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetUpsertRevoke()
-	return fromErr(s.UpsertRevoke(e.now, endReq(m.GetTenant(), m.GetClientId(), m.GetKey(), m.GetTier())))
+func applyPutRevoke(st *State, e env, req store.PutEndRequest) store.Result {
+	return fromErr(st.store.PutRevoke(e.now, req))
+}
+
+func applyUpsertEnd(st *State, e env, req store.PutEndRequest) store.Result {
+	return fromErr(st.store.UpsertEnd(e.now, req))
+}
+
+func applyUpsertRevoke(st *State, e env, req store.PutEndRequest) store.Result {
+	return fromErr(st.store.UpsertRevoke(e.now, req))
 }
 
 // eraseRefs erases the objects the leader prepared: each ref must still be that object of that
@@ -240,16 +220,16 @@ func eraseRefs(s *store.Store, tenant string, instance uint64, refs []*metadv1.O
 	return items(s.EraseTokens(toks, false))
 }
 
-func applyRemove(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetRemove()
+func applyRemove(st *State, e env, m *metadv1.Remove) store.Result {
+	s := st.store
 	return fromErr(s.RemoveObject(store.ObjectToken{Tenant: m.GetTenant(), Instance: m.GetTenantInstanceId(),
 		Key: string(m.GetKey()), ObjectID: m.GetObjectId()}))
 }
 
 // applyRemoveAll erases exactly the targets the leader prepared (with or without force the leader
 // lists them: leases and PROCESSING checks need its soft state and the census).
-func applyRemoveAll(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetRemoveAll()
+func applyRemoveAll(st *State, e env, m *metadv1.RemoveAll) store.Result {
+	s := st.store
 	if s.Tenants().Lookup(store.NormalizeTenant(m.GetTenant())) == nil {
 		return fromErr(&store.Error{Reason: store.TenantNotRegistered, Msg: "tenant " + m.GetTenant() + " is not registered"})
 	}
@@ -257,8 +237,8 @@ func applyRemoveAll(s *store.Store, e env, c *metadv1.Command) store.Result {
 	return store.Result{Count: countOK(rs), Items: rs}
 }
 
-func applyRemoveGroup(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetRemoveGroup()
+func applyRemoveGroup(st *State, e env, m *metadv1.RemoveGroup) store.Result {
+	s := st.store
 	n, err := s.EraseGroup(store.GroupToken{Tenant: m.GetTenant(), Instance: m.GetTenantInstanceId(),
 		Group: string(m.GetGroup()), GroupID: m.GetGroupId(), MaxObjectID: m.GetMaxObjectId()})
 	r := fromErr(err)
@@ -278,8 +258,8 @@ func distinct(e env, field string, n int, key func(i int) []byte) (store.Result,
 	return store.Result{}, true
 }
 
-func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetBatchPutStart()
+func applyBatchPutStart(st *State, e env, m *metadv1.BatchPutStart) store.Result {
+	s := st.store
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
@@ -299,7 +279,7 @@ func (f *FSM) applyBatchPutStart(s *store.Store, e env, c *metadv1.Command) stor
 		out.Items[i] = fromErr(r.Err)
 		out.Items[i].Replicas = r.Replicas
 		if r.Err == nil {
-			f.m.countShort(reqs[i].Config, r.Replicas)
+			e.m.countShort(reqs[i].Config, r.Replicas)
 		}
 	}
 	return out
@@ -313,24 +293,24 @@ func endReqs(tenant string, client []byte, keys [][]byte, tier metadv1.Tier) []s
 	return reqs
 }
 
-func applyBatchPutEnd(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetBatchPutEnd()
+func applyBatchPutEnd(st *State, e env, m *metadv1.BatchPutEnd) store.Result {
+	s := st.store
 	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
 		return r
 	}
 	return store.Result{Items: items(s.BatchPutEnd(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
-func applyBatchPutRevoke(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetBatchPutRevoke()
+func applyBatchPutRevoke(st *State, e env, m *metadv1.BatchPutRevoke) store.Result {
+	s := st.store
 	if r, ok := distinct(e, "keys", len(m.GetKeys()), func(i int) []byte { return m.GetKeys()[i] }); !ok {
 		return r
 	}
 	return store.Result{Items: items(s.BatchPutRevoke(e.now, endReqs(m.GetTenant(), m.GetClientId(), m.GetKeys(), m.GetTier())))}
 }
 
-func applyBatchRemove(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetBatchRemove()
+func applyBatchRemove(st *State, e env, m *metadv1.BatchRemove) store.Result {
+	s := st.store
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
@@ -390,8 +370,8 @@ func withRefused(refs []*metadv1.ObjectRef, run func([]*metadv1.ObjectRef) []sto
 // named, or all it owns now). A segment that is not mounted or not the client's refuses the whole
 // command, nothing changed; the leader refused the same before proposing, so this happens only
 // when the segment went between its check and the commit.
-func applyBatchReplicaClear(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetBatchReplicaClear()
+func applyBatchReplicaClear(st *State, e env, m *metadv1.BatchReplicaClear) store.Result {
+	s := st.store
 	if r, ok := distinct(e, "items", len(m.GetItems()), func(i int) []byte { return m.GetItems()[i].GetKey() }); !ok {
 		return r
 	}
@@ -451,8 +431,8 @@ func (b *evictBuf) put() {
 // cover the tokens exactly reject the command and evict nothing. Without unit_sizes each token
 // stands alone (the form written before units existed). Units has one reason per unit (a lone token
 // is a unit): a unit has one outcome.
-func applyEvict(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetEvict()
+func applyEvict(st *State, e env, m *metadv1.Evict) store.Result {
+	s := st.store
 	tier := wire.TierFrom(m.GetTier())
 	if tier == 0 {
 		tier = alloc.TierMemory
@@ -509,8 +489,8 @@ func applyEvict(s *store.Store, e env, c *metadv1.Command) store.Result {
 	return r
 }
 
-func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) store.Result {
-	re := c.GetRevokeExpired()
+func applyRevokeExpired(st *State, e env, re *metadv1.RevokeExpired) store.Result {
+	s := st.store
 	rs := items(s.RevokeTokens(tokens(re.GetTokens())))
 	r := store.Result{Count: countOK(rs), Items: rs}
 	if ids := re.GetTaskIds(); len(ids) > 0 {
@@ -521,12 +501,13 @@ func applyRevokeExpired(s *store.Store, e env, c *metadv1.Command) store.Result 
 
 // applyMountSegment mounts a segment. An entry written before the segment limits existed mounts
 // what the state recorded then (the tier's capacity is checked whatever the entry's rules).
-func applyMountSegment(s *store.Store, e env, c *metadv1.Command) store.Result {
+func applyMountSegment(st *State, e env, m *metadv1.MountSegment) store.Result {
+	s := st.store
 	mount := s.MountSegment
 	if e.rules < rulesLimits {
 		mount = s.MountRecordedSegment
 	}
-	created, err := mount(wire.SegmentFrom(c.GetMountSegment().GetSegment()))
+	created, err := mount(wire.SegmentFrom(m.GetSegment()))
 	r := fromErr(err)
 	r.Created = created
 	return r
@@ -534,8 +515,8 @@ func applyMountSegment(s *store.Store, e env, c *metadv1.Command) store.Result {
 
 // applyUnmountSegment unmounts the listed segments of the client (all of them when none is listed).
 // A listed segment the client does not own is refused, and nothing is unmounted.
-func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetUnmountSegment()
+func applyUnmountSegment(st *State, e env, m *metadv1.UnmountSegment) store.Result {
+	s := st.store
 	client := wire.ID16(m.GetClientId())
 	if len(m.GetSegmentIds()) == 0 {
 		return store.Result{Unmount: s.UnmountClient(client)}
@@ -558,8 +539,8 @@ func applyUnmountSegment(s *store.Store, e env, c *metadv1.Command) store.Result
 }
 
 // applyCloseSegment starts a segment's graceful unmount (store.Store.CloseSegment).
-func applyCloseSegment(s *store.Store, _ env, c *metadv1.Command) store.Result {
-	m := c.GetCloseSegment()
+func applyCloseSegment(st *State, _ env, m *metadv1.CloseSegment) store.Result {
+	s := st.store
 	r, err := s.CloseSegment(wire.ID16(m.GetClientId()), wire.ID16(m.GetSegmentId()), m.GetUnmountAtUnixNano())
 	if err != nil {
 		return fromErr(err)
@@ -568,28 +549,28 @@ func applyCloseSegment(s *store.Store, _ env, c *metadv1.Command) store.Result {
 }
 
 // applyUnmountClosed ends a graceful unmount at the entry's leader time (store.Store.UnmountClosed).
-func applyUnmountClosed(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetUnmountClosed()
+func applyUnmountClosed(st *State, e env, m *metadv1.UnmountClosed) store.Result {
+	s := st.store
 	return store.Result{Unmount: s.UnmountClosed(wire.ID16(m.GetSegmentId()), m.GetUnmountAtUnixNano(), e.now)}
 }
 
-func applyRegisterTenant(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetRegisterTenant()
+func applyRegisterTenant(st *State, e env, m *metadv1.RegisterTenant) store.Result {
+	s := st.store
 	inst, err := s.RegisterTenant(m.GetName(), m.GetQuotaBytes())
 	r := fromErr(err)
 	r.Instance = inst
 	return r
 }
 
-func applyUnregisterTenant(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetUnregisterTenant()
+func applyUnregisterTenant(st *State, e env, m *metadv1.UnregisterTenant) store.Result {
+	s := st.store
 	n, err := s.UnregisterTenant(m.GetName(), m.GetForce())
 	r := fromErr(err)
 	r.Count = n
 	return r
 }
 
-func applySetQuota(s *store.Store, e env, c *metadv1.Command) store.Result {
-	m := c.GetSetQuota()
+func applySetQuota(st *State, e env, m *metadv1.SetQuota) store.Result {
+	s := st.store
 	return fromErr(s.SetQuota(m.GetTenant(), m.GetQuotaBytes()))
 }

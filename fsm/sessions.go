@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/wire"
@@ -327,48 +328,16 @@ func (t *sessionTable) add(c sessionCopy) error {
 	return nil
 }
 
-// Replay returns the answer the state keeps for the session header's (session, seq): the result of
-// the command that applied with that header, if the session still keeps it and principal opened
-// it. The leader answers a retried request with it instead of deciding anything again.
-func (f *FSM) Replay(h *metadv1.SessionHeader, principal string) (store.Result, bool) {
-	if h.GetSessionId() == 0 {
-		return store.Result{}, false
-	}
-	return f.sessions.Load().replay(h, principal)
-}
-
-// NextSessionID returns the id the next OpenSession assigns.
-func (f *FSM) NextSessionID() uint64 {
-	t := f.sessions.Load()
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.next
-}
-
-// SessionOpen reports whether the state holds session id and principal is known to have opened it
-// (it may still expire at the next entry that uses it). A session of another principal, or of no
-// known one, is not open to principal.
-func (f *FSM) SessionOpen(id uint64, principal string) bool {
-	t := f.sessions.Load()
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	ss, ok := t.byID[id]
-	return ok && ss.owner.is(principal)
-}
-
-// Sessions returns the open sessions and the answers they keep.
-func (f *FSM) Sessions() (sessions, results int) { return f.sessions.Load().counts() }
-
 // applyOpenSession opens a client session.
-func (f *FSM) applyOpenSession(_ *store.Store, e env, c *metadv1.Command) store.Result {
+func applyOpenSession(st *State, e env, c *metadv1.Command) store.Result {
 	m := c.GetOpenSession()
 	o := owner{principal: c.GetPrincipal(), known: e.rules >= rulesSessionOwner}
 	if !o.known {
 		o.principal = "" // the entry's leader did not stand for its principal: no owner is recorded
 	}
-	r := f.sessions.Load().open(e.now, o, time.Duration(min(m.GetTtlMs(), 1<<40))*time.Millisecond, m.GetWindow())
+	r := st.sessions.open(e.now, o, time.Duration(min(m.GetTtlMs(), 1<<40))*time.Millisecond, m.GetWindow())
 	if r.Reason == store.OK {
-		f.m.sessionsOpened.Add(1)
+		e.m.sessionsOpened.Add(1)
 	}
 	return r
 }
@@ -376,15 +345,15 @@ func (f *FSM) applyOpenSession(_ *store.Store, e env, c *metadv1.Command) store.
 // runCommand applies one command, through its session when it carries one. A command authorized
 // against an older auth revision is refused first (AUTH_REVISION_STALE): its session never sees
 // it, so the refusal is not kept as the answer to its seq and the retry with the same seq runs.
-func (f *FSM) runCommand(s *store.Store, e env, c *metadv1.Command) store.Result {
-	if r, stale := staleAuth(f.auth.Load(), c); stale {
+func (f *FSM) runCommand(st *State, e env, c *metadv1.Command) store.Result {
+	if r, stale := auth.Stale(st.Auth(), c); stale {
 		return r
 	}
 	h := c.GetSession()
 	if h.GetSessionId() == 0 {
-		return f.dispatch(s, e, c)
+		return dispatch(st, e, c)
 	}
-	r, dup := f.sessions.Load().run(e.now, h, c.GetPrincipal(), e.rules >= rulesSessionOwner, func() store.Result { return f.dispatch(s, e, c) })
+	r, dup := st.sessions.run(e.now, h, c.GetPrincipal(), e.rules >= rulesSessionOwner, func() store.Result { return dispatch(st, e, c) })
 	if dup {
 		f.m.sessionDuplicates.Add(1)
 	}

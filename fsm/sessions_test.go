@@ -128,7 +128,7 @@ func TestSessionFloorWindowAndExpiry(t *testing.T) {
 
 func TestSessionTableIsBounded(t *testing.T) {
 	x := newSessionFixture(t, time.Hour, 4)
-	x.f.sessions.Load().limit = 3
+	x.f.State().sessions.limit = 3
 	b := x.open(time.Second, time.Hour, 4)
 	c := x.open(2*time.Second, time.Hour, 4)
 	x.put(3*time.Second, x.id, 1, 1, "a") // the first session is now the most recently used
@@ -254,7 +254,7 @@ func TestSessionSeqBounded(t *testing.T) {
 	if r := x.put(0, x.id, MaxSessionSeq, MaxSessionSeq, "k"); r.Reason != store.OK {
 		t.Fatalf("seq at the bound: %+v", r)
 	}
-	_, got := x.f.sessions.Load().capture()
+	_, got := x.f.State().sessions.capture()
 	if len(got) != 1 || len(got[0].seqs) != 1 || got[0].seqs[0] != MaxSessionSeq {
 		t.Fatalf("captured %+v, want the kept answer at the bound", got)
 	}

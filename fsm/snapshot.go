@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
 
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
@@ -31,7 +32,7 @@ type fsmSnapshot struct {
 	members   []Member
 	nextSess  uint64
 	sessions  []sessionCopy
-	auth      *AuthState
+	auth      *auth.State
 	index     uint64
 	term      uint64
 	createdAt int64
@@ -75,15 +76,15 @@ func sortedMembers(m map[string]Member) []Member {
 // and no auth state (segments by id, each tenant and its objects by key, members by name) and
 // returns the bytes written. The same state always gives the same bytes.
 func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term uint64, createdAt int64) (int64, error) {
-	return writeState(w, c, members, 1, nil, emptyAuth, index, term, createdAt)
+	return writeState(w, c, members, 1, nil, auth.Empty, index, term, createdAt)
 }
 
 // writeState is WriteCapture with the client sessions (by id, after the members), the next
 // session id, and the auth state (keys by id, then role bindings by principal, after the
 // sessions; its revision in the header).
-func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, auth *AuthState,
+func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, a *auth.State,
 	index, term uint64, createdAt int64) (int64, error) {
-	ar := auth.Records()
+	ar := a.Records()
 	c.Sort()
 	h := &metadv1.SnapshotHeader{
 		FormatVersion: metadv1.SnapshotFormatVersion, Index: index, Term: term, CreatedAtUnixNano: createdAt,
@@ -129,7 +130,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		}
 	}
 	for _, m := range members {
-		rec.Record = &metadv1.Record_Member{Member: &metadv1.MemberRecord{Name: m.Name, PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr}}
+		rec.Record = &metadv1.Record_Member{Member: m.record()}
 		if err := sw.WriteRecord(rec); err != nil {
 			return sw.Size(), err
 		}
@@ -194,29 +195,26 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return st.store, st.members, st.header, nil
+	return st.state.store, st.state.Members(), st.header, nil
 }
 
 // readResult is a whole state read from a snapshot.
 type readResult struct {
-	store    *store.Store
-	members  map[string]Member
-	sessions *sessionTable
-	auth     *AuthState
-	header   *metadv1.SnapshotHeader
+	state  *State
+	header *metadv1.SnapshotHeader
 }
 
 // readState is ReadSnapshot that also reads the client sessions into a new table (expired counts
 // its later expiries) and the auth state (none in a file of format version 1 or 2).
 func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*readResult, error) {
-	s, members, sessions, auth, h, err := readRecords(cfg, r, expired)
+	s, members, sessions, a, h, err := readRecords(cfg, r, expired)
 	if err != nil {
 		return nil, err
 	}
-	return &readResult{store: s, members: members, sessions: sessions, auth: auth, header: h}, nil
+	return &readResult{state: newState(s, members, sessions, a), header: h}, nil
 }
 
-func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *AuthState, *metadv1.SnapshotHeader, error) {
+func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *auth.State, *metadv1.SnapshotHeader, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
@@ -227,7 +225,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 		expired = new(atomic.Uint64)
 	}
 	sessions := newSessionTable(h.GetNextSessionId(), expired)
-	auth := newAuthBuilder(h.GetAuthRevision())
+	ab := auth.NewBuilder(h.GetAuthRevision())
 	b, err := store.NewBuilder(cfg, h.GetNextTenantInstanceId(), h.GetStateEpoch())
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
@@ -283,11 +281,11 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Key:
-			if err := auth.addKey(x.Key); err != nil {
+			if err := ab.AddKey(x.Key); err != nil {
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Role:
-			if err := auth.addRoles(x.Role); err != nil {
+			if err := ab.AddRoles(x.Role); err != nil {
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Task:
@@ -305,7 +303,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 			if m.GetName() == "" {
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
 			}
-			members[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress()}
+			members[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress(), Level: m.GetFeatureLevel()}
 		}
 	}
 	groups += uint64(len(seenGroups))
@@ -325,7 +323,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 	}
-	return s, members, sessions, auth.a, h, nil
+	return s, members, sessions, ab.State(), h, nil
 }
 
 // addSession installs a session record into t. A record of format 5 or older has no owner fields:

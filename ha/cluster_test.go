@@ -441,18 +441,18 @@ func TestRecordMember(t *testing.T) {
 			f = n
 		}
 	}
-	if err := f.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); !errors.Is(err, ErrNotLeader) {
+	if err := f.RecordMember(ctx, f.Self()); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("RecordMember on a follower: %v", err)
 	}
-	if err := l.RecordMember(ctx, "stranger", "127.0.0.1:1", "127.0.0.1:2"); !errors.Is(err, ErrMemberNotFound) {
+	if err := l.RecordMember(ctx, fsm.Member{Name: "stranger", PeerAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2"}); !errors.Is(err, ErrMemberNotFound) {
 		t.Fatalf("RecordMember of a non-member: %v", err)
 	}
-	if err := l.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); err != nil {
+	if err := l.RecordMember(ctx, f.Self()); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("the follower to apply its record", 5*time.Second, f.SelfRecorded)
 	before := l.Status().LastLogIndex
-	if err := l.RecordMember(ctx, f.cfg.Name, f.cfg.PeerAddr, f.cfg.ClientAddr); err != nil {
+	if err := l.RecordMember(ctx, f.Self()); err != nil {
 		t.Fatal(err)
 	}
 	if after := l.Status().LastLogIndex; after != before {

@@ -3,6 +3,8 @@ package ha
 import (
 	"errors"
 	"fmt"
+
+	metadv1 "metad/proto/metadv1"
 )
 
 // Raft-level failures: the command may or may not have been applied (ErrUnknown) or was certainly
@@ -81,3 +83,25 @@ func invalidMember(err error) error {
 	}
 	return &InvalidMemberError{Msg: err.Error()}
 }
+
+// ErrFeatureLevel: a command needs a feature level that some member of the configuration does
+// not record yet (a member of an older binary, or one not recorded yet); nothing was proposed.
+var ErrFeatureLevel = errors.New("ha: the cluster's feature level is below the command's")
+
+// FeatureLevelError is ErrFeatureLevel for one command: it needs level Need, and Member records
+// Have.
+type FeatureLevelError struct {
+	Command    *metadv1.Command
+	Need, Have uint32
+	Member     string
+}
+
+func (e *FeatureLevelError) Error() string {
+	op := "command"
+	if fd := e.Command.ProtoReflect().WhichOneof(e.Command.ProtoReflect().Descriptor().Oneofs().ByName("op")); fd != nil {
+		op = string(fd.Name())
+	}
+	return fmt.Sprintf("%s needs every member at feature level %d; member %s is at level %d (upgrade it first)", op, e.Need, e.Member, e.Have)
+}
+
+func (e *FeatureLevelError) Unwrap() error { return ErrFeatureLevel }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"metad/fsm"
 )
 
 // TestMembershipRequestsChecked: a malformed name or address is INVALID_PARAMS and a name that is
@@ -108,7 +110,7 @@ func TestRemoveMemberRetried(t *testing.T) {
 	if err := l.raft.AddNonvoter("n9", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.RecordMember(ctx, "n9", "127.0.0.1:7009", "127.0.0.1:7019"); err != nil {
+	if err := l.RecordMember(ctx, fsm.Member{Name: "n9", PeerAddr: "127.0.0.1:7009", ClientAddr: "127.0.0.1:7019"}); err != nil {
 		t.Fatal(err)
 	}
 	// The first RemoveMember's configuration change, without its ForgetMember.

@@ -280,25 +280,36 @@ func (n *Node) takeOffice(term uint64) {
 	if !n.SelfRecorded() {
 		ctx, cancel := context.WithTimeout(n.stopCtx, n.cfg.ApplyTimeout)
 		defer cancel()
-		if err := n.RecordMember(ctx, n.cfg.Name, n.cfg.PeerAddr, n.cfg.ClientAddr); err != nil {
+		if err := n.RecordMember(ctx, n.self()); err != nil {
 			n.log.Warn("could not record this leader's addresses (the server's loop asks again)", "err", err)
 		}
 	}
 }
 
-// SelfRecorded reports whether the member records this node has applied hold its own current peer
-// and client addresses. A member whose record is missing or stale asks the leader to record it
-// (RecordMember; package server does, whichever node leads), and a new leader records its own.
-func (n *Node) SelfRecorded() bool {
-	m, ok := n.sm.Members()[n.cfg.Name]
-	return ok && m.ClientAddr == n.cfg.ClientAddr && m.PeerAddr == n.cfg.PeerAddr
+// self is this node's member record: its addresses and its binary's feature level.
+func (n *Node) self() fsm.Member {
+	return fsm.Member{Name: n.cfg.Name, PeerAddr: n.cfg.PeerAddr, ClientAddr: n.cfg.ClientAddr, Level: metadv1.FeatureLevel}
 }
 
-// RecordMember records a member's peer and client addresses in the replicated member records
-// (leader only). name must be a server of Raft's configuration (MEMBER_NOT_FOUND otherwise) and a
-// valid member name (INVALID_PARAMS: a member named before the rules goes unrecorded); a record
-// that already holds these addresses is left as it is, with no log entry.
-func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error {
+// Self returns this node's member record as it should be recorded (SelfRecorded).
+func (n *Node) Self() fsm.Member { return n.self() }
+
+// SelfRecorded reports whether the member records this node has applied hold its own current peer
+// and client addresses and its binary's feature level. A member whose record is missing or stale
+// asks the leader to record it (RecordMember; package server does, whichever node leads), and a
+// new leader records its own.
+func (n *Node) SelfRecorded() bool {
+	m, ok := n.sm.Members()[n.cfg.Name]
+	return ok && m == n.self()
+}
+
+// RecordMember records a member's record (peer and client addresses, feature level) in the
+// replicated member records (leader only). Its name must be a server of Raft's configuration
+// (MEMBER_NOT_FOUND otherwise) and a valid member name (INVALID_PARAMS: a member named before the
+// rules goes unrecorded); a record that already holds these values is left as it is, with no log
+// entry.
+func (n *Node) RecordMember(ctx context.Context, rec fsm.Member) error {
+	name, peerAddr, clientAddr := rec.Name, rec.PeerAddr, rec.ClientAddr
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
@@ -309,11 +320,11 @@ func (n *Node) RecordMember(ctx context.Context, name, peerAddr, clientAddr stri
 		// A member named before the rules: apply would refuse its record, so do not propose it.
 		return err
 	}
-	if m, ok := n.sm.Members()[name]; ok && m.PeerAddr == peerAddr && m.ClientAddr == clientAddr {
+	if m, ok := n.sm.Members()[name]; ok && m == rec {
 		return nil
 	}
 	res, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
-		Name: name, PeerAddress: peerAddr, ClientAddress: clientAddr}}})
+		Name: name, PeerAddress: peerAddr, ClientAddress: clientAddr, FeatureLevel: rec.Level}}})
 	if err != nil {
 		return err
 	}
@@ -362,8 +373,34 @@ func (n *Node) LeaderReady(ctx context.Context) error {
 }
 
 // Propose replicates one command through the proposer and returns its typed result.
+//
+// A command that needs a feature level above the cluster's (fsm.LevelOf, ClusterLevel) is not
+// proposed: the error is a *FeatureLevelError (errors.Is ErrFeatureLevel), and no entry exists.
 func (n *Node) Propose(ctx context.Context, cmd *metadv1.Command) (fsm.Result, error) {
+	if need := fsm.LevelOf(cmd); need > 1 {
+		if have, member := n.ClusterLevel(); have < need {
+			return fsm.Result{}, &FeatureLevelError{Command: cmd, Need: need, Have: have, Member: member}
+		}
+	}
 	return n.proposer.Propose(ctx, cmd)
+}
+
+// ClusterLevel returns the cluster's feature level: the lowest that the members of the Raft
+// configuration (as this node knows it) record, a member with no recorded level counting as 1;
+// member names one at that level ("" when the configuration is unknown, and the level is then 1).
+func (n *Node) ClusterLevel() (level uint32, member string) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 1, ""
+	}
+	recorded := n.sm.Members()
+	level = metadv1.FeatureLevel
+	for _, s := range f.Configuration().Servers {
+		if l := max(recorded[string(s.ID)].Level, 1); l < level || member == "" && l == level {
+			level, member = l, string(s.ID)
+		}
+	}
+	return level, member
 }
 
 // Proposer returns the proposer (eviction reserves slots on it).

@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -175,7 +174,9 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	if err := n.raftBarrier(ctx); err != nil {
 		return nil, fmt.Errorf("ha: snapshot restore: %w", err)
 	}
-	epoch := n.sm.StateEpoch() + 1
+	carried := n.sm.Carried()
+	carried.Members = n.inConfiguration(carried.Members)
+	epoch := carried.Epoch
 	spool, err := os.CreateTemp(n.cfg.DataDir, spoolPattern)
 	if err != nil {
 		return nil, fmt.Errorf("ha: snapshot restore: spool file: %w", err)
@@ -187,9 +188,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 
 	// 1. Receive, checking the format as it streams.
 	n.log.Info("snapshot restore: receiving", "spool", spool.Name())
-	members := n.currentMembers()
-	h, size, err := snapshot.Rewrite(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, members, epoch,
-		n.sm.NextSessionID(), n.sm.Auth().Records())
+	h, size, err := snapshot.Rewrite(spool, &progressReader{r: r, log: n.log, what: "snapshot restore: receiving"}, carried)
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -237,8 +236,9 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	if err := n.raftBarrier(pctx); err != nil {
 		n.log.Warn("snapshot restore: installed, but the barrier after it failed", "err", err)
 	} else {
+		self := n.self()
 		_, err := n.Propose(pctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
-			Name: n.cfg.Name, PeerAddress: n.cfg.PeerAddr, ClientAddress: n.cfg.ClientAddr}}})
+			Name: self.Name, PeerAddress: self.PeerAddr, ClientAddress: self.ClientAddr, FeatureLevel: self.Level}}})
 		if err != nil {
 			n.log.Warn("snapshot restore: installed, but recording this leader's addresses failed", "err", err)
 		}
@@ -248,19 +248,15 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	return res, nil
 }
 
-// currentMembers is this cluster's recorded members, limited to its Raft configuration, by name.
-func (n *Node) currentMembers() []*metadv1.MemberRecord {
-	recorded := n.sm.Members()
-	var out []*metadv1.MemberRecord
-	if f := n.raft.GetConfiguration(); f.Error() == nil {
-		for _, s := range f.Configuration().Servers {
-			if m, ok := recorded[string(s.ID)]; ok {
-				out = append(out, &metadv1.MemberRecord{Name: m.Name, PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr})
-			}
-		}
+// inConfiguration keeps the member records of servers of Raft's configuration, in their order.
+func (n *Node) inConfiguration(recs []*metadv1.MemberRecord) []*metadv1.MemberRecord {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
 	}
-	slices.SortFunc(out, func(a, b *metadv1.MemberRecord) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return slices.DeleteFunc(recs, func(m *metadv1.MemberRecord) bool {
+		return !slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == m.GetName() })
+	})
 }
 
 // invalid wraps a snapshot reading error as a refusal (ErrInvalidSnapshot), unless it is a failure

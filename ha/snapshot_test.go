@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/snapshot/snapshottest"
@@ -112,7 +113,7 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 		}
 		// The keys and role bindings are this cluster's (a restore must not lock out its
 		// operator), at the larger auth revision (it never goes back).
-		a := n.sm.Auth()
+		a := n.sm.(*fsm.FSM).Auth()
 		if _, ok := a.Key("00000000000000bb"); !ok || len(a.Keys()) != 1 || len(a.Roles("dst-op")) != 1 || a.Roles("src-op") != nil ||
 			a.Revision() != 3 {
 			t.Fatalf("%s: auth state after the restore: keys %v, principals %v, revision %d", name, a.Keys(), a.Principals(), a.Revision())

@@ -7,6 +7,7 @@ import (
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
 )
 
 // StateMachine is what a Node needs of the replicated state machine; *fsm.FSM is metad's. Raft calls
@@ -20,14 +21,11 @@ type StateMachine interface {
 	Applied() (index, term uint64)
 	// Members returns the recorded member addresses by name: a copy, the caller's to keep.
 	Members() map[string]fsm.Member
-	// StateEpoch returns the current state's epoch (RestoreSnapshot installs the next one).
-	StateEpoch() uint64
-	// NextSessionID returns the next client session id (RestoreSnapshot installs a state whose
-	// counter is at least this, and no session of the file).
-	NextSessionID() uint64
-	// Auth returns the current auth state (RestoreSnapshot installs a state with these keys and
-	// role bindings, at a revision no lower).
-	Auth() *fsm.AuthState
+	// Carried returns what a snapshot restore keeps of the current state (RestoreSnapshot installs
+	// a state at its epoch, with its member records limited to the Raft configuration, a session
+	// counter no lower and its auth state at a revision no lower). The caller runs a barrier first
+	// so that every restore committed so far is in it.
+	Carried() snapshot.Carried
 	// Objects returns how many objects the current state holds (Status).
 	Objects() int64
 	// VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would, changing
@@ -38,3 +36,7 @@ type StateMachine interface {
 	// the leader once the restored state is installed.
 	ResetSoftState(now int64)
 }
+
+// MemberRecord is one member's replicated record: its addresses and its binary's feature level
+// (RecordMember, StateMachine.Members).
+type MemberRecord = fsm.Member

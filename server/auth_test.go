@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"metad/fsm"
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 )
 
@@ -23,7 +23,7 @@ func TestAuthAdminCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := clock.Now().UnixMilli()
-	if len(k.GetKeyId()) != fsm.KeyIDLen || !strings.HasPrefix(k.GetToken(), fsm.TokenPrefix+k.GetKeyId()+"_") ||
+	if len(k.GetKeyId()) != auth.KeyIDLen || !strings.HasPrefix(k.GetToken(), auth.TokenPrefix+k.GetKeyId()+"_") ||
 		k.GetExpiresMs() != now+3_600_000 {
 		t.Fatalf("CreateKey: %v", k)
 	}
@@ -31,7 +31,7 @@ func TestAuthAdminCalls(t *testing.T) {
 	if err != nil || got.Principal != "alice" || got.CreatedMs != now {
 		t.Fatalf("the token does not verify: %+v, %v", got, err)
 	}
-	forever, err := h.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: fsm.RootPrincipal})
+	forever, err := h.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: auth.RootPrincipal})
 	if err != nil || forever.GetExpiresMs() != 0 || forever.GetKeyId() == k.GetKeyId() || forever.GetToken() == k.GetToken() {
 		t.Fatalf("second key: %v, %v", forever, err)
 	}
@@ -82,7 +82,7 @@ func TestAuthAdminCalls(t *testing.T) {
 	if err != nil || len(stale.GetBindings()) != 1 {
 		t.Fatalf("stale ListRoles: %v, %v", stale, err)
 	}
-	_, err = h.admin.RevokeRole(ctx, &metadv1.RevokeRoleRequest{Principal: fsm.RootPrincipal, Role: "admin"})
+	_, err = h.admin.RevokeRole(ctx, &metadv1.RevokeRoleRequest{Principal: auth.RootPrincipal, Role: "admin"})
 	wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
 }
 
@@ -101,7 +101,7 @@ func TestAuthAdminCallsValidate(t *testing.T) {
 			return err
 		}},
 		{"ttl_ms", func() error {
-			_, err := h.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: "a", TtlMs: uint64(fsm.MaxKeyTTL.Milliseconds()) + 1})
+			_, err := h.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: "a", TtlMs: uint64(auth.MaxKeyTTL.Milliseconds()) + 1})
 			return err
 		}},
 		{"key_id", func() error {

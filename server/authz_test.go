@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"metad/auth"
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -152,7 +153,7 @@ func (b *fakeBackend) mustApply(t *testing.T, cmd *metadv1.Command) {
 func newKey(t *testing.T, b *fakeBackend, principal string, expiresMs int64) (token string, keyCmd *metadv1.Command) {
 	t.Helper()
 	var idb [8]byte
-	secret := make([]byte, fsm.SecretBytes)
+	secret := make([]byte, auth.SecretBytes)
 	_, _ = rand.Read(idb[:])
 	_, _ = rand.Read(secret)
 	id := hex.EncodeToString(idb[:])
@@ -160,7 +161,7 @@ func newKey(t *testing.T, b *fakeBackend, principal string, expiresMs int64) (to
 	keyCmd = &metadv1.Command{Op: &metadv1.Command_CreateKey{CreateKey: &metadv1.CreateKey{
 		Id: id, Principal: principal, Sha256: sum[:], CreatedMs: b.now().UnixMilli(), ExpiresMs: expiresMs}}}
 	b.mustApply(t, keyCmd)
-	return fsm.FormatToken(id, secret), keyCmd
+	return auth.FormatToken(id, secret), keyCmd
 }
 
 func grantCmd(principal, role string) *metadv1.Command {
@@ -172,7 +173,7 @@ func revokeRoleCmd(principal, role string) *metadv1.Command {
 }
 
 func revokeKeyCmd(token string) *metadv1.Command {
-	id, _, _ := fsm.ParseToken(token)
+	id, _, _ := auth.ParseToken(token)
 	return &metadv1.Command{Op: &metadv1.Command_RevokeKey{RevokeKey: &metadv1.RevokeKey{Id: id}}}
 }
 
@@ -451,7 +452,7 @@ func TestOnlyAdminManages(t *testing.T) {
 			t.Errorf("%s by an admin: %v", name, err)
 		}
 	}
-	root := n.clients(t, p.client(t, fsm.RootPrincipal))
+	root := n.clients(t, p.client(t, auth.RootPrincipal))
 	if _, err := root.admin.RegisterTenant(tctx(t), &metadv1.RegisterTenantRequest{Name: "r"}); err != nil {
 		t.Fatalf("root, admin always, by its certificate: %v", err)
 	}
@@ -492,24 +493,24 @@ func TestUnauthenticatedRefused(t *testing.T) {
 	}
 	wantCode(t, get(tctx(t)), codes.Unauthenticated, "no credentials", "no client certificate")
 	wantCode(t, get(withKey(t, "not-a-token")), codes.Unauthenticated, "does not match")
-	id, _, _ := fsm.ParseToken(good)
+	id, _, _ := auth.ParseToken(good)
 	wrong := good[:len(good)-4] + "AAAA"
 	if wrong == good {
 		wrong = good[:len(good)-4] + "BBBB"
 	}
 	err := get(withKey(t, wrong))
 	wantCode(t, err, codes.Unauthenticated, "API key "+id, "does not match")
-	if strings.Contains(status.Convert(err).Message(), wrong[len(fsm.TokenPrefix)+fsm.KeyIDLen+1:]) {
+	if strings.Contains(status.Convert(err).Message(), wrong[len(auth.TokenPrefix)+auth.KeyIDLen+1:]) {
 		t.Fatalf("the message holds the secret: %s", status.Convert(err).Message())
 	}
 	unknown, _ := newKey(t, newFakeBackend(t, nil), "alice", 0) // recorded in another cluster only
-	uid, _, _ := fsm.ParseToken(unknown)
+	uid, _, _ := auth.ParseToken(unknown)
 	wantCode(t, get(withKey(t, unknown)), codes.Unauthenticated, "API key "+uid+" is unknown")
 	if err := get(withKey(t, expiring)); status.Code(err) != codes.NotFound {
 		t.Fatalf("a key before its expiry: %v", err)
 	}
 	clock.Advance(2 * time.Minute)
-	eid, _, _ := fsm.ParseToken(expiring)
+	eid, _, _ := auth.ParseToken(expiring)
 	wantCode(t, get(withKey(t, expiring)), codes.Unauthenticated, "API key "+eid+" has expired")
 	if _, err := healthpb.NewHealthClient(cc).Check(tctx(t), &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("health without credentials: %v", err)
@@ -524,10 +525,10 @@ func TestClientSetPrincipalGainsNothing(t *testing.T) {
 	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
 	alice, _ := newKey(t, n.b, "alice", 0)
 	byKey := n.clients(t)
-	_, err := byKey.admin.RegisterTenant(withKey(t, alice, principalKey, fsm.RootPrincipal), &metadv1.RegisterTenantRequest{Name: "x"})
+	_, err := byKey.admin.RegisterTenant(withKey(t, alice, principalKey, auth.RootPrincipal), &metadv1.RegisterTenantRequest{Name: "x"})
 	wantCode(t, err, codes.PermissionDenied, `"alice"`)
 	byCert := n.clients(t, p.client(t, "alice"))
-	ctx := metadata.AppendToOutgoingContext(tctx(t), principalKey, fsm.RootPrincipal)
+	ctx := metadata.AppendToOutgoingContext(tctx(t), principalKey, auth.RootPrincipal)
 	_, err = byCert.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "x"})
 	wantCode(t, err, codes.PermissionDenied, `"alice"`)
 	_, err = n.clients(t).admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "x"})
@@ -707,7 +708,7 @@ func TestStaleRemovalDeniedClearsMarks(t *testing.T) {
 	n.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}})
 	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
 	alice, _ := newKey(t, n.b, "alice", 0)
-	root := n.clients(t, p.client(t, fsm.RootPrincipal))
+	root := n.clients(t, p.client(t, auth.RootPrincipal))
 	ctx := tctx(t)
 	if _, err := root.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
 		t.Fatal(err)

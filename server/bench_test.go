@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
-	"metad/fsm"
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
 	"metad/tlsconf"
@@ -83,7 +83,7 @@ func BenchmarkCall(b *testing.B) {
 	b.Run("tls-certificate", func(b *testing.B) {
 		p := newPKI(b)
 		n := startAuth(b, p, newFakeBackend(b, nil), "n1")
-		root := p.client(b, fsm.RootPrincipal)
+		root := p.client(b, auth.RootPrincipal)
 		c := n.clients(b, root)
 		ctx := context.Background()
 		if _, err := c.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {

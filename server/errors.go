@@ -159,6 +159,8 @@ func toStatus(err error) error {
 		return status.Error(codes.Internal, err.Error())
 	case errors.Is(err, service.ErrUnimplemented):
 		return status.Error(codes.Unimplemented, err.Error())
+	case errors.Is(err, ha.ErrFeatureLevel):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ha.ErrShutdown):
 		return unavailableStatus(err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"metad/fsm"
+	"metad/auth"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -245,7 +245,7 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			return err
 		}},
 		{store.AuthLimitExceeded, "", func() error {
-			for i := range fsm.MaxRolesPerPrincipal {
+			for i := range auth.MaxRolesPerPrincipal {
 				if _, err := h.admin.GrantRole(ctx, &metadv1.GrantRoleRequest{Principal: "many", Role: fmt.Sprintf("tenant:t%d", i)}); err != nil {
 					return err
 				}

@@ -60,6 +60,10 @@ type fakeBackend struct {
 	// members, when set, names the servers of the configuration (Members); nil: "self" alone.
 	members atomic.Pointer[[]string]
 
+	// olderMember, when not 0, is the feature level of a member of an older binary (ClusterLevel),
+	// and Propose refuses a command that needs more, as ha.Node does.
+	olderMember atomic.Uint32
+
 	// lastProposed is the last command given to Propose, whatever became of it.
 	lastProposed atomic.Pointer[metadv1.Command]
 
@@ -121,6 +125,9 @@ func (b *fakeBackend) Propose(ctx context.Context, cmd *metadv1.Command) (store.
 	}
 	if err := ctx.Err(); err != nil {
 		return store.Result{}, err
+	}
+	if have, member := b.ClusterLevel(); fsm.LevelOf(cmd) > have {
+		return store.Result{}, &ha.FeatureLevelError{Command: cmd, Need: fsm.LevelOf(cmd), Have: have, Member: member}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -245,17 +252,29 @@ func knownMember(name string) error {
 }
 
 // RecordMember records nothing: the fake's only member, "self", is always recorded.
-func (b *fakeBackend) RecordMember(_ context.Context, name, _, _ string) error {
+func (b *fakeBackend) RecordMember(_ context.Context, m ha.MemberRecord) error {
 	if !b.IsLeader() {
 		return b.notLeader()
 	}
-	if name != "self" {
+	if name := m.Name; name != "self" {
 		return &ha.MemberNotFoundError{Name: name}
 	}
 	return nil
 }
 
 func (b *fakeBackend) SelfRecorded() bool { return true }
+
+func (b *fakeBackend) Self() ha.MemberRecord {
+	return ha.MemberRecord{Name: "self", PeerAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2", Level: metadv1.FeatureLevel}
+}
+
+// ClusterLevel is this binary's level unless the test set olderMember.
+func (b *fakeBackend) ClusterLevel() (uint32, string) {
+	if l := b.olderMember.Load(); l != 0 {
+		return l, "older"
+	}
+	return metadv1.FeatureLevel, "self"
+}
 
 // fakeClock is a settable clock for tests.
 type fakeClock struct{ ns atomic.Int64 }

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
-	"metad/fsm"
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/tlsconf"
 )
@@ -56,9 +56,9 @@ func TestNonMemberCertificateActsForNobody(t *testing.T) {
 	n9 := leader.p.member(t, "n9")
 	for _, n := range []*authNode{leader, follower} {
 		c := n.clients(t, n9)
-		_, err := c.admin.ListKeys(forwardedFor(t, fsm.RootPrincipal), &metadv1.ListKeysRequest{})
+		_, err := c.admin.ListKeys(forwardedFor(t, auth.RootPrincipal), &metadv1.ListKeysRequest{})
 		wantCode(t, err, codes.Unauthenticated, `principal "root"`, "member n9", "not in this node's Raft configuration")
-		_, err = c.admin.CreateKey(forwardedFor(t, fsm.RootPrincipal), &metadv1.CreateKeyRequest{Principal: fsm.RootPrincipal})
+		_, err = c.admin.CreateKey(forwardedFor(t, auth.RootPrincipal), &metadv1.CreateKeyRequest{Principal: auth.RootPrincipal})
 		wantCode(t, err, codes.Unauthenticated, "member n9")
 		_, err = c.meta.Get(forwardedFor(t, "alice"), &metadv1.GetRequest{Tenant: "a", Key: []byte("k")})
 		wantCode(t, err, codes.Unauthenticated, `principal "alice"`, "member n9")
@@ -83,7 +83,7 @@ func TestMemberForwardsOnlyWhileInConfiguration(t *testing.T) {
 	tok, keyCmd := newKey(t, leader.b, "alice", 0)
 	follower.b.mustApply(t, keyCmd)
 	asN2 := leader.clients(t, leader.p.member(t, "n2"))
-	if _, err := asN2.admin.ListKeys(forwardedFor(t, fsm.RootPrincipal), &metadv1.ListKeysRequest{}); err != nil {
+	if _, err := asN2.admin.ListKeys(forwardedFor(t, auth.RootPrincipal), &metadv1.ListKeysRequest{}); err != nil {
 		t.Fatalf("member n2 forwarding for root: %v", err)
 	}
 	viaFollower := follower.clients(t)
@@ -92,7 +92,7 @@ func TestMemberForwardsOnlyWhileInConfiguration(t *testing.T) {
 	}
 
 	leader.b.setMembers("n1") // n2 removed; its certificate is still valid
-	_, err := asN2.admin.ListKeys(forwardedFor(t, fsm.RootPrincipal), &metadv1.ListKeysRequest{})
+	_, err := asN2.admin.ListKeys(forwardedFor(t, auth.RootPrincipal), &metadv1.ListKeysRequest{})
 	wantCode(t, err, codes.Unauthenticated, "member n2", "not in this node's Raft configuration")
 	_, err = viaFollower.meta.RemoveAll(withKey(t, tok), &metadv1.RemoveAllRequest{})
 	wantCode(t, err, codes.Unauthenticated, "member n2", "not in this node's Raft configuration")
@@ -104,7 +104,7 @@ func TestMemberForwardsOnlyWhileInConfiguration(t *testing.T) {
 func TestForwardNeedsServerAuth(t *testing.T) {
 	leader, _ := authPair(t)
 	c := leader.clients(t, memberWithoutServerAuth(t, leader.p, "n2"))
-	_, err := c.admin.ListKeys(forwardedFor(t, fsm.RootPrincipal), &metadv1.ListKeysRequest{})
+	_, err := c.admin.ListKeys(forwardedFor(t, auth.RootPrincipal), &metadv1.ListKeysRequest{})
 	wantCode(t, err, codes.Unauthenticated, "serverAuth")
 	_, err = c.meta.OpenSession(tctx(t), &metadv1.OpenSessionRequest{})
 	wantCode(t, err, codes.PermissionDenied, "serverAuth")

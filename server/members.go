@@ -69,11 +69,11 @@ func (s *Server) recordSelf(ctx context.Context, p *recordPacer) {
 
 // askRecord records this node's addresses, here when it leads or through the leader it knows.
 func (s *Server) askRecord(ctx context.Context) error {
-	st := s.node.Status()
+	self := s.node.Self()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BackgroundTimeout)
 	defer cancel()
 	if s.node.IsLeader() {
-		return s.node.RecordMember(ctx, st.Name, st.PeerAddr, st.ClientAddr)
+		return s.node.RecordMember(ctx, self)
 	}
 	name, addr := s.node.Leader()
 	if addr == "" {
@@ -83,7 +83,7 @@ func (s *Server) askRecord(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	req := &metadv1.RecordMemberRequest{Name: st.Name, PeerAddress: st.PeerAddr, ClientAddress: st.ClientAddr}
+	req := &metadv1.RecordMemberRequest{Name: self.Name, PeerAddress: self.PeerAddr, ClientAddress: self.ClientAddr, FeatureLevel: self.Level}
 	// Marked as forwarded: a node that is no longer the leader answers NOT_LEADER, never relays it.
 	out := metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
 	return cc.Invoke(out, metadv1.Admin_RecordMember_FullMethodName, req, &metadv1.RecordMemberResponse{})

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"metad/fsm"
+	"metad/auth"
 )
 
 // TestScrapeNeedsACertificateThatMaySeeTenants: behind ScrapeAuth, a page is served to a member
@@ -53,7 +53,7 @@ func TestScrapeNeedsACertificateThatMaySeeTenants(t *testing.T) {
 		{"a tenant's principal", []tls.Certificate{p.client(t, "alice")}, http.StatusForbidden, "reader"},
 		{"a reader", []tls.Certificate{p.client(t, "rita")}, http.StatusOK, "metad_server_tenant"},
 		{"an admin", []tls.Certificate{p.client(t, "ops")}, http.StatusOK, "metad_server_tenant"},
-		{"root", []tls.Certificate{p.client(t, fsm.RootPrincipal)}, http.StatusOK, "metad_server_tenant"},
+		{"root", []tls.Certificate{p.client(t, auth.RootPrincipal)}, http.StatusOK, "metad_server_tenant"},
 		{"a member", []tls.Certificate{p.member(t, "n2")}, http.StatusOK, "metad_server_tenant"},
 		{"a member outside the configuration", []tls.Certificate{p.member(t, "n9")}, http.StatusForbidden, "not in this node's Raft configuration"},
 		{"a member name without serverAuth", []tls.Certificate{memberWithoutServerAuth(t, p, "n2")}, http.StatusForbidden, "serverAuth"},

@@ -109,8 +109,10 @@ type Node interface {
 	// InConfiguration reports whether name is a server of the Raft configuration as this node
 	// knows it (auth.go believes a member's connection only while it is).
 	InConfiguration(name string) bool
-	// RecordMember records a member's addresses (leader only).
-	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
+	// RecordMember records a member's addresses and feature level (leader only).
+	RecordMember(ctx context.Context, m ha.MemberRecord) error
+	// Self is this node's member record as it should be recorded.
+	Self() ha.MemberRecord
 	// SelfRecorded reports whether the member records hold this node's own current addresses.
 	SelfRecorded() bool
 }

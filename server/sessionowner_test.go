@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"metad/fsm"
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 )
 
@@ -45,7 +45,7 @@ func newOwnerPair(t *testing.T) *ownerPair {
 	o.bob, bobKey = newKey(t, leader.b, "bob", 0)
 	follower.b.mustApply(t, aliceKey)
 	follower.b.mustApply(t, bobKey)
-	root := leader.clients(t, p.client(t, fsm.RootPrincipal))
+	root := leader.clients(t, p.client(t, auth.RootPrincipal))
 	if _, err := root.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestSessionOfAnotherPrincipalOnArenas(t *testing.T) {
 	}
 	alice, bob, carol := withKey(t, toks["alice"]), withKey(t, toks["bob"]), withKey(t, toks["carol"])
 	c := n.clients(t)
-	root := n.clients(t, p.client(t, fsm.RootPrincipal))
+	root := n.clients(t, p.client(t, auth.RootPrincipal))
 	if _, err := root.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
 		t.Fatal(err)
 	}

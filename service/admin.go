@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sort"
 
+	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -276,7 +277,8 @@ func (s *Service) RecordMember(ctx context.Context, req *metadv1.RecordMemberReq
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	if err := s.b.RecordMember(ctx, req.GetName(), req.GetPeerAddress(), req.GetClientAddress()); err != nil {
+	if err := s.b.RecordMember(ctx, fsm.Member{Name: req.GetName(), PeerAddr: req.GetPeerAddress(), ClientAddr: req.GetClientAddress(),
+		Level: req.GetFeatureLevel()}); err != nil {
 		return nil, fail(err, "", nil)
 	}
 	return &metadv1.RecordMemberResponse{}, nil

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"metad/fsm"
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 )
@@ -39,18 +39,18 @@ func (s *Service) draw(bufs ...[]byte) error {
 
 // CreateKey creates an API key for a principal and returns its token.
 func (s *Service) CreateKey(ctx context.Context, req *metadv1.CreateKeyRequest) (*metadv1.CreateKeyResponse, error) {
-	if err := fsm.ValidatePrincipal(req.GetPrincipal()); err != nil {
+	if err := auth.ValidatePrincipal(req.GetPrincipal()); err != nil {
 		return nil, fail(badf("principal", "%s", msgOf(err)), "", nil)
 	}
-	if ttl := req.GetTtlMs(); ttl > uint64(fsm.MaxKeyTTL.Milliseconds()) {
-		return nil, fail(badf("ttl_ms", "%d over %d (%s)", ttl, fsm.MaxKeyTTL.Milliseconds(), fsm.MaxKeyTTL), "", nil)
+	if ttl := req.GetTtlMs(); ttl > uint64(auth.MaxKeyTTL.Milliseconds()) {
+		return nil, fail(badf("ttl_ms", "%d over %d (%s)", ttl, auth.MaxKeyTTL.Milliseconds(), auth.MaxKeyTTL), "", nil)
 	}
 	if err := s.here(); err != nil {
 		return nil, err
 	}
 	for try := 1; ; try++ {
-		var raw [fsm.KeyIDLen / 2]byte
-		secret := make([]byte, fsm.SecretBytes)
+		var raw [auth.KeyIDLen / 2]byte
+		secret := make([]byte, auth.SecretBytes)
 		if err := s.draw(raw[:], secret); err != nil {
 			return nil, fail(fmt.Errorf("%w: draw a key: %v", ErrInternal, err), "", nil)
 		}
@@ -73,13 +73,13 @@ func (s *Service) CreateKey(ctx context.Context, req *metadv1.CreateKeyRequest) 
 		if err := rejected(&res, "", nil); err != nil {
 			return nil, err
 		}
-		return &metadv1.CreateKeyResponse{KeyId: id, Token: fsm.FormatToken(id, secret), ExpiresMs: expires}, nil
+		return &metadv1.CreateKeyResponse{KeyId: id, Token: auth.FormatToken(id, secret), ExpiresMs: expires}, nil
 	}
 }
 
 // RevokeKey drops an API key.
 func (s *Service) RevokeKey(ctx context.Context, req *metadv1.RevokeKeyRequest) (*metadv1.RevokeKeyResponse, error) {
-	if err := fsm.ValidateKeyID(req.GetKeyId()); err != nil {
+	if err := auth.ValidateKeyID(req.GetKeyId()); err != nil {
 		return nil, fail(badf("key_id", "%s", msgOf(err)), "", nil)
 	}
 	if err := s.here(); err != nil {
@@ -106,10 +106,10 @@ func (s *Service) ListKeys(ctx context.Context, req *metadv1.ListKeysRequest) (*
 
 // roleRequest checks a role call's principal and role and returns the role's canonical form.
 func roleRequest(principal, role string) (string, error) {
-	if err := fsm.ValidatePrincipal(principal); err != nil {
+	if err := auth.ValidatePrincipal(principal); err != nil {
 		return "", badf("principal", "%s", msgOf(err))
 	}
-	r, err := fsm.ParseRole(role)
+	r, err := auth.ParseRole(role)
 	if err != nil {
 		return "", badf("role", "%s", msgOf(err))
 	}
@@ -159,7 +159,7 @@ func (s *Service) ListRoles(ctx context.Context, req *metadv1.ListRolesRequest) 
 	for _, p := range a.Principals() {
 		b := &metadv1.RoleBinding{Principal: p}
 		for _, r := range a.Roles(p) {
-			if p == fsm.RootPrincipal && r.Kind == fsm.RoleAdmin {
+			if p == auth.RootPrincipal && r.Kind == auth.RoleAdmin {
 				continue
 			}
 			b.Roles = append(b.Roles, r.String())

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"metad/fsm"
+	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
@@ -45,10 +45,10 @@ var (
 	ErrPermissionDenied = errors.New("permission denied")
 	// ErrUnknownKey is what VerifyToken wraps (with ErrUnauthenticated) for a key this node's state
 	// does not hold: on a follower, a key created moments ago that it has not applied yet.
-	ErrUnknownKey = fsm.ErrUnknownKey
+	ErrUnknownKey = auth.ErrUnknownKey
 	// ErrKeyExpired is what VerifyToken and Authorize wrap (with ErrUnauthenticated) for a key
 	// past its expiry.
-	ErrKeyExpired = fsm.ErrKeyExpired
+	ErrKeyExpired = auth.ErrKeyExpired
 )
 
 // expiredKeyError is a plain value: a key past its expiry. It is ErrUnauthenticated and
@@ -215,17 +215,17 @@ func (s *Service) AuthStale(v Verified) bool {
 // shape of one (never the secret).
 func tokenErr(token string, err error) error {
 	id := "with no id"
-	if rest, ok := strings.CutPrefix(token, fsm.TokenPrefix); ok {
-		if i := strings.IndexByte(rest, '_'); i == fsm.KeyIDLen {
+	if rest, ok := strings.CutPrefix(token, auth.TokenPrefix); ok {
+		if i := strings.IndexByte(rest, '_'); i == auth.KeyIDLen {
 			id = rest[:i]
 		}
 	}
 	switch {
-	case errors.Is(err, fsm.ErrUnknownKey):
+	case errors.Is(err, auth.ErrUnknownKey):
 		return &unknownKeyError{id: id}
-	case errors.Is(err, fsm.ErrKeyExpired):
+	case errors.Is(err, auth.ErrKeyExpired):
 		return &expiredKeyError{id: id}
-	case errors.Is(err, fsm.ErrBadToken):
+	case errors.Is(err, auth.ErrBadToken):
 		return fmt.Errorf("%w: API key %s does not match (want the token CreateKey returned: mtd_<id>_<secret>)", ErrUnauthenticated, id)
 	}
 	return fmt.Errorf("%w: API key %s refused", ErrUnauthenticated, id)
@@ -265,7 +265,7 @@ func (s *Service) authorize(cl *call) error {
 }
 
 // authorize is the rule of method applied to c in the auth state a at nowMs.
-func authorize(a *fsm.AuthState, nowMs int64, c Caller, method string, req proto.Message) error {
+func authorize(a *auth.State, nowMs int64, c Caller, method string, req proto.Message) error {
 	if c.KeyID != "" {
 		k, ok := a.Key(c.KeyID)
 		switch {
@@ -291,8 +291,7 @@ func authorize(a *fsm.AuthState, nowMs int64, c Caller, method string, req proto
 		}
 		return fmt.Errorf("%w: %s calls only as itself (RecordMember, OpenSession); %s needs a principal", ErrPermissionDenied, c, method)
 	}
-	roles := a.Roles(c.Principal)
-	admin := c.Principal == fsm.RootPrincipal || slices.ContainsFunc(roles, func(r fsm.Role) bool { return r.Kind == fsm.RoleAdmin })
+	admin := a.IsAdmin(c.Principal)
 	switch r {
 	case ruleAnyone:
 		return nil
@@ -302,14 +301,14 @@ func authorize(a *fsm.AuthState, nowMs int64, c Caller, method string, req proto
 		}
 		return fmt.Errorf("%w: %s lacks the admin role that %s needs", ErrPermissionDenied, c, method)
 	case ruleReader:
-		if admin || slices.ContainsFunc(roles, func(r fsm.Role) bool { return r.Kind == fsm.RoleReader }) {
+		if a.Holds(c.Principal, auth.RoleReader) {
 			return nil
 		}
 		return fmt.Errorf("%w: %s lacks the reader (or admin) role that %s needs", ErrPermissionDenied, c, method)
 	case ruleTenant:
-		return authorizeTenant(c, admin, roles, method, req)
+		return authorizeTenant(c, admin, a.Args(c.Principal, auth.RoleTenant), method, req)
 	case ruleWorker:
-		return authorizeWorker(c, admin, roles, method, req)
+		return authorizeWorker(c, admin, a.Args(c.Principal, auth.RoleWorker), method, req)
 	}
 	return fmt.Errorf("%w: %s: no rule allows method %s", ErrPermissionDenied, c, method)
 }
@@ -317,13 +316,7 @@ func authorize(a *fsm.AuthState, nowMs int64, c Caller, method string, req proto
 // authorizeTenant is ruleTenant: the request's tenant ("" = the caller's own when it holds exactly
 // one tenant role, written into req; otherwise "" is the default tenant, as everywhere) must be one
 // of the caller's tenant roles, unless the caller is admin.
-func authorizeTenant(c Caller, admin bool, roles []fsm.Role, method string, req proto.Message) error {
-	var tenants []string
-	for _, r := range roles {
-		if r.Kind == fsm.RoleTenant {
-			tenants = append(tenants, r.Arg)
-		}
-	}
+func authorizeTenant(c Caller, admin bool, tenants []string, method string, req proto.Message) error {
 	m := req.ProtoReflect()
 	fd := m.Descriptor().Fields().ByName(tenantField)
 	if fd == nil || fd.Kind() != protoreflect.StringKind {
@@ -352,7 +345,7 @@ type clientRequest interface{ GetClientId() []byte }
 
 // authorizeWorker is ruleWorker: the request's client id must be that of one of the caller's
 // worker roles, unless the caller is admin.
-func authorizeWorker(c Caller, admin bool, roles []fsm.Role, method string, req proto.Message) error {
+func authorizeWorker(c Caller, admin bool, workers []string, method string, req proto.Message) error {
 	if admin {
 		return nil
 	}
@@ -364,17 +357,12 @@ func authorizeWorker(c Caller, admin bool, roles []fsm.Role, method string, req 
 	if err != nil {
 		return err // invalid input: refused as such, nothing done
 	}
-	n := 0
-	for _, r := range roles {
-		if r.Kind != fsm.RoleWorker {
-			continue
-		}
-		n++
-		if w, err := alloc.ParseID(r.Arg); err == nil && w == id {
+	for _, arg := range workers {
+		if w, err := alloc.ParseID(arg); err == nil && w == id {
 			return nil
 		}
 	}
-	if n == 0 {
+	if len(workers) == 0 {
 		return fmt.Errorf("%w: %s holds no worker role; %s for client %s needs worker:%s", ErrPermissionDenied, c, method, id, id)
 	}
 	return fmt.Errorf("%w: %s is no worker of client %s", ErrPermissionDenied, c, id)

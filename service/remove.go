@@ -67,11 +67,12 @@ func ProposeMarked(ctx context.Context, propose func(context.Context) (store.Res
 }
 
 // NoEntry reports whether a failed proposal certainly left no entry that could still commit: this
-// node did not lead, it is shutting down, Raft did not take the entry within the apply timeout, or
+// node did not lead, it is shutting down, Raft did not take the entry within the apply timeout, the
+// command needs a feature level some member lacks (ha.ErrFeatureLevel: nothing was proposed), or
 // apply refused the entry as checked against an older auth state and the call, checked again, is
 // no longer allowed (proposeAuthed).
 func NoEntry(err error) bool {
-	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrTimeout) ||
+	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrTimeout) || errors.Is(err, ha.ErrFeatureLevel) ||
 		errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied)
 }
 

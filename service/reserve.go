@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
@@ -189,6 +190,9 @@ func (r *reservations) leaseTerm(ctx context.Context) uint64 {
 // the log (nothing changed then). err is a refusal this table owns: OBJECT_ALREADY_EXISTS for a
 // key another live reservation holds.
 func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (reps []*metadv1.Replica, ok bool, err error) {
+	if !r.levelReached() {
+		return nil, false, nil
+	}
 	if r.leaseTerm(ctx) == 0 {
 		r.m.fallback("no_lease")
 		return nil, false, nil
@@ -207,6 +211,9 @@ func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (re
 // per item, in order; an item with ok false goes through the log.
 func (r *reservations) tryReserveBatch(ctx context.Context, m *metadv1.BatchPutStart) []reserveAnswer {
 	out := make([]reserveAnswer, len(m.Items))
+	if !r.levelReached() {
+		return out
+	}
 	if r.leaseTerm(ctx) == 0 {
 		r.m.fallback("no_lease")
 		return out
@@ -226,6 +233,17 @@ func (r *reservations) tryReserveBatch(ctx context.Context, m *metadv1.BatchPutS
 		a.reps, a.ok, a.err = r.reserveLocked(st, ps, h, now)
 	}
 	return out
+}
+
+// levelReached reports whether every member records the feature level of the arena commands
+// (fsm.LevelArenas): until then a member of an older binary could not apply a PutCommit or an
+// ArenaGrant, so every PutStart goes through the log (counted as fallback "feature_level").
+func (r *reservations) levelReached() bool {
+	if l, _ := r.s.b.ClusterLevel(); l < fsm.LevelArenas {
+		r.m.fallback("feature_level")
+		return false
+	}
+	return true
 }
 
 // reserveAnswer is tryReserve's answer for one item.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"metad/auth"
 	"metad/fsm"
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
@@ -64,7 +65,13 @@ type Backend interface {
 	TransferLeader(ctx context.Context, to string) (newLeader string, err error)
 	// RecordMember records a member's peer and client addresses in the replicated member records
 	// (leader only); the name must be in the Raft configuration (MEMBER_NOT_FOUND otherwise).
-	RecordMember(ctx context.Context, name, peerAddr, clientAddr string) error
+	RecordMember(ctx context.Context, m fsm.Member) error
+	// Self is this node's member record as it should be recorded (its addresses and its binary's
+	// feature level).
+	Self() fsm.Member
+	// ClusterLevel returns the cluster's feature level (the lowest its members record) and a
+	// member at that level (ha.Node.ClusterLevel).
+	ClusterLevel() (level uint32, member string)
 	// SelfRecorded reports whether the member records this node has applied hold its own current
 	// addresses (Status's Name, PeerAddr and ClientAddr).
 	SelfRecorded() bool
@@ -91,7 +98,7 @@ type State interface {
 	// SessionOpen reports whether the state holds the session and principal opened it.
 	SessionOpen(id uint64, principal string) bool
 	// Auth returns the current auth state (API keys, role bindings): immutable, swapped by apply.
-	Auth() *fsm.AuthState
+	Auth() *auth.State
 }
 
 var (

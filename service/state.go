@@ -58,10 +58,7 @@ func (s *Service) proposeChecked(ctx context.Context, cmd *metadv1.Command) (sto
 			return false, nil
 		}
 		var refused bool
-		refusal, refused = fsm.Check(st, cmd)
-		if !refused {
-			refusal, refused = fsm.CheckAuth(s.st.Auth(), cmd)
-		}
+		refusal, refused = fsm.Check(st, s.st.Auth(), cmd)
 		if r, ok := s.answered(ctx); refused && ok { // its first attempt applied meanwhile
 			refusal = r
 		}

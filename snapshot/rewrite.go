@@ -30,32 +30,43 @@ type Auth struct {
 	Roles    []*metadv1.RoleRecord
 }
 
+// Carried is what a snapshot restore carries over from the cluster it restores into (Rewrite): its
+// member records, the state epoch the restored state takes, the lowest next session id, and its
+// auth state (nil: keep the file's).
+type Carried struct {
+	Members     []*metadv1.MemberRecord
+	Epoch       uint64
+	NextSession uint64
+	Auth        *Auth
+}
+
 // Rewrite copies the snapshot file read from r to w record by record, verifying it as it streams,
-// with its member records replaced by members (written in the order given, after every other
-// record), its header's state epoch set to epoch, its client sessions dropped and its next session
-// id raised to at least nextSession. A restored state is another history: the sessions of the file
+// with its member records replaced by c.Members (written in the order given, after every other
+// record), its header's state epoch set to c.Epoch, its client sessions dropped and its next
+// session id raised to at least c.NextSession. A restored state is another history: the sessions of the file
 // describe clients of that history (another cluster's, or this one's past), and ids this cluster
 // has handed out must not be handed out again.
 //
-// With auth, the file's API keys and role bindings are replaced by auth's (written after the
+// With c.Auth, the file's API keys and role bindings are replaced by c.Auth's (written after the
 // members), and its auth revision becomes the larger of the two: a restore must not lock out the
 // operator who runs it with the keys and roles of another time, and the revision never goes back,
 // so a command authorized against the cluster's auth state before the restore is still measured
-// against a revision at least as new. Without auth (a new cluster built from the file), the file's
+// against a revision at least as new. Without (a new cluster built from the file), the file's
 // are kept.
 //
 // Every other header field and record is kept as it is, so the objects, tenants and segments the
 // file describes are unchanged. It returns the header written and the bytes written. A file that
 // fails verification gives the reader's error (Damaged reports true for it); a failed write gives
 // an error that names the write.
-func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, nextSession uint64, auth *Auth) (*metadv1.SnapshotHeader, int64, error) {
+func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int64, error) {
+	auth := c.Auth
 	sr, err := NewReader(r)
 	if err != nil {
 		return nil, 0, err
 	}
 	h := proto.CloneOf(sr.Header())
-	h.StateEpoch = epoch
-	h.NextSessionId = max(h.GetNextSessionId(), nextSession)
+	h.StateEpoch = c.Epoch
+	h.NextSessionId = max(h.GetNextSessionId(), c.NextSession)
 	if auth != nil {
 		h.AuthRevision = max(h.GetAuthRevision(), auth.Revision)
 		h.Keys, h.RoleBindings = uint64(len(auth.Keys)), uint64(len(auth.Roles))
@@ -90,7 +101,7 @@ func Rewrite(w io.Writer, r io.Reader, members []*metadv1.MemberRecord, epoch, n
 			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 		}
 	}
-	for _, m := range members {
+	for _, m := range c.Members {
 		if err := sw.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Member{Member: m}}); err != nil {
 			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 		}

@@ -40,11 +40,11 @@ func member(name string) *metadv1.MemberRecord {
 // member records and the state epoch.
 func TestRewriteReplacesMembersAndEpoch(t *testing.T) {
 	var src bytes.Buffer
-	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), []*metadv1.MemberRecord{member("old")}, 3, 0, nil); err != nil {
+	if _, _, err := Rewrite(&src, bytes.NewReader(sample(t)), Carried{Members: []*metadv1.MemberRecord{member("old")}, Epoch: 3}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a"), member("b")}, 7, 0, nil)
+	h, n, err := Rewrite(&out, bytes.NewReader(src.Bytes()), Carried{Members: []*metadv1.MemberRecord{member("a"), member("b")}, Epoch: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRewriteDropsSessions(t *testing.T) {
 	}
 	for _, tc := range []struct{ next, want uint64 }{{9, 9}, {2, 5}} {
 		var out bytes.Buffer
-		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), nil, 1, tc.next, nil); err != nil {
+		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), Carried{Epoch: 1, NextSession: tc.next}); err != nil {
 			t.Fatal(err)
 		}
 		h, recs := records(t, out.Bytes())
@@ -102,10 +102,10 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 // TestRewriteFailures: a damaged source is named as damage; a failed write is not.
 func TestRewriteFailures(t *testing.T) {
 	data := sample(t)
-	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), nil, 1, 0, nil); !errors.Is(err, ErrTruncated) || !Damaged(err) {
+	if _, _, err := Rewrite(io.Discard, bytes.NewReader(data[:len(data)-5]), Carried{Epoch: 1}); !errors.Is(err, ErrTruncated) || !Damaged(err) {
 		t.Errorf("truncated source: %v", err)
 	}
-	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), nil, 1, 0, nil); err == nil || Damaged(err) {
+	if _, _, err := Rewrite(failingWriter{}, bytes.NewReader(data), Carried{Epoch: 1}); err == nil || Damaged(err) {
 		t.Errorf("failed write: %v", err)
 	}
 }
@@ -152,7 +152,7 @@ func TestRewriteAuth(t *testing.T) {
 			{Record: &metadv1.Record_Member{Member: member("a")}}, fileKey, fileRole}, [2]uint64{1, 1}},
 	} {
 		var out bytes.Buffer
-		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), []*metadv1.MemberRecord{member("a")}, 1, 0, tc.auth); err != nil {
+		if _, _, err := Rewrite(&out, bytes.NewReader(src.Bytes()), Carried{Members: []*metadv1.MemberRecord{member("a")}, Epoch: 1, Auth: tc.auth}); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		h, recs := records(t, out.Bytes())

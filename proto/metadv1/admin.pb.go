@@ -1347,6 +1347,8 @@ type RecordMemberRequest struct {
 	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	// Its client (gRPC) address, host:port.
 	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// The feature level of its binary (SetMember.feature_level); 0: a binary that sends none.
+	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1400,6 +1402,13 @@ func (x *RecordMemberRequest) GetClientAddress() string {
 		return x.ClientAddress
 	}
 	return ""
+}
+
+func (x *RecordMemberRequest) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
 }
 
 // RecordMemberResponse says the addresses are recorded (committed, or already there).
@@ -3063,11 +3072,12 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x13RemoveMemberRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\",\n" +
 	"\x14RemoveMemberResponse\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05index\"s\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x98\x01\n" +
 	"\x13RecordMemberRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
-	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"\x16\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12#\n" +
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"\x16\n" +
 	"\x14RecordMemberResponse\"/\n" +
 	"\x15TransferLeaderRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\"`\n" +

@@ -3244,6 +3244,10 @@ type SetMember struct {
 	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	// gRPC client address, host:port.
 	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// The feature level of the member's binary (metadv1.FeatureLevel): the leader proposes a
+	// command only when every member of the configuration records a level at or above the
+	// command's. 0 (a binary that records none): level 1.
+	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3297,6 +3301,13 @@ func (x *SetMember) GetClientAddress() string {
 		return x.ClientAddress
 	}
 	return ""
+}
+
+func (x *SetMember) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
 }
 
 // ForgetMember drops a removed member's recorded addresses.
@@ -5074,11 +5085,12 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\bSetQuota\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
 	"\vquota_bytes\x18\x02 \x01(\x04R\n" +
-	"quotaBytes\"i\n" +
+	"quotaBytes\"\x8e\x01\n" +
 	"\tSetMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
-	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"\"\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12#\n" +
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"\"\n" +
 	"\fForgetMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x8f\x01\n" +
 	"\tCreateKey\x12\x0e\n" +

@@ -1735,6 +1735,8 @@ type MemberRecord struct {
 	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	// gRPC client address, host:port.
 	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// The feature level of the member's binary (SetMember.feature_level); 0: not recorded.
+	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1788,6 +1790,13 @@ func (x *MemberRecord) GetClientAddress() string {
 		return x.ClientAddress
 	}
 	return ""
+}
+
+func (x *MemberRecord) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
 }
 
 var File_metadv1_snapshot_proto protoreflect.FileDescriptor
@@ -1936,11 +1945,12 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x04R\x04size\x12\"\n" +
 	"\x04tier\x18\x05 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12/\n" +
-	"\x06status\x18\x06 \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\"l\n" +
+	"\x06status\x18\x06 \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\"\x91\x01\n" +
 	"\fMemberRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
-	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddressB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12#\n" +
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevelB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_snapshot_proto_rawDescOnce sync.Once

@@ -195,14 +195,16 @@ class Member(_message.Message):
     def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., voter: bool = ..., leader: bool = ...) -> None: ...
 
 class RecordMemberRequest(_message.Message):
-    __slots__ = ["client_address", "name", "peer_address"]
+    __slots__ = ["client_address", "feature_level", "name", "peer_address"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_LEVEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     client_address: str
+    feature_level: int
     name: str
     peer_address: str
-    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., feature_level: _Optional[int] = ...) -> None: ...
 
 class RecordMemberResponse(_message.Message):
     __slots__ = []

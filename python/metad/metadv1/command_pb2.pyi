@@ -605,14 +605,16 @@ class ScheduleDrainMoves(_message.Message):
     def __init__(self, drain_id: _Optional[int] = ..., moves: _Optional[_Iterable[_Union[DrainMove, _Mapping]]] = ...) -> None: ...
 
 class SetMember(_message.Message):
-    __slots__ = ["client_address", "name", "peer_address"]
+    __slots__ = ["client_address", "feature_level", "name", "peer_address"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_LEVEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     client_address: str
+    feature_level: int
     name: str
     peer_address: str
-    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., feature_level: _Optional[int] = ...) -> None: ...
 
 class SetQuota(_message.Message):
     __slots__ = ["quota_bytes", "tenant"]

@@ -53,14 +53,16 @@ class KeyRecord(_message.Message):
     def __init__(self, id: _Optional[str] = ..., principal: _Optional[str] = ..., sha256: _Optional[bytes] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ...) -> None: ...
 
 class MemberRecord(_message.Message):
-    __slots__ = ["client_address", "name", "peer_address"]
+    __slots__ = ["client_address", "feature_level", "name", "peer_address"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_LEVEL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     client_address: str
+    feature_level: int
     name: str
     peer_address: str
-    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., feature_level: _Optional[int] = ...) -> None: ...
 
 class ObjectRecord(_message.Message):
     __slots__ = ["charged_bytes", "data_type", "group", "group_id", "hard_pin", "key", "object_id", "put_start_unix_nano", "replicas", "size", "soft_pin_deadline_unix_nano", "soft_pin_ttl_ms", "task", "version", "writer_client_id"]

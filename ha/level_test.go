@@ -1,0 +1,62 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"metad/fsm"
+	metadv1 "metad/proto/metadv1"
+)
+
+// TestClusterLevelGatesCommands: the cluster's level is the lowest its members record (none
+// recorded: 1); a command above it is refused with ErrFeatureLevel and no log entry, and proposed
+// again once every member records the level.
+func TestClusterLevelGatesCommands(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	l := c.waitLeader()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.waitFor("the leader to record itself", 5*time.Second, l.SelfRecorded)
+	if lvl, m := l.ClusterLevel(); lvl != metadv1.FeatureLevel || m != l.cfg.Name {
+		t.Fatalf("ClusterLevel = %d, %q; want %d, %q", lvl, m, metadv1.FeatureLevel, l.cfg.Name)
+	}
+	retire := &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{}}}
+	if fsm.LevelOf(retire) != fsm.LevelArenas || fsm.LevelArenas < 2 {
+		t.Fatalf("ArenaRetire at level %d", fsm.LevelOf(retire))
+	}
+	if _, err := l.Propose(ctx, retire); err != nil {
+		t.Fatalf("ArenaRetire at the cluster's level: %v", err)
+	}
+	// The member's record as an older binary writes it: no level.
+	old := l.Self()
+	old.Level = 0
+	if err := l.RecordMember(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if lvl, m := l.ClusterLevel(); lvl != 1 || m != l.cfg.Name {
+		t.Fatalf("ClusterLevel with a member of no recorded level = %d, %q; want 1", lvl, m)
+	}
+	last := l.raft.LastIndex()
+	_, err := l.Propose(ctx, retire)
+	var fe *FeatureLevelError
+	if !errors.Is(err, ErrFeatureLevel) || !errors.As(err, &fe) || fe.Need != fsm.LevelArenas || fe.Have != 1 || fe.Member != l.cfg.Name {
+		t.Fatalf("ArenaRetire above the cluster's level: %v", err)
+	}
+	if l.raft.LastIndex() != last {
+		t.Fatal("a refused command reached the log")
+	}
+	if _, err := l.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "t"}}}); err != nil {
+		t.Fatalf("a level-1 command: %v", err)
+	}
+	if l.SelfRecorded() {
+		t.Fatal("SelfRecorded with the level missing from the record")
+	}
+	if err := l.RecordMember(ctx, l.Self()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Propose(ctx, retire); err != nil {
+		t.Fatalf("ArenaRetire once the member records its level: %v", err)
+	}
+}
