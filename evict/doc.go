@@ -67,9 +67,9 @@
 //     until target bytes are freed; pass 2 evicts soft-pinned units, toward the same target, only if
 //     pass 1 freed less than lower and AllowEvictSoftPinned.
 //   - NOF: the same on the NOF tier with NOFHighWatermark and NOFEvictRatio.
-//   - Tenant quota: EvictTenant, called synchronously by the server when a PutStart is rejected with
-//     TENANT_QUOTA_EXCEEDED, evicts that tenant's own MEMORY replicas until the deficit of its quota
-//     is released, soft-pinned last.
+//   - Tenant quota: EvictTenant, called synchronously by the service (package service, which owns
+//     the evictor) when a PutStart is over its tenant's quota, evicts that tenant's own MEMORY
+//     replicas until the deficit of its quota is released, soft-pinned last.
 //
 // The reaper proposes RevokeExpired for writes PROCESSING longer than PutReleaseTimeout (600 s),
 // and for the scheduled tasks PROCESSING longer than it since their fetch (apply ends them FAILED).
@@ -106,10 +106,15 @@
 //
 // # Call sequence
 //
+// The package sits below package service: it proposes through the node (Node, FromHA) and settles
+// its marks with ha.ProposeMarked, and knows nothing of the service. The service owns the evictor
+// (service.Config.Evictor): it runs the loop, kicks it on every leadership change, and evicts for
+// quota.
+//
 //	ev, err := evict.New(cfg, evict.FromHA(node, f.Store), registry, log) // f: the node's *fsm.FSM
-//	// in the node's leadership hook (ha.Config.OnLeadership), on gaining leadership:
-//	ev.Kick()
-//	go ev.Run(ctx)
-//	// in the server, on TENANT_QUOTA_EXCEEDED from PutStart (at most twice):
+//	// in the service (package service):
+//	go ev.Run(ctx)  // in Service.Run, for the process's life
+//	ev.Kick()       // in the leadership hook, on every leadership change
+//	// on TENANT_QUOTA_EXCEEDED from PutStart, or over the quota with the reservations (at most twice):
 //	freed, err := ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, size*replicas))
 package evict

@@ -15,7 +15,7 @@ import (
 )
 
 // Evictor is the leader's eviction: the memory and NOF watermark loop, the tenant-quota eviction the
-// server calls, and the reaper of stale writes, all over one kernel (kernel.go). Concurrency
+// service calls, and the reaper of stale writes, all over one kernel (kernel.go). Concurrency
 // contract: Run is called at most once at a time, on its own goroutine, and owns the loop's state;
 // EvictTenant and Kick are safe from any goroutine, also while Run works. Two rounds never propose
 // the same object: the first marks it, and a marked object fails the other's revalidation.
@@ -63,8 +63,8 @@ func New(cfg Config, node Node, reg prometheus.Registerer, log *slog.Logger) (*E
 	return e, nil
 }
 
-// Kick makes Run look at once instead of at its next tick (after an allocation failure, or on
-// gaining leadership: call it from the node's leadership hook, ha.Config.OnLeadership).
+// Kick makes Run look at once instead of at its next tick (after an allocation failure, or on a
+// leadership change: the service kicks it from the node's leadership hook, ha.Config.OnLeadership).
 func (e *Evictor) Kick() {
 	select {
 	case e.kick <- struct{}{}:
@@ -215,9 +215,10 @@ func (e *Evictor) watermarkSpec(s *store.Store, kind Kind, flagged bool) *spec {
 	return &spec{kind: kind, tier: tier, target: target, lower: max(target/2, over), allowSoft: e.cfg.AllowEvictSoftPinned}
 }
 
-// EvictTenant is the tenant-quota eviction (SEMANTICS sections 6 and 7). The server calls it on the
-// leader, synchronously, when a PutStart is rejected with TENANT_QUOTA_EXCEEDED, passing the
-// deficit (QuotaDeficit), and then retries the put, at most twice. It evicts only that tenant's
+// EvictTenant is the tenant-quota eviction (SEMANTICS sections 6 and 7). The service calls it on the
+// leader, synchronously, when a PutStart is rejected with TENANT_QUOTA_EXCEEDED (or is over the
+// quota with what the arenas' reservations hold), passing the deficit (QuotaDeficit), and then
+// retries the put, at most twice. It evicts only that tenant's
 // MEMORY replicas, with the same checks as every eviction (never a leased, hard-pinned, marked or
 // PROCESSING object; a group whole or not at all), unpinned objects oldest lease first and then
 // soft-pinned ones if AllowEvictSoftPinned, until deficit bytes of the tenant's quota (size x

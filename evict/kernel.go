@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"metad/ha"
 	metadv1 "metad/proto/metadv1"
-	"metad/service"
 	"metad/store"
 	"metad/store/alloc"
 	"metad/wire"
@@ -504,11 +504,11 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 		if sp.detach {
 			pctx = context.WithoutCancel(ctx)
 		}
-		// The marks settle by the entry's outcome (service.ProposeMarked): cleared once it is
+		// The marks settle by the entry's outcome (ha.ProposeMarked): cleared once it is
 		// known, kept while it is not (so no Get leases an object the entry may still evict),
 		// and the next term's ResetSoftState drops them if it never becomes known here.
-		res, err := service.ProposeMarked(pctx, func(c context.Context) (store.Result, error) { return slot.Propose(c, cmd) },
-			func() { mk.clear(s) })
+		res, err := ha.ProposeMarked(pctx, func(c context.Context) (store.Result, error) { return slot.Propose(c, cmd) },
+			definite, func() { mk.clear(s) })
 		out.proposals++
 		e.m.attempts.WithLabelValues(sp.kind.String()).Add(float64(len(batch)))
 		if err != nil {
@@ -538,8 +538,9 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 // revalidateYield is how many units commit revalidates between yields of the processor.
 const revalidateYield = 256
 
-// definite reports whether a failed proposal certainly never reached the log.
-func definite(err error) bool { return service.NoEntry(err) }
+// definite reports whether a failed proposal certainly never reached the log. A slot's proposal
+// fails only as Raft does (Slot.Propose), so ha.NoEntry says it all.
+func definite(err error) bool { return ha.NoEntry(err) }
 
 func tokensTo(toks []store.ObjectToken) []*metadv1.ObjectToken {
 	out := make([]*metadv1.ObjectToken, len(toks))

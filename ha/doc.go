@@ -90,4 +90,11 @@
 // not in the configuration are refused before Raft sees them, with *InvalidMemberError and
 // *MemberNotFoundError. Shutdown transfers leadership first when this node leads, so a planned stop
 // costs clients a short pause rather than an election timeout.
+//
+// NoEntry tells the failures that certainly left no entry (ErrNotLeader, ErrShutdown, ErrTimeout)
+// from those that may yet commit. ProposeMarked (marked.go) builds the removal protocol on it: a
+// command removing objects the leader marked (the service's removals, eviction's Evict) is waited
+// for to its outcome, and the marks are cleared once that is known and kept while it is not. It
+// sits here, below both the service and the evictor, because it is about a proposal's outcome and
+// nothing of the store: the caller passes the proposal and how to clear its marks.
 package ha

@@ -23,7 +23,12 @@ import (
 // quarter of the fake lease).
 func arenaHarness(t testing.TB, mut func(*config)) *harness {
 	t.Helper()
-	b := newFakeBackend(t, nil)
+	return arenaHarnessOver(t, newFakeBackend(t, nil), mut)
+}
+
+// arenaHarnessOver is arenaHarness over the backend b.
+func arenaHarnessOver(t testing.TB, b *fakeBackend, mut func(*config)) *harness {
+	t.Helper()
 	b.lease.Store(true)
 	cfg := testConfig()
 	cfg.NoArenas = false
@@ -197,29 +202,21 @@ func (s evictSlot) Propose(ctx context.Context, cmd *metadv1.Command) (store.Res
 }
 func (s evictSlot) Release() {}
 
-// withQuotaEviction gives the harness's service the tenant-quota eviction of a real evictor over
-// the backend, as cmd/metad wires it.
-func withQuotaEviction() (func(*config), func(*fakeBackend)) {
-	var b atomic.Pointer[fakeBackend]
-	mut := func(c *config) {
-		c.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
-			ev, err := evict.New(evict.DefaultConfig(), evictNode{b.Load()}, nil, nil)
-			if err != nil {
-				return 0, err
-			}
-			return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(b.Load().Store(), tenant, want))
-		}
+// withEvictor gives the harness's service a real evictor over b, as cmd/metad does.
+func withEvictor(t testing.TB, b *fakeBackend) func(*config) {
+	ev, err := evict.New(evict.DefaultConfig(), evictNode{b}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return mut, func(fb *fakeBackend) { b.Store(fb) }
+	return func(c *config) { c.Evictor = ev }
 }
 
 // TestQuotaEvictionOnTheArenaPath: a PutStart over its tenant's quota evicts the tenant's own
 // objects and is admitted, as on the log path (SEMANTICS section 6), when the objects that hold
 // the quota were committed from reservations and the new put would be answered from the arenas.
 func TestQuotaEvictionOnTheArenaPath(t *testing.T) {
-	mut, bind := withQuotaEviction()
-	h := arenaHarness(t, mut)
-	bind(h.b)
+	b := newFakeBackend(t, nil)
+	h := arenaHarnessOver(t, b, withEvictor(t, b))
 	ctx := tctx(t)
 	h.hostSeg(t, segA, 1<<30, 64<<20, "ep-a")
 	h.awaitArenas(t, segA)

@@ -448,17 +448,17 @@ func TestHealthLeaderService(t *testing.T) {
 	waitFor("leader", healthpb.HealthCheckResponse_NOT_SERVING)
 }
 
-// TestQuotaEvictionRetriesThePut: a PutStart over the tenant's quota calls the quota evictor and
-// tries again, at most twice; when the evictor frees room the put succeeds.
+// TestQuotaEvictionRetriesThePut: a PutStart over the tenant's quota has the evictor evict for the
+// deficit and tries again, at most twice; when the evictor frees room the put succeeds.
 func TestQuotaEvictionRetriesThePut(t *testing.T) {
 	b := newFakeBackend(t, nil)
 	calls := 0
 	var h *harness
 	cfg := testConfig()
-	cfg.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
+	cfg.Evictor = quotaEvictor(func(ctx context.Context, tenant string, deficit uint64) (uint64, error) {
 		calls++
-		if want != 600 {
-			t.Errorf("evictor asked for %d bytes, want 600", want)
+		if deficit != 200 { // 600 charged + 600 wanted - 1000 of quota
+			t.Errorf("evictor asked for %d bytes, want 200", deficit)
 		}
 		if calls == 2 { // the second round frees the old object
 			if err := b.Store().Remove(1, tenant, "old", true); err != nil {
@@ -467,7 +467,7 @@ func TestQuotaEvictionRetriesThePut(t *testing.T) {
 			return 600, nil
 		}
 		return 1, nil // freed something, not enough
-	}
+	})
 	h = start(t, b, cfg)
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
@@ -492,7 +492,7 @@ func TestQuotaEvictionRetriesThePut(t *testing.T) {
 	}
 	// An evictor that frees nothing leaves the rejection standing, after one call.
 	calls = 0
-	cfg.QuotaEvictor = func(context.Context, string, uint64) (uint64, error) { calls++; return 0, nil }
+	cfg.Evictor = quotaEvictor(func(context.Context, string, uint64) (uint64, error) { calls++; return 0, nil })
 	h2 := start(t, newFakeBackend(t, nil), cfg)
 	h2.mount(t, clientA, segA)
 	if _, err := h2.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "q", QuotaBytes: 100}); err != nil {

@@ -177,7 +177,7 @@ const tenantField protoreflect.Name = "tenant"
 
 // call is what a context carries from Authorize to the proposals of the call: who, what, and the
 // auth revision of the last check. It is owned by the call's goroutine (and by the one proposal
-// ProposeMarked runs for it, which the call's goroutine hands it to and no longer touches).
+// ha.ProposeMarked runs for it, which the call's goroutine hands it to and no longer touches).
 type call struct {
 	caller Caller
 	method string

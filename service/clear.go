@@ -14,7 +14,7 @@ import (
 // object left with no replica is erased. It runs as a removal does (remove.go): the leader prepares
 // each key (store.PrepareClear: no lease, no PROCESSING replica, a COMPLETE replica there) and
 // marks it, so that no read leases replicas the command may drop, then proposes the command fenced
-// by what it checked, through ProposeMarked. Keys it refuses travel in the command with their
+// by what it checked, through ha.ProposeMarked. Keys it refuses travel in the command with their
 // refusal, so the command's result answers every key and a session can keep it. A segment that is
 // not mounted or is another client's refuses the whole request, without a log entry.
 func (s *Service) BatchReplicaClear(ctx context.Context, req *metadv1.BatchReplicaClearRequest) (*metadv1.BatchReplicaClearResponse, error) {

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
@@ -10,9 +9,10 @@ import (
 	"metad/store/alloc"
 )
 
-// Config is a plain value, read-only once given to New. It holds the service's settings. Settings that change a replicated outcome (Strategy,
-// PutDiscardTimeout) are stamped by the leader into every command it proposes, so followers'
-// values never matter.
+// Config is a plain value, read-only once given to New. It holds the service's settings and what it
+// runs beside them (the clock, the key source, the evictor). Settings that change a replicated
+// outcome (Strategy, PutDiscardTimeout) are stamped by the leader into every command it proposes,
+// so followers' values never matter.
 type Config struct {
 	// LeaseTTL is the read lease that Get and Exist grant, as the store applies it
 	// (store.Config.LeaseTTL); New refuses a store that disagrees. Default 10 s.
@@ -46,10 +46,12 @@ type Config struct {
 	// SessionWindow bounds the sequence numbers a session may have in use at once, so the answers
 	// it keeps. Default 64.
 	SessionWindow uint32
-	// QuotaEvictor, when set, is called on the leader after a PutStart is rejected with
-	// TENANT_QUOTA_EXCEEDED: it evicts the tenant's own objects until a put charging want bytes
-	// fits, and returns the bytes it released (tenant-quota eviction, package evict).
-	QuotaEvictor func(ctx context.Context, tenant string, want uint64) (freed uint64, err error)
+	// Evictor is the leader's eviction (an *evict.Evictor over this node), nil for none. The
+	// service owns it: Run runs its loop (memory and NOF watermarks, the reaper), every leadership
+	// change kicks it, and a PutStart over its tenant's quota (rejected TENANT_QUOTA_EXCEEDED, or
+	// over it with what reservations hold) has it evict the tenant's own objects for the deficit
+	// (evict.QuotaDeficit) and is tried again, at most twice. Without it nothing is evicted.
+	Evictor Evictor
 	// ArenaFence is how long a write may take (put_release_timeout): the leader drops a
 	// reservation older than this, and retires the arenas of earlier terms this long (plus the
 	// leader lease) after it became ready, when no writer an earlier leader answered can still be

@@ -2,9 +2,9 @@
 // node does with a request once the gRPC adapter (package server) has decoded it. It validates the
 // request (SEMANTICS section 1, through the store's own validators), decides whether it runs here,
 // turns it into log commands and reads, and its results into responses. It holds the leader's soft
-// state that is not the store's (client liveness) and owns the one leadership hook. It knows
-// nothing of gRPC: its errors say what went wrong (errors.go) and the adapter maps them to
-// statuses, in one place.
+// state that is not the store's (client liveness), owns the one leadership hook and the evictor
+// (package evict, below it: Config.Evictor, evictor.go). It knows nothing of gRPC: its errors say
+// what went wrong (errors.go) and the adapter maps them to statuses, in one place.
 //
 // # Request path
 //
@@ -43,7 +43,17 @@
 // node gains leadership (before the term-start barrier) or loses it: on gaining, the store's soft
 // state starts afresh (store.ResetSoftState); then every known client gets a fresh grace (the table
 // is dropped on losing leadership); then the hooks registered with OnLeadership run (cmd/metad
-// registers the adapter's "leader" health status and the evictor's Kick).
+// registers the adapter's "leader" health status); last the evictor is kicked.
+//
+// # Eviction
+//
+// The service owns the evictor it is given (Config.Evictor, an *evict.Evictor that cmd/metad builds
+// over the node): Run runs its loop (memory and NOF watermarks, the reaper; it works only while the
+// node leads), every leadership change kicks it, and a PutStart over its tenant's quota, rejected
+// TENANT_QUOTA_EXCEEDED by the log or over it on the leader with what reservations hold
+// (reservedQuota), has it evict that tenant's own objects for the deficit (evict.QuotaDeficit) and
+// is tried again, at most twice. Removals and eviction share the removal protocol's proposal,
+// ha.ProposeMarked.
 //
 // # Concurrency
 //
@@ -58,8 +68,9 @@
 //	lead := service.NewLeadership(fsm.Store, time.Now)
 //	haCfg.OnLeadership = lead.Changed  // before the node starts
 //	node, _ := ha.NewNode(haCfg, fsm, log)
+//	cfg.Evictor, _ = evict.New(evictCfg, evict.FromHA(node, fsm.Store), registry, log)
 //	svc, _ := service.New(node, fsm, lead, cfg, registry, log)
 //	svc.OnLeadership(...)
-//	go svc.Run(ctx)
+//	go svc.Run(ctx)        // also the arena keeper and the evictor's loop
 //	svc.InitCluster(ctx)   // once, on the leader of a newly bootstrapped cluster (default tenant quota)
 package service

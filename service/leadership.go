@@ -12,7 +12,7 @@ import (
 // leadership (before the term's start barrier, so before it decides anything from its state) or
 // loses it. Changed starts the leader's soft state afresh and then tells the Service, once New has
 // attached one: the service resets client liveness and runs the hooks registered with
-// OnLeadership (the adapter's health status, the evictor's kick). It is safe for concurrent use.
+// OnLeadership (the adapter's health status) and kicks its evictor. It is safe for concurrent use.
 type Leadership struct {
 	state func() *store.Store
 	now   func() time.Time

@@ -152,14 +152,14 @@ func (s *Service) PutStart(ctx context.Context, req *metadv1.PutStartRequest) (*
 
 // reservedQuota checks a put of want bytes against the tenant's quota with what reservations hold
 // counted in, which the log's check cannot see: over it, the tenant's own objects are evicted for
-// the difference (Config.QuotaEvictor) and the quota checked again, at most twice (SEMANTICS
+// the difference (Config.Evictor) and the quota checked again, at most twice (SEMANTICS
 // section 6); still over, the put is refused TENANT_QUOTA_EXCEEDED. A put over the quota by the
 // state's charge alone is evicted for here too when it may be answered from the arenas, since it
 // then takes no log path that would evict for it.
 func (s *Service) reservedQuota(ctx context.Context, tenant string, key []byte, want uint64) error {
 	over, held := s.res.heldOver(s.state(), tenant, want)
-	for attempt := 0; over > 0 && attempt < 2 && s.cfg.QuotaEvictor != nil; attempt++ {
-		if freed, err := s.cfg.QuotaEvictor(ctx, tenant, want+held); err != nil || freed == 0 {
+	for attempt := 0; over > 0 && attempt < 2 && s.cfg.Evictor != nil; attempt++ {
+		if freed, err := s.evictForQuota(ctx, tenant, want+held); err != nil || freed == 0 {
 			break // nothing could be freed: the refusal stands
 		}
 		over, held = s.res.heldOver(s.state(), tenant, want)
@@ -194,17 +194,17 @@ func (s *Service) classicStart(ps *metadv1.PutStart, upsert bool) (func(), error
 
 // proposePut proposes a put that charges want bytes of quota. Rejected with
 // TENANT_QUOTA_EXCEEDED, it has the leader evict that tenant's own objects until the deficit is
-// freed (Config.QuotaEvictor) and tries again, at most twice (SEMANTICS section 6).
+// freed (Config.Evictor) and tries again, at most twice (SEMANTICS section 6).
 func (s *Service) proposePut(ctx context.Context, cmd *metadv1.Command, tenant string, key []byte, want uint64) (store.Result, error) {
 	for attempt := 0; ; attempt++ {
 		res, err := s.proposeRoomy(ctx, cmd)
 		if err != nil {
 			return res, fail(err, tenant, key)
 		}
-		if res.Reason != store.TenantQuotaExceeded || attempt == 2 || s.cfg.QuotaEvictor == nil {
+		if res.Reason != store.TenantQuotaExceeded || attempt == 2 || s.cfg.Evictor == nil {
 			return res, rejected(&res, tenant, key)
 		}
-		if freed, eerr := s.cfg.QuotaEvictor(ctx, tenant, want); eerr != nil || freed == 0 {
+		if freed, eerr := s.evictForQuota(ctx, tenant, want); eerr != nil || freed == 0 {
 			return res, rejected(&res, tenant, key) // nothing could be freed: the rejection stands
 		}
 	}

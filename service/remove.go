@@ -20,7 +20,8 @@ import (
 // which confirms that this node still led when it prepared them.
 //
 // Every command that removes marked objects (the four removal kinds here, and eviction's Evict)
-// is proposed through ProposeMarked, which settles the marks by the command's outcome. A command
+// is proposed through ha.ProposeMarked, which settles the marks by the command's outcome (here with
+// noEntry, which also counts an auth refusal at apply as leaving no entry). A command
 // refused with STATE_REPLACED was checked against a state that a snapshot restore replaced before
 // it committed: nothing changed, and the request is prepared again against the restored state
 // (againOnReplaced, at most MaxReplaced times).
@@ -30,57 +31,20 @@ import (
 // already unusual).
 const MaxReplaced = 3
 
-// ProposeMarked proposes a command that removes objects the leader marked while checking them,
-// and settles the marks by the command's outcome, whenever that becomes known, through unmark
-// (which clears them all: the marks of objects the command erased went with them).
-//
-//   - A result (applied, or refused whole or in part) or a failure that left no log entry
-//     (NoEntry): the outcome is known, unmark runs.
-//   - A failure whose outcome is unknown (leadership lost with the entry in flight):
-//     the marks stay, so that no read on this leader leases an object the entry may still erase;
-//     this node no longer leads that term, and the next term's store.ResetSoftState clears them.
-//   - ctx ends first: ProposeMarked returns ha.ErrUnknown with ctx's error, and the proposal goes
-//     on; its marks settle as above when its outcome is known.
-//
-// propose is called once, with a context that is not cancelled with ctx (the proposal's outcome is
-// what settles the marks, so it must be waited for); it must return once the entry's outcome is
-// known (ha.Node.Propose and ha.Slot.Propose do).
-func ProposeMarked(ctx context.Context, propose func(context.Context) (store.Result, error), unmark func()) (store.Result, error) {
-	type outcome struct {
-		res store.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := propose(context.WithoutCancel(ctx))
-		if err == nil || NoEntry(err) {
-			unmark()
-		}
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-ctx.Done():
-		return store.Result{}, fmt.Errorf("%w: stopped waiting for the removal: %w", ha.ErrUnknown, ctx.Err())
-	}
+// noEntry reports whether a failed proposal of the service certainly left no entry that could
+// still commit: ha.NoEntry (this node did not lead, it is shutting down, Raft did not take the entry
+// within the apply timeout, the command needs a feature level a member lacks), or apply refused the
+// entry as checked against an older auth state and the call, checked again, is no longer allowed
+// (proposeAuthed).
+func noEntry(err error) bool {
+	return ha.NoEntry(err) || errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied)
 }
 
-// NoEntry reports whether a failed proposal certainly left no entry that could still commit: this
-// node did not lead, it is shutting down, Raft did not take the entry within the apply timeout, the
-// command needs a feature level some member lacks (ha.ErrFeatureLevel: nothing was proposed), or
-// apply refused the entry as checked against an older auth state and the call, checked again, is
-// no longer allowed (proposeAuthed).
-func NoEntry(err error) bool {
-	return errors.Is(err, ha.ErrNotLeader) || errors.Is(err, ha.ErrShutdown) || errors.Is(err, ha.ErrTimeout) || errors.Is(err, ha.ErrFeatureLevel) ||
-		errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrPermissionDenied)
-}
-
-// proposeMarked is ProposeMarked of cmd through the Backend, clearing marks in st.
+// proposeMarked is ha.ProposeMarked of cmd through the Backend, clearing marks in st.
 func (s *Service) proposeMarked(ctx context.Context, st *store.Store, cmd *metadv1.Command, marks []store.ObjectToken) (store.Result, error) {
 	cmd = stamped(ctx, cmd)
-	return ProposeMarked(ctx, func(ctx context.Context) (store.Result, error) { return s.proposeAuthed(ctx, cmd) },
-		func() { st.ClearMarks(marks) })
+	return ha.ProposeMarked(ctx, func(ctx context.Context) (store.Result, error) { return s.proposeAuthed(ctx, cmd) },
+		noEntry, func() { st.ClearMarks(marks) })
 }
 
 // prepareOne prepares one object for a command that removes or frees what a reader may lease

@@ -169,8 +169,8 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 
 // OnLeadership registers fn, run on the leadership hook's goroutine whenever this node's
 // leadership changes (true: it leads a new term; false: it stopped leading), after the service's
-// own soft state has been started afresh. fn must return promptly. Register before the node can
-// lead (cmd/metad registers right after New).
+// own soft state has been started afresh and before the evictor is kicked. fn must return
+// promptly. Register before the node can lead (cmd/metad registers right after New).
 func (s *Service) OnLeadership(fn func(leading bool)) {
 	s.hooksMu.Lock()
 	defer s.hooksMu.Unlock()
@@ -179,17 +179,17 @@ func (s *Service) OnLeadership(fn func(leading bool)) {
 
 // Run is the background loop: every SweepInterval, on the leader, it expires silent clients, ends
 // the graceful unmounts that are due (finishClosing) and drives the running drain jobs
-// (driveDrains). It returns when ctx is done. Call it
-// once.
+// (driveDrains). Beside it run the arena keeper (unless NoArenas) and the evictor's loop (with
+// Config.Evictor), each on its own goroutine. It returns when ctx is done and they have returned.
+// Call it once.
 func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	if !s.cfg.NoArenas {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.res.runKeeper(ctx)
-		}()
-		defer wg.Wait()
+		wg.Go(func() { s.res.runKeeper(ctx) })
+	}
+	if ev := s.cfg.Evictor; ev != nil {
+		wg.Go(func() { _ = ev.Run(ctx) }) // ctx's error, once ctx is done
 	}
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
@@ -211,7 +211,8 @@ func (s *Service) Run(ctx context.Context) {
 
 // leadershipChanged is the service's part of the leadership hook: the clients' pings went to
 // another leader meanwhile, so on gaining leadership every known client's grace starts again, and
-// on losing it the table is dropped; then the registered hooks run.
+// on losing it the table is dropped; then the registered hooks run, and last the evictor is kicked
+// (it looks at once: a new leader's watermarks, or a former leader's idling).
 func (s *Service) leadershipChanged(leading bool, term uint64) {
 	s.live.leadershipChanged(leading, s.cfg.nowNano())
 	if leading {
@@ -225,6 +226,9 @@ func (s *Service) leadershipChanged(leading bool, term uint64) {
 	s.hooksMu.Unlock()
 	for _, fn := range hooks {
 		fn(leading)
+	}
+	if s.cfg.Evictor != nil {
+		s.cfg.Evictor.Kick()
 	}
 }
 

@@ -132,7 +132,7 @@ func (s *Service) taskEnd(ctx context.Context, req taskEndRequest, kind store.Ta
 // move's source, which a reader that leased the object may still be reading. So the leader prepares
 // it from its state (store.PrepareMoveEnd: OBJECT_HAS_LEASE while a read lease lasts, and the
 // caller asks again later) and marks the object, so that no read leases the source while the entry
-// is in flight; ProposeMarked clears the mark by the entry's outcome.
+// is in flight; ha.ProposeMarked clears the mark by the entry's outcome.
 func (s *Service) moveEnd(ctx context.Context, cmd *metadv1.Command, req store.ReplicaTaskEndRequest, rawKey []byte) error {
 	st, tok, kept, err := s.prepareOne(ctx, func(cur *store.Store) (store.ObjectToken, error) {
 		return cur.PrepareMoveEnd(s.cfg.nowNano(), req)

@@ -462,7 +462,7 @@ func (s *Store) CheckEndReplicaTask(req ReplicaTaskEndRequest) error {
 // object is present and not marked, req names its move (taskEndVerdict), and it has no read lease
 // (a reader leased the source and may still be reading it: OBJECT_HAS_LEASE, ask again once the
 // lease has ended). It then marks the object, so that no read leases it while the MoveEnd is in
-// flight (the removal protocol: the caller proposes through service.ProposeMarked, which clears
+// flight (the removal protocol: the caller proposes through ha.ProposeMarked, which clears
 // the mark), and returns its token. A marked object is ErrUnlinkPending.
 func (s *Store) PrepareMoveEnd(now int64, req ReplicaTaskEndRequest) (ObjectToken, error) {
 	if err := req.validate(); err != nil {

@@ -224,9 +224,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc.LeaseTTL, vc.ClientTTL, vc.PutDiscardTimeout, vc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
 	vc.SessionTTL, vc.SessionWindow = cfg.SessionTTL, uint32(cfg.SessionWindow)
 	vc.ArenaFence, vc.NoArenas = cfg.PutReleaseTimeout, cfg.NoArenas
-	vc.QuotaEvictor = func(ctx context.Context, tenant string, want uint64) (uint64, error) {
-		return ev.EvictTenant(ctx, tenant, evict.QuotaDeficit(f.Store(), tenant, want))
-	}
+	vc.Evictor = ev // the service runs its loop, kicks it on leadership changes, evicts for quota
 	svc, err := service.New(node, f, lead, vc, reg, log)
 	if err != nil {
 		_ = node.Shutdown()
@@ -244,9 +242,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	// After the leadership hook has started the soft state afresh, the adapter's health status
-	// follows and the evictor looks at once.
+	// follows (and then the service kicks its evictor).
 	svc.OnLeadership(srv.SetLeader)
-	svc.OnLeadership(func(bool) { ev.Kick() })
 	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	if rl != nil {
 		opts = append(opts, grpc.Creds(server.TLSCredentials(rl.ServerConfig(cfg.clientAuth()))))
@@ -263,7 +260,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var bg sync.WaitGroup // the background loops; each returns when runCtx is done
 	bg.Go(func() { svc.Run(runCtx) })
 	bg.Go(func() { srv.Run(runCtx) })
-	bg.Go(func() { ev.Run(runCtx) })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
