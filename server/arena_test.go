@@ -24,7 +24,7 @@ import (
 func arenaHarness(t testing.TB, mut func(*config)) *harness {
 	t.Helper()
 	b := newFakeBackend(t, nil)
-	b.lease.Store(true)
+	b.Lease.Store(true)
 	cfg := testConfig()
 	cfg.NoArenas = false
 	if mut != nil {
@@ -418,7 +418,7 @@ func TestReservedEndOfAnotherTier(t *testing.T) {
 	h.awaitArenas(t, segA)
 	h.reserve(t, "", "k", 4096, nil)
 	h.reserve(t, "", "b", 4096, nil)
-	before := h.b.appliedIndex()
+	before := h.b.AppliedIndex()
 	nof := metadv1.Tier_TIER_NOF
 	_, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k"), Tier: nof})
 	if got := reasonOf(err); got != metadv1.Reason_REASON_INVALID_WRITE {
@@ -432,7 +432,7 @@ func TestReservedEndOfAnotherTier(t *testing.T) {
 	if err != nil || be.GetResults()[0].GetReason() != metadv1.Reason_REASON_INVALID_WRITE || be.GetResults()[1].GetReason() != metadv1.Reason_REASON_INVALID_WRITE {
 		t.Errorf("BatchPutEnd NOF of memory-only reserved writes: %v, %v; want INVALID_WRITE for each", be, err)
 	}
-	if got := h.b.appliedIndex(); got != before {
+	if got := h.b.AppliedIndex(); got != before {
 		t.Errorf("the refused ends moved the applied index %d -> %d", before, got)
 	}
 	for _, k := range []string{"k", "b"} {

@@ -15,7 +15,7 @@ import (
 // records them; the token is returned once and verifies against the state.
 func TestAuthAdminCalls(t *testing.T) {
 	clock := newFakeClock()
-	h := start(t, newFakeBackend(t, clock.Now), clock.config(testConfig()))
+	h := start(t, newFakeBackend(t, clock.Now), withClock(clock, testConfig()))
 	ctx := tctx(t)
 
 	k, err := h.admin.CreateKey(ctx, &metadv1.CreateKeyRequest{Principal: "alice", TtlMs: 3_600_000})
@@ -27,7 +27,7 @@ func TestAuthAdminCalls(t *testing.T) {
 		k.GetExpiresMs() != now+3_600_000 {
 		t.Fatalf("CreateKey: %v", k)
 	}
-	got, err := h.b.f.Auth().VerifyToken(k.GetToken(), now)
+	got, err := h.b.FSM().Auth().VerifyToken(k.GetToken(), now)
 	if err != nil || got.Principal != "alice" || got.CreatedMs != now {
 		t.Fatalf("the token does not verify: %+v, %v", got, err)
 	}
@@ -50,7 +50,7 @@ func TestAuthAdminCalls(t *testing.T) {
 	if _, err := h.admin.RevokeKey(ctx, &metadv1.RevokeKeyRequest{KeyId: k.GetKeyId()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.b.f.Auth().VerifyToken(k.GetToken(), now); err == nil {
+	if _, err := h.b.FSM().Auth().VerifyToken(k.GetToken(), now); err == nil {
 		t.Fatal("a revoked key still verifies")
 	}
 	_, err = h.admin.RevokeKey(ctx, &metadv1.RevokeKeyRequest{KeyId: k.GetKeyId()})
@@ -91,7 +91,7 @@ func TestAuthAdminCalls(t *testing.T) {
 func TestAuthAdminCallsValidate(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := tctx(t)
-	before := h.b.proposals.Load()
+	before := h.b.Proposals.Load()
 	for _, tc := range []struct {
 		field string
 		call  func() error
@@ -130,7 +130,7 @@ func TestAuthAdminCallsValidate(t *testing.T) {
 	// A refusal the leader's state gives costs no log entry.
 	_, err := h.admin.RevokeRole(ctx, &metadv1.RevokeRoleRequest{Principal: "a", Role: "admin"})
 	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_ROLE_NOT_FOUND)
-	if n := h.b.proposals.Load(); n != before {
+	if n := h.b.Proposals.Load(); n != before {
 		t.Fatalf("%d proposals for refused calls", n-before)
 	}
 }

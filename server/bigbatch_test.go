@@ -47,12 +47,12 @@ func TestReadBatchLimits(t *testing.T) {
 	h.put(t, "", "k065535", 64)
 	keys := keysN(65536)
 
-	barriers := b.barriers.Load()
+	barriers := b.Barriers.Load()
 	ex, err := h.meta.BatchExist(ctx, &metadv1.BatchExistRequest{Keys: keys}, bigRecv)
 	if err != nil {
 		t.Fatalf("BatchExist of 65,536 keys: %v", err)
 	}
-	if d := b.barriers.Load() - barriers; d != 1 {
+	if d := b.Barriers.Load() - barriers; d != 1 {
 		t.Fatalf("BatchExist of 65,536 keys ran %d read barriers, want 1", d)
 	}
 	if len(ex.GetExists()) != len(keys) {
@@ -82,7 +82,7 @@ func TestReadBatchLimits(t *testing.T) {
 	}
 
 	over := keysN(65537)
-	proposals := b.proposals.Load()
+	proposals := b.Proposals.Load()
 	_, err = h.meta.BatchExist(ctx, &metadv1.BatchExistRequest{Keys: over}, bigRecv)
 	wantInvalid(t, err, "keys: 65537 items not in 1..65536")
 	_, err = h.meta.BatchGet(ctx, &metadv1.BatchGetRequest{Keys: over}, bigRecv)
@@ -101,7 +101,7 @@ func TestReadBatchLimits(t *testing.T) {
 	wantInvalid(t, err, "keys: 4097 items not in 1..4096")
 	_, err = h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: four, Force: true})
 	wantInvalid(t, err, "keys: 4097 items not in 1..4096")
-	if d := b.proposals.Load() - proposals; d != 0 {
+	if d := b.Proposals.Load() - proposals; d != 0 {
 		t.Fatalf("%d commands proposed for refused batches", d)
 	}
 }

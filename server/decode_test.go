@@ -65,11 +65,11 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.field, func(t *testing.T) {
-			before := h.b.proposals.Load()
+			before := h.b.Proposals.Load()
 			var out []byte
 			err := h.cc.Invoke(tctx(t), tc.method, &tc.req, &out, grpc.ForceCodec(rawCodec{}))
 			wantInvalid(t, err, tc.field)
-			if h.b.proposals.Load() != before {
+			if h.b.Proposals.Load() != before {
 				t.Fatal("an undecodable request was proposed")
 			}
 		})

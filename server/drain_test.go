@@ -16,7 +16,7 @@ import (
 // DRAIN_NOT_FOUND.
 func TestDrainStatusAndCancel(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)

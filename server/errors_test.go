@@ -15,6 +15,7 @@ import (
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
+	"metad/service/servicetest"
 	"metad/store"
 )
 
@@ -186,7 +187,7 @@ func TestStoreReasonsReachClient(t *testing.T) {
 		{store.StateReplaced, "replaced", func() error {
 			// A restore commits before every attempt: the server gives up after service.MaxReplaced.
 			h.put(t, "", "replaced", 8)
-			h.b.restoreBeforeEachApply(t, service.MaxReplaced+1)
+			h.b.RestoreBeforeEachApply(t, service.MaxReplaced+1)
 			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("replaced")})
 			return err
 		}},
@@ -194,9 +195,9 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			// An auth change commits before every attempt: the service gives up after
 			// service.MaxAuthStale checks again (authz_test.go).
 			n := startAuth(t, newPKI(t), newFakeBackend(t, nil), "n1")
-			n.b.mustApply(t, grantCmd("ops", "admin"))
-			tok, _ := newKey(t, n.b, "ops", 0)
-			n.b.authChangeBeforeEachApply(t, service.MaxAuthStale+1)
+			n.b.MustApply(t, servicetest.Grant("ops", "admin"))
+			tok, _ := servicetest.NewKey(t, n.b, "ops", 0)
+			n.b.AuthChangeBeforeEachApply(t, service.MaxAuthStale+1)
 			_, err := n.clients(t).admin.SetQuota(withKey(t, tok), &metadv1.SetQuotaRequest{QuotaBytes: 1 << 20})
 			return err
 		}},
@@ -262,8 +263,8 @@ func TestStoreReasonsReachClient(t *testing.T) {
 			if _, err := h.admin.GrantRole(ctx, &metadv1.GrantRoleRequest{Principal: "y", Role: "reader"}); err != nil {
 				return err
 			}
-			h.b.staleAuth.Store(1)
-			defer h.b.staleAuth.Store(0)
+			h.b.StaleAuth.Store(1)
+			defer h.b.StaleAuth.Store(0)
 			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "late"})
 			return err
 		}},

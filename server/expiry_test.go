@@ -13,7 +13,7 @@ import (
 // segments unmounted by the leader; a client that keeps pinging keeps its segments.
 func TestClientExpiry(t *testing.T) {
 	clk := newFakeClock()
-	cfg := clk.config(testConfig())
+	cfg := withClock(clk, testConfig())
 	cfg.ClientTTL = time.Second
 	h := start(t, newFakeBackend(t, clk.Now), cfg)
 	ctx := tctx(t)

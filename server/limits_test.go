@@ -35,14 +35,14 @@ func TestHugeSegmentsRefused(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
-	before := h.b.proposals.Load()
+	before := h.b.Proposals.Load()
 	for i := range 4 {
 		id := alloc.MustParseID("6e000000-0000-4000-8000-00000000000" + string(rune('1'+i)))
 		_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientA),
 			Segment: segDesc(id, uint64(i+1)<<40, 1<<62)})
 		wantInvalid(t, err, "segment.size")
 	}
-	if d := h.b.proposals.Load() - before; d != 0 {
+	if d := h.b.Proposals.Load() - before; d != 0 {
 		t.Fatalf("%d commands proposed for refused mounts", d)
 	}
 	q, err := h.admin.GetQuota(ctx, &metadv1.GetQuotaRequest{})
@@ -74,10 +74,10 @@ func TestMountOverflowRefusedBeforeProposing(t *testing.T) {
 	}
 	capacity := st.Segments().Capacity(alloc.TierMemory)
 	desc := segDesc(segA, 1<<20, alloc.MaxSegmentSize)
-	before := h.b.proposals.Load()
+	before := h.b.Proposals.Load()
 	_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: desc})
 	wantInvalid(t, err, "segment.size")
-	if d := h.b.proposals.Load() - before; d != 0 {
+	if d := h.b.Proposals.Load() - before; d != 0 {
 		t.Fatalf("%d commands proposed for a mount the leader can refuse", d)
 	}
 	desc.OwnerClientId = idb(clientA)
@@ -135,12 +135,12 @@ func TestBatchRepeatedKeyRefusedWhole(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before, reads := h.b.proposals.Load(), h.b.barriers.Load()
+			before, reads := h.b.Proposals.Load(), h.b.Barriers.Load()
 			wantInvalid(t, tc.call(), tc.field)
-			if d := h.b.proposals.Load() - before; d != 0 {
+			if d := h.b.Proposals.Load() - before; d != 0 {
 				t.Fatalf("%d commands proposed", d)
 			}
-			if d := h.b.barriers.Load() - reads; d != 0 {
+			if d := h.b.Barriers.Load() - reads; d != 0 {
 				t.Fatalf("%d reads served", d)
 			}
 		})

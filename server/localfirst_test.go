@@ -128,7 +128,7 @@ func TestPreferredSegmentsWinOverHost(t *testing.T) {
 	if s := segsOf(resp.GetReplicas()); len(s) != 3 || s[0] != y[2] || s[1] != x[1] || s[2] != x[0] {
 		t.Fatalf("placed on %v, want the preferred %v then %v, then node-x's other segment %v", s, y[2], x[1], x[0])
 	}
-	cfg := b.lastProposed.Load().GetPutStart().GetConfig()
+	cfg := b.LastProposed().GetPutStart().GetConfig()
 	if cfg.GetPreferredHost() != "" || len(cfg.GetPreferredSegmentIds()) != 3 {
 		t.Fatalf("proposed config %v: want the host resolved into 3 preferred segment ids and no host", cfg)
 	}

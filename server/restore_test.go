@@ -1,58 +1,13 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
-	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 )
-
-// savedState is the backend's current state as a snapshot file of the given state epoch (what an
-// online restore installs: the cluster's epoch + 1).
-func savedState(t *testing.T, b *fakeBackend, epoch uint64) []byte {
-	t.Helper()
-	c := b.f.Store().CaptureInto(nil)
-	c.Epoch = epoch
-	var buf bytes.Buffer
-	idx, term := b.f.Applied()
-	if _, err := fsm.WriteCapture(&buf, c, nil, idx, term, 0); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// restoreBeforeNextApply makes a snapshot restore of data commit between the leader's check of the
-// next proposal and that proposal's apply.
-func (b *fakeBackend) restoreBeforeNextApply(t *testing.T, data []byte) {
-	fn := func() {
-		if err := b.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
-			t.Errorf("restore: %v", err)
-		}
-	}
-	b.beforeApply.Store(&fn)
-}
-
-// restoreBeforeEachApply makes a snapshot restore of the current state (at the next state epoch)
-// commit before each of the next n proposals applies: every one of them was checked against a
-// state that is gone by its commit.
-func (b *fakeBackend) restoreBeforeEachApply(t *testing.T, n int) {
-	var fn func()
-	fn = func() {
-		if n--; n > 0 {
-			defer b.beforeApply.Store(&fn)
-		}
-		data := savedState(t, b, b.f.Store().Epoch()+1)
-		if err := b.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
-			t.Errorf("restore: %v", err)
-		}
-	}
-	b.beforeApply.Store(&fn)
-}
 
 // A removal checked against a state that a snapshot restore replaces before its command commits
 // must act on the restored state: the key is there again (as another object id), so the removal
@@ -104,26 +59,26 @@ func TestRemovalAcrossASnapshotRestore(t *testing.T) {
 				}
 			}
 			put()
-			saved := savedState(t, h.b, h.b.f.Store().Epoch()+1) // k as object 1
+			saved := h.b.SavedState(t, h.b.FSM().Store().Epoch()+1) // k as object 1
 			if _, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("k"), Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			put() // k as object 2: the removal below is checked against this one
 
-			h.b.restoreBeforeNextApply(t, saved)
-			n := h.b.proposals.Load()
+			h.b.RestoreBeforeNextApply(t, saved)
+			n := h.b.Proposals.Load()
 			if err := rm.remove(ctx, h); err != nil {
 				t.Fatalf("%s across a restore: %v", rm.name, err)
 			}
-			if got := h.b.proposals.Load() - n; got != 2 {
+			if got := h.b.Proposals.Load() - n; got != 2 {
 				t.Fatalf("%d proposals, want 2 (refused as STATE_REPLACED, then prepared again)", got)
 			}
-			if e := h.b.f.Store().Epoch(); e != 1 {
+			if e := h.b.FSM().Store().Epoch(); e != 1 {
 				t.Fatalf("state epoch %d after the restore, want 1", e)
 			}
 			_, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k")})
 			wantErr(t, err, codes.NotFound, rNotFound)
-			if err := h.b.f.Store().CheckInvariants(); err != nil {
+			if err := h.b.FSM().Store().CheckInvariants(); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -30,7 +30,7 @@ func strs(bs [][]byte) []string {
 // page before: a key added between pages below that key is not listed, one above it is.
 func TestListObjectKeysPagedAndScoped(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"}); err != nil {
@@ -82,7 +82,7 @@ func TestListObjectKeysPagedAndScoped(t *testing.T) {
 
 func TestGetByRegex(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"}); err != nil {
@@ -138,7 +138,7 @@ func TestGetByRegex(t *testing.T) {
 
 func TestRemoveByRegexLeasesForceAndPages(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"}); err != nil {
@@ -209,7 +209,7 @@ func TestRemoveByRegexLeasesForceAndPages(t *testing.T) {
 // attempt's answer, keys included, though the state no longer holds them.
 func TestRemoveByRegexRetryInSession(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	for _, k := range []string{"r1", "r2", "r3"} {
@@ -241,7 +241,7 @@ func TestRemoveByRegexRetryInSession(t *testing.T) {
 
 func TestBatchReplicaClear(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)
@@ -306,7 +306,7 @@ func TestBatchReplicaClear(t *testing.T) {
 // A retry of a BatchReplicaClear that applied gets its first answer, not the state's refusal.
 func TestBatchReplicaClearRetryInSession(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.put(t, "", "k", 64)

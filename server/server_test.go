@@ -64,7 +64,7 @@ const (
 
 func TestPutGetExistRemoveRoundTrip(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 
@@ -125,7 +125,7 @@ func TestPutGetExistRemoveRoundTrip(t *testing.T) {
 	if d.GetTenant() != "default" || string(d.GetKey()) != "k1" {
 		t.Fatalf("detail %v", d)
 	}
-	if h.b.barriers.Load() == 0 {
+	if h.b.Barriers.Load() == 0 {
 		t.Fatal("linearizable reads took no read barrier")
 	}
 }
@@ -138,14 +138,14 @@ func TestRemoveLeaseForceAndFailedProposalClearsMarks(t *testing.T) {
 	if _, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
-	n := h.b.proposals.Load()
+	n := h.b.Proposals.Load()
 	_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("k")})
 	wantErr(t, err, codes.FailedPrecondition, rHasLease)
-	if got := h.b.proposals.Load(); got != n {
+	if got := h.b.Proposals.Load(); got != n {
 		t.Fatalf("a rejected prepare proposed %d commands", got-n)
 	}
 
-	h.b.failNextPropose(errTimeoutForTest)
+	h.b.FailNextPropose(errTimeoutForTest)
 	_, err = h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte("k"), Force: true})
 	wantErr(t, err, codes.Unavailable, rUnavail)
 	// The failed proposal cleared the unlink mark: the object reads again on the leader.
@@ -219,7 +219,7 @@ func TestBatchRoundTripStatusesInOrder(t *testing.T) {
 	if got, want := reasons(rm.GetResults()), []metadv1.Reason{rHasLease, rNotFound, rHasLease}; !slices.Equal(got, want) {
 		t.Fatalf("BatchRemove %v, want %v", got, want)
 	}
-	n := h.b.proposals.Load()
+	n := h.b.Proposals.Load()
 	rm, err = h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: [][]byte{[]byte("zz"), []byte("b"), []byte("a")}, Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -227,15 +227,15 @@ func TestBatchRoundTripStatusesInOrder(t *testing.T) {
 	if got, want := reasons(rm.GetResults()), []metadv1.Reason{rNotFound, rOK, rOK}; !slices.Equal(got, want) {
 		t.Fatalf("forced BatchRemove %v, want %v", got, want)
 	}
-	if d := h.b.proposals.Load() - n; d != 1 {
+	if d := h.b.Proposals.Load() - n; d != 1 {
 		t.Fatalf("BatchRemove proposed %d commands, want 1", d)
 	}
-	n = h.b.proposals.Load()
+	n = h.b.Proposals.Load()
 	rm, err = h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: [][]byte{[]byte("a"), []byte("b")}, Force: true})
 	if err != nil || !slices.Equal(reasons(rm.GetResults()), []metadv1.Reason{rNotFound, rNotFound}) {
 		t.Fatalf("BatchRemove of removed keys %v %v", rm, err)
 	}
-	if d := h.b.proposals.Load() - n; d != 0 {
+	if d := h.b.Proposals.Load() - n; d != 0 {
 		t.Fatalf("a BatchRemove with every item rejected proposed %d commands", d)
 	}
 	_, err = h.meta.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{Tenant: "nobody", ClientId: idb(clientA), Keys: [][]byte{[]byte("a")}})
@@ -244,7 +244,7 @@ func TestBatchRoundTripStatusesInOrder(t *testing.T) {
 
 func TestListGroupRemoveGroupRemoveAll(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	for _, k := range []string{"m3", "m1", "m2"} {
@@ -439,9 +439,9 @@ func TestHealthLeaderService(t *testing.T) {
 	}
 	waitFor("", healthpb.HealthCheckResponse_SERVING)
 	waitFor("leader", healthpb.HealthCheckResponse_SERVING)
-	b.setLeader(false, "", "")
+	b.SetLeader(false, "", "")
 	waitFor("leader", healthpb.HealthCheckResponse_NOT_SERVING)
-	b.setLeader(true, "", "")
+	b.SetLeader(true, "", "")
 	waitFor("leader", healthpb.HealthCheckResponse_SERVING)
 	h.srv.SetNotServing()
 	waitFor("", healthpb.HealthCheckResponse_NOT_SERVING)

@@ -40,7 +40,7 @@ func (c *sessionClient) next() *metadv1.SessionHeader {
 // then again with the same request, and returns the retry's answer.
 func lostThenRetried[R proto.Message](t *testing.T, h *harness, what string, call func() (R, error)) R {
 	t.Helper()
-	h.b.loseAnswer.Store(true)
+	h.b.LoseAnswer.Store(true)
 	if _, err := call(); err == nil {
 		t.Fatalf("%s: the lost answer arrived", what)
 	} else {
@@ -74,7 +74,7 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 	lostThenRetried(t, h, "MountSegment", func() (*metadv1.MountSegmentResponse, error) { return h.meta.MountSegment(ctx, mount) })
 
 	put := &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 4096, Session: c.next()}
-	h.b.loseAnswer.Store(true)
+	h.b.LoseAnswer.Store(true)
 	if _, err := h.meta.PutStart(ctx, put); err == nil {
 		t.Fatal("PutStart: the lost answer arrived")
 	}
@@ -133,7 +133,7 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 	}
 
 	reg := &metadv1.RegisterTenantRequest{Name: "t1", Session: c.next()}
-	h.b.loseAnswer.Store(true)
+	h.b.LoseAnswer.Store(true)
 	if _, err := h.admin.RegisterTenant(ctx, reg); err == nil {
 		t.Fatal("RegisterTenant: the lost answer arrived")
 	}
@@ -148,7 +148,7 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 		t.Fatal("a second RegisterTenant of t1 was not refused")
 	}
 	// Without a session a retry is a new attempt: the lost answer makes it look refused.
-	h.b.loseAnswer.Store(true)
+	h.b.LoseAnswer.Store(true)
 	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"}); err == nil {
 		t.Fatal("RegisterTenant: the lost answer arrived")
 	}
@@ -161,10 +161,10 @@ func TestSessionHeaderValidated(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := context.Background()
 	for _, hd := range []*metadv1.SessionHeader{{Seq: 1}, {SessionId: 1}, {SessionId: 1, Seq: 2, FirstUnackedSeq: 3}} {
-		n := h.b.proposals.Load()
+		n := h.b.Proposals.Load()
 		_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "x", Session: hd})
 		wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
-		if h.b.proposals.Load() != n {
+		if h.b.Proposals.Load() != n {
 			t.Fatalf("header %v: proposed", hd)
 		}
 	}

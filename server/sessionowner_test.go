@@ -12,6 +12,7 @@ import (
 
 	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
+	"metad/service/servicetest"
 )
 
 // ownerPair is a leader n1 and a follower n2 that forwards to it, both authenticating, with
@@ -26,25 +27,25 @@ func newOwnerPair(t *testing.T) *ownerPair {
 	p := newPKI(t)
 	leader := startAuth(t, p, newFakeBackend(t, nil), "n1")
 	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
+	fb.SetLeader(false, "n1", leader.addr)
 	follower := startAuth(t, p, fb, "n2")
 	for _, n := range []*authNode{leader, follower} {
-		n.b.setMembers("n1", "n2")
+		n.b.SetMembers("n1", "n2")
 		for _, cmd := range []*metadv1.Command{
 			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "alpha"}}},
 			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "beta"}}},
-			grantCmd("alice", "tenant:alpha"),
-			grantCmd("bob", "tenant:beta"),
+			servicetest.Grant("alice", "tenant:alpha"),
+			servicetest.Grant("bob", "tenant:beta"),
 		} {
-			n.b.mustApply(t, cmd)
+			n.b.MustApply(t, cmd)
 		}
 	}
 	o := &ownerPair{leader: leader, follower: follower}
 	var aliceKey, bobKey *metadv1.Command
-	o.alice, aliceKey = newKey(t, leader.b, "alice", 0)
-	o.bob, bobKey = newKey(t, leader.b, "bob", 0)
-	follower.b.mustApply(t, aliceKey)
-	follower.b.mustApply(t, bobKey)
+	o.alice, aliceKey = servicetest.NewKey(t, leader.b, "alice", 0)
+	o.bob, bobKey = servicetest.NewKey(t, leader.b, "bob", 0)
+	follower.b.MustApply(t, aliceKey)
+	follower.b.MustApply(t, bobKey)
 	root := leader.clients(t, p.client(t, fsm.RootPrincipal))
 	if _, err := root.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestSessionOfAnotherPrincipal(t *testing.T) {
 	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_SESSION_EXPIRED)
 	unknown := strings.ReplaceAll(status.Convert(err).Message(), fmt.Sprint(s+100), "ID")
 
-	props := o.leader.b.proposals.Load()
+	props := o.leader.b.Proposals.Load()
 	attacks := map[string]func(clients) error{
 		"RemoveByRegex replaying bob's seq 1": func(c clients) error {
 			_, err := c.meta.RemoveByRegex(alice, &metadv1.RemoveByRegexRequest{Tenant: "alpha", Pattern: "^zz$", Force: true, Session: shdr(s, 1, 1)})
@@ -132,7 +133,7 @@ func TestSessionOfAnotherPrincipal(t *testing.T) {
 			}
 		}
 	}
-	if got := o.leader.b.proposals.Load(); got != props {
+	if got := o.leader.b.Proposals.Load(); got != props {
 		t.Errorf("alice's requests in bob's session reached the log: %d proposals", got-props)
 	}
 	if _, err := o.leader.b.Store().Peek("alpha", "ak"); err != nil {
@@ -166,18 +167,18 @@ func TestSessionOfAnotherPrincipal(t *testing.T) {
 func TestSessionOfAnotherPrincipalOnArenas(t *testing.T) {
 	p := newPKI(t)
 	b := newFakeBackend(t, nil)
-	b.lease.Store(true)
+	b.Lease.Store(true)
 	n := startAuthWith(t, p, b, "n1", func(c *config) { c.NoArenas = false })
 	for _, cmd := range []*metadv1.Command{
 		{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "alpha"}}},
 		{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "beta"}}},
-		grantCmd("alice", "tenant:alpha"), grantCmd("bob", "tenant:beta"), grantCmd("carol", "tenant:beta"),
+		servicetest.Grant("alice", "tenant:alpha"), servicetest.Grant("bob", "tenant:beta"), servicetest.Grant("carol", "tenant:beta"),
 	} {
-		b.mustApply(t, cmd)
+		b.MustApply(t, cmd)
 	}
 	toks := map[string]string{}
 	for _, who := range []string{"alice", "bob", "carol"} {
-		toks[who], _ = newKey(t, b, who, 0)
+		toks[who], _ = servicetest.NewKey(t, b, who, 0)
 	}
 	alice, bob, carol := withKey(t, toks["alice"]), withKey(t, toks["bob"]), withKey(t, toks["carol"])
 	c := n.clients(t)
@@ -225,7 +226,7 @@ func TestSessionOfAnotherPrincipalOnArenas(t *testing.T) {
 	}
 	// Carol's PutEnd of bob's reserved write in bob's session is refused before its PutCommit is
 	// proposed (an older member would apply it), and bob's own commits it.
-	props := b.proposals.Load()
+	props := b.Proposals.Load()
 	end := func(ctx context.Context) error {
 		_, err := c.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: "beta", ClientId: idb(clientA), Key: []byte("k"), Session: shdr(s, 2, 1)})
 		return err
@@ -233,7 +234,7 @@ func TestSessionOfAnotherPrincipalOnArenas(t *testing.T) {
 	if err := end(carol); reasonOf(err) != metadv1.Reason_REASON_SESSION_EXPIRED {
 		t.Fatalf("carol's PutEnd in bob's session: %v, want SESSION_EXPIRED", err)
 	}
-	if got := b.proposals.Load(); got != props {
+	if got := b.Proposals.Load(); got != props {
 		t.Fatalf("carol's PutEnd in bob's session was proposed (%d proposals)", got-props)
 	}
 	if err := end(bob); err != nil {

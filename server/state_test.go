@@ -17,7 +17,7 @@ import (
 // the log.
 func TestRefusalsConsumeNoLog(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.put(t, "", "done", 64)
@@ -130,7 +130,7 @@ func TestRefusalsConsumeNoLog(t *testing.T) {
 			return h.meta.RemoveGroup(ctx, &metadv1.RemoveGroupRequest{Group: []byte("absent"), Force: true})
 		}, codes.NotFound, rNotFound},
 	} {
-		before, barriers := h.b.appliedIndex(), h.b.barriers.Load()
+		before, barriers := h.b.AppliedIndex(), h.b.Barriers.Load()
 		got, err := tc.call()
 		if want, ok := tc.want.(items); ok {
 			if rs, _ := got.([]metadv1.Reason); err != nil || !slices.Equal(rs, want) {
@@ -139,16 +139,16 @@ func TestRefusalsConsumeNoLog(t *testing.T) {
 		} else {
 			wantErr(t, err, tc.code, tc.want.(metadv1.Reason))
 		}
-		if after := h.b.appliedIndex(); after != before {
+		if after := h.b.AppliedIndex(); after != before {
 			t.Errorf("%s: refused with %d log entries (applied index %d -> %d), want none", tc.name, after-before, before, after)
 		}
-		if h.b.barriers.Load() == barriers {
+		if h.b.Barriers.Load() == barriers {
 			t.Errorf("%s: refused without confirming leadership", tc.name)
 		}
 	}
 
 	// What only looks like a refusal is a change, and goes through the log.
-	before := h.b.appliedIndex()
+	before := h.b.AppliedIndex()
 	if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: a, Key: []byte("done")}); err != nil {
 		t.Fatalf("repeated PutEnd: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestRefusalsConsumeNoLog(t *testing.T) {
 	if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: a, Key: []byte("writing"), Size: 64}); err != nil {
 		t.Fatalf("PutStart over a write past the discard timeout: %v", err)
 	}
-	if after := h.b.appliedIndex(); after != before+2 {
+	if after := h.b.AppliedIndex(); after != before+2 {
 		t.Fatalf("a repeated PutEnd and a discarding PutStart took %d log entries, want 2", after-before)
 	}
 }
@@ -178,7 +178,7 @@ func TestDeposedLeaderRefusesNothingFromItsState(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
-	h.b.deposed.Store(true)
+	h.b.Deposed.Store(true)
 	for _, tc := range []struct {
 		name string
 		call func() error

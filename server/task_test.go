@@ -16,7 +16,7 @@ import (
 // the first answer.
 func TestCopyAndMoveOverGRPC(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)
@@ -28,14 +28,14 @@ func TestCopyAndMoveOverGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := h.b.proposals.Load()
+	before := h.b.Proposals.Load()
 	_, err := h.meta.CopyStart(ctx, &metadv1.CopyStartRequest{ClientId: idb(clientB), Key: []byte("k"), SourceSegmentId: idb(segB)})
 	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_REPLICA_NOT_FOUND)
 	_, err = h.meta.CopyStart(ctx, &metadv1.CopyStartRequest{ClientId: idb(clientB), Key: []byte("nope"), SourceSegmentId: idb(segA)})
 	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_OBJECT_NOT_FOUND)
 	_, err = h.meta.CopyEnd(ctx, &metadv1.CopyEndRequest{ClientId: idb(clientB), Key: []byte("k")})
 	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_OBJECT_NO_REPLICATION_TASK)
-	if n := h.b.proposals.Load(); n != before {
+	if n := h.b.Proposals.Load(); n != before {
 		t.Fatalf("refusals from the state took %d log entries", n-before)
 	}
 	_, err = h.meta.CopyStart(ctx, &metadv1.CopyStartRequest{ClientId: idb(clientB), Key: []byte("k"), SourceSegmentId: idb(segA),
@@ -152,12 +152,12 @@ func TestScheduledTasksOverGRPC(t *testing.T) {
 	_, err = h.meta.CreateMoveTask(ctx, &metadv1.CreateMoveTaskRequest{Key: []byte("nope")})
 	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_OBJECT_NOT_FOUND)
 
-	before := h.b.proposals.Load()
+	before := h.b.Proposals.Load()
 	none, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientB), Batch: 8})
 	if err != nil || len(none.GetTasks()) != 0 {
 		t.Fatalf("another worker fetched %v, %v", none, err)
 	}
-	if n := h.b.proposals.Load(); n != before {
+	if n := h.b.Proposals.Load(); n != before {
 		t.Fatalf("an empty fetch took %d log entries", n-before)
 	}
 	got, err := h.meta.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientA), Batch: 8})

@@ -20,7 +20,7 @@ import (
 // its replicas are dropped as an unmount drops them.
 func TestGracefulUnmount(t *testing.T) {
 	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	h := start(t, newFakeBackend(t, clk.Now), withClock(clk, testConfig()))
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)
@@ -93,10 +93,10 @@ func TestGracefulUnmount(t *testing.T) {
 	}
 
 	// A leader change, then a snapshot restore: the closing state is replicated.
-	h.b.setLeader(false, "other", "other-addr")
-	h.b.setLeader(true, "", "")
-	data := savedState(t, h.b, h.b.f.Store().Epoch())
-	if err := h.b.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+	h.b.SetLeader(false, "other", "other-addr")
+	h.b.SetLeader(true, "", "")
+	data := h.b.SavedState(t, h.b.FSM().Store().Epoch())
+	if err := h.b.FSM().Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := h.b.Store().Segments().Get(segA); !info.Closing || info.UnmountAt != deadline {

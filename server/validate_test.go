@@ -177,14 +177,14 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := h.b.proposals.Load()
+			before := h.b.Proposals.Load()
 			err := tc.call(tctx(t))
 			wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
 			msg := strings.TrimPrefix(status.Convert(err).Message(), "INVALID_PARAMS: ")
 			if !strings.HasPrefix(msg, tc.field) {
 				t.Fatalf("message %q does not name %q", msg, tc.field)
 			}
-			if d := h.b.proposals.Load() - before; d != 0 {
+			if d := h.b.Proposals.Load() - before; d != 0 {
 				t.Fatalf("%d commands proposed", d)
 			}
 		})
@@ -194,7 +194,7 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 // TestRequestOver16MiBRefused: gRPC refuses a request over 16 MiB before a handler runs.
 func TestRequestOver16MiBRefused(t *testing.T) {
 	h := start(t, newFakeBackend(t, nil), testConfig())
-	before := h.b.proposals.Load()
+	before := h.b.Proposals.Load()
 	big := make([][]byte, 4096)
 	for i := range big {
 		big[i] = bytes.Repeat([]byte{'a' + byte(i%26)}, 4096) // 16 MiB of keys, plus framing
@@ -203,7 +203,7 @@ func TestRequestOver16MiBRefused(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("over-16-MiB request: %v, want ResourceExhausted", err)
 	}
-	if d := h.b.proposals.Load() - before; d != 0 {
+	if d := h.b.Proposals.Load() - before; d != 0 {
 		t.Fatalf("%d commands proposed", d)
 	}
 }
