@@ -109,3 +109,20 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 		t.Fatalf("GetQuota answer %v (%v)", q, err)
 	}
 }
+
+// TestRequestOver16MiBRefused: gRPC refuses a request over 16 MiB before a handler runs.
+func TestRequestOver16MiBRefused(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	before := h.b.Proposals.Load()
+	big := make([][]byte, 4096)
+	for i := range big {
+		big[i] = bytes.Repeat([]byte{'a' + byte(i%26)}, 4096) // 16 MiB of keys, plus framing
+	}
+	_, err := h.meta.BatchRemove(tctx(t), &metadv1.BatchRemoveRequest{Keys: big, Force: true})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("over-16-MiB request: %v, want ResourceExhausted", err)
+	}
+	if d := h.b.Proposals.Load() - before; d != 0 {
+		t.Fatalf("%d commands proposed", d)
+	}
+}

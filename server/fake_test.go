@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -149,5 +152,30 @@ func (h *harness) put(t testing.TB, tenant, key string, size uint64) {
 	}
 	if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: tenant, ClientId: idb(clientA), Key: []byte(key)}); err != nil {
 		t.Fatalf("PutEnd %q: %v", key, err)
+	}
+}
+
+// segDesc is a valid MEMORY segment descriptor of size bytes at base (owner set by the server).
+func segDesc(id alloc.ID, base, size uint64) *metadv1.SegmentDesc {
+	return &metadv1.SegmentDesc{Id: idb(id), Name: "seg-" + id.String()[:8], Base: base, Size: size,
+		Endpoint: "10.0.0.1:7000", Tier: metadv1.Tier_TIER_MEMORY}
+}
+
+// wantInvalid checks err is InvalidArgument with INVALID_PARAMS and a message that starts with field.
+func wantInvalid(t *testing.T, err error, field string) {
+	t.Helper()
+	wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
+	if msg := strings.TrimPrefix(status.Convert(err).Message(), "INVALID_PARAMS: "); !strings.HasPrefix(msg, field) {
+		t.Fatalf("message %q does not name %q", msg, field)
+	}
+}
+
+// hostSeg mounts a MEMORY segment of size bytes for clientA at endpoint.
+func (h *harness) hostSeg(t *testing.T, id alloc.ID, base, size uint64, endpoint string) {
+	t.Helper()
+	_, err := h.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: &metadv1.SegmentDesc{
+		Id: idb(id), Name: "seg-" + id.String()[:8], Base: base, Size: size, Endpoint: endpoint, Tier: metadv1.Tier_TIER_MEMORY}})
+	if err != nil {
+		t.Fatalf("mount %s at %s: %v", id, endpoint, err)
 	}
 }
