@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
+	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
 	"metad/service/servicetest"
@@ -145,11 +146,21 @@ func authed[Req proto.Message, Resp any](ctx context.Context, h *harness, c serv
 }
 
 // reasonOf is the store reason of a method's error: store.OK for none or an error that is no
-// rejection.
+// rejection. Package ha's membership refusals count as the rejections of their reason
+// (MEMBER_NOT_FOUND, INVALID_PARAMS), as the adapter answers them.
 func reasonOf(err error) store.Reason {
-	var se *store.Error
-	if errors.As(err, &se) {
+	var (
+		se  *store.Error
+		mnf *ha.MemberNotFoundError
+		im  *ha.InvalidMemberError
+	)
+	switch {
+	case errors.As(err, &se):
 		return se.Reason
+	case errors.As(err, &mnf):
+		return store.MemberNotFound
+	case errors.As(err, &im):
+		return store.InvalidParams
 	}
 	return store.OK
 }
@@ -159,12 +170,8 @@ func reasonOf(err error) store.Reason {
 func wantReason(t testing.TB, err error, r store.Reason) *service.Error {
 	t.Helper()
 	var fe *service.Error
-	var se *store.Error
-	if !errors.As(err, &fe) || !errors.As(err, &se) {
-		t.Fatalf("got %v, want a rejection %s", err, r)
-	}
-	if se.Reason != r {
-		t.Fatalf("reason %s (%v), want %s", se.Reason, err, r)
+	if got := reasonOf(err); !errors.As(err, &fe) || got != r {
+		t.Fatalf("got %v (reason %s), want a rejection %s", err, got, r)
 	}
 	return fe
 }
