@@ -406,7 +406,7 @@ func TestOnlyAdminManages(t *testing.T) {
 // expired key are UNAUTHENTICATED, each saying why and never echoing the secret; health stays open.
 func TestUnauthenticatedRefused(t *testing.T) {
 	p := newPKI(t)
-	clock := newFakeClock()
+	clock := servicetest.NewClock()
 	n := startAuth(t, p, newFakeBackend(t, clock.Now), "n1")
 	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
 	expiring, _ := servicetest.NewKey(t, n.b, "alice", clock.Now().Add(time.Minute).UnixMilli())

@@ -27,14 +27,6 @@ func newFakeBackend(t testing.TB, now func() time.Time) *fakeBackend {
 	return servicetest.NewBackend(t, now)
 }
 
-// fakeClock is a settable clock for tests.
-type fakeClock = servicetest.Clock
-
-func newFakeClock() *fakeClock { return servicetest.NewClock() }
-
-// withClock is cfg with the service's clock c.
-func withClock(c *fakeClock, cfg config) config { cfg.Now = c.Now; return cfg }
-
 // harness is one Server on a real gRPC server on a loopback port, with clients.
 type harness struct {
 	b     *fakeBackend

@@ -41,22 +41,9 @@ func detailOf(err error) *metadv1.ErrorDetail {
 	return nil
 }
 
-func reasons(sts []*metadv1.Status) []metadv1.Reason {
-	out := make([]metadv1.Reason, len(sts))
-	for i, s := range sts {
-		out[i] = s.GetReason()
-	}
-	return out
-}
-
 const (
-	rOK        = metadv1.Reason_REASON_UNSPECIFIED
 	rNotFound  = metadv1.Reason_REASON_OBJECT_NOT_FOUND
 	rExists    = metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS
-	rNotReady  = metadv1.Reason_REASON_REPLICA_IS_NOT_READY
-	rBadWrite  = metadv1.Reason_REASON_INVALID_WRITE
-	rHasLease  = metadv1.Reason_REASON_OBJECT_HAS_LEASE
-	rNoTenant  = metadv1.Reason_REASON_TENANT_NOT_REGISTERED
 	rNotLeader = metadv1.Reason_REASON_NOT_LEADER
 	rUnavail   = metadv1.Reason_REASON_UNAVAILABLE
 )
