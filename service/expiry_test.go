@@ -45,6 +45,11 @@ func TestClientExpiry(t *testing.T) {
 	if err != nil || len(p.GetSegmentIds()) != 0 {
 		t.Fatalf("expired client's Ping: %v %v", p, err)
 	}
+	// The counter counts the expiry once its proposal has returned, a moment after its apply
+	// unmounted the segments.
+	pollUntil(t, "the expiry counted", 10*time.Second, func() bool {
+		return metricValue(t, h, "metad_server_clients_expired_total", nil) >= 1
+	})
 	if got := metricValue(t, h, "metad_server_clients_expired_total", nil); got != 1 {
 		t.Fatalf("clients expired counter %v, want 1", got)
 	}

@@ -113,6 +113,11 @@ func TestGracefulUnmount(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // poll interval, not synchronisation: the loop re-checks
 	}
+	// The segment leaves the state while the unmount applies, before its replicas do; the counter
+	// counts the unmount once its proposal has returned, the apply done.
+	pollUntil(t, "the graceful unmount counted", 10*time.Second, func() bool {
+		return metricValue(t, h, "metad_server_graceful_unmounts_total", nil) >= 1
+	})
 	_, err = h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("only-a")})
 	wantReason(t, err, store.ObjectNotFound)
 	if g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("both")}); err != nil || len(g.GetReplicas()) != 1 ||
