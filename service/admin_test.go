@@ -174,7 +174,7 @@ func TestAuthAdminCalls(t *testing.T) {
 	wantReason(t, err, store.InvalidParams)
 }
 
-// TestAuthAdminCallsValidate: bad input is InvalidArgument naming the field, with nothing
+// TestAuthAdminCallsValidate: bad input is INVALID_PARAMS naming the field, with nothing
 // proposed.
 func TestAuthAdminCallsValidate(t *testing.T) {
 	h := newHarness(t, nil)

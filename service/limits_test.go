@@ -79,7 +79,7 @@ func TestMountOverflowRefusedBeforeProposing(t *testing.T) {
 	}
 }
 
-// TestBatchRepeatedKeyRefusedWhole: every batch RPC whose keys repeat is InvalidArgument naming
+// TestBatchRepeatedKeyRefusedWhole: every batch call whose keys repeat is INVALID_PARAMS naming
 // the repeat and the item it repeats, with nothing proposed and nothing changed: a BatchPutStart
 // [new, other, new] leaves no "new", a BatchRemove [.., k, .., k] leaves k.
 func TestBatchRepeatedKeyRefusedWhole(t *testing.T) {
@@ -141,7 +141,7 @@ func TestBatchRepeatedKeyRefusedWhole(t *testing.T) {
 }
 
 // TestReadBatchLimits: BatchExist and BatchGet take 65,536 keys (one read barrier for the whole
-// call, every key answered in order) and refuse 65,537 as InvalidArgument naming keys, with
+// call, every key answered in order) and refuse 65,537 as INVALID_PARAMS naming keys, with
 // nothing read; every other batch still refuses 4,097 items.
 func TestReadBatchLimits(t *testing.T) {
 	b := servicetest.NewBackend(t, nil)

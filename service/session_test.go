@@ -155,7 +155,7 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 	wantReason(t, err, store.TenantAlreadyExists)
 }
 
-// TestSessionHeaderValidated: a malformed header is InvalidArgument naming the field, nothing done.
+// TestSessionHeaderValidated: a malformed header is INVALID_PARAMS naming the field, nothing done.
 func TestSessionHeaderValidated(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
