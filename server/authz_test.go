@@ -2,17 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,10 +17,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"metad/auth"
-	"metad/fsm"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
-	"metad/store"
+	"metad/service/servicetest"
 )
 
 // authNode is one Server with authentication on, over a fakeBackend, on a TLS loopback listener
@@ -49,7 +43,7 @@ func startAuthWith(t testing.TB, p *pki, b *fakeBackend, name string, mut func(*
 	if mut != nil {
 		mut(&cfg)
 	}
-	cfg.Now = b.now
+	cfg.Now = b.Now
 	cfg.Server.Authenticate = true
 	cfg.Server.DialCredentials = credentials.NewTLS(p.clientTLS(p.member(t, name)))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,9 +51,8 @@ func startAuthWith(t testing.TB, p *pki, b *fakeBackend, name string, mut func(*
 		t.Fatal(err)
 	}
 	lead := service.NewLeadership(b.Store, cfg.Now)
-	changed := lead.Changed
-	b.onLeadership.Store(&changed)
-	svc, err := service.New(b, b.f, lead, cfg.Config, nil, nil)
+	b.SetLeadershipHook(lead.Changed)
+	svc, err := service.New(b, b.FSM(), lead, cfg.Config, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,73 +103,6 @@ func (n *authNode) clients(t testing.TB, certs ...tls.Certificate) clients {
 	return clients{meta: metadv1.NewMetadataClient(cc), admin: metadv1.NewAdminClient(cc)}
 }
 
-// apply applies cmd to the backend's state as its next log entry; the caller holds b.mu (or runs
-// inside beforeApply, which holds it).
-func (b *fakeBackend) applyLocked(t *testing.T, cmd *metadv1.Command) store.Result {
-	t.Helper()
-	b.index++
-	data, err := fsm.EncodeEnvelope(&metadv1.Envelope{LeaderTimeUnixNano: b.now().UnixNano(), Seed: b.index,
-		Commands: []*metadv1.Command{cmd}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.f.Apply(&raft.Log{Index: b.index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.EntryResult).Results[0]
-}
-
-// authChangeBeforeEachApply makes an auth command (a grant to a principal of its own) commit
-// before each of the next n proposals applies: every one of them was checked against an auth
-// revision that is gone by its commit.
-func (b *fakeBackend) authChangeBeforeEachApply(t *testing.T, n int) {
-	var fn func()
-	i := 0
-	fn = func() {
-		if i++; i < n {
-			defer b.beforeApply.Store(&fn)
-		}
-		b.applyLocked(t, grantCmd(fmt.Sprintf("p%d", i), "reader"))
-	}
-	b.beforeApply.Store(&fn)
-}
-
-// mustApply applies an (internal, unstamped) command and fails the test unless it applied.
-func (b *fakeBackend) mustApply(t *testing.T, cmd *metadv1.Command) {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if r := b.applyLocked(t, cmd); r.Reason != store.OK {
-		t.Fatalf("apply %v: %s %s", cmd, r.Reason, r.Message)
-	}
-}
-
-// newKey records a new API key of principal in b's state (expiresMs 0: never) and returns its
-// token; keyCmd is the command, to apply the same key to another node's state.
-func newKey(t *testing.T, b *fakeBackend, principal string, expiresMs int64) (token string, keyCmd *metadv1.Command) {
-	t.Helper()
-	var idb [8]byte
-	secret := make([]byte, auth.SecretBytes)
-	_, _ = rand.Read(idb[:])
-	_, _ = rand.Read(secret)
-	id := hex.EncodeToString(idb[:])
-	sum := sha256.Sum256(secret)
-	keyCmd = &metadv1.Command{Op: &metadv1.Command_CreateKey{CreateKey: &metadv1.CreateKey{
-		Id: id, Principal: principal, Sha256: sum[:], CreatedMs: b.now().UnixMilli(), ExpiresMs: expiresMs}}}
-	b.mustApply(t, keyCmd)
-	return auth.FormatToken(id, secret), keyCmd
-}
-
-func grantCmd(principal, role string) *metadv1.Command {
-	return &metadv1.Command{Op: &metadv1.Command_GrantRole{GrantRole: &metadv1.GrantRole{Principal: principal, Role: role}}}
-}
-
-func revokeRoleCmd(principal, role string) *metadv1.Command {
-	return &metadv1.Command{Op: &metadv1.Command_RevokeRole{RevokeRole: &metadv1.RevokeRole{Principal: principal, Role: role}}}
-}
-
-func revokeKeyCmd(token string) *metadv1.Command {
-	id, _, _ := auth.ParseToken(token)
-	return &metadv1.Command{Op: &metadv1.Command_RevokeKey{RevokeKey: &metadv1.RevokeKey{Id: id}}}
-}
-
 // withKey is a context whose calls carry token as their API key (and kv as more metadata).
 func withKey(t *testing.T, token string, kv ...string) context.Context {
 	return metadata.AppendToOutgoingContext(tctx(t), append([]string{"authorization", "Bearer " + token}, kv...)...)
@@ -197,7 +123,7 @@ func wantCode(t *testing.T, err error, code codes.Code, msgs ...string) {
 }
 
 func metaCount(t *testing.T, n *authNode) (proposals, barriers int64) {
-	return n.b.proposals.Load(), n.b.barriers.Load()
+	return n.b.Proposals.Load(), n.b.Barriers.Load()
 }
 
 // TestTenantIsolationMatrix: a key bound to tenant a gets PERMISSION_DENIED on tenant b for every
@@ -207,12 +133,12 @@ func TestTenantIsolationMatrix(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
 	for _, tn := range []string{"a", "b"} {
-		n.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: tn}}})
+		n.b.MustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: tn}}})
 	}
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	n.b.mustApply(t, grantCmd("w1", "worker:"+clientA.String()))
-	tok, _ := newKey(t, n.b, "alice", 0)
-	wtok, _ := newKey(t, n.b, "w1", 0)
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	n.b.MustApply(t, servicetest.Grant("w1", "worker:"+clientA.String()))
+	tok, _ := servicetest.NewKey(t, n.b, "alice", 0)
+	wtok, _ := servicetest.NewKey(t, n.b, "w1", 0)
 	c := n.clients(t)
 	if _, err := c.meta.MountSegment(withKey(t, wtok), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
 		t.Fatal(err)
@@ -339,9 +265,9 @@ func TestTenantIsolationMatrix(t *testing.T) {
 func TestWorkerScope(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, grantCmd("wa", "worker:"+clientA.String()))
-	n.b.mustApply(t, grantCmd("wb", "worker:"+clientB.String()))
-	ta, _ := newKey(t, n.b, "wa", 0)
+	n.b.MustApply(t, servicetest.Grant("wa", "worker:"+clientA.String()))
+	n.b.MustApply(t, servicetest.Grant("wb", "worker:"+clientB.String()))
+	ta, _ := servicetest.NewKey(t, n.b, "wa", 0)
 	c := n.clients(t)
 	cb := n.clients(t, p.client(t, "wb")) // wb authenticates by its certificate
 	if _, err := cb.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientB), Segment: segDesc(segB, 1<<20, 1<<20)}); err != nil {
@@ -377,12 +303,12 @@ func TestWorkerScope(t *testing.T) {
 func TestOnlyAdminManages(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	n.b.mustApply(t, grantCmd("rita", "reader"))
-	n.b.mustApply(t, grantCmd("ops", "admin"))
-	alice, _ := newKey(t, n.b, "alice", 0)
-	rita, _ := newKey(t, n.b, "rita", 0)
-	ops, _ := newKey(t, n.b, "ops", 0)
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	n.b.MustApply(t, servicetest.Grant("rita", "reader"))
+	n.b.MustApply(t, servicetest.Grant("ops", "admin"))
+	alice, _ := servicetest.NewKey(t, n.b, "alice", 0)
+	rita, _ := servicetest.NewKey(t, n.b, "rita", 0)
+	ops, _ := servicetest.NewKey(t, n.b, "ops", 0)
 	c := n.clients(t)
 	adminCalls := map[string]func(ctx context.Context) error{
 		"RegisterTenant": func(ctx context.Context) error {
@@ -480,11 +406,11 @@ func TestOnlyAdminManages(t *testing.T) {
 // expired key are UNAUTHENTICATED, each saying why and never echoing the secret; health stays open.
 func TestUnauthenticatedRefused(t *testing.T) {
 	p := newPKI(t)
-	clock := newFakeClock()
+	clock := servicetest.NewClock()
 	n := startAuth(t, p, newFakeBackend(t, clock.Now), "n1")
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	expiring, _ := newKey(t, n.b, "alice", clock.Now().Add(time.Minute).UnixMilli())
-	good, _ := newKey(t, n.b, "alice", 0)
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	expiring, _ := servicetest.NewKey(t, n.b, "alice", clock.Now().Add(time.Minute).UnixMilli())
+	good, _ := servicetest.NewKey(t, n.b, "alice", 0)
 	cc := n.conn(t)
 	c := metadv1.NewMetadataClient(cc)
 	get := func(ctx context.Context) error {
@@ -503,7 +429,7 @@ func TestUnauthenticatedRefused(t *testing.T) {
 	if strings.Contains(status.Convert(err).Message(), wrong[len(auth.TokenPrefix)+auth.KeyIDLen+1:]) {
 		t.Fatalf("the message holds the secret: %s", status.Convert(err).Message())
 	}
-	unknown, _ := newKey(t, newFakeBackend(t, nil), "alice", 0) // recorded in another cluster only
+	unknown, _ := servicetest.NewKey(t, newFakeBackend(t, nil), "alice", 0) // recorded in another cluster only
 	uid, _, _ := auth.ParseToken(unknown)
 	wantCode(t, get(withKey(t, unknown)), codes.Unauthenticated, "API key "+uid+" is unknown")
 	if err := get(withKey(t, expiring)); status.Code(err) != codes.NotFound {
@@ -522,8 +448,8 @@ func TestUnauthenticatedRefused(t *testing.T) {
 func TestClientSetPrincipalGainsNothing(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	alice, _ := newKey(t, n.b, "alice", 0)
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	alice, _ := servicetest.NewKey(t, n.b, "alice", 0)
 	byKey := n.clients(t)
 	_, err := byKey.admin.RegisterTenant(withKey(t, alice, principalKey, auth.RootPrincipal), &metadv1.RegisterTenantRequest{Name: "x"})
 	wantCode(t, err, codes.PermissionDenied, `"alice"`)
@@ -540,14 +466,14 @@ func TestClientSetPrincipalGainsNothing(t *testing.T) {
 func TestRevokedKeyFailsOnOpenConnection(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}})
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	tok, _ := newKey(t, n.b, "alice", 0)
+	n.b.MustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}})
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	tok, _ := servicetest.NewKey(t, n.b, "alice", 0)
 	c := n.clients(t)
 	if _, err := c.admin.GetQuota(withKey(t, tok), &metadv1.GetQuotaRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	n.b.mustApply(t, revokeKeyCmd(tok))
+	n.b.MustApply(t, servicetest.RevokeKey(tok))
 	_, err := c.admin.GetQuota(withKey(t, tok), &metadv1.GetQuotaRequest{})
 	wantCode(t, err, codes.Unauthenticated, "unknown")
 }
@@ -557,8 +483,8 @@ func TestRevokedKeyFailsOnOpenConnection(t *testing.T) {
 func TestConnectionCachesVerification(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	tok, _ := newKey(t, n.b, "alice", 0)
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	tok, _ := servicetest.NewKey(t, n.b, "alice", 0)
 	c := n.clients(t)
 	ctx := withKey(t, tok)
 	verifications := func() int64 { return int64(testutil.ToFloat64(n.srv.m.authVerifications)) }
@@ -570,7 +496,7 @@ func TestConnectionCachesVerification(t *testing.T) {
 	if got := verifications(); got != 1 {
 		t.Fatalf("20 calls on one connection verified the key %d times, want 1", got)
 	}
-	n.b.mustApply(t, grantCmd("bob", "reader"))
+	n.b.MustApply(t, servicetest.Grant("bob", "reader"))
 	for range 5 {
 		if _, err := c.meta.Exist(ctx, &metadv1.ExistRequest{Tenant: "a", Key: []byte("k")}); err != nil {
 			t.Fatal(err)
@@ -581,64 +507,19 @@ func TestConnectionCachesVerification(t *testing.T) {
 	}
 }
 
-// TestStaleRevisionCheckedAgain: a command checked before an auth change and applied after it is
-// refused at apply (AUTH_REVISION_STALE); the service checks the call again: still allowed, it is
-// proposed again and succeeds; no longer allowed, the caller gets PERMISSION_DENIED or
-// UNAUTHENTICATED and nothing applied.
-func TestStaleRevisionCheckedAgain(t *testing.T) {
-	p := newPKI(t)
-	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, grantCmd("ops", "admin"))
-	n.b.mustApply(t, grantCmd("alice", "admin"))
-	ops, _ := newKey(t, n.b, "ops", 0)
-	alice, _ := newKey(t, n.b, "alice", 0)
-	c := n.clients(t)
-	register := func(ctx context.Context, name string) error {
-		_, err := c.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: name})
-		return err
-	}
-	// Between the check and the commit: someone else's role changes; the call is still allowed.
-	before := n.b.proposals.Load()
-	fn := func() { n.b.applyLocked(t, grantCmd("bob", "reader")) }
-	n.b.beforeApply.Store(&fn)
-	if err := register(withKey(t, ops), "t1"); err != nil {
-		t.Fatalf("a call still allowed after an unrelated auth change: %v", err)
-	}
-	if got := n.b.proposals.Load() - before; got != 2 {
-		t.Fatalf("%d proposals, want 2 (refused stale, then applied)", got)
-	}
-	if _, ok := n.b.Store().Tenant("t1"); !ok {
-		t.Fatal("tenant t1 not registered")
-	}
-	// Between the check and the commit: the caller's admin role is revoked.
-	fn2 := func() { n.b.applyLocked(t, revokeRoleCmd("ops", "admin")) }
-	n.b.beforeApply.Store(&fn2)
-	wantCode(t, register(withKey(t, ops), "t2"), codes.PermissionDenied, "admin")
-	if _, ok := n.b.Store().Tenant("t2"); ok {
-		t.Fatal("tenant t2 registered by a principal whose role was revoked before the commit")
-	}
-	// Between the check and the commit: the caller's key is revoked.
-	fn3 := func() { n.b.applyLocked(t, revokeKeyCmd(alice)) }
-	n.b.beforeApply.Store(&fn3)
-	wantCode(t, register(withKey(t, alice), "t3"), codes.Unauthenticated, "unknown")
-	if _, ok := n.b.Store().Tenant("t3"); ok {
-		t.Fatal("tenant t3 registered with a key revoked before the commit")
-	}
-}
-
 // TestFollowerForwardsPrincipal: a follower forwards the principal it authenticated, and the
 // leader, believing it from the follower's member certificate, authorizes it again against its
 // own state.
 func TestFollowerForwardsPrincipal(t *testing.T) {
 	leader, follower := authPair(t)
-	tok, keyCmd := newKey(t, leader.b, "alice", 0)
-	follower.b.mustApply(t, keyCmd)
+	tok, keyCmd := servicetest.NewKey(t, leader.b, "alice", 0)
+	follower.b.MustApply(t, keyCmd)
 	c := follower.clients(t)
 	ctx := withKey(t, tok)
 	if _, err := c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{}); err != nil {
 		t.Fatalf("through the follower, on its own tenant: %v", err)
 	}
-	if got := leader.b.proposals.Load() + leader.b.barriers.Load(); got == 0 {
+	if got := leader.b.Proposals.Load() + leader.b.Barriers.Load(); got == 0 {
 		t.Fatal("the call did not reach the leader")
 	}
 	if got := testutil.ToFloat64(leader.srv.m.authVerifications); got != 0 {
@@ -653,11 +534,11 @@ func TestFollowerForwardsPrincipal(t *testing.T) {
 	}
 	// The leader's state decides: a role revoked there (not yet applied on the follower) is
 	// refused, and so is a key revoked there.
-	leader.b.mustApply(t, revokeRoleCmd("alice", "tenant:a"))
+	leader.b.MustApply(t, servicetest.RevokeRole("alice", "tenant:a"))
 	_, err = c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{})
 	wantCode(t, err, codes.PermissionDenied, "holds no tenant role")
-	leader.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	leader.b.mustApply(t, revokeKeyCmd(tok))
+	leader.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
+	leader.b.MustApply(t, servicetest.RevokeKey(tok))
 	_, err = c.meta.RemoveAll(ctx, &metadv1.RemoveAllRequest{})
 	wantCode(t, err, codes.Unauthenticated, "unknown")
 }
@@ -667,9 +548,9 @@ func TestFollowerForwardsPrincipal(t *testing.T) {
 // serve itself: it forwards the call with its authorization, and the leader authenticates it.
 func TestFollowerDefersUnknownKey(t *testing.T) {
 	leader, follower := authPair(t)
-	tok, _ := newKey(t, leader.b, "alice", 0) // the leader's state only
-	leader.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "only-on-leader"}}})
-	leader.b.mustApply(t, grantCmd("alice", "reader"))
+	tok, _ := servicetest.NewKey(t, leader.b, "alice", 0) // the leader's state only
+	leader.b.MustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "only-on-leader"}}})
+	leader.b.MustApply(t, servicetest.Grant("alice", "reader"))
 	c := follower.clients(t)
 	resp, err := c.admin.ListTenants(withKey(t, tok), &metadv1.ListTenantsRequest{Stale: true})
 	if err != nil {
@@ -691,50 +572,10 @@ func TestFollowerDefersUnknownKey(t *testing.T) {
 		t.Fatalf("Status with a key only the leader knows: %v %v", st.GetRole(), err)
 	}
 	// A key neither knows: the leader says so.
-	unknown, _ := newKey(t, newFakeBackend(t, nil), "alice", 0)
+	unknown, _ := servicetest.NewKey(t, newFakeBackend(t, nil), "alice", 0)
 	_, err = c.admin.ListTenants(withKey(t, unknown), &metadv1.ListTenantsRequest{Stale: true})
 	wantCode(t, err, codes.Unauthenticated, "unknown")
 	if got := testutil.ToFloat64(leader.srv.m.authFailures.WithLabelValues("unknown_key")); got != 1 {
 		t.Fatalf("the leader refused %v unknown keys, want 1 (it decides)", got)
-	}
-}
-
-// TestStaleRemovalDeniedClearsMarks: a removal whose caller loses its role between the leader's
-// prepare and the commit is refused (PERMISSION_DENIED after the recheck), the object stays, and
-// the leader's unlink mark is cleared: reads find it at once.
-func TestStaleRemovalDeniedClearsMarks(t *testing.T) {
-	p := newPKI(t)
-	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.mustApply(t, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}})
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	alice, _ := newKey(t, n.b, "alice", 0)
-	root := n.clients(t, p.client(t, auth.RootPrincipal))
-	ctx := tctx(t)
-	if _, err := root.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: segDesc(segA, 1<<20, 1<<20)}); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"k1", "k2"} {
-		if _, err := root.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: "a", ClientId: idb(clientA), Key: []byte(k), Size: 4096}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := root.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: "a", ClientId: idb(clientA), Key: []byte(k)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := n.clients(t)
-	fn := func() { n.b.applyLocked(t, revokeRoleCmd("alice", "tenant:a")) }
-	n.b.beforeApply.Store(&fn)
-	_, err := c.meta.Remove(withKey(t, alice), &metadv1.RemoveRequest{Key: []byte("k1"), Force: true})
-	wantCode(t, err, codes.PermissionDenied, "holds no tenant role")
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
-	n.b.beforeApply.Store(&fn)
-	_, err = c.meta.BatchRemove(withKey(t, alice), &metadv1.BatchRemoveRequest{Keys: [][]byte{[]byte("k2")}, Force: true})
-	wantCode(t, err, codes.PermissionDenied, "holds no tenant role")
-	short, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	for _, k := range []string{"k1", "k2"} {
-		if _, err := root.meta.Get(short, &metadv1.GetRequest{Tenant: "a", Key: []byte(k)}); err != nil {
-			t.Fatalf("%s after the refused removal: %v", k, err)
-		}
 	}
 }

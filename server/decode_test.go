@@ -65,11 +65,11 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.field, func(t *testing.T) {
-			before := h.b.proposals.Load()
+			before := h.b.Proposals.Load()
 			var out []byte
 			err := h.cc.Invoke(tctx(t), tc.method, &tc.req, &out, grpc.ForceCodec(rawCodec{}))
 			wantInvalid(t, err, tc.field)
-			if h.b.proposals.Load() != before {
+			if h.b.Proposals.Load() != before {
 				t.Fatal("an undecodable request was proposed")
 			}
 		})
@@ -107,5 +107,22 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 	q := &metadv1.GetQuotaResponse{}
 	if err := proto.Unmarshal(resp, q); err != nil || q.GetCapacityBytes() != 1<<20 {
 		t.Fatalf("GetQuota answer %v (%v)", q, err)
+	}
+}
+
+// TestRequestOver16MiBRefused: gRPC refuses a request over 16 MiB before a handler runs.
+func TestRequestOver16MiBRefused(t *testing.T) {
+	h := start(t, newFakeBackend(t, nil), testConfig())
+	before := h.b.Proposals.Load()
+	big := make([][]byte, 4096)
+	for i := range big {
+		big[i] = bytes.Repeat([]byte{'a' + byte(i%26)}, 4096) // 16 MiB of keys, plus framing
+	}
+	_, err := h.meta.BatchRemove(tctx(t), &metadv1.BatchRemoveRequest{Keys: big, Force: true})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("over-16-MiB request: %v, want ResourceExhausted", err)
+	}
+	if d := h.b.Proposals.Load() - before; d != 0 {
+		t.Fatalf("%d commands proposed", d)
 	}
 }

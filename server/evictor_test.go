@@ -63,14 +63,14 @@ func TestServiceRunsItsEvictor(t *testing.T) {
 		t.Fatal("the service did not start its evictor's loop")
 	}
 	k := ev.kicks.Load()
-	b.setLeader(false, "", "")
+	b.SetLeader(false, "", "")
 	if got := ev.kicks.Load(); got != k+1 {
 		t.Fatalf("kicks %d after losing leadership, want %d", got, k+1)
 	}
 	if got := healthpb.HealthCheckResponse_ServingStatus(ev.leaderAtKick.Load()); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("leader health %s at the kick after losing leadership, want NOT_SERVING", got)
 	}
-	b.setLeader(true, "", "")
+	b.SetLeader(true, "", "")
 	if got := ev.kicks.Load(); got != k+2 {
 		t.Fatalf("kicks %d after gaining leadership, want %d", got, k+2)
 	}

@@ -18,7 +18,7 @@ import (
 
 func TestNoLeaderIsUnavailable(t *testing.T) {
 	b := newFakeBackend(t, nil)
-	b.setLeader(false, "", "")
+	b.SetLeader(false, "", "")
 	h := start(t, b, testConfig())
 	ctx := tctx(t)
 	_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 1})
@@ -28,7 +28,7 @@ func TestNoLeaderIsUnavailable(t *testing.T) {
 	// A stale read needs no leader.
 	_, err = h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k"), Stale: true})
 	wantErr(t, err, codes.NotFound, rNotFound)
-	if n := b.proposals.Load(); n != 0 {
+	if n := b.Proposals.Load(); n != 0 {
 		t.Fatalf("%d proposals without a leader", n)
 	}
 }
@@ -38,7 +38,7 @@ func TestNoLeaderIsUnavailable(t *testing.T) {
 func TestFollowerForwardsToLeader(t *testing.T) {
 	leader := start(t, newFakeBackend(t, nil), testConfig())
 	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
+	fb.SetLeader(false, "n1", leader.addr)
 	follower := start(t, fb, testConfig())
 	ctx := tctx(t)
 
@@ -58,10 +58,10 @@ func TestFollowerForwardsToLeader(t *testing.T) {
 	if got := hdr.Get(LeaderHeader); len(got) != 1 || got[0] != leader.addr {
 		t.Fatalf("forwarded call's %s header = %v, want %s", LeaderHeader, got, leader.addr)
 	}
-	if n := fb.proposals.Load(); n != 0 {
+	if n := fb.Proposals.Load(); n != 0 {
 		t.Fatalf("the follower proposed %d commands", n)
 	}
-	if n := leader.b.proposals.Load(); n != 3 {
+	if n := leader.b.Proposals.Load(); n != 3 {
 		t.Fatalf("the leader proposed %d commands, want 3", n)
 	}
 	_, err = follower.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("k"), Stale: true})
@@ -84,10 +84,10 @@ func TestFollowerForwardsToLeader(t *testing.T) {
 func TestForwardedCallIsNotForwardedAgain(t *testing.T) {
 	leader := start(t, newFakeBackend(t, nil), testConfig())
 	b2 := newFakeBackend(t, nil)
-	b2.setLeader(false, "n1", leader.addr)
+	b2.SetLeader(false, "n1", leader.addr)
 	second := start(t, b2, testConfig())
 	b1 := newFakeBackend(t, nil)
-	b1.setLeader(false, "n2", second.addr) // a stale view: it thinks the follower is the leader
+	b1.SetLeader(false, "n2", second.addr) // a stale view: it thinks the follower is the leader
 	first := start(t, b1, testConfig())
 	ctx := tctx(t)
 
@@ -100,7 +100,7 @@ func TestForwardedCallIsNotForwardedAgain(t *testing.T) {
 	fctx := metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
 	_, err = second.meta.Get(fctx, &metadv1.GetRequest{Key: []byte("k")})
 	wantErr(t, err, codes.Unavailable, rNotLeader)
-	if n := leader.b.proposals.Load() + leader.b.barriers.Load(); n != 0 {
+	if n := leader.b.Proposals.Load() + leader.b.Barriers.Load(); n != 0 {
 		t.Fatalf("the leader saw %d proposals and barriers, want 0", n)
 	}
 }
@@ -151,8 +151,8 @@ func (h *hangingLeader) RemoveAll(ctx context.Context, _ *metadv1.RemoveAllReque
 func TestSilentLeaderIsNotForwardedTo(t *testing.T) {
 	leader := startHanging(t)
 	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
-	fb.silent.Store(true)
+	fb.SetLeader(false, "n1", leader.addr)
+	fb.Silent.Store(true)
 	follower := start(t, fb, testConfig())
 	start := time.Now()
 	_, err := follower.meta.PutEnd(tctx(t), &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte("k")})
@@ -174,7 +174,7 @@ func TestSilentLeaderIsNotForwardedTo(t *testing.T) {
 func TestForwardAbandonedWhenLeaderGoesSilent(t *testing.T) {
 	leader := startHanging(t)
 	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
+	fb.SetLeader(false, "n1", leader.addr)
 	cfg := testConfig()
 	cfg.Server.ForwardTimeout = time.Minute
 	follower := start(t, fb, cfg)
@@ -186,7 +186,7 @@ func TestForwardAbandonedWhenLeaderGoesSilent(t *testing.T) {
 		errc <- err
 	}()
 	pollUntil(t, "the forward to reach the leader", 10*time.Second, func() bool { return leader.calls.Load() == 1 })
-	fb.silent.Store(true)
+	fb.Silent.Store(true)
 	silent := time.Now()
 	select {
 	case err := <-errc:
@@ -208,7 +208,7 @@ func TestForwardAbandonedWhenLeaderGoesSilent(t *testing.T) {
 func TestForwardTimeoutBoundsShortCalls(t *testing.T) {
 	leader := startHanging(t)
 	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
+	fb.SetLeader(false, "n1", leader.addr)
 	cfg := testConfig()
 	cfg.Server.ForwardTimeout = 200 * time.Millisecond
 	follower := start(t, fb, cfg)

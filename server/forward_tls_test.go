@@ -47,9 +47,8 @@ func TestForwardDialsWithConfiguredCredentials(t *testing.T) {
 	srvCfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{kp}, NextProtos: []string{"h2"},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 	lead := service.NewLeadership(lb.Store, testConfig().Now)
-	changed := lead.Changed
-	lb.onLeadership.Store(&changed)
-	_, _, _ = serve(t, lb, lb.f, lead, testConfig(), tls.NewListener(lis, srvCfg))
+	lb.SetLeadershipHook(lead.Changed)
+	_, _, _ = serve(t, lb, lb.FSM(), lead, testConfig(), tls.NewListener(lis, srvCfg))
 	leaderAddr := lis.Addr().String()
 
 	c2, k2 := member("n2")
@@ -63,7 +62,7 @@ func TestForwardDialsWithConfiguredCredentials(t *testing.T) {
 		ok    bool
 	}{{"with the member certificate", credentials.NewTLS(rl.ClientConfig()), true}, {"plaintext", nil, false}} {
 		fb := newFakeBackend(t, nil)
-		fb.setLeader(false, "n1", leaderAddr)
+		fb.SetLeader(false, "n1", leaderAddr)
 		cfg := testConfig()
 		cfg.Server.DialCredentials = tc.creds
 		follower := start(t, fb, cfg)
@@ -74,7 +73,7 @@ func TestForwardDialsWithConfiguredCredentials(t *testing.T) {
 			t.Fatalf("%s: %v, want Unavailable (the leader refuses the forward)", tc.name, err)
 		}
 	}
-	if n := lb.barriers.Load(); n != 1 {
+	if n := lb.Barriers.Load(); n != 1 {
 		t.Fatalf("the leader served %d linearizable reads, want 1 (the forward with credentials)", n)
 	}
 }

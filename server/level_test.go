@@ -17,7 +17,7 @@ import (
 // refused with FAILED_PRECONDITION, nothing proposed.
 func TestArenasWaitForTheClusterLevel(t *testing.T) {
 	h := arenaHarness(t, nil)
-	h.b.olderMember.Store(1)
+	h.b.OlderMember.Store(1)
 	h.mount(t, clientA, segA)
 	ctx := tctx(t)
 	for i := range 20 {
@@ -32,17 +32,17 @@ func TestArenasWaitForTheClusterLevel(t *testing.T) {
 		if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: key}); err != nil {
 			t.Fatalf("PutEnd %q: %v", key, err)
 		}
-		if c := h.b.lastProposed.Load(); c.GetArenaGrant() != nil || c.GetPutCommit() != nil {
+		if c := h.b.LastProposed(); c.GetArenaGrant() != nil || c.GetPutCommit() != nil {
 			t.Fatalf("an arena command was proposed at level 1: %v", c)
 		}
 	}
-	if n := len(h.b.f.Store().Arenas()); n != 0 {
+	if n := len(h.b.FSM().Store().Arenas()); n != 0 {
 		t.Fatalf("%d arenas granted while a member is at level 1", n)
 	}
 	_, err := h.b.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{}}})
 	if st, _ := status.FromError(toStatus(err)); err == nil || st.Code() != codes.FailedPrecondition {
 		t.Fatalf("ArenaRetire at cluster level 1: %v, want FAILED_PRECONDITION", err)
 	}
-	h.b.olderMember.Store(0) // the last member upgraded
+	h.b.OlderMember.Store(0) // the last member upgraded
 	h.awaitArenas(t, segA)
 }

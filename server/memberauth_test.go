@@ -19,6 +19,7 @@ import (
 
 	"metad/auth"
 	metadv1 "metad/proto/metadv1"
+	"metad/service/servicetest"
 	"metad/tlsconf"
 )
 
@@ -28,15 +29,15 @@ func authPair(t *testing.T) (leader, follower *authNode) {
 	p := newPKI(t)
 	leader = startAuth(t, p, newFakeBackend(t, nil), "n1")
 	fb := newFakeBackend(t, nil)
-	fb.setLeader(false, "n1", leader.addr)
+	fb.SetLeader(false, "n1", leader.addr)
 	follower = startAuth(t, p, fb, "n2")
 	for _, n := range []*authNode{leader, follower} {
-		n.b.setMembers("n1", "n2")
+		n.b.SetMembers("n1", "n2")
 		for _, cmd := range []*metadv1.Command{
 			{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "a"}}},
-			grantCmd("alice", "tenant:a"),
+			servicetest.Grant("alice", "tenant:a"),
 		} {
-			n.b.mustApply(t, cmd)
+			n.b.MustApply(t, cmd)
 		}
 	}
 	return leader, follower
@@ -70,7 +71,7 @@ func TestNonMemberCertificateActsForNobody(t *testing.T) {
 			t.Errorf("metad_server_auth_failures_total{reason=\"not_member\"} = %v, want 5", got)
 		}
 	}
-	if got := leader.b.proposals.Load() + follower.b.proposals.Load(); got != 0 {
+	if got := leader.b.Proposals.Load() + follower.b.Proposals.Load(); got != 0 {
 		t.Fatalf("%d proposals, want none", got)
 	}
 }
@@ -80,8 +81,8 @@ func TestNonMemberCertificateActsForNobody(t *testing.T) {
 // configuration no longer holds that member.
 func TestMemberForwardsOnlyWhileInConfiguration(t *testing.T) {
 	leader, follower := authPair(t)
-	tok, keyCmd := newKey(t, leader.b, "alice", 0)
-	follower.b.mustApply(t, keyCmd)
+	tok, keyCmd := servicetest.NewKey(t, leader.b, "alice", 0)
+	follower.b.MustApply(t, keyCmd)
 	asN2 := leader.clients(t, leader.p.member(t, "n2"))
 	if _, err := asN2.admin.ListKeys(forwardedFor(t, auth.RootPrincipal), &metadv1.ListKeysRequest{}); err != nil {
 		t.Fatalf("member n2 forwarding for root: %v", err)
@@ -91,7 +92,7 @@ func TestMemberForwardsOnlyWhileInConfiguration(t *testing.T) {
 		t.Fatalf("alice's call forwarded by the follower: %v", err)
 	}
 
-	leader.b.setMembers("n1") // n2 removed; its certificate is still valid
+	leader.b.SetMembers("n1") // n2 removed; its certificate is still valid
 	_, err := asN2.admin.ListKeys(forwardedFor(t, auth.RootPrincipal), &metadv1.ListKeysRequest{})
 	wantCode(t, err, codes.Unauthenticated, "member n2", "not in this node's Raft configuration")
 	_, err = viaFollower.meta.RemoveAll(withKey(t, tok), &metadv1.RemoveAllRequest{})

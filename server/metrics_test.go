@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -73,28 +72,5 @@ func TestMetricsAfterCalls(t *testing.T) {
 	}
 	if !found {
 		t.Error("no latency histogram")
-	}
-}
-
-// TestTenantLabelsBounded: past 100 tenants, the rest are summed under tenant="_other".
-func TestTenantLabelsBounded(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
-	ctx := tctx(t)
-	for i := range 120 {
-		if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: fmt.Sprintf("t%03d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "metad_server_tenant_charged_bytes" && len(mf.GetMetric()) != 100+1 {
-			t.Fatalf("%d tenant series, want %d", len(mf.GetMetric()), 100+1)
-		}
-	}
-	if got := counterValue(t, h, "metad_server_tenant_charged_bytes", map[string]string{"tenant": "_other"}); got != 0 {
-		t.Fatalf("_other series %v", got)
 	}
 }

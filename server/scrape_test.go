@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"metad/auth"
+	"metad/service/servicetest"
 )
 
 // TestScrapeNeedsACertificateThatMaySeeTenants: behind ScrapeAuth, a page is served to a member
@@ -19,10 +20,10 @@ import (
 func TestScrapeNeedsACertificateThatMaySeeTenants(t *testing.T) {
 	p := newPKI(t)
 	n := startAuth(t, p, newFakeBackend(t, nil), "n1")
-	n.b.setMembers("n1", "n2")
-	n.b.mustApply(t, grantCmd("rita", "reader"))
-	n.b.mustApply(t, grantCmd("ops", "admin"))
-	n.b.mustApply(t, grantCmd("alice", "tenant:a"))
+	n.b.SetMembers("n1", "n2")
+	n.b.MustApply(t, servicetest.Grant("rita", "reader"))
+	n.b.MustApply(t, servicetest.Grant("ops", "admin"))
+	n.b.MustApply(t, servicetest.Grant("alice", "tenant:a"))
 	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "metad_server_tenant_charged_bytes")
 	})

@@ -1,21 +1,17 @@
-package server
+package service_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	metadv1 "metad/proto/metadv1"
 )
 
-// TestBadInputIsInvalidArgument drives every rule of SEMANTICS section 1 through gRPC: each
-// breach is InvalidArgument with INVALID_PARAMS, a message naming the field, and nothing proposed.
-func TestBadInputIsInvalidArgument(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+// TestBadInputIsInvalidParams drives every rule of SEMANTICS section 1: each breach is
+// INVALID_PARAMS with a message naming the field, and nothing proposed.
+func TestBadInputIsInvalidParams(t *testing.T) {
+	h := newHarness(t, nil)
 	h.mount(t, clientA, segA)
 	h.put(t, "", "exists", 64)
 
@@ -26,7 +22,7 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		return func(ctx context.Context) error {
 			r := &metadv1.PutStartRequest{ClientId: cl, Key: key, Size: 1}
 			mod(r)
-			_, err := h.meta.PutStart(ctx, r)
+			_, err := h.svc.PutStart(ctx, r)
 			return err
 		}
 	}
@@ -44,7 +40,7 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		return func(ctx context.Context) error {
 			d := &metadv1.SegmentDesc{Id: idb(segB), Name: "s", Base: 4096, Size: 4096, Endpoint: "e", Tier: metadv1.Tier_TIER_MEMORY}
 			mod(d)
-			_, err := h.meta.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: cl, Segment: d})
+			_, err := h.svc.MountSegment(ctx, &metadv1.MountSegmentRequest{ClientId: cl, Segment: d})
 			return err
 		}
 	}
@@ -61,24 +57,24 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"tenant control byte", "tenant", put(func(r *metadv1.PutStartRequest) { r.Tenant = "a\x01b" })},
 		{"tenant DEL byte", "tenant", put(func(r *metadv1.PutStartRequest) { r.Tenant = "a\x7fb" })},
 		{"tenant bad on read", "tenant", func(ctx context.Context) error {
-			_, err := h.meta.Get(ctx, &metadv1.GetRequest{Tenant: "_x", Key: key})
+			_, err := h.svc.Get(ctx, &metadv1.GetRequest{Tenant: "_x", Key: key})
 			return err
 		}},
 		{"key empty", "key", put(func(r *metadv1.PutStartRequest) { r.Key = nil })},
 		{"key too long", "key", put(func(r *metadv1.PutStartRequest) { r.Key = []byte(long(4097, 'k')) })},
 		{"key with NUL", "key", put(func(r *metadv1.PutStartRequest) { r.Key = []byte("a\x00b") })},
 		{"key empty on Get", "key", func(ctx context.Context) error {
-			_, err := h.meta.Get(ctx, &metadv1.GetRequest{})
+			_, err := h.svc.Get(ctx, &metadv1.GetRequest{})
 			return err
 		}},
 		{"key NUL on Remove", "key", func(ctx context.Context) error {
-			_, err := h.meta.Remove(ctx, &metadv1.RemoveRequest{Key: []byte{0}, Force: true})
+			_, err := h.svc.Remove(ctx, &metadv1.RemoveRequest{Key: []byte{0}, Force: true})
 			return err
 		}},
 		{"group too long", "group", put(func(r *metadv1.PutStartRequest) { r.Group = []byte(long(257, 'g')) })},
 		{"group with NUL", "group", put(func(r *metadv1.PutStartRequest) { r.Group = []byte("g\x00") })},
 		{"group empty on RemoveGroup", "group", func(ctx context.Context) error {
-			_, err := h.meta.RemoveGroup(ctx, &metadv1.RemoveGroupRequest{Force: true})
+			_, err := h.svc.RemoveGroup(ctx, &metadv1.RemoveGroupRequest{Force: true})
 			return err
 		}},
 		{"client id missing", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = nil })},
@@ -86,7 +82,7 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"client id zero", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = make([]byte, 16) })},
 		{"client id not a UUID string", "client_id", put(func(r *metadv1.PutStartRequest) { r.ClientId = []byte(long(36, 'z')) })},
 		{"client id on Ping", "client_id", func(ctx context.Context) error {
-			_, err := h.meta.Ping(ctx, &metadv1.PingRequest{ClientId: []byte("x")})
+			_, err := h.svc.Ping(ctx, &metadv1.PingRequest{ClientId: []byte("x")})
 			return err
 		}},
 		{"size zero", "size", put(func(r *metadv1.PutStartRequest) { r.Size = 0 })},
@@ -100,15 +96,15 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"soft pin ttl with DISABLE", "config.soft_pin_ttl_ms", cfg(&metadv1.ReplicaConfig{SoftPin: metadv1.SoftPinAction_SOFT_PIN_ACTION_DISABLE, SoftPinTtlMs: 1})},
 		{"soft pin unknown action", "config.soft_pin", cfg(&metadv1.ReplicaConfig{SoftPin: 256})},
 		{"tier unknown", "tier", func(ctx context.Context) error {
-			_, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: cl, Key: []byte("exists"), Tier: 9})
+			_, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: cl, Key: []byte("exists"), Tier: 9})
 			return err
 		}},
 		{"batch empty", "keys", func(ctx context.Context) error {
-			_, err := h.meta.BatchGet(ctx, &metadv1.BatchGetRequest{})
+			_, err := h.svc.BatchGet(ctx, &metadv1.BatchGetRequest{})
 			return err
 		}},
 		{"batch over 4096", "keys", func(ctx context.Context) error {
-			_, err := h.meta.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: keys(4097), Force: true})
+			_, err := h.svc.BatchRemove(ctx, &metadv1.BatchRemoveRequest{Keys: keys(4097), Force: true})
 			return err
 		}},
 		{"batch put over 4096", "items", func(ctx context.Context) error {
@@ -117,15 +113,15 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 			for i := range items {
 				items[i] = &metadv1.BatchPutStartRequest_Item{Key: ks[i], Size: 1}
 			}
-			_, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl, Items: items})
+			_, err := h.svc.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl, Items: items})
 			return err
 		}},
 		{"batch item with a bad key", "keys[1]", func(ctx context.Context) error {
-			_, err := h.meta.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{ClientId: cl, Keys: [][]byte{key, nil}})
+			_, err := h.svc.BatchPutEnd(ctx, &metadv1.BatchPutEndRequest{ClientId: cl, Keys: [][]byte{key, nil}})
 			return err
 		}},
 		{"batch item with a bad size", "items[0]", func(ctx context.Context) error {
-			_, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl,
+			_, err := h.svc.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: cl,
 				Items: []*metadv1.BatchPutStartRequest_Item{{Key: key}}})
 			return err
 		}},
@@ -143,67 +139,46 @@ func TestBadInputIsInvalidArgument(t *testing.T) {
 		{"segment endpoint too long", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = long(1025, 'e') })},
 		{"segment endpoint control byte", "segment.endpoint", seg(func(d *metadv1.SegmentDesc) { d.Endpoint = "h\x1b:1" })},
 		{"member name with a control byte", "name", func(ctx context.Context) error {
-			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4\x01", PeerAddress: "127.0.0.1:7004"})
+			_, err := h.svc.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4\x01", PeerAddress: "127.0.0.1:7004"})
 			return err
 		}},
 		{"member name too long", "name", func(ctx context.Context) error {
-			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: long(65, 'n'), PeerAddress: "127.0.0.1:7004"})
+			_, err := h.svc.AddMember(ctx, &metadv1.AddMemberRequest{Name: long(65, 'n'), PeerAddress: "127.0.0.1:7004"})
 			return err
 		}},
 		{"member address without a port", "peer_address", func(ctx context.Context) error {
-			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1"})
+			_, err := h.svc.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1"})
 			return err
 		}},
 		{"member address port 0", "peer_address", func(ctx context.Context) error {
-			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1:0"})
+			_, err := h.svc.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "127.0.0.1:0"})
 			return err
 		}},
 		{"member address port over 65535", "peer_address", func(ctx context.Context) error {
-			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "h:65536"})
+			_, err := h.svc.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: "h:65536"})
 			return err
 		}},
 		{"member address without a host", "peer_address", func(ctx context.Context) error {
-			_, err := h.admin.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: ":7004"})
+			_, err := h.svc.AddMember(ctx, &metadv1.AddMemberRequest{Name: "n4", PeerAddress: ":7004"})
 			return err
 		}},
 		{"member name empty on remove", "name", func(ctx context.Context) error {
-			_, err := h.admin.RemoveMember(ctx, &metadv1.RemoveMemberRequest{})
+			_, err := h.svc.RemoveMember(ctx, &metadv1.RemoveMemberRequest{})
 			return err
 		}},
 		{"tenant name on register", "name", func(ctx context.Context) error {
-			_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "_hidden"})
+			_, err := h.svc.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "_hidden"})
 			return err
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := h.b.proposals.Load()
+			before := h.b.Proposals.Load()
 			err := tc.call(tctx(t))
-			wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
-			msg := strings.TrimPrefix(status.Convert(err).Message(), "INVALID_PARAMS: ")
-			if !strings.HasPrefix(msg, tc.field) {
-				t.Fatalf("message %q does not name %q", msg, tc.field)
-			}
-			if d := h.b.proposals.Load() - before; d != 0 {
+			wantInvalid(t, err, tc.field)
+			if d := h.b.Proposals.Load() - before; d != 0 {
 				t.Fatalf("%d commands proposed", d)
 			}
 		})
-	}
-}
-
-// TestRequestOver16MiBRefused: gRPC refuses a request over 16 MiB before a handler runs.
-func TestRequestOver16MiBRefused(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
-	before := h.b.proposals.Load()
-	big := make([][]byte, 4096)
-	for i := range big {
-		big[i] = bytes.Repeat([]byte{'a' + byte(i%26)}, 4096) // 16 MiB of keys, plus framing
-	}
-	_, err := h.meta.BatchRemove(tctx(t), &metadv1.BatchRemoveRequest{Keys: big, Force: true})
-	if status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("over-16-MiB request: %v, want ResourceExhausted", err)
-	}
-	if d := h.b.proposals.Load() - before; d != 0 {
-		t.Fatalf("%d commands proposed", d)
 	}
 }

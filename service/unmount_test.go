@@ -1,14 +1,13 @@
-package server
+package service_test
 
 import (
 	"bytes"
-	"io"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	metadv1 "metad/proto/metadv1"
+	"metad/service/servicetest"
+	"metad/store"
 	"metad/store/alloc"
 )
 
@@ -19,8 +18,8 @@ import (
 // snapshot restore; when the (fake) clock passes the deadline the leader's loop unmounts it, and
 // its replicas are dropped as an unmount drops them.
 func TestGracefulUnmount(t *testing.T) {
-	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	clk := servicetest.NewClock()
+	h := newHarness(t, clk)
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)
@@ -30,11 +29,11 @@ func TestGracefulUnmount(t *testing.T) {
 		for _, s := range segs {
 			cfg.PreferredSegmentIds = append(cfg.PreferredSegmentIds, idb(s))
 		}
-		resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 4096, Config: cfg})
+		resp, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 4096, Config: cfg})
 		if err != nil {
 			t.Fatalf("PutStart %q: %v", key, err)
 		}
-		if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte(key)}); err != nil {
+		if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte(key)}); err != nil {
 			t.Fatalf("PutEnd %q: %v", key, err)
 		}
 		return resp
@@ -43,13 +42,13 @@ func TestGracefulUnmount(t *testing.T) {
 	prefer("both", 2, segA, segB)
 
 	unmount := func(client alloc.ID, grace time.Duration) (*metadv1.UnmountSegmentResponse, error) {
-		return h.meta.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(client), SegmentId: idb(segA),
+		return h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(client), SegmentId: idb(segA),
 			GraceMs: uint64(grace.Milliseconds())})
 	}
 	_, err := unmount(clientB, 30*time.Second)
-	wantErr(t, err, codes.PermissionDenied, metadv1.Reason_REASON_SEGMENT_OWNED_BY_OTHER_CLIENT)
+	wantReason(t, err, store.SegmentOwnedByOtherClient)
 	_, err = unmount(clientA, 25*time.Hour)
-	wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
+	wantReason(t, err, store.InvalidParams)
 	if info, _ := h.b.Store().Segments().Get(segA); info.Closing {
 		t.Fatal("a refused call closed the segment")
 	}
@@ -64,7 +63,7 @@ func TestGracefulUnmount(t *testing.T) {
 	if err != nil || !resp.GetClosing() || resp.GetUnmountAtUnixNano() != deadline {
 		t.Fatalf("repeated graceful unmount = %v %v; want the first deadline %d", resp, err, deadline)
 	}
-	ls, err := h.admin.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
+	ls, err := h.svc.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestGracefulUnmount(t *testing.T) {
 			t.Fatalf("segment ls: %v", sg)
 		}
 	}
-	if got := counterValue(t, h, "metad_server_store_closing_segments", map[string]string{"tier": "memory"}); got != 1 {
+	if got := metricValue(t, h, "metad_server_store_closing_segments", map[string]string{"tier": "memory"}); got != 1 {
 		t.Fatalf("closing segments gauge %v, want 1", got)
 	}
 
@@ -87,18 +86,15 @@ func TestGracefulUnmount(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"only-a", "both"} {
-		if g, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte(key)}); err != nil || len(g.GetReplicas()) == 0 {
+		if g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte(key)}); err != nil || len(g.GetReplicas()) == 0 {
 			t.Fatalf("Get %q while closing: %v %v", key, g, err)
 		}
 	}
 
 	// A leader change, then a snapshot restore: the closing state is replicated.
-	h.b.setLeader(false, "other", "other-addr")
-	h.b.setLeader(true, "", "")
-	data := savedState(t, h.b, h.b.f.Store().Epoch())
-	if err := h.b.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
-		t.Fatal(err)
-	}
+	h.b.SetLeader(false, "other", "other-addr")
+	h.b.SetLeader(true, "", "")
+	h.b.Restore(t, h.b.SavedState(t, h.b.FSM().Store().Epoch()))
 	if info, _ := h.b.Store().Segments().Get(segA); !info.Closing || info.UnmountAt != deadline {
 		t.Fatalf("after a leader change and a restore: %+v; want closing until %d", info, deadline)
 	}
@@ -117,13 +113,18 @@ func TestGracefulUnmount(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // poll interval, not synchronisation: the loop re-checks
 	}
-	_, err = h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("only-a")})
-	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_OBJECT_NOT_FOUND)
-	if g, err := h.meta.Get(ctx, &metadv1.GetRequest{Key: []byte("both")}); err != nil || len(g.GetReplicas()) != 1 ||
+	// The segment leaves the state while the unmount applies, before its replicas do; the counter
+	// counts the unmount once its proposal has returned, the apply done.
+	pollUntil(t, "the graceful unmount counted", 10*time.Second, func() bool {
+		return metricValue(t, h, "metad_server_graceful_unmounts_total", nil) >= 1
+	})
+	_, err = h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("only-a")})
+	wantReason(t, err, store.ObjectNotFound)
+	if g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("both")}); err != nil || len(g.GetReplicas()) != 1 ||
 		!bytes.Equal(g.GetReplicas()[0].GetSegmentId(), idb(segB)) {
 		t.Fatalf("survivor: %v %v", g, err)
 	}
-	if got := counterValue(t, h, "metad_server_graceful_unmounts_total", nil); got != 1 {
+	if got := metricValue(t, h, "metad_server_graceful_unmounts_total", nil); got != 1 {
 		t.Fatalf("graceful unmounts counter %v, want 1", got)
 	}
 	if err := h.b.Store().CheckInvariants(); err != nil {
@@ -133,9 +134,9 @@ func TestGracefulUnmount(t *testing.T) {
 
 // TestGracefulUnmountEmptySegment: a segment that holds no replica is unmounted at once.
 func TestGracefulUnmountEmptySegment(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	h := newHarness(t, nil)
 	h.mount(t, clientA, segA)
-	resp, err := h.meta.UnmountSegment(tctx(t), &metadv1.UnmountSegmentRequest{ClientId: idb(clientA), SegmentId: idb(segA), GraceMs: 60_000})
+	resp, err := h.svc.UnmountSegment(tctx(t), &metadv1.UnmountSegmentRequest{ClientId: idb(clientA), SegmentId: idb(segA), GraceMs: 60_000})
 	if err != nil || resp.GetClosing() || resp.GetUnmountAtUnixNano() != 0 {
 		t.Fatalf("graceful unmount of an empty segment = %v %v; want unmounted at once", resp, err)
 	}

@@ -1,12 +1,13 @@
-package server
+package service_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
@@ -20,7 +21,7 @@ type sessionClient struct {
 
 func (h *harness) openSession(t *testing.T) *sessionClient {
 	t.Helper()
-	r, err := h.meta.OpenSession(tctx(t), &metadv1.OpenSessionRequest{ClientId: idb(clientA)})
+	r, err := h.svc.OpenSession(tctx(t), &metadv1.OpenSessionRequest{ClientId: idb(clientA)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,15 +37,13 @@ func (c *sessionClient) next() *metadv1.SessionHeader {
 	return &metadv1.SessionHeader{SessionId: c.id, Seq: c.seq, FirstUnackedSeq: c.seq}
 }
 
-// lostThenRetried runs call once with the answer lost after apply (UNAVAILABLE, outcome unknown),
-// then again with the same request, and returns the retry's answer.
+// lostThenRetried runs call once with the answer lost after apply (ha.ErrUnknown: the outcome is
+// unknown), then again with the same request, and returns the retry's answer.
 func lostThenRetried[R proto.Message](t *testing.T, h *harness, what string, call func() (R, error)) R {
 	t.Helper()
-	h.b.loseAnswer.Store(true)
-	if _, err := call(); err == nil {
-		t.Fatalf("%s: the lost answer arrived", what)
-	} else {
-		wantErr(t, err, codes.Unavailable, rUnavail)
+	h.b.LoseAnswer.Store(true)
+	if _, err := call(); !errors.Is(err, ha.ErrUnknown) {
+		t.Fatalf("%s with its answer lost: %v, want ErrUnknown", what, err)
 	}
 	r, err := call()
 	if err != nil {
@@ -65,21 +64,21 @@ func (h *harness) usage(t *testing.T) (charged, used uint64) {
 // is lost; the retry with the same session header answers as the first attempt would have, and
 // changes nothing: no second allocation, charge, instance or refusal.
 func TestSessionRetryAfterLostAnswer(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	h := newHarness(t, nil)
 	ctx := tctx(t)
 	c := h.openSession(t)
 
 	seg := &metadv1.SegmentDesc{Id: idb(segA), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep", Tier: metadv1.Tier_TIER_MEMORY}
 	mount := &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: seg, Session: c.next()}
-	lostThenRetried(t, h, "MountSegment", func() (*metadv1.MountSegmentResponse, error) { return h.meta.MountSegment(ctx, mount) })
+	lostThenRetried(t, h, "MountSegment", func() (*metadv1.MountSegmentResponse, error) { return h.svc.MountSegment(ctx, mount) })
 
 	put := &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 4096, Session: c.next()}
-	h.b.loseAnswer.Store(true)
-	if _, err := h.meta.PutStart(ctx, put); err == nil {
+	h.b.LoseAnswer.Store(true)
+	if _, err := h.svc.PutStart(ctx, put); err == nil {
 		t.Fatal("PutStart: the lost answer arrived")
 	}
 	charged, used := h.usage(t)
-	got, err := h.meta.PutStart(ctx, put)
+	got, err := h.svc.PutStart(ctx, put)
 	if err != nil {
 		t.Fatalf("retried PutStart: %v", err)
 	}
@@ -94,20 +93,20 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 	}
 
 	revoke := &metadv1.PutRevokeRequest{ClientId: idb(clientA), Key: []byte("k"), Session: c.next()}
-	lostThenRetried(t, h, "PutRevoke", func() (*metadv1.PutRevokeResponse, error) { return h.meta.PutRevoke(ctx, revoke) })
+	lostThenRetried(t, h, "PutRevoke", func() (*metadv1.PutRevokeResponse, error) { return h.svc.PutRevoke(ctx, revoke) })
 
 	ups := &metadv1.UpsertStartRequest{ClientId: idb(clientA), Key: []byte("u"), Size: 4096, Session: c.next()}
-	up := lostThenRetried(t, h, "UpsertStart", func() (*metadv1.UpsertStartResponse, error) { return h.meta.UpsertStart(ctx, ups) })
+	up := lostThenRetried(t, h, "UpsertStart", func() (*metadv1.UpsertStartResponse, error) { return h.svc.UpsertStart(ctx, ups) })
 	if len(up.GetReplicas()) != 1 || up.GetReused() {
 		t.Fatalf("retried UpsertStart: %v", up)
 	}
 	upe := &metadv1.UpsertEndRequest{ClientId: idb(clientA), Key: []byte("u"), Session: c.next()}
-	lostThenRetried(t, h, "UpsertEnd", func() (*metadv1.UpsertEndResponse, error) { return h.meta.UpsertEnd(ctx, upe) })
+	lostThenRetried(t, h, "UpsertEnd", func() (*metadv1.UpsertEndResponse, error) { return h.svc.UpsertEnd(ctx, upe) })
 
 	bps := &metadv1.BatchPutStartRequest{ClientId: idb(clientA), Items: []*metadv1.BatchPutStartRequest_Item{{Key: []byte("b1"), Size: 64}, {Key: []byte("u"), Size: 64}},
 		Session: c.next()}
 	charged, used = h.usage(t)
-	b := lostThenRetried(t, h, "BatchPutStart", func() (*metadv1.BatchPutStartResponse, error) { return h.meta.BatchPutStart(ctx, bps) })
+	b := lostThenRetried(t, h, "BatchPutStart", func() (*metadv1.BatchPutStartResponse, error) { return h.svc.BatchPutStart(ctx, bps) })
 	if len(b.GetResults()) != 2 || b.GetResults()[0].GetStatus().GetReason() != 0 || len(b.GetResults()[0].GetReplicas()) != 1 ||
 		b.GetResults()[1].GetStatus().GetReason() != metadv1.Reason_REASON_OBJECT_ALREADY_EXISTS {
 		t.Fatalf("retried BatchPutStart: %v", b)
@@ -117,7 +116,7 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 	}
 
 	rm := &metadv1.RemoveRequest{Key: []byte("u"), Force: true, Session: c.next()}
-	lostThenRetried(t, h, "Remove", func() (*metadv1.RemoveResponse, error) { return h.meta.Remove(ctx, rm) })
+	lostThenRetried(t, h, "Remove", func() (*metadv1.RemoveResponse, error) { return h.svc.Remove(ctx, rm) })
 	if _, err := h.b.Store().Peek("default", "u"); err == nil {
 		t.Fatal("the removed object is back")
 	}
@@ -126,45 +125,45 @@ func TestSessionRetryAfterLostAnswer(t *testing.T) {
 	// leader prepared it; the retry gets both answers again, not OBJECT_NOT_FOUND for b2.
 	h.put(t, "", "b2", 64)
 	br := &metadv1.BatchRemoveRequest{Keys: [][]byte{[]byte("b2"), []byte("nope")}, Force: true, Session: c.next()}
-	bres := lostThenRetried(t, h, "BatchRemove", func() (*metadv1.BatchRemoveResponse, error) { return h.meta.BatchRemove(ctx, br) })
+	bres := lostThenRetried(t, h, "BatchRemove", func() (*metadv1.BatchRemoveResponse, error) { return h.svc.BatchRemove(ctx, br) })
 	if len(bres.GetResults()) != 2 || bres.GetResults()[0].GetReason() != 0 ||
 		bres.GetResults()[1].GetReason() != metadv1.Reason_REASON_OBJECT_NOT_FOUND {
 		t.Fatalf("retried BatchRemove: %v", bres)
 	}
 
 	reg := &metadv1.RegisterTenantRequest{Name: "t1", Session: c.next()}
-	h.b.loseAnswer.Store(true)
-	if _, err := h.admin.RegisterTenant(ctx, reg); err == nil {
+	h.b.LoseAnswer.Store(true)
+	if _, err := h.svc.RegisterTenant(ctx, reg); err == nil {
 		t.Fatal("RegisterTenant: the lost answer arrived")
 	}
 	ti, _ := h.b.Store().Tenant("t1")
-	r, err := h.admin.RegisterTenant(ctx, reg)
+	r, err := h.svc.RegisterTenant(ctx, reg)
 	if err != nil || r.GetInstanceId() != ti.Instance {
 		t.Fatalf("retried RegisterTenant: %v %v, the tenant's instance is %d", r, err, ti.Instance)
 	}
 
 	// A new operation of the session is not a retry: registering t1 again is refused.
-	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t1", Session: c.next()}); err == nil {
+	if _, err := h.svc.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t1", Session: c.next()}); err == nil {
 		t.Fatal("a second RegisterTenant of t1 was not refused")
 	}
 	// Without a session a retry is a new attempt: the lost answer makes it look refused.
-	h.b.loseAnswer.Store(true)
-	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"}); err == nil {
+	h.b.LoseAnswer.Store(true)
+	if _, err := h.svc.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"}); err == nil {
 		t.Fatal("RegisterTenant: the lost answer arrived")
 	}
-	_, err = h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"})
-	wantErr(t, err, codes.AlreadyExists, metadv1.Reason_REASON_TENANT_ALREADY_EXISTS)
+	_, err = h.svc.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "t2"})
+	wantReason(t, err, store.TenantAlreadyExists)
 }
 
-// TestSessionHeaderValidated: a malformed header is InvalidArgument naming the field, nothing done.
+// TestSessionHeaderValidated: a malformed header is INVALID_PARAMS naming the field, nothing done.
 func TestSessionHeaderValidated(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	h := newHarness(t, nil)
 	ctx := context.Background()
 	for _, hd := range []*metadv1.SessionHeader{{Seq: 1}, {SessionId: 1}, {SessionId: 1, Seq: 2, FirstUnackedSeq: 3}} {
-		n := h.b.proposals.Load()
-		_, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "x", Session: hd})
-		wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
-		if h.b.proposals.Load() != n {
+		n := h.b.Proposals.Load()
+		_, err := h.svc.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "x", Session: hd})
+		wantReason(t, err, store.InvalidParams)
+		if h.b.Proposals.Load() != n {
 			t.Fatalf("header %v: proposed", hd)
 		}
 	}
@@ -174,12 +173,12 @@ func TestSessionHeaderValidated(t *testing.T) {
 // SESSION_EXPIRED, as apply would, not with a refusal from the leader's state (its first attempt
 // may have been the write that the state now shows).
 func TestGoneSessionIsNotRefusedFromState(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	h := newHarness(t, nil)
 	h.mount(t, clientA, segA)
 	h.put(t, "", "k", 64)
-	_, err := h.meta.PutStart(tctx(t), &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 64,
+	_, err := h.svc.PutStart(tctx(t), &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 64,
 		Session: &metadv1.SessionHeader{SessionId: 77, Seq: 3, FirstUnackedSeq: 3}})
-	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_SESSION_EXPIRED)
-	_, err = h.meta.Remove(tctx(t), &metadv1.RemoveRequest{Key: []byte("absent"), Session: &metadv1.SessionHeader{SessionId: 77, Seq: 4}})
-	wantErr(t, err, codes.FailedPrecondition, metadv1.Reason_REASON_SESSION_EXPIRED)
+	wantReason(t, err, store.SessionExpired)
+	_, err = h.svc.Remove(tctx(t), &metadv1.RemoveRequest{Key: []byte("absent"), Session: &metadv1.SessionHeader{SessionId: 77, Seq: 4}})
+	wantReason(t, err, store.SessionExpired)
 }

@@ -1,12 +1,12 @@
-package server
+package service_test
 
 import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	metadv1 "metad/proto/metadv1"
+	"metad/service/servicetest"
+	"metad/store"
 )
 
 // TestDrainStatusAndCancel: StartDrain's refusals (nothing closed), a drain that closes its
@@ -15,39 +15,38 @@ import (
 // segment takes allocations again, a repeated cancel answers the same job, and an unknown job is
 // DRAIN_NOT_FOUND.
 func TestDrainStatusAndCancel(t *testing.T) {
-	clk := newFakeClock()
-	h := start(t, newFakeBackend(t, clk.Now), clk.config(testConfig()))
+	clk := servicetest.NewClock()
+	h := newHarness(t, clk)
 	ctx := tctx(t)
 	h.mount(t, clientA, segA)
 	h.mount(t, clientB, segB)
 	for _, k := range []string{"a", "b", "c"} {
 		cfg := &metadv1.ReplicaConfig{MemoryReplicas: 1, PreferredSegmentIds: [][]byte{idb(segA)}}
-		if _, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(k), Size: 4096, Config: cfg}); err != nil {
+		if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(k), Size: 4096, Config: cfg}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte(k)}); err != nil {
+		if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientA), Key: []byte(k)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	unknown := idb(clientB) // not a segment
 	for _, c := range []struct {
 		req    *metadv1.StartDrainRequest
-		code   codes.Code
-		reason metadv1.Reason
+		reason store.Reason
 	}{
-		{&metadv1.StartDrainRequest{}, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS},
-		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}, MaxConcurrency: 2000}, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS},
-		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA), idb(segA)}}, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS},
-		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}, TargetSegmentIds: [][]byte{idb(segA)}}, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS},
-		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{unknown}}, codes.NotFound, metadv1.Reason_REASON_SEGMENT_NOT_FOUND},
+		{&metadv1.StartDrainRequest{}, store.InvalidParams},
+		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}, MaxConcurrency: 2000}, store.InvalidParams},
+		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA), idb(segA)}}, store.InvalidParams},
+		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}, TargetSegmentIds: [][]byte{idb(segA)}}, store.InvalidParams},
+		{&metadv1.StartDrainRequest{SegmentIds: [][]byte{unknown}}, store.SegmentNotFound},
 	} {
-		_, err := h.admin.StartDrain(ctx, c.req)
-		wantErr(t, err, c.code, c.reason)
+		_, err := h.svc.StartDrain(ctx, c.req)
+		wantReason(t, err, c.reason)
 	}
 	if info, _ := h.b.Store().Segments().Get(segA); info.Closing {
 		t.Fatal("a refused drain closed the segment")
 	}
-	resp, err := h.admin.StartDrain(ctx, &metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}, MaxConcurrency: 1})
+	resp, err := h.svc.StartDrain(ctx, &metadv1.StartDrainRequest{SegmentIds: [][]byte{idb(segA)}, MaxConcurrency: 1})
 	j := resp.GetDrain()
 	if err != nil || j.GetDrainId() != 1 || j.GetState() != metadv1.DrainState_DRAIN_STATE_RUNNING || j.GetObjectsLeft() != 3 || j.GetMaxConcurrency() != 1 {
 		t.Fatalf("StartDrain = %v, %v", resp, err)
@@ -58,7 +57,7 @@ func TestDrainStatusAndCancel(t *testing.T) {
 	clk.Advance(time.Minute) // past the new leader's lease floor
 	var st *metadv1.DrainJob
 	pollUntil(t, "a move scheduled", 10*time.Second, func() bool {
-		s, err := h.admin.DrainStatus(ctx, &metadv1.DrainStatusRequest{})
+		s, err := h.svc.DrainStatus(ctx, &metadv1.DrainStatusRequest{})
 		if err != nil || len(s.GetDrains()) != 1 {
 			t.Fatalf("DrainStatus = %v, %v", s, err)
 		}
@@ -70,31 +69,31 @@ func TestDrainStatusAndCancel(t *testing.T) {
 		t.Fatalf("the drain's task: %+v, %v", task, err)
 	}
 	pollUntil(t, "the drain metrics", 10*time.Second, func() bool {
-		return counterValue(t, h, "metad_server_drains_running", nil) == 1 &&
-			counterValue(t, h, "metad_server_drain_objects_left", nil) == 3
+		return metricValue(t, h, "metad_server_drains_running", nil) == 1 &&
+			metricValue(t, h, "metad_server_drain_objects_left", nil) == 3
 	})
 	// max_concurrency 1: no second move while the first is in flight.
 	for range 3 {
 		clk.Advance(time.Second)
-		if s, _ := h.admin.DrainStatus(ctx, &metadv1.DrainStatusRequest{DrainId: 1}); len(s.GetDrains()[0].GetInFlightTaskIds()) != 1 {
+		if s, _ := h.svc.DrainStatus(ctx, &metadv1.DrainStatusRequest{DrainId: 1}); len(s.GetDrains()[0].GetInFlightTaskIds()) != 1 {
 			t.Fatalf("in flight: %v", s)
 		}
 	}
-	c, err := h.admin.CancelDrain(ctx, &metadv1.CancelDrainRequest{DrainId: 1})
+	c, err := h.svc.CancelDrain(ctx, &metadv1.CancelDrainRequest{DrainId: 1})
 	if err != nil || c.GetDrain().GetState() != metadv1.DrainState_DRAIN_STATE_CANCELLED || c.GetDrain().GetObjectsLeft() != 3 {
 		t.Fatalf("CancelDrain = %v, %v", c, err)
 	}
 	if info, _ := h.b.Store().Segments().Get(segA); info.Closing {
 		t.Fatal("a cancelled drain's segment takes no allocation")
 	}
-	if c, err := h.admin.CancelDrain(ctx, &metadv1.CancelDrainRequest{DrainId: 1}); err != nil || c.GetDrain().GetState() != metadv1.DrainState_DRAIN_STATE_CANCELLED {
+	if c, err := h.svc.CancelDrain(ctx, &metadv1.CancelDrainRequest{DrainId: 1}); err != nil || c.GetDrain().GetState() != metadv1.DrainState_DRAIN_STATE_CANCELLED {
 		t.Fatalf("a repeated CancelDrain = %v, %v", c, err)
 	}
-	_, err = h.admin.CancelDrain(ctx, &metadv1.CancelDrainRequest{DrainId: 9})
-	wantErr(t, err, codes.NotFound, metadv1.Reason_REASON_DRAIN_NOT_FOUND)
-	_, err = h.admin.CancelDrain(ctx, &metadv1.CancelDrainRequest{})
-	wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
+	_, err = h.svc.CancelDrain(ctx, &metadv1.CancelDrainRequest{DrainId: 9})
+	wantReason(t, err, store.DrainNotFound)
+	_, err = h.svc.CancelDrain(ctx, &metadv1.CancelDrainRequest{})
+	wantReason(t, err, store.InvalidParams)
 	pollUntil(t, "the drain metrics after the cancel", 10*time.Second, func() bool {
-		return counterValue(t, h, "metad_server_drains_running", nil) == 0
+		return metricValue(t, h, "metad_server_drains_running", nil) == 0
 	})
 }

@@ -1,10 +1,11 @@
-package server
+package service_test
 
 import (
 	"fmt"
 	"testing"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/service/servicetest"
 	"metad/store/alloc"
 )
 
@@ -37,7 +38,7 @@ func localFirstCluster(t *testing.T, h *harness) (x, y []alloc.ID) {
 // segments, whatever the spelling of the host and whatever the random strategy would draw; once
 // node-x is full they place on node-y as usual, successfully.
 func TestLocalFirstPlacementFallsBack(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	h := newHarness(t, nil)
 	ctx := tctx(t)
 	x, y := localFirstCluster(t, h)
 	onX := func(id alloc.ID) bool { return id == x[0] || id == x[1] }
@@ -45,7 +46,7 @@ func TestLocalFirstPlacementFallsBack(t *testing.T) {
 	for i := range 8 {
 		host := []string{"node-x", "Node-X:9999"}[i%2]
 		key := fmt.Sprintf("local-%d", i)
-		resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 16 << 10,
+		resp, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 16 << 10,
 			Config: &metadv1.ReplicaConfig{PreferredHost: host}})
 		if err != nil {
 			t.Fatalf("PutStart %s with host %q: %v", key, host, err)
@@ -56,7 +57,7 @@ func TestLocalFirstPlacementFallsBack(t *testing.T) {
 	}
 	for i := range 4 {
 		key := fmt.Sprintf("fallback-%d", i)
-		resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 16 << 10,
+		resp, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(key), Size: 16 << 10,
 			Config: &metadv1.ReplicaConfig{PreferredHost: "node-x"}})
 		if err != nil {
 			t.Fatalf("PutStart %s with node-x full: %v, want the usual placement", key, err)
@@ -71,11 +72,11 @@ func TestLocalFirstPlacementFallsBack(t *testing.T) {
 // memory replicas go to node-x's two segments, and a put without a host spreads as before (the
 // random strategy over six segments does not pick node-x for every one of 16 objects).
 func TestLocalFirstEveryPutKind(t *testing.T) {
-	h := start(t, newFakeBackend(t, nil), testConfig())
+	h := newHarness(t, nil)
 	ctx := tctx(t)
 	x, _ := localFirstCluster(t, h)
 	onX := func(id alloc.ID) bool { return id == x[0] || id == x[1] }
-	up, err := h.meta.UpsertStart(ctx, &metadv1.UpsertStartRequest{ClientId: idb(clientA), Key: []byte("up"), Size: 1024,
+	up, err := h.svc.UpsertStart(ctx, &metadv1.UpsertStartRequest{ClientId: idb(clientA), Key: []byte("up"), Size: 1024,
 		Config: &metadv1.ReplicaConfig{MemoryReplicas: 2, PreferredHost: "node-x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestLocalFirstEveryPutKind(t *testing.T) {
 	for i := range 16 {
 		items = append(items, &metadv1.BatchPutStartRequest_Item{Key: []byte(fmt.Sprintf("b-%d", i)), Size: 1024})
 	}
-	b, err := h.meta.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: idb(clientA), Items: items,
+	b, err := h.svc.BatchPutStart(ctx, &metadv1.BatchPutStartRequest{ClientId: idb(clientA), Items: items,
 		Config: &metadv1.ReplicaConfig{PreferredHost: "node-x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestLocalFirstEveryPutKind(t *testing.T) {
 	}
 	spread := 0
 	for i := range 16 {
-		resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(fmt.Sprintf("any-%d", i)), Size: 1024})
+		resp, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte(fmt.Sprintf("any-%d", i)), Size: 1024})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,11 +117,11 @@ func TestLocalFirstEveryPutKind(t *testing.T) {
 // segment named both ways is tried once, where the request put it, and the command the leader
 // proposes carries the host resolved into segment ids, never the host itself.
 func TestPreferredSegmentsWinOverHost(t *testing.T) {
-	b := newFakeBackend(t, nil)
+	b := servicetest.NewBackend(t, nil)
 	h := start(t, b, testConfig())
 	ctx := tctx(t)
 	x, y := localFirstCluster(t, h)
-	resp, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 1024,
+	resp, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k"), Size: 1024,
 		Config: &metadv1.ReplicaConfig{MemoryReplicas: 3, PreferredSegmentIds: [][]byte{idb(y[2]), idb(x[1])}, PreferredHost: "node-x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +129,11 @@ func TestPreferredSegmentsWinOverHost(t *testing.T) {
 	if s := segsOf(resp.GetReplicas()); len(s) != 3 || s[0] != y[2] || s[1] != x[1] || s[2] != x[0] {
 		t.Fatalf("placed on %v, want the preferred %v then %v, then node-x's other segment %v", s, y[2], x[1], x[0])
 	}
-	cfg := b.lastProposed.Load().GetPutStart().GetConfig()
+	cfg := b.LastProposed().GetPutStart().GetConfig()
 	if cfg.GetPreferredHost() != "" || len(cfg.GetPreferredSegmentIds()) != 3 {
 		t.Fatalf("proposed config %v: want the host resolved into 3 preferred segment ids and no host", cfg)
 	}
-	_, err = h.meta.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("bad"), Size: 1024,
+	_, err = h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("bad"), Size: 1024,
 		Config: &metadv1.ReplicaConfig{PreferredHost: "node\x01x"}})
 	wantInvalid(t, err, "config.preferred_host")
 }
