@@ -193,6 +193,34 @@ def test_illegal_client_and_invalid_write(cluster: Cluster, client: metad.Client
         client.put_revoke(k)  # nothing is being written
 
 
+def test_kinds_on_real_refusals(cluster: Cluster, client: metad.Client) -> None:
+    """A refusal of the cluster is caught by its kind, and the kind's gRPC code is the status code
+    the cluster answered with."""
+    k = key()
+    with pytest.raises(metad.NotFound) as nf:
+        client.get(k)
+    client.put(k, 64)
+    client.get(k)  # leased
+    with pytest.raises(metad.AlreadyExists) as ae:
+        client.put_start(k, 64)
+    with pytest.raises(metad.Conflict) as cf:
+        client.remove(k)
+    with pytest.raises(metad.ResourceExhausted) as rx:
+        client.put_start(key(), 1 << 40)
+    with pytest.raises(metad.InvalidArgument) as ia:
+        client.get_by_regex("((")
+    client.put_start(k + "w", 64)
+    with metad.Client(cluster.endpoints, metad.Config(timeout=10.0)) as other:
+        with pytest.raises(metad.PermissionDenied) as pd:
+            other.put_end(k + "w")
+    client.put_revoke(k + "w")
+    client.remove(k, force=True)
+    for ei, cls, kind in ((nf, metad.ObjectNotFound, metad.NotFound), (ae, metad.ObjectAlreadyExists, metad.AlreadyExists),
+                          (cf, metad.ObjectHasLease, metad.Conflict), (rx, metad.NoAvailableHandle, metad.ResourceExhausted),
+                          (ia, metad.InvalidParams, metad.InvalidArgument), (pd, metad.IllegalClient, metad.PermissionDenied)):
+        assert type(ei.value) is cls and ei.value.code == kind.grpc_code, (cls, ei.value.code)
+
+
 def test_status_members_transfer(cluster: Cluster, client: metad.Client) -> None:
     leader = cluster.leader(client)
     st = client.status(leader.client)
