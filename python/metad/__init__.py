@@ -16,9 +16,10 @@ a write that applied with its first answer. ``Config(no_session=True)`` writes w
 at most once). See :class:`metad._core.SessionPool`.
 
 Connections are plaintext unless TLS is configured: ``Client(endpoints, tls=metad.TLS(ca_file=...,
-cert_file=..., key_file=...), api_key=...)``, or the METAD_CACERT, METAD_CERT, METAD_KEY,
-METAD_API_KEY and METAD_CERTS_DIR environment variables (:func:`tls_from_env`). The API key is sent
-on every call as ``authorization: Bearer <key>`` and only over TLS.
+cert_file=..., key_file=...), api_key=...)``, or ``Client(Config.from_env())`` for the endpoints,
+TLS and API key of the METAD_ENDPOINTS, METAD_CACERT, METAD_CERT, METAD_KEY, METAD_API_KEY and
+METAD_CERTS_DIR environment variables (``Config()`` reads none). The API key is sent on every call
+as ``authorization: Bearer <key>`` and only over TLS.
 
 Keys are str (UTF-8), bytes, bytearray or memoryview, of 1..4096 bytes without a NUL byte: another
 type is a TypeError and a key breaking the rule an :class:`InvalidKey` (a ValueError), both raised

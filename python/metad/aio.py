@@ -35,8 +35,9 @@ class AsyncClient:
         """Connect lazily to endpoints (default: ``config.endpoints``); a Config in place of
         endpoints is the configuration, as with :class:`metad.Client`. Raises ValueError for a bad
         configuration, a malformed endpoint included. tls and api_key, when given, replace the
-        configuration's (by default from the METAD_* environment variables:
-        :func:`metad.tls_from_env`); the TLS files are read here."""
+        configuration's; the TLS files are read here. Nothing is read from the environment:
+        ``AsyncClient(Config.from_env())`` takes the endpoints, TLS and API key from the METAD_*
+        variables."""
         cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
         self._creds = conf.channel_credentials(cfg)

@@ -55,8 +55,9 @@ class Client:
         first call. ``Client(Config(...))`` takes a Config in place of endpoints as its
         configuration. Raises ValueError for a bad configuration, a malformed endpoint included
         (a URL, a missing or bad port, an empty host: see :func:`metad.check_endpoint`).
-        tls and api_key, when given, replace the configuration's (by default from the METAD_*
-        environment variables: :func:`metad.tls_from_env`); the TLS files are read here."""
+        tls and api_key, when given, replace the configuration's; the TLS files are read here.
+        Nothing is read from the environment: ``Client(Config.from_env())`` takes the endpoints,
+        TLS and API key from the METAD_* variables."""
         cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
         self._creds = conf.channel_credentials(cfg)
