@@ -215,7 +215,7 @@ def get(tenant: str, key: Key, stale: bool) -> Op[metadata_pb2.GetResponse]:
     return resp
 
 
-def exist(tenant: str, key: Key, stale: bool) -> Op[bool]:
+def exists(tenant: str, key: Key, stale: bool) -> Op[bool]:
     r = yield Rpc("md", "Exist", metadata_pb2.ExistRequest(tenant=tenant, key=_key(key), stale=stale))
     return bool(r.response.exists)
 
@@ -537,7 +537,7 @@ def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.
     return out
 
 
-def batch_exist(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchExistResponse]:
+def batch_exists(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchExistResponse]:
     uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchExistResponse()
     err: Optional[errors.MetadError] = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
@@ -22,6 +23,11 @@ from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 T = TypeVar("T")
 
 _SILENT_CODES = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """Warn (DeprecationWarning, at the caller's caller) that method old is now new."""
+    warnings.warn(f"metad: {old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 class AsyncClient:
@@ -301,10 +307,15 @@ class AsyncClient:
         missing key raises ObjectNotFound."""
         return await self._run(ops.get(tenant, key, stale), timeout)
 
-    async def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+    async def exists(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
         """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
         False, not an error."""
-        return await self._run(ops.exist(tenant, key, stale), timeout)
+        return await self._run(ops.exists(tenant, key, stale), timeout)
+
+    async def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+        """Deprecated alias of :meth:`exists` (a DeprecationWarning)."""
+        _deprecated("exist", "exists")
+        return await self.exists(key, tenant=tenant, stale=stale, timeout=timeout)
 
     async def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
@@ -359,7 +370,7 @@ class AsyncClient:
         return await self._run(ops.remove_group(tenant, group, force), timeout)
 
     # Batches. Each takes any number of items and sends them in consecutive requests of at most
-    # 4096 items (and 3 MiB of keys), batch_get and batch_exist of at most 65,536 keys (and 12 MiB
+    # 4096 items (and 3 MiB of keys), batch_get and batch_exists of at most 65,536 keys (and 12 MiB
     # of keys), each retried on its own. Every key is checked before the first request. A request
     # that fails as a whole raises its error with ``partial`` set to the results of the requests
     # before it.
@@ -394,10 +405,16 @@ class AsyncClient:
         once and its result given at every position); lease_ttl_ms is the smallest granted."""
         return await self._run(ops.batch_get(tenant, keys, stale), timeout)
 
+    async def batch_exists(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                     timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
+        """exists for every key, merged like batch_get (repeats allowed)."""
+        return await self._run(ops.batch_exists(tenant, keys, stale), timeout)
+
     async def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
-                    timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
-        """exist for every key, merged like batch_get (repeats allowed)."""
-        return await self._run(ops.batch_exist(tenant, keys, stale), timeout)
+                          timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
+        """Deprecated alias of :meth:`batch_exists` (a DeprecationWarning)."""
+        _deprecated("batch_exist", "batch_exists")
+        return await self.batch_exists(keys, tenant=tenant, stale=stale, timeout=timeout)
 
     async def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
                      timeout: Optional[float] = None) -> List[types_pb2.Status]:

@@ -21,14 +21,14 @@ KEY_CALLS: Dict[str, Callable[[Any, Any], Any]] = {
     "upsert_end": lambda c, k: c.upsert_end(k),
     "upsert_revoke": lambda c, k: c.upsert_revoke(k),
     "get": lambda c, k: c.get(k),
-    "exist": lambda c, k: c.exist(k),
+    "exists": lambda c, k: c.exists(k),
     "remove": lambda c, k: c.remove(k),
     "batch_put_start": lambda c, k: c.batch_put_start([metad.BatchPutItem("fine", 64), metad.BatchPutItem(k, 64)]),
     "batch_put_end": lambda c, k: c.batch_put_end(["fine", k]),
     "batch_put_revoke": lambda c, k: c.batch_put_revoke(["fine", k]),
     "batch_put": lambda c, k: c.batch_put([metad.BatchPutItem("fine", 64), metad.BatchPutItem(k, 64)]),
     "batch_get": lambda c, k: c.batch_get(["fine", k]),
-    "batch_exist": lambda c, k: c.batch_exist(["fine", k]),
+    "batch_exists": lambda c, k: c.batch_exists(["fine", k]),
     "batch_remove": lambda c, k: c.batch_remove(["fine", k]),
 }
 
@@ -121,16 +121,16 @@ def test_rule_messages_name_the_item() -> None:
         with metad.Client(ENDPOINTS, metad.Config()) as c, pytest.raises(metad.InvalidKey) as ei:
             call(c)
         return str(ei.value)
-    assert err(lambda c: c.exist(b"ab\x00")) == "INVALID_PARAMS: key: NUL byte at 2"
+    assert err(lambda c: c.exists(b"ab\x00")) == "INVALID_PARAMS: key: NUL byte at 2"
     assert err(lambda c: c.get("")) == "INVALID_PARAMS: key: length 0 not in 1..4096"
-    assert err(lambda c: c.batch_exist(["a"] * 5000 + ["\u00e9" * 2049])) == \
+    assert err(lambda c: c.batch_exists(["a"] * 5000 + ["\u00e9" * 2049])) == \
         "INVALID_PARAMS: keys[5000]: key: length 4098 not in 1..4096"
 
 
 @pytest.mark.parametrize("aio", [False, True], ids=["sync", "aio"])
 def test_one_key_where_a_list_is_wanted_is_a_type_error(monkeypatch: pytest.MonkeyPatch, aio: bool) -> None:
     # Iterating b"abc" gives ints, "abc" one-character keys: neither is what the caller meant.
-    for call in ("batch_get", "batch_exist", "batch_remove", "batch_put_end", "batch_put_revoke"):
+    for call in ("batch_get", "batch_exists", "batch_remove", "batch_put_end", "batch_put_revoke"):
         for one in (b"abc", "abc", bytearray(b"abc")):
             raises_before_any_call(aio, monkeypatch, lambda c: getattr(c, call)(one), TypeError)
     raises_before_any_call(aio, monkeypatch, lambda c: c.batch_put_start(["k"]), TypeError)
@@ -141,14 +141,14 @@ def test_keys_of_every_type_are_sent_as_their_bytes(monkeypatch: pytest.MonkeyPa
     def call(c: Any) -> Any:
         if not aio:
             for k in ("h\u00e9", b"h\xc3\xa9", bytearray(b"h\xc3\xa9"), memoryview(b"h\xc3\xa9")):
-                c.exist(k)
-            c.exist("x" * 4096)
+                c.exists(k)
+            c.exists("x" * 4096)
             return None
 
         async def run() -> None:
             for k in ("h\u00e9", b"h\xc3\xa9", bytearray(b"h\xc3\xa9"), memoryview(b"h\xc3\xa9")):
-                await c.exist(k)
-            await c.exist("x" * 4096)
+                await c.exists(k)
+            await c.exists("x" * 4096)
         return run()
     srv = drive(aio, monkeypatch, call)
     assert [r.key for _, r in srv.sent("Exist")] == [b"h\xc3\xa9"] * 4 + [b"x" * 4096]

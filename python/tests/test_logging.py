@@ -162,7 +162,7 @@ def test_nothing_is_printed_by_default() -> None:
 import logging, metad
 c = metad.Client(["127.0.0.1:{port}"], metad.Config(max_retries=0, timeout=10))
 try:
-    c.exist("k")
+    c.exists("k")
 except metad.Unavailable:
     pass
 else:

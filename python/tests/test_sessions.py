@@ -225,7 +225,7 @@ def test_clients_write_in_sessions_on_the_cluster(cluster: Cluster, client: meta
     async def main() -> None:
         async with metad.AsyncClient(cluster.endpoints, metad.Config(timeout=10.0)) as a:
             await asyncio.gather(*(a.put(f"{k}-{i}", 64) for i in range(100)))
-            assert all((await a.batch_exist([f"{k}-{i}" for i in range(100)])).exists)
+            assert all((await a.batch_exists([f"{k}-{i}" for i in range(100)])).exists)
             await a.batch_remove([f"{k}-{i}" for i in range(100)], force=True)
     asyncio.run(main())
 
