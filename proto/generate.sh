@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the committed Go code of proto/metadv1 and the Python stubs of python/metad/metadv1
 # from its .proto files with pinned generators, and the Python client's exception classes of the
-# reason enum (python/metad/_reasons.py).
+# reason enum (python/metad/_reasons.py) and result dataclasses (python/metad/results.py).
 # Run from anywhere (`make proto` runs it from the repo root). It installs what it needs:
 #   - protoc from Debian's protobuf-compiler (apt-get), if no protoc is on PATH;
 #   - protoc-gen-go and protoc-gen-go-grpc at the versions below into ./bin/tools (GOBIN);
@@ -93,12 +93,16 @@ rm -f "$py"/*_pb2.py "$py"/*_pb2.pyi "$py"/*_pb2_grpc.py
 cp "$out"/py/metadv1/* "$py"/
 echo "generate.sh: generated $(ls "$out"/py/metadv1 | wc -l) files in $py with $(protoc --version) and grpc_python_plugin $have_plugin" >&2
 
-# The client's exception classes, one per value of the reason enum (python/metad/_reasons.py), are
-# generated from the new stubs; a reason with no kind in python/tools/gen_reasons.py stops here.
-if ! python3 -c 'import google.protobuf' 2>/dev/null; then
-	echo "generate.sh: python3 cannot import google.protobuf; installing Debian's python3-protobuf" >&2
+# The client's exception classes, one per value of the reason enum (python/metad/_reasons.py), and
+# its result dataclasses, one per message its calls answer (python/metad/results.py), are generated
+# from the new stubs by Debian's Python; a reason with no kind in python/tools/gen_reasons.py, or a
+# message field of a type with no class in python/tools/gen_results.py, stops here.
+pybin=/usr/bin/python3
+if ! "$pybin" -c 'import google.protobuf' 2>/dev/null; then
+	echo "generate.sh: $pybin cannot import google.protobuf; installing Debian's python3-protobuf" >&2
 	"${sudo[@]}" apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq python3-protobuf >/dev/null
 fi
-python3 python/tools/gen_reasons.py
-echo "generate.sh: generated python/metad/_reasons.py from metad.v1.Reason" >&2
+"$pybin" python/tools/gen_reasons.py
+"$pybin" python/tools/gen_results.py
+echo "generate.sh: generated python/metad/_reasons.py and python/metad/results.py" >&2

@@ -7,8 +7,11 @@
 
 :class:`Client` is synchronous; :class:`metad.aio.AsyncClient` is its asyncio form. Failures are
 :class:`MetadError` subclasses, one per wire reason (:class:`ObjectNotFound`, ...), each under
-its kind (:class:`NotFound`, :class:`Conflict`, ...: see :mod:`metad.errors`). Messages come
-from :mod:`metad.metadv1` (generated from proto/ by ``make proto``).
+its kind (:class:`NotFound`, :class:`Conflict`, ...: see :mod:`metad.errors`). A call that
+answers a message returns a frozen dataclass of :mod:`metad.results` (:class:`GetResult`,
+:class:`Replica`, ...) with the message's fields under their proto names and ``raw``, the message
+itself; requests take the messages of :mod:`metad.metadv1` (generated from proto/ by ``make
+proto``) where they take one (:func:`segment` builds a ``SegmentDesc``).
 
 Writes are exactly once within client sessions, opened by the client with its first write: every
 retry of a write carries the call's session and sequence number, and the cluster answers a retry of
@@ -31,6 +34,7 @@ NullHandler to it: nothing is printed unless the application configures logging.
 import logging as _logging
 
 from metad import errors as _errors
+from metad import results as _results
 from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS,
                            ENV_KEY, TLS, Config, api_key_from_env, check_endpoint, default_endpoints, split_endpoints,
                            tls_from_env)
@@ -41,6 +45,7 @@ from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad._reasons import *  # noqa: F401,F403  (the class of every reason, for type checkers too)
 from metad.errors import *  # noqa: F401,F403  (every exception class, error_for, item_error, reason_name)
+from metad.results import *  # noqa: F401,F403  (what the calls return)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 _logging.getLogger("metad").addHandler(_logging.NullHandler())
@@ -54,4 +59,4 @@ __all__ = [
     "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_READ_BATCH_ITEMS", "MAX_READ_BATCH_BYTES", "MAX_KEY_BYTES",
     "types_pb2", "metadata_pb2", "admin_pb2",
 ]
-__all__ += _errors.__all__
+__all__ += _errors.__all__ + _results.__all__

@@ -14,11 +14,11 @@ catches every not-found reason, and ``except metad.MetadError`` every failure.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import grpc
 
-from metad import _reasons
+from metad import _reasons, results
 from metad._kinds import KINDS as KINDS
 from metad._kinds import Kind as Kind
 from metad._kinds import (Aborted, AlreadyExists, Conflict, InvalidArgument, MetadError, NotFound, PermissionDenied,
@@ -76,8 +76,9 @@ def error_for(reason: int, message: str = "", *, tenant: str = "", key: bytes = 
     return cls(message, tenant=tenant, key=key, code=code)
 
 
-def item_error(status: types_pb2.Status) -> Optional[MetadError]:
-    """None for a successful batch item status, else the exception for its reason."""
+def item_error(status: Union[results.Status, types_pb2.Status]) -> Optional[MetadError]:
+    """None for a successful batch item status (a :class:`metad.Status` or its message), else
+    the exception for its reason."""
     if status.reason == types_pb2.REASON_UNSPECIFIED:
         return None
     return error_for(status.reason, status.message)

@@ -14,6 +14,7 @@ from metad import errors, types_pb2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 import gen_reasons  # noqa: E402
+from genlib import GenError  # noqa: E402
 
 REASONS = [(name, value) for name, value in types_pb2.Reason.items() if value != types_pb2.REASON_UNSPECIFIED]
 
@@ -39,11 +40,11 @@ def test_generated_reasons_are_current() -> None:
 def test_the_generator_refuses_a_reason_without_a_kind() -> None:
     docs = {n: "doc" for n in gen_reasons.KIND}
     values = gen_reasons.reasons()
-    with pytest.raises(gen_reasons.GenError, match="no kind for REASON_BRAND_NEW"):
+    with pytest.raises(GenError, match="no kind for REASON_BRAND_NEW"):
         gen_reasons.render(values + [("BRAND_NEW", 99)], {**docs, "BRAND_NEW": "doc"})
-    with pytest.raises(gen_reasons.GenError, match="does not have"):
+    with pytest.raises(GenError, match="does not have"):
         gen_reasons.render(values[1:], docs)
-    with pytest.raises(gen_reasons.GenError, match="no comment"):
+    with pytest.raises(GenError, match="no comment"):
         gen_reasons.render(values, {**docs, values[0][0]: ""})
 
 

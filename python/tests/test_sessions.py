@@ -266,6 +266,6 @@ def test_lost_put_start_answer_is_answered_again(cluster: Cluster, client: metad
     key = f"lost-{uuid.uuid4().hex[:12]}"
     with metad.Client(cluster.endpoints, metad.Config(timeout=10.0, client_id=client.client_id)) as c:
         reps = c.put_start(key, 256)
-        assert list(drop.lost.replicas) == reps
+        assert list(drop.lost.replicas) == [r.raw for r in reps]
         assert len(drop.requests) == 2 and header(drop.requests[0]) == header(drop.requests[1]) is not None
         c.put_revoke(key)

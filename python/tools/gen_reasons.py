@@ -13,15 +13,15 @@ name is its kind's name (UNAVAILABLE) is that kind's class itself.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
 import textwrap
 from typing import Dict, List, Tuple
 
-PYTHON = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REPO = os.path.dirname(PYTHON)
-PROTO = os.path.join(REPO, "proto", "metadv1", "types.proto")
+from genlib import PYTHON, GenError, read_proto, stubs, write_or_check
+
 OUT = os.path.join(PYTHON, "metad", "_reasons.py")
 
 KIND: Dict[str, str] = {
@@ -65,10 +65,6 @@ KIND: Dict[str, str] = {
 """The kind (a class of metad/_kinds.py) of every reason, by its name without REASON_."""
 
 
-class GenError(Exception):
-    """The enum, its comments and KIND disagree; the message says how."""
-
-
 def class_name(reason: str) -> str:
     """OBJECT_NOT_FOUND -> ObjectNotFound."""
     return "".join(w.capitalize() for w in reason.split("_"))
@@ -77,9 +73,7 @@ def class_name(reason: str) -> str:
 def reasons() -> List[Tuple[str, int]]:
     """(name without REASON_, number) of every value of metad.v1.Reason but REASON_UNSPECIFIED, in
     the order of the enum's declaration, from its descriptor."""
-    if PYTHON not in sys.path:
-        sys.path.insert(0, PYTHON)
-    from metad.metadv1 import types_pb2
+    types_pb2 = importlib.import_module(stubs().__name__ + ".types_pb2")
     out = []
     for v in types_pb2.Reason.DESCRIPTOR.values:
         if v.number != 0:
@@ -157,8 +151,7 @@ def render(values: List[Tuple[str, int]], docs: Dict[str, str]) -> str:
 
 def generate() -> str:
     """The text metad/_reasons.py should have."""
-    with open(PROTO, encoding="utf-8") as f:
-        return render(reasons(), comments(f.read()))
+    return render(reasons(), comments(read_proto("types.proto")))
 
 
 def main(argv: List[str]) -> int:
@@ -167,18 +160,7 @@ def main(argv: List[str]) -> int:
     except GenError as e:
         print(f"gen_reasons: {e}", file=sys.stderr)
         return 1
-    if argv[1:] == ["--check"]:
-        with open(OUT, encoding="utf-8") as f:
-            if f.read() != text:
-                print(f"gen_reasons: {OUT} is stale: run python3 python/tools/gen_reasons.py", file=sys.stderr)
-                return 1
-        return 0
-    if argv[1:]:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    return write_or_check(OUT, text, argv, __doc__ or "")
 
 
 if __name__ == "__main__":
