@@ -62,6 +62,9 @@ def test_the_offline_install_works(tmp_path: str) -> None:
                        text=True, timeout=60, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": target})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().startswith(target), r.stdout
+    stubs = sorted(f for f in os.listdir(os.path.join(target, "metad", "metadv1")) if f.endswith((".py", ".pyi")))
+    assert stubs == ["__init__.py", "admin_pb2.py", "admin_pb2.pyi", "metadata_pb2.py", "metadata_pb2.pyi",
+                     "types_pb2.py", "types_pb2.pyi"]
 
 
 def test_the_kinds_table_matches_the_classes() -> None:
