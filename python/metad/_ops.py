@@ -1,8 +1,8 @@
 """The operations of the clients, each written once as a generator that yields
 :class:`~metad._core.Rpc` objects and returns the call's result, a dataclass of
 :mod:`metad.results` (or a list of them) where the call answers a message (see
-:mod:`metad._core`), with the rules checked before any call: the key rule and the types of keys (:data:`Key`), repeated keys of
-a batch, and the split of a long batch into requests."""
+:mod:`metad._core`), with the rules checked before any call: the key rule and the types of keys
+(:data:`Key`), repeated keys of a batch, and the split of a long batch into requests."""
 
 from __future__ import annotations
 

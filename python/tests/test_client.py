@@ -17,7 +17,7 @@ def key(prefix: str = "k") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def test_put_start_end_get_exist_remove(client: metad.Client) -> None:
+def test_put_start_end_get_exists_remove(client: metad.Client) -> None:
     k = key()
     reps = client.put_start(k, 4096, options=metad.PutOptions(data_type=7))
     assert len(reps) == 1 and reps[0].status == types_pb2.REPLICA_STATUS_PROCESSING and reps[0].size == 4096
