@@ -161,7 +161,8 @@ bench-store:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu $(BENCHCPU) -timeout 60m ./store/ | tee bench-store.txt
 	$(GO) run ./store/internal/benchratio < bench-store.txt
 
-## proto: regenerate the committed protobuf and gRPC code with pinned generators.
+## proto: regenerate the committed protobuf and gRPC code (Go) with pinned generators, and the Python
+## client's message stubs (its schemas only), exception classes and result dataclasses.
 proto:
 	./proto/generate.sh
 

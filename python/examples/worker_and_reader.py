@@ -5,6 +5,9 @@ put_start says where to write, the worker writes the bytes there (here: into a b
 stands for its memory), put_end commits. The reader asks get where an object lives and reads it.
 
     python python/examples/worker_and_reader.py          # endpoints from METAD_ENDPOINTS
+
+The endpoints, TLS material and API key come from the METAD_* environment variables
+(``metad.Config.from_env()``): against ``make run``, set METAD_CERTS_DIR=data/certs.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ def main() -> None:
     memory = bytearray(SEGMENT_SIZE)  # the worker's segment, as bytes
     seg = metad.segment(SEGMENT_SIZE, "sim://example-worker", name="example")
 
-    with metad.Client() as worker:
+    config = metad.Config.from_env()
+    with metad.Client(config) as worker:
         worker.mount_segment(seg)
         loop = worker.ping_loop([seg])
         try:
@@ -36,7 +40,7 @@ def main() -> None:
                 memory[replica.offset:replica.offset + len(data)] = data
                 worker.put_end(key)
 
-            with metad.Client() as reader:
+            with metad.Client(config) as reader:
                 for i in range(3):
                     got = reader.get(f"example/{i}")
                     r = got.replicas[0]

@@ -6,8 +6,12 @@
         print(c.get(b"k1").replicas)
 
 :class:`Client` is synchronous; :class:`metad.aio.AsyncClient` is its asyncio form. Failures are
-:class:`MetadError` subclasses, one per wire reason (:class:`ObjectNotFound`, ...). Messages come
-from :mod:`metad.metadv1` (generated from proto/ by ``make proto``).
+:class:`MetadError` subclasses, one per wire reason (:class:`ObjectNotFound`, ...), each under
+its kind (:class:`NotFound`, :class:`Conflict`, ...: see :mod:`metad.errors`). A call that
+answers a message returns a frozen dataclass of :mod:`metad.results` (:class:`GetResult`,
+:class:`Replica`, ...) with the message's fields under their proto names and ``raw``, the message
+itself; requests take the messages of :mod:`metad.metadv1` (generated from proto/ by ``make
+proto``) where they take one (:func:`segment` builds a ``SegmentDesc``).
 
 Writes are exactly once within client sessions, opened by the client with its first write: every
 retry of a write carries the call's session and sequence number, and the cluster answers a retry of
@@ -15,9 +19,10 @@ a write that applied with its first answer. ``Config(no_session=True)`` writes w
 at most once). See :class:`metad._core.SessionPool`.
 
 Connections are plaintext unless TLS is configured: ``Client(endpoints, tls=metad.TLS(ca_file=...,
-cert_file=..., key_file=...), api_key=...)``, or the METAD_CACERT, METAD_CERT, METAD_KEY,
-METAD_API_KEY and METAD_CERTS_DIR environment variables (:func:`tls_from_env`). The API key is sent
-on every call as ``authorization: Bearer <key>`` and only over TLS.
+cert_file=..., key_file=...), api_key=...)``, or ``Client(Config.from_env())`` for the endpoints,
+TLS and API key of the METAD_ENDPOINTS, METAD_CACERT, METAD_CERT, METAD_KEY, METAD_API_KEY and
+METAD_CERTS_DIR environment variables (``Config()`` reads none). The API key is sent on every call
+as ``authorization: Bearer <key>`` and only over TLS.
 
 Keys are str (UTF-8), bytes, bytearray or memoryview, of 1..4096 bytes without a NUL byte: another
 type is a TypeError and a key breaking the rule an :class:`InvalidKey` (a ValueError), both raised
@@ -28,6 +33,8 @@ NullHandler to it: nothing is printed unless the application configures logging.
 
 import logging as _logging
 
+from metad import errors as _errors
+from metad import results as _results
 from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT, ENV_CERTS_DIR, ENV_ENDPOINTS,
                            ENV_KEY, TLS, Config, api_key_from_env, check_endpoint, default_endpoints, split_endpoints,
                            tls_from_env)
@@ -36,15 +43,9 @@ from metad._ops import (MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, MAX_REA
                         BatchPutItem, Key, PutOptions, segment)
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
-from metad.errors import (AuthLimitExceeded, AuthRevisionStale, BadResponse, ClientClosed, IllegalClient, InvalidKey,
-                          InvalidParams, InvalidWrite, KeyAlreadyExists, KeyNotFound, MemberNotFound, MetadError,
-                          NoAvailableHandle, NoReplicaOnSegment, NotLeader, ObjectAlreadyExists, ObjectHasLease, ObjectHasReplicationTask,
-                          ObjectNoReplicationTask, ObjectNotFound,
-                          OutcomeUnknown, PermissionDenied, RepeatedKey, ReplicaIsNotReady, ReplicaNotFound, ResponseLimitReached, RoleNotFound,
-                          SegmentNotFound, TaskNotFound, TaskPendingLimitExceeded, DrainNotFound, SegmentDraining, DrainNotRunning, ReservationLost,
-                          SegmentOwnedByOtherClient, SequenceTooOld, SessionExpired, StateReplaced,
-                          TenantAlreadyExists, TenantNotEmpty, TenantNotRegistered, TenantQuotaExceeded, Unauthenticated,
-                          Unavailable, error_for, item_error, reason_name)
+from metad._reasons import *  # noqa: F401,F403  (the class of every reason, for type checkers too)
+from metad.errors import *  # noqa: F401,F403  (every exception class, error_for, item_error, reason_name)
+from metad.results import *  # noqa: F401,F403  (what the calls return)
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
 _logging.getLogger("metad").addHandler(_logging.NullHandler())
@@ -56,14 +57,6 @@ __all__ = [
     "new_client_id", "default_endpoints", "split_endpoints", "check_endpoint", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
     "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_READ_BATCH_ITEMS", "MAX_READ_BATCH_BYTES", "MAX_KEY_BYTES",
-    "InvalidKey", "PermissionDenied", "Unauthenticated", "error_for", "item_error", "reason_name",
-    "MetadError", "ClientClosed", "BadResponse", "RepeatedKey", "OutcomeUnknown", "InvalidParams",
-    "TenantNotRegistered", "TenantNotEmpty", "TenantQuotaExceeded", "ObjectNotFound", "ObjectAlreadyExists",
-    "ObjectHasLease", "ReplicaIsNotReady", "InvalidWrite", "IllegalClient", "NoAvailableHandle",
-    "SegmentNotFound", "NotLeader", "Unavailable", "SegmentOwnedByOtherClient", "TenantAlreadyExists",
-    "StateReplaced", "MemberNotFound", "SessionExpired", "SequenceTooOld",
-    "AuthRevisionStale", "KeyNotFound", "RoleNotFound", "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment",
-    "ResponseLimitReached", "ObjectHasReplicationTask", "ObjectNoReplicationTask",
-    "ReplicaNotFound", "TaskNotFound", "TaskPendingLimitExceeded", "DrainNotFound", "SegmentDraining",
-    "DrainNotRunning", "ReservationLost", "types_pb2", "metadata_pb2", "admin_pb2",
+    "types_pb2", "metadata_pb2", "admin_pb2",
 ]
+__all__ += _errors.__all__ + _results.__all__

@@ -1,5 +1,6 @@
 """The configuration of a client (:class:`Config`), its TLS material (:class:`TLS`), the
-METAD_* environment variables they default to, and the endpoint rule (:func:`check_endpoint`)."""
+METAD_* environment variables :meth:`Config.from_env` reads, and the endpoint rule
+(:func:`check_endpoint`)."""
 
 from __future__ import annotations
 
@@ -178,11 +179,13 @@ def default_endpoints() -> List[str]:
 
 @dataclass
 class Config:
-    """Configuration of a client. Every field has the Go client's default.
+    """Configuration of a client. Every field has the Go client's default; ``Config()`` reads no
+    environment variable (:meth:`from_env` does).
 
     Attributes:
         endpoints: client (gRPC) addresses of the cluster's nodes, host:port. Calls go to the first
-            until a node names another leader. Default: :func:`default_endpoints`.
+            until a node names another leader. Default: :data:`DEFAULT_ENDPOINTS` (the local
+            cluster of ``make run``).
         retry_initial: delay before the first retry after UNAVAILABLE, seconds (20 ms). The n-th
             retry waits about ``retry_initial * 2**n``, at most ``retry_max``, drawn uniformly from
             [d/2, d].
@@ -201,12 +204,12 @@ class Config:
         no_session: write without a client session: each write at most once, its outcome unknown
             when its answer is lost. By default (False) the client opens a session with its first
             write and every write is exactly once (see :class:`SessionPool`).
-        tls: the TLS material (:class:`TLS`); None: plaintext. Default: :func:`tls_from_env`.
+        tls: the TLS material (:class:`TLS`); None (the default): plaintext.
         api_key: sent on every call as ``authorization: Bearer <key>``; needs ``tls`` (a key is
-            never sent in clear). Default: METAD_API_KEY.
+            never sent in clear). Default: None.
     """
 
-    endpoints: Sequence[str] = field(default_factory=default_endpoints)
+    endpoints: Sequence[str] = field(default_factory=lambda: list(DEFAULT_ENDPOINTS))
     retry_initial: float = 0.020
     retry_max: float = 0.500
     max_retries: int = 20
@@ -214,8 +217,24 @@ class Config:
     timeout: Optional[float] = None
     client_id: Optional[bytes] = None
     no_session: bool = False
-    tls: Optional[TLS] = field(default_factory=tls_from_env)
-    api_key: Optional[str] = field(default_factory=api_key_from_env)
+    tls: Optional[TLS] = None
+    api_key: Optional[str] = None
+
+    @classmethod
+    def from_env(cls, **fields: Any) -> "Config":
+        """A Config whose endpoints, tls and api_key come from the environment, those of fields
+        given excepted: endpoints from METAD_ENDPOINTS (:func:`default_endpoints`), tls from
+        METAD_CACERT, METAD_CERT, METAD_KEY and METAD_CERTS_DIR (:func:`tls_from_env`), api_key
+        from METAD_API_KEY (:func:`api_key_from_env`); every other field is the default or as
+        given (``Config.from_env(timeout=5.0)``). Raises ValueError as tls_from_env does, and
+        TypeError for a name that is not a field."""
+        if "endpoints" not in fields:
+            fields["endpoints"] = default_endpoints()
+        if "tls" not in fields:
+            fields["tls"] = tls_from_env()
+        if "api_key" not in fields:
+            fields["api_key"] = api_key_from_env()
+        return cls(**fields)
 
     def validate(self) -> None:
         """Raise ValueError naming the first problem of the configuration (TypeError for an

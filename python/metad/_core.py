@@ -235,12 +235,13 @@ STOP, REDIRECT, FAILOVER = 0, 1, 2
 def classify(err: errors.MetadError, addr: str) -> Tuple[int, str]:
     """Decide what to do after err from an attempt at addr: STOP for a deterministic rejection
     or a local error, REDIRECT (with the address) for NOT_LEADER naming another node, FAILOVER
-    for UNAVAILABLE, a connection error, or NOT_LEADER naming no other node."""
+    for UNAVAILABLE (the reason, or the status without one: a connection error) or NOT_LEADER
+    naming no other node. The other reasons of the Unavailable kind (STATE_REPLACED) stop."""
     if isinstance(err, errors.NotLeader):
         if err.leader_address and err.leader_address != addr:
             return REDIRECT, err.leader_address
         return FAILOVER, ""
-    if isinstance(err, errors.Unavailable) and err.code is not None:
+    if isinstance(err, errors.Unavailable) and err.reason == types_pb2.REASON_UNAVAILABLE and err.code is not None:
         return FAILOVER, ""
     return STOP, ""
 

@@ -1,7 +1,8 @@
 """The operations of the clients, each written once as a generator that yields
-:class:`~metad._core.Rpc` objects and returns the call's result (see :mod:`metad._core`), with the
-rules checked before any call: the key rule and the types of keys (:data:`Key`), repeated keys of
-a batch, and the split of a long batch into requests."""
+:class:`~metad._core.Rpc` objects and returns the call's result, a dataclass of
+:mod:`metad.results` (or a list of them) where the call answers a message (see
+:mod:`metad._core`), with the rules checked before any call: the key rule and the types of keys
+(:data:`Key`), repeated keys of a batch, and the split of a long batch into requests."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 from metad import errors
+from metad import results as res
 from metad._core import Cluster, Op, Rpc, new_client_id
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 
@@ -141,7 +143,14 @@ Sessions = Callable[[], bool]
 
 
 def put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
-              sessions: Sessions) -> Op[List[types_pb2.Replica]]:
+              sessions: Sessions) -> Op[List[res.Replica]]:
+    reps = yield from _put_start(cid, tenant, key, size, opts, sessions)
+    return [res.Replica.from_pb(r) for r in reps]
+
+
+def _put_start(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
+               sessions: Sessions) -> Op[List[types_pb2.Replica]]:
+    """put_start, answering the replicas' messages."""
     req = metadata_pb2.PutStartRequest(tenant=tenant, client_id=cid, key=_key(key), group=_group(opts), size=size,
                                        config=_config(opts))
     try:
@@ -173,9 +182,9 @@ PUT_PLACEMENTS = 3
 
 
 def put(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions],
-        sessions: Sessions) -> Op[List[types_pb2.Replica]]:
+        sessions: Sessions) -> Op[List[res.Replica]]:
     for n in range(1, PUT_PLACEMENTS + 1):
-        reps = yield from put_start(cid, tenant, key, size, opts, sessions)
+        reps = yield from _put_start(cid, tenant, key, size, opts, sessions)
         try:
             yield from put_end(cid, tenant, key, types_pb2.TIER_UNSPECIFIED)
             break
@@ -191,14 +200,14 @@ def put(cid: bytes, tenant: str, key: Key, size: int, opts: Optional[PutOptions]
             raise
     for r in reps:
         r.status = types_pb2.REPLICA_STATUS_COMPLETE
-    return reps
+    return [res.Replica.from_pb(r) for r in reps]
 
 
 def upsert_start(cid: bytes, tenant: str, key: Key, size: int,
-                 opts: Optional[PutOptions]) -> Op[Tuple[List[types_pb2.Replica], bool]]:
+                 opts: Optional[PutOptions]) -> Op[Tuple[List[res.Replica], bool]]:
     r = yield Rpc("md", "UpsertStart", metadata_pb2.UpsertStartRequest(
         tenant=tenant, client_id=cid, key=_key(key), group=_group(opts), size=size, config=_config(opts)))
-    return list(r.response.replicas), bool(r.response.reused)
+    return [res.Replica.from_pb(x) for x in r.response.replicas], bool(r.response.reused)
 
 
 def upsert_end(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
@@ -209,13 +218,12 @@ def upsert_revoke(cid: bytes, tenant: str, key: Key, tier: int) -> Op[None]:
     yield Rpc("md", "UpsertRevoke", metadata_pb2.UpsertRevokeRequest(tenant=tenant, client_id=cid, key=_key(key), tier=tier))  # type: ignore[arg-type]
 
 
-def get(tenant: str, key: Key, stale: bool) -> Op[metadata_pb2.GetResponse]:
+def get(tenant: str, key: Key, stale: bool) -> Op[res.GetResult]:
     r = yield Rpc("md", "Get", metadata_pb2.GetRequest(tenant=tenant, key=_key(key), stale=stale))
-    resp: metadata_pb2.GetResponse = r.response
-    return resp
+    return res.GetResult.from_pb(r.response)
 
 
-def exist(tenant: str, key: Key, stale: bool) -> Op[bool]:
+def exists(tenant: str, key: Key, stale: bool) -> Op[bool]:
     r = yield Rpc("md", "Exist", metadata_pb2.ExistRequest(tenant=tenant, key=_key(key), stale=stale))
     return bool(r.response.exists)
 
@@ -224,10 +232,9 @@ def remove(tenant: str, key: Key, force: bool) -> Op[None]:
     yield Rpc("md", "Remove", metadata_pb2.RemoveRequest(tenant=tenant, key=_key(key), force=force))
 
 
-def remove_all(tenant: str, force: bool) -> Op[metadata_pb2.RemoveAllResponse]:
+def remove_all(tenant: str, force: bool) -> Op[res.RemoveAllResult]:
     r = yield Rpc("md", "RemoveAll", metadata_pb2.RemoveAllRequest(tenant=tenant, force=force))
-    resp: metadata_pb2.RemoveAllResponse = r.response
-    return resp
+    return res.RemoveAllResult.from_pb(r.response)
 
 
 def remove_group(tenant: str, group: Key, force: bool) -> Op[int]:
@@ -286,8 +293,8 @@ def get_by_regex_page(tenant: str, pattern: str, page_token: bytes, limit: int,
     return resp
 
 
-def get_by_regex(tenant: str, pattern: str, stale: bool) -> Op[List[metadata_pb2.GetByRegexResponse.Item]]:
-    out: List[metadata_pb2.GetByRegexResponse.Item] = []
+def get_by_regex(tenant: str, pattern: str, stale: bool) -> Op[List[res.RegexItem]]:
+    out: List[res.RegexItem] = []
     token = b""
     while True:
         try:
@@ -295,7 +302,7 @@ def get_by_regex(tenant: str, pattern: str, stale: bool) -> Op[List[metadata_pb2
         except errors.MetadError as e:
             e.partial = out
             raise
-        out.extend(resp.items)
+        out.extend(res.RegexItem.from_pb(i) for i in resp.items)
         token = bytes(resp.next_page_token)
         if not token:
             return out
@@ -305,18 +312,17 @@ def mount_segment(cid: bytes, seg: types_pb2.SegmentDesc) -> Op[None]:
     yield Rpc("md", "MountSegment", metadata_pb2.MountSegmentRequest(client_id=cid, segment=seg))
 
 
-def unmount_segment(owner: bytes, seg_id: bytes, grace_ms: int = 0) -> Op[metadata_pb2.UnmountSegmentResponse]:
+def unmount_segment(owner: bytes, seg_id: bytes, grace_ms: int = 0) -> Op[res.UnmountSegmentResult]:
     if grace_ms < 0:
         raise ValueError("grace must not be negative")
     r = yield Rpc("md", "UnmountSegment", metadata_pb2.UnmountSegmentRequest(client_id=owner, segment_id=seg_id,
                                                                               grace_ms=grace_ms))
-    resp: metadata_pb2.UnmountSegmentResponse = r.response
-    return resp
+    return res.UnmountSegmentResult.from_pb(r.response)
 
 
-def ping(cid: bytes, cluster: Cluster) -> Op[metadata_pb2.PingResponse]:
+def ping(cid: bytes, cluster: Cluster) -> Op[res.PingResult]:
     r = yield Rpc("md", "Ping", metadata_pb2.PingRequest(client_id=cid))
-    resp: metadata_pb2.PingResponse = r.response
+    resp = res.PingResult.from_pb(r.response)
     if resp.leader_address:
         cluster.set_leader(resp.leader_address, "named by ping")
     return resp
@@ -356,14 +362,14 @@ def _check_count(got: int, want: int) -> None:
 
 
 def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],
-                    sessions: Sessions) -> Op[List[metadata_pb2.BatchPutStartResponse.Result]]:
+                    sessions: Sessions) -> Op[List[res.BatchPutStartResult]]:
     if not all(isinstance(it, BatchPutItem) for it in items):
         raise TypeError("metad: items must be a sequence of BatchPutItem")
     keys = [_key(it.key, f"items[{i}]") for i, it in enumerate(items)]
     groups = [_b(it.group, f"items[{i}].group") for i, it in enumerate(items)]
     _check_repeats("items", keys)
     cfg = _config(opts)
-    out: List[metadata_pb2.BatchPutStartResponse.Result] = []
+    out: List[res.BatchPutStartResult] = []
     for s, e in _spans(len(items), lambda i: len(keys[i]) + len(groups[i]) + 16):
         req = metadata_pb2.BatchPutStartRequest(tenant=tenant, client_id=cid, config=cfg, items=[
             metadata_pb2.BatchPutStartRequest.Item(key=keys[i], group=groups[i], size=items[i].size) for i in range(s, e)])
@@ -376,7 +382,7 @@ def batch_put_start(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts
             raise
         if r.attempts > 1 and not sessions():
             yield from _replace_own_pending(req, results)
-        out.extend(results)
+        out.extend(res.BatchPutStartResult.from_pb(x) for x in results)
     return out
 
 
@@ -407,10 +413,10 @@ def _replace_own_pending(req: metadata_pb2.BatchPutStartRequest,
         results[i] = resp.response.results[j]
 
 
-def _batch_status(keys: Sequence[Key], make: Callable[[List[bytes]], Rpc]) -> Op[List[types_pb2.Status]]:
+def _batch_status(keys: Sequence[Key], make: Callable[[List[bytes]], Rpc]) -> Op[List[res.Status]]:
     bkeys = _keys(keys)
     _check_repeats("keys", bkeys)
-    out: List[types_pb2.Status] = []
+    out: List[res.Status] = []
     for s, e in _spans(len(bkeys), lambda i: len(bkeys[i]) + 8):
         try:
             r = yield make(bkeys[s:e])
@@ -418,34 +424,34 @@ def _batch_status(keys: Sequence[Key], make: Callable[[List[bytes]], Rpc]) -> Op
         except errors.MetadError as err:
             err.partial = out
             raise
-        out.extend(r.response.results)
+        out.extend(res.Status.from_pb(x) for x in r.response.results)
     return out
 
 
-def batch_put_end(cid: bytes, tenant: str, keys: Sequence[Key], tier: int) -> Op[List[types_pb2.Status]]:
+def batch_put_end(cid: bytes, tenant: str, keys: Sequence[Key], tier: int) -> Op[List[res.Status]]:
     return (yield from _batch_status(keys, lambda ks: Rpc("md", "BatchPutEnd", metadata_pb2.BatchPutEndRequest(
         tenant=tenant, client_id=cid, keys=ks, tier=tier))))  # type: ignore[arg-type]
 
 
-def batch_put_revoke(cid: bytes, tenant: str, keys: Sequence[Key], tier: int) -> Op[List[types_pb2.Status]]:
+def batch_put_revoke(cid: bytes, tenant: str, keys: Sequence[Key], tier: int) -> Op[List[res.Status]]:
     return (yield from _batch_status(keys, lambda ks: Rpc("md", "BatchPutRevoke", metadata_pb2.BatchPutRevokeRequest(
         tenant=tenant, client_id=cid, keys=ks, tier=tier))))  # type: ignore[arg-type]
 
 
-def batch_remove(tenant: str, keys: Sequence[Key], force: bool) -> Op[List[types_pb2.Status]]:
+def batch_remove(tenant: str, keys: Sequence[Key], force: bool) -> Op[List[res.Status]]:
     return (yield from _batch_status(keys, lambda ks: Rpc("md", "BatchRemove", metadata_pb2.BatchRemoveRequest(
         tenant=tenant, keys=ks, force=force))))
 
 
 def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],
-              sessions: Sessions) -> Op[List[types_pb2.Status]]:
+              sessions: Sessions) -> Op[List[res.Status]]:
     start_err: Optional[errors.MetadError] = None
     try:
         started = yield from batch_put_start(cid, tenant, items, opts, sessions)
     except errors.MetadError as e:
         start_err = e
-        started = cast(List[metadata_pb2.BatchPutStartResponse.Result], e.partial or [])
-    out: List[Optional[types_pb2.Status]] = [None] * len(started)
+        started = cast(List[res.BatchPutStartResult], e.partial or [])
+    out: List[Optional[res.Status]] = [None] * len(started)
     ok: List[Key] = []
     ok_idx: List[int] = []
     for i, r in enumerate(started):
@@ -457,7 +463,7 @@ def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Opti
     try:
         ended = yield from batch_put_end(cid, tenant, ok, types_pb2.TIER_UNSPECIFIED) if ok else _empty()
     except errors.MetadError as e:
-        for j, s in enumerate(cast(List[types_pb2.Status], e.partial or [])):
+        for j, s in enumerate(cast(List[res.Status], e.partial or [])):
             out[ok_idx[j]] = s
         n = next((i for i, s in enumerate(out) if s is None), len(out))
         e.partial = out[:n]
@@ -470,7 +476,7 @@ def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Opti
     return [s for s in out if s is not None]
 
 
-def _empty() -> Op[List[types_pb2.Status]]:
+def _empty() -> Op[List[res.Status]]:
     return []
     yield  # pragma: no cover  (makes this a generator)
 
@@ -497,7 +503,7 @@ def _read_spans(keys: Sequence[bytes]) -> List[Tuple[int, int]]:
     return _spans(len(keys), lambda i: len(keys[i]) + 8, MAX_READ_BATCH_ITEMS, MAX_READ_BATCH_BYTES)
 
 
-def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchGetResponse]:
+def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[res.BatchGetResult]:
     uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchGetResponse()
     err: Optional[errors.MetadError] = None
@@ -513,8 +519,8 @@ def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.
             # The server answers RESPONSE_LIMIT_REACHED from the key where its response reached its
             # size bound on (never the first key): ask again from there.
             got = list(r.response.results)
-            for i, res in enumerate(got):
-                if i > 0 and res.status.reason == types_pb2.REASON_RESPONSE_LIMIT_REACHED:
+            for i, item in enumerate(got):
+                if i > 0 and item.status.reason == types_pb2.REASON_RESPONSE_LIMIT_REACHED:
                     got = got[:i]
                     break
             out.results.extend(got)
@@ -532,12 +538,12 @@ def batch_get(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.
                 break
             out.results.add().CopyFrom(got[j])
     if err is not None:
-        err.partial = out
+        err.partial = res.BatchGetResult.from_pb(out)
         raise err
-    return out
+    return res.BatchGetResult.from_pb(out)
 
 
-def batch_exist(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb2.BatchExistResponse]:
+def batch_exists(tenant: str, keys: Sequence[Key], stale: bool) -> Op[res.BatchExistsResult]:
     uniq, index = _distinct(_keys(keys))
     out = metadata_pb2.BatchExistResponse()
     err: Optional[errors.MetadError] = None
@@ -556,9 +562,9 @@ def batch_exist(tenant: str, keys: Sequence[Key], stale: bool) -> Op[metadata_pb
         del out.exists[:]
         out.exists.extend(got[j] for j in index if j < len(got))
     if err is not None:
-        err.partial = out
+        err.partial = res.BatchExistsResult.from_pb(out)
         raise err
-    return out
+    return res.BatchExistsResult.from_pb(out)
 
 
 # Admin.
@@ -568,53 +574,48 @@ def register_tenant(name: str, quota_bytes: int) -> Op[int]:
     return int(r.response.instance_id)
 
 
-def unregister_tenant(name: str, force: bool) -> Op[admin_pb2.UnregisterTenantResponse]:
+def unregister_tenant(name: str, force: bool) -> Op[res.UnregisterTenantResult]:
     r = yield Rpc("admin", "UnregisterTenant", admin_pb2.UnregisterTenantRequest(name=name, force=force))
-    resp: admin_pb2.UnregisterTenantResponse = r.response
-    return resp
+    return res.UnregisterTenantResult.from_pb(r.response)
 
 
-def list_tenants(stale: bool) -> Op[List[admin_pb2.TenantInfo]]:
+def list_tenants(stale: bool) -> Op[List[res.TenantInfo]]:
     r = yield Rpc("admin", "ListTenants", admin_pb2.ListTenantsRequest(stale=stale))
-    return list(r.response.tenants)
+    return [res.TenantInfo.from_pb(t) for t in r.response.tenants]
 
 
-def set_quota(tenant: str, quota_bytes: int) -> Op[admin_pb2.SetQuotaResponse]:
+def set_quota(tenant: str, quota_bytes: int) -> Op[res.SetQuotaResult]:
     r = yield Rpc("admin", "SetQuota", admin_pb2.SetQuotaRequest(tenant=tenant, quota_bytes=quota_bytes))
-    resp: admin_pb2.SetQuotaResponse = r.response
-    return resp
+    return res.SetQuotaResult.from_pb(r.response)
 
 
-def get_quota(tenant: str, stale: bool) -> Op[admin_pb2.GetQuotaResponse]:
+def get_quota(tenant: str, stale: bool) -> Op[res.GetQuotaResult]:
     r = yield Rpc("admin", "GetQuota", admin_pb2.GetQuotaRequest(tenant=tenant, stale=stale))
-    resp: admin_pb2.GetQuotaResponse = r.response
-    return resp
+    return res.GetQuotaResult.from_pb(r.response)
 
 
-def list_segments(tier: int, owner: Optional[bytes], stale: bool) -> Op[List[admin_pb2.SegmentInfo]]:
+def list_segments(tier: int, owner: Optional[bytes], stale: bool) -> Op[List[res.SegmentInfo]]:
     r = yield Rpc("admin", "ListSegments", admin_pb2.ListSegmentsRequest(
         stale=stale, tier=tier, client_id=owner or b""))  # type: ignore[arg-type]
-    return list(r.response.segments)
+    return [res.SegmentInfo.from_pb(x) for x in r.response.segments]
 
 
-def list_members() -> Op[admin_pb2.ListMembersResponse]:
+def list_members() -> Op[res.ListMembersResult]:
     r = yield Rpc("admin", "ListMembers", admin_pb2.ListMembersRequest())
-    resp: admin_pb2.ListMembersResponse = r.response
-    return resp
+    return res.ListMembersResult.from_pb(r.response)
 
 
-def transfer_leader(target: str, cluster: Cluster) -> Op[admin_pb2.TransferLeaderResponse]:
+def transfer_leader(target: str, cluster: Cluster) -> Op[res.TransferLeaderResult]:
     r = yield Rpc("admin", "TransferLeader", admin_pb2.TransferLeaderRequest(target=target))
-    resp: admin_pb2.TransferLeaderResponse = r.response
+    resp = res.TransferLeaderResult.from_pb(r.response)
     if resp.leader_address:
         cluster.set_leader(resp.leader_address, "after transfer_leader")
     return resp
 
 
-def status(endpoint: str) -> Op[admin_pb2.StatusResponse]:
+def status(endpoint: str) -> Op[res.NodeStatus]:
     r = yield Rpc("admin", "Status", admin_pb2.StatusRequest(), endpoint=endpoint)
-    resp: admin_pb2.StatusResponse = r.response
-    return resp
+    return res.NodeStatus.from_pb(r.response)
 
 
 def missing_segments(segs: Iterable[types_pb2.SegmentDesc], mounted: Iterable[bytes]) -> List[types_pb2.SegmentDesc]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
@@ -15,13 +16,19 @@ from metad import _config as conf
 from metad import _core as core
 from metad import _ops as ops
 from metad import errors
+from metad import results as res
 from metad._config import Config
 from metad._ops import BatchPutItem, Key, PutOptions
-from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+from metad.metadv1 import types_pb2
 
 T = TypeVar("T")
 
 _SILENT_CODES = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """Warn (DeprecationWarning, at the caller's caller) that method old is now new."""
+    warnings.warn(f"metad: {old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 class AsyncClient:
@@ -35,8 +42,9 @@ class AsyncClient:
         """Connect lazily to endpoints (default: ``config.endpoints``); a Config in place of
         endpoints is the configuration, as with :class:`metad.Client`. Raises ValueError for a bad
         configuration, a malformed endpoint included. tls and api_key, when given, replace the
-        configuration's (by default from the METAD_* environment variables:
-        :func:`metad.tls_from_env`); the TLS files are read here."""
+        configuration's; the TLS files are read here. Nothing is read from the environment:
+        ``AsyncClient(Config.from_env())`` takes the endpoints, TLS and API key from the METAD_*
+        variables."""
         cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
         self._creds = conf.channel_credentials(cfg)
@@ -242,7 +250,7 @@ class AsyncClient:
     # Metadata: puts and upserts.
 
     async def put_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
-                  timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+                  timeout: Optional[float] = None) -> List[res.Replica]:
         """Place a new object of size bytes: charge the tenant's quota and return the PROCESSING
         replicas to write.
 
@@ -267,7 +275,7 @@ class AsyncClient:
         await self._run(ops.put_revoke(self._id, tenant, key, tier), timeout)
 
     async def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
-            timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+            timeout: Optional[float] = None) -> List[res.Replica]:
         """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
         at all. Returns the replicas as placed, marked COMPLETE. A put_end that raises
         ReservationLost (a leader change lost the reservation; nothing was created) places the
@@ -276,7 +284,7 @@ class AsyncClient:
         return await self._run(ops.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     async def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
-                     timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
+                     timeout: Optional[float] = None) -> Tuple[List[res.Replica], bool]:
         """Insert or rewrite key with size bytes. Returns the PROCESSING replicas to write and
         whether the existing extents were reused (same size)."""
         return await self._run(ops.upsert_start(self._id, tenant, key, size, options), timeout)
@@ -294,16 +302,21 @@ class AsyncClient:
     # Metadata: reads and removals.
 
     async def get(self, key: Key, *, tenant: str = "", stale: bool = False,
-            timeout: Optional[float] = None) -> metadata_pb2.GetResponse:
+            timeout: Optional[float] = None) -> res.GetResult:
         """Where to read key: its COMPLETE replicas, size, data type and the read lease granted
         (lease_ttl_ms; 0 for a stale read). stale lets any node answer from its own state. A
         missing key raises ObjectNotFound."""
         return await self._run(ops.get(tenant, key, stale), timeout)
 
-    async def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+    async def exists(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
         """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
         False, not an error."""
-        return await self._run(ops.exist(tenant, key, stale), timeout)
+        return await self._run(ops.exists(tenant, key, stale), timeout)
+
+    async def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+        """Deprecated alias of :meth:`exists` (a DeprecationWarning)."""
+        _deprecated("exist", "exists")
+        return await self.exists(key, tenant=tenant, stale=stale, timeout=timeout)
 
     async def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
@@ -312,7 +325,7 @@ class AsyncClient:
         await self._run(ops.remove(tenant, key, force), timeout)
 
     async def remove_all(self, *, tenant: str = "", force: bool = False,
-                   timeout: Optional[float] = None) -> metadata_pb2.RemoveAllResponse:
+                   timeout: Optional[float] = None) -> res.RemoveAllResult:
         """Erase every removable object of tenant; the answer counts those erased and skipped."""
         return await self._run(ops.remove_all(tenant, force), timeout)
 
@@ -333,7 +346,7 @@ class AsyncClient:
         return await self._run(ops.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
 
     async def get_by_regex(self, pattern: str, *, tenant: str = "", stale: bool = False,
-                     timeout: Optional[float] = None) -> List[metadata_pb2.GetByRegexResponse.Item]:
+                     timeout: Optional[float] = None) -> List[res.RegexItem]:
         """Where to read every readable object whose key the Go regexp (RE2) pattern matches
         anywhere, page after page, leasing each (unless stale). On failure the exception's
         ``partial`` holds the items read so far."""
@@ -358,48 +371,54 @@ class AsyncClient:
         return await self._run(ops.remove_group(tenant, group, force), timeout)
 
     # Batches. Each takes any number of items and sends them in consecutive requests of at most
-    # 4096 items (and 3 MiB of keys), batch_get and batch_exist of at most 65,536 keys (and 12 MiB
+    # 4096 items (and 3 MiB of keys), batch_get and batch_exists of at most 65,536 keys (and 12 MiB
     # of keys), each retried on its own. Every key is checked before the first request. A request
     # that fails as a whole raises its error with ``partial`` set to the results of the requests
     # before it.
 
     async def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
                         options: Optional[PutOptions] = None,
-                        timeout: Optional[float] = None) -> List[metadata_pb2.BatchPutStartResponse.Result]:
+                        timeout: Optional[float] = None) -> List[res.BatchPutStartResult]:
         """put_start for every item (one options for all; each item names its group). One result
         per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
         Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
         return await self._run(ops.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
 
     async def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
-                      timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                      timeout: Optional[float] = None) -> List[res.Status]:
         """put_end of tier for every key; one Status per key, in order. Keys must be distinct."""
         return await self._run(ops.batch_put_end(self._id, tenant, keys, tier), timeout)
 
     async def batch_put_revoke(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
-                         timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                         timeout: Optional[float] = None) -> List[res.Status]:
         """put_revoke of tier for every key; one Status per key, in order. Keys must be distinct."""
         return await self._run(ops.batch_put_revoke(self._id, tenant, keys, tier), timeout)
 
     async def batch_put(self, items: Sequence[BatchPutItem], *, tenant: str = "", options: Optional[PutOptions] = None,
-                  timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                  timeout: Optional[float] = None) -> List[res.Status]:
         """batch_put_start then batch_put_end for the items that started: one Status per item, the
         start's failure or else the end's outcome."""
         return await self._run(ops.batch_put(self._id, tenant, items, options, self._sessions), timeout)
 
     async def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
-                  timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
+                  timeout: Optional[float] = None) -> res.BatchGetResult:
         """get for every key: one result per key, in order (repeats allowed: each key is asked
         once and its result given at every position); lease_ttl_ms is the smallest granted."""
         return await self._run(ops.batch_get(tenant, keys, stale), timeout)
 
+    async def batch_exists(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                     timeout: Optional[float] = None) -> res.BatchExistsResult:
+        """exists for every key, merged like batch_get (repeats allowed)."""
+        return await self._run(ops.batch_exists(tenant, keys, stale), timeout)
+
     async def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
-                    timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
-        """exist for every key, merged like batch_get (repeats allowed)."""
-        return await self._run(ops.batch_exist(tenant, keys, stale), timeout)
+                          timeout: Optional[float] = None) -> res.BatchExistsResult:
+        """Deprecated alias of :meth:`batch_exists` (a DeprecationWarning)."""
+        _deprecated("batch_exist", "batch_exists")
+        return await self.batch_exists(keys, tenant=tenant, stale=stale, timeout=timeout)
 
     async def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
-                     timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                     timeout: Optional[float] = None) -> List[res.Status]:
         """remove for every key; one Status per key, in order. Keys must be distinct."""
         return await self._run(ops.batch_remove(tenant, keys, force), timeout)
 
@@ -411,19 +430,19 @@ class AsyncClient:
         await self._run(ops.mount_segment(self._id, segment), timeout)
 
     async def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None, grace: float = 0,
-                        timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
+                        timeout: Optional[float] = None) -> res.UnmountSegmentResult:
         """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
         replica in it. With grace (seconds, at most 24 h) the unmount is graceful: see
         Client.unmount_segment."""
         return await self._run(ops.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
 
     async def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
-                      stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:
+                      stale: bool = False, timeout: Optional[float] = None) -> List[res.SegmentInfo]:
         """The mounted segments of tier (TIER_UNSPECIFIED = every tier) and owner (None = every
         client), sorted by id, with their usage."""
         return await self._run(ops.list_segments(tier, owner, stale), timeout)
 
-    async def ping(self, *, timeout: Optional[float] = None) -> metadata_pb2.PingResponse:
+    async def ping(self, *, timeout: Optional[float] = None) -> res.PingResult:
         """Keep this client alive and return the cluster's view of it: its mounted segments, the
         client ttl, the leader (which becomes the endpoint calls go to) and the members."""
         return await self._run(ops.ping(self._id, self._cluster), timeout)
@@ -435,46 +454,46 @@ class AsyncClient:
         return await self._run(ops.register_tenant(name, quota_bytes), timeout)
 
     async def unregister_tenant(self, name: str, *, force: bool = False,
-                          timeout: Optional[float] = None) -> admin_pb2.UnregisterTenantResponse:
+                          timeout: Optional[float] = None) -> res.UnregisterTenantResult:
         """Remove tenant name; with force also erase its objects and groups (else a non-empty
         tenant raises TenantNotEmpty)."""
         return await self._run(ops.unregister_tenant(name, force), timeout)
 
-    async def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.TenantInfo]:
+    async def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[res.TenantInfo]:
         """The registered tenants sorted by name, with their usage."""
         return await self._run(ops.list_tenants(stale), timeout)
 
-    async def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> admin_pb2.SetQuotaResponse:
+    async def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> res.SetQuotaResult:
         """Set a tenant's requested quota (0 = none); returns the quota in force after."""
         return await self._run(ops.set_quota(tenant, quota_bytes), timeout)
 
     async def get_quota(self, tenant: str, *, stale: bool = False,
-                  timeout: Optional[float] = None) -> admin_pb2.GetQuotaResponse:
+                  timeout: Optional[float] = None) -> res.GetQuotaResult:
         """A tenant's quota and usage."""
         return await self._run(ops.get_quota(tenant, stale), timeout)
 
     # Cluster.
 
-    async def status(self, endpoint: str, *, timeout: Optional[float] = None) -> admin_pb2.StatusResponse:
+    async def status(self, endpoint: str, *, timeout: Optional[float] = None) -> res.NodeStatus:
         """The status of the node at endpoint (any address, known or not), in its own view. Never
         retried or redirected."""
         return await self._run(ops.status(endpoint), timeout)
 
-    async def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]]:
+    async def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[res.NodeStatus], Optional[errors.MetadError]]]:
         """(endpoint, status, error) for every known endpoint, asked concurrently, in endpoint
         order; an unreachable node has its error set (bound the wait with timeout)."""
-        async def one(addr: str) -> Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]:
+        async def one(addr: str) -> Tuple[str, Optional[res.NodeStatus], Optional[errors.MetadError]]:
             try:
                 return addr, await self.status(addr, timeout=timeout), None
             except errors.MetadError as e:
                 return addr, None, e
         return list(await asyncio.gather(*(one(a) for a in self.endpoints())))
 
-    async def list_members(self, *, timeout: Optional[float] = None) -> admin_pb2.ListMembersResponse:
+    async def list_members(self, *, timeout: Optional[float] = None) -> res.ListMembersResult:
         """The cluster's Raft configuration."""
         return await self._run(ops.list_members(), timeout)
 
-    async def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> admin_pb2.TransferLeaderResponse:
+    async def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> res.TransferLeaderResult:
         """Hand leadership to member target ("" = the most up-to-date follower); the new leader
         becomes the endpoint calls go to."""
         return await self._run(ops.transfer_leader(target, self._cluster), timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
@@ -13,13 +14,19 @@ from metad import _config as conf
 from metad import _core as core
 from metad import _ops as ops
 from metad import errors
+from metad import results as res
 from metad._config import Config
 from metad._ops import BatchPutItem, Key, PutOptions
-from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
+from metad.metadv1 import types_pb2
 
 T = TypeVar("T")
 
 _SILENT_CODES = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """Warn (DeprecationWarning, at the caller's caller) that method old is now new."""
+    warnings.warn(f"metad: {old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 class Client:
@@ -41,7 +48,8 @@ class Client:
     no session: a retry removes what is left and answers for that.
 
     Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
-    raises a :class:`~metad.errors.MetadError` subclass. Keys, group ids and prefixes are ``str``
+    raises a :class:`~metad.errors.MetadError` subclass; one that answers a message returns its
+    frozen dataclass of :mod:`metad.results` (``.raw`` is the message). Keys, group ids and prefixes are ``str``
     (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
     before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
     :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
@@ -55,8 +63,9 @@ class Client:
         first call. ``Client(Config(...))`` takes a Config in place of endpoints as its
         configuration. Raises ValueError for a bad configuration, a malformed endpoint included
         (a URL, a missing or bad port, an empty host: see :func:`metad.check_endpoint`).
-        tls and api_key, when given, replace the configuration's (by default from the METAD_*
-        environment variables: :func:`metad.tls_from_env`); the TLS files are read here."""
+        tls and api_key, when given, replace the configuration's; the TLS files are read here.
+        Nothing is read from the environment: ``Client(Config.from_env())`` takes the endpoints,
+        TLS and API key from the METAD_* variables."""
         cfg = conf.client_config(endpoints, config, tls, api_key)
         self._cfg = cfg
         self._creds = conf.channel_credentials(cfg)
@@ -275,7 +284,7 @@ class Client:
     # Metadata: puts and upserts.
 
     def put_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
-                  timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+                  timeout: Optional[float] = None) -> List[res.Replica]:
         """Place a new object of size bytes: charge the tenant's quota and return the PROCESSING
         replicas to write.
 
@@ -300,7 +309,7 @@ class Client:
         self._run(ops.put_revoke(self._id, tenant, key, tier), timeout)
 
     def put(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
-            timeout: Optional[float] = None) -> List[types_pb2.Replica]:
+            timeout: Optional[float] = None) -> List[res.Replica]:
         """put_start then put_end of every tier, for callers that write the bytes elsewhere or not
         at all. Returns the replicas as placed, marked COMPLETE. A put_end that raises
         ReservationLost (a leader change lost the reservation; nothing was created) places the
@@ -309,7 +318,7 @@ class Client:
         return self._run(ops.put(self._id, tenant, key, size, options, self._sessions), timeout)
 
     def upsert_start(self, key: Key, size: int, *, tenant: str = "", options: Optional[PutOptions] = None,
-                     timeout: Optional[float] = None) -> Tuple[List[types_pb2.Replica], bool]:
+                     timeout: Optional[float] = None) -> Tuple[List[res.Replica], bool]:
         """Insert or rewrite key with size bytes. Returns the PROCESSING replicas to write and
         whether the existing extents were reused (same size)."""
         return self._run(ops.upsert_start(self._id, tenant, key, size, options), timeout)
@@ -327,16 +336,21 @@ class Client:
     # Metadata: reads and removals.
 
     def get(self, key: Key, *, tenant: str = "", stale: bool = False,
-            timeout: Optional[float] = None) -> metadata_pb2.GetResponse:
+            timeout: Optional[float] = None) -> res.GetResult:
         """Where to read key: its COMPLETE replicas, size, data type and the read lease granted
         (lease_ttl_ms; 0 for a stale read). stale lets any node answer from its own state. A
         missing key raises ObjectNotFound."""
         return self._run(ops.get(tenant, key, stale), timeout)
 
-    def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+    def exists(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
         """Whether key has a COMPLETE replica (granting a read lease if so). A missing key is
         False, not an error."""
-        return self._run(ops.exist(tenant, key, stale), timeout)
+        return self._run(ops.exists(tenant, key, stale), timeout)
+
+    def exist(self, key: Key, *, tenant: str = "", stale: bool = False, timeout: Optional[float] = None) -> bool:
+        """Deprecated alias of :meth:`exists` (a DeprecationWarning)."""
+        _deprecated("exist", "exists")
+        return self.exists(key, tenant=tenant, stale=stale, timeout=timeout)
 
     def remove(self, key: Key, *, tenant: str = "", force: bool = False, timeout: Optional[float] = None) -> None:
         """Erase key; force removes it even under a read lease (never while it is being written).
@@ -345,7 +359,7 @@ class Client:
         self._run(ops.remove(tenant, key, force), timeout)
 
     def remove_all(self, *, tenant: str = "", force: bool = False,
-                   timeout: Optional[float] = None) -> metadata_pb2.RemoveAllResponse:
+                   timeout: Optional[float] = None) -> res.RemoveAllResult:
         """Erase every removable object of tenant; the answer counts those erased and skipped."""
         return self._run(ops.remove_all(tenant, force), timeout)
 
@@ -366,7 +380,7 @@ class Client:
         return self._run(ops.list_keys_page(tenant, prefix, page_token, limit, stale), timeout)
 
     def get_by_regex(self, pattern: str, *, tenant: str = "", stale: bool = False,
-                     timeout: Optional[float] = None) -> List[metadata_pb2.GetByRegexResponse.Item]:
+                     timeout: Optional[float] = None) -> List[res.RegexItem]:
         """Where to read every readable object whose key the Go regexp (RE2) pattern matches
         anywhere, page after page, leasing each (unless stale). On failure the exception's
         ``partial`` holds the items read so far."""
@@ -391,48 +405,54 @@ class Client:
         return self._run(ops.remove_group(tenant, group, force), timeout)
 
     # Batches. Each takes any number of items and sends them in consecutive requests of at most
-    # 4096 items (and 3 MiB of keys), batch_get and batch_exist of at most 65,536 keys (and 12 MiB
+    # 4096 items (and 3 MiB of keys), batch_get and batch_exists of at most 65,536 keys (and 12 MiB
     # of keys), each retried on its own. Every key is checked before the first request. A request
     # that fails as a whole raises its error with ``partial`` set to the results of the requests
     # before it.
 
     def batch_put_start(self, items: Sequence[BatchPutItem], *, tenant: str = "",
                         options: Optional[PutOptions] = None,
-                        timeout: Optional[float] = None) -> List[metadata_pb2.BatchPutStartResponse.Result]:
+                        timeout: Optional[float] = None) -> List[res.BatchPutStartResult]:
         """put_start for every item (one options for all; each item names its group). One result
         per item, in order; ``metad.item_error(result.status)`` is None or the item's exception.
         Keys must be distinct: a repeat raises RepeatedKey before anything is sent."""
         return self._run(ops.batch_put_start(self._id, tenant, items, options, self._sessions), timeout)
 
     def batch_put_end(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
-                      timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                      timeout: Optional[float] = None) -> List[res.Status]:
         """put_end of tier for every key; one Status per key, in order. Keys must be distinct."""
         return self._run(ops.batch_put_end(self._id, tenant, keys, tier), timeout)
 
     def batch_put_revoke(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_UNSPECIFIED,
-                         timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                         timeout: Optional[float] = None) -> List[res.Status]:
         """put_revoke of tier for every key; one Status per key, in order. Keys must be distinct."""
         return self._run(ops.batch_put_revoke(self._id, tenant, keys, tier), timeout)
 
     def batch_put(self, items: Sequence[BatchPutItem], *, tenant: str = "", options: Optional[PutOptions] = None,
-                  timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                  timeout: Optional[float] = None) -> List[res.Status]:
         """batch_put_start then batch_put_end for the items that started: one Status per item, the
         start's failure or else the end's outcome."""
         return self._run(ops.batch_put(self._id, tenant, items, options, self._sessions), timeout)
 
     def batch_get(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
-                  timeout: Optional[float] = None) -> metadata_pb2.BatchGetResponse:
+                  timeout: Optional[float] = None) -> res.BatchGetResult:
         """get for every key: one result per key, in order (repeats allowed: each key is asked
         once and its result given at every position); lease_ttl_ms is the smallest granted."""
         return self._run(ops.batch_get(tenant, keys, stale), timeout)
 
+    def batch_exists(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
+                     timeout: Optional[float] = None) -> res.BatchExistsResult:
+        """exists for every key, merged like batch_get (repeats allowed)."""
+        return self._run(ops.batch_exists(tenant, keys, stale), timeout)
+
     def batch_exist(self, keys: Sequence[Key], *, tenant: str = "", stale: bool = False,
-                    timeout: Optional[float] = None) -> metadata_pb2.BatchExistResponse:
-        """exist for every key, merged like batch_get (repeats allowed)."""
-        return self._run(ops.batch_exist(tenant, keys, stale), timeout)
+                    timeout: Optional[float] = None) -> res.BatchExistsResult:
+        """Deprecated alias of :meth:`batch_exists` (a DeprecationWarning)."""
+        _deprecated("batch_exist", "batch_exists")
+        return self.batch_exists(keys, tenant=tenant, stale=stale, timeout=timeout)
 
     def batch_remove(self, keys: Sequence[Key], *, tenant: str = "", force: bool = False,
-                     timeout: Optional[float] = None) -> List[types_pb2.Status]:
+                     timeout: Optional[float] = None) -> List[res.Status]:
         """remove for every key; one Status per key, in order. Keys must be distinct."""
         return self._run(ops.batch_remove(tenant, keys, force), timeout)
 
@@ -444,7 +464,7 @@ class Client:
         self._run(ops.mount_segment(self._id, segment), timeout)
 
     def unmount_segment(self, segment_id: bytes, *, owner: Optional[bytes] = None, grace: float = 0,
-                        timeout: Optional[float] = None) -> metadata_pb2.UnmountSegmentResponse:
+                        timeout: Optional[float] = None) -> res.UnmountSegmentResult:
         """Unmount a segment of this client (or of owner, for an operator's tool), dropping every
         replica in it. With grace (seconds, at most 24 h) the unmount is graceful: the segment takes
         no new allocation from now on, its replicas stay readable, and the leader unmounts it when
@@ -453,12 +473,12 @@ class Client:
         return self._run(ops.unmount_segment(owner or self._id, segment_id, int(grace * 1000)), timeout)
 
     def list_segments(self, *, tier: int = types_pb2.TIER_UNSPECIFIED, owner: Optional[bytes] = None,
-                      stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.SegmentInfo]:
+                      stale: bool = False, timeout: Optional[float] = None) -> List[res.SegmentInfo]:
         """The mounted segments of tier (TIER_UNSPECIFIED = every tier) and owner (None = every
         client), sorted by id, with their usage."""
         return self._run(ops.list_segments(tier, owner, stale), timeout)
 
-    def ping(self, *, timeout: Optional[float] = None) -> metadata_pb2.PingResponse:
+    def ping(self, *, timeout: Optional[float] = None) -> res.PingResult:
         """Keep this client alive and return the cluster's view of it: its mounted segments, the
         client ttl, the leader (which becomes the endpoint calls go to) and the members."""
         return self._run(ops.ping(self._id, self._cluster), timeout)
@@ -477,36 +497,36 @@ class Client:
         return self._run(ops.register_tenant(name, quota_bytes), timeout)
 
     def unregister_tenant(self, name: str, *, force: bool = False,
-                          timeout: Optional[float] = None) -> admin_pb2.UnregisterTenantResponse:
+                          timeout: Optional[float] = None) -> res.UnregisterTenantResult:
         """Remove tenant name; with force also erase its objects and groups (else a non-empty
         tenant raises TenantNotEmpty)."""
         return self._run(ops.unregister_tenant(name, force), timeout)
 
-    def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[admin_pb2.TenantInfo]:
+    def list_tenants(self, *, stale: bool = False, timeout: Optional[float] = None) -> List[res.TenantInfo]:
         """The registered tenants sorted by name, with their usage."""
         return self._run(ops.list_tenants(stale), timeout)
 
-    def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> admin_pb2.SetQuotaResponse:
+    def set_quota(self, tenant: str, quota_bytes: int, *, timeout: Optional[float] = None) -> res.SetQuotaResult:
         """Set a tenant's requested quota (0 = none); returns the quota in force after."""
         return self._run(ops.set_quota(tenant, quota_bytes), timeout)
 
     def get_quota(self, tenant: str, *, stale: bool = False,
-                  timeout: Optional[float] = None) -> admin_pb2.GetQuotaResponse:
+                  timeout: Optional[float] = None) -> res.GetQuotaResult:
         """A tenant's quota and usage."""
         return self._run(ops.get_quota(tenant, stale), timeout)
 
     # Cluster.
 
-    def status(self, endpoint: str, *, timeout: Optional[float] = None) -> admin_pb2.StatusResponse:
+    def status(self, endpoint: str, *, timeout: Optional[float] = None) -> res.NodeStatus:
         """The status of the node at endpoint (any address, known or not), in its own view. Never
         retried or redirected."""
         return self._run(ops.status(endpoint), timeout)
 
-    def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]]:
+    def status_all(self, *, timeout: Optional[float] = None) -> List[Tuple[str, Optional[res.NodeStatus], Optional[errors.MetadError]]]:
         """(endpoint, status, error) for every known endpoint, asked concurrently, in endpoint
         order; an unreachable node has its error set (bound the wait with timeout)."""
         eps = self.endpoints()
-        out: List[Tuple[str, Optional[admin_pb2.StatusResponse], Optional[errors.MetadError]]] = [
+        out: List[Tuple[str, Optional[res.NodeStatus], Optional[errors.MetadError]]] = [
             (a, None, None) for a in eps]
 
         def one(i: int, addr: str) -> None:
@@ -521,11 +541,11 @@ class Client:
             t.join()
         return out
 
-    def list_members(self, *, timeout: Optional[float] = None) -> admin_pb2.ListMembersResponse:
+    def list_members(self, *, timeout: Optional[float] = None) -> res.ListMembersResult:
         """The cluster's Raft configuration."""
         return self._run(ops.list_members(), timeout)
 
-    def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> admin_pb2.TransferLeaderResponse:
+    def transfer_leader(self, target: str = "", *, timeout: Optional[float] = None) -> res.TransferLeaderResult:
         """Hand leadership to member target ("" = the most up-to-date follower); the new leader
         becomes the endpoint calls go to."""
         return self._run(ops.transfer_leader(target, self._cluster), timeout)
@@ -616,7 +636,7 @@ def _code_of(fut: Any) -> Optional[grpc.StatusCode]:
 class PingLoop:
     """A worker's keep-alive: a daemon thread that pings its client every interval and remounts
     the segments the cluster lost. ``pings``, ``failures`` and ``remounts`` count what it did;
-    ``last`` is the latest PingResponse."""
+    ``last`` is the latest PingResult."""
 
     def __init__(self, client: Client, segments: Sequence[types_pb2.SegmentDesc], interval: float,
                  on_error: Optional[Callable[[errors.MetadError], None]]) -> None:
@@ -626,7 +646,7 @@ class PingLoop:
         self._on_error = on_error
         self._stop = threading.Event()
         self.pings = self.failures = self.remounts = 0
-        self.last: Optional[metadata_pb2.PingResponse] = None
+        self.last: Optional[res.PingResult] = None
         self._limit = 5.0
         self._t = threading.Thread(target=self._run, name="metad-ping", daemon=True)
         self._t.start()

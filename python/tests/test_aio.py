@@ -27,7 +27,7 @@ def test_async_calls(cluster: Cluster, client: metad.Client) -> None:
                 reps = await a.put_start(k, 100)
                 assert reps[0].status == types_pb2.REPLICA_STATUS_PROCESSING
                 await a.put_end(k)
-                assert (await a.get(k)).size == 100 and await a.exist(k)
+                assert (await a.get(k)).size == 100 and await a.exists(k)
                 with pytest.raises(metad.ObjectAlreadyExists):
                     await a.put_start(k, 100)
                 k2 = key()
@@ -46,7 +46,7 @@ def test_async_calls(cluster: Cluster, client: metad.Client) -> None:
                 await a.put_start("ar-" + ks[0], 64)
                 assert all(metad.item_error(s) is None for s in await a.batch_put_revoke(["ar-" + ks[0]]))
                 assert len((await a.batch_get(ks)).results) == 3
-                assert list((await a.batch_exist(ks + ["nope"])).exists) == [True, True, True, False]
+                assert list((await a.batch_exists(ks + ["nope"])).exists) == [True, True, True, False]
                 assert sorted(await a.list_group("ag")) == sorted(x.encode() for x in ks[:2])
                 assert (await a.list_group_page("ag", limit=1))[1]
                 assert await a.remove_group("ag", force=True) == 2
@@ -93,5 +93,5 @@ def test_async_concurrent_puts(cluster: Cluster, client: metad.Client) -> None:
         async with metad.AsyncClient(cluster.endpoints, metad.Config(timeout=10.0)) as a:
             ks = [key() for _ in range(64)]
             await asyncio.gather(*(a.put(k, 64) for k in ks))
-            assert all((await a.batch_exist(ks)).exists)
+            assert all((await a.batch_exists(ks)).exists)
     asyncio.run(main())

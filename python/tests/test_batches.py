@@ -37,10 +37,10 @@ def keys(n: int, width: int = 0) -> List[bytes]:
 def test_big_existence_checks_and_gets_go_in_one_request(monkeypatch: pytest.MonkeyPatch) -> None:
     c, srv = fake_client(monkeypatch, Script(answer=answer))
     with c:
-        assert sum(c.batch_exist(keys(50_000)).exists) == 50_000
+        assert sum(c.batch_exists(keys(50_000)).exists) == 50_000
         assert len(c.batch_get(keys(50_000)).results) == 50_000
-        assert sum(c.batch_exist(keys(65_536)).exists) == 65_536
-        assert sum(c.batch_exist(keys(65_537)).exists) == 65_537
+        assert sum(c.batch_exists(keys(65_536)).exists) == 65_536
+        assert sum(c.batch_exists(keys(65_537)).exists) == 65_537
         assert len(c.batch_get(keys(70_000)).results) == 70_000
     assert sizes(srv, "BatchExist") == [50_000, 65_536, 65_536, 1]
     assert sizes(srv, "BatchGet") == [50_000, 65_536, 70_000 - 65_536]
@@ -52,7 +52,7 @@ def test_read_batches_stay_under_the_request_limit(monkeypatch: pytest.MonkeyPat
     c, srv = fake_client(monkeypatch, Script(answer=answer))
     with c:
         ks = keys(65_536, 249)
-        assert sum(c.batch_exist(ks).exists) == 65_536
+        assert sum(c.batch_exists(ks).exists) == 65_536
     got = sizes(srv, "BatchExist")
     assert len(got) == 2 and sum(got) == 65_536
     assert all(n * (250 + 8) <= metad.MAX_READ_BATCH_BYTES for n in got)
@@ -70,7 +70,7 @@ def test_async_client_sends_one_request(monkeypatch: pytest.MonkeyPatch) -> None
 
     async def main() -> None:
         async with a:
-            assert sum((await a.batch_exist(keys(50_000))).exists) == 50_000
+            assert sum((await a.batch_exists(keys(50_000))).exists) == 50_000
             assert len((await a.batch_get(keys(50_000))).results) == 50_000
     asyncio.run(main())
     assert sizes(srv, "BatchExist") == [50_000] and sizes(srv, "BatchGet") == [50_000]
@@ -80,7 +80,7 @@ def test_the_cluster_takes_the_read_batch_limit(client: metad.Client) -> None:
     """The server takes MAX_READ_BATCH_ITEMS keys in one BatchExist and BatchGet (store.MaxReadBatch),
     and refuses one more: the client's limit is the server's."""
     ks = [b"absent-%d" % i for i in range(metad.MAX_READ_BATCH_ITEMS)]
-    assert not any(client.batch_exist(ks).exists)
+    assert not any(client.batch_exists(ks).exists)
     assert all(isinstance(metad.item_error(r.status), metad.ObjectNotFound) for r in client.batch_get(ks).results)
     one_more = metadata_pb2.BatchExistRequest(keys=ks + [b"absent-more"])
     ep = client._cluster.by_addr[client.leader()]

@@ -17,31 +17,31 @@ def key(prefix: str = "k") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def test_put_start_end_get_exist_remove(client: metad.Client) -> None:
+def test_put_start_end_get_exists_remove(client: metad.Client) -> None:
     k = key()
     reps = client.put_start(k, 4096, options=metad.PutOptions(data_type=7))
     assert len(reps) == 1 and reps[0].status == types_pb2.REPLICA_STATUS_PROCESSING and reps[0].size == 4096
     with pytest.raises(metad.ReplicaIsNotReady):
         client.get(k)
-    assert client.exist(k) is False
+    assert client.exists(k) is False
     client.put_end(k)
     client.put_end(k)  # idempotent
     got = client.get(k)
     assert got.size == 4096 and got.data_type == 7 and got.lease_ttl_ms > 0
     assert got.replicas[0].status == types_pb2.REPLICA_STATUS_COMPLETE
     assert client.get(k, stale=True).lease_ttl_ms == 0
-    assert client.exist(k) and client.exist(k, stale=True)
+    assert client.exists(k) and client.exists(k, stale=True)
     with pytest.raises(metad.ObjectHasLease):
         client.remove(k)
     client.remove(k, force=True)
-    assert not client.exist(k)
+    assert not client.exists(k)
 
 
 def test_put_revoke_and_put(client: metad.Client) -> None:
     k = key()
     client.put_start(k, 100)
     client.put_revoke(k)
-    assert not client.exist(k)
+    assert not client.exists(k)
     reps = client.put(k, 100)
     assert reps[0].status == types_pb2.REPLICA_STATUS_COMPLETE
     with pytest.raises(metad.ObjectAlreadyExists) as ei:
@@ -57,7 +57,7 @@ def test_upsert(client: metad.Client) -> None:
     reps, reused = client.upsert_start(k, 256)
     assert reused
     client.upsert_revoke(k)  # the rewrite is abandoned, and with it the object
-    assert not client.exist(k)
+    assert not client.exists(k)
     client.upsert_start(k, 512)
     client.upsert_end(k)
     assert client.get(k).size == 512
@@ -76,7 +76,7 @@ def test_batches(client: metad.Client) -> None:
     got = client.batch_get([ks[0], ks[2], ks[0], ks[4]])
     assert [metad.item_error(r.status) is None for r in got.results] == [True, False, True, True]
     assert isinstance(metad.item_error(got.results[1].status), metad.ObjectNotFound)
-    assert list(client.batch_exist([ks[0], ks[2], ks[3]]).exists) == [True, False, True]
+    assert list(client.batch_exists([ks[0], ks[2], ks[3]]).exists) == [True, False, True]
     st = client.batch_remove([ks[0], ks[2]], force=True)
     assert metad.item_error(st[0]) is None and isinstance(metad.item_error(st[1]), metad.ObjectNotFound)
     with pytest.raises(metad.RepeatedKey):
@@ -87,7 +87,7 @@ def test_batch_split_over_item_limit(client: metad.Client) -> None:
     ks = [key("s") for _ in range(metad.MAX_BATCH_ITEMS + 10)]
     st = client.batch_put([metad.BatchPutItem(k, 64) for k in ks])
     assert len(st) == len(ks) and all(metad.item_error(s) is None for s in st)
-    assert all(client.batch_exist(ks).exists)
+    assert all(client.batch_exists(ks).exists)
     assert all(metad.item_error(s) is None for s in client.batch_remove(ks, force=True))
 
 
@@ -104,7 +104,7 @@ def test_groups(client: metad.Client) -> None:
     page2, more2 = client.list_group_page(g, start_after=page[-1], limit=10)
     assert len(page2) == 2 and not more2
     assert client.remove_group(g, force=True) == 4
-    assert not client.exist(ks[0])
+    assert not client.exists(ks[0])
 
 
 def test_list_keys_and_get_by_regex(client: metad.Client) -> None:
@@ -193,6 +193,34 @@ def test_illegal_client_and_invalid_write(cluster: Cluster, client: metad.Client
         client.put_revoke(k)  # nothing is being written
 
 
+def test_kinds_on_real_refusals(cluster: Cluster, client: metad.Client) -> None:
+    """A refusal of the cluster is caught by its kind, and the kind's gRPC code is the status code
+    the cluster answered with."""
+    k = key()
+    with pytest.raises(metad.NotFound) as nf:
+        client.get(k)
+    client.put(k, 64)
+    client.get(k)  # leased
+    with pytest.raises(metad.AlreadyExists) as ae:
+        client.put_start(k, 64)
+    with pytest.raises(metad.Conflict) as cf:
+        client.remove(k)
+    with pytest.raises(metad.ResourceExhausted) as rx:
+        client.put_start(key(), 1 << 40)
+    with pytest.raises(metad.InvalidArgument) as ia:
+        client.get_by_regex("((")
+    client.put_start(k + "w", 64)
+    with metad.Client(cluster.endpoints, metad.Config(timeout=10.0)) as other:
+        with pytest.raises(metad.PermissionDenied) as pd:
+            other.put_end(k + "w")
+    client.put_revoke(k + "w")
+    client.remove(k, force=True)
+    for ei, cls, kind in ((nf, metad.ObjectNotFound, metad.NotFound), (ae, metad.ObjectAlreadyExists, metad.AlreadyExists),
+                          (cf, metad.ObjectHasLease, metad.Conflict), (rx, metad.NoAvailableHandle, metad.ResourceExhausted),
+                          (ia, metad.InvalidParams, metad.InvalidArgument), (pd, metad.IllegalClient, metad.PermissionDenied)):
+        assert type(ei.value) is cls and ei.value.code == kind.grpc_code, (cls, ei.value.code)
+
+
 def test_status_members_transfer(cluster: Cluster, client: metad.Client) -> None:
     leader = cluster.leader(client)
     st = client.status(leader.client)
@@ -216,7 +244,7 @@ def test_follows_leader_hint(cluster: Cluster, client: metad.Client) -> None:
     followers = [n.client for n in cluster.nodes if n is not leader]
     with metad.Client(followers + [leader.client]) as c:
         assert c.leader() == followers[0]
-        c.exist(key())  # forwarded by the follower, whose answer names the leader
+        c.exists(key())  # forwarded by the follower, whose answer names the leader
         assert c.leader() == leader.client
 
 
@@ -248,7 +276,7 @@ BAD_CALLS: "dict[str, Callable[[metad.Client], object]]" = {
     "upsert_end": lambda c: c.upsert_end(BAD),
     "upsert_revoke": lambda c: c.upsert_revoke(BAD),
     "get": lambda c: c.get(BAD),
-    "exist": lambda c: c.exist(b""),
+    "exists": lambda c: c.exists(b""),
     "remove": lambda c: c.remove(BAD),
     "remove_all": lambda c: c.remove_all(tenant="_reserved"),
     "list_group": lambda c: c.list_group(BAD),
@@ -262,7 +290,7 @@ BAD_CALLS: "dict[str, Callable[[metad.Client], object]]" = {
     "batch_put_revoke": lambda c: c.batch_put_revoke([BAD]),
     "batch_put": lambda c: c.batch_put([metad.BatchPutItem(key(), 0)]),
     "batch_get": lambda c: c.batch_get([BAD]),
-    "batch_exist": lambda c: c.batch_exist([b""]),
+    "batch_exists": lambda c: c.batch_exists([b""]),
     "batch_remove": lambda c: c.batch_remove([BAD]),
     "mount_segment": lambda c: c.mount_segment(metad.segment(100, "sim://x")),
     "unmount_segment": lambda c: c.unmount_segment(b"short"),

@@ -1,4 +1,8 @@
-"""The error classes: one per wire reason, so that every refusal reaches the caller as its class."""
+"""The error classes: one per wire reason, each under its kind, so that every refusal reaches the
+caller as its class and ``except metad.NotFound`` (a kind) catches every not-found reason."""
+
+import os
+import sys
 
 import grpc
 import pytest
@@ -8,10 +12,91 @@ from fake import FakeError, Script, fake_client
 from metad import errors, types_pb2
 
 
-def test_every_reason_has_a_class() -> None:
-    missing = [name for name, value in types_pb2.Reason.items()
-               if value != types_pb2.REASON_UNSPECIFIED and value not in errors._BY_REASON]
-    assert missing == []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import gen_reasons  # noqa: E402
+from genlib import GenError  # noqa: E402
+
+REASONS = [(name, value) for name, value in types_pb2.Reason.items() if value != types_pb2.REASON_UNSPECIFIED]
+
+# The exception names users' code catches: each stays importable from metad and metad.errors.
+NAMES = """
+MetadError ClientClosed BadResponse RepeatedKey OutcomeUnknown InvalidParams TenantNotRegistered TenantNotEmpty
+TenantQuotaExceeded ObjectNotFound ObjectAlreadyExists ObjectHasLease ReplicaIsNotReady InvalidWrite IllegalClient
+NoAvailableHandle SegmentNotFound NotLeader Unavailable SegmentOwnedByOtherClient TenantAlreadyExists StateReplaced
+MemberNotFound SessionExpired SequenceTooOld AuthRevisionStale KeyNotFound RoleNotFound KeyAlreadyExists
+AuthLimitExceeded NoReplicaOnSegment ResponseLimitReached ObjectHasReplicationTask ObjectNoReplicationTask
+ReplicaNotFound TaskNotFound TaskPendingLimitExceeded DrainNotFound SegmentDraining DrainNotRunning ReservationLost
+InvalidKey PermissionDenied Unauthenticated
+""".split()
+
+
+def test_generated_reasons_are_current() -> None:
+    """metad/_reasons.py is what tools/gen_reasons.py writes from the enum: a reason added to the
+    proto without a kind in gen_reasons.KIND, or a stale file, fails here."""
+    with open(gen_reasons.OUT, encoding="utf-8") as f:
+        assert f.read() == gen_reasons.generate(), "run python3 python/tools/gen_reasons.py"
+
+
+def test_the_generator_refuses_a_reason_without_a_kind() -> None:
+    docs = {n: "doc" for n in gen_reasons.KIND}
+    values = gen_reasons.reasons()
+    with pytest.raises(GenError, match="no kind for REASON_BRAND_NEW"):
+        gen_reasons.render(values + [("BRAND_NEW", 99)], {**docs, "BRAND_NEW": "doc"})
+    with pytest.raises(GenError, match="does not have"):
+        gen_reasons.render(values[1:], docs)
+    with pytest.raises(GenError, match="no comment"):
+        gen_reasons.render(values, {**docs, values[0][0]: ""})
+
+
+def test_every_reason_maps_to_exactly_one_class() -> None:
+    classes = [errors.BY_REASON[value] for _, value in REASONS]
+    assert len(set(classes)) == len(REASONS) == len(errors.BY_REASON)
+    for (name, value), cls in zip(REASONS, classes):
+        assert cls.reason == value and cls.__name__ == gen_reasons.class_name(name.removeprefix("REASON_"))
+        e = errors.error_for(value, "m")
+        assert type(e) is cls and e.reason == value and str(e) == f"{metad.reason_name(value)}: m"
+    assert type(errors.error_for(999, "m")) is metad.MetadError and errors.error_for(999).reason == 999
+
+
+def test_every_class_is_under_its_kind() -> None:
+    codes = [k.grpc_code for k in errors.KINDS]
+    assert len(set(codes)) == len(codes)
+    for name, value in REASONS:
+        cls = errors.BY_REASON[value]
+        kinds = [k for k in errors.KINDS if issubclass(cls, k)]
+        assert [k.__name__ for k in kinds] == [gen_reasons.KIND[name.removeprefix("REASON_")]], name
+        assert issubclass(cls, errors.Kind) and issubclass(cls, metad.MetadError)
+        assert cls.__module__ == "metad.errors" and getattr(metad.errors, cls.__name__) is cls
+    assert issubclass(metad.NotLeader, metad.Unavailable) and issubclass(metad.ObjectNotFound, metad.NotFound)
+    assert issubclass(metad.ObjectHasLease, metad.Conflict) and issubclass(metad.InvalidKey, metad.InvalidArgument)
+    assert issubclass(metad.IllegalClient, metad.PermissionDenied)
+
+
+def test_every_known_name_is_importable() -> None:
+    for n in NAMES + [k.__name__ for k in errors.KINDS]:
+        cls = getattr(metad, n)
+        assert cls is getattr(metad.errors, n) and issubclass(cls, metad.MetadError) and n in metad.__all__, n
+    assert sorted(set(metad.__all__)) == sorted(metad.__all__)
+
+
+def test_except_a_kind_catches_its_reasons() -> None:
+    with pytest.raises(metad.NotFound) as ei:
+        raise errors.from_rpc_error(FakeError(grpc.StatusCode.NOT_FOUND, types_pb2.REASON_DRAIN_NOT_FOUND))
+    assert type(ei.value) is metad.DrainNotFound
+    e = errors.from_rpc_error(FakeError(grpc.StatusCode.UNAVAILABLE, types_pb2.REASON_NOT_LEADER, "10.0.0.2:1"))
+    assert isinstance(e, metad.Unavailable) and type(e) is metad.NotLeader and e.leader_address == "10.0.0.2:1"
+    bare = errors.from_rpc_error(FakeError(grpc.StatusCode.UNAVAILABLE))
+    assert type(bare) is metad.Unavailable and bare.reason == types_pb2.REASON_UNAVAILABLE
+
+
+def test_only_the_unavailable_reason_fails_over() -> None:
+    """Of the Unavailable kind, the reason UNAVAILABLE (and the bare status) moves the call to the
+    next endpoint, NOT_LEADER redirects, and STATE_REPLACED is raised as before."""
+    from metad import _core as core
+    for reason, act in ((types_pb2.REASON_UNAVAILABLE, core.FAILOVER), (types_pb2.REASON_UNSPECIFIED, core.FAILOVER),
+                        (types_pb2.REASON_NOT_LEADER, core.FAILOVER), (types_pb2.REASON_STATE_REPLACED, core.STOP)):
+        e = errors.from_rpc_error(FakeError(grpc.StatusCode.UNAVAILABLE, reason))
+        assert core.classify(e, "10.0.0.1:1")[0] == act, reason
 
 
 def test_drain_reasons() -> None:

@@ -37,11 +37,11 @@ def test_silent_leader_is_abandoned(fcluster: Cluster) -> None:
             assert took < 10, took
             with metad.Client([leader.client], metad.Config(attempt_timeout=0.4, max_retries=-1)) as only:
                 with pytest.raises(metad.OutcomeUnknown) as ei:
-                    only.exist("x")
+                    only.exists("x")
                 assert ei.value.reason == metad.types_pb2.REASON_UNAVAILABLE
         finally:
             fcluster.resume(leader)
-        assert c.exist("during-pause") and c.exist("before-pause")
+        assert c.exists("during-pause") and c.exists("before-pause")
 
 
 def test_leader_kill_loses_no_acknowledged_put(fcluster: Cluster) -> None:
@@ -75,7 +75,7 @@ def test_leader_kill_loses_no_acknowledged_put(fcluster: Cluster) -> None:
             t.join()
         assert c.leader() != leader.client
         assert len(unknown) <= 3, unknown
-        got = c.batch_exist(acked)
+        got = c.batch_exists(acked)
         missing = [k for k, e in zip(acked, got.exists) if not e]
         assert not missing, f"acknowledged puts lost: {missing}"
         fcluster.start(leader)  # the module's other tests, if any, see three nodes again

@@ -21,14 +21,14 @@ KEY_CALLS: Dict[str, Callable[[Any, Any], Any]] = {
     "upsert_end": lambda c, k: c.upsert_end(k),
     "upsert_revoke": lambda c, k: c.upsert_revoke(k),
     "get": lambda c, k: c.get(k),
-    "exist": lambda c, k: c.exist(k),
+    "exists": lambda c, k: c.exists(k),
     "remove": lambda c, k: c.remove(k),
     "batch_put_start": lambda c, k: c.batch_put_start([metad.BatchPutItem("fine", 64), metad.BatchPutItem(k, 64)]),
     "batch_put_end": lambda c, k: c.batch_put_end(["fine", k]),
     "batch_put_revoke": lambda c, k: c.batch_put_revoke(["fine", k]),
     "batch_put": lambda c, k: c.batch_put([metad.BatchPutItem("fine", 64), metad.BatchPutItem(k, 64)]),
     "batch_get": lambda c, k: c.batch_get(["fine", k]),
-    "batch_exist": lambda c, k: c.batch_exist(["fine", k]),
+    "batch_exists": lambda c, k: c.batch_exists(["fine", k]),
     "batch_remove": lambda c, k: c.batch_remove(["fine", k]),
 }
 
@@ -118,19 +118,19 @@ def test_a_key_breaking_the_rule_is_a_value_error_before_any_call(monkeypatch: p
 
 def test_rule_messages_name_the_item() -> None:
     def err(call: Callable[[metad.Client], Any]) -> str:
-        with metad.Client(ENDPOINTS, metad.Config(tls=None, api_key=None)) as c, pytest.raises(metad.InvalidKey) as ei:
+        with metad.Client(ENDPOINTS, metad.Config()) as c, pytest.raises(metad.InvalidKey) as ei:
             call(c)
         return str(ei.value)
-    assert err(lambda c: c.exist(b"ab\x00")) == "INVALID_PARAMS: key: NUL byte at 2"
+    assert err(lambda c: c.exists(b"ab\x00")) == "INVALID_PARAMS: key: NUL byte at 2"
     assert err(lambda c: c.get("")) == "INVALID_PARAMS: key: length 0 not in 1..4096"
-    assert err(lambda c: c.batch_exist(["a"] * 5000 + ["\u00e9" * 2049])) == \
+    assert err(lambda c: c.batch_exists(["a"] * 5000 + ["\u00e9" * 2049])) == \
         "INVALID_PARAMS: keys[5000]: key: length 4098 not in 1..4096"
 
 
 @pytest.mark.parametrize("aio", [False, True], ids=["sync", "aio"])
 def test_one_key_where_a_list_is_wanted_is_a_type_error(monkeypatch: pytest.MonkeyPatch, aio: bool) -> None:
     # Iterating b"abc" gives ints, "abc" one-character keys: neither is what the caller meant.
-    for call in ("batch_get", "batch_exist", "batch_remove", "batch_put_end", "batch_put_revoke"):
+    for call in ("batch_get", "batch_exists", "batch_remove", "batch_put_end", "batch_put_revoke"):
         for one in (b"abc", "abc", bytearray(b"abc")):
             raises_before_any_call(aio, monkeypatch, lambda c: getattr(c, call)(one), TypeError)
     raises_before_any_call(aio, monkeypatch, lambda c: c.batch_put_start(["k"]), TypeError)
@@ -141,14 +141,14 @@ def test_keys_of_every_type_are_sent_as_their_bytes(monkeypatch: pytest.MonkeyPa
     def call(c: Any) -> Any:
         if not aio:
             for k in ("h\u00e9", b"h\xc3\xa9", bytearray(b"h\xc3\xa9"), memoryview(b"h\xc3\xa9")):
-                c.exist(k)
-            c.exist("x" * 4096)
+                c.exists(k)
+            c.exists("x" * 4096)
             return None
 
         async def run() -> None:
             for k in ("h\u00e9", b"h\xc3\xa9", bytearray(b"h\xc3\xa9"), memoryview(b"h\xc3\xa9")):
-                await c.exist(k)
-            await c.exist("x" * 4096)
+                await c.exists(k)
+            await c.exists("x" * 4096)
         return run()
     srv = drive(aio, monkeypatch, call)
     assert [r.key for _, r in srv.sent("Exist")] == [b"h\xc3\xa9"] * 4 + [b"x" * 4096]
@@ -171,12 +171,12 @@ GOOD_ENDPOINTS = ["127.0.0.1:6001", "localhost:1", "[::1]:6001", "[fe80::1%eth0]
 @pytest.mark.parametrize("endpoint", BAD_ENDPOINTS)
 def test_a_malformed_endpoint_is_a_value_error_at_construction(endpoint: str) -> None:
     with pytest.raises(ValueError, match="want host:port"):
-        metad.Client([endpoint], metad.Config(tls=None, api_key=None))
+        metad.Client([endpoint], metad.Config())
     with pytest.raises(ValueError, match="want host:port"):
-        metad.Client(config=metad.Config(endpoints=["127.0.0.1:1", endpoint], tls=None, api_key=None))
+        metad.Client(config=metad.Config(endpoints=["127.0.0.1:1", endpoint]))
 
     async def aio() -> None:
-        metad.AsyncClient([endpoint], metad.Config(tls=None, api_key=None))
+        metad.AsyncClient([endpoint], metad.Config())
     with pytest.raises(ValueError, match="want host:port"):
         asyncio.run(aio())
 
@@ -197,14 +197,14 @@ def test_endpoint_messages() -> None:
 def test_good_endpoints_and_other_types() -> None:
     for e in GOOD_ENDPOINTS:
         metad.check_endpoint(e)
-    with metad.Client(GOOD_ENDPOINTS, metad.Config(tls=None, api_key=None)) as c:
+    with metad.Client(GOOD_ENDPOINTS, metad.Config()) as c:
         assert c.endpoints() == GOOD_ENDPOINTS
     with pytest.raises(TypeError):
-        metad.Client([6001], metad.Config(tls=None, api_key=None))  # type: ignore[list-item]
+        metad.Client([6001], metad.Config())  # type: ignore[list-item]
     with pytest.raises(ValueError, match="not one str"):
-        metad.Client("127.0.0.1:6001", metad.Config(tls=None, api_key=None))  # a list of one, not its characters
+        metad.Client("127.0.0.1:6001", metad.Config())  # a list of one, not its characters
     with pytest.raises(ValueError, match="no endpoints"):
-        metad.Client([], metad.Config(tls=None, api_key=None))
+        metad.Client([], metad.Config())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +212,7 @@ def test_good_endpoints_and_other_types() -> None:
 
 
 def test_a_config_in_place_of_endpoints_is_the_configuration() -> None:
-    cfg = metad.Config(endpoints=["127.0.0.1:7001", "127.0.0.1:7002"], timeout=3.0, tls=None, api_key=None)
+    cfg = metad.Config(endpoints=["127.0.0.1:7001", "127.0.0.1:7002"], timeout=3.0)
     with metad.Client(cfg) as c:
         assert c.endpoints() == ["127.0.0.1:7001", "127.0.0.1:7002"] and c.config.timeout == 3.0
 
@@ -225,4 +225,25 @@ def test_a_config_in_place_of_endpoints_is_the_configuration() -> None:
     with pytest.raises(TypeError, match="metad.Config"):
         metad.Client(ENDPOINTS, {"timeout": 1.0})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="want host:port"):
-        metad.Client(metad.Config(endpoints=["https://h:1"], tls=None, api_key=None))
+        metad.Client(metad.Config(endpoints=["https://h:1"]))
+
+
+def test_only_from_env_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Config() and a client made without a Config read no METAD_* variable; Config.from_env()
+    takes the endpoints, TLS and API key from them, fields given excepted."""
+    monkeypatch.setenv(metad.ENV_ENDPOINTS, "h1:1, h2:2")
+    monkeypatch.setenv(metad.ENV_CACERT, "/nonexistent/ca.crt")
+    monkeypatch.setenv(metad.ENV_API_KEY, "k")
+    for v in (metad.ENV_CERT, metad.ENV_KEY, metad.ENV_CERTS_DIR):
+        monkeypatch.delenv(v, raising=False)
+    assert metad.Config() == metad.Config(endpoints=list(metad.DEFAULT_ENDPOINTS), tls=None, api_key=None)
+    with metad.Client() as c:
+        assert c.endpoints() == list(metad.DEFAULT_ENDPOINTS) and c.config.tls is None
+    env = metad.Config.from_env()
+    assert env.endpoints == ["h1:1", "h2:2"] and env.tls == metad.TLS("/nonexistent/ca.crt") and env.api_key == "k"
+    assert metad.Config.from_env(endpoints=["h3:3"], tls=None, api_key=None, timeout=2.0) == metad.Config(
+        endpoints=["h3:3"], timeout=2.0)
+    with pytest.raises(ValueError, match="ca_file"):
+        metad.Client(env)  # the CA file named is read when the client is made
+    with pytest.raises(TypeError):
+        metad.Config.from_env(nope=1)

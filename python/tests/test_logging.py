@@ -123,8 +123,7 @@ def test_an_abandoned_attempt_is_logged(monkeypatch: pytest.MonkeyPatch, caplog:
     caplog.set_level(logging.DEBUG, logger="metad")
     server = FakeServer(Script())
     monkeypatch.setattr(metad.Client, "_dial", staticmethod(lambda addr: _SilentChannel(server, addr)))
-    cfg = metad.Config(endpoints=["10.0.0.1:1", "10.0.0.2:1"], attempt_timeout=0.05, timeout=5.0,
-                       tls=None, api_key=None)
+    cfg = metad.Config(endpoints=["10.0.0.1:1", "10.0.0.2:1"], attempt_timeout=0.05, timeout=5.0)
     with metad.Client(config=cfg) as c:
         c.get("k")
         assert c.leader() == "10.0.0.2:1"
@@ -161,9 +160,9 @@ def test_nothing_is_printed_by_default() -> None:
     port, = free_ports(1)
     script = f"""
 import logging, metad
-c = metad.Client(["127.0.0.1:{port}"], metad.Config(max_retries=0, timeout=10, tls=None, api_key=None))
+c = metad.Client(["127.0.0.1:{port}"], metad.Config(max_retries=0, timeout=10))
 try:
-    c.exist("k")
+    c.exists("k")
 except metad.Unavailable:
     pass
 else:

@@ -62,3 +62,18 @@ def test_the_offline_install_works(tmp_path: str) -> None:
                        text=True, timeout=60, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": target})
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().startswith(target), r.stdout
+    stubs = sorted(f for f in os.listdir(os.path.join(target, "metad", "metadv1")) if f.endswith((".py", ".pyi")))
+    assert stubs == ["__init__.py", "admin_pb2.py", "admin_pb2.pyi", "metadata_pb2.py", "metadata_pb2.pyi",
+                     "types_pb2.py", "types_pb2.pyi"]
+
+
+def test_the_kinds_table_matches_the_classes() -> None:
+    """Each row of the README's table of kinds names the kind's gRPC code and exactly the reasons
+    whose classes are under it."""
+    rows = {m.group(1): (m.group(2), set(re.findall(r"`([A-Z][a-z][A-Za-z]*)`", m.group(3))))
+            for m in re.finditer(r"^\| `([A-Za-z]+)` \| ([A-Z_]+) \| (.*) \|$", read(PY_README), re.M)}
+    assert sorted(rows) == sorted(k.__name__ for k in metad.errors.KINDS)
+    for kind in metad.errors.KINDS:
+        code, named = rows[kind.__name__]
+        classes = {c.__name__ for c in metad.errors.BY_REASON.values() if issubclass(c, kind) and c is not kind}
+        assert code == kind.grpc_code.name and named - {"InvalidKey"} == classes, kind

@@ -95,7 +95,7 @@ def mtls_server(pki: str) -> Iterator[Tuple[str, Recorder]]:
 
 
 def cfg() -> metad.Config:
-    return metad.Config(timeout=5.0, max_retries=-1, attempt_timeout=None, tls=None, api_key=None)
+    return metad.Config(timeout=5.0, max_retries=-1, attempt_timeout=None)
 
 
 def test_sync_client_certificate_and_key(pki: str, server: Tuple[str, Recorder],
@@ -159,16 +159,19 @@ def test_configuration_errors(pki: str) -> None:
 def test_environment(pki: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for v in (metad.ENV_CACERT, metad.ENV_CERT, metad.ENV_KEY, metad.ENV_API_KEY, metad.ENV_CERTS_DIR):
         monkeypatch.delenv(v, raising=False)
-    assert metad.Config().tls is None and metad.Config().api_key is None
+    assert metad.Config.from_env().tls is None and metad.Config.from_env().api_key is None
     monkeypatch.setenv(metad.ENV_CERTS_DIR, pki)
-    assert metad.Config().tls == metad.TLS(ca_file=os.path.join(pki, "ca.crt"))  # no client.root.crt there
+    assert metad.Config.from_env().tls == metad.TLS(ca_file=os.path.join(pki, "ca.crt"))  # no client.root.crt there
     cert(pki, "create-client", "--name", "root")
-    assert metad.Config().tls == metad.TLS(os.path.join(pki, "ca.crt"), os.path.join(pki, "client.root.crt"),
-                                           os.path.join(pki, "client.root.key"))
+    assert metad.Config.from_env().tls == metad.TLS(os.path.join(pki, "ca.crt"), os.path.join(pki, "client.root.crt"),
+                                                    os.path.join(pki, "client.root.key"))
     monkeypatch.setenv(metad.ENV_API_KEY, KEY)
-    c = metad.Config()
+    c = metad.Config.from_env()
     assert c.tls == metad.TLS(ca_file=os.path.join(pki, "ca.crt")) and c.api_key == KEY
+    assert metad.Config().tls is None and metad.Config().api_key is None  # Config() reads no variable
     monkeypatch.delenv(metad.ENV_CERTS_DIR)
     monkeypatch.setenv(metad.ENV_CERT, os.path.join(pki, "client.alice.crt"))
     with pytest.raises(ValueError, match="need a CA file"):
-        metad.Config()
+        metad.Config.from_env()
+    metad.Config()  # nor fails on one
+    assert metad.Config.from_env(tls=None).tls is None  # a tls given is not read from the environment
