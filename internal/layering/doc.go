@@ -10,4 +10,8 @@
 // sideways or down), when a package of the module has no row, when a row names a package that does
 // not exist, or when the rows' imports form a cycle. It checks the imports of non-test files, as
 // `go list` reports them.
+//
+// size_test.go holds the other house rule `make lint` checks: no hand-written Go or Python file of
+// the module (tests included) has more than MaxLines lines; a generated file says so ("DO NOT
+// EDIT") and is exempt.
 package layering
