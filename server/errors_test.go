@@ -131,6 +131,7 @@ func TestServiceErrorsMap(t *testing.T) {
 		{&service.Error{Err: fmt.Errorf("%w: a result of the wrong shape", service.ErrInternal)}, codes.Internal},
 		{&service.Error{Err: service.ErrUnimplemented}, codes.Unimplemented},
 		{&service.Error{Err: context.Canceled}, codes.Canceled},
+		{&service.Error{Err: &ha.FeatureLevelError{Command: &metadv1.Command{}, Need: 2, Have: 1, Member: "n3"}}, codes.FailedPrecondition},
 	} {
 		if got := status.Code(toStatus(tc.err)); got != tc.code {
 			t.Errorf("%v: code %s, want %s", tc.err, got, tc.code)
