@@ -70,14 +70,27 @@ func checkAuth(_ *store.Store, a *auth.State, c *metadv1.Command) (store.Result,
 	return auth.Check(a, c)
 }
 
-// The feature levels (metadv1.FeatureLevel): the commands a binary of that level knows. A level,
-// once released, never gains a command.
+// Feature levels. A binary's level (FeatureLevel) names the commands it knows: each command is
+// declared with the level that introduced it, and a level, once released, never gains or loses a
+// command (testdata/levels.txt). A member records its level (SetMember.feature_level), and the
+// leader proposes a command only when every member of the configuration records at least the
+// command's level (ha.Node.Propose), so that no member meets a command it cannot apply during a
+// rolling upgrade; a member that records none counts as level 1.
 const (
 	// levelBase: every command before the allocation arenas.
 	levelBase uint32 = 1
 	// levelArenas: the allocation arenas (ArenaGrant, ArenaRetire, PutCommit).
 	levelArenas uint32 = 2
 )
+
+// FeatureLevel is this binary's feature level: the highest level of its commands.
+var FeatureLevel = func() uint32 {
+	var l uint32
+	for _, c := range commands {
+		l = max(l, c.level)
+	}
+	return l
+}()
 
 // LevelArenas is the feature level the arena commands need: the leader answers PutStarts from
 // arenas only while every member records at least this level.

@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	metadv1 "metad/proto/metadv1"
 	"metad/store"
 )
 
@@ -31,8 +30,8 @@ func TestEveryCommandDeclared(t *testing.T) {
 		if (sp.check == nil) == (sp.noCheck == "") {
 			t.Errorf("command %s: declare a check (def) or say why it has none (defNoCheck); a refusal with no check costs a log entry", sp.name)
 		}
-		if sp.level < 1 || sp.level > metadv1.FeatureLevel {
-			t.Errorf("command %s: feature level %d not in 1..metadv1.FeatureLevel (%d)", sp.name, sp.level, metadv1.FeatureLevel)
+		if sp.level < 1 || sp.level > FeatureLevel {
+			t.Errorf("command %s: feature level %d not in 1..FeatureLevel (%d)", sp.name, sp.level, FeatureLevel)
 		}
 	}
 	if len(commands) != fields.Len() {
@@ -50,7 +49,7 @@ func levelLines() []string {
 		by[c.level] = append(by[c.level], string(c.name))
 	}
 	var out []string
-	for l := uint32(1); l <= metadv1.FeatureLevel; l++ {
+	for l := uint32(1); l <= FeatureLevel; l++ {
 		slices.Sort(by[l])
 		out = append(out, fmt.Sprintf("level %d: %s", l, strings.Join(by[l], " ")))
 	}
@@ -59,7 +58,7 @@ func levelLines() []string {
 
 // TestFeatureLevelsAreReleased: the commands of each feature level are those recorded in
 // testdata/levels.txt. A released level never gains a command (a member of that level would meet
-// a command it does not know): a new command takes a new level, metadv1.FeatureLevel + 1, and
+// a command it does not know): a new command takes a new level, FeatureLevel + 1, and
 // `go test ./fsm/ -run TestFeatureLevelsAreReleased -args -update-levels` records it.
 func TestFeatureLevelsAreReleased(t *testing.T) {
 	got := levelLines()
@@ -78,10 +77,10 @@ func TestFeatureLevelsAreReleased(t *testing.T) {
 		case i >= len(want):
 			t.Errorf("feature level %d is not recorded in %s (run with -update-levels once the level is new): %s", i+1, levelsFile, got[i])
 		case i >= len(got):
-			t.Errorf("%s records level %d, above metadv1.FeatureLevel %d", levelsFile, i+1, metadv1.FeatureLevel)
+			t.Errorf("%s records level %d, above FeatureLevel %d", levelsFile, i+1, FeatureLevel)
 		case got[i] != want[i]:
 			t.Errorf("feature level %d changed: the table says\n  %s\nthe released record says\n  %s\n"+
-				"a released level never gains or loses a command: declare a new command at metadv1.FeatureLevel+1", i+1, got[i], want[i])
+				"a released level never gains or loses a command: declare a new command at FeatureLevel+1", i+1, got[i], want[i])
 		}
 	}
 }

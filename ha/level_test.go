@@ -19,8 +19,8 @@ func TestClusterLevelGatesCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c.waitFor("the leader to record itself", 5*time.Second, l.SelfRecorded)
-	if lvl, m := l.ClusterLevel(); lvl != metadv1.FeatureLevel || m != l.cfg.Name {
-		t.Fatalf("ClusterLevel = %d, %q; want %d, %q", lvl, m, metadv1.FeatureLevel, l.cfg.Name)
+	if lvl, m := l.ClusterLevel(); lvl != fsm.FeatureLevel || m != l.cfg.Name {
+		t.Fatalf("ClusterLevel = %d, %q; want %d, %q", lvl, m, fsm.FeatureLevel, l.cfg.Name)
 	}
 	retire := &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{}}}
 	if fsm.LevelOf(retire) != fsm.LevelArenas || fsm.LevelArenas < 2 {

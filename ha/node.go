@@ -288,7 +288,7 @@ func (n *Node) takeOffice(term uint64) {
 
 // self is this node's member record: its addresses and its binary's feature level.
 func (n *Node) self() fsm.Member {
-	return fsm.Member{Name: n.cfg.Name, PeerAddr: n.cfg.PeerAddr, ClientAddr: n.cfg.ClientAddr, Level: metadv1.FeatureLevel}
+	return fsm.Member{Name: n.cfg.Name, PeerAddr: n.cfg.PeerAddr, ClientAddr: n.cfg.ClientAddr, Level: fsm.FeatureLevel}
 }
 
 // Self returns this node's member record as it should be recorded (SelfRecorded).
@@ -394,7 +394,7 @@ func (n *Node) ClusterLevel() (level uint32, member string) {
 		return 1, ""
 	}
 	recorded := n.sm.Members()
-	level = metadv1.FeatureLevel
+	level = fsm.FeatureLevel
 	for _, s := range f.Configuration().Servers {
 		if l := max(recorded[string(s.ID)].Level, 1); l < level || member == "" && l == level {
 			level, member = l, string(s.ID)

@@ -3244,7 +3244,7 @@ type SetMember struct {
 	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	// gRPC client address, host:port.
 	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
-	// The feature level of the member's binary (metadv1.FeatureLevel): the leader proposes a
+	// The feature level of the member's binary (fsm.FeatureLevel): the leader proposes a
 	// command only when every member of the configuration records a level at or above the
 	// command's. 0 (a binary that records none): level 1.
 	FeatureLevel  uint32 `protobuf:"varint,4,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`

@@ -31,13 +31,3 @@ const (
 //	   session another principal opened is refused SESSION_EXPIRED (as for an unknown session),
 //	   the session untouched.
 const RulesVersion uint32 = 2
-
-// FeatureLevel is the feature level of this release's binaries: the commands it knows (package
-// fsm declares each command with the level that introduced it). A member records its level
-// (SetMember.feature_level), and the leader proposes a command only when every member of the
-// configuration records at least the command's level, so that no member meets a command it cannot
-// apply during a rolling upgrade (a member that records none counts as level 1):
-//
-//	1: every command before the allocation arenas.
-//	2: the allocation arenas (ArenaGrant, ArenaRetire, PutCommit).
-const FeatureLevel uint32 = 2

@@ -324,7 +324,7 @@ func (b *Backend) SelfRecorded() bool { return true }
 
 // Self is the record of "self" at this binary's feature level.
 func (b *Backend) Self() ha.MemberRecord {
-	return ha.MemberRecord{Name: "self", PeerAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2", Level: metadv1.FeatureLevel}
+	return ha.MemberRecord{Name: "self", PeerAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2", Level: fsm.FeatureLevel}
 }
 
 // ClusterLevel is this binary's feature level, or OlderMember's when set.
@@ -332,5 +332,5 @@ func (b *Backend) ClusterLevel() (uint32, string) {
 	if l := b.OlderMember.Load(); l != 0 {
 		return l, "older"
 	}
-	return metadv1.FeatureLevel, "self"
+	return fsm.FeatureLevel, "self"
 }
