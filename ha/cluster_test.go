@@ -96,7 +96,7 @@ func storeOf(n *Node) *store.Store { return n.sm.(*fsm.FSM).Store() }
 
 func (c *testCluster) stopAll() {
 	for name, n := range c.nodes {
-		_ = n.kill()
+		_ = n.Kill()
 		delete(c.nodes, name)
 	}
 }
@@ -313,7 +313,7 @@ func TestLeaderKillKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	old := c.waitLeader()
 	oldName := old.cfg.Name
-	_ = old.kill()
+	_ = old.Kill()
 	delete(c.nodes, oldName)
 	nl := c.waitLeader()
 	if nl.cfg.Name == oldName {
@@ -368,7 +368,7 @@ func TestLeadershipTransferAndMembership(t *testing.T) {
 	if len(ms) != 3 {
 		t.Fatalf("after remove: %d members", len(ms))
 	}
-	_ = n4.kill()
+	_ = n4.Kill()
 	delete(c.nodes, "n4")
 }
 
@@ -385,7 +385,7 @@ func TestSnapshotInstallToLaggingNode(t *testing.T) {
 			break
 		}
 	}
-	_ = c.nodes[lagger].kill()
+	_ = c.nodes[lagger].Kill()
 	delete(c.nodes, lagger)
 	for i := range 100 {
 		c.put(fmt.Sprintf("s%03d", i))

@@ -13,9 +13,6 @@ func NewNodeWithApplyGate(cfg Config, sm StateMachine, log *slog.Logger, gate fu
 	return newNode(cfg, sm, log, gate)
 }
 
-// Kill stops the node as a crash would: no leadership transfer.
-func (n *Node) Kill() error { return n.kill() }
-
 // ReadyWaiters returns how many calls wait for this node to become ready (LeaderReady, and reads
 // in ReadBarrier).
 func (n *Node) ReadyWaiters() int { return n.ready.waiters() }

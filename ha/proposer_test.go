@@ -165,7 +165,7 @@ func TestProposerOpensSecondEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { release(); _ = n.kill() })
+	t.Cleanup(func() { release(); _ = n.Kill() })
 	if err := n.BootstrapCluster([]Peer{{Name: "n1", PeerAddr: n.PeerAddr()}}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestReplicaTaskSurvivesLeaderChange(t *testing.T) {
 	}
 	old := c.waitLeader()
 	oldName := old.cfg.Name
-	_ = old.kill()
+	_ = old.Kill()
 	delete(c.nodes, oldName)
 	nl := c.waitLeader()
 	if nl.cfg.Name == oldName {
