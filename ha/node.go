@@ -356,6 +356,10 @@ func (n *Node) readReady() error {
 	return nil
 }
 
+// Ready reports whether this node leads and has applied its term-start barrier now: what
+// LeaderReady waits for, without waiting (and without counting as a waiter).
+func (n *Node) Ready() bool { return n.isReady() }
+
 // LeaderReady returns nil once this node leads and has applied its term-start barrier: from then
 // on its state holds everything committed before its term, and it may decide a request from that
 // state (check a removal, refuse a write). While it leads but is not ready yet it waits, bounded
