@@ -31,8 +31,9 @@ const (
 const WaitTimeout = 10 * time.Second
 
 // rpcTimeout bounds one RPC between members (raft's InmemTransport gives an InstallSnapshot and a
-// TimeoutNow ten times as long). A stopped or cut-off member is disconnected, so RPCs to it fail at
-// once; the bound is for a member slow to take an RPC off its queue on a loaded machine.
+// TimeoutNow ten times as long). A stopped or cut-off member is disconnected, and a stopping one
+// fails what it has not taken (transport.go), so RPCs to it fail at once; the bound is for a member
+// slow to take an RPC on a loaded machine.
 const rpcTimeout = 2 * time.Second
 
 // Options shapes a cluster; the zero value is a plain one.
@@ -80,7 +81,7 @@ type Member struct {
 	node  *ha.Node // nil while stopped
 	f     *fsm.FSM // of the last start
 	cfg   ha.Config
-	trans *raft.InmemTransport // of the last start
+	trans *raft.InmemTransport // the routes of the last start's transport (Connect, Disconnect)
 	cut   bool                 // partitioned from the others
 }
 
@@ -138,10 +139,10 @@ func (c *Cluster) start(m *Member) {
 	if err != nil {
 		c.t.Fatalf("hatest: %s: state machine: %v", m.Name, err)
 	}
-	_, tr := raft.NewInmemTransportWithTimeout(raft.ServerAddress(m.PeerAddr), rpcTimeout)
+	tr, routes := newTransport(raft.ServerAddress(m.PeerAddr))
 	cfg := ha.DefaultConfig()
 	cfg.Name, cfg.DataDir, cfg.ClientAddr = m.Name, m.DataDir, m.Name+".client:7001"
-	cfg.Transport, cfg.LogStores = unpipelined{tr}, m.stores
+	cfg.Transport, cfg.LogStores = tr, m.stores
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout
 	cfg.CommitTimeout = CommitTimeout
 	cfg.OnLeadership = func(leading bool, _ uint64) {
@@ -160,15 +161,15 @@ func (c *Cluster) start(m *Member) {
 		c.mu.Unlock()
 		c.t.Fatalf("hatest: %s is running", m.Name)
 	}
-	m.f, m.cfg, m.trans = f, cfg, tr
+	m.f, m.cfg, m.trans = f, cfg, routes
 	c.connectLocked(m) // before Raft starts, so that its first RPCs reach the others
 	c.mu.Unlock()
 	node, err := c.opts.Start(cfg, f)
 	if err != nil {
 		c.mu.Lock()
 		c.cutInboundLocked(m)
-		tr.DisconnectAll()
 		c.mu.Unlock()
+		_ = tr.Close()
 		c.t.Fatalf("hatest: start %s: %v", m.Name, err)
 	}
 	c.mu.Lock()
@@ -463,12 +464,4 @@ func (m *Member) Config() ha.Config {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()
 	return m.cfg
-}
-
-// unpipelined is raft's in-memory transport without the AppendEntries pipeline, as ha's TCP
-// transport is (one AppendEntries to a follower at a time: ha/peertls.go, peerMaxInFlight).
-type unpipelined struct{ *raft.InmemTransport }
-
-func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
 }
