@@ -98,6 +98,9 @@ func TestSnapshotSaveAndOnlineRestore(t *testing.T) {
 	// The restore advances the state epoch by one on every node (commands prepared against the
 	// replaced state are refused), and otherwise installs exactly the saved state.
 	want := hatest.DigestAt(src.Running()[0].FSM(), 1)
+	if want == nil {
+		t.Fatal("no digest of the source's state")
+	}
 	for _, n := range dst.Running() {
 		name := n.Name
 		if e := n.Store().Epoch(); e != 1 {
@@ -176,6 +179,9 @@ func TestOnlineRestoreRefusesBadFiles(t *testing.T) {
 	c.WaitConverged()
 	good := saveSnapshot(t, c)
 	before := hatest.Digest(c.Running()[0].FSM())
+	if before == nil {
+		t.Fatal("no digest of the state")
+	}
 	l := c.WaitLeader()
 	idx, _ := l.FSM().Applied()
 	for name, bad := range badSnapshots(t, good) {
