@@ -286,8 +286,8 @@ func TestRecordMember(t *testing.T) {
 // TestLeaseOnlyOnTheLeader: the leader holds a lease after a read barrier, a follower never does,
 // and the old leader holds none once it starts a transfer.
 func TestLeaseOnlyOnTheLeader(t *testing.T) {
-	// A longer lease than the fixture's 75 ms, so that a slow round under the race detector
-	// still leaves some of it.
+	// A longer lease than the cluster's 100 ms (half its heartbeat timeout), so that a slow round
+	// under the race detector still leaves some of it.
 	c := newCluster(t, 3, func(cfg *ha.Config) { cfg.HeartbeatTimeout, cfg.ElectionTimeout = time.Second, time.Second })
 	l := c.WaitLeader().Node()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

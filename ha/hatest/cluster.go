@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,13 +18,14 @@ import (
 	"metad/store"
 )
 
-// The Raft timeouts of a cluster's members: elections settle in a few hundred milliseconds, and a
-// leader keeps its term on a loaded two-core machine under the race detector. Options.Config may
-// change them (a benchmark takes ha.DefaultConfig's).
+// The Raft timeouts of a cluster's members: a first election or a failover settles within about
+// twice HeartbeatTimeout, and a leader keeps its term through the pauses of a loaded two-core
+// machine under the race detector. Options.Config may change them (a benchmark takes
+// ha.DefaultConfig's).
 const (
-	HeartbeatTimeout   = 150 * time.Millisecond
-	ElectionTimeout    = 150 * time.Millisecond
-	LeaderLeaseTimeout = 100 * time.Millisecond
+	HeartbeatTimeout   = 200 * time.Millisecond
+	ElectionTimeout    = 200 * time.Millisecond
+	LeaderLeaseTimeout = 150 * time.Millisecond
 	CommitTimeout      = 5 * time.Millisecond
 )
 
@@ -59,6 +61,7 @@ type Options struct {
 type Cluster struct {
 	t     testing.TB
 	opts  Options
+	dir   string    // the members' data dirs live here; removed after StopAll has run
 	peers []ha.Peer // the initial members, which bootstrap the cluster
 
 	mu      sync.Mutex // guards members and the running state of each
@@ -71,7 +74,7 @@ type Cluster struct {
 type Member struct {
 	Name     string
 	PeerAddr string // its Raft address: "<name>.raft:7000", a host:port nothing listens on
-	DataDir  string // its snapshots, and the spool of an online restore
+	DataDir  string // its snapshots, and the spool of an online restore; in the test's temp dir
 
 	c         *Cluster
 	stores    *ha.LogStores // its Raft log and stable store, kept across restarts
@@ -95,7 +98,9 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 	if opts.Start == nil {
 		opts.Start = func(cfg ha.Config, f *fsm.FSM) (*ha.Node, error) { return ha.NewNode(cfg, f, nil) }
 	}
-	c := &Cluster{t: t, opts: opts}
+	// The directory's removal is registered first, so that it runs after StopAll: a member may
+	// be writing a snapshot until it stops.
+	c := &Cluster{t: t, opts: opts, dir: t.TempDir()}
 	t.Cleanup(c.StopAll)
 	for i := 1; i <= n; i++ {
 		m := c.newMember(fmt.Sprintf("n%d", i))
@@ -110,7 +115,12 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 }
 
 func (c *Cluster) newMember(name string) *Member {
-	m := &Member{Name: name, PeerAddr: name + ".raft:7000", DataDir: c.t.TempDir(), c: c, stores: ha.InmemLogStores()}
+	c.t.Helper()
+	dir, err := os.MkdirTemp(c.dir, name+"-")
+	if err != nil {
+		c.t.Fatalf("hatest: %v", err)
+	}
+	m := &Member{Name: name, PeerAddr: name + ".raft:7000", DataDir: dir, c: c, stores: ha.InmemLogStores()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range c.members {
