@@ -17,11 +17,11 @@ import (
 //
 //	go test -run '^$' -bench CommitRound -benchtime 1500x ./ha/
 func BenchmarkCommitRound(b *testing.B) {
-	for _, kind := range []string{"inmem", LogStoreWAL, LogStoreBolt} {
+	for _, kind := range []string{LogStoreInmem, LogStoreWAL, LogStoreBolt} {
 		b.Run(kind, func(b *testing.B) {
 			c := newTestCluster(b, 3, func(cfg *Config) {
-				if kind == "inmem" { // the floor: nothing on disk
-					cfg.inmemLogs = true
+				if kind == LogStoreInmem { // the floor: nothing on disk
+					cfg.LogStores = InmemLogStores()
 				} else {
 					cfg.LogStore = kind
 				}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"metad/fsm"
 )
 
@@ -76,9 +78,19 @@ type Config struct {
 	// it) and must not wait for this node's readiness, barrier or proposals.
 	OnLeadership func(leading bool, term uint64)
 
-	// inmemLogs (tests and benchmarks of this package only) keeps the Raft log and stable store in
-	// memory (raft.InmemStore): what a commit round costs apart from the disk.
-	inmemLogs bool
+	// Transport and LogStores run a member without sockets or a log on disk: tests that run a
+	// cluster in one process set them (package hatest: raft's InmemTransport and InmemLogStores);
+	// a daemon leaves both nil, and the node then uses the TCP transport and its data dir's log.
+	//
+	// Transport, when set, carries this member's Raft RPCs in place of the TCP transport: nothing
+	// listens on PeerListen (which may be empty), PeerAddr is the transport's LocalAddr, PeerTLS
+	// must be nil, and the node closes the transport (when it has a Close method) as it stops.
+	Transport raft.Transport
+	// LogStores, when set, is the Raft log and stable store in place of the data dir's (LogStore
+	// is then not consulted). The node does not close it: a member started again over the same
+	// value finds its log, term and vote as a restarted process finds its data dir's. The snapshot
+	// store stays in the data dir.
+	LogStores *LogStores
 }
 
 // DefaultConfig returns the defaults documented on Config; the caller sets names and addresses.
@@ -97,7 +109,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate checks the config and fills PeerAddr from PeerListen.
+// Validate checks the config and fills PeerAddr from PeerListen (with a Transport: from its
+// address).
 func (c *Config) Validate() error {
 	var errs []error
 	// Names are checked in full only when a new cluster is made (validateNew): a member named
@@ -112,10 +125,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log_store %q: want %q, %q or empty (what the data dir holds; %q for a new one)",
 			c.LogStore, LogStoreWAL, LogStoreBolt, LogStoreWAL))
 	}
-	if _, _, err := net.SplitHostPort(c.PeerListen); err != nil {
+	if c.Transport != nil {
+		if c.PeerTLS != nil {
+			errs = append(errs, errors.New("peer_tls: not with a given transport"))
+		}
+		c.PeerAddr = string(c.Transport.LocalAddr())
+	} else if _, _, err := net.SplitHostPort(c.PeerListen); err != nil {
 		errs = append(errs, fmt.Errorf("listen_peer %q: %v", c.PeerListen, err))
 	}
-	if c.PeerTLS != nil {
+	if c.PeerTLS != nil && c.Transport == nil {
 		if err := c.PeerTLS.validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -3,7 +3,9 @@
 // raft-boltdb in <data-dir>/raft.db for a data dir that has it: logstore.go), a file snapshot
 // store (<data-dir>/snapshots) and the TCP transport (mutual TLS when Config.PeerTLS is set). The
 // node takes the state machine as a StateMachine (metad's is *fsm.FSM) and knows nothing of the
-// store behind it; the offline tools for its data dir are package datadir's.
+// store behind it; the offline tools for its data dir are package datadir's. Tests run members
+// over a given transport and log store instead (Config.Transport, Config.LogStores): package
+// hatest runs a whole cluster so, in memory.
 //
 // # Writes: the proposer
 //

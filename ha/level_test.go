@@ -1,4 +1,4 @@
-package ha
+package ha_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"metad/fsm"
+	"metad/ha"
+	"metad/ha/hatest"
 	metadv1 "metad/proto/metadv1"
 )
 
@@ -14,13 +16,14 @@ import (
 // recorded: 1); a command above it is refused with ErrFeatureLevel and no log entry, and proposed
 // again once every member records the level.
 func TestClusterLevelGatesCommands(t *testing.T) {
-	c := newTestCluster(t, 1, nil)
-	l := c.waitLeader()
+	c := hatest.New(t, 1, hatest.Options{})
+	lm := c.WaitLeader()
+	l, name := lm.Node(), lm.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c.waitFor("the leader to record itself", 5*time.Second, l.SelfRecorded)
-	if lvl, m := l.ClusterLevel(); lvl != fsm.FeatureLevel || m != l.cfg.Name {
-		t.Fatalf("ClusterLevel = %d, %q; want %d, %q", lvl, m, fsm.FeatureLevel, l.cfg.Name)
+	c.WaitFor("the leader to record itself", 5*time.Second, l.SelfRecorded)
+	if lvl, m := l.ClusterLevel(); lvl != fsm.FeatureLevel || m != name {
+		t.Fatalf("ClusterLevel = %d, %q; want %d, %q", lvl, m, fsm.FeatureLevel, name)
 	}
 	retire := &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{}}}
 	if fsm.LevelOf(retire) != fsm.LevelArenas || fsm.LevelArenas < 2 {
@@ -35,16 +38,16 @@ func TestClusterLevelGatesCommands(t *testing.T) {
 	if err := l.RecordMember(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if lvl, m := l.ClusterLevel(); lvl != 1 || m != l.cfg.Name {
+	if lvl, m := l.ClusterLevel(); lvl != 1 || m != name {
 		t.Fatalf("ClusterLevel with a member of no recorded level = %d, %q; want 1", lvl, m)
 	}
-	last := l.raft.LastIndex()
+	last := l.Raft().LastIndex()
 	_, err := l.Propose(ctx, retire)
-	var fe *FeatureLevelError
-	if !errors.Is(err, ErrFeatureLevel) || !errors.As(err, &fe) || fe.Need != fsm.LevelArenas || fe.Have != 1 || fe.Member != l.cfg.Name {
+	var fe *ha.FeatureLevelError
+	if !errors.Is(err, ha.ErrFeatureLevel) || !errors.As(err, &fe) || fe.Need != fsm.LevelArenas || fe.Have != 1 || fe.Member != name {
 		t.Fatalf("ArenaRetire above the cluster's level: %v", err)
 	}
-	if l.raft.LastIndex() != last {
+	if l.Raft().LastIndex() != last {
 		t.Fatal("a refused command reached the log")
 	}
 	if _, err := l.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_RegisterTenant{RegisterTenant: &metadv1.RegisterTenant{Name: "t"}}}); err != nil {

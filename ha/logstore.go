@@ -43,6 +43,10 @@ const (
 	LogStoreBolt = "boltdb"
 )
 
+// LogStoreInmem is the kind of InmemLogStores: not a kind a data dir holds, nor one
+// Config.LogStore names.
+const LogStoreInmem = "inmem"
+
 // WALDir is the raft-wal directory inside a data dir.
 const WALDir = "wal"
 
@@ -96,10 +100,10 @@ func exists(path string) (bool, error) {
 	return false, fmt.Errorf("ha: %w", err)
 }
 
-// LogStores is one data dir's Raft log and stable store. Its stores are safe for concurrent use as
+// LogStores is one data dir's Raft log and stable store (or, from InmemLogStores, a test's). Its stores are safe for concurrent use as
 // raft.LogStore and raft.StableStore are; Close after Raft has stopped using them.
 type LogStores struct {
-	// Kind is LogStoreWAL or LogStoreBolt.
+	// Kind is LogStoreWAL, LogStoreBolt or LogStoreInmem.
 	Kind   string
 	Log    raft.LogStore
 	Stable raft.StableStore
@@ -159,6 +163,14 @@ func OpenLogStores(dataDir, want string, log hclog.Logger) (*LogStores, error) {
 		return nil, fmt.Errorf("ha: open the raft-wal log in %s: %w", dir, err)
 	}
 	return &LogStores{Kind: kind, Log: w, Stable: w, wal: w, flock: lock}, nil
+}
+
+// InmemLogStores is a log and stable store in memory (raft.InmemStore), for Config.LogStores:
+// tests that run members without a log on disk, and the commit-round benchmark's floor of what is
+// not the disk. It keeps everything appended until the value is dropped; Close does nothing.
+func InmemLogStores() *LogStores {
+	m := raft.NewInmemStore()
+	return &LogStores{Kind: LogStoreInmem, Log: m, Stable: m}
 }
 
 // lockWait is how long opening a raft-boltdb store waits for another process's lock.

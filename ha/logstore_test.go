@@ -52,7 +52,7 @@ func TestBoltDataDirStillOpens(t *testing.T) {
 		t.Fatal("the refused open left a wal/ in the data dir")
 	}
 
-	c := &testCluster{t: t, nodes: map[string]*Node{}, dirs: map[string]string{}, cfgs: map[string]Config{"n1": testConfig("n1", dir)}}
+	c := &testCluster{t: t, nodes: map[string]*Node{}, cfgs: map[string]Config{"n1": testConfig("n1", dir)}}
 	t.Cleanup(c.stopAll)
 	n := c.start("n1")
 	if k := n.LogStoreKind(); k != LogStoreBolt {

@@ -1,4 +1,4 @@
-package ha
+package ha_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"metad/fsm"
+	"metad/ha"
 )
 
 // TestMembershipRequestsChecked: a malformed name or address is INVALID_PARAMS and a name that is
@@ -14,12 +14,12 @@ import (
 // and with nothing appended to the log; transferring leadership to the leader itself is a no-op that names it.
 // InConfiguration follows an addition and a removal.
 func TestMembershipRequestsChecked(t *testing.T) {
-	c := newTestCluster(t, 1, nil)
-	l := c.waitLeader()
+	c := newCluster(t, 1, nil)
+	l := c.WaitLeader().Node()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c.waitFor("the leader to record its own addresses", 5*time.Second, l.SelfRecorded)
-	last := l.raft.LastIndex()
+	c.WaitFor("the leader to record its own addresses", 5*time.Second, l.SelfRecorded)
+	last := l.Status().LastLogIndex
 
 	for _, tc := range []struct{ name, addr string }{
 		{"n2\x01", "127.0.0.1:7002"},
@@ -31,20 +31,20 @@ func TestMembershipRequestsChecked(t *testing.T) {
 		{"n2", ":7002"},
 		{"n2", "127.0.0.1:7002\n"},
 	} {
-		if err := l.AddMember(ctx, tc.name, tc.addr); !errors.Is(err, ErrInvalidMember) {
+		if err := l.AddMember(ctx, tc.name, tc.addr); !errors.Is(err, ha.ErrInvalidMember) {
 			t.Errorf("AddMember(%q, %q) = %v, want INVALID_PARAMS", tc.name, tc.addr, err)
 		}
 	}
-	if err := l.RemoveMember(ctx, "ghost"); !errors.Is(err, ErrMemberNotFound) {
+	if err := l.RemoveMember(ctx, "ghost"); !errors.Is(err, ha.ErrMemberNotFound) {
 		t.Errorf("RemoveMember of an unknown member = %v, want MEMBER_NOT_FOUND", err)
 	}
-	if err := l.RemoveMember(ctx, ""); !errors.Is(err, ErrInvalidMember) {
+	if err := l.RemoveMember(ctx, ""); !errors.Is(err, ha.ErrInvalidMember) {
 		t.Errorf("RemoveMember of no name = %v, want INVALID_PARAMS", err)
 	}
-	if _, err := l.TransferLeader(ctx, "ghost"); !errors.Is(err, ErrMemberNotFound) {
+	if _, err := l.TransferLeader(ctx, "ghost"); !errors.Is(err, ha.ErrMemberNotFound) {
 		t.Errorf("TransferLeader to an unknown member = %v, want MEMBER_NOT_FOUND", err)
 	}
-	if got := l.raft.LastIndex(); got != last {
+	if got := l.Status().LastLogIndex; got != last {
 		t.Fatalf("refused membership requests appended entries %d..%d", last+1, got)
 	}
 	ms, err := l.Members()
@@ -58,7 +58,7 @@ func TestMembershipRequestsChecked(t *testing.T) {
 
 	// A member whose name predates the rules (added straight through Raft here, as a non-voter so
 	// the quorum stays) is looked up, not checked: it can be removed.
-	if err := l.raft.AddNonvoter("old\x01name", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
+	if err := l.Raft().AddNonvoter("old\x01name", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if !l.InConfiguration("old\x01name") || !l.InConfiguration("n1") || l.InConfiguration("ghost") {
@@ -75,55 +75,32 @@ func TestMembershipRequestsChecked(t *testing.T) {
 	}
 }
 
-// TestConfigRefusesBadMemberNames: a node's own name and its initial cluster's follow the member
-// name rules, so a SetMember it proposes always applies.
-func TestConfigRefusesBadMemberNames(t *testing.T) {
-	empty := testConfig("", t.TempDir())
-	if err := empty.Validate(); err == nil {
-		t.Error("empty name accepted")
-	}
-	// A member named before the rules keeps starting; only a new cluster's names are checked.
-	old := testConfig("_n1", t.TempDir())
-	if err := old.Validate(); err != nil {
-		t.Errorf("an existing member's old-style name refused: %v", err)
-	}
-	for _, name := range []string{"_n1", "n\x01", string(make([]byte, 65))} {
-		cfg := testConfig("n1", t.TempDir())
-		cfg.Bootstrap, cfg.InitialCluster = true, []Peer{{Name: "n1", PeerAddr: "127.0.0.1:1"}, {Name: name, PeerAddr: "127.0.0.1:2"}}
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("%q: %v", name, err)
-		}
-		if err := cfg.validateNew(); err == nil {
-			t.Errorf("a new cluster with member %q accepted", name)
-		}
-	}
-}
-
 // TestRemoveMemberRetried: a removal whose answer was lost after Raft removed the member (or whose
 // ForgetMember failed) is retried; the retry finds the name gone from the configuration but still
 // recorded, forgets the record and succeeds.
 func TestRemoveMemberRetried(t *testing.T) {
-	c := newTestCluster(t, 1, nil)
-	l := c.waitLeader()
+	c := newCluster(t, 1, nil)
+	lm := c.WaitLeader()
+	l := lm.Node()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := l.raft.AddNonvoter("n9", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
+	if err := l.Raft().AddNonvoter("n9", "127.0.0.1:7009", 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.RecordMember(ctx, fsm.Member{Name: "n9", PeerAddr: "127.0.0.1:7009", ClientAddr: "127.0.0.1:7019"}); err != nil {
+	if err := l.RecordMember(ctx, ha.MemberRecord{Name: "n9", PeerAddr: "127.0.0.1:7009", ClientAddr: "127.0.0.1:7019"}); err != nil {
 		t.Fatal(err)
 	}
 	// The first RemoveMember's configuration change, without its ForgetMember.
-	if err := l.raft.RemoveServer("n9", 0, 5*time.Second).Error(); err != nil {
+	if err := l.Raft().RemoveServer("n9", 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.RemoveMember(ctx, "n9"); err != nil {
 		t.Fatalf("retried RemoveMember: %v", err)
 	}
-	if _, ok := l.sm.Members()["n9"]; ok {
+	if _, ok := lm.FSM().Members()["n9"]; ok {
 		t.Fatal("the retried removal left n9's record")
 	}
-	if err := l.RemoveMember(ctx, "n9"); !errors.Is(err, ErrMemberNotFound) {
+	if err := l.RemoveMember(ctx, "n9"); !errors.Is(err, ha.ErrMemberNotFound) {
 		t.Fatalf("RemoveMember once nothing is left = %v, want MEMBER_NOT_FOUND", err)
 	}
 }

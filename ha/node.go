@@ -23,8 +23,10 @@ import (
 )
 
 // Node is one metad cluster member: hashicorp/raft over its data dir's log and stable store
-// (raft-wal, or raft-boltdb in a data dir that has it: logstore.go), a file snapshot store and the TCP transport (mutual TLS under PeerTLS), with the proposer, the read
-// barrier and leader soft state on top. Concurrency contract: every exported method is safe for
+// (raft-wal, or raft-boltdb in a data dir that has it: logstore.go), a file snapshot store and the
+// TCP transport (mutual TLS under PeerTLS), or in tests a given transport and log store
+// (Config.Transport, Config.LogStores), with the proposer, the read barrier and leader soft state
+// on top. Concurrency contract: every exported method is safe for
 // concurrent use; Shutdown may be called once, after which calls fail with ErrShutdown.
 type Node struct {
 	cfg  Config
@@ -32,9 +34,10 @@ type Node struct {
 	sm   StateMachine
 	raft *raft.Raft
 
-	stores    *LogStores
+	stores    *LogStores // closed on stop unless ownStores is false (Config.LogStores)
+	ownStores bool
 	snaps     *raft.FileSnapshotStore
-	transport *raft.NetworkTransport
+	transport raft.Transport // TCP (*raft.NetworkTransport), or Config.Transport
 
 	proposer *Proposer
 	barrier  *readBarrier
@@ -120,25 +123,32 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 	}()
 	var err error
 	hlog := NewRaftLogger(log)
-	if cfg.inmemLogs {
-		m := raft.NewInmemStore()
-		n.stores = &LogStores{Kind: "inmem", Log: m, Stable: m}
+	if cfg.LogStores != nil {
+		n.stores = cfg.LogStores
 	} else if n.stores, err = OpenLogStores(cfg.DataDir, cfg.LogStore, hlog); err != nil {
 		return nil, err
+	} else {
+		n.ownStores = true
 	}
 	log.Info("raft log store", "kind", n.stores.Kind, "data_dir", cfg.DataDir)
 	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.DataDir, SnapshotsDir), cfg.SnapshotRetain, hlog); err != nil {
 		return nil, fmt.Errorf("ha: snapshot store: %w", err)
 	}
-	// A port of 0 (tests) binds any free port and advertises what it bound.
-	var adv net.Addr
-	if !strings.HasSuffix(cfg.PeerAddr, ":0") {
-		if adv, err = net.ResolveTCPAddr("tcp", cfg.PeerAddr); err != nil {
-			return nil, fmt.Errorf("ha: peer address %q: %w", cfg.PeerAddr, err)
+	if cfg.Transport != nil {
+		n.transport = cfg.Transport
+	} else {
+		// A port of 0 (tests) binds any free port and advertises what it bound.
+		var adv net.Addr
+		if !strings.HasSuffix(cfg.PeerAddr, ":0") {
+			if adv, err = net.ResolveTCPAddr("tcp", cfg.PeerAddr); err != nil {
+				return nil, fmt.Errorf("ha: peer address %q: %w", cfg.PeerAddr, err)
+			}
 		}
-	}
-	if n.transport, err = newPeerTransport(cfg, adv, hlog, log, n.metrics.peerRefused); err != nil {
-		return nil, fmt.Errorf("ha: listen on %s: %w", cfg.PeerListen, err)
+		nt, err := newPeerTransport(cfg, adv, hlog, log, n.metrics.peerRefused)
+		if err != nil {
+			return nil, fmt.Errorf("ha: listen on %s: %w", cfg.PeerListen, err)
+		}
+		n.transport = nt
 	}
 	n.cfg.PeerAddr = string(n.transport.LocalAddr())
 	rc := n.raftConfig(hlog)
@@ -356,6 +366,10 @@ func (n *Node) readReady() error {
 	}
 	return nil
 }
+
+// Ready reports whether this node leads and has applied its term-start barrier now: what
+// LeaderReady waits for, without waiting (and without counting as a waiter).
+func (n *Node) Ready() bool { return n.isReady() }
 
 // LeaderReady returns nil once this node leads and has applied its term-start barrier: from then
 // on its state holds everything committed before its term, and it may decide a request from that
@@ -664,8 +678,9 @@ func (n *Node) TransferIfLeader() {
 // election timeout), stops Raft and closes the stores.
 func (n *Node) Shutdown() error { return n.stopNode(true) }
 
-// kill stops the node abruptly, as a crash would: no leadership transfer. For tests.
-func (n *Node) kill() error { return n.stopNode(false) }
+// Kill stops the node abruptly, as a crash would: no leadership transfer, Raft and the stores
+// stopped at once. For tests (package hatest stops members so); a daemon calls Shutdown.
+func (n *Node) Kill() error { return n.stopNode(false) }
 
 func (n *Node) stopNode(handOver bool) error {
 	var err error
@@ -689,11 +704,13 @@ func (n *Node) hasPeers() bool {
 }
 
 func (n *Node) closeStores() {
-	if n.transport != nil {
-		n.transport.CloseStreams() // pooled outgoing connections; Close alone leaves them open
-		_ = n.transport.Close()
+	if nt, ok := n.transport.(*raft.NetworkTransport); ok {
+		nt.CloseStreams() // pooled outgoing connections; Close alone leaves them open
 	}
-	if n.stores != nil {
+	if c, ok := n.transport.(raft.WithClose); ok {
+		_ = c.Close()
+	}
+	if n.stores != nil && n.ownStores {
 		_ = n.stores.Close()
 	}
 }

@@ -148,7 +148,7 @@ func TestPeerTLSClusterReplicatesAndFailsOver(t *testing.T) {
 	c.put("after-transfer")
 	old := c.waitLeader()
 	oldName := old.cfg.Name
-	_ = old.kill()
+	_ = old.Kill()
 	delete(c.nodes, oldName)
 	nl := c.waitLeader()
 	if nl.cfg.Name == oldName {
@@ -175,7 +175,7 @@ func TestPeerTLSSnapshotInstall(t *testing.T) {
 	c.propose(mountCmd())
 	l := c.waitLeader()
 	lagger := c.otherThan(l.cfg.Name)
-	_ = c.nodes[lagger].kill()
+	_ = c.nodes[lagger].Kill()
 	delete(c.nodes, lagger)
 	for i := range 100 {
 		c.put(fmt.Sprintf("s%03d", i))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"metad/fsm"
 	"metad/store"
 )
@@ -161,11 +163,15 @@ func TestProposerOpensSecondEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := newNode(testConfig("n1", t.TempDir()), f, nil, gate)
+	// One node: no peer to reach and nothing the test asks of the disk.
+	cfg := testConfig("n1", t.TempDir())
+	_, tr := raft.NewInmemTransport("n1.raft:7000")
+	cfg.Transport, cfg.LogStores = tr, InmemLogStores()
+	n, err := newNode(cfg, f, nil, gate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { release(); _ = n.kill() })
+	t.Cleanup(func() { release(); _ = n.Kill() })
 	if err := n.BootstrapCluster([]Peer{{Name: "n1", PeerAddr: n.PeerAddr()}}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,19 +16,20 @@ import (
 
 	"metad/fsm"
 	"metad/ha"
+	"metad/ha/hatest"
 	metadv1 "metad/proto/metadv1"
 	"metad/server"
 	"metad/service"
 	"metad/store"
 )
 
-// Real nodes with the gRPC server in front of each, on loopback (real TCP transport, bolt files in
-// t.TempDir(), fast Raft timeouts). Tests poll observable conditions with deadlines; they never
+// Nodes of a hatest cluster (in memory: raft's InmemTransport, in-memory logs, fast Raft timeouts)
+// with the service and the gRPC server in front of each, on a loopback port: the servers forward
+// to the leader by its client address. Tests poll observable conditions with deadlines; they never
 // sleep to synchronise.
 
 type srvNode struct {
 	name string
-	cfg  ha.Config
 	node *ha.Node
 	f    *fsm.FSM
 	srv  *server.Server
@@ -39,94 +40,100 @@ type srvNode struct {
 
 type srvCluster struct {
 	t     *testing.T
-	nodes map[string]*srvNode
+	raft  *hatest.Cluster
+	nodes map[string]*srvNode // the running ones; written by the starts, on the test's goroutine
+	gates map[string]func()   // the apply gate of a member's next start (none: apply runs)
+	leads map[string]*service.Leadership
+	lis   map[string]net.Listener
 }
 
 func newSrvCluster(t *testing.T, n int) *srvCluster {
 	t.Helper()
-	c := &srvCluster{t: t, nodes: map[string]*srvNode{}}
-	var peers []ha.Peer
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("n%d", i)
-		cfg := ha.DefaultConfig()
-		cfg.Name, cfg.DataDir = name, t.TempDir()
-		cfg.PeerListen, cfg.PeerAddr = "127.0.0.1:0", "127.0.0.1:0"
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 150*time.Millisecond, 150*time.Millisecond, 100*time.Millisecond
-		cfg.CommitTimeout = 5 * time.Millisecond
-		sn := c.start(name, cfg, nil)
-		peers = append(peers, ha.Peer{Name: name, PeerAddr: sn.node.PeerAddr()})
-	}
-	if err := c.nodes["n1"].node.BootstrapCluster(peers); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	c := &srvCluster{t: t, nodes: map[string]*srvNode{}, gates: map[string]func(){},
+		leads: map[string]*service.Leadership{}, lis: map[string]net.Listener{}}
+	c.raft = hatest.New(t, n, hatest.Options{Config: c.configure, Start: c.startNode})
+	t.Cleanup(func() { // before hatest stops the nodes
 		for name := range c.nodes {
-			c.stop(name)
+			c.stopServer(name)
 		}
 	})
 	return c
 }
 
-// start runs node name (again, from its data dir and on its first peer port, when it ran before)
-// with a gRPC server on a fresh loopback port; gate, if not nil, runs before each apply.
-func (c *srvCluster) start(name string, cfg ha.Config, gate func()) *srvNode {
-	c.t.Helper()
+// configure gives member cfg.Name a gRPC listener on a fresh loopback port, its client address,
+// and the leadership hook a daemon registers.
+func (c *srvCluster) configure(cfg *ha.Config, f *fsm.FSM) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	cfg.ClientAddr = lis.Addr().String()
-	f, err := fsm.New(store.DefaultConfig(), nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	lead := service.NewLeadership(f.Store, nil)
 	cfg.OnLeadership = lead.Changed
-	node, err := ha.NewNodeWithApplyGate(cfg, f, nil, gate)
+	c.lis[cfg.Name], c.leads[cfg.Name] = lis, lead
+}
+
+// startNode starts the node (with its apply gate, if one is set) and the service and gRPC server
+// in front of it.
+func (c *srvCluster) startNode(cfg ha.Config, f *fsm.FSM) (*ha.Node, error) {
+	lis := c.lis[cfg.Name]
+	node, err := ha.NewNodeWithApplyGate(cfg, f, nil, c.gates[cfg.Name])
 	if err != nil {
 		_ = lis.Close()
-		c.t.Fatal(err)
+		return nil, err
 	}
-	cfg.PeerListen, cfg.PeerAddr = node.PeerAddr(), node.PeerAddr()
-	svc, err := service.New(node, f, lead, service.DefaultConfig(), nil, nil)
+	svc, err := service.New(node, f, c.leads[cfg.Name], service.DefaultConfig(), nil, nil)
 	if err != nil {
-		c.t.Fatal(err)
+		_ = lis.Close()
+		_ = node.Kill()
+		return nil, err
 	}
 	srv, err := server.New(svc, node, server.DefaultConfig(), nil, nil)
 	if err != nil {
-		c.t.Fatal(err)
+		_ = lis.Close()
+		_ = node.Kill()
+		return nil, err
 	}
 	g := grpc.NewServer(append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
 	srv.Register(g)
 	go func() { _ = g.Serve(lis) }()
 	cc, err := grpc.NewClient(cfg.ClientAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		c.t.Fatal(err)
+		g.Stop()
+		srv.Close()
+		_ = node.Kill()
+		return nil, err
 	}
-	sn := &srvNode{name: name, cfg: cfg, node: node, f: f, srv: srv, g: g, cc: cc, meta: metadv1.NewMetadataClient(cc)}
-	c.nodes[name] = sn
-	return sn
+	c.nodes[cfg.Name] = &srvNode{name: cfg.Name, node: node, f: f, srv: srv, g: g, cc: cc, meta: metadv1.NewMetadataClient(cc)}
+	return node, nil
 }
 
-// stop stops node name abruptly, as kill -9 would (no leadership transfer).
-func (c *srvCluster) stop(name string) {
+// restart starts the stopped node name again over its log and snapshots, with a gRPC server on a
+// fresh loopback port; gate, if not nil, runs before each apply.
+func (c *srvCluster) restart(name string, gate func()) *srvNode {
+	c.t.Helper()
+	c.gates[name] = gate
+	c.raft.Restart(name)
+	return c.nodes[name]
+}
+
+func (c *srvCluster) stopServer(name string) {
 	sn := c.nodes[name]
 	_ = sn.cc.Close()
 	sn.g.Stop()
 	sn.srv.Close()
-	_ = sn.node.Kill()
 	delete(c.nodes, name)
+}
+
+// stop stops node name abruptly, as kill -9 would (no leadership transfer).
+func (c *srvCluster) stop(name string) {
+	c.stopServer(name)
+	c.raft.Stop(name)
 }
 
 func (c *srvCluster) waitFor(what string, d time.Duration, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.raft.WaitFor(what, d, cond)
 }
 
 // leader waits for a leader that serves linearizable reads.
@@ -190,7 +197,7 @@ var (
 
 func readyKey(i int) []byte { return []byte(fmt.Sprintf("k%02d", i)) }
 
-// A follower killed and restarted from its data dir, then made leader at once, takes office before
+// A follower killed and restarted from its log, then made leader at once, takes office before
 // it has applied the log it holds. Forced Removes of acknowledged objects and linearizable reads
 // that reach it then wait until it has applied its term-start barrier: none is answered from the
 // state it has not caught up with (OBJECT_NOT_FOUND for an acknowledged object), and none bounces
@@ -231,14 +238,14 @@ func TestNewLeaderAnswersOnlyOnceCaughtUp(t *testing.T) {
 	last := l.node.Status().AppliedIndex
 	c.waitFor(f.name+" to hold the whole log", 10*time.Second, func() bool { return f.node.Status().AppliedIndex >= last })
 
-	// Kill it and restart it from its data dir with apply held: it holds the log but has applied
-	// none of it.
-	name, cfg := f.name, f.cfg
+	// Kill it and restart it from its log and snapshots with apply held: it holds the log but has
+	// applied none of it.
+	name := f.name
 	c.stop(name)
 	release := make(chan struct{})
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
-	f = c.start(name, cfg, func() { <-release })
+	f = c.restart(name, func() { <-release })
 	t.Cleanup(open) // before the nodes stop: a node stops only once its apply goroutine returns
 	c.waitFor(name+" to learn the commit index", 10*time.Second, func() bool { return f.node.Status().CommitIndex >= last })
 	for attempt := 0; !f.node.IsLeader(); attempt++ {
