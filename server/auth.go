@@ -133,7 +133,7 @@ func (s *Server) admit(ctx context.Context, method string, req proto.Message) (c
 		s.m.authDeferred.Inc()
 		return context.WithValue(ctx, authKey{}, a), nil
 	}
-	ctx, err = s.svc.Authorize(ctx, a.caller, method, req)
+	ctx, err = s.authz.Authorize(ctx, a.caller, method, req)
 	if err != nil {
 		s.m.authFailures.WithLabelValues("denied").Inc()
 		return ctx, toStatus(err)
@@ -210,11 +210,11 @@ func (s *Server) verify(ca *connAuth, token string) (service.Verified, error) {
 	ca.mu.Lock()
 	v, ok := ca.keys[token]
 	ca.mu.Unlock()
-	if ok && !s.svc.AuthStale(v) {
+	if ok && !s.authz.AuthStale(v) {
 		return v, nil
 	}
 	s.m.authVerifications.Inc()
-	v, err := s.svc.VerifyToken(token)
+	v, err := s.authz.VerifyToken(token)
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	if err != nil {

@@ -20,8 +20,8 @@ import (
 	"metad/tlsconf"
 )
 
-// authorizeAll is a Service that authorizes every call and serves none.
-type authorizeAll struct{ Service }
+// authorizeAll authorizes every call.
+type authorizeAll struct{ authorizer }
 
 func (authorizeAll) Authorize(ctx context.Context, _ service.Caller, _ string, _ proto.Message) (context.Context, error) {
 	return ctx, nil
@@ -40,7 +40,7 @@ func BenchmarkUnaryInterceptor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s := &Server{svc: authorizeAll{}, cfg: Config{Authenticate: tc.auth}, m: m}
+			s := &Server{authz: authorizeAll{}, cfg: Config{Authenticate: tc.auth}, m: m}
 			ca := &connAuth{}
 			ca.once.Do(func() { ca.id = tlsconf.Identity{Kind: tlsconf.Principal, Name: "worker"} })
 			ctx := metadata.NewIncomingContext(peer.NewContext(context.Background(), &peer.Peer{AuthInfo: connInfo{auth: ca}}), metadata.Pairs(

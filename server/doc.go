@@ -1,5 +1,5 @@
 // Package server is metad's gRPC front end: the Metadata service (what cache workers call) and the
-// Admin service (what operators call), as a thin adapter over a Service (package service, the
+// Admin service (what operators call), as a thin adapter over service.Service (package service, the
 // leader's side of every request). It decodes requests, routes each call (here, or forwarded to
 // the leader), streams snapshots, and maps every error to a gRPC status in one place (errors.go);
 // it holds no replicated state and no leader soft state of its own.

@@ -61,7 +61,7 @@ func (s *Server) scrapeAllowed(r *http.Request) error {
 		}
 		return nil
 	}
-	if _, err := s.svc.Authorize(r.Context(), service.Caller{Principal: id.Name}, scrapeMethod, &metadv1.ListTenantsRequest{}); err != nil {
+	if _, err := s.authz.Authorize(r.Context(), service.Caller{Principal: id.Name}, scrapeMethod, &metadv1.ListTenantsRequest{}); err != nil {
 		return fmt.Errorf("%s shows every tenant, as Admin.ListTenants does: %w", r.URL.Path, err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,80 +18,6 @@ import (
 	"metad/service"
 	"metad/store"
 )
-
-// Service is the leader's side of every unary call (package service implements it): each method
-// validates its request, answers ErrForward (service.ErrForward) when this node does not lead and
-// the call must run on the leader, and otherwise serves it. Its errors are *service.Error or
-// ErrForward; toStatus maps them.
-type Service interface {
-	RegisterTenant(context.Context, *metadv1.RegisterTenantRequest) (*metadv1.RegisterTenantResponse, error)
-	UnregisterTenant(context.Context, *metadv1.UnregisterTenantRequest) (*metadv1.UnregisterTenantResponse, error)
-	ListTenants(context.Context, *metadv1.ListTenantsRequest) (*metadv1.ListTenantsResponse, error)
-	SetQuota(context.Context, *metadv1.SetQuotaRequest) (*metadv1.SetQuotaResponse, error)
-	GetQuota(context.Context, *metadv1.GetQuotaRequest) (*metadv1.GetQuotaResponse, error)
-	ListSegments(context.Context, *metadv1.ListSegmentsRequest) (*metadv1.ListSegmentsResponse, error)
-	ListMembers(context.Context, *metadv1.ListMembersRequest) (*metadv1.ListMembersResponse, error)
-	AddMember(context.Context, *metadv1.AddMemberRequest) (*metadv1.AddMemberResponse, error)
-	RemoveMember(context.Context, *metadv1.RemoveMemberRequest) (*metadv1.RemoveMemberResponse, error)
-	TransferLeader(context.Context, *metadv1.TransferLeaderRequest) (*metadv1.TransferLeaderResponse, error)
-	RecordMember(context.Context, *metadv1.RecordMemberRequest) (*metadv1.RecordMemberResponse, error)
-	Status(context.Context, *metadv1.StatusRequest) (*metadv1.StatusResponse, error)
-	PutStart(context.Context, *metadv1.PutStartRequest) (*metadv1.PutStartResponse, error)
-	PutEnd(context.Context, *metadv1.PutEndRequest) (*metadv1.PutEndResponse, error)
-	PutRevoke(context.Context, *metadv1.PutRevokeRequest) (*metadv1.PutRevokeResponse, error)
-	UpsertStart(context.Context, *metadv1.UpsertStartRequest) (*metadv1.UpsertStartResponse, error)
-	UpsertEnd(context.Context, *metadv1.UpsertEndRequest) (*metadv1.UpsertEndResponse, error)
-	UpsertRevoke(context.Context, *metadv1.UpsertRevokeRequest) (*metadv1.UpsertRevokeResponse, error)
-	BatchPutStart(context.Context, *metadv1.BatchPutStartRequest) (*metadv1.BatchPutStartResponse, error)
-	BatchPutEnd(context.Context, *metadv1.BatchPutEndRequest) (*metadv1.BatchPutEndResponse, error)
-	BatchPutRevoke(context.Context, *metadv1.BatchPutRevokeRequest) (*metadv1.BatchPutRevokeResponse, error)
-	Get(context.Context, *metadv1.GetRequest) (*metadv1.GetResponse, error)
-	Exist(context.Context, *metadv1.ExistRequest) (*metadv1.ExistResponse, error)
-	BatchGet(context.Context, *metadv1.BatchGetRequest) (*metadv1.BatchGetResponse, error)
-	BatchExist(context.Context, *metadv1.BatchExistRequest) (*metadv1.BatchExistResponse, error)
-	ListGroup(context.Context, *metadv1.ListGroupRequest) (*metadv1.ListGroupResponse, error)
-	Remove(context.Context, *metadv1.RemoveRequest) (*metadv1.RemoveResponse, error)
-	BatchRemove(context.Context, *metadv1.BatchRemoveRequest) (*metadv1.BatchRemoveResponse, error)
-	RemoveAll(context.Context, *metadv1.RemoveAllRequest) (*metadv1.RemoveAllResponse, error)
-	RemoveGroup(context.Context, *metadv1.RemoveGroupRequest) (*metadv1.RemoveGroupResponse, error)
-	MountSegment(context.Context, *metadv1.MountSegmentRequest) (*metadv1.MountSegmentResponse, error)
-	UnmountSegment(context.Context, *metadv1.UnmountSegmentRequest) (*metadv1.UnmountSegmentResponse, error)
-	Ping(context.Context, *metadv1.PingRequest) (*metadv1.PingResponse, error)
-	OpenSession(context.Context, *metadv1.OpenSessionRequest) (*metadv1.OpenSessionResponse, error)
-	ListObjectKeys(context.Context, *metadv1.ListObjectKeysRequest) (*metadv1.ListObjectKeysResponse, error)
-	GetByRegex(context.Context, *metadv1.GetByRegexRequest) (*metadv1.GetByRegexResponse, error)
-	RemoveByRegex(context.Context, *metadv1.RemoveByRegexRequest) (*metadv1.RemoveByRegexResponse, error)
-	BatchReplicaClear(context.Context, *metadv1.BatchReplicaClearRequest) (*metadv1.BatchReplicaClearResponse, error)
-	CopyStart(context.Context, *metadv1.CopyStartRequest) (*metadv1.CopyStartResponse, error)
-	CopyEnd(context.Context, *metadv1.CopyEndRequest) (*metadv1.CopyEndResponse, error)
-	CopyRevoke(context.Context, *metadv1.CopyRevokeRequest) (*metadv1.CopyRevokeResponse, error)
-	MoveStart(context.Context, *metadv1.MoveStartRequest) (*metadv1.MoveStartResponse, error)
-	MoveEnd(context.Context, *metadv1.MoveEndRequest) (*metadv1.MoveEndResponse, error)
-	MoveRevoke(context.Context, *metadv1.MoveRevokeRequest) (*metadv1.MoveRevokeResponse, error)
-	CreateCopyTask(context.Context, *metadv1.CreateCopyTaskRequest) (*metadv1.CreateCopyTaskResponse, error)
-	CreateMoveTask(context.Context, *metadv1.CreateMoveTaskRequest) (*metadv1.CreateMoveTaskResponse, error)
-	QueryTask(context.Context, *metadv1.QueryTaskRequest) (*metadv1.QueryTaskResponse, error)
-	FetchTasks(context.Context, *metadv1.FetchTasksRequest) (*metadv1.FetchTasksResponse, error)
-	MarkTaskToComplete(context.Context, *metadv1.MarkTaskToCompleteRequest) (*metadv1.MarkTaskToCompleteResponse, error)
-	ListTasks(context.Context, *metadv1.ListTasksRequest) (*metadv1.ListTasksResponse, error)
-	CreateKey(context.Context, *metadv1.CreateKeyRequest) (*metadv1.CreateKeyResponse, error)
-	RevokeKey(context.Context, *metadv1.RevokeKeyRequest) (*metadv1.RevokeKeyResponse, error)
-	ListKeys(context.Context, *metadv1.ListKeysRequest) (*metadv1.ListKeysResponse, error)
-	GrantRole(context.Context, *metadv1.GrantRoleRequest) (*metadv1.GrantRoleResponse, error)
-	RevokeRole(context.Context, *metadv1.RevokeRoleRequest) (*metadv1.RevokeRoleResponse, error)
-	ListRoles(context.Context, *metadv1.ListRolesRequest) (*metadv1.ListRolesResponse, error)
-	StartDrain(context.Context, *metadv1.StartDrainRequest) (*metadv1.StartDrainResponse, error)
-	DrainStatus(context.Context, *metadv1.DrainStatusRequest) (*metadv1.DrainStatusResponse, error)
-	CancelDrain(context.Context, *metadv1.CancelDrainRequest) (*metadv1.CancelDrainResponse, error)
-	// OpenSnapshot and RestoreSnapshot serve the snapshot streams (see snapshot.go).
-	OpenSnapshot(ctx context.Context, allowStale bool) (*ha.SnapshotStream, error)
-	RestoreSnapshot(ctx context.Context, r io.Reader) (*ha.RestoreResult, error)
-	// VerifyToken, AuthStale and Authorize authenticate and authorize calls (auth.go; package
-	// service, authz.go).
-	VerifyToken(token string) (service.Verified, error)
-	AuthStale(v service.Verified) bool
-	Authorize(ctx context.Context, c service.Caller, method string, req proto.Message) (context.Context, error)
-}
 
 // Node must be safe for concurrent use. It is what the adapter needs of the Raft node to route
 // calls and keep its own member record; ha.Node (through service.Backend) implements it.
@@ -118,9 +43,17 @@ type Node interface {
 }
 
 var (
-	_ Service = (*service.Service)(nil)
-	_ Node    = (service.Backend)(nil)
+	_ Node       = (service.Backend)(nil)
+	_ authorizer = (*service.Service)(nil)
 )
+
+// authorizer authenticates and authorizes calls (auth.go, scrape.go; package service, authz.go):
+// the service, or in the interceptor's benchmark one that allows everything.
+type authorizer interface {
+	VerifyToken(token string) (service.Verified, error)
+	AuthStale(v service.Verified) bool
+	Authorize(ctx context.Context, c service.Caller, method string, req proto.Message) (context.Context, error)
+}
 
 // Health service names: "" is the node as a whole; healthLeader is SERVING only on the leader.
 const healthLeader = "leader"
@@ -130,7 +63,8 @@ const healthLeader = "leader"
 // Node, the forwarder's connection cache and the leader watch (each with its own lock, see
 // forward.go); Run is called once and owns the background loops.
 type Server struct {
-	svc    Service
+	svc    *service.Service // the leader's side of every call: validates, answers service.ErrForward off the leader, serves
+	authz  authorizer       // svc, except in the interceptor\'s benchmark
 	node   Node
 	cfg    Config
 	log    *slog.Logger
@@ -145,7 +79,7 @@ type Server struct {
 // New returns a Server over svc, routing by node's view of the leader. reg receives the server's
 // metrics (nil: not registered anywhere); log nil discards. Call SetLeader from the service's
 // leadership hook (service.Service.OnLeadership) to keep the "leader" health status current.
-func New(svc Service, node Node, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Server, error) {
+func New(svc *service.Service, node Node, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Server, error) {
 	if svc == nil || node == nil {
 		return nil, fmt.Errorf("server: nil service or node")
 	}
@@ -155,7 +89,7 @@ func New(svc Service, node Node, cfg Config, reg prometheus.Registerer, log *slo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(cfg.DialCredentials), watch: newLeaderWatch()}
+	s := &Server{svc: svc, authz: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(cfg.DialCredentials), watch: newLeaderWatch()}
 	s.meta = &metadataService{s: s}
 	s.admin = &adminService{s: s}
 	m, err := newMetrics(reg)
