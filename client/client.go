@@ -114,8 +114,21 @@ func (c *Client) Endpoints() []string {
 // Leader returns the endpoint calls currently go to: the believed leader.
 func (c *Client) Leader() string { return c.cur.Load().addr }
 
-// Close closes every connection. Calls in flight fail; later calls return ErrClosed.
+// closeSessionTimeout bounds Close's CloseSession calls: the sessions are closed for the cluster's
+// sake (their kept answers go at once rather than at their ttl), so a cluster that does not answer
+// in time only keeps them until they expire.
+const closeSessionTimeout = time.Second
+
+// Close closes the client's sessions (CloseSession, best effort, within closeSessionTimeout) and
+// every connection. Calls in flight fail; later calls return ErrClosed.
 func (c *Client) Close() error {
+	if c.sess != nil && !c.closed.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeSessionTimeout)
+		for _, id := range c.sess.drain() {
+			_, _ = call(ctx, c, metadv1.MetadataClient.CloseSession, &metadv1.CloseSessionRequest{SessionId: id})
+		}
+		cancel()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed.Swap(true) {

@@ -156,6 +156,19 @@ func (s *session) expired(h *metadv1.SessionHeader) {
 	s.wake()
 }
 
+// drain forgets every open session and returns their ids (Close ends them on the cluster).
+func (s *session) drain() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]uint64, len(s.open))
+	for i, q := range s.open {
+		ids[i] = q.id
+	}
+	s.open = nil
+	s.wake()
+	return ids
+}
+
 // using reports whether the client writes with sessions (open, or to be opened).
 func (s *session) using() bool {
 	s.mu.Lock()

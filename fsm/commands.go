@@ -81,6 +81,8 @@ const (
 	levelBase uint32 = 1
 	// levelArenas: the allocation arenas (ArenaGrant, ArenaRetire, PutCommit).
 	levelArenas uint32 = 2
+	// levelCloseSession: a client ends its session (CloseSession).
+	levelCloseSession uint32 = 3
 )
 
 // FeatureLevel is this binary's feature level: the highest level of its commands.
@@ -168,6 +170,8 @@ var commands = []spec{
 		(*metadv1.Command).GetSetMember, applySetMember),
 	defNoCheck("forget_member", levelBase, "package ha proposes it for a member it removed", (*metadv1.Command).GetForgetMember, applyForgetMember),
 	defNoCheck("open_session", levelBase, alwaysApplies, whole, applyOpenSession),
+	defNoCheck("close_session", levelCloseSession, "the service refuses a session that is not open to its caller (service/session.go)",
+		whole, applyCloseSession),
 
 	// The auth state (package auth).
 	def("create_key", levelBase, whole, checkAuth, applyAuth),

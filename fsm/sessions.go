@@ -250,6 +250,23 @@ func (t *sessionTable) run(now int64, h *metadv1.SessionHeader, by string, owner
 	return r, false
 }
 
+// close ends session id of principal by at leader time now (applyCloseSession).
+func (t *sessionTable) close(now int64, id uint64, by string) store.Result {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ss := t.byID[id]
+	switch {
+	case ss == nil || !ss.owner.admits(by):
+		return unknownSession(id)
+	case ss.expired(now):
+		delete(t.byID, id)
+		t.expired.Add(1)
+		return unknownSession(id)
+	}
+	delete(t.byID, id)
+	return store.Result{}
+}
+
 // replay returns the kept answer of h's (session, seq), if there is one and principal opened the
 // session.
 func (t *sessionTable) replay(h *metadv1.SessionHeader, principal string) (store.Result, bool) {
@@ -340,6 +357,13 @@ func applyOpenSession(st *State, e env, c *metadv1.Command) store.Result {
 		e.m.sessionsOpened.Add(1)
 	}
 	return r
+}
+
+// applyCloseSession ends a session of the command's principal: SESSION_EXPIRED, the answer of an
+// unknown session, for one the state does not hold, one unused for its ttl, or one another
+// principal opened.
+func applyCloseSession(st *State, e env, c *metadv1.Command) store.Result {
+	return st.sessions.close(e.now, c.GetCloseSession().GetSessionId(), c.GetPrincipal())
 }
 
 // runCommand applies one command, through its session when it carries one. A command authorized

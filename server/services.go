@@ -203,6 +203,10 @@ func (m *metadataService) OpenSession(ctx context.Context, req *metadv1.OpenSess
 	return unary(ctx, m.s, req, m.s.svc.OpenSession)
 }
 
+func (m *metadataService) CloseSession(ctx context.Context, req *metadv1.CloseSessionRequest) (*metadv1.CloseSessionResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.CloseSession)
+}
+
 func (m *metadataService) ListObjectKeys(ctx context.Context, req *metadv1.ListObjectKeysRequest) (*metadv1.ListObjectKeysResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.ListObjectKeys)
 }

@@ -154,6 +154,41 @@ func (s *Service) OpenSession(ctx context.Context, req *metadv1.OpenSessionReque
 	return &metadv1.OpenSessionResponse{SessionId: res.Session, TtlMs: ms(s.cfg.SessionTTL), Window: s.cfg.SessionWindow}, nil
 }
 
+// CloseSession ends a session of the caller's (a replicated command): its kept answers go at once.
+// A session that is not open to the caller (unknown, expired, or another principal's) is answered
+// SESSION_EXPIRED, word for word as for an unknown session, with no log entry. A cluster with a
+// member of an older binary refuses it (ha.ErrFeatureLevel), and the session ends at its ttl.
+func (s *Service) CloseSession(ctx context.Context, req *metadv1.CloseSessionRequest) (*metadv1.CloseSessionResponse, error) {
+	id := req.GetSessionId()
+	if id == 0 {
+		return nil, fail(badf("session_id", "must not be 0"), "", nil)
+	}
+	if err := s.here(); err != nil {
+		return nil, err
+	}
+	cmd := stamped(ctx, &metadv1.Command{Op: &metadv1.Command_CloseSession{CloseSession: &metadv1.CloseSession{SessionId: id}}})
+	var res store.Result
+	if _, err := s.fromState(ctx, func(*store.Store) (bool, error) {
+		if !s.st.SessionOpen(id, cmd.GetPrincipal()) {
+			res = unknownSession(id)
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return nil, fail(err, "", nil)
+	}
+	if res.Reason == store.OK {
+		var err error
+		if res, err = s.proposeAuthed(ctx, cmd); err != nil {
+			return nil, fail(err, "", nil)
+		}
+	}
+	if err := rejected(&res, "", nil); err != nil {
+		return nil, err
+	}
+	return &metadv1.CloseSessionResponse{}, nil
+}
+
 // validSessionConfig checks the session settings against the state machine's limits.
 func validSessionConfig(c Config) error {
 	if c.SessionTTL < fsm.MinSessionTTL || c.SessionWindow < 1 || c.SessionWindow > fsm.MaxSessionWindow {

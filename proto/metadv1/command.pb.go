@@ -340,6 +340,7 @@ type Command struct {
 	//	*Command_ArenaGrant
 	//	*Command_ArenaRetire
 	//	*Command_PutCommit
+	//	*Command_CloseSession
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -781,6 +782,15 @@ func (x *Command) GetPutCommit() *PutCommit {
 	return nil
 }
 
+func (x *Command) GetCloseSession() *CloseSession {
+	if x != nil {
+		if x, ok := x.Op.(*Command_CloseSession); ok {
+			return x.CloseSession
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -1021,6 +1031,11 @@ type Command_PutCommit struct {
 	PutCommit *PutCommit `protobuf:"bytes,53,opt,name=put_commit,json=putCommit,proto3,oneof"`
 }
 
+type Command_CloseSession struct {
+	// End a client session: its kept answers go, its id is never used again.
+	CloseSession *CloseSession `protobuf:"bytes,54,opt,name=close_session,json=closeSession,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -1107,6 +1122,8 @@ func (*Command_ArenaRetire) isCommand_Op() {}
 
 func (*Command_PutCommit) isCommand_Op() {}
 
+func (*Command_CloseSession) isCommand_Op() {}
+
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1163,6 +1180,54 @@ func (x *OpenSession) GetWindow() uint32 {
 	return 0
 }
 
+// CloseSession ends a client session that its client is done with, so that its kept answers go at
+// once rather than at its ttl or to make room. The command's principal must own the session (as for
+// every command in a session); an unknown, expired or foreign session is refused SESSION_EXPIRED.
+type CloseSession struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session to end.
+	SessionId     uint64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSession) Reset() {
+	*x = CloseSession{}
+	mi := &file_metadv1_command_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSession) ProtoMessage() {}
+
+func (x *CloseSession) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSession.ProtoReflect.Descriptor instead.
+func (*CloseSession) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CloseSession) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
 // ObjectToken names one object as the leader saw it, so apply can tell whether it changed since:
 // a token whose tenant instance, object id or version no longer matches is skipped.
 type ObjectToken struct {
@@ -1183,7 +1248,7 @@ type ObjectToken struct {
 
 func (x *ObjectToken) Reset() {
 	*x = ObjectToken{}
-	mi := &file_metadv1_command_proto_msgTypes[3]
+	mi := &file_metadv1_command_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1260,7 @@ func (x *ObjectToken) String() string {
 func (*ObjectToken) ProtoMessage() {}
 
 func (x *ObjectToken) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[3]
+	mi := &file_metadv1_command_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1273,7 @@ func (x *ObjectToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectToken.ProtoReflect.Descriptor instead.
 func (*ObjectToken) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{3}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ObjectToken) GetTenant() string {
@@ -1267,7 +1332,7 @@ type ObjectRef struct {
 
 func (x *ObjectRef) Reset() {
 	*x = ObjectRef{}
-	mi := &file_metadv1_command_proto_msgTypes[4]
+	mi := &file_metadv1_command_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1344,7 @@ func (x *ObjectRef) String() string {
 func (*ObjectRef) ProtoMessage() {}
 
 func (x *ObjectRef) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[4]
+	mi := &file_metadv1_command_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1357,7 @@ func (x *ObjectRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectRef.ProtoReflect.Descriptor instead.
 func (*ObjectRef) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{4}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ObjectRef) GetKey() []byte {
@@ -1349,7 +1414,7 @@ type PutStart struct {
 
 func (x *PutStart) Reset() {
 	*x = PutStart{}
-	mi := &file_metadv1_command_proto_msgTypes[5]
+	mi := &file_metadv1_command_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1426,7 @@ func (x *PutStart) String() string {
 func (*PutStart) ProtoMessage() {}
 
 func (x *PutStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[5]
+	mi := &file_metadv1_command_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1439,7 @@ func (x *PutStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutStart.ProtoReflect.Descriptor instead.
 func (*PutStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{5}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutStart) GetTenant() string {
@@ -1450,7 +1515,7 @@ type PutEnd struct {
 
 func (x *PutEnd) Reset() {
 	*x = PutEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[6]
+	mi := &file_metadv1_command_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1527,7 @@ func (x *PutEnd) String() string {
 func (*PutEnd) ProtoMessage() {}
 
 func (x *PutEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[6]
+	mi := &file_metadv1_command_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1540,7 @@ func (x *PutEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutEnd.ProtoReflect.Descriptor instead.
 func (*PutEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutEnd) GetTenant() string {
@@ -1523,7 +1588,7 @@ type PutRevoke struct {
 
 func (x *PutRevoke) Reset() {
 	*x = PutRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[7]
+	mi := &file_metadv1_command_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1600,7 @@ func (x *PutRevoke) String() string {
 func (*PutRevoke) ProtoMessage() {}
 
 func (x *PutRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[7]
+	mi := &file_metadv1_command_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1613,7 @@ func (x *PutRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRevoke.ProtoReflect.Descriptor instead.
 func (*PutRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PutRevoke) GetTenant() string {
@@ -1604,7 +1669,7 @@ type UpsertStart struct {
 
 func (x *UpsertStart) Reset() {
 	*x = UpsertStart{}
-	mi := &file_metadv1_command_proto_msgTypes[8]
+	mi := &file_metadv1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1681,7 @@ func (x *UpsertStart) String() string {
 func (*UpsertStart) ProtoMessage() {}
 
 func (x *UpsertStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[8]
+	mi := &file_metadv1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1694,7 @@ func (x *UpsertStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertStart.ProtoReflect.Descriptor instead.
 func (*UpsertStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpsertStart) GetTenant() string {
@@ -1705,7 +1770,7 @@ type UpsertEnd struct {
 
 func (x *UpsertEnd) Reset() {
 	*x = UpsertEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[9]
+	mi := &file_metadv1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1782,7 @@ func (x *UpsertEnd) String() string {
 func (*UpsertEnd) ProtoMessage() {}
 
 func (x *UpsertEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[9]
+	mi := &file_metadv1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1795,7 @@ func (x *UpsertEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertEnd.ProtoReflect.Descriptor instead.
 func (*UpsertEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{9}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpsertEnd) GetTenant() string {
@@ -1778,7 +1843,7 @@ type UpsertRevoke struct {
 
 func (x *UpsertRevoke) Reset() {
 	*x = UpsertRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[10]
+	mi := &file_metadv1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1855,7 @@ func (x *UpsertRevoke) String() string {
 func (*UpsertRevoke) ProtoMessage() {}
 
 func (x *UpsertRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[10]
+	mi := &file_metadv1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1868,7 @@ func (x *UpsertRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertRevoke.ProtoReflect.Descriptor instead.
 func (*UpsertRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{10}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpsertRevoke) GetTenant() string {
@@ -1858,7 +1923,7 @@ type Remove struct {
 
 func (x *Remove) Reset() {
 	*x = Remove{}
-	mi := &file_metadv1_command_proto_msgTypes[11]
+	mi := &file_metadv1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +1935,7 @@ func (x *Remove) String() string {
 func (*Remove) ProtoMessage() {}
 
 func (x *Remove) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[11]
+	mi := &file_metadv1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +1948,7 @@ func (x *Remove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Remove.ProtoReflect.Descriptor instead.
 func (*Remove) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{11}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Remove) GetTenant() string {
@@ -1951,7 +2016,7 @@ type RemoveAll struct {
 
 func (x *RemoveAll) Reset() {
 	*x = RemoveAll{}
-	mi := &file_metadv1_command_proto_msgTypes[12]
+	mi := &file_metadv1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2028,7 @@ func (x *RemoveAll) String() string {
 func (*RemoveAll) ProtoMessage() {}
 
 func (x *RemoveAll) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[12]
+	mi := &file_metadv1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2041,7 @@ func (x *RemoveAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAll.ProtoReflect.Descriptor instead.
 func (*RemoveAll) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{12}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RemoveAll) GetTenant() string {
@@ -2039,7 +2104,7 @@ type RemoveGroup struct {
 
 func (x *RemoveGroup) Reset() {
 	*x = RemoveGroup{}
-	mi := &file_metadv1_command_proto_msgTypes[13]
+	mi := &file_metadv1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2116,7 @@ func (x *RemoveGroup) String() string {
 func (*RemoveGroup) ProtoMessage() {}
 
 func (x *RemoveGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[13]
+	mi := &file_metadv1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2129,7 @@ func (x *RemoveGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveGroup.ProtoReflect.Descriptor instead.
 func (*RemoveGroup) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{13}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RemoveGroup) GetTenant() string {
@@ -2137,7 +2202,7 @@ type BatchPutStart struct {
 
 func (x *BatchPutStart) Reset() {
 	*x = BatchPutStart{}
-	mi := &file_metadv1_command_proto_msgTypes[14]
+	mi := &file_metadv1_command_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2214,7 @@ func (x *BatchPutStart) String() string {
 func (*BatchPutStart) ProtoMessage() {}
 
 func (x *BatchPutStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[14]
+	mi := &file_metadv1_command_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2227,7 @@ func (x *BatchPutStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutStart.ProtoReflect.Descriptor instead.
 func (*BatchPutStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{14}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BatchPutStart) GetTenant() string {
@@ -2224,7 +2289,7 @@ type BatchPutEnd struct {
 
 func (x *BatchPutEnd) Reset() {
 	*x = BatchPutEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[15]
+	mi := &file_metadv1_command_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2301,7 @@ func (x *BatchPutEnd) String() string {
 func (*BatchPutEnd) ProtoMessage() {}
 
 func (x *BatchPutEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[15]
+	mi := &file_metadv1_command_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2314,7 @@ func (x *BatchPutEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutEnd.ProtoReflect.Descriptor instead.
 func (*BatchPutEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{15}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BatchPutEnd) GetTenant() string {
@@ -2297,7 +2362,7 @@ type BatchPutRevoke struct {
 
 func (x *BatchPutRevoke) Reset() {
 	*x = BatchPutRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[16]
+	mi := &file_metadv1_command_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2374,7 @@ func (x *BatchPutRevoke) String() string {
 func (*BatchPutRevoke) ProtoMessage() {}
 
 func (x *BatchPutRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[16]
+	mi := &file_metadv1_command_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2387,7 @@ func (x *BatchPutRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutRevoke.ProtoReflect.Descriptor instead.
 func (*BatchPutRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{16}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BatchPutRevoke) GetTenant() string {
@@ -2377,7 +2442,7 @@ type BatchRemove struct {
 
 func (x *BatchRemove) Reset() {
 	*x = BatchRemove{}
-	mi := &file_metadv1_command_proto_msgTypes[17]
+	mi := &file_metadv1_command_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2454,7 @@ func (x *BatchRemove) String() string {
 func (*BatchRemove) ProtoMessage() {}
 
 func (x *BatchRemove) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[17]
+	mi := &file_metadv1_command_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2467,7 @@ func (x *BatchRemove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRemove.ProtoReflect.Descriptor instead.
 func (*BatchRemove) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{17}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BatchRemove) GetTenant() string {
@@ -2472,7 +2537,7 @@ type BatchReplicaClear struct {
 
 func (x *BatchReplicaClear) Reset() {
 	*x = BatchReplicaClear{}
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2549,7 @@ func (x *BatchReplicaClear) String() string {
 func (*BatchReplicaClear) ProtoMessage() {}
 
 func (x *BatchReplicaClear) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[18]
+	mi := &file_metadv1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2562,7 @@ func (x *BatchReplicaClear) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReplicaClear.ProtoReflect.Descriptor instead.
 func (*BatchReplicaClear) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{18}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BatchReplicaClear) GetTenant() string {
@@ -2578,7 +2643,7 @@ type Evict struct {
 
 func (x *Evict) Reset() {
 	*x = Evict{}
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +2655,7 @@ func (x *Evict) String() string {
 func (*Evict) ProtoMessage() {}
 
 func (x *Evict) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[19]
+	mi := &file_metadv1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +2668,7 @@ func (x *Evict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evict.ProtoReflect.Descriptor instead.
 func (*Evict) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{19}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Evict) GetTokens() []*ObjectToken {
@@ -2676,7 +2741,7 @@ type TokenColumns struct {
 
 func (x *TokenColumns) Reset() {
 	*x = TokenColumns{}
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2753,7 @@ func (x *TokenColumns) String() string {
 func (*TokenColumns) ProtoMessage() {}
 
 func (x *TokenColumns) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[20]
+	mi := &file_metadv1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2766,7 @@ func (x *TokenColumns) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenColumns.ProtoReflect.Descriptor instead.
 func (*TokenColumns) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{20}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TokenColumns) GetTenants() []string {
@@ -2774,7 +2839,7 @@ type RevokeExpired struct {
 
 func (x *RevokeExpired) Reset() {
 	*x = RevokeExpired{}
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2786,7 +2851,7 @@ func (x *RevokeExpired) String() string {
 func (*RevokeExpired) ProtoMessage() {}
 
 func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[21]
+	mi := &file_metadv1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2799,7 +2864,7 @@ func (x *RevokeExpired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeExpired.ProtoReflect.Descriptor instead.
 func (*RevokeExpired) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{21}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RevokeExpired) GetTokens() []*ObjectToken {
@@ -2841,7 +2906,7 @@ type MountSegment struct {
 
 func (x *MountSegment) Reset() {
 	*x = MountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +2918,7 @@ func (x *MountSegment) String() string {
 func (*MountSegment) ProtoMessage() {}
 
 func (x *MountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[22]
+	mi := &file_metadv1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +2931,7 @@ func (x *MountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountSegment.ProtoReflect.Descriptor instead.
 func (*MountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{22}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MountSegment) GetSegment() *SegmentDesc {
@@ -2893,7 +2958,7 @@ type UnmountSegment struct {
 
 func (x *UnmountSegment) Reset() {
 	*x = UnmountSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2905,7 +2970,7 @@ func (x *UnmountSegment) String() string {
 func (*UnmountSegment) ProtoMessage() {}
 
 func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[23]
+	mi := &file_metadv1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2918,7 +2983,7 @@ func (x *UnmountSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountSegment.ProtoReflect.Descriptor instead.
 func (*UnmountSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UnmountSegment) GetClientId() []byte {
@@ -2961,7 +3026,7 @@ type CloseSegment struct {
 
 func (x *CloseSegment) Reset() {
 	*x = CloseSegment{}
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2973,7 +3038,7 @@ func (x *CloseSegment) String() string {
 func (*CloseSegment) ProtoMessage() {}
 
 func (x *CloseSegment) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[24]
+	mi := &file_metadv1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2986,7 +3051,7 @@ func (x *CloseSegment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSegment.ProtoReflect.Descriptor instead.
 func (*CloseSegment) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CloseSegment) GetClientId() []byte {
@@ -3025,7 +3090,7 @@ type UnmountClosed struct {
 
 func (x *UnmountClosed) Reset() {
 	*x = UnmountClosed{}
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3037,7 +3102,7 @@ func (x *UnmountClosed) String() string {
 func (*UnmountClosed) ProtoMessage() {}
 
 func (x *UnmountClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[25]
+	mi := &file_metadv1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3050,7 +3115,7 @@ func (x *UnmountClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmountClosed.ProtoReflect.Descriptor instead.
 func (*UnmountClosed) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UnmountClosed) GetSegmentId() []byte {
@@ -3080,7 +3145,7 @@ type RegisterTenant struct {
 
 func (x *RegisterTenant) Reset() {
 	*x = RegisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3157,7 @@ func (x *RegisterTenant) String() string {
 func (*RegisterTenant) ProtoMessage() {}
 
 func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[26]
+	mi := &file_metadv1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3170,7 @@ func (x *RegisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTenant.ProtoReflect.Descriptor instead.
 func (*RegisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegisterTenant) GetName() string {
@@ -3136,7 +3201,7 @@ type UnregisterTenant struct {
 
 func (x *UnregisterTenant) Reset() {
 	*x = UnregisterTenant{}
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +3213,7 @@ func (x *UnregisterTenant) String() string {
 func (*UnregisterTenant) ProtoMessage() {}
 
 func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[27]
+	mi := &file_metadv1_command_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +3226,7 @@ func (x *UnregisterTenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterTenant.ProtoReflect.Descriptor instead.
 func (*UnregisterTenant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{27}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UnregisterTenant) GetName() string {
@@ -3191,7 +3256,7 @@ type SetQuota struct {
 
 func (x *SetQuota) Reset() {
 	*x = SetQuota{}
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3268,7 @@ func (x *SetQuota) String() string {
 func (*SetQuota) ProtoMessage() {}
 
 func (x *SetQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[28]
+	mi := &file_metadv1_command_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3281,7 @@ func (x *SetQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetQuota.ProtoReflect.Descriptor instead.
 func (*SetQuota) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{28}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SetQuota) GetTenant() string {
@@ -3254,7 +3319,7 @@ type SetMember struct {
 
 func (x *SetMember) Reset() {
 	*x = SetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3331,7 @@ func (x *SetMember) String() string {
 func (*SetMember) ProtoMessage() {}
 
 func (x *SetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[29]
+	mi := &file_metadv1_command_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3344,7 @@ func (x *SetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMember.ProtoReflect.Descriptor instead.
 func (*SetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{29}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetMember) GetName() string {
@@ -3321,7 +3386,7 @@ type ForgetMember struct {
 
 func (x *ForgetMember) Reset() {
 	*x = ForgetMember{}
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3398,7 @@ func (x *ForgetMember) String() string {
 func (*ForgetMember) ProtoMessage() {}
 
 func (x *ForgetMember) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[30]
+	mi := &file_metadv1_command_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3411,7 @@ func (x *ForgetMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetMember.ProtoReflect.Descriptor instead.
 func (*ForgetMember) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{30}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ForgetMember) GetName() string {
@@ -3376,7 +3441,7 @@ type CreateKey struct {
 
 func (x *CreateKey) Reset() {
 	*x = CreateKey{}
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3453,7 @@ func (x *CreateKey) String() string {
 func (*CreateKey) ProtoMessage() {}
 
 func (x *CreateKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[31]
+	mi := &file_metadv1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3466,7 @@ func (x *CreateKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKey.ProtoReflect.Descriptor instead.
 func (*CreateKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{31}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateKey) GetId() string {
@@ -3450,7 +3515,7 @@ type RevokeKey struct {
 
 func (x *RevokeKey) Reset() {
 	*x = RevokeKey{}
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +3527,7 @@ func (x *RevokeKey) String() string {
 func (*RevokeKey) ProtoMessage() {}
 
 func (x *RevokeKey) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[32]
+	mi := &file_metadv1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +3540,7 @@ func (x *RevokeKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKey.ProtoReflect.Descriptor instead.
 func (*RevokeKey) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{32}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RevokeKey) GetId() string {
@@ -3498,7 +3563,7 @@ type GrantRole struct {
 
 func (x *GrantRole) Reset() {
 	*x = GrantRole{}
-	mi := &file_metadv1_command_proto_msgTypes[33]
+	mi := &file_metadv1_command_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3510,7 +3575,7 @@ func (x *GrantRole) String() string {
 func (*GrantRole) ProtoMessage() {}
 
 func (x *GrantRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[33]
+	mi := &file_metadv1_command_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3523,7 +3588,7 @@ func (x *GrantRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRole.ProtoReflect.Descriptor instead.
 func (*GrantRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{33}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GrantRole) GetPrincipal() string {
@@ -3553,7 +3618,7 @@ type RevokeRole struct {
 
 func (x *RevokeRole) Reset() {
 	*x = RevokeRole{}
-	mi := &file_metadv1_command_proto_msgTypes[34]
+	mi := &file_metadv1_command_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3565,7 +3630,7 @@ func (x *RevokeRole) String() string {
 func (*RevokeRole) ProtoMessage() {}
 
 func (x *RevokeRole) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[34]
+	mi := &file_metadv1_command_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3578,7 +3643,7 @@ func (x *RevokeRole) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRole.ProtoReflect.Descriptor instead.
 func (*RevokeRole) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{34}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RevokeRole) GetPrincipal() string {
@@ -3623,7 +3688,7 @@ type ReplicaTaskStart struct {
 
 func (x *ReplicaTaskStart) Reset() {
 	*x = ReplicaTaskStart{}
-	mi := &file_metadv1_command_proto_msgTypes[35]
+	mi := &file_metadv1_command_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3700,7 @@ func (x *ReplicaTaskStart) String() string {
 func (*ReplicaTaskStart) ProtoMessage() {}
 
 func (x *ReplicaTaskStart) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[35]
+	mi := &file_metadv1_command_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3713,7 @@ func (x *ReplicaTaskStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaTaskStart.ProtoReflect.Descriptor instead.
 func (*ReplicaTaskStart) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{35}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReplicaTaskStart) GetTenant() string {
@@ -3725,7 +3790,7 @@ type ReplicaTaskEnd struct {
 
 func (x *ReplicaTaskEnd) Reset() {
 	*x = ReplicaTaskEnd{}
-	mi := &file_metadv1_command_proto_msgTypes[36]
+	mi := &file_metadv1_command_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3737,7 +3802,7 @@ func (x *ReplicaTaskEnd) String() string {
 func (*ReplicaTaskEnd) ProtoMessage() {}
 
 func (x *ReplicaTaskEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[36]
+	mi := &file_metadv1_command_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3750,7 +3815,7 @@ func (x *ReplicaTaskEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaTaskEnd.ProtoReflect.Descriptor instead.
 func (*ReplicaTaskEnd) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{36}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReplicaTaskEnd) GetTenant() string {
@@ -3799,7 +3864,7 @@ type ReplicaTaskRevoke struct {
 
 func (x *ReplicaTaskRevoke) Reset() {
 	*x = ReplicaTaskRevoke{}
-	mi := &file_metadv1_command_proto_msgTypes[37]
+	mi := &file_metadv1_command_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +3876,7 @@ func (x *ReplicaTaskRevoke) String() string {
 func (*ReplicaTaskRevoke) ProtoMessage() {}
 
 func (x *ReplicaTaskRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[37]
+	mi := &file_metadv1_command_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +3889,7 @@ func (x *ReplicaTaskRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaTaskRevoke.ProtoReflect.Descriptor instead.
 func (*ReplicaTaskRevoke) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{37}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReplicaTaskRevoke) GetTenant() string {
@@ -3877,7 +3942,7 @@ type CreateTask struct {
 
 func (x *CreateTask) Reset() {
 	*x = CreateTask{}
-	mi := &file_metadv1_command_proto_msgTypes[38]
+	mi := &file_metadv1_command_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3889,7 +3954,7 @@ func (x *CreateTask) String() string {
 func (*CreateTask) ProtoMessage() {}
 
 func (x *CreateTask) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[38]
+	mi := &file_metadv1_command_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3902,7 +3967,7 @@ func (x *CreateTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTask.ProtoReflect.Descriptor instead.
 func (*CreateTask) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{38}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateTask) GetKind() TaskKind {
@@ -3960,7 +4025,7 @@ type FetchTasks struct {
 
 func (x *FetchTasks) Reset() {
 	*x = FetchTasks{}
-	mi := &file_metadv1_command_proto_msgTypes[39]
+	mi := &file_metadv1_command_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3972,7 +4037,7 @@ func (x *FetchTasks) String() string {
 func (*FetchTasks) ProtoMessage() {}
 
 func (x *FetchTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[39]
+	mi := &file_metadv1_command_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3985,7 +4050,7 @@ func (x *FetchTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchTasks.ProtoReflect.Descriptor instead.
 func (*FetchTasks) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{39}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FetchTasks) GetClientId() []byte {
@@ -4019,7 +4084,7 @@ type CompleteTask struct {
 
 func (x *CompleteTask) Reset() {
 	*x = CompleteTask{}
-	mi := &file_metadv1_command_proto_msgTypes[40]
+	mi := &file_metadv1_command_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4096,7 @@ func (x *CompleteTask) String() string {
 func (*CompleteTask) ProtoMessage() {}
 
 func (x *CompleteTask) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[40]
+	mi := &file_metadv1_command_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4109,7 @@ func (x *CompleteTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteTask.ProtoReflect.Descriptor instead.
 func (*CompleteTask) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{40}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CompleteTask) GetClientId() []byte {
@@ -4092,7 +4157,7 @@ type StartDrain struct {
 
 func (x *StartDrain) Reset() {
 	*x = StartDrain{}
-	mi := &file_metadv1_command_proto_msgTypes[41]
+	mi := &file_metadv1_command_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4104,7 +4169,7 @@ func (x *StartDrain) String() string {
 func (*StartDrain) ProtoMessage() {}
 
 func (x *StartDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[41]
+	mi := &file_metadv1_command_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4117,7 +4182,7 @@ func (x *StartDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartDrain.ProtoReflect.Descriptor instead.
 func (*StartDrain) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{41}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StartDrain) GetSegmentIds() [][]byte {
@@ -4152,7 +4217,7 @@ type CancelDrain struct {
 
 func (x *CancelDrain) Reset() {
 	*x = CancelDrain{}
-	mi := &file_metadv1_command_proto_msgTypes[42]
+	mi := &file_metadv1_command_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4164,7 +4229,7 @@ func (x *CancelDrain) String() string {
 func (*CancelDrain) ProtoMessage() {}
 
 func (x *CancelDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[42]
+	mi := &file_metadv1_command_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4177,7 +4242,7 @@ func (x *CancelDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDrain.ProtoReflect.Descriptor instead.
 func (*CancelDrain) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{42}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CancelDrain) GetDrainId() uint64 {
@@ -4204,7 +4269,7 @@ type DrainMove struct {
 
 func (x *DrainMove) Reset() {
 	*x = DrainMove{}
-	mi := &file_metadv1_command_proto_msgTypes[43]
+	mi := &file_metadv1_command_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4216,7 +4281,7 @@ func (x *DrainMove) String() string {
 func (*DrainMove) ProtoMessage() {}
 
 func (x *DrainMove) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[43]
+	mi := &file_metadv1_command_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4229,7 +4294,7 @@ func (x *DrainMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainMove.ProtoReflect.Descriptor instead.
 func (*DrainMove) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{43}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DrainMove) GetTenant() string {
@@ -4274,7 +4339,7 @@ type ScheduleDrainMoves struct {
 
 func (x *ScheduleDrainMoves) Reset() {
 	*x = ScheduleDrainMoves{}
-	mi := &file_metadv1_command_proto_msgTypes[44]
+	mi := &file_metadv1_command_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4286,7 +4351,7 @@ func (x *ScheduleDrainMoves) String() string {
 func (*ScheduleDrainMoves) ProtoMessage() {}
 
 func (x *ScheduleDrainMoves) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[44]
+	mi := &file_metadv1_command_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4299,7 +4364,7 @@ func (x *ScheduleDrainMoves) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDrainMoves.ProtoReflect.Descriptor instead.
 func (*ScheduleDrainMoves) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{44}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ScheduleDrainMoves) GetDrainId() uint64 {
@@ -4328,7 +4393,7 @@ type FinishDrain struct {
 
 func (x *FinishDrain) Reset() {
 	*x = FinishDrain{}
-	mi := &file_metadv1_command_proto_msgTypes[45]
+	mi := &file_metadv1_command_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4340,7 +4405,7 @@ func (x *FinishDrain) String() string {
 func (*FinishDrain) ProtoMessage() {}
 
 func (x *FinishDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[45]
+	mi := &file_metadv1_command_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4353,7 +4418,7 @@ func (x *FinishDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishDrain.ProtoReflect.Descriptor instead.
 func (*FinishDrain) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{45}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FinishDrain) GetDrainId() uint64 {
@@ -4380,7 +4445,7 @@ type ArenaGrant struct {
 
 func (x *ArenaGrant) Reset() {
 	*x = ArenaGrant{}
-	mi := &file_metadv1_command_proto_msgTypes[46]
+	mi := &file_metadv1_command_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4392,7 +4457,7 @@ func (x *ArenaGrant) String() string {
 func (*ArenaGrant) ProtoMessage() {}
 
 func (x *ArenaGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[46]
+	mi := &file_metadv1_command_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4405,7 +4470,7 @@ func (x *ArenaGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArenaGrant.ProtoReflect.Descriptor instead.
 func (*ArenaGrant) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{46}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ArenaGrant) GetTerm() uint64 {
@@ -4435,7 +4500,7 @@ type ArenaSpec struct {
 
 func (x *ArenaSpec) Reset() {
 	*x = ArenaSpec{}
-	mi := &file_metadv1_command_proto_msgTypes[47]
+	mi := &file_metadv1_command_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4447,7 +4512,7 @@ func (x *ArenaSpec) String() string {
 func (*ArenaSpec) ProtoMessage() {}
 
 func (x *ArenaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[47]
+	mi := &file_metadv1_command_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4460,7 +4525,7 @@ func (x *ArenaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArenaSpec.ProtoReflect.Descriptor instead.
 func (*ArenaSpec) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{47}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ArenaSpec) GetSegmentId() []byte {
@@ -4490,7 +4555,7 @@ type ArenaRetire struct {
 
 func (x *ArenaRetire) Reset() {
 	*x = ArenaRetire{}
-	mi := &file_metadv1_command_proto_msgTypes[48]
+	mi := &file_metadv1_command_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4502,7 +4567,7 @@ func (x *ArenaRetire) String() string {
 func (*ArenaRetire) ProtoMessage() {}
 
 func (x *ArenaRetire) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[48]
+	mi := &file_metadv1_command_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4515,7 +4580,7 @@ func (x *ArenaRetire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArenaRetire.ProtoReflect.Descriptor instead.
 func (*ArenaRetire) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{48}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ArenaRetire) GetArenaIds() []uint64 {
@@ -4551,7 +4616,7 @@ type PutCommit struct {
 
 func (x *PutCommit) Reset() {
 	*x = PutCommit{}
-	mi := &file_metadv1_command_proto_msgTypes[49]
+	mi := &file_metadv1_command_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4563,7 +4628,7 @@ func (x *PutCommit) String() string {
 func (*PutCommit) ProtoMessage() {}
 
 func (x *PutCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[49]
+	mi := &file_metadv1_command_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4576,7 +4641,7 @@ func (x *PutCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCommit.ProtoReflect.Descriptor instead.
 func (*PutCommit) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{49}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PutCommit) GetTenant() string {
@@ -4628,7 +4693,7 @@ type CommitItem struct {
 
 func (x *CommitItem) Reset() {
 	*x = CommitItem{}
-	mi := &file_metadv1_command_proto_msgTypes[50]
+	mi := &file_metadv1_command_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4640,7 +4705,7 @@ func (x *CommitItem) String() string {
 func (*CommitItem) ProtoMessage() {}
 
 func (x *CommitItem) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[50]
+	mi := &file_metadv1_command_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4653,7 +4718,7 @@ func (x *CommitItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitItem.ProtoReflect.Descriptor instead.
 func (*CommitItem) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{50}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CommitItem) GetKey() []byte {
@@ -4715,7 +4780,7 @@ type CommitReplica struct {
 
 func (x *CommitReplica) Reset() {
 	*x = CommitReplica{}
-	mi := &file_metadv1_command_proto_msgTypes[51]
+	mi := &file_metadv1_command_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4727,7 +4792,7 @@ func (x *CommitReplica) String() string {
 func (*CommitReplica) ProtoMessage() {}
 
 func (x *CommitReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[51]
+	mi := &file_metadv1_command_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4740,7 +4805,7 @@ func (x *CommitReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitReplica.ProtoReflect.Descriptor instead.
 func (*CommitReplica) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{51}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CommitReplica) GetTier() Tier {
@@ -4790,7 +4855,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[52]
+	mi := &file_metadv1_command_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4802,7 +4867,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[52]
+	mi := &file_metadv1_command_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4815,7 +4880,7 @@ func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutStart_Item.ProtoReflect.Descriptor instead.
 func (*BatchPutStart_Item) Descriptor() ([]byte, []int) {
-	return file_metadv1_command_proto_rawDescGZIP(), []int{14, 0}
+	return file_metadv1_command_proto_rawDescGZIP(), []int{15, 0}
 }
 
 func (x *BatchPutStart_Item) GetKey() []byte {
@@ -4856,7 +4921,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xba\x15\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xf9\x15\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -4914,14 +4979,18 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"arenaGrant\x12:\n" +
 	"\farena_retire\x184 \x01(\v2\x15.metad.v1.ArenaRetireH\x00R\varenaRetire\x124\n" +
 	"\n" +
-	"put_commit\x185 \x01(\v2\x13.metad.v1.PutCommitH\x00R\tputCommit\x121\n" +
+	"put_commit\x185 \x01(\v2\x13.metad.v1.PutCommitH\x00R\tputCommit\x12=\n" +
+	"\rclose_session\x186 \x01(\v2\x16.metad.v1.CloseSessionH\x00R\fcloseSession\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
 	"\x02op\"<\n" +
 	"\vOpenSession\x12\x15\n" +
 	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\x12\x16\n" +
-	"\x06window\x18\x02 \x01(\rR\x06window\"\x9c\x01\n" +
+	"\x06window\x18\x02 \x01(\rR\x06window\"-\n" +
+	"\fCloseSession\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\"\x9c\x01\n" +
 	"\vObjectToken\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12,\n" +
 	"\x12tenant_instance_id\x18\x02 \x01(\x04R\x10tenantInstanceId\x12\x10\n" +
@@ -5220,7 +5289,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -5228,150 +5297,152 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*Envelope)(nil),           // 3: metad.v1.Envelope
 	(*Command)(nil),            // 4: metad.v1.Command
 	(*OpenSession)(nil),        // 5: metad.v1.OpenSession
-	(*ObjectToken)(nil),        // 6: metad.v1.ObjectToken
-	(*ObjectRef)(nil),          // 7: metad.v1.ObjectRef
-	(*PutStart)(nil),           // 8: metad.v1.PutStart
-	(*PutEnd)(nil),             // 9: metad.v1.PutEnd
-	(*PutRevoke)(nil),          // 10: metad.v1.PutRevoke
-	(*UpsertStart)(nil),        // 11: metad.v1.UpsertStart
-	(*UpsertEnd)(nil),          // 12: metad.v1.UpsertEnd
-	(*UpsertRevoke)(nil),       // 13: metad.v1.UpsertRevoke
-	(*Remove)(nil),             // 14: metad.v1.Remove
-	(*RemoveAll)(nil),          // 15: metad.v1.RemoveAll
-	(*RemoveGroup)(nil),        // 16: metad.v1.RemoveGroup
-	(*BatchPutStart)(nil),      // 17: metad.v1.BatchPutStart
-	(*BatchPutEnd)(nil),        // 18: metad.v1.BatchPutEnd
-	(*BatchPutRevoke)(nil),     // 19: metad.v1.BatchPutRevoke
-	(*BatchRemove)(nil),        // 20: metad.v1.BatchRemove
-	(*BatchReplicaClear)(nil),  // 21: metad.v1.BatchReplicaClear
-	(*Evict)(nil),              // 22: metad.v1.Evict
-	(*TokenColumns)(nil),       // 23: metad.v1.TokenColumns
-	(*RevokeExpired)(nil),      // 24: metad.v1.RevokeExpired
-	(*MountSegment)(nil),       // 25: metad.v1.MountSegment
-	(*UnmountSegment)(nil),     // 26: metad.v1.UnmountSegment
-	(*CloseSegment)(nil),       // 27: metad.v1.CloseSegment
-	(*UnmountClosed)(nil),      // 28: metad.v1.UnmountClosed
-	(*RegisterTenant)(nil),     // 29: metad.v1.RegisterTenant
-	(*UnregisterTenant)(nil),   // 30: metad.v1.UnregisterTenant
-	(*SetQuota)(nil),           // 31: metad.v1.SetQuota
-	(*SetMember)(nil),          // 32: metad.v1.SetMember
-	(*ForgetMember)(nil),       // 33: metad.v1.ForgetMember
-	(*CreateKey)(nil),          // 34: metad.v1.CreateKey
-	(*RevokeKey)(nil),          // 35: metad.v1.RevokeKey
-	(*GrantRole)(nil),          // 36: metad.v1.GrantRole
-	(*RevokeRole)(nil),         // 37: metad.v1.RevokeRole
-	(*ReplicaTaskStart)(nil),   // 38: metad.v1.ReplicaTaskStart
-	(*ReplicaTaskEnd)(nil),     // 39: metad.v1.ReplicaTaskEnd
-	(*ReplicaTaskRevoke)(nil),  // 40: metad.v1.ReplicaTaskRevoke
-	(*CreateTask)(nil),         // 41: metad.v1.CreateTask
-	(*FetchTasks)(nil),         // 42: metad.v1.FetchTasks
-	(*CompleteTask)(nil),       // 43: metad.v1.CompleteTask
-	(*StartDrain)(nil),         // 44: metad.v1.StartDrain
-	(*CancelDrain)(nil),        // 45: metad.v1.CancelDrain
-	(*DrainMove)(nil),          // 46: metad.v1.DrainMove
-	(*ScheduleDrainMoves)(nil), // 47: metad.v1.ScheduleDrainMoves
-	(*FinishDrain)(nil),        // 48: metad.v1.FinishDrain
-	(*ArenaGrant)(nil),         // 49: metad.v1.ArenaGrant
-	(*ArenaSpec)(nil),          // 50: metad.v1.ArenaSpec
-	(*ArenaRetire)(nil),        // 51: metad.v1.ArenaRetire
-	(*PutCommit)(nil),          // 52: metad.v1.PutCommit
-	(*CommitItem)(nil),         // 53: metad.v1.CommitItem
-	(*CommitReplica)(nil),      // 54: metad.v1.CommitReplica
-	(*BatchPutStart_Item)(nil), // 55: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 56: metad.v1.SessionHeader
-	(Reason)(0),                // 57: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 58: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 59: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 60: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 61: metad.v1.TaskKind
+	(*CloseSession)(nil),       // 6: metad.v1.CloseSession
+	(*ObjectToken)(nil),        // 7: metad.v1.ObjectToken
+	(*ObjectRef)(nil),          // 8: metad.v1.ObjectRef
+	(*PutStart)(nil),           // 9: metad.v1.PutStart
+	(*PutEnd)(nil),             // 10: metad.v1.PutEnd
+	(*PutRevoke)(nil),          // 11: metad.v1.PutRevoke
+	(*UpsertStart)(nil),        // 12: metad.v1.UpsertStart
+	(*UpsertEnd)(nil),          // 13: metad.v1.UpsertEnd
+	(*UpsertRevoke)(nil),       // 14: metad.v1.UpsertRevoke
+	(*Remove)(nil),             // 15: metad.v1.Remove
+	(*RemoveAll)(nil),          // 16: metad.v1.RemoveAll
+	(*RemoveGroup)(nil),        // 17: metad.v1.RemoveGroup
+	(*BatchPutStart)(nil),      // 18: metad.v1.BatchPutStart
+	(*BatchPutEnd)(nil),        // 19: metad.v1.BatchPutEnd
+	(*BatchPutRevoke)(nil),     // 20: metad.v1.BatchPutRevoke
+	(*BatchRemove)(nil),        // 21: metad.v1.BatchRemove
+	(*BatchReplicaClear)(nil),  // 22: metad.v1.BatchReplicaClear
+	(*Evict)(nil),              // 23: metad.v1.Evict
+	(*TokenColumns)(nil),       // 24: metad.v1.TokenColumns
+	(*RevokeExpired)(nil),      // 25: metad.v1.RevokeExpired
+	(*MountSegment)(nil),       // 26: metad.v1.MountSegment
+	(*UnmountSegment)(nil),     // 27: metad.v1.UnmountSegment
+	(*CloseSegment)(nil),       // 28: metad.v1.CloseSegment
+	(*UnmountClosed)(nil),      // 29: metad.v1.UnmountClosed
+	(*RegisterTenant)(nil),     // 30: metad.v1.RegisterTenant
+	(*UnregisterTenant)(nil),   // 31: metad.v1.UnregisterTenant
+	(*SetQuota)(nil),           // 32: metad.v1.SetQuota
+	(*SetMember)(nil),          // 33: metad.v1.SetMember
+	(*ForgetMember)(nil),       // 34: metad.v1.ForgetMember
+	(*CreateKey)(nil),          // 35: metad.v1.CreateKey
+	(*RevokeKey)(nil),          // 36: metad.v1.RevokeKey
+	(*GrantRole)(nil),          // 37: metad.v1.GrantRole
+	(*RevokeRole)(nil),         // 38: metad.v1.RevokeRole
+	(*ReplicaTaskStart)(nil),   // 39: metad.v1.ReplicaTaskStart
+	(*ReplicaTaskEnd)(nil),     // 40: metad.v1.ReplicaTaskEnd
+	(*ReplicaTaskRevoke)(nil),  // 41: metad.v1.ReplicaTaskRevoke
+	(*CreateTask)(nil),         // 42: metad.v1.CreateTask
+	(*FetchTasks)(nil),         // 43: metad.v1.FetchTasks
+	(*CompleteTask)(nil),       // 44: metad.v1.CompleteTask
+	(*StartDrain)(nil),         // 45: metad.v1.StartDrain
+	(*CancelDrain)(nil),        // 46: metad.v1.CancelDrain
+	(*DrainMove)(nil),          // 47: metad.v1.DrainMove
+	(*ScheduleDrainMoves)(nil), // 48: metad.v1.ScheduleDrainMoves
+	(*FinishDrain)(nil),        // 49: metad.v1.FinishDrain
+	(*ArenaGrant)(nil),         // 50: metad.v1.ArenaGrant
+	(*ArenaSpec)(nil),          // 51: metad.v1.ArenaSpec
+	(*ArenaRetire)(nil),        // 52: metad.v1.ArenaRetire
+	(*PutCommit)(nil),          // 53: metad.v1.PutCommit
+	(*CommitItem)(nil),         // 54: metad.v1.CommitItem
+	(*CommitReplica)(nil),      // 55: metad.v1.CommitReplica
+	(*BatchPutStart_Item)(nil), // 56: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 57: metad.v1.SessionHeader
+	(Reason)(0),                // 58: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 59: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 60: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 61: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 62: metad.v1.TaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
-	8,  // 1: metad.v1.Command.put_start:type_name -> metad.v1.PutStart
-	9,  // 2: metad.v1.Command.put_end:type_name -> metad.v1.PutEnd
-	10, // 3: metad.v1.Command.put_revoke:type_name -> metad.v1.PutRevoke
-	11, // 4: metad.v1.Command.upsert_start:type_name -> metad.v1.UpsertStart
-	12, // 5: metad.v1.Command.upsert_end:type_name -> metad.v1.UpsertEnd
-	13, // 6: metad.v1.Command.upsert_revoke:type_name -> metad.v1.UpsertRevoke
-	14, // 7: metad.v1.Command.remove:type_name -> metad.v1.Remove
-	15, // 8: metad.v1.Command.remove_all:type_name -> metad.v1.RemoveAll
-	16, // 9: metad.v1.Command.remove_group:type_name -> metad.v1.RemoveGroup
-	17, // 10: metad.v1.Command.batch_put_start:type_name -> metad.v1.BatchPutStart
-	18, // 11: metad.v1.Command.batch_put_end:type_name -> metad.v1.BatchPutEnd
-	19, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
-	20, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
-	22, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
-	24, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
-	25, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
-	26, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
-	29, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
-	30, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
-	31, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
-	32, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
-	33, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
+	9,  // 1: metad.v1.Command.put_start:type_name -> metad.v1.PutStart
+	10, // 2: metad.v1.Command.put_end:type_name -> metad.v1.PutEnd
+	11, // 3: metad.v1.Command.put_revoke:type_name -> metad.v1.PutRevoke
+	12, // 4: metad.v1.Command.upsert_start:type_name -> metad.v1.UpsertStart
+	13, // 5: metad.v1.Command.upsert_end:type_name -> metad.v1.UpsertEnd
+	14, // 6: metad.v1.Command.upsert_revoke:type_name -> metad.v1.UpsertRevoke
+	15, // 7: metad.v1.Command.remove:type_name -> metad.v1.Remove
+	16, // 8: metad.v1.Command.remove_all:type_name -> metad.v1.RemoveAll
+	17, // 9: metad.v1.Command.remove_group:type_name -> metad.v1.RemoveGroup
+	18, // 10: metad.v1.Command.batch_put_start:type_name -> metad.v1.BatchPutStart
+	19, // 11: metad.v1.Command.batch_put_end:type_name -> metad.v1.BatchPutEnd
+	20, // 12: metad.v1.Command.batch_put_revoke:type_name -> metad.v1.BatchPutRevoke
+	21, // 13: metad.v1.Command.batch_remove:type_name -> metad.v1.BatchRemove
+	23, // 14: metad.v1.Command.evict:type_name -> metad.v1.Evict
+	25, // 15: metad.v1.Command.revoke_expired:type_name -> metad.v1.RevokeExpired
+	26, // 16: metad.v1.Command.mount_segment:type_name -> metad.v1.MountSegment
+	27, // 17: metad.v1.Command.unmount_segment:type_name -> metad.v1.UnmountSegment
+	30, // 18: metad.v1.Command.register_tenant:type_name -> metad.v1.RegisterTenant
+	31, // 19: metad.v1.Command.unregister_tenant:type_name -> metad.v1.UnregisterTenant
+	32, // 20: metad.v1.Command.set_quota:type_name -> metad.v1.SetQuota
+	33, // 21: metad.v1.Command.set_member:type_name -> metad.v1.SetMember
+	34, // 22: metad.v1.Command.forget_member:type_name -> metad.v1.ForgetMember
 	5,  // 23: metad.v1.Command.open_session:type_name -> metad.v1.OpenSession
-	34, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
-	35, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
-	36, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
-	37, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
-	27, // 28: metad.v1.Command.close_segment:type_name -> metad.v1.CloseSegment
-	28, // 29: metad.v1.Command.unmount_closed:type_name -> metad.v1.UnmountClosed
-	21, // 30: metad.v1.Command.batch_replica_clear:type_name -> metad.v1.BatchReplicaClear
-	38, // 31: metad.v1.Command.replica_task_start:type_name -> metad.v1.ReplicaTaskStart
-	39, // 32: metad.v1.Command.replica_task_end:type_name -> metad.v1.ReplicaTaskEnd
-	40, // 33: metad.v1.Command.replica_task_revoke:type_name -> metad.v1.ReplicaTaskRevoke
-	41, // 34: metad.v1.Command.create_task:type_name -> metad.v1.CreateTask
-	42, // 35: metad.v1.Command.fetch_tasks:type_name -> metad.v1.FetchTasks
-	43, // 36: metad.v1.Command.complete_task:type_name -> metad.v1.CompleteTask
-	44, // 37: metad.v1.Command.start_drain:type_name -> metad.v1.StartDrain
-	45, // 38: metad.v1.Command.cancel_drain:type_name -> metad.v1.CancelDrain
-	47, // 39: metad.v1.Command.schedule_drain_moves:type_name -> metad.v1.ScheduleDrainMoves
-	48, // 40: metad.v1.Command.finish_drain:type_name -> metad.v1.FinishDrain
-	49, // 41: metad.v1.Command.arena_grant:type_name -> metad.v1.ArenaGrant
-	51, // 42: metad.v1.Command.arena_retire:type_name -> metad.v1.ArenaRetire
-	52, // 43: metad.v1.Command.put_commit:type_name -> metad.v1.PutCommit
-	56, // 44: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	57, // 45: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	58, // 46: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 47: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	59, // 48: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	59, // 49: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	58, // 50: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 51: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	59, // 52: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	59, // 53: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 54: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	58, // 55: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	55, // 56: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 57: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	59, // 58: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	59, // 59: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	7,  // 60: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	7,  // 61: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	6,  // 62: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	59, // 63: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 64: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	23, // 65: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	6,  // 66: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	60, // 67: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 68: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	61, // 69: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 70: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	61, // 71: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	61, // 72: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	61, // 73: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	46, // 74: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
-	50, // 75: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
-	59, // 76: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
-	53, // 77: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
-	58, // 78: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
-	54, // 79: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
-	59, // 80: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
-	81, // [81:81] is the sub-list for method output_type
-	81, // [81:81] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	35, // 24: metad.v1.Command.create_key:type_name -> metad.v1.CreateKey
+	36, // 25: metad.v1.Command.revoke_key:type_name -> metad.v1.RevokeKey
+	37, // 26: metad.v1.Command.grant_role:type_name -> metad.v1.GrantRole
+	38, // 27: metad.v1.Command.revoke_role:type_name -> metad.v1.RevokeRole
+	28, // 28: metad.v1.Command.close_segment:type_name -> metad.v1.CloseSegment
+	29, // 29: metad.v1.Command.unmount_closed:type_name -> metad.v1.UnmountClosed
+	22, // 30: metad.v1.Command.batch_replica_clear:type_name -> metad.v1.BatchReplicaClear
+	39, // 31: metad.v1.Command.replica_task_start:type_name -> metad.v1.ReplicaTaskStart
+	40, // 32: metad.v1.Command.replica_task_end:type_name -> metad.v1.ReplicaTaskEnd
+	41, // 33: metad.v1.Command.replica_task_revoke:type_name -> metad.v1.ReplicaTaskRevoke
+	42, // 34: metad.v1.Command.create_task:type_name -> metad.v1.CreateTask
+	43, // 35: metad.v1.Command.fetch_tasks:type_name -> metad.v1.FetchTasks
+	44, // 36: metad.v1.Command.complete_task:type_name -> metad.v1.CompleteTask
+	45, // 37: metad.v1.Command.start_drain:type_name -> metad.v1.StartDrain
+	46, // 38: metad.v1.Command.cancel_drain:type_name -> metad.v1.CancelDrain
+	48, // 39: metad.v1.Command.schedule_drain_moves:type_name -> metad.v1.ScheduleDrainMoves
+	49, // 40: metad.v1.Command.finish_drain:type_name -> metad.v1.FinishDrain
+	50, // 41: metad.v1.Command.arena_grant:type_name -> metad.v1.ArenaGrant
+	52, // 42: metad.v1.Command.arena_retire:type_name -> metad.v1.ArenaRetire
+	53, // 43: metad.v1.Command.put_commit:type_name -> metad.v1.PutCommit
+	6,  // 44: metad.v1.Command.close_session:type_name -> metad.v1.CloseSession
+	57, // 45: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	58, // 46: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	59, // 47: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 48: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	60, // 49: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	60, // 50: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	59, // 51: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 52: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	60, // 53: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	60, // 54: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 55: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	59, // 56: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	56, // 57: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 58: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	60, // 59: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	60, // 60: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 61: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	8,  // 62: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	7,  // 63: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	60, // 64: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 65: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	24, // 66: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	7,  // 67: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	61, // 68: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 69: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	62, // 70: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 71: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	62, // 72: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	62, // 73: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	62, // 74: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	47, // 75: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	51, // 76: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
+	60, // 77: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
+	54, // 78: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
+	59, // 79: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
+	55, // 80: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
+	60, // 81: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
+	82, // [82:82] is the sub-list for method output_type
+	82, // [82:82] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -5424,6 +5495,7 @@ func file_metadv1_command_proto_init() {
 		(*Command_ArenaGrant)(nil),
 		(*Command_ArenaRetire)(nil),
 		(*Command_PutCommit)(nil),
+		(*Command_CloseSession)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5431,7 +5503,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   53,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2809,6 +2809,89 @@ func (x *OpenSessionResponse) GetWindow() uint32 {
 	return 0
 }
 
+// CloseSessionRequest names the session to end.
+type CloseSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session to end: one the caller opened (OpenSessionResponse.session_id).
+	SessionId     uint64 `protobuf:"varint,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSessionRequest) Reset() {
+	*x = CloseSessionRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSessionRequest) ProtoMessage() {}
+
+func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
+func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *CloseSessionRequest) GetSessionId() uint64 {
+	if x != nil {
+		return x.SessionId
+	}
+	return 0
+}
+
+// CloseSessionResponse says the session is closed.
+type CloseSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseSessionResponse) Reset() {
+	*x = CloseSessionResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseSessionResponse) ProtoMessage() {}
+
+func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
+func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{45}
+}
+
 // ListObjectKeysRequest asks for one page of a tenant's object keys, in key byte order.
 type ListObjectKeysRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2828,7 +2911,7 @@ type ListObjectKeysRequest struct {
 
 func (x *ListObjectKeysRequest) Reset() {
 	*x = ListObjectKeysRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +2923,7 @@ func (x *ListObjectKeysRequest) String() string {
 func (*ListObjectKeysRequest) ProtoMessage() {}
 
 func (x *ListObjectKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[44]
+	mi := &file_metadv1_metadata_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +2936,7 @@ func (x *ListObjectKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListObjectKeysRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{44}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListObjectKeysRequest) GetTenant() string {
@@ -2904,7 +2987,7 @@ type ListObjectKeysResponse struct {
 
 func (x *ListObjectKeysResponse) Reset() {
 	*x = ListObjectKeysResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	mi := &file_metadv1_metadata_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +2999,7 @@ func (x *ListObjectKeysResponse) String() string {
 func (*ListObjectKeysResponse) ProtoMessage() {}
 
 func (x *ListObjectKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[45]
+	mi := &file_metadv1_metadata_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3012,7 @@ func (x *ListObjectKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListObjectKeysResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{45}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListObjectKeysResponse) GetKeys() [][]byte {
@@ -2965,7 +3048,7 @@ type GetByRegexRequest struct {
 
 func (x *GetByRegexRequest) Reset() {
 	*x = GetByRegexRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	mi := &file_metadv1_metadata_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3060,7 @@ func (x *GetByRegexRequest) String() string {
 func (*GetByRegexRequest) ProtoMessage() {}
 
 func (x *GetByRegexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[46]
+	mi := &file_metadv1_metadata_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3073,7 @@ func (x *GetByRegexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetByRegexRequest.ProtoReflect.Descriptor instead.
 func (*GetByRegexRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{46}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetByRegexRequest) GetTenant() string {
@@ -3043,7 +3126,7 @@ type GetByRegexResponse struct {
 
 func (x *GetByRegexResponse) Reset() {
 	*x = GetByRegexResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[47]
+	mi := &file_metadv1_metadata_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3138,7 @@ func (x *GetByRegexResponse) String() string {
 func (*GetByRegexResponse) ProtoMessage() {}
 
 func (x *GetByRegexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[47]
+	mi := &file_metadv1_metadata_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3151,7 @@ func (x *GetByRegexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetByRegexResponse.ProtoReflect.Descriptor instead.
 func (*GetByRegexResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{47}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetByRegexResponse) GetItems() []*GetByRegexResponse_Item {
@@ -3117,7 +3200,7 @@ type RemoveByRegexRequest struct {
 
 func (x *RemoveByRegexRequest) Reset() {
 	*x = RemoveByRegexRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[48]
+	mi := &file_metadv1_metadata_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3129,7 +3212,7 @@ func (x *RemoveByRegexRequest) String() string {
 func (*RemoveByRegexRequest) ProtoMessage() {}
 
 func (x *RemoveByRegexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[48]
+	mi := &file_metadv1_metadata_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3142,7 +3225,7 @@ func (x *RemoveByRegexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveByRegexRequest.ProtoReflect.Descriptor instead.
 func (*RemoveByRegexRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{48}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveByRegexRequest) GetTenant() string {
@@ -3200,7 +3283,7 @@ type RemoveByRegexResponse struct {
 
 func (x *RemoveByRegexResponse) Reset() {
 	*x = RemoveByRegexResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[49]
+	mi := &file_metadv1_metadata_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3295,7 @@ func (x *RemoveByRegexResponse) String() string {
 func (*RemoveByRegexResponse) ProtoMessage() {}
 
 func (x *RemoveByRegexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[49]
+	mi := &file_metadv1_metadata_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3308,7 @@ func (x *RemoveByRegexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveByRegexResponse.ProtoReflect.Descriptor instead.
 func (*RemoveByRegexResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveByRegexResponse) GetResults() []*RemoveByRegexResponse_Result {
@@ -3264,7 +3347,7 @@ type BatchReplicaClearRequest struct {
 
 func (x *BatchReplicaClearRequest) Reset() {
 	*x = BatchReplicaClearRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[50]
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3359,7 @@ func (x *BatchReplicaClearRequest) String() string {
 func (*BatchReplicaClearRequest) ProtoMessage() {}
 
 func (x *BatchReplicaClearRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[50]
+	mi := &file_metadv1_metadata_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3372,7 @@ func (x *BatchReplicaClearRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReplicaClearRequest.ProtoReflect.Descriptor instead.
 func (*BatchReplicaClearRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{50}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BatchReplicaClearRequest) GetTenant() string {
@@ -3339,7 +3422,7 @@ type BatchReplicaClearResponse struct {
 
 func (x *BatchReplicaClearResponse) Reset() {
 	*x = BatchReplicaClearResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[51]
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +3434,7 @@ func (x *BatchReplicaClearResponse) String() string {
 func (*BatchReplicaClearResponse) ProtoMessage() {}
 
 func (x *BatchReplicaClearResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[51]
+	mi := &file_metadv1_metadata_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +3447,7 @@ func (x *BatchReplicaClearResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchReplicaClearResponse.ProtoReflect.Descriptor instead.
 func (*BatchReplicaClearResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{51}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BatchReplicaClearResponse) GetResults() []*Status {
@@ -3398,7 +3481,7 @@ type CopyStartRequest struct {
 
 func (x *CopyStartRequest) Reset() {
 	*x = CopyStartRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3410,7 +3493,7 @@ func (x *CopyStartRequest) String() string {
 func (*CopyStartRequest) ProtoMessage() {}
 
 func (x *CopyStartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[52]
+	mi := &file_metadv1_metadata_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3423,7 +3506,7 @@ func (x *CopyStartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyStartRequest.ProtoReflect.Descriptor instead.
 func (*CopyStartRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{52}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CopyStartRequest) GetTenant() string {
@@ -3488,7 +3571,7 @@ type CopyStartResponse struct {
 
 func (x *CopyStartResponse) Reset() {
 	*x = CopyStartResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3583,7 @@ func (x *CopyStartResponse) String() string {
 func (*CopyStartResponse) ProtoMessage() {}
 
 func (x *CopyStartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[53]
+	mi := &file_metadv1_metadata_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3596,7 @@ func (x *CopyStartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyStartResponse.ProtoReflect.Descriptor instead.
 func (*CopyStartResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{53}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CopyStartResponse) GetSource() *Replica {
@@ -3547,7 +3630,7 @@ type CopyEndRequest struct {
 
 func (x *CopyEndRequest) Reset() {
 	*x = CopyEndRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +3642,7 @@ func (x *CopyEndRequest) String() string {
 func (*CopyEndRequest) ProtoMessage() {}
 
 func (x *CopyEndRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[54]
+	mi := &file_metadv1_metadata_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +3655,7 @@ func (x *CopyEndRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyEndRequest.ProtoReflect.Descriptor instead.
 func (*CopyEndRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{54}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CopyEndRequest) GetTenant() string {
@@ -3612,7 +3695,7 @@ type CopyEndResponse struct {
 
 func (x *CopyEndResponse) Reset() {
 	*x = CopyEndResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3624,7 +3707,7 @@ func (x *CopyEndResponse) String() string {
 func (*CopyEndResponse) ProtoMessage() {}
 
 func (x *CopyEndResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[55]
+	mi := &file_metadv1_metadata_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3637,7 +3720,7 @@ func (x *CopyEndResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyEndResponse.ProtoReflect.Descriptor instead.
 func (*CopyEndResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{55}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{57}
 }
 
 // CopyRevokeRequest abandons the object's copy.
@@ -3657,7 +3740,7 @@ type CopyRevokeRequest struct {
 
 func (x *CopyRevokeRequest) Reset() {
 	*x = CopyRevokeRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3669,7 +3752,7 @@ func (x *CopyRevokeRequest) String() string {
 func (*CopyRevokeRequest) ProtoMessage() {}
 
 func (x *CopyRevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[56]
+	mi := &file_metadv1_metadata_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3682,7 +3765,7 @@ func (x *CopyRevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyRevokeRequest.ProtoReflect.Descriptor instead.
 func (*CopyRevokeRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{56}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CopyRevokeRequest) GetTenant() string {
@@ -3722,7 +3805,7 @@ type CopyRevokeResponse struct {
 
 func (x *CopyRevokeResponse) Reset() {
 	*x = CopyRevokeResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	mi := &file_metadv1_metadata_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +3817,7 @@ func (x *CopyRevokeResponse) String() string {
 func (*CopyRevokeResponse) ProtoMessage() {}
 
 func (x *CopyRevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[57]
+	mi := &file_metadv1_metadata_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +3830,7 @@ func (x *CopyRevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyRevokeResponse.ProtoReflect.Descriptor instead.
 func (*CopyRevokeResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{57}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{59}
 }
 
 // MoveStartRequest starts a move of one of an object's replicas.
@@ -3772,7 +3855,7 @@ type MoveStartRequest struct {
 
 func (x *MoveStartRequest) Reset() {
 	*x = MoveStartRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	mi := &file_metadv1_metadata_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3784,7 +3867,7 @@ func (x *MoveStartRequest) String() string {
 func (*MoveStartRequest) ProtoMessage() {}
 
 func (x *MoveStartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[58]
+	mi := &file_metadv1_metadata_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3797,7 +3880,7 @@ func (x *MoveStartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStartRequest.ProtoReflect.Descriptor instead.
 func (*MoveStartRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{58}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MoveStartRequest) GetTenant() string {
@@ -3855,7 +3938,7 @@ type MoveStartResponse struct {
 
 func (x *MoveStartResponse) Reset() {
 	*x = MoveStartResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[59]
+	mi := &file_metadv1_metadata_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3867,7 +3950,7 @@ func (x *MoveStartResponse) String() string {
 func (*MoveStartResponse) ProtoMessage() {}
 
 func (x *MoveStartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[59]
+	mi := &file_metadv1_metadata_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3880,7 +3963,7 @@ func (x *MoveStartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveStartResponse.ProtoReflect.Descriptor instead.
 func (*MoveStartResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{59}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *MoveStartResponse) GetSource() *Replica {
@@ -3914,7 +3997,7 @@ type MoveEndRequest struct {
 
 func (x *MoveEndRequest) Reset() {
 	*x = MoveEndRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[60]
+	mi := &file_metadv1_metadata_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3926,7 +4009,7 @@ func (x *MoveEndRequest) String() string {
 func (*MoveEndRequest) ProtoMessage() {}
 
 func (x *MoveEndRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[60]
+	mi := &file_metadv1_metadata_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3939,7 +4022,7 @@ func (x *MoveEndRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveEndRequest.ProtoReflect.Descriptor instead.
 func (*MoveEndRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{60}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MoveEndRequest) GetTenant() string {
@@ -3979,7 +4062,7 @@ type MoveEndResponse struct {
 
 func (x *MoveEndResponse) Reset() {
 	*x = MoveEndResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[61]
+	mi := &file_metadv1_metadata_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3991,7 +4074,7 @@ func (x *MoveEndResponse) String() string {
 func (*MoveEndResponse) ProtoMessage() {}
 
 func (x *MoveEndResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[61]
+	mi := &file_metadv1_metadata_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4004,7 +4087,7 @@ func (x *MoveEndResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveEndResponse.ProtoReflect.Descriptor instead.
 func (*MoveEndResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{61}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{63}
 }
 
 // MoveRevokeRequest abandons the object's move.
@@ -4024,7 +4107,7 @@ type MoveRevokeRequest struct {
 
 func (x *MoveRevokeRequest) Reset() {
 	*x = MoveRevokeRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[62]
+	mi := &file_metadv1_metadata_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4036,7 +4119,7 @@ func (x *MoveRevokeRequest) String() string {
 func (*MoveRevokeRequest) ProtoMessage() {}
 
 func (x *MoveRevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[62]
+	mi := &file_metadv1_metadata_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4049,7 +4132,7 @@ func (x *MoveRevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveRevokeRequest.ProtoReflect.Descriptor instead.
 func (*MoveRevokeRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{62}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MoveRevokeRequest) GetTenant() string {
@@ -4089,7 +4172,7 @@ type MoveRevokeResponse struct {
 
 func (x *MoveRevokeResponse) Reset() {
 	*x = MoveRevokeResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[63]
+	mi := &file_metadv1_metadata_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4101,7 +4184,7 @@ func (x *MoveRevokeResponse) String() string {
 func (*MoveRevokeResponse) ProtoMessage() {}
 
 func (x *MoveRevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[63]
+	mi := &file_metadv1_metadata_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4114,7 +4197,7 @@ func (x *MoveRevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveRevokeResponse.ProtoReflect.Descriptor instead.
 func (*MoveRevokeResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{63}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{65}
 }
 
 // CreateCopyTaskRequest schedules a copy.
@@ -4138,7 +4221,7 @@ type CreateCopyTaskRequest struct {
 
 func (x *CreateCopyTaskRequest) Reset() {
 	*x = CreateCopyTaskRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[64]
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4150,7 +4233,7 @@ func (x *CreateCopyTaskRequest) String() string {
 func (*CreateCopyTaskRequest) ProtoMessage() {}
 
 func (x *CreateCopyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[64]
+	mi := &file_metadv1_metadata_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4163,7 +4246,7 @@ func (x *CreateCopyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCopyTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateCopyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{64}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CreateCopyTaskRequest) GetTenant() string {
@@ -4219,7 +4302,7 @@ type CreateCopyTaskResponse struct {
 
 func (x *CreateCopyTaskResponse) Reset() {
 	*x = CreateCopyTaskResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[65]
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +4314,7 @@ func (x *CreateCopyTaskResponse) String() string {
 func (*CreateCopyTaskResponse) ProtoMessage() {}
 
 func (x *CreateCopyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[65]
+	mi := &file_metadv1_metadata_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +4327,7 @@ func (x *CreateCopyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCopyTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateCopyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{65}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CreateCopyTaskResponse) GetTaskId() uint64 {
@@ -4273,7 +4356,7 @@ type CreateMoveTaskRequest struct {
 
 func (x *CreateMoveTaskRequest) Reset() {
 	*x = CreateMoveTaskRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4285,7 +4368,7 @@ func (x *CreateMoveTaskRequest) String() string {
 func (*CreateMoveTaskRequest) ProtoMessage() {}
 
 func (x *CreateMoveTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[66]
+	mi := &file_metadv1_metadata_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4298,7 +4381,7 @@ func (x *CreateMoveTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMoveTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateMoveTaskRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{66}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CreateMoveTaskRequest) GetTenant() string {
@@ -4347,7 +4430,7 @@ type CreateMoveTaskResponse struct {
 
 func (x *CreateMoveTaskResponse) Reset() {
 	*x = CreateMoveTaskResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	mi := &file_metadv1_metadata_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4359,7 +4442,7 @@ func (x *CreateMoveTaskResponse) String() string {
 func (*CreateMoveTaskResponse) ProtoMessage() {}
 
 func (x *CreateMoveTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[67]
+	mi := &file_metadv1_metadata_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4372,7 +4455,7 @@ func (x *CreateMoveTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMoveTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateMoveTaskResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{67}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CreateMoveTaskResponse) GetTaskId() uint64 {
@@ -4395,7 +4478,7 @@ type QueryTaskRequest struct {
 
 func (x *QueryTaskRequest) Reset() {
 	*x = QueryTaskRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[68]
+	mi := &file_metadv1_metadata_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4407,7 +4490,7 @@ func (x *QueryTaskRequest) String() string {
 func (*QueryTaskRequest) ProtoMessage() {}
 
 func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[68]
+	mi := &file_metadv1_metadata_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4420,7 +4503,7 @@ func (x *QueryTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskRequest.ProtoReflect.Descriptor instead.
 func (*QueryTaskRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{68}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *QueryTaskRequest) GetTenant() string {
@@ -4448,7 +4531,7 @@ type QueryTaskResponse struct {
 
 func (x *QueryTaskResponse) Reset() {
 	*x = QueryTaskResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[69]
+	mi := &file_metadv1_metadata_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4460,7 +4543,7 @@ func (x *QueryTaskResponse) String() string {
 func (*QueryTaskResponse) ProtoMessage() {}
 
 func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[69]
+	mi := &file_metadv1_metadata_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4473,7 +4556,7 @@ func (x *QueryTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryTaskResponse.ProtoReflect.Descriptor instead.
 func (*QueryTaskResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{69}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *QueryTaskResponse) GetTask() *ScheduledTask {
@@ -4498,7 +4581,7 @@ type FetchTasksRequest struct {
 
 func (x *FetchTasksRequest) Reset() {
 	*x = FetchTasksRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[70]
+	mi := &file_metadv1_metadata_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4510,7 +4593,7 @@ func (x *FetchTasksRequest) String() string {
 func (*FetchTasksRequest) ProtoMessage() {}
 
 func (x *FetchTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[70]
+	mi := &file_metadv1_metadata_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4523,7 +4606,7 @@ func (x *FetchTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchTasksRequest.ProtoReflect.Descriptor instead.
 func (*FetchTasksRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{70}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *FetchTasksRequest) GetClientId() []byte {
@@ -4558,7 +4641,7 @@ type FetchTasksResponse struct {
 
 func (x *FetchTasksResponse) Reset() {
 	*x = FetchTasksResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[71]
+	mi := &file_metadv1_metadata_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +4653,7 @@ func (x *FetchTasksResponse) String() string {
 func (*FetchTasksResponse) ProtoMessage() {}
 
 func (x *FetchTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[71]
+	mi := &file_metadv1_metadata_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +4666,7 @@ func (x *FetchTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchTasksResponse.ProtoReflect.Descriptor instead.
 func (*FetchTasksResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{71}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *FetchTasksResponse) GetTasks() []*ScheduledTask {
@@ -4612,7 +4695,7 @@ type MarkTaskToCompleteRequest struct {
 
 func (x *MarkTaskToCompleteRequest) Reset() {
 	*x = MarkTaskToCompleteRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[72]
+	mi := &file_metadv1_metadata_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +4707,7 @@ func (x *MarkTaskToCompleteRequest) String() string {
 func (*MarkTaskToCompleteRequest) ProtoMessage() {}
 
 func (x *MarkTaskToCompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[72]
+	mi := &file_metadv1_metadata_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +4720,7 @@ func (x *MarkTaskToCompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkTaskToCompleteRequest.ProtoReflect.Descriptor instead.
 func (*MarkTaskToCompleteRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{72}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MarkTaskToCompleteRequest) GetClientId() []byte {
@@ -4684,7 +4767,7 @@ type MarkTaskToCompleteResponse struct {
 
 func (x *MarkTaskToCompleteResponse) Reset() {
 	*x = MarkTaskToCompleteResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[73]
+	mi := &file_metadv1_metadata_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4696,7 +4779,7 @@ func (x *MarkTaskToCompleteResponse) String() string {
 func (*MarkTaskToCompleteResponse) ProtoMessage() {}
 
 func (x *MarkTaskToCompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[73]
+	mi := &file_metadv1_metadata_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4709,7 +4792,7 @@ func (x *MarkTaskToCompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkTaskToCompleteResponse.ProtoReflect.Descriptor instead.
 func (*MarkTaskToCompleteResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{73}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{75}
 }
 
 // ListTasksRequest asks for a page of the tenant's scheduled tasks.
@@ -4729,7 +4812,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_metadv1_metadata_proto_msgTypes[74]
+	mi := &file_metadv1_metadata_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4741,7 +4824,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[74]
+	mi := &file_metadv1_metadata_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4754,7 +4837,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{74}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListTasksRequest) GetTenant() string {
@@ -4798,7 +4881,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_metadv1_metadata_proto_msgTypes[75]
+	mi := &file_metadv1_metadata_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4810,7 +4893,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[75]
+	mi := &file_metadv1_metadata_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4823,7 +4906,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{75}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListTasksResponse) GetTasks() []*ScheduledTask {
@@ -4855,7 +4938,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[76]
+	mi := &file_metadv1_metadata_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4867,7 +4950,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[76]
+	mi := &file_metadv1_metadata_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4917,7 +5000,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[77]
+	mi := &file_metadv1_metadata_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4929,7 +5012,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[77]
+	mi := &file_metadv1_metadata_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4977,7 +5060,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[78]
+	mi := &file_metadv1_metadata_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4989,7 +5072,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[78]
+	mi := &file_metadv1_metadata_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5050,7 +5133,7 @@ type GetByRegexResponse_Item struct {
 
 func (x *GetByRegexResponse_Item) Reset() {
 	*x = GetByRegexResponse_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[79]
+	mi := &file_metadv1_metadata_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5062,7 +5145,7 @@ func (x *GetByRegexResponse_Item) String() string {
 func (*GetByRegexResponse_Item) ProtoMessage() {}
 
 func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[79]
+	mi := &file_metadv1_metadata_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5075,7 +5158,7 @@ func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetByRegexResponse_Item.ProtoReflect.Descriptor instead.
 func (*GetByRegexResponse_Item) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{47, 0}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49, 0}
 }
 
 func (x *GetByRegexResponse_Item) GetKey() []byte {
@@ -5119,7 +5202,7 @@ type RemoveByRegexResponse_Result struct {
 
 func (x *RemoveByRegexResponse_Result) Reset() {
 	*x = RemoveByRegexResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[80]
+	mi := &file_metadv1_metadata_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5131,7 +5214,7 @@ func (x *RemoveByRegexResponse_Result) String() string {
 func (*RemoveByRegexResponse_Result) ProtoMessage() {}
 
 func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[80]
+	mi := &file_metadv1_metadata_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5144,7 +5227,7 @@ func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveByRegexResponse_Result.ProtoReflect.Descriptor instead.
 func (*RemoveByRegexResponse_Result) Descriptor() ([]byte, []int) {
-	return file_metadv1_metadata_proto_rawDescGZIP(), []int{49, 0}
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{51, 0}
 }
 
 func (x *RemoveByRegexResponse_Result) GetKey() []byte {
@@ -5355,7 +5438,11 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12\x16\n" +
-	"\x06window\x18\x03 \x01(\rR\x06window\"\x92\x01\n" +
+	"\x06window\x18\x03 \x01(\rR\x06window\"4\n" +
+	"\x13CloseSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\x04R\tsessionId\"\x16\n" +
+	"\x14CloseSessionResponse\"\x92\x01\n" +
 	"\x15ListObjectKeysRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x16\n" +
 	"\x06prefix\x18\x02 \x01(\fR\x06prefix\x12\x1d\n" +
@@ -5494,7 +5581,7 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\x0e2\x13.metad.v1.TaskStateR\x05state\"`\n" +
 	"\x11ListTasksResponse\x12-\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xf2\x15\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xc1\x16\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -5518,7 +5605,8 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\fMountSegment\x12\x1d.metad.v1.MountSegmentRequest\x1a\x1e.metad.v1.MountSegmentResponse\x12S\n" +
 	"\x0eUnmountSegment\x12\x1f.metad.v1.UnmountSegmentRequest\x1a .metad.v1.UnmountSegmentResponse\x125\n" +
 	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12J\n" +
-	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12S\n" +
+	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12M\n" +
+	"\fCloseSession\x12\x1d.metad.v1.CloseSessionRequest\x1a\x1e.metad.v1.CloseSessionResponse\x12S\n" +
 	"\x0eListObjectKeys\x12\x1f.metad.v1.ListObjectKeysRequest\x1a .metad.v1.ListObjectKeysResponse\x12G\n" +
 	"\n" +
 	"GetByRegex\x12\x1b.metad.v1.GetByRegexRequest\x1a\x1c.metad.v1.GetByRegexResponse\x12P\n" +
@@ -5552,7 +5640,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
 	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
@@ -5598,115 +5686,117 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*PingResponse)(nil),                 // 41: metad.v1.PingResponse
 	(*OpenSessionRequest)(nil),           // 42: metad.v1.OpenSessionRequest
 	(*OpenSessionResponse)(nil),          // 43: metad.v1.OpenSessionResponse
-	(*ListObjectKeysRequest)(nil),        // 44: metad.v1.ListObjectKeysRequest
-	(*ListObjectKeysResponse)(nil),       // 45: metad.v1.ListObjectKeysResponse
-	(*GetByRegexRequest)(nil),            // 46: metad.v1.GetByRegexRequest
-	(*GetByRegexResponse)(nil),           // 47: metad.v1.GetByRegexResponse
-	(*RemoveByRegexRequest)(nil),         // 48: metad.v1.RemoveByRegexRequest
-	(*RemoveByRegexResponse)(nil),        // 49: metad.v1.RemoveByRegexResponse
-	(*BatchReplicaClearRequest)(nil),     // 50: metad.v1.BatchReplicaClearRequest
-	(*BatchReplicaClearResponse)(nil),    // 51: metad.v1.BatchReplicaClearResponse
-	(*CopyStartRequest)(nil),             // 52: metad.v1.CopyStartRequest
-	(*CopyStartResponse)(nil),            // 53: metad.v1.CopyStartResponse
-	(*CopyEndRequest)(nil),               // 54: metad.v1.CopyEndRequest
-	(*CopyEndResponse)(nil),              // 55: metad.v1.CopyEndResponse
-	(*CopyRevokeRequest)(nil),            // 56: metad.v1.CopyRevokeRequest
-	(*CopyRevokeResponse)(nil),           // 57: metad.v1.CopyRevokeResponse
-	(*MoveStartRequest)(nil),             // 58: metad.v1.MoveStartRequest
-	(*MoveStartResponse)(nil),            // 59: metad.v1.MoveStartResponse
-	(*MoveEndRequest)(nil),               // 60: metad.v1.MoveEndRequest
-	(*MoveEndResponse)(nil),              // 61: metad.v1.MoveEndResponse
-	(*MoveRevokeRequest)(nil),            // 62: metad.v1.MoveRevokeRequest
-	(*MoveRevokeResponse)(nil),           // 63: metad.v1.MoveRevokeResponse
-	(*CreateCopyTaskRequest)(nil),        // 64: metad.v1.CreateCopyTaskRequest
-	(*CreateCopyTaskResponse)(nil),       // 65: metad.v1.CreateCopyTaskResponse
-	(*CreateMoveTaskRequest)(nil),        // 66: metad.v1.CreateMoveTaskRequest
-	(*CreateMoveTaskResponse)(nil),       // 67: metad.v1.CreateMoveTaskResponse
-	(*QueryTaskRequest)(nil),             // 68: metad.v1.QueryTaskRequest
-	(*QueryTaskResponse)(nil),            // 69: metad.v1.QueryTaskResponse
-	(*FetchTasksRequest)(nil),            // 70: metad.v1.FetchTasksRequest
-	(*FetchTasksResponse)(nil),           // 71: metad.v1.FetchTasksResponse
-	(*MarkTaskToCompleteRequest)(nil),    // 72: metad.v1.MarkTaskToCompleteRequest
-	(*MarkTaskToCompleteResponse)(nil),   // 73: metad.v1.MarkTaskToCompleteResponse
-	(*ListTasksRequest)(nil),             // 74: metad.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 75: metad.v1.ListTasksResponse
-	(*BatchPutStartRequest_Item)(nil),    // 76: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 77: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 78: metad.v1.BatchGetResponse.Result
-	(*GetByRegexResponse_Item)(nil),      // 79: metad.v1.GetByRegexResponse.Item
-	(*RemoveByRegexResponse_Result)(nil), // 80: metad.v1.RemoveByRegexResponse.Result
-	(*ReplicaConfig)(nil),                // 81: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 82: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 83: metad.v1.Replica
-	(Tier)(0),                            // 84: metad.v1.Tier
-	(*Status)(nil),                       // 85: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 86: metad.v1.SegmentDesc
-	(*ScheduledTask)(nil),                // 87: metad.v1.ScheduledTask
-	(TaskState)(0),                       // 88: metad.v1.TaskState
+	(*CloseSessionRequest)(nil),          // 44: metad.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),         // 45: metad.v1.CloseSessionResponse
+	(*ListObjectKeysRequest)(nil),        // 46: metad.v1.ListObjectKeysRequest
+	(*ListObjectKeysResponse)(nil),       // 47: metad.v1.ListObjectKeysResponse
+	(*GetByRegexRequest)(nil),            // 48: metad.v1.GetByRegexRequest
+	(*GetByRegexResponse)(nil),           // 49: metad.v1.GetByRegexResponse
+	(*RemoveByRegexRequest)(nil),         // 50: metad.v1.RemoveByRegexRequest
+	(*RemoveByRegexResponse)(nil),        // 51: metad.v1.RemoveByRegexResponse
+	(*BatchReplicaClearRequest)(nil),     // 52: metad.v1.BatchReplicaClearRequest
+	(*BatchReplicaClearResponse)(nil),    // 53: metad.v1.BatchReplicaClearResponse
+	(*CopyStartRequest)(nil),             // 54: metad.v1.CopyStartRequest
+	(*CopyStartResponse)(nil),            // 55: metad.v1.CopyStartResponse
+	(*CopyEndRequest)(nil),               // 56: metad.v1.CopyEndRequest
+	(*CopyEndResponse)(nil),              // 57: metad.v1.CopyEndResponse
+	(*CopyRevokeRequest)(nil),            // 58: metad.v1.CopyRevokeRequest
+	(*CopyRevokeResponse)(nil),           // 59: metad.v1.CopyRevokeResponse
+	(*MoveStartRequest)(nil),             // 60: metad.v1.MoveStartRequest
+	(*MoveStartResponse)(nil),            // 61: metad.v1.MoveStartResponse
+	(*MoveEndRequest)(nil),               // 62: metad.v1.MoveEndRequest
+	(*MoveEndResponse)(nil),              // 63: metad.v1.MoveEndResponse
+	(*MoveRevokeRequest)(nil),            // 64: metad.v1.MoveRevokeRequest
+	(*MoveRevokeResponse)(nil),           // 65: metad.v1.MoveRevokeResponse
+	(*CreateCopyTaskRequest)(nil),        // 66: metad.v1.CreateCopyTaskRequest
+	(*CreateCopyTaskResponse)(nil),       // 67: metad.v1.CreateCopyTaskResponse
+	(*CreateMoveTaskRequest)(nil),        // 68: metad.v1.CreateMoveTaskRequest
+	(*CreateMoveTaskResponse)(nil),       // 69: metad.v1.CreateMoveTaskResponse
+	(*QueryTaskRequest)(nil),             // 70: metad.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 71: metad.v1.QueryTaskResponse
+	(*FetchTasksRequest)(nil),            // 72: metad.v1.FetchTasksRequest
+	(*FetchTasksResponse)(nil),           // 73: metad.v1.FetchTasksResponse
+	(*MarkTaskToCompleteRequest)(nil),    // 74: metad.v1.MarkTaskToCompleteRequest
+	(*MarkTaskToCompleteResponse)(nil),   // 75: metad.v1.MarkTaskToCompleteResponse
+	(*ListTasksRequest)(nil),             // 76: metad.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 77: metad.v1.ListTasksResponse
+	(*BatchPutStartRequest_Item)(nil),    // 78: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 79: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 80: metad.v1.BatchGetResponse.Result
+	(*GetByRegexResponse_Item)(nil),      // 81: metad.v1.GetByRegexResponse.Item
+	(*RemoveByRegexResponse_Result)(nil), // 82: metad.v1.RemoveByRegexResponse.Result
+	(*ReplicaConfig)(nil),                // 83: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 84: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 85: metad.v1.Replica
+	(Tier)(0),                            // 86: metad.v1.Tier
+	(*Status)(nil),                       // 87: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 88: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 89: metad.v1.ScheduledTask
+	(TaskState)(0),                       // 90: metad.v1.TaskState
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	81,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	82,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	84,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	82,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	82,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	81,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	82,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	84,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	82,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	82,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	82,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	76,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	81,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	82,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	77,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	84,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	82,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	84,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	82,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	78,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	82,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	86,  // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	82,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	79,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
-	82,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
-	80,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
-	82,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
-	82,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
-	83,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
-	82,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
-	83,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
-	82,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
-	82,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	82,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
-	87,  // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	85,  // 56: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	83,  // 57: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	85,  // 58: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	83,  // 59: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	83,  // 60: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
-	85,  // 61: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	83,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	84,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	86,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	84,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	86,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	84,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	84,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	86,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	84,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	86,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	84,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	84,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	78,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	83,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	84,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	79,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	86,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	84,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	86,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	84,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	80,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	84,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	88,  // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	84,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	81,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
+	84,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
+	84,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
+	84,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	85,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	84,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	85,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	84,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	84,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	84,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	84,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	90,  // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
+	89,  // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	87,  // 56: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	85,  // 57: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	87,  // 58: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	85,  // 59: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	85,  // 60: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	87,  // 61: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
 	0,   // 62: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
 	2,   // 63: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
 	4,   // 64: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
@@ -5729,62 +5819,64 @@ var file_metadv1_metadata_proto_depIdxs = []int32{
 	38,  // 81: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
 	40,  // 82: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
 	42,  // 83: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	44,  // 84: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
-	46,  // 85: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
-	48,  // 86: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
-	50,  // 87: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
-	52,  // 88: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	54,  // 89: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	56,  // 90: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	58,  // 91: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	60,  // 92: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	62,  // 93: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	64,  // 94: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
-	66,  // 95: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
-	68,  // 96: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
-	70,  // 97: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
-	72,  // 98: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
-	74,  // 99: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
-	1,   // 100: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,   // 101: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,   // 102: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,   // 103: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,   // 104: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11,  // 105: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13,  // 106: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15,  // 107: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17,  // 108: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19,  // 109: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21,  // 110: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23,  // 111: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25,  // 112: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27,  // 113: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29,  // 114: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31,  // 115: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33,  // 116: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35,  // 117: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37,  // 118: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39,  // 119: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41,  // 120: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43,  // 121: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	45,  // 122: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
-	47,  // 123: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
-	49,  // 124: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
-	51,  // 125: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
-	53,  // 126: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	55,  // 127: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	57,  // 128: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	59,  // 129: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	61,  // 130: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	63,  // 131: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	65,  // 132: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
-	67,  // 133: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
-	69,  // 134: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
-	71,  // 135: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
-	73,  // 136: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
-	75,  // 137: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
-	100, // [100:138] is the sub-list for method output_type
-	62,  // [62:100] is the sub-list for method input_type
+	44,  // 84: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
+	46,  // 85: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	48,  // 86: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	50,  // 87: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	52,  // 88: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	54,  // 89: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	56,  // 90: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	58,  // 91: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	60,  // 92: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	62,  // 93: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	64,  // 94: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	66,  // 95: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	68,  // 96: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	70,  // 97: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	72,  // 98: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	74,  // 99: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	76,  // 100: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	1,   // 101: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	3,   // 102: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	5,   // 103: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	7,   // 104: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	9,   // 105: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	11,  // 106: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	13,  // 107: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	15,  // 108: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	17,  // 109: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	19,  // 110: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	21,  // 111: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	23,  // 112: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	25,  // 113: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	27,  // 114: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	29,  // 115: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	31,  // 116: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	33,  // 117: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	35,  // 118: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	37,  // 119: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	39,  // 120: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	41,  // 121: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	43,  // 122: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	45,  // 123: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
+	47,  // 124: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	49,  // 125: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	51,  // 126: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	53,  // 127: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	55,  // 128: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	57,  // 129: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	59,  // 130: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	61,  // 131: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	63,  // 132: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	65,  // 133: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	67,  // 134: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	69,  // 135: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	71,  // 136: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	73,  // 137: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	75,  // 138: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	77,  // 139: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	101, // [101:140] is the sub-list for method output_type
+	62,  // [62:101] is the sub-list for method input_type
 	62,  // [62:62] is the sub-list for extension type_name
 	62,  // [62:62] is the sub-list for extension extendee
 	0,   // [0:62] is the sub-list for field type_name
@@ -5802,7 +5894,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

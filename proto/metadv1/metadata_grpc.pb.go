@@ -51,6 +51,7 @@ const (
 	Metadata_UnmountSegment_FullMethodName     = "/metad.v1.Metadata/UnmountSegment"
 	Metadata_Ping_FullMethodName               = "/metad.v1.Metadata/Ping"
 	Metadata_OpenSession_FullMethodName        = "/metad.v1.Metadata/OpenSession"
+	Metadata_CloseSession_FullMethodName       = "/metad.v1.Metadata/CloseSession"
 	Metadata_ListObjectKeys_FullMethodName     = "/metad.v1.Metadata/ListObjectKeys"
 	Metadata_GetByRegex_FullMethodName         = "/metad.v1.Metadata/GetByRegex"
 	Metadata_RemoveByRegex_FullMethodName      = "/metad.v1.Metadata/RemoveByRegex"
@@ -120,6 +121,9 @@ type MetadataClient interface {
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
+	// CloseSession ends the caller's session (a replicated command): its kept answers go at once. A
+	// session that is not open to the caller answers SESSION_EXPIRED.
+	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
 	// ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
 	ListObjectKeys(ctx context.Context, in *ListObjectKeysRequest, opts ...grpc.CallOption) (*ListObjectKeysResponse, error)
 	// GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
@@ -389,6 +393,16 @@ func (c *metadataClient) OpenSession(ctx context.Context, in *OpenSessionRequest
 	return out, nil
 }
 
+func (c *metadataClient) CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloseSessionResponse)
+	err := c.cc.Invoke(ctx, Metadata_CloseSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metadataClient) ListObjectKeys(ctx context.Context, in *ListObjectKeysRequest, opts ...grpc.CallOption) (*ListObjectKeysResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListObjectKeysResponse)
@@ -600,6 +614,9 @@ type MetadataServer interface {
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
+	// CloseSession ends the caller's session (a replicated command): its kept answers go at once. A
+	// session that is not open to the caller answers SESSION_EXPIRED.
+	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
 	// ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
 	ListObjectKeys(context.Context, *ListObjectKeysRequest) (*ListObjectKeysResponse, error)
 	// GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
@@ -714,6 +731,9 @@ func (UnimplementedMetadataServer) Ping(context.Context, *PingRequest) (*PingRes
 }
 func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
+}
+func (UnimplementedMetadataServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
 }
 func (UnimplementedMetadataServer) ListObjectKeys(context.Context, *ListObjectKeysRequest) (*ListObjectKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListObjectKeys not implemented")
@@ -1180,6 +1200,24 @@ func _Metadata_OpenSession_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_CloseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloseSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).CloseSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_CloseSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).CloseSession(ctx, req.(*CloseSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Metadata_ListObjectKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListObjectKeysRequest)
 	if err := dec(in); err != nil {
@@ -1562,6 +1600,10 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "OpenSession",
 			Handler:    _Metadata_OpenSession_Handler,
+		},
+		{
+			MethodName: "CloseSession",
+			Handler:    _Metadata_CloseSession_Handler,
 		},
 		{
 			MethodName: "ListObjectKeys",

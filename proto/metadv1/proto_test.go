@@ -252,7 +252,7 @@ func TestServiceMethods(t *testing.T) {
 			"PutStart", "PutEnd", "PutRevoke", "UpsertStart", "UpsertEnd", "UpsertRevoke",
 			"Get", "Exist", "Remove", "RemoveAll", "RemoveGroup", "ListGroup",
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
-			"MountSegment", "UnmountSegment", "Ping", "OpenSession",
+			"MountSegment", "UnmountSegment", "Ping", "OpenSession", "CloseSession",
 			"ListObjectKeys", "GetByRegex", "RemoveByRegex", "BatchReplicaClear",
 			"CopyStart", "CopyEnd", "CopyRevoke", "MoveStart", "MoveEnd", "MoveRevoke",
 			"CreateCopyTask", "CreateMoveTask", "QueryTask", "FetchTasks", "MarkTaskToComplete", "ListTasks",

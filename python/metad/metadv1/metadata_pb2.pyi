@@ -167,6 +167,16 @@ class BatchReplicaClearResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
+class CloseSessionRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    def __init__(self, session_id: _Optional[int] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class CopyEndRequest(_message.Message):
     __slots__ = ["client_id", "key", "session", "tenant"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
