@@ -26,7 +26,6 @@ func grantCmd(principal, role string) *metadv1.Command {
 	return &metadv1.Command{Op: &metadv1.Command_GrantRole{GrantRole: &metadv1.GrantRole{Principal: principal, Role: role}}}
 }
 
-
 func secretOf(b byte) []byte { return []byte(strings.Repeat(string(rune(b)), SecretBytes)) }
 
 const workerID = "c1000000-0000-0000-0000-000000000001"

@@ -16,14 +16,8 @@ import (
 // holds the lease, so PutStarts of new keys are answered from the leader's arenas and only their
 // PutEnds reach the log, as on a real leader.
 
-// arenaHarness is a harness whose leader holds the leader lease and runs the arena keeper (every
-// quarter of the fake lease).
-func arenaHarness(t testing.TB, mut func(*config)) *harness {
-	t.Helper()
-	return arenaHarnessOver(t, newFakeBackend(t, nil), mut)
-}
-
-// arenaHarnessOver is arenaHarness over the backend b.
+// arenaHarnessOver is a harness over the backend b whose leader holds the leader lease and runs
+// the arena keeper (every quarter of the fake lease).
 func arenaHarnessOver(t testing.TB, b *fakeBackend, mut func(*config)) *harness {
 	t.Helper()
 	b.Lease.Store(true)
