@@ -298,10 +298,10 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	cfg.BatchSize = *benchBatch
 	cfg.RoundLimit = *benchRound
 	cfg.CensusChunk = *benchChunk
-	c := newClusterWith(b, cfg, store.DefaultConfig().LeaseTTL, false)
+	c := newTCPCluster(b, cfg, store.DefaultConfig().LeaseTTL)
 	defer func() {
 		c.stop()
-		c.stores, c.evs = nil, nil // the cleanup c registered keeps c: let the next repetition have the memory
+		c.evs = nil // the cleanup c registered keeps c: let the next repetition have the memory
 	}()
 	capacity := uint64(n+n/4) * benchSize
 	c.propose(&metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
@@ -333,13 +333,13 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	c.caughtUp()
 	runtime.GC()
 	heap1, rss1 := heapInuse(), rssBytes()
-	objects := float64(l.Status().Objects)
+	objects := float64(l.Node().Status().Objects)
 	logf("warmed up in %s (%.0f objects)", took.Round(time.Millisecond), objects)
 	f := foreground{heapPerObject: (float64(heap1) - float64(heap0)) / 3 / objects,
 		rssPerMillion: (float64(rss1) - float64(rss0)) / 3 / (objects / 1e6) / (1 << 20)}
 
 	reg := prometheus.NewRegistry()
-	if err := l.RegisterMetrics(reg); err != nil {
+	if err := l.Node().RegisterMetrics(reg); err != nil {
 		b.Fatal(err)
 	}
 	barrierNow := func() barrierUse {
@@ -351,7 +351,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	}
 	stopProfile := startProfile(b, group, rep, ".base")
 	stopTrace := startTrace(b, group, rep, ".base")
-	stopProgress := logProgress(logf, "no eviction", l, l.Status().Objects, barrierNow)
+	stopProgress := logProgress(logf, "no eviction", l, l.Node().Status().Objects, barrierNow)
 	base := runPhase(b, l, reg, n, &putSeq)
 	stopProgress()
 	logf("log store after the phase without eviction: %s", c.logStoreStats())
@@ -363,7 +363,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	// eviction left it, and a mark phase of seconds lands on the drain's first seconds whatever
 	// the drain costs.
 	runtime.GC()
-	before := l.Status().Objects
+	before := l.Node().Status().Objects
 	stopProfile = startProfile(b, group, rep, "")
 	stopProgress = logProgress(logf, "evicting", l, before, barrierNow)
 	stopTrace = startTrace(b, group, rep, "")
@@ -373,12 +373,12 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 	c.stopEvictors()
 	stopProgress()
 	stopProfile()
-	evicted := before + int64(under.puts) - l.Status().Objects
+	evicted := before + int64(under.puts) - l.Node().Status().Objects
 	logf("no eviction:     Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s", base.getRate, base.getP99, base.putRate, base.putP99)
 	logf("while evicting:  Get %8.0f/s p99 %7s   PutEnd %6.0f/s p99 %7s   (%d objects evicted)", under.getRate, under.getP99, under.putRate, under.putP99, evicted)
 	var idx []string
 	for _, name := range c.names {
-		st := c.nodes[name].Status()
+		st := c.nodes[name].Node().Status()
 		idx = append(idx, fmt.Sprintf("%s %d/%d", name, st.CommitIndex, st.LastSnapshotIndex))
 	}
 	logf("eviction rounds: %s; commit/snapshot index %s", c.roundStats(), strings.Join(idx, ", "))
@@ -393,7 +393,7 @@ func benchForegroundOnce(b *testing.B, group, rep int) foreground {
 }
 
 // runPhase runs the foreground load for -evict.phase and measures it.
-func runPhase(b *testing.B, l *liveNode, reg prometheus.Gatherer, n int, putSeq *atomic.Int64) phaseStats {
+func runPhase(b *testing.B, l clusterMember, reg prometheus.Gatherer, n int, putSeq *atomic.Int64) phaseStats {
 	ctx, cancel := context.WithTimeout(context.Background(), *benchPhaseLen)
 	defer cancel()
 	rt0, rb0 := readRuntime(), readBarrierUse(b, reg, l.Store())
@@ -411,9 +411,9 @@ func runPhase(b *testing.B, l *liveNode, reg prometheus.Gatherer, n int, putSeq 
 // fill those are its 4096-item batches, about 100 MB over the three members that the first phase
 // would otherwise start with and the second not, a higher collector goal for the first phase only.
 // After it both phases start from a heap in the same steady state.
-func warmUp(b *testing.B, c *cluster, l *liveNode, n int, putSeq *atomic.Int64) time.Duration {
+func warmUp(b *testing.B, c *cluster, l clusterMember, n int, putSeq *atomic.Int64) time.Duration {
 	start := time.Now()
-	past := l.Status().CommitIndex + ha.LogCacheEntries
+	past := l.Node().Status().CommitIndex + ha.LogCacheEntries
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() {
@@ -423,7 +423,7 @@ func warmUp(b *testing.B, c *cluster, l *liveNode, n int, putSeq *atomic.Int64) 
 		for {
 			done := true
 			for _, name := range c.names {
-				done = done && c.nodes[name].Status().CommitIndex >= past
+				done = done && c.nodes[name].Node().Status().CommitIndex >= past
 			}
 			if done {
 				return
@@ -437,7 +437,7 @@ func warmUp(b *testing.B, c *cluster, l *liveNode, n int, putSeq *atomic.Int64) 
 	}()
 	runLoad(ctx, b, l, n, putSeq)
 	for _, name := range c.names {
-		if got := c.nodes[name].Status().CommitIndex; got < past {
+		if got := c.nodes[name].Node().Status().CommitIndex; got < past {
 			b.Fatalf("warm-up: %s committed %d of %d entries within a minute", name, got, past)
 		}
 	}
@@ -447,7 +447,7 @@ func warmUp(b *testing.B, c *cluster, l *liveNode, n int, putSeq *atomic.Int64) 
 // runLoad runs Get load (a linearizable read: read barrier, then the store) on the hot set and
 // PutStart+PutEnd load (PutEnd timed) on new keys, through the leader, until ctx ends, and returns
 // each reader's Get and each writer's PutEnd latencies.
-func runLoad(ctx context.Context, b *testing.B, l *liveNode, n int, putSeq *atomic.Int64) (getLat, putLat [][]time.Duration) {
+func runLoad(ctx context.Context, b *testing.B, l clusterMember, n int, putSeq *atomic.Int64) (getLat, putLat [][]time.Duration) {
 	getLat = make([][]time.Duration, benchReaders)
 	putLat = make([][]time.Duration, benchWriters)
 	var wg sync.WaitGroup
@@ -461,7 +461,7 @@ func runLoad(ctx context.Context, b *testing.B, l *liveNode, n int, putSeq *atom
 				t := time.Now()
 				var err error
 				for { // an object marked for unlink is read again once its eviction settles, as the server does
-					if err = l.ReadBarrier(ctx); err == nil {
+					if err = l.Node().ReadBarrier(ctx); err == nil {
 						_, err = l.Store().Get(time.Now().UnixNano(), "", k)
 					}
 					if !errors.Is(err, store.ErrUnlinkPending) || ctx.Err() != nil {
@@ -487,7 +487,7 @@ func runLoad(ctx context.Context, b *testing.B, l *liveNode, n int, putSeq *atom
 			defer wg.Done()
 			for ctx.Err() == nil {
 				k := []byte(fmt.Sprintf("put-%09d", putSeq.Add(1)))
-				r, err := l.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: client[:], Key: k,
+				r, err := l.Node().Propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{ClientId: client[:], Key: k,
 					Size: benchSize, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}})
 				if err != nil || r.Reason != store.OK {
 					if ctx.Err() == nil {
@@ -496,7 +496,7 @@ func runLoad(ctx context.Context, b *testing.B, l *liveNode, n int, putSeq *atom
 					return
 				}
 				t := time.Now()
-				r, err = l.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: client[:], Key: k}}})
+				r, err = l.Node().Propose(ctx, &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{ClientId: client[:], Key: k}}})
 				if ctx.Err() != nil {
 					return
 				}
@@ -529,7 +529,7 @@ var benchGets atomic.Int64
 // during the drain and after it) with the GC cycles that ended (+N) and the MB allocated in the
 // tick, and the read-barrier rounds per second with their mean VerifyLeader and apply wait (from
 // barrier), labelled with the phase.
-func logProgress(logf func(string, ...any), phase string, l *liveNode, before int64, barrier func() barrierUse) func() {
+func logProgress(logf func(string, ...any), phase string, l clusterMember, before int64, barrier func() barrierUse) func() {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -547,7 +547,7 @@ func logProgress(logf func(string, ...any), phase string, l *liveNode, before in
 				return
 			case <-t.C:
 				at := time.Since(start).Seconds()
-				line = append(line, fmt.Sprintf("%.0fs:%d", at, before-l.Status().Objects))
+				line = append(line, fmt.Sprintf("%.0fs:%d", at, before-l.Node().Status().Objects))
 				n, gc, a := benchGets.Load(), gcCycles(), allocBytes()
 				g := fmt.Sprintf("%.0fs:%d", at, int64(float64(n-last)/benchTick.Seconds()))
 				if gc > lastGC {
@@ -643,7 +643,7 @@ func startTrace(b *testing.B, group, rep int, suffix string) func() {
 func (c *cluster) logStoreStats() string {
 	var out []string
 	for _, name := range c.names {
-		st, ok := c.nodes[name].LogStoreStats()
+		st, ok := c.nodes[name].Node().LogStoreStats()
 		if !ok {
 			out = append(out, name+" raft-wal (no freelist)")
 			continue

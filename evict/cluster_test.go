@@ -13,37 +13,37 @@ import (
 
 	"metad/fsm"
 	"metad/ha"
+	"metad/ha/hatest"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
 )
 
-// A 3-node cluster on loopback (real TCP transport, bolt files in t.TempDir(), fast timeouts) with
-// an evictor on every node; only the leader's works. Tests poll observable conditions with
-// deadlines and never sleep to synchronise.
+// A 3-node cluster with an evictor on every member; only the leader's works. The tests run it in
+// memory (newCluster: hatest's members over raft's InmemTransport and in-memory logs, fast
+// timeouts); the foreground benchmark runs it over loopback TCP with its logs on disk
+// (newTCPCluster, tcpcluster_test.go). Tests poll observable conditions with deadlines and never
+// sleep to synchronise.
 
 const clusterLeaseTTL = 100 * time.Millisecond // a new leader's lease floor lasts this long
 
-// liveNode is a cluster member: the node with its state machine.
-type liveNode struct {
-	*ha.Node
-	f *fsm.FSM
+// clusterMember is a member of a cluster: a *hatest.Member in the tests, a *liveNode in the
+// benchmark.
+type clusterMember interface {
+	Node() *ha.Node // nil once the member is stopped
+	FSM() *fsm.FSM
+	Store() *store.Store
 }
-
-// Store returns the node's current store.
-func (n *liveNode) Store() *store.Store { return n.f.Store() }
-
-// FSM returns the node's state machine.
-func (n *liveNode) FSM() *fsm.FSM { return n.f }
 
 type cluster struct {
 	t      testing.TB
 	names  []string
-	nodes  map[string]*liveNode // live nodes
-	stores map[string]func() *store.Store
+	nodes  map[string]clusterMember // the running members
 	evs    map[string]*Evictor
 	cancel map[string]context.CancelFunc
 	wg     sync.WaitGroup
+	// stopNode stops member name as a planned stop does (a leader hands leadership over first).
+	stopNode func(name string) error
 
 	// The test's client session: propose numbers every command in it, so that a command retried
 	// after an unknown outcome (a leadership change mid-commit) is applied once.
@@ -53,62 +53,59 @@ type cluster struct {
 	inflight map[uint64]struct{}
 }
 
-func newCluster(t testing.TB, evCfg Config) *cluster {
-	return newClusterWith(t, evCfg, clusterLeaseTTL, true)
+// emptyCluster is a cluster with no members yet, for newCluster and newTCPCluster to fill.
+func emptyCluster(t testing.TB) *cluster {
+	return &cluster{t: t, nodes: map[string]clusterMember{}, evs: map[string]*Evictor{}, cancel: map[string]context.CancelFunc{}}
 }
 
-// newClusterWith builds the cluster with the given read lease ttl, and with fast Raft timeouts (tests)
-// or ha's defaults (the benchmark, whose million-object heaps and load would starve fast
-// heartbeats on a small machine).
-func newClusterWith(t testing.TB, evCfg Config, leaseTTL time.Duration, fast bool) *cluster {
+// newCluster builds the cluster in memory (hatest) with the tests' read lease ttl and waits for a
+// leader that serves linearizable reads. When the test ends the evictors stop, then the members.
+func newCluster(t testing.TB, evCfg Config) *cluster {
 	t.Helper()
-	c := &cluster{t: t, nodes: map[string]*liveNode{}, stores: map[string]func() *store.Store{},
-		evs: map[string]*Evictor{}, cancel: map[string]context.CancelFunc{}}
-	var peers []ha.Peer
-	for i := 1; i <= 3; i++ {
-		name := fmt.Sprintf("n%d", i)
-		cfg := ha.DefaultConfig()
-		cfg.Name, cfg.DataDir = name, t.TempDir()
-		cfg.PeerListen, cfg.PeerAddr, cfg.ClientAddr = "127.0.0.1:0", "127.0.0.1:0", "client-of-"+name
-		if fast {
-			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 150*time.Millisecond, 150*time.Millisecond, 100*time.Millisecond
-			cfg.CommitTimeout = 5 * time.Millisecond
-		}
-		f, err := fsm.New(store.Config{LeaseTTL: leaseTTL}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The leadership hook a daemon registers, and a kick for the evictor, created once the node
-		// is.
-		var evp atomic.Pointer[Evictor]
-		cfg.OnLeadership = func(leading bool, _ uint64) {
-			if leading {
-				f.Store().ResetSoftState(time.Now().UnixNano())
+	c := emptyCluster(t)
+	kicks := map[string]*atomic.Pointer[Evictor]{} // written by Config and Start, on the test's goroutine
+	raft := hatest.New(t, 3, hatest.Options{
+		FSM: func(string) (*fsm.FSM, error) { return fsm.New(store.Config{LeaseTTL: clusterLeaseTTL}, nil) },
+		Config: func(cfg *ha.Config, f *fsm.FSM) {
+			kicks[cfg.Name] = new(atomic.Pointer[Evictor])
+			cfg.OnLeadership = leadershipHook(f, kicks[cfg.Name])
+		},
+		Start: func(cfg ha.Config, f *fsm.FSM) (*ha.Node, error) {
+			node, err := ha.NewNode(cfg, f, nil)
+			if err != nil {
+				return nil, err
 			}
-			if ev := evp.Load(); ev != nil {
-				ev.Kick()
+			ev, err := New(evCfg, FromHA(node, f.Store), nil, nil)
+			if err != nil {
+				_ = node.Kill()
+				return nil, err
 			}
-		}
-		hn, err := ha.NewNode(cfg, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &liveNode{Node: hn, f: f}
-		ev, err := New(evCfg, FromHA(hn, f.Store), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		evp.Store(ev)
-		c.names = append(c.names, name)
-		c.nodes[name], c.stores[name], c.evs[name] = n, n.Store, ev
-		peers = append(peers, ha.Peer{Name: name, PeerAddr: n.PeerAddr()})
+			kicks[cfg.Name].Store(ev)
+			c.evs[cfg.Name] = ev
+			return node, nil
+		},
+	})
+	t.Cleanup(c.stopEvictors) // registered after hatest's, so it runs before the members stop
+	for _, m := range raft.Members() {
+		c.names = append(c.names, m.Name)
+		c.nodes[m.Name] = m
 	}
-	if err := c.nodes["n1"].BootstrapCluster(peers); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.stop)
+	c.stopNode = raft.Shutdown
 	c.leader()
 	return c
+}
+
+// leadershipHook is the leadership hook a daemon registers (a new leader starts the store's soft
+// state afresh) and a kick for the member's evictor, once ev holds it.
+func leadershipHook(f *fsm.FSM, ev *atomic.Pointer[Evictor]) func(bool, uint64) {
+	return func(leading bool, _ uint64) {
+		if leading {
+			f.Store().ResetSoftState(time.Now().UnixNano())
+		}
+		if e := ev.Load(); e != nil {
+			e.Kick()
+		}
+	}
 }
 
 // start runs every node's evictor loop.
@@ -133,24 +130,23 @@ func (c *cluster) stopEvictors() {
 	c.wg.Wait()
 }
 
-func (c *cluster) stop() {
-	c.stopEvictors()
-	for name, n := range c.nodes {
-		_ = n.Shutdown()
-		delete(c.nodes, name)
-	}
+// shutdown stops the running member name as a planned stop does; it is no longer in c.nodes.
+func (c *cluster) shutdown(name string) error {
+	err := c.stopNode(name)
+	delete(c.nodes, name)
+	return err
 }
 
 // leader waits for a leader that serves linearizable reads.
-func (c *cluster) leader() *liveNode {
+func (c *cluster) leader() clusterMember {
 	c.t.Helper()
-	var l *liveNode
+	var l clusterMember
 	waitFor(c.t, "a ready leader", 10*time.Second, func() bool {
 		for _, n := range c.nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			err := n.ReadBarrier(ctx)
+			err := n.Node().ReadBarrier(ctx)
 			cancel()
-			if n.IsLeader() && err == nil {
+			if n.Node().IsLeader() && err == nil {
 				l = n
 				return true
 			}
@@ -170,7 +166,7 @@ func (c *cluster) propose(cmd *metadv1.Command) store.Result {
 	for attempt := 0; ; attempt++ {
 		l := c.leader()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		r, err := l.Propose(ctx, cmd)
+		r, err := l.Node().Propose(ctx, cmd)
 		cancel()
 		if err == nil {
 			return r
@@ -329,13 +325,12 @@ func TestLeaderChangeMidEviction(t *testing.T) {
 	}
 	c.start()
 	waitFor(t, "two evictions by the old leader", 10*time.Second, func() bool { return usedSlots(old.Store()) <= 85 })
-	if err := old.Shutdown(); err != nil {
+	if err := c.shutdown(oldName); err != nil {
 		t.Logf("shutdown: %v", err)
 	}
-	delete(c.nodes, oldName)
 	close(gate)
 	nl := c.leader()
-	t.Logf("leader %s shut down at %d slots used; new leader %s", oldName, usedSlots(old.Store()), nl.Status().Name)
+	t.Logf("leader %s shut down at %d slots used; new leader %s", oldName, usedSlots(old.Store()), nl.Node().Status().Name)
 	waitFor(t, "the new leader to finish", 10*time.Second, func() bool { return usedSlots(c.leader().Store()) <= 45 })
 	c.stopEvictors()
 	if m := marks(old.Store()); m != 0 {

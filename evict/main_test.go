@@ -8,8 +8,8 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		// hashicorp/raft's network transport and its pooled connections wind down asynchronously
-		// after Shutdown returns; they hold nothing of the test.
+		// hashicorp/raft's network transport (the benchmark's TCP cluster) and its pooled
+		// connections wind down asynchronously after Shutdown returns; they hold nothing of the test.
 		goleak.IgnoreTopFunction("github.com/hashicorp/raft.(*NetworkTransport).listen"),
 		// hashicorp/raft never answers an Apply future whose entry was queued for the FSM when
 		// Raft shut down (hashicorp/raft#498), so the proposer's goroutine waiting on an entry in
