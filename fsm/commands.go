@@ -175,11 +175,11 @@ var commands = []spec{
 
 	// Master-scheduled tasks (store.TaskQueue).
 	def("create_task", levelBase, func(c *metadv1.Command) store.TaskSpec { return wire.TaskSpecFrom(c.GetCreateTask()) },
-		storeCheck((*store.Store).CheckCreateTask), applyCreateTask),
+		storeCheck(func(s *store.Store, spec store.TaskSpec) error { return s.Tasks().CheckCreate(spec) }), applyCreateTask),
 	defNoCheck("fetch_tasks", levelBase, alwaysApplies+" (a worker with nothing pending gets no task)", (*metadv1.Command).GetFetchTasks, applyFetchTasks),
 	def("complete_task", levelBase, (*metadv1.Command).GetCompleteTask,
 		storeCheck(func(s *store.Store, m *metadv1.CompleteTask) error {
-			return s.CheckCompleteTask(wire.ID16(m.GetClientId()), m.GetTaskId())
+			return s.Tasks().CheckComplete(wire.ID16(m.GetClientId()), m.GetTaskId())
 		}), applyCompleteTask),
 
 	// Drain jobs (store.DrainTable).

@@ -312,7 +312,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	}
 	s, err := b.Finish()
 	if err == nil {
-		err = s.RestoreTasks(tasks, h.GetLastTaskId())
+		err = s.Tasks().Restore(tasks, h.GetLastTaskId())
 	}
 	if err == nil {
 		err = s.RestoreDrains(drains, h.GetLastDrainId())

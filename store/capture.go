@@ -70,7 +70,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 		pool = buf.pool[:0]
 	}
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
-	c.Tasks, c.LastTask = s.Tasks()
+	c.Tasks, c.LastTask = s.tasks.List()
 	c.Drains, c.LastDrain = s.DrainJobs()
 	c.Arenas, c.LastArena = s.Arenas(), s.LastArena()
 	ts := s.tenants.List()

@@ -65,11 +65,11 @@
 //
 // # Master-scheduled tasks
 //
-// TaskQueue (taskqueue.go) is the replicated queue of work the cluster assigns to workers: a
-// TaskKind, a state machine (PENDING -> PROCESSING -> SUCCESS | FAILED), a FIFO per client, ids
-// from a counter, bounded pending and finished tasks. Its API is CreateTask, FetchTasks,
-// CompleteTask and QueryTask (and Tasks / RestoreTasks for snapshots); a new kind adds its
-// TaskKind and what CreateTask checks for it (checkTask), nothing else.
+// TaskQueue (taskqueue.go, reached as Store.Tasks()) is the replicated queue of work the cluster
+// assigns to workers: a TaskKind, a state machine (PENDING -> PROCESSING -> SUCCESS | FAILED), a
+// FIFO per client, ids from a counter, bounded pending and finished tasks. Its API is Create,
+// Fetch, Complete, Expire and Get (and List / Restore for snapshots); a new kind adds its TaskKind
+// and what Create checks for it (checkTask), nothing else.
 //
 // # Drain jobs
 //

@@ -13,7 +13,7 @@ import (
 //
 //	StartDrain(now, spec)            -> id   the segments close (no new allocation) and the job RUNS
 //	ScheduleDrainMoves(now, id, mv)  -> ids  scheduled move tasks (TaskQueue), at most MaxConcurrency in flight
-//	CompleteTask of a job's task             SUCCESS counts Moved, FAILED counts Failed; leaves InFlight
+//	TaskQueue.Complete of a job's task       SUCCESS counts Moved, FAILED counts Failed; leaves InFlight
 //	FinishDrain(now, id)                     RUNNING -> DONE once nothing is in flight and the segments hold no replica
 //	CancelDrain(now, id)                     RUNNING -> CANCELLED; the segments open again
 //
@@ -262,7 +262,7 @@ func (s *Store) DrainJobs() (jobs []DrainJob, next uint64) {
 // running job id, while the job has fewer than MaxConcurrency in flight; each created task joins
 // the job's InFlight. It returns one error per item (nil: created; the task ids are the job's new
 // InFlight entries). A move whose source no longer holds the object's COMPLETE replica, or whose
-// object is gone, is refused as CreateTask refuses it; an item past the job's concurrency is
+// object is gone, is refused as TaskQueue.Create refuses it; an item past the job's concurrency is
 // INVALID_PARAMS. The whole command is refused with DRAIN_NOT_FOUND or DRAIN_NOT_RUNNING, or
 // INVALID_PARAMS for a source the job does not drain.
 func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint64, []error, error) {
@@ -291,7 +291,7 @@ func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint
 		if !m.Target.IsZero() {
 			spec.Targets = []alloc.ID{m.Target}
 		}
-		tid, err := s.CreateTask(now, spec)
+		tid, err := s.tasks.Create(now, spec)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -316,7 +316,7 @@ func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint
 }
 
 // drainTaskFinished records the outcome of task tid in the job it belongs to, if any (called by
-// CompleteTask, after the task queue's lock is released).
+// TaskQueue.Complete and Expire, after the task queue's lock is released).
 func (s *Store) drainTaskFinished(now int64, tid uint64, ok bool) {
 	d := s.drains
 	d.mu.Lock()
@@ -404,10 +404,10 @@ func (d *DrainTable) pruneLocked() {
 }
 
 // RestoreDrains installs jobs (ids ascending, each at or below next) and the id counter into an
-// empty table (snapshot restore, after RestoreTasks): every in-flight task must be kept and
+// empty table (snapshot restore, after TaskQueue.Restore): every in-flight task must be kept and
 // unfinished.
 func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
-	tasks, _ := s.Tasks() // before d.mu: the two locks are never held together
+	tasks, _ := s.tasks.List() // before d.mu: the two locks are never held together
 	unfinished := make(map[uint64]uint64, len(tasks))
 	for _, t := range tasks {
 		if !t.State.Finished() {
@@ -443,7 +443,7 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 }
 
 // DrainCandidates is the leader's choice of the next moves of running job j (a lock-free census,
-// a hint: CreateTask and each move's apply decide again). It returns up to limit objects that have
+// a hint: TaskQueue.Create and each move's apply decide again). It returns up to limit objects that have
 // a COMPLETE replica on one of j's segments and can be moved now, in census order: no move of it
 // in flight for the job, no copy or move in progress, no replica PROCESSING (a write or a task not
 // done), not marked for unlink, and not leased at now (LeaseDeadline and LeaseFloor: a reader
@@ -455,7 +455,7 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 func (s *Store) DrainCandidates(j DrainJob, now int64, limit int) (moves []DrainMove, left, leased int) {
 	busy := make(map[[2]string]struct{}, len(j.InFlight))
 	for _, tid := range j.InFlight {
-		if t, err := s.QueryTask(tid); err == nil {
+		if t, err := s.tasks.Get(tid); err == nil {
 			busy[[2]string{t.Spec.Tenant, t.Spec.Key}] = struct{}{}
 		}
 	}

@@ -40,7 +40,7 @@ func drainFixture(t *testing.T, n int) *Store {
 // MarkTaskToComplete), as a worker that copies the bytes would.
 func runWorker(t *testing.T, s *Store, now int64) {
 	t.Helper()
-	tasks, err := s.FetchTasks(now, client1, MaxFetchTasks)
+	tasks, err := s.Tasks().Fetch(now, client1, MaxFetchTasks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func runWorker(t *testing.T, s *Store, now int64) {
 		if err != nil {
 			msg = err.Error()
 		}
-		if err := s.CompleteTask(now, client1, task.ID, err == nil, msg); err != nil {
+		if err := s.Tasks().Complete(now, client1, task.ID, err == nil, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -260,10 +260,10 @@ func TestDrainRestore(t *testing.T) {
 	if _, _, err := s.ScheduleDrainMoves(20*sec, id, moves); err != nil {
 		t.Fatal(err)
 	}
-	tasks, nextTask := s.Tasks()
+	tasks, nextTask := s.Tasks().List()
 	jobs, next := s.DrainJobs()
 	r := newTestStore(t)
-	if err := r.RestoreTasks(tasks, nextTask); err != nil {
+	if err := r.Tasks().Restore(tasks, nextTask); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.RestoreDrains(jobs, next); err != nil {
@@ -273,8 +273,8 @@ func TestDrainRestore(t *testing.T) {
 	if gotNext != next || len(got) != 1 || !slices.Equal(got[0].InFlight, jobs[0].InFlight) || got[0].State != DrainRunning {
 		t.Fatalf("restored %+v (next %d), want %+v (next %d)", got, gotNext, jobs, next)
 	}
-	fetched, _ := r.FetchTasks(21*sec, client1, 1)
-	if err := r.CompleteTask(21*sec, client1, fetched[0].ID, false, "no room"); err != nil {
+	fetched, _ := r.Tasks().Fetch(21*sec, client1, 1)
+	if err := r.Tasks().Complete(21*sec, client1, fetched[0].ID, false, "no room"); err != nil {
 		t.Fatal(err)
 	}
 	if j := mustJob(t, r, id); j.Failed != 1 || len(j.InFlight) != 0 {
@@ -288,7 +288,7 @@ func TestDrainRestore(t *testing.T) {
 }
 
 // TestDrainCountsExpiredTask: a move task whose worker died (fetched, never reported) and that
-// ExpireTasks ends FAILED counts as failed for its drain, which schedules the object again and
+// TaskQueue.Expire ends FAILED counts as failed for its drain, which schedules the object again and
 // finishes once a live worker moves it.
 func TestDrainCountsExpiredTask(t *testing.T) {
 	s := drainFixture(t, 1)
@@ -301,11 +301,11 @@ func TestDrainCountsExpiredTask(t *testing.T) {
 	if err != nil || len(tids) != 1 || errs[0] != nil {
 		t.Fatalf("ScheduleDrainMoves = %v, %v, %v", tids, errs, err)
 	}
-	if got, err := s.FetchTasks(3*sec, client1, 1); err != nil || len(got) != 1 { // the worker dies
-		t.Fatalf("FetchTasks = %+v, %v", got, err)
+	if got, err := s.Tasks().Fetch(3*sec, client1, 1); err != nil || len(got) != 1 { // the worker dies
+		t.Fatalf("Fetch = %+v, %v", got, err)
 	}
-	if got := s.ExpireTasks(20*sec, 10*sec, s.ExpiredTasks(20*sec, 10*sec)); len(got) != 1 || got[0].ID != tids[0] {
-		t.Fatalf("ExpireTasks = %+v", got)
+	if got := s.Tasks().Expire(20*sec, 10*sec, s.Tasks().Expired(20*sec, 10*sec)); len(got) != 1 || got[0].ID != tids[0] {
+		t.Fatalf("Expire = %+v", got)
 	}
 	if j := mustJob(t, s, id); j.Failed != 1 || len(j.InFlight) != 0 || j.State != DrainRunning {
 		t.Fatalf("after the task expired: %+v", j)

@@ -84,7 +84,9 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue(), drains: newDrainTable(), arenas: newArenaTable()}
+	s := &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), drains: newDrainTable(), arenas: newArenaTable()}
+	s.tasks = newTaskQueue(s)
+	return s
 }
 
 // Tenants returns the tenant registry.
@@ -92,6 +94,9 @@ func (s *Store) Tenants() *TenantRegistry { return s.tenants }
 
 // Segments returns the segment registry (its own lock; never call it under an object lock).
 func (s *Store) Segments() *alloc.Registry { return s.segs }
+
+// Tasks returns the queue of master-scheduled tasks (taskqueue.go).
+func (s *Store) Tasks() *TaskQueue { return s.tasks }
 
 // LeaseTTL returns the configured read lease.
 func (s *Store) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }

@@ -579,7 +579,7 @@ func TaskTo(t *store.Task) *metadv1.ScheduledTask {
 }
 
 // TaskFrom converts a wire scheduled task; an unknown state or kind gives 0, which
-// store.RestoreTasks refuses.
+// store.TaskQueue.Restore refuses.
 func TaskFrom(m *metadv1.ScheduledTask) store.Task {
 	t := store.Task{ID: m.GetTaskId(), Spec: store.TaskSpec{Kind: TaskKindFrom(m.GetKind()), Tenant: m.GetTenant(),
 		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16)), Drain: m.GetDrainId()},
