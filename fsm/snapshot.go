@@ -315,7 +315,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 		err = s.Tasks().Restore(tasks, h.GetLastTaskId())
 	}
 	if err == nil {
-		err = s.RestoreDrains(drains, h.GetLastDrainId())
+		err = s.Drains().Restore(drains, h.GetLastDrainId())
 	}
 	if err == nil {
 		err = s.RestoreArenas(arenas, h.GetLastArenaId())

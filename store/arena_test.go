@@ -139,7 +139,7 @@ func TestArenasLeaveWithTheirSegment(t *testing.T) {
 	if err != nil || r.Segments != 1 {
 		t.Fatalf("close of a segment holding only an arena: %+v, %v (want unmounted at once)", r, err)
 	}
-	if _, err := s.StartDrain(1, DrainSpec{Segments: []alloc.ID{s3}, MaxConcurrency: 1}); err != nil {
+	if _, err := s.Drains().Start(1, DrainSpec{Segments: []alloc.ID{s3}, MaxConcurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if as := s.Arenas(); len(as) != 0 {

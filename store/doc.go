@@ -73,10 +73,10 @@
 //
 // # Drain jobs
 //
-// DrainTable (drain.go) holds the replicated drain jobs: StartDrain closes the segments and starts
-// a job, ScheduleDrainMoves creates the job's move tasks in the TaskQueue (at most its
-// MaxConcurrency in flight), CompleteTask of such a task counts it for its job, FinishDrain ends a
-// job whose segments are empty, CancelDrain opens them again. DrainCandidates is the leader's
+// DrainTable (drain.go, reached as Store.Drains()) holds the replicated drain jobs: Start closes
+// the segments and starts a job, ScheduleMoves creates the job's move tasks in the TaskQueue (at
+// most its MaxConcurrency in flight), TaskQueue.Complete of such a task counts it for its job,
+// Finish ends a job whose segments are empty, Cancel opens them again. Candidates is the leader's
 // census of what to move next (lock-free, a hint: never on the apply path). The table's lock is a
 // leaf, never held while the task queue's is, nor the other way round.
 //

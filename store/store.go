@@ -84,8 +84,8 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	s := &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), drains: newDrainTable(), arenas: newArenaTable()}
-	s.tasks = newTaskQueue(s)
+	s := &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), arenas: newArenaTable()}
+	s.tasks, s.drains = newTaskQueue(s), newDrainTable(s)
 	return s
 }
 
@@ -97,6 +97,9 @@ func (s *Store) Segments() *alloc.Registry { return s.segs }
 
 // Tasks returns the queue of master-scheduled tasks (taskqueue.go).
 func (s *Store) Tasks() *TaskQueue { return s.tasks }
+
+// Drains returns the table of drain jobs (drain.go).
+func (s *Store) Drains() *DrainTable { return s.drains }
 
 // LeaseTTL returns the configured read lease.
 func (s *Store) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }

@@ -250,7 +250,7 @@ func (q *TaskQueue) Complete(now int64, client alloc.ID, id uint64, ok bool, msg
 	q.pruneLocked(now)
 	q.mu.Unlock()
 	if nt.Spec.Drain != 0 {
-		q.s.drainTaskFinished(now, id, ok) // the drain table's lock is a leaf, never taken under q.mu
+		q.s.drains.taskFinished(now, id, ok) // the drain table's lock is a leaf, never taken under q.mu
 	}
 	return nil
 }
@@ -278,7 +278,7 @@ func (q *TaskQueue) Expire(now, timeout int64, ids []uint64) []Task {
 	q.mu.Unlock()
 	for _, t := range out {
 		if t.Spec.Drain != 0 {
-			q.s.drainTaskFinished(now, t.ID, false) // the drain table's lock is a leaf, never taken under q.mu
+			q.s.drains.taskFinished(now, t.ID, false) // the drain table's lock is a leaf, never taken under q.mu
 		}
 	}
 	return out

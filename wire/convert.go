@@ -680,7 +680,7 @@ func DrainTo(j *store.DrainJob) *metadv1.DrainJob {
 		UpdatedUnixNano: j.Updated, Moved: j.Moved, Failed: j.Failed, InFlightTaskIds: slices.Clone(j.InFlight)}
 }
 
-// DrainFrom converts a wire drain job; an unknown state gives 0, which store.RestoreDrains
+// DrainFrom converts a wire drain job; an unknown state gives 0, which store.DrainTable.Restore
 // refuses.
 func DrainFrom(m *metadv1.DrainJob) store.DrainJob {
 	j := store.DrainJob{ID: m.GetDrainId(), Spec: store.DrainSpec{Segments: ids16(m.GetSegmentIds()),
