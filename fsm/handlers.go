@@ -159,17 +159,17 @@ func applyPutCommit(st *State, e env, m *metadv1.PutCommit) store.Result {
 	return out
 }
 
-// applyArenaGrant grants arenas to the leader of the command's term (store.Store.GrantArenas);
+// applyArenaGrant grants arenas to the leader of the command's term (store.ArenaTable.Grant);
 // Count is how many were granted.
 func applyArenaGrant(st *State, _ env, m *metadv1.ArenaGrant) store.Result {
 	s := st.store
-	return store.Result{Count: len(s.GrantArenas(m.GetTerm(), wire.ArenaSpecsFrom(m)))}
+	return store.Result{Count: len(s.Arenas().Grant(m.GetTerm(), wire.ArenaSpecsFrom(m)))}
 }
 
-// applyArenaRetire returns arenas' unused bytes to their segments (store.Store.RetireArenas);
+// applyArenaRetire returns arenas' unused bytes to their segments (store.ArenaTable.Retire);
 // Count is how many were retired.
 func applyArenaRetire(st *State, _ env, m *metadv1.ArenaRetire) store.Result {
-	return store.Result{Count: st.store.RetireArenas(m.GetArenaIds())}
+	return store.Result{Count: st.store.Arenas().Retire(m.GetArenaIds())}
 }
 
 func endReq(tenant string, client, key []byte, tier metadv1.Tier) store.PutEndRequest {

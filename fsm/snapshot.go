@@ -318,7 +318,7 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 		err = s.Drains().Restore(drains, h.GetLastDrainId())
 	}
 	if err == nil {
-		err = s.RestoreArenas(arenas, h.GetLastArenaId())
+		err = s.Arenas().Restore(arenas, h.GetLastArenaId())
 	}
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)

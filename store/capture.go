@@ -72,7 +72,7 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
 	c.Tasks, c.LastTask = s.tasks.List()
 	c.Drains, c.LastDrain = s.drains.List()
-	c.Arenas, c.LastArena = s.Arenas(), s.LastArena()
+	c.Arenas, c.LastArena = s.arenas.List(), s.arenas.Last()
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {

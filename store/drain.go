@@ -195,7 +195,7 @@ func (d *DrainTable) Start(now int64, spec DrainSpec) (uint64, error) {
 		if err := s.segs.SetClosing(id, true); err != nil {
 			panic("store: a segment checked mounted is gone: " + err.Error())
 		}
-		s.retireArenasOn(id)
+		s.arenas.retireOn(id)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
