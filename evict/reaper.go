@@ -61,7 +61,7 @@ func (e *Evictor) reap(ctx context.Context, s *store.Store) (int, error) {
 // expireTasks proposes RevokeExpired with the ids of the tasks PROCESSING longer than limit at now
 // since their fetch, in batches of BatchSize, each on a slot taken without waiting.
 func (e *Evictor) expireTasks(ctx context.Context, s *store.Store, now, limit int64) error {
-	ids := s.ExpiredTasks(now, limit)
+	ids := s.Tasks().Expired(now, limit)
 	for len(ids) > 0 {
 		n := min(len(ids), e.cfg.BatchSize)
 		slot, ok := e.node.TryReserve()

@@ -94,19 +94,19 @@ func TestReaperExpiresStaleTasks(t *testing.T) {
 	x.put("k")
 	var ids []uint64
 	for range 3 {
-		id, err := x.s.CreateTask(t0, store.TaskSpec{Kind: store.TaskCopy, Key: "k"})
+		id, err := x.s.Tasks().Create(t0, store.TaskSpec{Kind: store.TaskCopy, Key: "k"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
 	fetch := func(at int64, n int) {
-		if got, err := x.s.FetchTasks(at, client, n); err != nil || len(got) != n {
-			t.Fatalf("FetchTasks = %+v, %v", got, err)
+		if got, err := x.s.Tasks().Fetch(at, client, n); err != nil || len(got) != n {
+			t.Fatalf("Fetch = %+v, %v", got, err)
 		}
 	}
 	fetch(t0+int64(time.Minute), 2) // ids[0], ids[1]
-	if err := x.s.CompleteTask(t0+int64(2*time.Minute), client, ids[1], true, ""); err != nil {
+	if err := x.s.Tasks().Complete(t0+int64(2*time.Minute), client, ids[1], true, ""); err != nil {
 		t.Fatal(err)
 	}
 	fetch(t0+int64(6*time.Minute), 1)             // ids[2]
@@ -115,12 +115,12 @@ func TestReaperExpiresStaleTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []store.TaskState{store.TaskFailed, store.TaskSuccess, store.TaskProcessing} {
-		task, err := x.s.QueryTask(ids[i])
+		task, err := x.s.Tasks().Get(ids[i])
 		if err != nil || task.State != want {
 			t.Fatalf("task %d after reaping: %+v, %v; want %s", ids[i], task, err, want)
 		}
 	}
-	if task, _ := x.s.QueryTask(ids[0]); task.Message != store.TaskTimedOutMessage {
+	if task, _ := x.s.Tasks().Get(ids[0]); task.Message != store.TaskTimedOutMessage {
 		t.Fatalf("expired task message %q", task.Message)
 	}
 	x.check()

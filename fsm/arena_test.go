@@ -49,7 +49,7 @@ func TestArenasWithOverlappingSpansSnapshot(t *testing.T) {
 			t.Fatalf("command %d: %+v", i, r)
 		}
 	}
-	as := st.Arenas()
+	as := st.Arenas().List()
 	if len(as) != 2 || as[1].Offset != 0 || as[1].Offset+as[1].Size > as[0].Offset+as[0].Size {
 		t.Fatalf("the second arena does not lie inside the first's span: %+v", as)
 	}

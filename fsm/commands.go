@@ -192,22 +192,22 @@ var commands = []spec{
 
 	// Master-scheduled tasks (store.TaskQueue).
 	def("create_task", levelBase, func(c *metadv1.Command) store.TaskSpec { return wire.TaskSpecFrom(c.GetCreateTask()) },
-		storeCheck((*store.Store).CheckCreateTask), applyCreateTask),
+		storeCheck(func(s *store.Store, spec store.TaskSpec) error { return s.Tasks().CheckCreate(spec) }), applyCreateTask),
 	defNoCheck("fetch_tasks", levelBase, alwaysApplies+" (a worker with nothing pending gets no task)", (*metadv1.Command).GetFetchTasks, applyFetchTasks),
 	def("complete_task", levelBase, (*metadv1.Command).GetCompleteTask,
 		storeCheck(func(s *store.Store, m *metadv1.CompleteTask) error {
-			return s.CheckCompleteTask(wire.ID16(m.GetClientId()), m.GetTaskId())
+			return s.Tasks().CheckComplete(wire.ID16(m.GetClientId()), m.GetTaskId())
 		}), applyCompleteTask),
 
 	// Drain jobs (store.DrainTable).
 	def("start_drain", levelBase, func(c *metadv1.Command) store.DrainSpec { return wire.DrainSpecFrom(c.GetStartDrain()) },
-		storeCheck((*store.Store).CheckStartDrain), applyStartDrain),
+		storeCheck(func(s *store.Store, spec store.DrainSpec) error { return s.Drains().CheckStart(spec) }), applyStartDrain),
 	def("cancel_drain", levelBase, (*metadv1.Command).GetCancelDrain,
-		storeCheck(func(s *store.Store, m *metadv1.CancelDrain) error { return s.CheckCancelDrain(m.GetDrainId()) }), applyCancelDrain),
+		storeCheck(func(s *store.Store, m *metadv1.CancelDrain) error { return s.Drains().CheckCancel(m.GetDrainId()) }), applyCancelDrain),
 	defNoCheck("schedule_drain_moves", levelBase, leaderOwn+" (the drain loop plans the moves from its state)",
 		(*metadv1.Command).GetScheduleDrainMoves, applyScheduleDrainMoves),
 	def("finish_drain", levelBase, (*metadv1.Command).GetFinishDrain,
-		storeCheck(func(s *store.Store, m *metadv1.FinishDrain) error { return s.CheckFinishDrain(m.GetDrainId()) }), applyFinishDrain),
+		storeCheck(func(s *store.Store, m *metadv1.FinishDrain) error { return s.Drains().CheckFinish(m.GetDrainId()) }), applyFinishDrain),
 
 	// Allocation arenas (store.ArenaTable) and the reserved writes they answer.
 	defNoCheck("arena_grant", levelArenas, leaderOwn+" (the arena keeper of the leader of the command's term)",

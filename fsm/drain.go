@@ -9,7 +9,7 @@ import (
 // applyStartDrain starts a drain job; its result's Drain is the job.
 func applyStartDrain(st *State, e env, spec store.DrainSpec) store.Result {
 	s := st.store
-	id, err := s.StartDrain(e.now, spec)
+	id, err := s.Drains().Start(e.now, spec)
 	if err != nil {
 		return fromErr(err)
 	}
@@ -18,7 +18,7 @@ func applyStartDrain(st *State, e env, spec store.DrainSpec) store.Result {
 
 // applyCancelDrain cancels a running drain job; its result's Drain is the job.
 func applyCancelDrain(st *State, e env, m *metadv1.CancelDrain) store.Result {
-	j, err := st.store.CancelDrain(e.now, m.GetDrainId())
+	j, err := st.store.Drains().Cancel(e.now, m.GetDrainId())
 	if err != nil {
 		return fromErr(err)
 	}
@@ -26,7 +26,7 @@ func applyCancelDrain(st *State, e env, m *metadv1.CancelDrain) store.Result {
 }
 
 func drainResult(s *store.Store, id uint64) store.Result {
-	j, err := s.DrainJob(id)
+	j, err := s.Drains().Get(id)
 	if err != nil {
 		panic("fsm: a drain job this entry changed is not kept: " + err.Error())
 	}
@@ -37,7 +37,7 @@ func drainResult(s *store.Store, id uint64) store.Result {
 // the task created.
 func applyScheduleDrainMoves(st *State, e env, m *metadv1.ScheduleDrainMoves) store.Result {
 	s := st.store
-	ids, errs, err := s.ScheduleDrainMoves(e.now, m.GetDrainId(), wire.DrainMovesFrom(m))
+	ids, errs, err := s.Drains().ScheduleMoves(e.now, m.GetDrainId(), wire.DrainMovesFrom(m))
 	if err != nil {
 		return fromErr(err)
 	}
@@ -54,5 +54,5 @@ func applyScheduleDrainMoves(st *State, e env, m *metadv1.ScheduleDrainMoves) st
 
 // applyFinishDrain marks a drain job done.
 func applyFinishDrain(st *State, e env, m *metadv1.FinishDrain) store.Result {
-	return fromErr(st.store.FinishDrain(e.now, m.GetDrainId()))
+	return fromErr(st.store.Drains().Finish(e.now, m.GetDrainId()))
 }

@@ -63,7 +63,7 @@ func TestGoldenSnapshotV5(t *testing.T) {
 	if !bytes.Equal(snapshotBytes(t, f), snapshotBytes(t, goldenV5Source(t))) {
 		t.Fatal("the version 5 file reads as another state than the one it was written from")
 	}
-	arenas := f.Store().Arenas()
+	arenas := f.Store().Arenas().List()
 	if len(arenas) != 2 || len(arenas[0].Free) != 2 || arenas[0].FreeBytes() != 64<<10-1024 || arenas[0].Term != 7 {
 		t.Fatalf("restored arenas: %+v", arenas)
 	}

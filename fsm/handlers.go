@@ -13,10 +13,10 @@ import (
 // applyCreateTask schedules a task; its result's Tasks holds it.
 func applyCreateTask(st *State, e env, spec store.TaskSpec) store.Result {
 	s := st.store
-	id, err := s.CreateTask(e.now, spec)
+	id, err := s.Tasks().Create(e.now, spec)
 	r := fromErr(err)
 	if err == nil {
-		t, qerr := s.QueryTask(id)
+		t, qerr := s.Tasks().Get(id)
 		if qerr != nil {
 			panic("fsm: a task created by this entry is not kept: " + qerr.Error())
 		}
@@ -28,7 +28,7 @@ func applyCreateTask(st *State, e env, spec store.TaskSpec) store.Result {
 // applyFetchTasks hands a worker its oldest pending tasks; its result's Tasks holds them.
 func applyFetchTasks(st *State, e env, m *metadv1.FetchTasks) store.Result {
 	s := st.store
-	tasks, err := s.FetchTasks(e.now, wire.ID16(m.GetClientId()), int(min(m.GetBatch(), 1<<20)))
+	tasks, err := s.Tasks().Fetch(e.now, wire.ID16(m.GetClientId()), int(min(m.GetBatch(), 1<<20)))
 	r := fromErr(err)
 	r.Tasks = tasks
 	return r
@@ -36,7 +36,7 @@ func applyFetchTasks(st *State, e env, m *metadv1.FetchTasks) store.Result {
 
 func applyCompleteTask(st *State, e env, m *metadv1.CompleteTask) store.Result {
 	s := st.store
-	return fromErr(s.CompleteTask(e.now, wire.ID16(m.GetClientId()), m.GetTaskId(), m.GetSuccess(), m.GetMessage()))
+	return fromErr(s.Tasks().Complete(e.now, wire.ID16(m.GetClientId()), m.GetTaskId(), m.GetSuccess(), m.GetMessage()))
 }
 
 // applyReplicaTaskStart starts a copy or move; its result's Replicas are the source, then the
@@ -159,17 +159,17 @@ func applyPutCommit(st *State, e env, m *metadv1.PutCommit) store.Result {
 	return out
 }
 
-// applyArenaGrant grants arenas to the leader of the command's term (store.Store.GrantArenas);
+// applyArenaGrant grants arenas to the leader of the command's term (store.ArenaTable.Grant);
 // Count is how many were granted.
 func applyArenaGrant(st *State, _ env, m *metadv1.ArenaGrant) store.Result {
 	s := st.store
-	return store.Result{Count: len(s.GrantArenas(m.GetTerm(), wire.ArenaSpecsFrom(m)))}
+	return store.Result{Count: len(s.Arenas().Grant(m.GetTerm(), wire.ArenaSpecsFrom(m)))}
 }
 
-// applyArenaRetire returns arenas' unused bytes to their segments (store.Store.RetireArenas);
+// applyArenaRetire returns arenas' unused bytes to their segments (store.ArenaTable.Retire);
 // Count is how many were retired.
 func applyArenaRetire(st *State, _ env, m *metadv1.ArenaRetire) store.Result {
-	return store.Result{Count: st.store.RetireArenas(m.GetArenaIds())}
+	return store.Result{Count: st.store.Arenas().Retire(m.GetArenaIds())}
 }
 
 func endReq(tenant string, client, key []byte, tier metadv1.Tier) store.PutEndRequest {
@@ -494,7 +494,7 @@ func applyRevokeExpired(st *State, e env, re *metadv1.RevokeExpired) store.Resul
 	rs := items(s.RevokeTokens(tokens(re.GetTokens())))
 	r := store.Result{Count: countOK(rs), Items: rs}
 	if ids := re.GetTaskIds(); len(ids) > 0 {
-		r.Tasks = s.ExpireTasks(e.now, re.GetTaskTimeoutNs(), ids)
+		r.Tasks = s.Tasks().Expire(e.now, re.GetTaskTimeoutNs(), ids)
 	}
 	return r
 }

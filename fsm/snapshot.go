@@ -312,13 +312,13 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 	}
 	s, err := b.Finish()
 	if err == nil {
-		err = s.RestoreTasks(tasks, h.GetLastTaskId())
+		err = s.Tasks().Restore(tasks, h.GetLastTaskId())
 	}
 	if err == nil {
-		err = s.RestoreDrains(drains, h.GetLastDrainId())
+		err = s.Drains().Restore(drains, h.GetLastDrainId())
 	}
 	if err == nil {
-		err = s.RestoreArenas(arenas, h.GetLastArenaId())
+		err = s.Arenas().Restore(arenas, h.GetLastArenaId())
 	}
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)

@@ -151,7 +151,7 @@ func (s *Service) ListSegments(ctx context.Context, req *metadv1.ListSegmentsReq
 	}
 	counts := replicaCounts(st, segs)
 	arenaFree := map[alloc.ID]uint64{}
-	for _, a := range st.Arenas() {
+	for _, a := range st.Arenas().List() {
 		arenaFree[a.Segment] += a.FreeBytes()
 	}
 	out := &metadv1.ListSegmentsResponse{Segments: make([]*metadv1.SegmentInfo, len(segs))}

@@ -104,7 +104,7 @@ func (r *reservations) retireOld(ctx context.Context, term uint64, now time.Time
 		return
 	}
 	var retire []uint64
-	for _, a := range r.s.state().Arenas() {
+	for _, a := range r.s.state().Arenas().List() {
 		if a.Term != term { // an earlier term's, or one a restored snapshot brought
 			retire = append(retire, a.ID)
 		}
@@ -156,7 +156,7 @@ func (r *reservations) reconcileLocked(state *store.Store, term uint64) {
 			_, _ = r.pool.Unmount(p.ID)
 		}
 	}
-	arenas := state.Arenas()
+	arenas := state.Arenas().List()
 	live := make(map[uint64]struct{}, len(arenas))
 	for _, a := range arenas {
 		if a.Term != term {
@@ -250,6 +250,6 @@ func (r *reservations) arenaSize(segSize uint64) uint64 {
 
 // publish sets the arena gauges from the state.
 func (r *reservations) publish(state *store.Store) {
-	r.m.arenaFree.WithLabelValues("memory").Set(float64(state.ArenaBytes(alloc.TierMemory)))
-	r.m.arenaFree.WithLabelValues("nof").Set(float64(state.ArenaBytes(alloc.TierNOF)))
+	r.m.arenaFree.WithLabelValues("memory").Set(float64(state.Arenas().FreeBytes(alloc.TierMemory)))
+	r.m.arenaFree.WithLabelValues("nof").Set(float64(state.Arenas().FreeBytes(alloc.TierNOF)))
 }

@@ -112,13 +112,13 @@ func (s *Service) DrainStatus(ctx context.Context, req *metadv1.DrainStatusReque
 	}
 	var jobs []store.DrainJob
 	if id := req.GetDrainId(); id != 0 {
-		j, err := st.DrainJob(id)
+		j, err := st.Drains().Get(id)
 		if err != nil {
 			return nil, fail(err, "", nil)
 		}
 		jobs = []store.DrainJob{j}
 	} else {
-		jobs, _ = st.DrainJobs()
+		jobs, _ = st.Drains().List()
 	}
 	out := &metadv1.DrainStatusResponse{}
 	for i := range jobs {
@@ -132,21 +132,21 @@ func (s *Service) DrainStatus(ctx context.Context, req *metadv1.DrainStatusReque
 func (s *Service) drainTo(st *store.Store, j *store.DrainJob) *metadv1.DrainJob {
 	out := wire.DrainTo(j)
 	if j.State != store.DrainDone {
-		_, left, _ := st.DrainCandidates(*j, 0, 0)
+		_, left, _ := st.Drains().Candidates(*j, 0, 0)
 		out.ObjectsLeft = uint64(left)
 	}
 	return out
 }
 
 // driveDrains runs on the leader from Run's loop, for every running drain job: it proposes
-// ScheduleDrainMoves for the objects DrainCandidates chooses, as many as the job has room for in
-// max_concurrency, and FinishDrain once nothing is in flight and nothing is left. Jobs are
-// replicated state, so a new leader goes on with what the old one started (after its lease floor:
-// every object counts as leased for one lease ttl after a leader change). A failed proposal is
-// tried again on the next sweep.
+// ScheduleDrainMoves for the objects store.DrainTable.Candidates chooses, as many as the job has
+// room for in max_concurrency, and FinishDrain once nothing is in flight and nothing is left. Jobs
+// are replicated state, so a new leader goes on with what the old one started (after its lease
+// floor: every object counts as leased for one lease ttl after a leader change). A failed proposal
+// is tried again on the next sweep.
 func (s *Service) driveDrains(ctx context.Context) {
 	st := s.state()
-	jobs, _ := st.DrainJobs()
+	jobs, _ := st.Drains().List()
 	now := s.cfg.nowNano()
 	var left, moved, failed, running int64
 	for _, j := range jobs {
@@ -157,14 +157,14 @@ func (s *Service) driveDrains(ctx context.Context) {
 			return
 		}
 		room := j.Spec.MaxConcurrency - len(j.InFlight)
-		moves, n, leased := st.DrainCandidates(j, now, room)
+		moves, n, leased := st.Drains().Candidates(j, now, room)
 		running, left, moved, failed = running+1, left+int64(n), moved+int64(j.Moved), failed+int64(j.Failed)
 		var cmd *metadv1.Command
 		switch {
 		case len(moves) > 0:
 			cmd = &metadv1.Command{Op: &metadv1.Command_ScheduleDrainMoves{ScheduleDrainMoves: &metadv1.ScheduleDrainMoves{
 				DrainId: j.ID, Moves: wire.DrainMovesTo(moves)}}}
-		case len(j.InFlight) == 0 && n == 0 && leased == 0 && st.CheckFinishDrain(j.ID) == nil:
+		case len(j.InFlight) == 0 && n == 0 && leased == 0 && st.Drains().CheckFinish(j.ID) == nil:
 			cmd = &metadv1.Command{Op: &metadv1.Command_FinishDrain{FinishDrain: &metadv1.FinishDrain{DrainId: j.ID}}}
 		default:
 			continue

@@ -64,7 +64,7 @@ func TestDrainStatusAndCancel(t *testing.T) {
 		st = s.GetDrains()[0]
 		return len(st.GetInFlightTaskIds()) == 1
 	})
-	task, err := h.b.Store().QueryTask(st.GetInFlightTaskIds()[0])
+	task, err := h.b.Store().Tasks().Get(st.GetInFlightTaskIds()[0])
 	if err != nil || task.Client != clientA || task.Spec.Drain != 1 || task.Spec.Source != segA {
 		t.Fatalf("the drain's task: %+v, %v", task, err)
 	}

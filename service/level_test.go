@@ -35,7 +35,7 @@ func TestArenasWaitForTheClusterLevel(t *testing.T) {
 			t.Fatalf("an arena command was proposed at level 1: %v", c)
 		}
 	}
-	if n := len(h.b.FSM().Store().Arenas()); n != 0 {
+	if n := len(h.b.FSM().Store().Arenas().List()); n != 0 {
 		t.Fatalf("%d arenas granted while a member is at level 1", n)
 	}
 	_, err := h.b.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{}}})

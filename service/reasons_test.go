@@ -207,7 +207,7 @@ func TestEveryReasonProvoked(t *testing.T) {
 		{store.TaskPendingLimitExceeded, "done", func() error {
 			spec := store.TaskSpec{Kind: store.TaskCopy, Tenant: "default", Key: "done"}
 			for range store.MaxPendingTasks { // filled in the store directly: 65536 calls take long
-				if _, err := h.b.Store().CreateTask(0, spec); err != nil {
+				if _, err := h.b.Store().Tasks().Create(0, spec); err != nil {
 					return err
 				}
 			}

@@ -496,7 +496,7 @@ func (r *reservations) holds(tenant, key string) bool {
 // second (failedAt), so the room goes to the put that asked for it.
 func (r *reservations) retireIdle(ctx context.Context, tier alloc.Tier) bool {
 	now := r.s.cfg.Now()
-	arenas := r.s.state().Arenas() // by id
+	arenas := r.s.state().Arenas().List() // by id
 	r.lock()
 	var ids []uint64
 	for _, a := range arenas {
@@ -594,7 +594,7 @@ func (r *reservations) lostPossible() bool {
 	if !dropped.IsZero() && r.s.cfg.Now().Sub(dropped) < r.s.cfg.ArenaFence+r.s.b.LeaseDuration() {
 		return true
 	}
-	for _, a := range r.s.state().Arenas() {
+	for _, a := range r.s.state().Arenas().List() {
 		if a.Term != term {
 			return true
 		}

@@ -288,7 +288,7 @@ func (s *Service) QueryTask(ctx context.Context, req *metadv1.QueryTaskRequest) 
 	if err != nil {
 		return nil, err
 	}
-	t, err := st.QueryTask(req.GetTaskId())
+	t, err := st.Tasks().Get(req.GetTaskId())
 	if err == nil && t.Spec.Tenant != tenant {
 		t, err = store.Task{}, &store.Error{Reason: store.TaskNotFound, Msg: fmt.Sprintf("task %d: not found", req.GetTaskId())}
 	}
@@ -325,7 +325,7 @@ func (s *Service) FetchTasks(ctx context.Context, req *metadv1.FetchTasksRequest
 		if _, ok := s.answered(ctx); ok {
 			return true, nil
 		}
-		return st.PendingTasks(c) > 0, nil
+		return st.Tasks().Pending(c) > 0, nil
 	})
 	if err != nil {
 		return nil, fail(err, "", nil)
@@ -383,7 +383,7 @@ func (s *Service) ListTasks(ctx context.Context, req *metadv1.ListTasksRequest) 
 	if err != nil {
 		return nil, err
 	}
-	tasks, _ := st.Tasks()
+	tasks, _ := st.Tasks().List()
 	out := &metadv1.ListTasksResponse{}
 	for i := range tasks {
 		t := &tasks[i]

@@ -12,16 +12,16 @@ import (
 
 // Allocation arenas: the replicated half of a PutStart without a log entry.
 //
-// An arena is a span of one segment granted to the leader of a term through the log (GrantArenas).
-// Its bytes are allocated in the segment's allocator, so no replicated placement (UpsertStart, a
+// An arena is a span of one segment granted to the leader of a term through the log
+// (ArenaTable.Grant; the table is reached as Store.Arenas()). Its bytes are allocated in the segment's allocator, so no replicated placement (UpsertStart, a
 // copy or move, a PutStart through the log) can take them; the leader carves new objects' replicas
 // from its own term's arenas in its soft state and answers the PutStart at once. The write's one
 // replicated command, PutCommit (CommitPuts), names the exact ranges: apply takes them from the
 // arenas' free spans (an arena's allocator here) and hands them to the new object, whose extents
 // they are from then on; freeing the object returns them to the segment, not to the arena.
-// RetireArenas returns an arena's unused bytes to its segment. An arena on a segment that closes
-// (graceful unmount, drain) is retired at once, and one on a segment that is unmounted is dropped
-// with it.
+// ArenaTable.Retire returns an arena's unused bytes to its segment. An arena on a segment that
+// closes (graceful unmount, drain) is retired at once, and one on a segment that is unmounted is
+// dropped with it. CommitPuts is a method of the Store, not of the table: it creates objects.
 //
 // Apply never asks which leader or term carved a range: a range is committed once, by whichever
 // PutCommit names it first while it is free in an arena. The safety of a range across a leader
@@ -49,13 +49,13 @@ func (a *Arena) FreeBytes() uint64 {
 	return n
 }
 
-// ArenaSpec asks GrantArenas for one arena.
+// ArenaSpec asks ArenaTable.Grant for one arena.
 type ArenaSpec struct {
 	Segment alloc.ID
 	Size    uint64 // a positive multiple of alloc.Align
 }
 
-// arena is an Arena held by arenaTable; its fields are guarded by arenaTable.mu.
+// arena is an Arena held by ArenaTable; its fields are guarded by ArenaTable.mu.
 type arena struct {
 	id, term     uint64
 	seg          alloc.ID
@@ -72,28 +72,31 @@ func (a *arena) export() Arena {
 	return Arena{ID: a.id, Term: a.term, Segment: a.seg, Tier: a.tier, Offset: a.offset, Size: a.size, Free: a.free.FreeSpans()}
 }
 
-// arenaTable holds the arenas. mu is a leaf lock like the allocator's, and ordered before it: a
-// method may call alloc.Registry with mu held, never the other way round, and never with a tenant,
-// group or object lock held (a commit takes its ranges before it locks the key's entry).
-type arenaTable struct {
+// ArenaTable holds the arenas. Concurrency contract: mu guards every field but segs; it is a leaf
+// lock like the allocator's, and ordered before it: a method may call alloc.Registry with mu held,
+// never the other way round, and never with a tenant, group or object lock held (a commit takes its
+// ranges before it locks the key's entry). segs, fixed at construction, is the store's segment
+// registry, in which the arenas' bytes are allocated.
+type ArenaTable struct {
+	segs  *alloc.Registry
 	mu    sync.Mutex
 	last  uint64                // replicated: the id the last arena got
 	byID  map[uint64]*arena     // lookups only: nothing iterates it into a result
 	bySeg map[alloc.ID][]*arena // each segment's arenas by offset
 }
 
-func newArenaTable() *arenaTable {
-	return &arenaTable{byID: map[uint64]*arena{}, bySeg: map[alloc.ID][]*arena{}}
+func newArenaTable(segs *alloc.Registry) *ArenaTable {
+	return &ArenaTable{segs: segs, byID: map[uint64]*arena{}, bySeg: map[alloc.ID][]*arena{}}
 }
 
-func (t *arenaTable) addLocked(a *arena) {
+func (t *ArenaTable) addLocked(a *arena) {
 	t.byID[a.id] = a
 	list := t.bySeg[a.seg]
 	i, _ := slices.BinarySearchFunc(list, a.offset, func(x *arena, off uint64) int { return cmp.Compare(x.offset, off) })
 	t.bySeg[a.seg] = slices.Insert(list, i, a)
 }
 
-func (t *arenaTable) removeLocked(a *arena) {
+func (t *ArenaTable) removeLocked(a *arena) {
 	delete(t.byID, a.id)
 	list := slices.DeleteFunc(t.bySeg[a.seg], func(x *arena) bool { return x == a })
 	if len(list) == 0 {
@@ -113,13 +116,12 @@ func newArena(id, term uint64, tier alloc.Tier, e alloc.Extent) *arena {
 	return &arena{id: id, term: term, seg: e.Segment, tier: tier, offset: e.Offset, size: e.Size, free: free}
 }
 
-// GrantArenas grants one arena per spec to the leader of term, in spec order, each allocated best
+// Grant grants one arena per spec to the leader of term, in spec order, each allocated best
 // fit in its segment (alloc.Registry.AllocIn). A spec whose segment is not mounted or is closing,
 // whose size is 0 or not a multiple of alloc.Align, or whose segment has no free span that large,
 // or that names a segment an earlier spec of the call named, is skipped. It returns the arenas
 // granted. Deterministic: the outcome depends on the state and the arguments alone.
-func (s *Store) GrantArenas(term uint64, specs []ArenaSpec) []Arena {
-	t := s.arenas
+func (t *ArenaTable) Grant(term uint64, specs []ArenaSpec) []Arena {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []Arena
@@ -129,11 +131,11 @@ func (s *Store) GrantArenas(term uint64, specs []ArenaSpec) []Arena {
 			continue
 		}
 		seen[sp.Segment] = struct{}{}
-		info, ok := s.segs.Get(sp.Segment)
+		info, ok := t.segs.Get(sp.Segment)
 		if !ok {
 			continue
 		}
-		e, err := s.segs.AllocIn(sp.Segment, sp.Size)
+		e, err := t.segs.AllocIn(sp.Segment, sp.Size)
 		if err != nil {
 			continue
 		}
@@ -145,16 +147,15 @@ func (s *Store) GrantArenas(term uint64, specs []ArenaSpec) []Arena {
 	return out
 }
 
-// RetireArenas returns the free spans of the named arenas to their segments and forgets the
-// arenas; an id not held is skipped. It returns how many it retired.
-func (s *Store) RetireArenas(ids []uint64) int {
-	t := s.arenas
+// Retire returns the free spans of the named arenas to their segments and forgets the arenas; an
+// id not held is skipped. It returns how many it retired.
+func (t *ArenaTable) Retire(ids []uint64) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
 	for _, id := range ids {
 		if a, ok := t.byID[id]; ok {
-			s.retireLocked(a)
+			t.retireLocked(a)
 			n++
 		}
 	}
@@ -162,31 +163,29 @@ func (s *Store) RetireArenas(ids []uint64) int {
 }
 
 // retireLocked frees a's unused bytes in its segment and forgets it (t.mu held).
-func (s *Store) retireLocked(a *arena) {
+func (t *ArenaTable) retireLocked(a *arena) {
 	spans := a.free.FreeSpans()
 	es := make([]alloc.Extent, len(spans))
 	for i, sp := range spans {
 		es[i] = alloc.Extent{Segment: a.seg, Offset: sp.Offset, Size: sp.Size}
 	}
-	if err := s.segs.FreeMany(es); err != nil {
+	if err := t.segs.FreeMany(es); err != nil {
 		panic(fmt.Sprintf("store: retire arena %d: %v", a.id, err))
 	}
-	s.arenas.removeLocked(a)
+	t.removeLocked(a)
 }
 
-// retireArenasOn retires every arena of a segment that stops taking allocations.
-func (s *Store) retireArenasOn(seg alloc.ID) {
-	t := s.arenas
+// retireOn retires every arena of a segment that stops taking allocations.
+func (t *ArenaTable) retireOn(seg alloc.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, a := range slices.Clone(t.bySeg[seg]) {
-		s.retireLocked(a)
+		t.retireLocked(a)
 	}
 }
 
-// dropArenasOn forgets the arenas of segments already unmounted (their bytes went with them).
-func (s *Store) dropArenasOn(gone map[alloc.ID]struct{}) {
-	t := s.arenas
+// dropOn forgets the arenas of segments already unmounted (their bytes went with them).
+func (t *ArenaTable) dropOn(gone map[alloc.ID]struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for seg := range gone { // each segment's arenas are dropped on their own: order does not matter
@@ -196,9 +195,8 @@ func (s *Store) dropArenasOn(gone map[alloc.ID]struct{}) {
 	}
 }
 
-// Arenas returns every arena, by id.
-func (s *Store) Arenas() []Arena {
-	t := s.arenas
+// List returns every arena, by id.
+func (t *ArenaTable) List() []Arena {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]Arena, 0, len(t.byID))
@@ -209,18 +207,17 @@ func (s *Store) Arenas() []Arena {
 	return out
 }
 
-// LastArena returns the id the last arena got.
-func (s *Store) LastArena() uint64 {
-	s.arenas.mu.Lock()
-	defer s.arenas.mu.Unlock()
-	return s.arenas.last
+// Last returns the id the last arena got.
+func (t *ArenaTable) Last() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }
 
-// ArenaBytes returns the bytes of the tier's segments that arenas hold and no object took yet:
+// FreeBytes returns the bytes of the tier's segments that arenas hold and no object took yet:
 // allocated in the segments' allocators (alloc.Registry.Used counts them) but free for the
 // leader's reservations.
-func (s *Store) ArenaBytes(tier alloc.Tier) uint64 {
-	t := s.arenas
+func (t *ArenaTable) FreeBytes(tier alloc.Tier) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var n uint64
@@ -246,7 +243,7 @@ type arenaPiece struct {
 // is free in no arena, and then nothing changes (t.mu held). Arenas' spans may overlap (a byte an
 // object of one arena took and gave back to its segment may lie in a later arena's span), but
 // their free spans never do: every free byte of an arena is allocated to it in the segment.
-func (t *arenaTable) takeRangesLocked(es []alloc.Extent) ([]arenaPiece, error) {
+func (t *ArenaTable) takeRangesLocked(es []alloc.Extent) ([]arenaPiece, error) {
 	var taken []arenaPiece
 	for _, e := range es {
 		end := e.Offset + e.Size
@@ -280,7 +277,7 @@ func (t *arenaTable) takeRangesLocked(es []alloc.Extent) ([]arenaPiece, error) {
 }
 
 // giveBackLocked returns pieces that takeRangesLocked took to their arenas (t.mu held).
-func (t *arenaTable) giveBackLocked(pieces []arenaPiece) {
+func (t *ArenaTable) giveBackLocked(pieces []arenaPiece) {
 	for _, p := range pieces {
 		if err := p.a.free.Free(p.off, p.size); err != nil {
 			panic(fmt.Sprintf("store: arena %d: give back: %v", p.a.id, err))
@@ -492,14 +489,13 @@ func sameExtents(reps []Replica, crs []CommitReplica) bool {
 
 // ---- snapshots ---------------------------------------------------------------------------------
 
-// RestoreArenas installs the arenas of a snapshot into a store being built, and the arena id
+// Restore installs the arenas of a snapshot into a store being built, and the arena id
 // counter: each arena's free spans are reserved in its segment's allocator (the rest of its span
 // belongs to objects, or went back to the segment with one; spans of arenas may overlap, their
 // free spans may not). An arena on a segment not mounted, with free spans outside its span or
 // overlapping an object's extent or another arena's free span, or an id above last or repeated is
 // refused, as a corrupt snapshot.
-func (s *Store) RestoreArenas(arenas []Arena, last uint64) error {
-	t := s.arenas
+func (t *ArenaTable) Restore(arenas []Arena, last uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, x := range arenas {
@@ -509,7 +505,7 @@ func (s *Store) RestoreArenas(arenas []Arena, last uint64) error {
 		if _, dup := t.byID[x.ID]; dup {
 			return fmt.Errorf("arena %d: repeated", x.ID)
 		}
-		info, ok := s.segs.Get(x.Segment)
+		info, ok := t.segs.Get(x.Segment)
 		if !ok || info.Tier != x.Tier && x.Tier != 0 {
 			return fmt.Errorf("arena %d: segment %s not mounted (or of another tier)", x.ID, x.Segment)
 		}
@@ -534,7 +530,7 @@ func (s *Store) RestoreArenas(arenas []Arena, last uint64) error {
 			if sp.Size == 0 {
 				continue
 			}
-			if err := s.segs.Reserve(alloc.Extent{Segment: x.Segment, Offset: sp.Offset, Size: sp.Size}); err != nil {
+			if err := t.segs.Reserve(alloc.Extent{Segment: x.Segment, Offset: sp.Offset, Size: sp.Size}); err != nil {
 				return fmt.Errorf("arena %d: free span [%d,+%d): %v", x.ID, sp.Offset, sp.Size, err)
 			}
 		}

@@ -28,7 +28,7 @@ func checkInvariants(t *testing.T, s *Store) {
 func TestArenaGrantCommitRetire(t *testing.T) {
 	s := newTestStore(t)
 	seg := mount(t, s, 1, alloc.TierMemory, 1<<20)
-	got := s.GrantArenas(3, []ArenaSpec{{Segment: seg, Size: 64 << 10}, {Segment: seg, Size: 64 << 10}, {Segment: segID(9), Size: 4096}})
+	got := s.Arenas().Grant(3, []ArenaSpec{{Segment: seg, Size: 64 << 10}, {Segment: seg, Size: 64 << 10}, {Segment: segID(9), Size: 4096}})
 	if len(got) != 1 || got[0].Term != 3 || got[0].Size != 64<<10 || got[0].FreeBytes() != 64<<10 {
 		t.Fatalf("granted %+v: want one arena (a segment named twice and an unknown one skipped)", got)
 	}
@@ -46,7 +46,7 @@ func TestArenaGrantCommitRetire(t *testing.T) {
 	if err != nil || len(o.Replicas) != 1 || o.Replicas[0].Extent != ext || o.Replicas[0].Status != Complete {
 		t.Fatalf("committed object %+v, %v", o, err)
 	}
-	if ar := s.Arenas()[0]; ar.FreeBytes() != 64<<10-1024 || len(ar.Free) != 2 {
+	if ar := s.Arenas().List()[0]; ar.FreeBytes() != 64<<10-1024 || len(ar.Free) != 2 {
 		t.Fatalf("arena after the commit: %+v", ar)
 	}
 	checkInvariants(t, s)
@@ -65,11 +65,11 @@ func TestArenaGrantCommitRetire(t *testing.T) {
 	checkInvariants(t, s)
 
 	// Retire: the unused bytes go back; the object's stay its own.
-	if n := s.RetireArenas([]uint64{a.ID, 999}); n != 1 {
+	if n := s.Arenas().Retire([]uint64{a.ID, 999}); n != 1 {
 		t.Fatalf("retired %d arenas, want 1", n)
 	}
-	if info, _ := s.Segments().Get(seg); info.Used != 1024 || len(s.Arenas()) != 0 {
-		t.Fatalf("after retire: used %d, arenas %+v", info.Used, s.Arenas())
+	if info, _ := s.Segments().Get(seg); info.Used != 1024 || len(s.Arenas().List()) != 0 {
+		t.Fatalf("after retire: used %d, arenas %+v", info.Used, s.Arenas().List())
 	}
 	checkInvariants(t, s)
 	// A commit into a retired arena is lost.
@@ -85,11 +85,11 @@ func TestCommitRefusalChangesNothing(t *testing.T) {
 	if _, err := s.RegisterTenant("q", 2048); err != nil {
 		t.Fatal(err)
 	}
-	a := s.GrantArenas(1, []ArenaSpec{{Segment: seg, Size: 64 << 10}})[0]
+	a := s.Arenas().Grant(1, []ArenaSpec{{Segment: seg, Size: 64 << 10}})[0]
 	req := commitReq("big", 4096, alloc.Extent{Segment: seg, Offset: a.Offset, Size: 4096})
 	req.Tenant = "q"
 	wantReason(t, s.CommitPuts(2, req)[0], TenantQuotaExceeded)
-	if ar := s.Arenas()[0]; ar.FreeBytes() != a.Size {
+	if ar := s.Arenas().List()[0]; ar.FreeBytes() != a.Size {
 		t.Fatalf("a refused commit took %d bytes of the arena", a.Size-ar.FreeBytes())
 	}
 	bad := commitReq("bad", 4096, alloc.Extent{Segment: seg, Offset: a.Offset, Size: 64}) // size does not match
@@ -97,7 +97,7 @@ func TestCommitRefusalChangesNothing(t *testing.T) {
 	nt := commitReq("x", 64, alloc.Extent{Segment: seg, Offset: a.Offset, Size: 64})
 	nt.Tenant = "nobody"
 	wantReason(t, s.CommitPuts(2, nt)[0], TenantNotRegistered)
-	if ar := s.Arenas()[0]; ar.FreeBytes() != a.Size {
+	if ar := s.Arenas().List()[0]; ar.FreeBytes() != a.Size {
 		t.Fatalf("refused commits took %d bytes of the arena", a.Size-ar.FreeBytes())
 	}
 	checkInvariants(t, s)
@@ -108,8 +108,8 @@ func TestCommitRefusalChangesNothing(t *testing.T) {
 func TestCommitStraddlesNeighbourArenas(t *testing.T) {
 	s := newTestStore(t)
 	seg := mount(t, s, 1, alloc.TierMemory, 1<<20)
-	a1 := s.GrantArenas(1, []ArenaSpec{{Segment: seg, Size: 4096}})[0]
-	a2 := s.GrantArenas(1, []ArenaSpec{{Segment: seg, Size: 4096}})[0]
+	a1 := s.Arenas().Grant(1, []ArenaSpec{{Segment: seg, Size: 4096}})[0]
+	a2 := s.Arenas().Grant(1, []ArenaSpec{{Segment: seg, Size: 4096}})[0]
 	if a2.Offset != a1.Offset+a1.Size {
 		t.Skipf("arenas not adjacent: %+v %+v", a1, a2)
 	}
@@ -117,7 +117,7 @@ func TestCommitStraddlesNeighbourArenas(t *testing.T) {
 	if errs := s.CommitPuts(2, commitReq("k", 4096, ext)); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	as := s.Arenas()
+	as := s.Arenas().List()
 	if as[0].FreeBytes() != 2048 || as[1].FreeBytes() != 2048 {
 		t.Fatalf("arenas after a straddling commit: %+v", as)
 	}
@@ -131,7 +131,7 @@ func TestArenasLeaveWithTheirSegment(t *testing.T) {
 	s1 := mount(t, s, 1, alloc.TierMemory, 1<<20)
 	s2 := mount(t, s, 2, alloc.TierMemory, 1<<20)
 	s3 := mount(t, s, 3, alloc.TierMemory, 1<<20)
-	s.GrantArenas(1, []ArenaSpec{{Segment: s1, Size: 4096}, {Segment: s2, Size: 4096}, {Segment: s3, Size: 4096}})
+	s.Arenas().Grant(1, []ArenaSpec{{Segment: s1, Size: 4096}, {Segment: s2, Size: 4096}, {Segment: s3, Size: 4096}})
 	if _, err := s.UnmountSegment(s1); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +139,10 @@ func TestArenasLeaveWithTheirSegment(t *testing.T) {
 	if err != nil || r.Segments != 1 {
 		t.Fatalf("close of a segment holding only an arena: %+v, %v (want unmounted at once)", r, err)
 	}
-	if _, err := s.StartDrain(1, DrainSpec{Segments: []alloc.ID{s3}, MaxConcurrency: 1}); err != nil {
+	if _, err := s.Drains().Start(1, DrainSpec{Segments: []alloc.ID{s3}, MaxConcurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if as := s.Arenas(); len(as) != 0 {
+	if as := s.Arenas().List(); len(as) != 0 {
 		t.Fatalf("arenas left: %+v", as)
 	}
 	if info, _ := s.Segments().Get(s3); info.Used != 0 {
@@ -150,7 +150,7 @@ func TestArenasLeaveWithTheirSegment(t *testing.T) {
 	}
 	checkInvariants(t, s)
 	// No arena on a closing segment.
-	if got := s.GrantArenas(2, []ArenaSpec{{Segment: s3, Size: 4096}}); len(got) != 0 {
+	if got := s.Arenas().Grant(2, []ArenaSpec{{Segment: s3, Size: 4096}}); len(got) != 0 {
 		t.Fatalf("granted on a draining segment: %+v", got)
 	}
 }
@@ -174,23 +174,23 @@ func TestRestoreArenasRefusesOverlap(t *testing.T) {
 			s2 := newTestStore(t)
 			mount(t, s2, 1, alloc.TierMemory, 1<<20)
 			put(t, s2, 1, DefaultTenant, "k", "", 4096)
-			if err := s2.RestoreArenas([]Arena{tc.a}, 1); err == nil {
+			if err := s2.Arenas().Restore([]Arena{tc.a}, 1); err == nil {
 				t.Fatal("restored")
 			}
 		})
 	}
 	good := Arena{ID: 1, Term: 2, Segment: seg, Offset: 8192, Size: 8192, Free: []alloc.Span{{Offset: 8192, Size: 1024}, {Offset: 12288, Size: 4096}}}
-	if err := s.RestoreArenas([]Arena{good}, 1); err != nil {
+	if err := s.Arenas().Restore([]Arena{good}, 1); err != nil {
 		t.Fatal(err)
 	}
-	if as := s.Arenas(); len(as) != 1 || as[0].FreeBytes() != 5120 {
+	if as := s.Arenas().List(); len(as) != 1 || as[0].FreeBytes() != 5120 {
 		t.Fatalf("restored %+v", as)
 	}
 	// The bytes between its free spans belong to objects in a sound state; here none holds
 	// [9216, 12288), and they stay free in the segment: the arena never gives them out, and
 	// retiring it frees only its free spans.
 	checkInvariants(t, s)
-	if s.RetireArenas([]uint64{1}); s.Segments().Used(alloc.TierMemory) != 4096 {
+	if s.Arenas().Retire([]uint64{1}); s.Segments().Used(alloc.TierMemory) != 4096 {
 		t.Fatalf("after retire the segment holds %d bytes, want the object's 4096", s.Segments().Used(alloc.TierMemory))
 	}
 }

@@ -70,9 +70,9 @@ func (s *Store) CaptureInto(buf *Capture) *Capture {
 		pool = buf.pool[:0]
 	}
 	c := &Capture{NextInstance: s.nextInstance.Load(), Epoch: s.epoch, Segments: s.segs.List()}
-	c.Tasks, c.LastTask = s.Tasks()
-	c.Drains, c.LastDrain = s.DrainJobs()
-	c.Arenas, c.LastArena = s.Arenas(), s.LastArena()
+	c.Tasks, c.LastTask = s.tasks.List()
+	c.Drains, c.LastDrain = s.drains.List()
+	c.Arenas, c.LastArena = s.arenas.List(), s.arenas.Last()
 	ts := s.tenants.List()
 	total := 0
 	for _, t := range ts {

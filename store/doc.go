@@ -10,7 +10,15 @@
 //	 │       └─ GroupDirectory route shards (key -> *ObjectEntry), group catalog, id counters
 //	 │           ├─ GroupEntry   explicit group: members, lifecycle
 //	 │           └─ ObjectEntry  one object: mutex, lifecycle, leader soft state, *ObjectState
-//	 └─ alloc.Registry        segments, range allocators, placement (package store/alloc)
+//	 ├─ alloc.Registry        segments, range allocators, placement (package store/alloc)
+//	 ├─ TaskQueue             master-scheduled tasks (taskqueue.go)
+//	 ├─ DrainTable            drain jobs (drain.go)
+//	 └─ ArenaTable            allocation arenas (arena.go)
+//
+// Each sub-table is reached through the store (Tenants, Segments, Tasks, Drains, Arenas) and its
+// own operations and listings are its methods; operations that span tables or change objects are
+// the Store's. The task queue and the drain table hold their store, the arena table the segment
+// registry, to reach what their operations check and change.
 //
 // The mutation boundary is one lock per object: unrelated objects never wait for each other, also
 // when their keys share a route shard, since a route shard's lock is held only for one map access.
@@ -65,18 +73,18 @@
 //
 // # Master-scheduled tasks
 //
-// TaskQueue (taskqueue.go) is the replicated queue of work the cluster assigns to workers: a
-// TaskKind, a state machine (PENDING -> PROCESSING -> SUCCESS | FAILED), a FIFO per client, ids
-// from a counter, bounded pending and finished tasks. Its API is CreateTask, FetchTasks,
-// CompleteTask and QueryTask (and Tasks / RestoreTasks for snapshots); a new kind adds its
-// TaskKind and what CreateTask checks for it (checkTask), nothing else.
+// TaskQueue (taskqueue.go, reached as Store.Tasks()) is the replicated queue of work the cluster
+// assigns to workers: a TaskKind, a state machine (PENDING -> PROCESSING -> SUCCESS | FAILED), a
+// FIFO per client, ids from a counter, bounded pending and finished tasks. Its API is Create,
+// Fetch, Complete, Expire and Get (and List / Restore for snapshots); a new kind adds its TaskKind
+// and what Create checks for it (checkTask), nothing else.
 //
 // # Drain jobs
 //
-// DrainTable (drain.go) holds the replicated drain jobs: StartDrain closes the segments and starts
-// a job, ScheduleDrainMoves creates the job's move tasks in the TaskQueue (at most its
-// MaxConcurrency in flight), CompleteTask of such a task counts it for its job, FinishDrain ends a
-// job whose segments are empty, CancelDrain opens them again. DrainCandidates is the leader's
+// DrainTable (drain.go, reached as Store.Drains()) holds the replicated drain jobs: Start closes
+// the segments and starts a job, ScheduleMoves creates the job's move tasks in the TaskQueue (at
+// most its MaxConcurrency in flight), TaskQueue.Complete of such a task counts it for its job,
+// Finish ends a job whose segments are empty, Cancel opens them again. Candidates is the leader's
 // census of what to move next (lock-free, a hint: never on the apply path). The table's lock is a
 // leaf, never held while the task queue's is, nor the other way round.
 //
@@ -86,14 +94,15 @@
 // SetQuota, MountSegment, UnmountSegment, UnmountClient, CloseSegment and UnmountClosed (the
 // graceful unmount: the segment closed to allocations at once, unmounted at a leader-stamped
 // deadline or when it holds nothing), PutStart, PutEnd, PutRevoke, UpsertStart, UpsertEnd,
-// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, StartDrain,
-// CancelDrain, ScheduleDrainMoves, FinishDrain, CreateTask,
-// FetchTasks, CompleteTask, RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits
-// (EvictTokens) and RevokeTokens, each with the leader's time and seed from the log entry. The
-// leader additionally calls Get, Exist, BatchGet, Peek, ScanKeys, Prepare* (PrepareClear
-// included), ClearMarks, ResetSoftState, the census (VisitHandles, Capture), and the Check*
-// methods: read-only prechecks that run the predicate
-// of the operation's apply and refuse only what it refuses in the state they read (the leader reads
-// it after a read barrier, so the refusal is linearizable), so that the leader refuses such a
-// request without a log entry.
+// UpsertRevoke, the Batch forms, StartReplicaTask, EndReplicaTask, RevokeReplicaTask, CommitPuts,
+// RemoveObject, EraseTokens, EraseGroup, ClearReplicas, EvictUnits (EvictTokens) and RevokeTokens,
+// and of the sub-tables Tasks().Create, Fetch, Complete and Expire (the reaper's, beside
+// RevokeTokens), Drains().Start, Cancel, ScheduleMoves and Finish, and Arenas().Grant and Retire,
+// each with the leader's time and seed from the log entry. The leader additionally calls Get,
+// Exist, BatchGet, Peek, ScanKeys, Prepare* (PrepareClear included), ClearMarks, ResetSoftState,
+// the census (VisitHandles, Capture, Drains().Candidates, Tasks().Expired), and the Check* methods
+// of the store and its sub-tables: read-only prechecks that run the predicate of the operation's
+// apply and refuse only what it refuses in the state they read (the leader reads it after a read
+// barrier, so the refusal is linearizable), so that the leader refuses such a request without a log
+// entry.
 package store

@@ -11,11 +11,13 @@ import (
 // losing a block. A job is replicated state, changed only by apply with the leader's time, so it
 // survives a leader change and a snapshot; the leader drives it from its loop:
 //
-//	StartDrain(now, spec)            -> id   the segments close (no new allocation) and the job RUNS
-//	ScheduleDrainMoves(now, id, mv)  -> ids  scheduled move tasks (TaskQueue), at most MaxConcurrency in flight
-//	CompleteTask of a job's task             SUCCESS counts Moved, FAILED counts Failed; leaves InFlight
-//	FinishDrain(now, id)                     RUNNING -> DONE once nothing is in flight and the segments hold no replica
-//	CancelDrain(now, id)                     RUNNING -> CANCELLED; the segments open again
+//	Start(now, spec)                  -> id   the segments close (no new allocation) and the job RUNS
+//	ScheduleMoves(now, id, mv)        -> ids  scheduled move tasks (TaskQueue), at most MaxConcurrency in flight
+//	TaskQueue.Complete of a job's task        SUCCESS counts Moved, FAILED counts Failed; leaves InFlight
+//	Finish(now, id)                           RUNNING -> DONE once nothing is in flight and the segments hold no replica
+//	Cancel(now, id)                           RUNNING -> CANCELLED; the segments open again
+//
+// The table is reached as Store.Drains(); its operations are methods of DrainTable.
 //
 // The moves are ordinary scheduled move tasks, assigned to the worker that owns the source
 // segment (it runs MoveStart, copies the bytes, MoveEnd, and reports with MarkTaskToComplete), so
@@ -87,17 +89,20 @@ type DrainJob struct {
 // Drains reports whether the running job drains segment id.
 func (j *DrainJob) Drains(id alloc.ID) bool { return slices.Contains(j.Spec.Segments, id) }
 
-// DrainTable holds the drain jobs. Concurrency contract: mu guards every field; it is a leaf lock
-// (nothing is acquired under it), taken by apply and by the leader's reads.
+// DrainTable holds the drain jobs. Concurrency contract: mu guards every field but s; it is a leaf
+// lock (nothing is acquired under it), taken by apply and by the leader's reads. s, fixed at
+// construction, is the store whose segments, arenas, task queue and objects the jobs act on, each
+// reached with mu released.
 type DrainTable struct {
+	s    *Store
 	mu   sync.Mutex
 	next uint64               // last id handed out
 	byID map[uint64]*DrainJob // every job kept
 	task map[uint64]uint64    // in-flight task id -> its job
 }
 
-func newDrainTable() *DrainTable {
-	return &DrainTable{byID: map[uint64]*DrainJob{}, task: map[uint64]uint64{}}
+func newDrainTable(s *Store) *DrainTable {
+	return &DrainTable{s: s, byID: map[uint64]*DrainJob{}, task: map[uint64]uint64{}}
 }
 
 func drainErr(r Reason, id uint64, what string) *Error { return errf(r, "drain %d: %s", id, what) }
@@ -138,7 +143,8 @@ func (sp *DrainSpec) Validate() error {
 // startVerdict checks spec against the state: every segment mounted (SEGMENT_NOT_FOUND), none
 // drained by a running job (SEGMENT_DRAINING), every target mounted and open (SEGMENT_NOT_FOUND,
 // INVALID_PARAMS), room for the job (INVALID_PARAMS).
-func (s *Store) startVerdict(spec *DrainSpec) error {
+func (d *DrainTable) startVerdict(spec *DrainSpec) error {
+	s := d.s
 	if err := spec.Validate(); err != nil {
 		return err
 	}
@@ -156,7 +162,6 @@ func (s *Store) startVerdict(spec *DrainSpec) error {
 			return errf(InvalidParams, "target_segment_ids: segment %s is closing", id)
 		}
 	}
-	d := s.drains
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	running := 0
@@ -177,21 +182,21 @@ func (s *Store) startVerdict(spec *DrainSpec) error {
 	return nil
 }
 
-// StartDrain starts a drain job: its segments close at once (alloc.Registry.SetClosing: no new
+// Start starts a drain job: its segments close at once (alloc.Registry.SetClosing: no new
 // allocation, replicas stay readable) and the job is RUNNING. Refusals, with nothing changed:
 // INVALID_PARAMS, SEGMENT_NOT_FOUND, SEGMENT_DRAINING (see startVerdict).
-func (s *Store) StartDrain(now int64, spec DrainSpec) (uint64, error) {
+func (d *DrainTable) Start(now int64, spec DrainSpec) (uint64, error) {
+	s := d.s
 	spec.Segments, spec.Targets = slices.Clone(spec.Segments), slices.Clone(spec.Targets)
-	if err := s.startVerdict(&spec); err != nil {
+	if err := d.startVerdict(&spec); err != nil {
 		return 0, err
 	}
 	for _, id := range spec.Segments {
 		if err := s.segs.SetClosing(id, true); err != nil {
 			panic("store: a segment checked mounted is gone: " + err.Error())
 		}
-		s.retireArenasOn(id)
+		s.arenas.retireOn(id)
 	}
-	d := s.drains
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.next++
@@ -200,14 +205,13 @@ func (s *Store) StartDrain(now int64, spec DrainSpec) (uint64, error) {
 	return d.next, nil
 }
 
-// CheckStartDrain reports whether the state refuses StartDrain(spec); it changes nothing.
-func (s *Store) CheckStartDrain(spec DrainSpec) error { return s.startVerdict(&spec) }
+// CheckStart reports whether the state refuses Start(spec); it changes nothing.
+func (d *DrainTable) CheckStart(spec DrainSpec) error { return d.startVerdict(&spec) }
 
-// CancelDrain cancels a running job: it stops scheduling moves, and its segments open again
+// Cancel cancels a running job: it stops scheduling moves, and its segments open again
 // (unless a graceful unmount is scheduled for one: alloc.Registry.SetClosing). A job that already
 // finished is left as it is and returned, so a retry succeeds. DRAIN_NOT_FOUND when none is kept.
-func (s *Store) CancelDrain(now int64, id uint64) (DrainJob, error) {
-	d := s.drains
+func (d *DrainTable) Cancel(now int64, id uint64) (DrainJob, error) {
 	d.mu.Lock()
 	j := d.byID[id]
 	if j == nil {
@@ -223,20 +227,19 @@ func (s *Store) CancelDrain(now int64, id uint64) (DrainJob, error) {
 	d.byID[id] = &nj
 	d.mu.Unlock()
 	for _, seg := range nj.Spec.Segments {
-		_ = s.segs.SetClosing(seg, false) // a segment unmounted since is simply gone
+		_ = d.s.segs.SetClosing(seg, false) // a segment unmounted since is simply gone
 	}
 	return nj, nil
 }
 
-// CheckCancelDrain reports whether the state refuses CancelDrain(id); it changes nothing.
-func (s *Store) CheckCancelDrain(id uint64) error {
-	_, err := s.DrainJob(id)
+// CheckCancel reports whether the state refuses Cancel(id); it changes nothing.
+func (d *DrainTable) CheckCancel(id uint64) error {
+	_, err := d.Get(id)
 	return err
 }
 
-// DrainJob returns a kept job (DRAIN_NOT_FOUND otherwise).
-func (s *Store) DrainJob(id uint64) (DrainJob, error) {
-	d := s.drains
+// Get returns a kept job (DRAIN_NOT_FOUND otherwise).
+func (d *DrainTable) Get(id uint64) (DrainJob, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if j := d.byID[id]; j != nil {
@@ -245,9 +248,8 @@ func (s *Store) DrainJob(id uint64) (DrainJob, error) {
 	return DrainJob{}, drainErr(DrainNotFound, id, "not found")
 }
 
-// DrainJobs returns every job kept, by id, and the id counter (status, snapshot capture).
-func (s *Store) DrainJobs() (jobs []DrainJob, next uint64) {
-	d := s.drains
+// List returns every job kept, by id, and the id counter (status, snapshot capture).
+func (d *DrainTable) List() (jobs []DrainJob, next uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	jobs = make([]DrainJob, 0, len(d.byID))
@@ -258,15 +260,15 @@ func (s *Store) DrainJobs() (jobs []DrainJob, next uint64) {
 	return jobs, d.next
 }
 
-// ScheduleDrainMoves creates a move task (TaskQueue) for each of mv, in order, on behalf of the
+// ScheduleMoves creates a move task (TaskQueue) for each of mv, in order, on behalf of the
 // running job id, while the job has fewer than MaxConcurrency in flight; each created task joins
 // the job's InFlight. It returns one error per item (nil: created; the task ids are the job's new
 // InFlight entries). A move whose source no longer holds the object's COMPLETE replica, or whose
-// object is gone, is refused as CreateTask refuses it; an item past the job's concurrency is
+// object is gone, is refused as TaskQueue.Create refuses it; an item past the job's concurrency is
 // INVALID_PARAMS. The whole command is refused with DRAIN_NOT_FOUND or DRAIN_NOT_RUNNING, or
 // INVALID_PARAMS for a source the job does not drain.
-func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint64, []error, error) {
-	j, err := s.DrainJob(id)
+func (d *DrainTable) ScheduleMoves(now int64, id uint64, mv []DrainMove) ([]uint64, []error, error) {
+	j, err := d.Get(id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,7 +293,7 @@ func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint
 		if !m.Target.IsZero() {
 			spec.Targets = []alloc.ID{m.Target}
 		}
-		tid, err := s.CreateTask(now, spec)
+		tid, err := d.s.tasks.Create(now, spec)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -301,7 +303,6 @@ func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint
 		room--
 	}
 	if len(made) > 0 {
-		d := s.drains
 		d.mu.Lock()
 		nj := *d.byID[id]
 		nj.InFlight = append(slices.Clone(nj.InFlight), made...) // task ids only grow
@@ -315,10 +316,9 @@ func (s *Store) ScheduleDrainMoves(now int64, id uint64, mv []DrainMove) ([]uint
 	return ids, errs, nil
 }
 
-// drainTaskFinished records the outcome of task tid in the job it belongs to, if any (called by
-// CompleteTask, after the task queue's lock is released).
-func (s *Store) drainTaskFinished(now int64, tid uint64, ok bool) {
-	d := s.drains
+// taskFinished records the outcome of task tid in the job it belongs to, if any (called by
+// TaskQueue.Complete and Expire, after the task queue's lock is released).
+func (d *DrainTable) taskFinished(now int64, tid uint64, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	id, found := d.task[tid]
@@ -341,15 +341,14 @@ func (s *Store) drainTaskFinished(now int64, tid uint64, ok bool) {
 	d.byID[id] = &nj
 }
 
-// FinishDrain ends a running job once nothing is in flight and none of its segments holds a
+// Finish ends a running job once nothing is in flight and none of its segments holds a
 // replica (a segment unmounted since holds none): RUNNING -> DONE. Its segments stay closing until
 // they are unmounted. Refusals: DRAIN_NOT_FOUND, DRAIN_NOT_RUNNING, INVALID_PARAMS (a move in
 // flight, or a replica left).
-func (s *Store) FinishDrain(now int64, id uint64) error {
-	if err := s.finishVerdict(id); err != nil {
+func (d *DrainTable) Finish(now int64, id uint64) error {
+	if err := d.finishVerdict(id); err != nil {
 		return err
 	}
-	d := s.drains
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	nj := *d.byID[id]
@@ -359,11 +358,11 @@ func (s *Store) FinishDrain(now int64, id uint64) error {
 	return nil
 }
 
-// CheckFinishDrain reports whether the state refuses FinishDrain(id); it changes nothing.
-func (s *Store) CheckFinishDrain(id uint64) error { return s.finishVerdict(id) }
+// CheckFinish reports whether the state refuses Finish(id); it changes nothing.
+func (d *DrainTable) CheckFinish(id uint64) error { return d.finishVerdict(id) }
 
-func (s *Store) finishVerdict(id uint64) error {
-	j, err := s.DrainJob(id)
+func (d *DrainTable) finishVerdict(id uint64) error {
+	j, err := d.Get(id)
 	if err != nil {
 		return err
 	}
@@ -374,7 +373,7 @@ func (s *Store) finishVerdict(id uint64) error {
 		return drainErr(InvalidParams, id, "moves in flight")
 	}
 	for _, seg := range j.Spec.Segments {
-		if info, ok := s.segs.Get(seg); ok && info.Used > 0 {
+		if info, ok := d.s.segs.Get(seg); ok && info.Used > 0 {
 			return drainErr(InvalidParams, id, "segment "+seg.String()+" still holds replicas")
 		}
 	}
@@ -403,18 +402,17 @@ func (d *DrainTable) pruneLocked() {
 	}
 }
 
-// RestoreDrains installs jobs (ids ascending, each at or below next) and the id counter into an
-// empty table (snapshot restore, after RestoreTasks): every in-flight task must be kept and
+// Restore installs jobs (ids ascending, each at or below next) and the id counter into an
+// empty table (snapshot restore, after TaskQueue.Restore): every in-flight task must be kept and
 // unfinished.
-func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
-	tasks, _ := s.Tasks() // before d.mu: the two locks are never held together
+func (d *DrainTable) Restore(jobs []DrainJob, next uint64) error {
+	tasks, _ := d.s.tasks.List() // before d.mu: the two locks are never held together
 	unfinished := make(map[uint64]uint64, len(tasks))
 	for _, t := range tasks {
 		if !t.State.Finished() {
 			unfinished[t.ID] = t.Spec.Drain
 		}
 	}
-	d := s.drains
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.byID) != 0 || d.next != 0 {
@@ -442,8 +440,8 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 	return nil
 }
 
-// DrainCandidates is the leader's choice of the next moves of running job j (a lock-free census,
-// a hint: CreateTask and each move's apply decide again). It returns up to limit objects that have
+// Candidates is the leader's choice of the next moves of running job j (a lock-free census,
+// a hint: TaskQueue.Create and each move's apply decide again). It returns up to limit objects that have
 // a COMPLETE replica on one of j's segments and can be moved now, in census order: no move of it
 // in flight for the job, no copy or move in progress, no replica PROCESSING (a write or a task not
 // done), not marked for unlink, and not leased at now (LeaseDeadline and LeaseFloor: a reader
@@ -452,10 +450,11 @@ func (s *Store) RestoreDrains(jobs []DrainJob, next uint64) error {
 // (zero) when the job names none or every one holds a replica, and MoveStart places it then.
 // left counts the objects with any replica on j's segments (the job's progress), leased those
 // passed over for a lease. It visits every object: a job costs one census per call.
-func (s *Store) DrainCandidates(j DrainJob, now int64, limit int) (moves []DrainMove, left, leased int) {
+func (d *DrainTable) Candidates(j DrainJob, now int64, limit int) (moves []DrainMove, left, leased int) {
+	s := d.s
 	busy := make(map[[2]string]struct{}, len(j.InFlight))
 	for _, tid := range j.InFlight {
-		if t, err := s.QueryTask(tid); err == nil {
+		if t, err := s.tasks.Get(tid); err == nil {
 			busy[[2]string{t.Spec.Tenant, t.Spec.Key}] = struct{}{}
 		}
 	}

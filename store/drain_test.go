@@ -40,7 +40,7 @@ func drainFixture(t *testing.T, n int) *Store {
 // MarkTaskToComplete), as a worker that copies the bytes would.
 func runWorker(t *testing.T, s *Store, now int64) {
 	t.Helper()
-	tasks, err := s.FetchTasks(now, client1, MaxFetchTasks)
+	tasks, err := s.Tasks().Fetch(now, client1, MaxFetchTasks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func runWorker(t *testing.T, s *Store, now int64) {
 		if err != nil {
 			msg = err.Error()
 		}
-		if err := s.CompleteTask(now, client1, task.ID, err == nil, msg); err != nil {
+		if err := s.Tasks().Complete(now, client1, task.ID, err == nil, msg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,19 +66,19 @@ func runWorker(t *testing.T, s *Store, now int64) {
 func drive(t *testing.T, s *Store, id uint64, now int64, rounds int) int64 {
 	t.Helper()
 	for range rounds {
-		j, err := s.DrainJob(id)
+		j, err := s.Drains().Get(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.FinishDrain(now, id) == nil {
+		if s.Drains().Finish(now, id) == nil {
 			return now
 		}
-		moves, _, _ := s.DrainCandidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
+		moves, _, _ := s.Drains().Candidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
 		if len(moves) > 0 {
-			if _, _, err := s.ScheduleDrainMoves(now, id, moves); err != nil {
+			if _, _, err := s.Drains().ScheduleMoves(now, id, moves); err != nil {
 				t.Fatal(err)
 			}
-			if j, _ := s.DrainJob(id); len(j.InFlight) > j.Spec.MaxConcurrency {
+			if j, _ := s.Drains().Get(id); len(j.InFlight) > j.Spec.MaxConcurrency {
 				t.Fatalf("%d moves in flight, max %d", len(j.InFlight), j.Spec.MaxConcurrency)
 			}
 		}
@@ -124,32 +124,32 @@ func TestDrainMovesEverythingOff(t *testing.T) {
 		{DrainSpec{MaxConcurrency: 1}, InvalidParams},
 		{DrainSpec{Segments: []alloc.ID{segID(1)}}, InvalidParams},
 	} {
-		_, err := s.StartDrain(2*sec, c.spec)
+		_, err := s.Drains().Start(2*sec, c.spec)
 		wantReason(t, err, c.want)
-		wantReason(t, s.CheckStartDrain(c.spec), c.want)
+		wantReason(t, s.Drains().CheckStart(c.spec), c.want)
 	}
-	id, err := s.StartDrain(2*sec, spec)
+	id, err := s.Drains().Start(2*sec, spec)
 	if err != nil || id != 1 {
-		t.Fatalf("StartDrain = %d, %v", id, err)
+		t.Fatalf("Start = %d, %v", id, err)
 	}
 	if info, _ := s.Segments().Get(segID(1)); !info.Closing {
 		t.Fatal("the drained segment takes allocations")
 	}
-	_, err = s.StartDrain(2*sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
+	_, err = s.Drains().Start(2*sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
 	wantReason(t, err, SegmentDraining)
 	r := putReq("a", "new", "", 1000)
 	r.Config.Preferred = []alloc.ID{segID(1)}
 	if reps, err := s.PutStart(2*sec, 1, r); err != nil || reps[0].Extent.Segment == segID(1) {
 		t.Fatalf("a put during the drain: %+v, %v", reps, err)
 	}
-	wantReason(t, s.FinishDrain(2*sec, id), InvalidParams) // replicas left
+	wantReason(t, s.Drains().Finish(2*sec, id), InvalidParams) // replicas left
 
 	// Until 12 s the leased object stays where it is.
 	now := drive2(t, s, id, 3*sec, 8)
 	if got := onSegment(s, segID(1)); got != 1 {
 		t.Fatalf("%d objects left on the drained segment while one is leased, want 1", got)
 	}
-	if moves, left, leased := s.DrainCandidates(mustJob(t, s, id), now, 10); len(moves) != 0 || left != 1 || leased != 1 {
+	if moves, left, leased := s.Drains().Candidates(mustJob(t, s, id), now, 10); len(moves) != 0 || left != 1 || leased != 1 {
 		t.Fatalf("candidates while leased: %+v, %d leased", moves, leased)
 	}
 	done := drive(t, s, id, 13*sec, 20)
@@ -170,11 +170,11 @@ func TestDrainMovesEverythingOff(t *testing.T) {
 	if info, _ := s.Segments().Get(segID(1)); !info.Closing || info.Used != 0 {
 		t.Fatalf("the drained segment: %+v", info)
 	}
-	_, _, err = s.ScheduleDrainMoves(done, id, nil)
+	_, _, err = s.Drains().ScheduleMoves(done, id, nil)
 	wantReason(t, err, DrainNotRunning)
-	wantReason(t, s.FinishDrain(done, id), DrainNotRunning)
-	if j, err := s.CancelDrain(done, id); err != nil || j.State != DrainDone {
-		t.Fatalf("CancelDrain of a finished job = %+v, %v", j, err)
+	wantReason(t, s.Drains().Finish(done, id), DrainNotRunning)
+	if j, err := s.Drains().Cancel(done, id); err != nil || j.State != DrainDone {
+		t.Fatalf("Cancel of a finished job = %+v, %v", j, err)
 	}
 	checkInv(t, s)
 }
@@ -184,8 +184,8 @@ func drive2(t *testing.T, s *Store, id uint64, now int64, rounds int) int64 {
 	t.Helper()
 	for range rounds {
 		j := mustJob(t, s, id)
-		moves, _, _ := s.DrainCandidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
-		if _, _, err := s.ScheduleDrainMoves(now, id, moves); err != nil {
+		moves, _, _ := s.Drains().Candidates(j, now, j.Spec.MaxConcurrency-len(j.InFlight))
+		if _, _, err := s.Drains().ScheduleMoves(now, id, moves); err != nil {
 			t.Fatal(err)
 		}
 		runWorker(t, s, now)
@@ -196,7 +196,7 @@ func drive2(t *testing.T, s *Store, id uint64, now int64, rounds int) int64 {
 
 func mustJob(t *testing.T, s *Store, id uint64) DrainJob {
 	t.Helper()
-	j, err := s.DrainJob(id)
+	j, err := s.Drains().Get(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,29 +207,29 @@ func mustJob(t *testing.T, s *Store, id uint64) DrainJob {
 // flight still counts when its worker reports it, and a repeated cancel answers the same job.
 func TestDrainCancel(t *testing.T) {
 	s := drainFixture(t, 4)
-	id, err := s.StartDrain(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 2})
+	id, err := s.Drains().Start(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, _, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 10)
+	moves, _, _ := s.Drains().Candidates(mustJob(t, s, id), 20*sec, 10)
 	if len(moves) != 4 {
 		t.Fatalf("candidates: %+v", moves)
 	}
-	tids, errs, err := s.ScheduleDrainMoves(20*sec, id, moves)
+	tids, errs, err := s.Drains().ScheduleMoves(20*sec, id, moves)
 	if err != nil || tids[0] == 0 || tids[1] == 0 || errs[2] == nil || errs[3] == nil {
-		t.Fatalf("ScheduleDrainMoves past max_concurrency = %v, %v, %v", tids, errs, err)
+		t.Fatalf("ScheduleMoves past max_concurrency = %v, %v, %v", tids, errs, err)
 	}
-	if again, left, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 10); len(again) != 2 || left != 4 {
+	if again, left, _ := s.Drains().Candidates(mustJob(t, s, id), 20*sec, 10); len(again) != 2 || left != 4 {
 		t.Fatalf("objects in flight chosen again: %+v", again)
 	}
-	j, err := s.CancelDrain(21*sec, id)
+	j, err := s.Drains().Cancel(21*sec, id)
 	if err != nil || j.State != DrainCancelled {
-		t.Fatalf("CancelDrain = %+v, %v", j, err)
+		t.Fatalf("Cancel = %+v, %v", j, err)
 	}
 	if info, _ := s.Segments().Get(segID(1)); info.Closing {
 		t.Fatal("a cancelled drain's segment stays closing")
 	}
-	_, _, err = s.ScheduleDrainMoves(22*sec, id, moves[2:])
+	_, _, err = s.Drains().ScheduleMoves(22*sec, id, moves[2:])
 	wantReason(t, err, DrainNotRunning)
 	runWorker(t, s, 22*sec)
 	if j := mustJob(t, s, id); j.State != DrainCancelled || j.Moved != 2 || len(j.InFlight) != 0 {
@@ -238,11 +238,11 @@ func TestDrainCancel(t *testing.T) {
 	if got := onSegment(s, segID(1)); got != 2 {
 		t.Fatalf("%d objects on the segment, want the 2 not moved", got)
 	}
-	_, err = s.CancelDrain(22*sec, 99)
+	_, err = s.Drains().Cancel(22*sec, 99)
 	wantReason(t, err, DrainNotFound)
-	wantReason(t, s.CheckCancelDrain(99), DrainNotFound)
+	wantReason(t, s.Drains().CheckCancel(99), DrainNotFound)
 	// The segment can be drained again.
-	if id2, err := s.StartDrain(23*sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 4}); err != nil || id2 != 2 {
+	if id2, err := s.Drains().Start(23*sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 4}); err != nil || id2 != 2 {
 		t.Fatalf("a second drain = %d, %v", id2, err)
 	}
 	checkInv(t, s)
@@ -252,29 +252,29 @@ func TestDrainCancel(t *testing.T) {
 // jobs, and a move in flight at the snapshot still counts for its job afterwards.
 func TestDrainRestore(t *testing.T) {
 	s := drainFixture(t, 3)
-	id, err := s.StartDrain(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
+	id, err := s.Drains().Start(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, _, _ := s.DrainCandidates(mustJob(t, s, id), 20*sec, 1)
-	if _, _, err := s.ScheduleDrainMoves(20*sec, id, moves); err != nil {
+	moves, _, _ := s.Drains().Candidates(mustJob(t, s, id), 20*sec, 1)
+	if _, _, err := s.Drains().ScheduleMoves(20*sec, id, moves); err != nil {
 		t.Fatal(err)
 	}
-	tasks, nextTask := s.Tasks()
-	jobs, next := s.DrainJobs()
+	tasks, nextTask := s.Tasks().List()
+	jobs, next := s.Drains().List()
 	r := newTestStore(t)
-	if err := r.RestoreTasks(tasks, nextTask); err != nil {
+	if err := r.Tasks().Restore(tasks, nextTask); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.RestoreDrains(jobs, next); err != nil {
+	if err := r.Drains().Restore(jobs, next); err != nil {
 		t.Fatal(err)
 	}
-	got, gotNext := r.DrainJobs()
+	got, gotNext := r.Drains().List()
 	if gotNext != next || len(got) != 1 || !slices.Equal(got[0].InFlight, jobs[0].InFlight) || got[0].State != DrainRunning {
 		t.Fatalf("restored %+v (next %d), want %+v (next %d)", got, gotNext, jobs, next)
 	}
-	fetched, _ := r.FetchTasks(21*sec, client1, 1)
-	if err := r.CompleteTask(21*sec, client1, fetched[0].ID, false, "no room"); err != nil {
+	fetched, _ := r.Tasks().Fetch(21*sec, client1, 1)
+	if err := r.Tasks().Complete(21*sec, client1, fetched[0].ID, false, "no room"); err != nil {
 		t.Fatal(err)
 	}
 	if j := mustJob(t, r, id); j.Failed != 1 || len(j.InFlight) != 0 {
@@ -282,30 +282,30 @@ func TestDrainRestore(t *testing.T) {
 	}
 	bad := slices.Clone(jobs)
 	bad[0].InFlight = []uint64{77}
-	if err := newTestStore(t).RestoreDrains(bad, next); err == nil {
+	if err := newTestStore(t).Drains().Restore(bad, next); err == nil {
 		t.Fatal("a job whose in-flight task is not kept restored")
 	}
 }
 
 // TestDrainCountsExpiredTask: a move task whose worker died (fetched, never reported) and that
-// ExpireTasks ends FAILED counts as failed for its drain, which schedules the object again and
+// TaskQueue.Expire ends FAILED counts as failed for its drain, which schedules the object again and
 // finishes once a live worker moves it.
 func TestDrainCountsExpiredTask(t *testing.T) {
 	s := drainFixture(t, 1)
-	id, err := s.StartDrain(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
+	id, err := s.Drains().Start(sec, DrainSpec{Segments: []alloc.ID{segID(1)}, MaxConcurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	moves, _, _ := s.DrainCandidates(mustJob(t, s, id), 2*sec, 1)
-	tids, errs, err := s.ScheduleDrainMoves(2*sec, id, moves)
+	moves, _, _ := s.Drains().Candidates(mustJob(t, s, id), 2*sec, 1)
+	tids, errs, err := s.Drains().ScheduleMoves(2*sec, id, moves)
 	if err != nil || len(tids) != 1 || errs[0] != nil {
-		t.Fatalf("ScheduleDrainMoves = %v, %v, %v", tids, errs, err)
+		t.Fatalf("ScheduleMoves = %v, %v, %v", tids, errs, err)
 	}
-	if got, err := s.FetchTasks(3*sec, client1, 1); err != nil || len(got) != 1 { // the worker dies
-		t.Fatalf("FetchTasks = %+v, %v", got, err)
+	if got, err := s.Tasks().Fetch(3*sec, client1, 1); err != nil || len(got) != 1 { // the worker dies
+		t.Fatalf("Fetch = %+v, %v", got, err)
 	}
-	if got := s.ExpireTasks(20*sec, 10*sec, s.ExpiredTasks(20*sec, 10*sec)); len(got) != 1 || got[0].ID != tids[0] {
-		t.Fatalf("ExpireTasks = %+v", got)
+	if got := s.Tasks().Expire(20*sec, 10*sec, s.Tasks().Expired(20*sec, 10*sec)); len(got) != 1 || got[0].ID != tids[0] {
+		t.Fatalf("Expire = %+v", got)
 	}
 	if j := mustJob(t, s, id); j.Failed != 1 || len(j.InFlight) != 0 || j.State != DrainRunning {
 		t.Fatalf("after the task expired: %+v", j)

@@ -104,7 +104,7 @@ func (s *Store) CheckInvariants() error {
 			g.mu.Unlock()
 		}
 	}
-	for _, a := range s.Arenas() {
+	for _, a := range s.arenas.List() {
 		for _, sp := range a.Free {
 			if sp.Offset < a.Offset || sp.Offset+sp.Size > a.Offset+a.Size {
 				return fmt.Errorf("arena %d: free span [%d,+%d) outside its span [%d,+%d)", a.ID, sp.Offset, sp.Size, a.Offset, a.Size)

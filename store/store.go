@@ -59,7 +59,7 @@ type Store struct {
 	nextInstance atomic.Uint64 // replicated: last tenant instance id handed out
 	tasks        *TaskQueue    // replicated: the master-scheduled tasks (taskqueue.go)
 	drains       *DrainTable   // replicated: the drain jobs (drain.go)
-	arenas       *arenaTable   // replicated: the allocation arenas (arena.go)
+	arenas       *ArenaTable   // replicated: the allocation arenas (arena.go)
 	quotaMu      sync.Mutex    // serializes effective-quota recomputation
 
 	leaseFloor atomic.Int64 // soft: every object counts as leased until this time (new leader)
@@ -84,7 +84,9 @@ func New(cfg Config) (*Store, error) {
 }
 
 func newEmpty(cfg Config, segs *alloc.Registry) *Store {
-	return &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), tasks: newTaskQueue(), drains: newDrainTable(), arenas: newArenaTable()}
+	s := &Store{cfg: cfg, tenants: newTenantRegistry(), segs: segs, leaseTTL: int64(cfg.LeaseTTL), arenas: newArenaTable(segs)}
+	s.tasks, s.drains = newTaskQueue(s), newDrainTable(s)
+	return s
 }
 
 // Tenants returns the tenant registry.
@@ -92,6 +94,15 @@ func (s *Store) Tenants() *TenantRegistry { return s.tenants }
 
 // Segments returns the segment registry (its own lock; never call it under an object lock).
 func (s *Store) Segments() *alloc.Registry { return s.segs }
+
+// Tasks returns the queue of master-scheduled tasks (taskqueue.go).
+func (s *Store) Tasks() *TaskQueue { return s.tasks }
+
+// Drains returns the table of drain jobs (drain.go).
+func (s *Store) Drains() *DrainTable { return s.drains }
+
+// Arenas returns the table of allocation arenas (arena.go).
+func (s *Store) Arenas() *ArenaTable { return s.arenas }
 
 // LeaseTTL returns the configured read lease.
 func (s *Store) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
@@ -340,7 +351,7 @@ func (s *Store) UnmountSegment(id alloc.ID) (UnmountResult, error) {
 		return UnmountResult{}, errf(SegmentNotFound, "segment %s is not mounted", id)
 	}
 	gone := map[alloc.ID]struct{}{id: {}}
-	s.dropArenasOn(gone)
+	s.arenas.dropOn(gone)
 	r := s.dropReplicasOn(gone)
 	r.Segments = 1
 	s.recomputeQuotas()
@@ -378,7 +389,7 @@ func (s *Store) CloseSegment(client, id alloc.ID, at int64) (UnmountResult, erro
 	if at <= 0 {
 		return UnmountResult{}, errf(InvalidParams, "segment %s: unmount time %d not positive", id, at)
 	}
-	s.retireArenasOn(id)
+	s.arenas.retireOn(id)
 	if info, _ := s.segs.Get(id); info.Used == 0 {
 		return s.UnmountSegment(id)
 	}
@@ -418,7 +429,7 @@ func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
 	if len(gone) == 0 {
 		return UnmountResult{}
 	}
-	s.dropArenasOn(gone)
+	s.arenas.dropOn(gone)
 	r := s.dropReplicasOn(gone)
 	r.Segments = len(gone)
 	s.recomputeQuotas()

@@ -14,11 +14,13 @@ import (
 // snapshot. The machinery is kind-agnostic; a kind adds what its Create checks and what its
 // worker is told (Task's fields), and nothing else:
 //
-//	CreateTask(now, TaskSpec)       -> id       PENDING in its client's queue (TASK_PENDING_LIMIT_EXCEEDED)
-//	FetchTasks(now, client, max)    -> []Task   the client's oldest PENDING ones turn PROCESSING
-//	CompleteTask(now, client, id, ok, msg)      PROCESSING -> SUCCESS or FAILED (TASK_NOT_FOUND, ILLEGAL_CLIENT)
-//	ExpireTasks(now, timeout, ids)  -> []Task   PROCESSING longer than timeout -> FAILED (the reaper)
-//	QueryTask(id)                   -> Task     any state, finished ones while they are kept
+//	Create(now, TaskSpec)           -> id       PENDING in its client's queue (TASK_PENDING_LIMIT_EXCEEDED)
+//	Fetch(now, client, max)         -> []Task   the client's oldest PENDING ones turn PROCESSING
+//	Complete(now, client, id, ok, msg)          PROCESSING -> SUCCESS or FAILED (TASK_NOT_FOUND, ILLEGAL_CLIENT)
+//	Expire(now, timeout, ids)       -> []Task   PROCESSING longer than timeout -> FAILED (the reaper)
+//	Get(id)                         -> Task     any state, finished ones while they are kept
+//
+// The queue is reached as Store.Tasks(); its operations are methods of TaskQueue.
 //
 // States: PENDING -> PROCESSING -> SUCCESS | FAILED. Ids come from the queue's counter and are
 // never reused. At most MaxPendingTasks are PENDING at once; finished tasks are kept for
@@ -26,7 +28,7 @@ import (
 // go first, ties by id), both pruned by apply with the leader's time, so every node keeps the same
 // ones. A PROCESSING task stays so until its client reports it, or until the leader's reaper ends
 // it FAILED with TaskTimedOutMessage once it is PROCESSING longer than the put release timeout
-// since its fetch (ExpireTasks): a worker that dies with one does not hold it, or a drain waiting
+// since its fetch (Expire): a worker that dies with one does not hold it, or a drain waiting
 // on it, forever. A PROCESSING task's Updated is its fetch time.
 
 // Limits of the task queue.
@@ -34,11 +36,11 @@ const (
 	MaxPendingTasks  = 65536
 	MaxFinishedTasks = 65536
 	FinishedTaskTTL  = time.Hour
-	MaxFetchTasks    = 1024 // tasks one FetchTasks hands out at most
+	MaxFetchTasks    = 1024 // tasks one Fetch hands out at most
 	MaxTaskMessage   = 4096 // bytes of a completion message kept
 )
 
-// TaskTimedOutMessage is the message of a task that ExpireTasks ended FAILED.
+// TaskTimedOutMessage is the message of a task that Expire ended FAILED.
 const TaskTimedOutMessage = "timed out: PROCESSING longer than the put release timeout since its fetch"
 
 // TaskState is where a scheduled task is in its life.
@@ -79,11 +81,11 @@ type TaskSpec struct {
 	Source   alloc.ID
 	Targets  []alloc.ID
 	Replicas int
-	Drain    uint64 // the drain job that scheduled it (ScheduleDrainMoves); 0: none
+	Drain    uint64 // the drain job that scheduled it (DrainTable.ScheduleMoves); 0: none
 }
 
 // Task is one scheduled task. A *Task inside the queue is immutable: every change publishes a new
-// one, so QueryTask and a snapshot capture may hold it with no lock.
+// one, so Get and a snapshot capture may hold it with no lock.
 type Task struct {
 	ID      uint64
 	Spec    TaskSpec // Source resolved at Create
@@ -94,9 +96,12 @@ type Task struct {
 	Message string // the worker's completion message
 }
 
-// TaskQueue holds the scheduled tasks. Concurrency contract: mu guards every field; it is a leaf
-// lock (nothing is acquired under it), taken by apply and by the leader's reads.
+// TaskQueue holds the scheduled tasks. Concurrency contract: mu guards every field but s; it is a
+// leaf lock (nothing is acquired under it), taken by apply and by the leader's reads. s, fixed at
+// construction, is the store whose objects and segments Create checks and whose drain table
+// Complete and Expire report to, each with mu released.
 type TaskQueue struct {
+	s        *Store
 	mu       sync.Mutex
 	next     uint64                // last id handed out
 	byID     map[uint64]*Task      // every task kept
@@ -105,23 +110,23 @@ type TaskQueue struct {
 	finished []uint64 // finished ids, in the order they finished
 }
 
-func newTaskQueue() *TaskQueue {
-	return &TaskQueue{byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}}
+func newTaskQueue(s *Store) *TaskQueue {
+	return &TaskQueue{s: s, byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}}
 }
 
 func taskErr(r Reason, id uint64, what string) *Error {
 	return errf(r, "task %d: %s", id, what)
 }
 
-// CreateTask validates spec against the state, assigns the task to the owner of its source
-// segment and queues it PENDING. Refusals, with nothing changed: INVALID_PARAMS (an unknown kind, a
+// Create validates spec against the state, assigns the task to the owner of its source segment
+// and queues it PENDING. Refusals, with nothing changed: INVALID_PARAMS (an unknown kind, a
 // bad field), TENANT_NOT_REGISTERED, OBJECT_NOT_FOUND, REPLICA_NOT_FOUND (no COMPLETE replica on
 // the source segment), SEGMENT_NOT_FOUND (a named target not mounted), TASK_PENDING_LIMIT_EXCEEDED.
-func (s *Store) CreateTask(now int64, spec TaskSpec) (uint64, error) {
+func (q *TaskQueue) Create(now int64, spec TaskSpec) (uint64, error) {
+	s := q.s
 	if err := s.checkTask(&spec); err != nil {
 		return 0, err
 	}
-	q := s.tasks
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pruneLocked(now)
@@ -137,10 +142,10 @@ func (s *Store) CreateTask(now int64, spec TaskSpec) (uint64, error) {
 	return task.ID, nil
 }
 
-// CheckCreateTask reports whether the state refuses spec (CreateTask), but for the pending
-// limit. The leader refuses from it without a log entry; it changes nothing.
-func (s *Store) CheckCreateTask(spec TaskSpec) error {
-	return s.checkTask(&spec)
+// CheckCreate reports whether the state refuses spec (Create), but for the pending limit. The
+// leader refuses from it without a log entry; it changes nothing.
+func (q *TaskQueue) CheckCreate(spec TaskSpec) error {
+	return q.s.checkTask(&spec)
 }
 
 // checkTask validates spec and checks it against the object and segments; it resolves a zero
@@ -186,16 +191,15 @@ func (s *Store) checkTask(spec *TaskSpec) error {
 	return nil
 }
 
-// FetchTasks turns up to max (1..MaxFetchTasks) of the client's oldest PENDING tasks PROCESSING
-// and returns them, oldest first; none is no error.
-func (s *Store) FetchTasks(now int64, client alloc.ID, max int) ([]Task, error) {
+// Fetch turns up to max (1..MaxFetchTasks) of the client's oldest PENDING tasks PROCESSING and
+// returns them, oldest first; none is no error.
+func (q *TaskQueue) Fetch(now int64, client alloc.ID, max int) ([]Task, error) {
 	if err := ValidateClient(client); err != nil {
 		return nil, err
 	}
 	if max < 1 || max > MaxFetchTasks {
 		return nil, errf(InvalidParams, "batch: %d not in 1..%d", max, MaxFetchTasks)
 	}
-	q := s.tasks
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pruneLocked(now)
@@ -217,20 +221,19 @@ func (s *Store) FetchTasks(now int64, client alloc.ID, max int) ([]Task, error) 
 	return out, nil
 }
 
-// PendingTasks returns how many PENDING tasks the client's queue holds (the leader answers an
-// empty FetchTasks from it without a log entry).
-func (s *Store) PendingTasks(client alloc.ID) int {
-	q := s.tasks
+// Pending returns how many PENDING tasks the client's queue holds (the leader answers an empty
+// Fetch from it without a log entry).
+func (q *TaskQueue) Pending(client alloc.ID) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.pending[client])
 }
 
-// CompleteTask records the outcome of a PROCESSING task its client reports: SUCCESS when ok, else
-// FAILED, with msg (cut to MaxTaskMessage bytes). Refusals: TASK_NOT_FOUND (no such task kept),
-// ILLEGAL_CLIENT (assigned to another client), INVALID_PARAMS (not PROCESSING).
-func (s *Store) CompleteTask(now int64, client alloc.ID, id uint64, ok bool, msg string) error {
-	q := s.tasks
+// Complete records the outcome of a PROCESSING task its client reports: SUCCESS when ok, else
+// FAILED, with msg (cut to MaxTaskMessage bytes); a drain job's task is counted for its job.
+// Refusals: TASK_NOT_FOUND (no such task kept), ILLEGAL_CLIENT (assigned to another client),
+// INVALID_PARAMS (not PROCESSING).
+func (q *TaskQueue) Complete(now int64, client alloc.ID, id uint64, ok bool, msg string) error {
 	q.mu.Lock()
 	q.pruneLocked(now)
 	if err := q.completableLocked(client, id); err != nil {
@@ -247,17 +250,16 @@ func (s *Store) CompleteTask(now int64, client alloc.ID, id uint64, ok bool, msg
 	q.pruneLocked(now)
 	q.mu.Unlock()
 	if nt.Spec.Drain != 0 {
-		s.drainTaskFinished(now, id, ok) // the drain table's lock is a leaf, never taken under q.mu
+		q.s.drains.taskFinished(now, id, ok) // the drain table's lock is a leaf, never taken under q.mu
 	}
 	return nil
 }
 
-// ExpireTasks ends as FAILED, with TaskTimedOutMessage, each task of ids that is PROCESSING and was
+// Expire ends as FAILED, with TaskTimedOutMessage, each task of ids that is PROCESSING and was
 // fetched more than timeout (ns) before now, as a FAILED report by its client would (a drain counts
 // it failed); it skips every other id (unknown, another state, not yet expired, a repeat). It
 // returns the tasks it ended, in ids order.
-func (s *Store) ExpireTasks(now, timeout int64, ids []uint64) []Task {
-	q := s.tasks
+func (q *TaskQueue) Expire(now, timeout int64, ids []uint64) []Task {
 	q.mu.Lock()
 	q.pruneLocked(now)
 	var out []Task
@@ -276,16 +278,15 @@ func (s *Store) ExpireTasks(now, timeout int64, ids []uint64) []Task {
 	q.mu.Unlock()
 	for _, t := range out {
 		if t.Spec.Drain != 0 {
-			s.drainTaskFinished(now, t.ID, false) // the drain table's lock is a leaf, never taken under q.mu
+			q.s.drains.taskFinished(now, t.ID, false) // the drain table's lock is a leaf, never taken under q.mu
 		}
 	}
 	return out
 }
 
-// ExpiredTasks returns the ids, ascending, of the tasks PROCESSING longer than timeout (ns) at now
-// since their fetch (the reaper's census); it changes nothing.
-func (s *Store) ExpiredTasks(now, timeout int64) []uint64 {
-	q := s.tasks
+// Expired returns the ids, ascending, of the tasks PROCESSING longer than timeout (ns) at now since
+// their fetch (the reaper's census); it changes nothing.
+func (q *TaskQueue) Expired(now, timeout int64) []uint64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var ids []uint64
@@ -310,9 +311,8 @@ func (q *TaskQueue) finishLocked(t *Task) {
 	q.finished = slices.Insert(q.finished, i, t.ID)
 }
 
-// CheckCompleteTask reports whether the state refuses a CompleteTask; it changes nothing.
-func (s *Store) CheckCompleteTask(client alloc.ID, id uint64) error {
-	q := s.tasks
+// CheckComplete reports whether the state refuses a Complete; it changes nothing.
+func (q *TaskQueue) CheckComplete(client alloc.ID, id uint64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.completableLocked(client, id)
@@ -331,10 +331,9 @@ func (q *TaskQueue) completableLocked(client alloc.ID, id uint64) error {
 	return nil
 }
 
-// QueryTask returns a task that is kept (TASK_NOT_FOUND otherwise). A finished task past
+// Get returns a task that is kept (TASK_NOT_FOUND otherwise). A finished task past
 // FinishedTaskTTL may still be returned until the next change prunes it.
-func (s *Store) QueryTask(id uint64) (Task, error) {
-	q := s.tasks
+func (q *TaskQueue) Get(id uint64) (Task, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	task := q.byID[id]
@@ -361,9 +360,8 @@ func (q *TaskQueue) pruneLocked(now int64) {
 	}
 }
 
-// Tasks returns every task kept, by id, and the id counter (snapshot capture).
-func (s *Store) Tasks() (tasks []Task, next uint64) {
-	q := s.tasks
+// List returns every task kept, by id, and the id counter (snapshot capture).
+func (q *TaskQueue) List() (tasks []Task, next uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	tasks = make([]Task, 0, len(q.byID))
@@ -384,10 +382,9 @@ func compareU64(a, b uint64) int {
 	return 0
 }
 
-// RestoreTasks installs tasks (ids ascending, each below or at next) and the id counter into an
-// empty queue (snapshot restore): pending ones queue in id order.
-func (s *Store) RestoreTasks(tasks []Task, next uint64) error {
-	q := s.tasks
+// Restore installs tasks (ids ascending, each below or at next) and the id counter into an empty
+// queue (snapshot restore): pending ones queue in id order.
+func (q *TaskQueue) Restore(tasks []Task, next uint64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.byID) != 0 || q.next != 0 {

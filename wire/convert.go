@@ -579,7 +579,7 @@ func TaskTo(t *store.Task) *metadv1.ScheduledTask {
 }
 
 // TaskFrom converts a wire scheduled task; an unknown state or kind gives 0, which
-// store.RestoreTasks refuses.
+// store.TaskQueue.Restore refuses.
 func TaskFrom(m *metadv1.ScheduledTask) store.Task {
 	t := store.Task{ID: m.GetTaskId(), Spec: store.TaskSpec{Kind: TaskKindFrom(m.GetKind()), Tenant: m.GetTenant(),
 		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16)), Drain: m.GetDrainId()},
@@ -680,7 +680,7 @@ func DrainTo(j *store.DrainJob) *metadv1.DrainJob {
 		UpdatedUnixNano: j.Updated, Moved: j.Moved, Failed: j.Failed, InFlightTaskIds: slices.Clone(j.InFlight)}
 }
 
-// DrainFrom converts a wire drain job; an unknown state gives 0, which store.RestoreDrains
+// DrainFrom converts a wire drain job; an unknown state gives 0, which store.DrainTable.Restore
 // refuses.
 func DrainFrom(m *metadv1.DrainJob) store.DrainJob {
 	j := store.DrainJob{ID: m.GetDrainId(), Spec: store.DrainSpec{Segments: ids16(m.GetSegmentIds()),

@@ -600,7 +600,7 @@ func removeSorted(list []*segment, id ID) []*segment {
 func cmpSegmentID(s *segment, id ID) int { return Compare(s.info.ID, id) }
 
 // AllocIn allocates RoundUp(size) bytes in segment id, best fit as RangeAllocator.Alloc does, for
-// an allocation arena (store.Store.GrantArenas). A closing segment takes none. ErrSegmentNotFound,
+// an allocation arena (store.ArenaTable.Grant). A closing segment takes none. ErrSegmentNotFound,
 // ErrInvalidRequest (size 0, or the segment closing) or ErrNoSpace, with nothing changed.
 func (r *Registry) AllocIn(id ID, size uint64) (Extent, error) {
 	r.mu.Lock()
