@@ -161,13 +161,3 @@ func wantInvalid(t *testing.T, err error, field string) {
 		t.Fatalf("message %q does not name %q", msg, field)
 	}
 }
-
-// hostSeg mounts a MEMORY segment of size bytes for clientA at endpoint.
-func (h *harness) hostSeg(t *testing.T, id alloc.ID, base, size uint64, endpoint string) {
-	t.Helper()
-	_, err := h.meta.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(clientA), Segment: &metadv1.SegmentDesc{
-		Id: idb(id), Name: "seg-" + id.String()[:8], Base: base, Size: size, Endpoint: endpoint, Tier: metadv1.Tier_TIER_MEMORY}})
-	if err != nil {
-		t.Fatalf("mount %s at %s: %v", id, endpoint, err)
-	}
-}

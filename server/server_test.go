@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -90,62 +89,5 @@ func TestSnapshotSaveWithoutSnapshots(t *testing.T) {
 	}
 	if status.Code(err) != codes.Unimplemented {
 		t.Fatalf("SnapshotSave: %v", err)
-	}
-}
-
-// TestQuotaEvictionRetriesThePut: a PutStart over the tenant's quota has the evictor evict for the
-// deficit and tries again, at most twice; when the evictor frees room the put succeeds.
-func TestQuotaEvictionRetriesThePut(t *testing.T) {
-	b := newFakeBackend(t, nil)
-	calls := 0
-	var h *harness
-	cfg := testConfig()
-	cfg.Evictor = quotaEvictor(func(ctx context.Context, tenant string, deficit uint64) (uint64, error) {
-		calls++
-		if deficit != 200 { // 600 charged + 600 wanted - 1000 of quota
-			t.Errorf("evictor asked for %d bytes, want 200", deficit)
-		}
-		if calls == 2 { // the second round frees the old object
-			if err := b.Store().Remove(1, tenant, "old", true); err != nil {
-				t.Error(err)
-			}
-			return 600, nil
-		}
-		return 1, nil // freed something, not enough
-	})
-	h = start(t, b, cfg)
-	ctx := tctx(t)
-	h.mount(t, clientA, segA)
-	if _, err := h.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "q", QuotaBytes: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	put := func(key string) error {
-		_, err := h.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: "q", ClientId: idb(clientA), Key: []byte(key), Size: 600})
-		return err
-	}
-	if err := put("old"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.meta.PutEnd(ctx, &metadv1.PutEndRequest{Tenant: "q", ClientId: idb(clientA), Key: []byte("old")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := put("new"); err != nil {
-		t.Fatalf("put after quota eviction: %v (evictor called %d times)", err, calls)
-	}
-	if calls != 2 {
-		t.Fatalf("evictor called %d times, want 2", calls)
-	}
-	// An evictor that frees nothing leaves the rejection standing, after one call.
-	calls = 0
-	cfg.Evictor = quotaEvictor(func(context.Context, string, uint64) (uint64, error) { calls++; return 0, nil })
-	h2 := start(t, newFakeBackend(t, nil), cfg)
-	h2.mount(t, clientA, segA)
-	if _, err := h2.admin.RegisterTenant(ctx, &metadv1.RegisterTenantRequest{Name: "q", QuotaBytes: 100}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := h2.meta.PutStart(ctx, &metadv1.PutStartRequest{Tenant: "q", ClientId: idb(clientA), Key: []byte("k"), Size: 600})
-	wantErr(t, err, codes.ResourceExhausted, metadv1.Reason_REASON_TENANT_QUOTA_EXCEEDED)
-	if calls != 1 {
-		t.Fatalf("evictor called %d times, want 1", calls)
 	}
 }
