@@ -25,6 +25,9 @@ func TestClusterLevelGatesCommands(t *testing.T) {
 	if lvl, m := l.ClusterLevel(); lvl != fsm.FeatureLevel || m != name {
 		t.Fatalf("ClusterLevel = %d, %q; want %d, %q", lvl, m, fsm.FeatureLevel, name)
 	}
+	if ms, err := l.Members(); err != nil || len(ms) != 1 || ms[0].Level != fsm.FeatureLevel {
+		t.Fatalf("Members = %+v, %v; want the leader at level %d", ms, err, fsm.FeatureLevel)
+	}
 	retire := &metadv1.Command{Op: &metadv1.Command_ArenaRetire{ArenaRetire: &metadv1.ArenaRetire{}}}
 	if fsm.LevelOf(retire) != fsm.LevelArenas || fsm.LevelArenas < 2 {
 		t.Fatalf("ArenaRetire at level %d", fsm.LevelOf(retire))

@@ -529,7 +529,7 @@ func (n *Node) Members() ([]Member, error) {
 	for _, s := range f.Configuration().Servers {
 		name := string(s.ID)
 		out = append(out, Member{Name: name, PeerAddr: string(s.Address), ClientAddr: recorded[name].ClientAddr,
-			Voter: s.Suffrage == raft.Voter, Leader: name == leader})
+			Voter: s.Suffrage == raft.Voter, Leader: name == leader, Level: recorded[name].Level})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

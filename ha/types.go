@@ -18,6 +18,7 @@ type Member struct {
 	ClientAddr string // "" until the member has recorded it
 	Voter      bool
 	Leader     bool
+	Level      uint32 // the feature level it records; 0 until recorded (ClusterLevel counts it as 1)
 }
 
 // Status is one node's view of itself and the cluster.

@@ -190,7 +190,8 @@ func replicaCounts(st *store.Store, segs []alloc.SegmentInfo) map[alloc.ID]uint6
 }
 
 func memberTo(m ha.Member) *metadv1.Member {
-	return &metadv1.Member{Name: m.Name, PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr, Voter: m.Voter, Leader: m.Leader}
+	return &metadv1.Member{Name: m.Name, PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr, Voter: m.Voter, Leader: m.Leader,
+		FeatureLevel: m.Level}
 }
 
 // ListMembers lists the Raft configuration as the leader sees it.

@@ -81,7 +81,7 @@ func startCluster(t *testing.T, opts ...grpc.ServerOption) *fakeCluster {
 		pings:    map[string]int{},
 		leader:   "n1", term: 2,
 	}
-	c.members = []*metadv1.Member{{Name: "n1", PeerAddress: "127.0.0.1:6101", ClientAddress: c.addr, Voter: true, Leader: true}}
+	c.members = []*metadv1.Member{{Name: "n1", PeerAddress: "127.0.0.1:6101", ClientAddress: c.addr, Voter: true, Leader: true, FeatureLevel: 3}}
 	c.registerLocked("default", 0)
 	srv := grpc.NewServer(opts...)
 	metadv1.RegisterMetadataServer(srv, c)

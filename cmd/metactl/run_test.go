@@ -253,8 +253,12 @@ func TestMemberLeaderAndStatus(t *testing.T) {
 		Members []memberView `json:"members"`
 	}
 	metactl(t, c.addr, "member", "ls", "-o", "json").ok(t).json(t, &ml)
-	if ml.Index != 7 || len(ml.Members) != 2 || ml.Members[1].Name != "n4" || !ml.Members[0].Leader {
+	if ml.Index != 7 || len(ml.Members) != 2 || ml.Members[1].Name != "n4" || !ml.Members[0].Leader ||
+		ml.Members[0].FeatureLevel != 3 || ml.Members[1].FeatureLevel != 0 {
 		t.Fatalf("member ls: %+v", ml)
+	}
+	if r := metactl(t, c.addr, "member", "ls").ok(t); !strings.Contains(r.stdout, "LEVEL") || !strings.Contains(r.stdout, "n4") {
+		t.Fatalf("member ls (table):\n%s", r.stdout)
 	}
 	metactl(t, c.addr, "member", "rm", "n4").ok(t)
 	if r := metactl(t, c.addr, "leader", "transfer", "--to", "n3").ok(t); !strings.Contains(r.stdout, "leader is now n3") {

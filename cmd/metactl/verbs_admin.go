@@ -387,6 +387,7 @@ type memberView struct {
 	ClientAddress string `json:"client_address"`
 	Voter         bool   `json:"voter"`
 	Leader        bool   `json:"leader"`
+	FeatureLevel  uint32 `json:"feature_level"` // 0: none recorded
 }
 
 func runMemberLs(a *app, v *verb, args []string) error {
@@ -407,13 +408,17 @@ func runMemberLs(a *app, v *verb, args []string) error {
 	members := make([]memberView, 0, len(resp.GetMembers()))
 	for _, m := range resp.GetMembers() {
 		members = append(members, memberView{Name: m.GetName(), PeerAddress: m.GetPeerAddress(),
-			ClientAddress: m.GetClientAddress(), Voter: m.GetVoter(), Leader: m.GetLeader()})
+			ClientAddress: m.GetClientAddress(), Voter: m.GetVoter(), Leader: m.GetLeader(), FeatureLevel: m.GetFeatureLevel()})
 	}
 	view := map[string]any{"index": resp.GetIndex(), "members": members}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
-		row(tw, "NAME", "PEER", "CLIENT", "VOTER", "LEADER")
+		row(tw, "NAME", "PEER", "CLIENT", "VOTER", "LEADER", "LEVEL")
 		for _, m := range members {
-			row(tw, m.Name, m.PeerAddress, orDash(m.ClientAddress), m.Voter, m.Leader)
+			lvl := "-"
+			if m.FeatureLevel != 0 {
+				lvl = fmt.Sprint(m.FeatureLevel)
+			}
+			row(tw, m.Name, m.PeerAddress, orDash(m.ClientAddress), m.Voter, m.Leader, lvl)
 		}
 	})
 }

@@ -983,7 +983,10 @@ type Member struct {
 	// True for a voter, false for a non-voter.
 	Voter bool `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
 	// True for the current leader.
-	Leader        bool `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	Leader bool `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	// The feature level its binary records (docs/design.md, "Feature levels"); 0: none recorded (a
+	// binary that records none, or a member not recorded yet), which counts as 1.
+	FeatureLevel  uint32 `protobuf:"varint,6,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1051,6 +1054,13 @@ func (x *Member) GetLeader() bool {
 		return x.Leader
 	}
 	return false
+}
+
+func (x *Member) GetFeatureLevel() uint32 {
+	if x != nil {
+		return x.FeatureLevel
+	}
+	return 0
 }
 
 // ListMembersRequest asks for the Raft configuration.
@@ -3053,13 +3063,14 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x14unmount_at_unix_nano\x18| \x01(\x03R\x11unmountAtUnixNano\x12(\n" +
 	"\x10arena_free_bytes\x18} \x01(\x04R\x0earenaFreeBytes\"I\n" +
 	"\x14ListSegmentsResponse\x121\n" +
-	"\bsegments\x18\x01 \x03(\v2\x15.metad.v1.SegmentInfoR\bsegments\"\x94\x01\n" +
+	"\bsegments\x18\x01 \x03(\v2\x15.metad.v1.SegmentInfoR\bsegments\"\xb9\x01\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
 	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12\x14\n" +
 	"\x05voter\x18\x04 \x01(\bR\x05voter\x12\x16\n" +
-	"\x06leader\x18\x05 \x01(\bR\x06leader\"\x14\n" +
+	"\x06leader\x18\x05 \x01(\bR\x06leader\x12#\n" +
+	"\rfeature_level\x18\x06 \x01(\rR\ffeatureLevel\"\x14\n" +
 	"\x12ListMembersRequest\"W\n" +
 	"\x13ListMembersResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\x12\x14\n" +

@@ -508,6 +508,7 @@ class Member:
     client_address: str
     voter: bool
     leader: bool
+    feature_level: int
     raw: admin_pb2.Member = field(repr=False, compare=False)
 
     @classmethod
@@ -520,6 +521,7 @@ class Member:
         d["client_address"] = m.client_address
         d["voter"] = m.voter
         d["leader"] = m.leader
+        d["feature_level"] = m.feature_level
         d["raw"] = m
         return o
 

@@ -181,18 +181,20 @@ class ListTenantsResponse(_message.Message):
     def __init__(self, tenants: _Optional[_Iterable[_Union[TenantInfo, _Mapping]]] = ...) -> None: ...
 
 class Member(_message.Message):
-    __slots__ = ["client_address", "leader", "name", "peer_address", "voter"]
+    __slots__ = ["client_address", "feature_level", "leader", "name", "peer_address", "voter"]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_LEVEL_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     VOTER_FIELD_NUMBER: _ClassVar[int]
     client_address: str
+    feature_level: int
     leader: bool
     name: str
     peer_address: str
     voter: bool
-    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., voter: bool = ..., leader: bool = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., voter: bool = ..., leader: bool = ..., feature_level: _Optional[int] = ...) -> None: ...
 
 class RecordMemberRequest(_message.Message):
     __slots__ = ["client_address", "feature_level", "name", "peer_address"]
