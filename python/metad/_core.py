@@ -412,6 +412,23 @@ class SessionPool:
         """Whether writes carry a header (sessions open, or to be opened)."""
         return not self.off
 
+    def drain(self) -> List[int]:
+        """Forget every open session and return their ids (close ends them on the cluster)."""
+        ids = [q.id for q in self.open]
+        self.open = []
+        return ids
+
+
+# CLOSE_SESSION_TIMEOUT bounds close()'s CloseSession calls, in seconds: the sessions are closed for
+# the cluster's sake (their kept answers go at once rather than at their ttl), so a cluster that
+# does not answer in time, or does not know the call, only keeps them until they expire.
+CLOSE_SESSION_TIMEOUT = 1.0
+
+
+def close_session_rpc(session_id: int) -> Rpc:
+    """The retried CloseSession call that ends one of the client's sessions."""
+    return Rpc("md", "CloseSession", metadata_pb2.CloseSessionRequest(session_id=session_id))
+
 
 def open_session_rpc(cid: bytes) -> Rpc:
     """The retried OpenSession call that opens a session for client cid."""

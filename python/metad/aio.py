@@ -80,7 +80,16 @@ class AsyncClient:
         return self._cluster.cur.addr
 
     async def close(self) -> None:
-        """Close every channel. Calls in flight fail; later calls raise ClientClosed."""
+        """Close the client's sessions (CloseSession, best effort, within
+        core.CLOSE_SESSION_TIMEOUT) and every channel. Calls in flight fail; later calls raise
+        ClientClosed."""
+        if self._sess is not None and not self._cluster.closed:
+            deadline = time.monotonic() + core.CLOSE_SESSION_TIMEOUT
+            for sid in await self._sess.drain():
+                try:
+                    await self._retried(core.close_session_rpc(sid), deadline)
+                except errors.MetadError as e:
+                    core.log.debug("close: session %d not closed on the cluster (it expires at its ttl): %s", sid, e)
         for ch in self._cluster.close():
             await ch.close()
 
@@ -587,3 +596,9 @@ class _Sessions:
     def using(self) -> bool:
         """Whether the client writes with sessions (open, or to be opened)."""
         return not self._pool.off
+
+    async def drain(self) -> List[int]:
+        """Forget every open session and return their ids."""
+        ids = self._pool.drain()
+        await self._notify()
+        return ids

@@ -103,7 +103,16 @@ class Client:
         return self._cluster.cur.addr
 
     def close(self) -> None:
-        """Close every channel. Calls in flight fail; later calls raise ClientClosed."""
+        """Close the client's sessions (CloseSession, best effort, within
+        core.CLOSE_SESSION_TIMEOUT) and every channel. Calls in flight fail; later calls raise
+        ClientClosed."""
+        if self._sess is not None and not self._cluster.closed:
+            deadline = time.monotonic() + core.CLOSE_SESSION_TIMEOUT
+            for sid in self._sess.drain():
+                try:
+                    self._retried(core.close_session_rpc(sid), deadline)
+                except errors.MetadError as e:
+                    core.log.debug("close: session %d not closed on the cluster (it expires at its ttl): %s", sid, e)
         for ch in self._cluster.close():
             ch.close()
 
@@ -619,6 +628,13 @@ class _Sessions:
         """Whether the client writes with sessions (open, or to be opened)."""
         with self._cond:
             return self._pool.using()
+
+    def drain(self) -> List[int]:
+        """Forget every open session and return their ids."""
+        with self._cond:
+            ids = self._pool.drain()
+            self._cond.notify_all()
+            return ids
 
 
 def _code_of(fut: Any) -> Optional[grpc.StatusCode]:

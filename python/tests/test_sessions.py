@@ -122,7 +122,21 @@ def test_no_session_recovers_a_retried_put_start(monkeypatch: pytest.MonkeyPatch
     with c:
         with pytest.raises(metad.ObjectAlreadyExists):
             c.put_start("k", 10)
-    assert [m for _, m, _ in srv.log] == ["OpenSession", "PutStart", "PutStart"]
+    assert [m for _, m, _ in srv.log] == ["OpenSession", "PutStart", "PutStart", "CloseSession"]
+
+
+def test_close_ends_the_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # close() ends every open session on the cluster (best effort: an error is not raised), once.
+    c, srv = fake_client(monkeypatch, Script(window=1, fail=lambda m, r, n: UNAVAILABLE if m == "CloseSession" and n == 0 else None))
+    c.put_end("a")
+    c.close()
+    c.close()
+    assert [r.session_id for _, r in srv.sent("CloseSession")] == [1, 1], "one retried close of session 1"
+    c, srv = fake_client(monkeypatch, Script(fail=lambda m, r, n: UNAVAILABLE if m == "CloseSession" else None))
+    c.put_end("a")
+    c.close()  # a cluster that never answers: the client still closes
+    with pytest.raises(metad.ClientClosed):
+        c.put_end("b")
 
 
 def test_full_windows_open_up_to_four_sessions_then_wait(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,6 +187,8 @@ def test_async_client_follows_the_same_rules(monkeypatch: pytest.MonkeyPatch) ->
     assert [header(r) for _, r in srv.sent("Remove")] == [(1, 3, 3), (2, 1, 1)]
     assert header(srv.sent("RemoveAll")[0][1]) is None
     assert len(srv.sent("OpenSession")) == 2
+    # Session 1 expired; closing the client ends session 2, the one still open.
+    assert [r.session_id for _, r in srv.sent("CloseSession")] == [2]
 
     async def off() -> FakeServer:
         c, srv = fake_aio_client(monkeypatch, Script(), no_session=True)
