@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
 
 	"metad/ha"
@@ -245,38 +244,10 @@ func keysN(n int) [][]byte {
 	return out
 }
 
-// metricValue returns the value of the series of name whose labels include labels (gauges and
-// counters), or -1 if there is none.
+// metricValue is servicetest.MetricValue of the harness's registry.
 func metricValue(t testing.TB, h *harness, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if hasLabels(m, labels) {
-				if c := m.GetCounter(); c != nil {
-					return c.GetValue()
-				}
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, lp := range m.GetLabel() {
-		if v, ok := want[lp.GetName()]; ok && v == lp.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
+	return servicetest.MetricValue(t, h.reg, name, labels)
 }
 
 // pollUntil polls cond every 5 ms until it holds or d passes.
