@@ -382,11 +382,12 @@ class SessionPool:
         if self.off:
             return None
         for q in self.open:
-            if q.room():
+            low = q.floor()  # also the floor once seq (= next, above every number in use) is in use
+            if q.next - low < q.window:
                 seq = q.next
                 q.next += 1
                 q.inflight.add(seq)
-                return types_pb2.SessionHeader(session_id=q.id, seq=seq, first_unacked_seq=q.floor())
+                return types_pb2.SessionHeader(session_id=q.id, seq=seq, first_unacked_seq=low)
         return None
 
     def full(self) -> bool:
