@@ -612,9 +612,9 @@ class _Sessions:
 
     async def end(self, h: types_pb2.SessionHeader) -> None:
         """Release h's number: at once (even if the wake-up that follows is cancelled), then wake
-        the writes waiting for one."""
-        self._pool.release(h)
-        await self._notify()
+        the writes waiting for one when that made room."""
+        if self._pool.release(h):
+            await self._notify()
 
     async def expired(self, h: types_pb2.SessionHeader) -> None:
         """Forget the session h named, so that a later begin opens another."""

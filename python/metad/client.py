@@ -625,10 +625,10 @@ class _Sessions:
                 self._cond.notify_all()
 
     def end(self, h: types_pb2.SessionHeader) -> None:
-        """Release h's number."""
+        """Release h's number, waking the writes waiting for one when that made room."""
         with self._cond:
-            self._pool.release(h)
-            self._cond.notify_all()
+            if self._pool.release(h):
+                self._cond.notify_all()
 
     def expired(self, h: types_pb2.SessionHeader) -> None:
         """Forget the session h named, so that a later begin opens another."""
