@@ -149,8 +149,9 @@ bench-evict:
 bench-failover:
 	$(GO) test -run '^$$' -bench 'FailoverLeaderKill|PlannedTransfer' -benchtime 1x -timeout 20m ./test/e2e/
 
-## bench-python: Python client puts/s and gets/s beside the Go client's (metactl bench), same run,
-## same concurrency (CLIENTS, default 16), on a fresh 3-node loopback cluster.
+## bench-python: the Python clients' (asyncio, threads) puts/s, gets/s and CPU per op beside the Go
+## client's (metactl bench) and grpcio's alone, same run, same concurrency (CLIENTS, default 16), on a
+## fresh 3-node loopback cluster.
 CLIENTS ?= 16
 bench-python: python-env
 	$(GO) build -o $(BIN)/ ./cmd/...

@@ -382,11 +382,12 @@ class SessionPool:
         if self.off:
             return None
         for q in self.open:
-            if q.room():
+            low = q.floor()  # also the floor once seq (= next, above every number in use) is in use
+            if q.next - low < q.window:
                 seq = q.next
                 q.next += 1
                 q.inflight.add(seq)
-                return types_pb2.SessionHeader(session_id=q.id, seq=seq, first_unacked_seq=q.floor())
+                return types_pb2.SessionHeader(session_id=q.id, seq=seq, first_unacked_seq=low)
         return None
 
     def full(self) -> bool:
@@ -397,12 +398,19 @@ class SessionPool:
         """Add the session OpenSession answered."""
         self.open.append(_Seqs(resp.session_id, max(resp.window, 1)))
 
-    def release(self, h: types_pb2.SessionHeader) -> None:
-        """Release h's number (its call returned)."""
+    def release(self, h: types_pb2.SessionHeader) -> bool:
+        """Release h's number (its call returned). Reports whether a write waiting for a number may
+        now find one: h's number was the lowest in use of its session, so that session's window
+        moved on (releasing any other number leaves every session's room as it was)."""
         for q in self.open:
             if q.id == h.session_id:
-                q.inflight.discard(h.seq)
-                return
+                seq = h.seq
+                if seq not in q.inflight:
+                    return False
+                low = q.floor()
+                q.inflight.discard(seq)
+                return seq == low
+        return False
 
     def expired(self, h: types_pb2.SessionHeader) -> None:
         """Forget the session h named, so that a later write opens another."""

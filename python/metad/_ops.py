@@ -107,12 +107,10 @@ def _key(k: Key, what: str = "") -> bytes:
     ValueError) for a key of 0 or over 4096 bytes or with a NUL byte. what names a batch item
     ("keys[3]") in the message."""
     b = _b(k, what or "key")
-    pre = f"{what}: " if what else ""
     if not 1 <= len(b) <= MAX_KEY_BYTES:
-        raise errors.InvalidKey(f"{pre}key: length {len(b)} not in 1..{MAX_KEY_BYTES}")
-    i = b.find(0)
-    if i >= 0:
-        raise errors.InvalidKey(f"{pre}key: NUL byte at {i}")
+        raise errors.InvalidKey(f"{what + ': ' if what else ''}key: length {len(b)} not in 1..{MAX_KEY_BYTES}")
+    if 0 in b:
+        raise errors.InvalidKey(f"{what + ': ' if what else ''}key: NUL byte at {b.index(0)}")
     return b
 
 

@@ -195,47 +195,26 @@ class AsyncClient:
                 return core.Reply(resp, n)
 
     async def _attempt(self, ep: core.Endpoint, rpc: core.Rpc, deadline: Optional[float]) -> Any:
-        """One attempt at ep under the attempt watchdog (see Client._attempt)."""
+        """One attempt at ep under the attempt watchdog (see Client._attempt). The call is awaited
+        as it is; the watchdog is a timer that starts probing (:class:`_Watchdog`) only once the
+        call has run attempt_timeout/2."""
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         call = ep.method(rpc.service, rpc.method)(rpc.request, timeout=remaining)
-        task: "asyncio.Future[Any]" = asyncio.ensure_future(call)
         at = self._cfg.attempt_timeout
-        if at is not None:
-            half = at / 2
-            while not task.done():
-                done, _ = await asyncio.wait({task}, timeout=half)
-                if done:
-                    break
-                pt = at - half
-                if deadline is not None:
-                    pt = max(0.0, min(pt, deadline - time.monotonic()))
-                probe = asyncio.ensure_future(ep.health(b"", timeout=pt))
-                await asyncio.wait({task, probe}, return_when=asyncio.FIRST_COMPLETED)
-                if task.done():
-                    probe.cancel()
-                    break
-                code = grpc.StatusCode.OK
-                try:
-                    await probe
-                except grpc.aio.AioRpcError as e:
-                    code = e.code()
-                except Exception:
-                    pass
-                if code in _SILENT_CODES and not task.done():
-                    call.cancel()
-                    if deadline is not None and time.monotonic() >= deadline:
-                        break
-                    e2 = core.silent_error(ep, at)
-                    setattr(e2, "_silent", True)
-                    raise e2
+        dog = None if at is None else _Watchdog(ep, call, at, deadline)
         try:
-            resp = await task
+            resp = await call
         except asyncio.CancelledError:
+            if dog is not None and dog.silent is not None:
+                raise dog.silent from None
             if not call.cancelled():
                 raise
             raise errors.OutcomeUnknown("the call was cancelled", code=grpc.StatusCode.CANCELLED) from None
         except grpc.aio.AioRpcError as e:
             raise errors.from_rpc_error(e) from None
+        finally:
+            if dog is not None:
+                dog.stop()
         if rpc.service == "md":
             self._cluster.follow_hint(ep, await call.initial_metadata())
         return resp
@@ -526,6 +505,55 @@ class AsyncClient:
             await asyncio.sleep(interval)
 
 
+class _Watchdog:
+    """The attempt watchdog of one call of the asyncio client: attempt_timeout/2 after the call
+    starts, and again attempt_timeout/2 after every answered probe, it sends a health check limited
+    to the other half (and to the call's deadline). A probe that ends DEADLINE_EXCEEDED or
+    UNAVAILABLE cancels the call; ``silent`` is then the error the attempt raises, unless the
+    call's own deadline had run out (the attempt reports the cancelled call). stop() ends it when
+    the call returns."""
+
+    __slots__ = ("_ep", "_call", "_at", "_deadline", "_timer", "_task", "silent")
+
+    def __init__(self, ep: core.Endpoint, call: Any, at: float, deadline: Optional[float]) -> None:
+        self._ep, self._call, self._at, self._deadline = ep, call, at, deadline
+        self._task: "Optional[asyncio.Task[None]]" = None
+        self.silent: Optional[errors.MetadError] = None
+        self._timer: Optional[asyncio.TimerHandle] = asyncio.get_running_loop().call_later(at / 2, self._start)
+
+    def _start(self) -> None:
+        self._timer = None
+        self._task = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        half = self._at / 2
+        while True:
+            pt = self._at - half
+            if self._deadline is not None:
+                pt = max(0.0, min(pt, self._deadline - time.monotonic()))
+            code = grpc.StatusCode.OK
+            try:
+                await self._ep.health(b"", timeout=pt)
+            except grpc.aio.AioRpcError as e:
+                code = e.code()
+            except Exception:
+                pass
+            if code in _SILENT_CODES:
+                self._call.cancel()
+                if self._deadline is None or time.monotonic() < self._deadline:
+                    e2 = core.silent_error(self._ep, self._at)
+                    setattr(e2, "_silent", True)
+                    self.silent = e2
+                return
+            await asyncio.sleep(half)  # any answer, even an error, comes from a live server
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+
 class _Sessions:
     """The client's SessionPool for one event loop: a write waits on an asyncio.Condition while
     every session is full, and opening a session is serialized by an asyncio.Lock of its own
@@ -584,9 +612,9 @@ class _Sessions:
 
     async def end(self, h: types_pb2.SessionHeader) -> None:
         """Release h's number: at once (even if the wake-up that follows is cancelled), then wake
-        the writes waiting for one."""
-        self._pool.release(h)
-        await self._notify()
+        the writes waiting for one when that made room."""
+        if self._pool.release(h):
+            await self._notify()
 
     async def expired(self, h: types_pb2.SessionHeader) -> None:
         """Forget the session h named, so that a later begin opens another."""

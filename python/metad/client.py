@@ -225,46 +225,20 @@ class Client:
 
     def _attempt(self, ep: core.Endpoint, rpc: core.Rpc, deadline: Optional[float]) -> Any:
         """One attempt at ep, watched over by the attempt watchdog. Raises the attempt's
-        MetadError; a silent node's has ``_silent`` set."""
+        MetadError; a silent node's has ``_silent`` set. The call is waited for as it is for
+        attempt_timeout/2; only a call still running then is watched (:meth:`_watch`)."""
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        mc = ep.method(rpc.service, rpc.method)
-        fut = mc.future(rpc.request, timeout=remaining)
+        fut = ep.method(rpc.service, rpc.method).future(rpc.request, timeout=remaining)
         at = self._cfg.attempt_timeout
-        if at is not None:
-            half = at / 2
-            ev = threading.Event()
-            fut.add_done_callback(lambda _f: ev.set())
-            next_probe = time.monotonic() + half
-            probe: Any = None
-            while True:
-                ev.clear()
-                if fut.done():
-                    break
-                if probe is not None and probe.done():
-                    code = _code_of(probe)
-                    if code in _SILENT_CODES:
-                        fut.cancel()
-                        if deadline is not None and time.monotonic() >= deadline:
-                            break  # the call's own limit ran out: report that, not silence
-                        e = core.silent_error(ep, at)
-                        setattr(e, "_silent", True)
-                        raise e
-                    probe = None  # any answer, even an error, comes from a live server
-                    next_probe = time.monotonic() + half
-                if probe is None:
-                    wait = next_probe - time.monotonic()
-                    if wait <= 0:
-                        pt = at - half
-                        if deadline is not None:
-                            pt = max(0.0, min(pt, deadline - time.monotonic()))
-                        probe = ep.health.future(b"", timeout=pt)
-                        probe.add_done_callback(lambda _f: ev.set())
-                        continue
-                    ev.wait(wait)
-                else:
-                    ev.wait()
         try:
-            resp = fut.result()
+            if at is None:
+                resp = fut.result()
+            else:
+                try:
+                    resp = fut.result(timeout=at / 2)
+                except grpc.FutureTimeoutError:
+                    self._watch(ep, fut, at, deadline)
+                    resp = fut.result()
         except grpc.FutureCancelledError:
             raise errors.OutcomeUnknown("the call was cancelled", code=grpc.StatusCode.CANCELLED) from None
         except grpc.RpcError as e:
@@ -272,6 +246,44 @@ class Client:
         if rpc.service == "md":
             self._cluster.follow_hint(ep, fut.initial_metadata())
         return resp
+
+    def _watch(self, ep: core.Endpoint, fut: Any, at: float, deadline: Optional[float]) -> None:
+        """Watch fut, a call at ep that has run at/2: a health check limited to the other half (and
+        to deadline) now, and again at/2 after every answered one, until fut is done. A check that
+        ends DEADLINE_EXCEEDED or UNAVAILABLE cancels fut and raises the silent node's error, unless
+        deadline has passed (fut then reports its cancellation)."""
+        half = at / 2
+        ev = threading.Event()
+        fut.add_done_callback(lambda _f: ev.set())
+        next_probe = time.monotonic()
+        probe: Any = None
+        while True:
+            ev.clear()
+            if fut.done():
+                return
+            if probe is not None and probe.done():
+                code = _code_of(probe)
+                if code in _SILENT_CODES:
+                    fut.cancel()
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return  # the call's own limit ran out: report that, not silence
+                    e = core.silent_error(ep, at)
+                    setattr(e, "_silent", True)
+                    raise e
+                probe = None  # any answer, even an error, comes from a live server
+                next_probe = time.monotonic() + half
+            if probe is None:
+                wait = next_probe - time.monotonic()
+                if wait <= 0:
+                    pt = at - half
+                    if deadline is not None:
+                        pt = max(0.0, min(pt, deadline - time.monotonic()))
+                    probe = ep.health.future(b"", timeout=pt)
+                    probe.add_done_callback(lambda _f: ev.set())
+                    continue
+                ev.wait(wait)
+            else:
+                ev.wait()
 
     def _once(self, rpc: core.Rpc, deadline: Optional[float]) -> Any:
         """rpc sent once to its own endpoint (known or not), without retries."""
@@ -613,10 +625,10 @@ class _Sessions:
                 self._cond.notify_all()
 
     def end(self, h: types_pb2.SessionHeader) -> None:
-        """Release h's number."""
+        """Release h's number, waking the writes waiting for one when that made room."""
         with self._cond:
-            self._pool.release(h)
-            self._cond.notify_all()
+            if self._pool.release(h):
+                self._cond.notify_all()
 
     def expired(self, h: types_pb2.SessionHeader) -> None:
         """Forget the session h named, so that a later begin opens another."""

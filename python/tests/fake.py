@@ -112,7 +112,7 @@ class FakeFuture:
     def cancel(self) -> bool:
         return False
 
-    def result(self) -> Any:
+    def result(self, timeout: Optional[float] = None) -> Any:
         if self._err is not None:
             raise self._err
         return self._resp

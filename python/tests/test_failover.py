@@ -1,8 +1,9 @@
 """Failover on a cluster of its own: a paused (silent) leader is abandoned by the attempt
-watchdog, and a SIGKILLed leader during a loop of puts loses no acknowledged put."""
+watchdog of either client, and a SIGKILLed leader during a loop of puts loses no acknowledged put."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Iterator, List
@@ -42,6 +43,32 @@ def test_silent_leader_is_abandoned(fcluster: Cluster) -> None:
         finally:
             fcluster.resume(leader)
         assert c.exists("during-pause") and c.exists("before-pause")
+
+
+def test_silent_leader_is_abandoned_async(fcluster: Cluster) -> None:
+    async def run(leader_addr: str) -> None:
+        async with metad.AsyncClient(fcluster.endpoints, metad.Config(timeout=20.0, attempt_timeout=1.0)) as c:
+            await c.mount_segment(metad.segment(1 << 26, "sim://pause-aio", name="pause-aio"))
+            await c.put("before-pause-aio", 64)
+            assert c.leader() == leader_addr
+            fcluster.pause(leader)
+            try:
+                t0 = time.monotonic()
+                await c.put("during-pause-aio", 64)  # the watchdog gives up on the silent node
+                took = time.monotonic() - t0
+                assert c.leader() != leader_addr
+                assert took < 10, took
+                async with metad.AsyncClient([leader_addr], metad.Config(attempt_timeout=0.4, max_retries=-1)) as only:
+                    with pytest.raises(metad.OutcomeUnknown) as ei:
+                        await only.exists("x")
+                    assert ei.value.reason == metad.types_pb2.REASON_UNAVAILABLE
+            finally:
+                fcluster.resume(leader)
+            assert await c.exists("during-pause-aio") and await c.exists("before-pause-aio")
+
+    with metad.Client(fcluster.endpoints) as sc:
+        leader = fcluster.leader(sc)
+    asyncio.run(run(leader.client))
 
 
 def test_leader_kill_loses_no_acknowledged_put(fcluster: Cluster) -> None:

@@ -74,7 +74,7 @@ def test_a_call_given_up_is_logged(monkeypatch: pytest.MonkeyPatch, caplog: pyte
 
 
 class _Hang:
-    """A call future that never finishes until cancelled."""
+    """A call future that never finishes until cancelled: result(timeout) times out at once."""
 
     def __init__(self) -> None:
         self.cbs: List[Callable[[Any], None]] = []
@@ -92,7 +92,9 @@ class _Hang:
             cb(self)
         return True
 
-    def result(self) -> Any:
+    def result(self, timeout: Optional[float] = None) -> Any:
+        if not self.cancelled:
+            raise grpc.FutureTimeoutError()
         raise grpc.FutureCancelledError()
 
 

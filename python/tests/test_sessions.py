@@ -166,6 +166,20 @@ def test_full_windows_open_up_to_four_sessions_then_wait(monkeypatch: pytest.Mon
     assert len(srv.sent("OpenSession")) == 4
 
 
+def test_only_releasing_the_lowest_number_makes_room() -> None:
+    pool = core.SessionPool()
+    pool.opened(metadata_pb2.OpenSessionResponse(session_id=7, window=3))
+    hs = [pool.take() for _ in range(3)]
+    assert [(h.seq, h.first_unacked_seq) for h in hs if h is not None] == [(1, 1), (2, 1), (3, 1)]
+    assert pool.take() is None
+    assert hs[1] is not None and not pool.release(hs[1]), "2 was not the lowest: the window did not move"
+    assert pool.take() is None
+    assert hs[0] is not None and pool.release(hs[0]), "1 was the lowest: the window moved on"
+    h = pool.take()
+    assert h is not None and (h.seq, h.first_unacked_seq) == (4, 3)
+    assert not pool.release(hs[1]), "a number released twice makes no room"
+
+
 def test_async_client_follows_the_same_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(m: str, r: Any, n: int) -> Optional[FakeError]:
         if m == "PutEnd" and n == 0:
