@@ -290,19 +290,17 @@ func (n *Node) takeOffice(term uint64) {
 	if !n.SelfRecorded() {
 		ctx, cancel := context.WithTimeout(n.stopCtx, n.cfg.ApplyTimeout)
 		defer cancel()
-		if err := n.RecordMember(ctx, n.self()); err != nil {
+		if err := n.RecordMember(ctx, n.Self()); err != nil {
 			n.log.Warn("could not record this leader's addresses (the server's loop asks again)", "err", err)
 		}
 	}
 }
 
-// self is this node's member record: its addresses and its binary's feature level.
-func (n *Node) self() fsm.Member {
+// Self returns this node's member record as it should be recorded (SelfRecorded): its addresses
+// and its binary's feature level.
+func (n *Node) Self() fsm.Member {
 	return fsm.Member{Name: n.cfg.Name, PeerAddr: n.cfg.PeerAddr, ClientAddr: n.cfg.ClientAddr, Level: fsm.FeatureLevel}
 }
-
-// Self returns this node's member record as it should be recorded (SelfRecorded).
-func (n *Node) Self() fsm.Member { return n.self() }
 
 // SelfRecorded reports whether the member records this node has applied hold its own current peer
 // and client addresses and its binary's feature level. A member whose record is missing or stale
@@ -310,7 +308,7 @@ func (n *Node) Self() fsm.Member { return n.self() }
 // new leader records its own.
 func (n *Node) SelfRecorded() bool {
 	m, ok := n.sm.Members()[n.cfg.Name]
-	return ok && m == n.self()
+	return ok && m == n.Self()
 }
 
 // RecordMember records a member's record (peer and client addresses, feature level) in the

@@ -236,7 +236,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	if err := n.raftBarrier(pctx); err != nil {
 		n.log.Warn("snapshot restore: installed, but the barrier after it failed", "err", err)
 	} else {
-		self := n.self()
+		self := n.Self()
 		_, err := n.Propose(pctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
 			Name: self.Name, PeerAddress: self.PeerAddr, ClientAddress: self.ClientAddr, FeatureLevel: self.Level}}})
 		if err != nil {
