@@ -79,26 +79,16 @@ func newHarness(t testing.TB, clk *servicetest.Clock) *harness {
 }
 
 // tctx returns a context that ends with the test or after 10 s.
-func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func tctx(t testing.TB) context.Context { return servicetest.Context(t) }
 
-var (
-	clientA = alloc.MustParseID("0a0a0a0a-0000-4000-8000-00000000000a")
-	clientB = alloc.MustParseID("0b0b0b0b-0000-4000-8000-00000000000b")
-	segA    = alloc.MustParseID("5a5a5a5a-0000-4000-8000-00000000005a")
-	segB    = alloc.MustParseID("5b5b5b5b-0000-4000-8000-00000000005b")
-)
+var clientA, clientB, segA, segB = servicetest.ClientA, servicetest.ClientB, servicetest.SegA, servicetest.SegB
 
 func idb(id alloc.ID) []byte { return id[:] }
 
 // mount mounts a 1 MiB MEMORY segment for client.
 func (h *harness) mount(t testing.TB, client, seg alloc.ID) {
 	t.Helper()
-	_, err := h.svc.MountSegment(tctx(t), &metadv1.MountSegmentRequest{ClientId: idb(client), Segment: &metadv1.SegmentDesc{
-		Id: idb(seg), Name: "seg", Base: 1 << 20, Size: 1 << 20, Endpoint: "ep-" + seg.String()[:4], Tier: metadv1.Tier_TIER_MEMORY}})
+	_, err := h.svc.MountSegment(tctx(t), servicetest.MountRequest(client, seg))
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
