@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -104,7 +104,7 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-raft bench-failover bench-evict bench-sessions bench-security bench-exist
+bench: bench-store bench-fsm bench-cluster bench-raft bench-trace bench-failover bench-evict bench-sessions bench-security bench-exist
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -119,6 +119,11 @@ bench-raft:
 ## object put and linearizable gets/s of a 3-node loopback cluster beside the etcd baseline.
 bench-cluster: build
 	./scripts/bench-cluster.sh 64 10
+
+## bench-trace: where a single client's object put spends its time (PutStart, PutEnd, the leader's
+## commit round, a Get's round trip) and the system calls per object put of the leader and a follower.
+bench-trace: build
+	./scripts/bench-put-trace.sh 5
 
 ## bench-sessions: object puts/s at 64 clients with client sessions and without, alternated in one
 ## run (the ratio is the sessions' cost), and the heap that 10k full sessions keep.

@@ -26,6 +26,14 @@ const (
 	maxRecvMsgBytes = 64 << 20
 )
 
+// HTTP/2 flow-control windows of a call and of a connection: the server's
+// (server.StreamWindowBytes). Setting them turns off gRPC's bandwidth-delay estimator and the PING
+// it sends for a call's data.
+const (
+	streamWindowBytes = 4 << 20
+	connWindowBytes   = 16 << 20
+)
+
 // endpoint is shared freely: one node's address and the connection to it, immutable once built,
 // and suspectUntil, which any call may read or write without a lock.
 type endpoint struct {
@@ -161,6 +169,7 @@ func (c *Client) dial(addr string) (*grpc.ClientConn, error) {
 			MinConnectTimeout: c.cfg.DialTimeout,
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxSendMsgBytes), grpc.MaxCallRecvMsgSize(maxRecvMsgBytes)),
+		grpc.WithInitialWindowSize(streamWindowBytes), grpc.WithInitialConnWindowSize(connWindowBytes),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: endpoint %q: %w", addr, err)

@@ -46,6 +46,8 @@ type benchResult struct {
 	MaxMs        float64           `json:"max_ms"`
 	ObjectP50Ms  float64           `json:"object_put_p50_ms,omitempty"`
 	ObjectP99Ms  float64           `json:"object_put_p99_ms,omitempty"`
+	StartP50Ms   float64           `json:"put_start_p50_ms,omitempty"`
+	EndP50Ms     float64           `json:"put_end_p50_ms,omitempty"`
 	Errors       uint64            `json:"errors"`
 	ErrorReasons map[string]uint64 `json:"error_reasons,omitempty"`
 }
@@ -58,6 +60,8 @@ var opUnits = map[string]string{"put": "object", "get": "request", "exist": "req
 type benchStats struct {
 	lat        hist // per op
 	putLat     hist // per object put (PutStart through PutEnd)
+	startLat   hist // per PutStart or BatchPutStart call
+	endLat     hist // per PutEnd or BatchPutEnd call
 	ops, items uint64
 	rpcs       uint64
 	puts, gets uint64
@@ -197,11 +201,13 @@ func runBench(a *app, v *verb, args []string) error {
 	if *op != "put" {
 		res.KeySpace = *keys
 	}
-	var all, puts hist
+	var all, puts, starts, ends hist
 	var firstErr error
 	for _, s := range stats {
 		all.merge(&s.lat)
 		puts.merge(&s.putLat)
+		starts.merge(&s.startLat)
+		ends.merge(&s.endLat)
 		res.Ops += s.ops
 		res.RPCs += s.rpcs
 		res.Items += s.items
@@ -227,6 +233,7 @@ func runBench(a *app, v *verb, args []string) error {
 	res.MaxMs = ms(time.Duration(all.max))
 	if puts.n > 0 {
 		res.ObjectP50Ms, res.ObjectP99Ms = ms(puts.quantile(0.5)), ms(puts.quantile(0.99))
+		res.StartP50Ms, res.EndP50Ms = ms(starts.quantile(0.5)), ms(ends.quantile(0.5))
 	}
 	if res.Ops == 0 && firstErr != nil {
 		return firstErr
@@ -252,6 +259,9 @@ func benchTable(tw *tabwriter.Writer, r *benchResult, firstErr error) {
 	row(tw, "latency", fmt.Sprintf("p50 %.3fms  p99 %.3fms  p999 %.3fms  max %.3fms", r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs))
 	if r.Op == "mixed" && r.Puts > 0 {
 		row(tw, "object put", fmt.Sprintf("p50 %.3fms  p99 %.3fms", r.ObjectP50Ms, r.ObjectP99Ms))
+	}
+	if r.Puts > 0 {
+		row(tw, "calls", fmt.Sprintf("start p50 %.3fms  end p50 %.3fms", r.StartP50Ms, r.EndP50Ms))
 	}
 	errs := fmt.Sprint(r.Errors)
 	if len(r.ErrorReasons) > 0 {
@@ -352,13 +362,16 @@ func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
 	if l.batch == 1 {
 		key := fmt.Sprintf("bench-%s/w%d/%d", l.runID, w, *seq)
 		*seq++
-		if _, ok := l.rpc(s, func(ctx context.Context) error {
+		d, ok := l.rpc(s, func(ctx context.Context) error {
 			_, err := c.PutStart(ctx, l.tenant, key, l.size, nil)
 			return err
-		}); !ok {
+		})
+		if !ok {
 			return
 		}
-		if _, ok := l.rpc(s, func(ctx context.Context) error { return c.PutEnd(ctx, l.tenant, key, metadv1.Tier_TIER_UNSPECIFIED) }); ok {
+		s.startLat.record(d)
+		if d, ok := l.rpc(s, func(ctx context.Context) error { return c.PutEnd(ctx, l.tenant, key, metadv1.Tier_TIER_UNSPECIFIED) }); ok {
+			s.endLat.record(d)
 			s.objectsPut(time.Since(t0), 1)
 		}
 		return
@@ -369,7 +382,7 @@ func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
 		*seq++
 	}
 	var started []string
-	if _, ok := l.rpc(s, func(ctx context.Context) error {
+	d, ok := l.rpc(s, func(ctx context.Context) error {
 		res, err := c.BatchPutStart(ctx, l.tenant, items, nil)
 		for i, r := range res {
 			if ie := client.ItemErr(r.GetStatus()); ie != nil {
@@ -379,11 +392,13 @@ func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
 			}
 		}
 		return err
-	}); !ok || len(started) == 0 {
+	})
+	if !ok || len(started) == 0 {
 		return
 	}
+	s.startLat.record(d)
 	stored := 0
-	if _, ok := l.rpc(s, func(ctx context.Context) error {
+	if d, ok := l.rpc(s, func(ctx context.Context) error {
 		res, err := c.BatchPutEnd(ctx, l.tenant, started, metadv1.Tier_TIER_UNSPECIFIED)
 		for _, r := range res {
 			if ie := client.ItemErr(r); ie != nil {
@@ -394,6 +409,7 @@ func (l *benchLoad) put(c *client.Client, w int, seq *int, s *benchStats) {
 		}
 		return err
 	}); ok && stored > 0 {
+		s.endLat.record(d)
 		s.objectsPut(time.Since(t0), stored)
 	}
 }
