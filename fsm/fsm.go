@@ -13,6 +13,7 @@ import (
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
+	"metad/watch"
 )
 
 var (
@@ -57,6 +58,12 @@ type FSM struct {
 	applied  atomic.Uint64 // index of the last entry applied
 	term     atomic.Uint64 // its term
 	lastTime atomic.Int64  // its leader time (unix ns), for snapshot headers
+
+	// The watch events (events.go): the window the apply goroutine appends each entry's events to,
+	// and that entry's events so far (apply goroutine only).
+	window   *watch.Window
+	pending  []watch.Event
+	evicting bool // the command being applied is an eviction's
 }
 
 // New returns an FSM over a new store (tenant `default` registered).
@@ -68,7 +75,8 @@ func New(cfg store.Config, log *slog.Logger) (*FSM, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{cfg: cfg, log: log}
+	f := &FSM{cfg: cfg, log: log, window: watch.NewWindow(watch.DefaultLimits, 0)}
+	s.SetChangeSink(f.changed)
 	f.state.Store(newState(s, nil, newSessionTable(1, &f.m.sessionsExpired), auth.Empty))
 	return f, nil
 }
@@ -140,6 +148,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 func (f *FSM) apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		f.advance(l, f.lastTime.Load())
+		f.window.Advance(l.Index)
 		return nil
 	}
 	envl, err := DecodeEnvelope(l.Data)
@@ -156,9 +165,11 @@ func (f *FSM) apply(l *raft.Log) interface{} {
 	for i, c := range envl.GetCommands() {
 		e := env{index: l.Index, now: envl.GetLeaderTimeUnixNano(), seed: store.ItemSeed(envl.GetSeed(), i),
 			rules: envl.GetRulesVersion(), m: &f.m}
+		f.evicting = c.GetEvict() != nil
 		res.Results[i] = f.runCommand(st, e, c)
 	}
 	f.advance(l, envl.GetLeaderTimeUnixNano())
+	f.publish(l.Index)
 	return res
 }
 
@@ -252,10 +263,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	h := st.header
+	st.state.store.SetChangeSink(f.changed)
 	f.state.Store(st.state)
 	f.applied.Store(h.GetIndex())
 	f.term.Store(h.GetTerm())
 	f.lastTime.Store(h.GetCreatedAtUnixNano())
+	f.pending = f.pending[:0]
+	f.window.Reset(h.GetIndex())
 	f.log.Info("restored snapshot", "index", h.GetIndex(), "term", h.GetTerm(), "objects", h.GetObjects(), "tenants", h.GetTenants())
 	return nil
 }

@@ -216,7 +216,7 @@ func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, t
 			c.e.setLifeLocked(Removing)
 			g.removeMemberLocked(c.e)
 		} else {
-			c.e.state.Store(c.ns)
+			s.setStateLocked(t, c.e, c.ns)
 		}
 	}
 	unlockAll(ms)
@@ -332,7 +332,7 @@ func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier
 		s.finishErase(t, e, st, fr)
 		return freed, nil
 	}
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, dropped, st.Size, fr)
 	return freed, nil

@@ -115,7 +115,7 @@ func (s *Store) ClearReplicas(tok ObjectToken, on func(alloc.ID) bool) error {
 		s.finishErase(t, e, st, nil)
 		return nil
 	}
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, dropped, st.Size, nil)
 	return nil

@@ -238,7 +238,7 @@ func (s *Store) StartReplicaTask(now int64, seed uint64, req ReplicaTaskRequest)
 		ns.Replicas = append(ns.Replicas, targets[i])
 	}
 	ns.Task = task
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	return TaskStarted{Source: src, Targets: targets, Size: st.Size}, nil
 }
@@ -353,7 +353,7 @@ func (s *Store) EndReplicaTask(now int64, req ReplicaTaskEndRequest) error {
 			}
 			ns.Replicas = append(ns.Replicas, r)
 		}
-		e.state.Store(ns)
+		s.setStateLocked(t, e, ns)
 		e.mu.Unlock()
 		s.freeReplicas(t, dropped, st.Size, nil)
 	})
@@ -381,7 +381,7 @@ func (s *Store) dropTaskLocked(t *TenantState, e *ObjectEntry, st *ObjectState) 
 			ns.Replicas = append(ns.Replicas, r)
 		}
 	}
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, dropped, st.Size, nil)
 }

@@ -326,7 +326,7 @@ func (s *Store) putEnd(now int64, t *TenantState, req *PutEndRequest) error {
 		ns.SoftPinDeadline = now + ns.SoftPinTTL
 		ns.SoftPinTTL = 0
 	}
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.stampWriteLocked(now)
 	return nil
 }
@@ -427,7 +427,7 @@ func (s *Store) revokeLocked(t *TenantState, e *ObjectEntry, st *ObjectState, ti
 		s.finishErase(t, e, st, nil)
 		return nil
 	}
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, dropped, st.Size, nil)
 	return nil
@@ -493,7 +493,7 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 	if st.Size == req.Size {
 		ns := st.next()
 		restart(ns)
-		e.state.Store(ns)
+		s.setStateLocked(t, e, ns)
 		e.mu.Unlock()
 		return ns.Replicas, true, nil
 	}
@@ -513,7 +513,7 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 	ns.Size = req.Size
 	ns.Replicas = fresh.Replicas
 	restart(ns)
-	e.state.Store(ns)
+	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, st.Replicas, st.Size, nil)
 	return ns.Replicas, false, nil

@@ -67,7 +67,8 @@ type Store struct {
 	// MEMORY placement last found no room that eviction could make: the memory eviction loop
 	// should run, unless memory has been freed since.
 	evictWanted atomic.Uint64
-	waits       LockWaits // sampled lock waits of the read path (metrics)
+	waits       LockWaits  // sampled lock waits of the read path (metrics)
+	sink        ChangeSink // told every change of an object's replicated state (change.go); nil: none
 }
 
 // New returns an empty store with the tenant `default` registered (instance 1, no quota), as every
@@ -487,7 +488,7 @@ func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 				r.Erased++
 				continue
 			}
-			e.state.Store(ns)
+			s.setStateLocked(t, e, ns)
 			e.mu.Unlock()
 			s.freeReplicas(t, dropped, st.Size, nil)
 		}
@@ -540,6 +541,7 @@ func (s *Store) finishErase(t *TenantState, e *ObjectEntry, st *ObjectState, fr 
 func (s *Store) unlinkErased(t *TenantState, e *ObjectEntry, st *ObjectState, fr *[]alloc.Extent) {
 	t.dir.EraseIfMatch(e.key, e)
 	t.dir.objects.Add(-1)
+	s.erased(t, e, st)
 	s.freeReplicas(t, st.Replicas, st.Size, fr)
 }
 
@@ -614,6 +616,7 @@ func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) b
 		g.members = append(g.members, e)
 		g.gen.Add(1)
 	}
+	s.created(t, e, st)
 	e.setLifeLocked(Active)
 	e.mu.Unlock()
 	if g != nil {
