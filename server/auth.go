@@ -9,11 +9,14 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	metadv1 "metad/proto/metadv1"
 	"metad/service"
 	"metad/tlsconf"
 )
@@ -327,6 +330,9 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		if !s.cfg.Authenticate || openMethod(info.FullMethod) {
 			return handler(srv, ss)
 		}
+		if info.IsServerStream && !info.IsClientStream && requestRule(info.FullMethod) {
+			return handler(srv, &admitStream{ServerStream: ss, s: s, method: info.FullMethod, ctx: ss.Context()})
+		}
 		ctx, err := s.admit(ss.Context(), info.FullMethod, nil)
 		if err != nil {
 			return err
@@ -334,6 +340,38 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		return handler(srv, authedStream{ss, ctx})
 	}
 }
+
+// requestRule reports whether a streaming method's rule reads its request (the tenant it names):
+// Watch. Such a stream is admitted when its request arrives (admitStream).
+func requestRule(method string) bool { return method == metadv1.Metadata_Watch_FullMethodName }
+
+// admitStream is a server-streaming call admitted with its request: its one RecvMsg (which gRPC's
+// handler makes before it calls the method) authenticates and authorizes the request, and the
+// handler's context carries the outcome.
+type admitStream struct {
+	grpc.ServerStream
+	s      *Server
+	method string
+	ctx    context.Context
+}
+
+func (a *admitStream) RecvMsg(m any) error {
+	if err := a.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	req, ok := m.(proto.Message)
+	if !ok {
+		return status.Errorf(codes.Internal, "%s: request of type %T", a.method, m)
+	}
+	ctx, err := a.s.admit(a.ServerStream.Context(), a.method, req)
+	if err != nil {
+		return err
+	}
+	a.ctx = ctx
+	return nil
+}
+
+func (a *admitStream) Context() context.Context { return a.ctx }
 
 // authedStream is a handler's stream whose context carries its call's authentication.
 type authedStream struct {

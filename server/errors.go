@@ -12,6 +12,7 @@ import (
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
 	"metad/store"
+	"metad/watch"
 	"metad/wire"
 )
 
@@ -135,8 +136,20 @@ func toStatus(err error) error {
 		nl  *ha.NotLeaderError
 		mnf *ha.MemberNotFoundError
 		im  *ha.InvalidMemberError
+		wc  *watch.CompactedError
+		wf  *watch.FellBehindError
+		wr  *watch.ResetError
 	)
 	switch {
+	case errors.As(err, &wc):
+		return watchStatus(metadv1.Reason_REASON_WATCH_COMPACTED, wc.Error(), wc.Oldest)
+	case errors.As(err, &wf):
+		return watchStatus(metadv1.Reason_REASON_WATCH_FELL_BEHIND, wf.Error(), wf.Resume)
+	case errors.As(err, &wr):
+		return withDetail(codes.Unavailable, wr.Error(), &metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_STATE_REPLACED,
+			Revision: &metadv1.Revision{Index: wr.Index + 1}})
+	case errors.Is(err, watch.ErrClosed):
+		return unavailableStatus(err.Error())
 	case errors.As(err, &mnf):
 		return reasonStatus(store.MemberNotFound, mnf.Error(), tenant, key)
 	case errors.As(err, &im):
@@ -172,6 +185,13 @@ func toStatus(err error) error {
 		return st.Err()
 	}
 	return status.Error(codes.Unknown, err.Error())
+}
+
+// watchStatus is the status of a watch that cannot go on from where it is: FAILED_PRECONDITION
+// with the reason and the revision it names.
+func watchStatus(r metadv1.Reason, msg string, rev watch.Rev) error {
+	return withDetail(codes.FailedPrecondition, msg, &metadv1.ErrorDetail{Reason: r,
+		Revision: &metadv1.Revision{Index: rev.Index, Position: rev.Pos}})
 }
 
 // forwardErr translates the error of a call forwarded to the leader. The leader's own answers

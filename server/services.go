@@ -3,6 +3,10 @@ package server
 import (
 	"context"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	metadv1 "metad/proto/metadv1"
 )
 
@@ -205,6 +209,32 @@ func (m *metadataService) OpenSession(ctx context.Context, req *metadv1.OpenSess
 
 func (m *metadataService) CloseSession(ctx context.Context, req *metadv1.CloseSessionRequest) (*metadv1.CloseSessionResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.CloseSession)
+}
+
+// Watch streams this member's events (service.Watch); it is never forwarded. The stream
+// interceptor authorized the request before the handler runs (admitStream).
+func (m *metadataService) Watch(req *metadv1.WatchRequest, stream grpc.ServerStreamingServer[metadv1.WatchResponse]) error {
+	ctx := stream.Context()
+	if deferredAuth(ctx) {
+		return status.Error(codes.Unavailable, "this member does not know the caller's API key yet (it is catching up); retry, or watch through another member")
+	}
+	w, err := m.s.svc.Watch(ctx, req)
+	if err != nil {
+		return toStatus(err)
+	}
+	defer w.Close()
+	if err := stream.Send(w.Opened()); err != nil {
+		return err
+	}
+	for {
+		resp, err := w.Next(ctx)
+		if err != nil {
+			return toStatus(err)
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+	}
 }
 
 func (m *metadataService) ListObjectKeys(ctx context.Context, req *metadv1.ListObjectKeysRequest) (*metadv1.ListObjectKeysResponse, error) {

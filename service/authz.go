@@ -134,6 +134,7 @@ var methodRules = map[string]rule{
 	metadv1.Metadata_BatchReplicaClear_FullMethodName: ruleWorker,
 	metadv1.Metadata_OpenSession_FullMethodName:       ruleAnyone,
 	metadv1.Metadata_CloseSession_FullMethodName:      ruleAnyone,
+	metadv1.Metadata_Watch_FullMethodName:             ruleTenant, // all_tenants: reader, checked by Watch
 	// Copy and move of replicas, and master-scheduled tasks.
 	metadv1.Metadata_CopyStart_FullMethodName:          ruleTenant,
 	metadv1.Metadata_CopyEnd_FullMethodName:            ruleTenant,

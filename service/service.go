@@ -17,6 +17,7 @@ import (
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
+	"metad/watch"
 )
 
 // Backend must be safe for concurrent use. It is what the service needs from the Raft node;
@@ -99,6 +100,8 @@ type State interface {
 	SessionOpen(id uint64, principal string) bool
 	// Auth returns the current auth state (API keys, role bindings): immutable, swapped by apply.
 	Auth() *auth.State
+	// Window returns this member's watch events (fsm.FSM.Window).
+	Window() *watch.Window
 }
 
 var (

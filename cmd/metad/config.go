@@ -18,6 +18,7 @@ import (
 	"metad/server"
 	"metad/service"
 	"metad/store/alloc"
+	"metad/watch"
 )
 
 // Config is everything `metad` reads at start. Every field has one name, used alike as a flag
@@ -69,6 +70,10 @@ type Config struct {
 	TLSReloadInterval     time.Duration // how often the three files are checked for a change (SIGHUP reloads at once)
 	Insecure              bool
 
+	// WatchEvents and WatchBytes bound the watch events this member retains (watch.Limits).
+	WatchEvents int
+	WatchBytes  int64
+
 	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
 	MemoryLimit int64 // the collector's soft memory limit in bytes, 0: half the machine's (setGC); GOMEMLIMIT wins
@@ -108,6 +113,8 @@ func DefaultConfig() Config {
 		ClientCertAuth:        "optional",
 		MetricsClientCertAuth: "require",
 		TLSReloadInterval:     5 * time.Second,
+		WatchEvents:           watch.DefaultLimits.Events,
+		WatchBytes:            watch.DefaultLimits.Bytes,
 		ExtraProcs:            ha.DefaultExtraProcs,
 		GCPercent:             defaultGCPercent,
 		LogLevel:              "info",
@@ -156,6 +163,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.GCPercent, "gc-percent", c.GCPercent, "the Go collector's target (GOGC): the heap may grow this many percent past what is live before a cycle; the GOGC environment variable, when set, wins")
 	fs.Int64Var(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "the Go collector's soft memory limit in bytes (0: half the memory this process may use); the GOMEMLIMIT environment variable, when set, wins")
 	fs.IntVar(&c.ExtraProcs, "extra-procs", c.ExtraProcs, "Go processors (GOMAXPROCS) beyond the CPUs this process may use, so that one is free to poll the network; the GOMAXPROCS environment variable, when set, wins")
+	fs.IntVar(&c.WatchEvents, "watch-window-events", c.WatchEvents, "watch events this member retains at most, for subscribers to resume from (the newest within both bounds)")
+	fs.Int64Var(&c.WatchBytes, "watch-window-bytes", c.WatchBytes, "bytes of watch events this member retains at most")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -169,6 +178,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port", name, v))
 		}
+	}
+	if c.WatchEvents < 1 || c.WatchBytes < 1 {
+		errs = append(errs, errors.New("watch-window-events, watch-window-bytes: must be at least 1"))
 	}
 	if c.Name == "" {
 		errs = append(errs, errors.New("name: must not be empty"))

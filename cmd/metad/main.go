@@ -49,6 +49,7 @@ import (
 	"metad/store"
 	"metad/store/alloc"
 	"metad/tlsconf"
+	"metad/watch"
 )
 
 func main() {
@@ -175,6 +176,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	f.UseWindow(watch.NewWindow(watch.Limits{Events: cfg.WatchEvents, Bytes: cfg.WatchBytes}, 0))
 	hc := ha.DefaultConfig()
 	hc.Name, hc.DataDir, hc.ClientAddr, hc.LogStore = cfg.Name, cfg.DataDir, clientAddr, cfg.LogStore
 	hc.PeerListen, hc.PeerAddr = cfg.ListenPeer, cfg.AdvertisePeer
@@ -203,7 +205,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	err = errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg))
+	err = errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg), f.Window().RegisterMetrics(reg))
 	if rl != nil {
 		err = errors.Join(err, rl.RegisterMetrics(reg, "client"), rl.RegisterMetrics(reg, "peer"))
 		if cfg.ListenMetrics != "" {

@@ -31,6 +31,68 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WatchEventKind is what a watch event says happened to an object.
+type WatchEventKind int32
+
+const (
+	// Not a kind; in a request's kinds it is ignored.
+	WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED WatchEventKind = 0
+	// The object became readable: its first COMPLETE replica.
+	WatchEventKind_WATCH_EVENT_KIND_STORED WatchEventKind = 1
+	// A readable object's COMPLETE replicas changed: one was added or dropped.
+	WatchEventKind_WATCH_EVENT_KIND_CHANGED WatchEventKind = 2
+	// The object stopped being readable (erased, or its last COMPLETE replica dropped), not by
+	// eviction.
+	WatchEventKind_WATCH_EVENT_KIND_REMOVED WatchEventKind = 3
+	// The object stopped being readable by eviction.
+	WatchEventKind_WATCH_EVENT_KIND_EVICTED WatchEventKind = 4
+)
+
+// Enum value maps for WatchEventKind.
+var (
+	WatchEventKind_name = map[int32]string{
+		0: "WATCH_EVENT_KIND_UNSPECIFIED",
+		1: "WATCH_EVENT_KIND_STORED",
+		2: "WATCH_EVENT_KIND_CHANGED",
+		3: "WATCH_EVENT_KIND_REMOVED",
+		4: "WATCH_EVENT_KIND_EVICTED",
+	}
+	WatchEventKind_value = map[string]int32{
+		"WATCH_EVENT_KIND_UNSPECIFIED": 0,
+		"WATCH_EVENT_KIND_STORED":      1,
+		"WATCH_EVENT_KIND_CHANGED":     2,
+		"WATCH_EVENT_KIND_REMOVED":     3,
+		"WATCH_EVENT_KIND_EVICTED":     4,
+	}
+)
+
+func (x WatchEventKind) Enum() *WatchEventKind {
+	p := new(WatchEventKind)
+	*p = x
+	return p
+}
+
+func (x WatchEventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WatchEventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_metadv1_metadata_proto_enumTypes[0].Descriptor()
+}
+
+func (WatchEventKind) Type() protoreflect.EnumType {
+	return &file_metadv1_metadata_proto_enumTypes[0]
+}
+
+func (x WatchEventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WatchEventKind.Descriptor instead.
+func (WatchEventKind) EnumDescriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{0}
+}
+
 // PutStartRequest asks to place a new object.
 type PutStartRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4923,6 +4985,277 @@ func (x *ListTasksResponse) GetTruncated() bool {
 	return false
 }
 
+// WatchRequest opens a watch.
+type WatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant whose objects to watch; empty means "default". A tenant principal may watch only its
+	// own tenant.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Watch every tenant (tenant must be empty); only principals with the admin or reader role.
+	AllTenants bool `protobuf:"varint,2,opt,name=all_tenants,json=allTenants,proto3" json:"all_tenants,omitempty"`
+	// Only keys with this prefix; empty: every key.
+	KeyPrefix []byte `protobuf:"bytes,3,opt,name=key_prefix,json=keyPrefix,proto3" json:"key_prefix,omitempty"`
+	// Only events of these kinds; empty: every kind.
+	Kinds []WatchEventKind `protobuf:"varint,4,rep,packed,name=kinds,proto3,enum=metad.v1.WatchEventKind" json:"kinds,omitempty"`
+	// The first revision to send: the stream starts with the first event at or after it. Unset or
+	// zero: the next change this member applies. To resume, send the last response's next.
+	Start *Revision `protobuf:"bytes,5,opt,name=start,proto3" json:"start,omitempty"`
+	// How often an idle stream gets a response with no events (progress: its next and the member's
+	// applied index), milliseconds; 0 means 5000, at least 100.
+	ProgressIntervalMs uint32 `protobuf:"varint,6,opt,name=progress_interval_ms,json=progressIntervalMs,proto3" json:"progress_interval_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *WatchRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetAllTenants() bool {
+	if x != nil {
+		return x.AllTenants
+	}
+	return false
+}
+
+func (x *WatchRequest) GetKeyPrefix() []byte {
+	if x != nil {
+		return x.KeyPrefix
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetKinds() []WatchEventKind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetStart() *Revision {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetProgressIntervalMs() uint32 {
+	if x != nil {
+		return x.ProgressIntervalMs
+	}
+	return 0
+}
+
+// WatchEvent is one change of one object.
+type WatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where the change is in the log.
+	Revision *Revision `protobuf:"bytes,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// What happened.
+	Kind WatchEventKind `protobuf:"varint,2,opt,name=kind,proto3,enum=metad.v1.WatchEventKind" json:"kind,omitempty"`
+	// The object's tenant.
+	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The object's key.
+	Key []byte `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	// The object's explicit group; empty for a singleton.
+	Group []byte `protobuf:"bytes,5,opt,name=group,proto3" json:"group,omitempty"`
+	// The object's size in bytes.
+	Size uint64 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	// The object's COMPLETE replicas after the change (none for REMOVED and EVICTED); the segment's
+	// endpoint and base as this member knows them when it sends the event (empty once the segment
+	// is unmounted).
+	Replicas      []*Replica `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEvent) Reset() {
+	*x = WatchEvent{}
+	mi := &file_metadv1_metadata_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEvent) ProtoMessage() {}
+
+func (x *WatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
+func (*WatchEvent) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *WatchEvent) GetRevision() *Revision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetKind() WatchEventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED
+}
+
+func (x *WatchEvent) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WatchEvent) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetGroup() []byte {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetReplicas() []*Replica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// WatchResponse is a batch of events, or progress on an idle stream.
+type WatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events, in revision order; none in a progress response.
+	Events []*WatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// The revision the stream has reached: every matching event before it has been sent. Resume
+	// from it (WatchRequest.start).
+	Next *Revision `protobuf:"bytes,2,opt,name=next,proto3" json:"next,omitempty"`
+	// The index of the last entry this member has applied.
+	AppliedIndex uint64 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The index of the last entry this member knows to be committed; applied_index below it means
+	// the member is catching up.
+	CommitIndex   uint64 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchResponse) Reset() {
+	*x = WatchResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchResponse) ProtoMessage() {}
+
+func (x *WatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
+func (*WatchResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *WatchResponse) GetEvents() []*WatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetNext() *Revision {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *WatchResponse) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4938,7 +5271,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[78]
+	mi := &file_metadv1_metadata_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4950,7 +5283,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[78]
+	mi := &file_metadv1_metadata_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5000,7 +5333,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[79]
+	mi := &file_metadv1_metadata_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5012,7 +5345,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[79]
+	mi := &file_metadv1_metadata_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5060,7 +5393,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[80]
+	mi := &file_metadv1_metadata_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5072,7 +5405,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[80]
+	mi := &file_metadv1_metadata_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5133,7 +5466,7 @@ type GetByRegexResponse_Item struct {
 
 func (x *GetByRegexResponse_Item) Reset() {
 	*x = GetByRegexResponse_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[81]
+	mi := &file_metadv1_metadata_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5145,7 +5478,7 @@ func (x *GetByRegexResponse_Item) String() string {
 func (*GetByRegexResponse_Item) ProtoMessage() {}
 
 func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[81]
+	mi := &file_metadv1_metadata_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5202,7 +5535,7 @@ type RemoveByRegexResponse_Result struct {
 
 func (x *RemoveByRegexResponse_Result) Reset() {
 	*x = RemoveByRegexResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[82]
+	mi := &file_metadv1_metadata_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5214,7 +5547,7 @@ func (x *RemoveByRegexResponse_Result) String() string {
 func (*RemoveByRegexResponse_Result) ProtoMessage() {}
 
 func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[82]
+	mi := &file_metadv1_metadata_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5581,7 +5914,36 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\x0e2\x13.metad.v1.TaskStateR\x05state\"`\n" +
 	"\x11ListTasksResponse\x12-\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x17.metad.v1.ScheduledTaskR\x05tasks\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xc1\x16\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xf2\x01\n" +
+	"\fWatchRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
+	"\vall_tenants\x18\x02 \x01(\bR\n" +
+	"allTenants\x12\x1d\n" +
+	"\n" +
+	"key_prefix\x18\x03 \x01(\fR\tkeyPrefix\x12.\n" +
+	"\x05kinds\x18\x04 \x03(\x0e2\x18.metad.v1.WatchEventKindR\x05kinds\x12(\n" +
+	"\x05start\x18\x05 \x01(\v2\x12.metad.v1.RevisionR\x05start\x120\n" +
+	"\x14progress_interval_ms\x18\x06 \x01(\rR\x12progressIntervalMs\"\xed\x01\n" +
+	"\n" +
+	"WatchEvent\x12.\n" +
+	"\brevision\x18\x01 \x01(\v2\x12.metad.v1.RevisionR\brevision\x12,\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x18.metad.v1.WatchEventKindR\x04kind\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\x12\x14\n" +
+	"\x05group\x18\x05 \x01(\fR\x05group\x12\x12\n" +
+	"\x04size\x18\x06 \x01(\x04R\x04size\x12-\n" +
+	"\breplicas\x18\a \x03(\v2\x11.metad.v1.ReplicaR\breplicas\"\xad\x01\n" +
+	"\rWatchResponse\x12,\n" +
+	"\x06events\x18\x01 \x03(\v2\x14.metad.v1.WatchEventR\x06events\x12&\n" +
+	"\x04next\x18\x02 \x01(\v2\x12.metad.v1.RevisionR\x04next\x12#\n" +
+	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12!\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex*\xa9\x01\n" +
+	"\x0eWatchEventKind\x12 \n" +
+	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17WATCH_EVENT_KIND_STORED\x10\x01\x12\x1c\n" +
+	"\x18WATCH_EVENT_KIND_CHANGED\x10\x02\x12\x1c\n" +
+	"\x18WATCH_EVENT_KIND_REMOVED\x10\x03\x12\x1c\n" +
+	"\x18WATCH_EVENT_KIND_EVICTED\x10\x042\xfd\x16\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -5606,7 +5968,8 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x0eUnmountSegment\x12\x1f.metad.v1.UnmountSegmentRequest\x1a .metad.v1.UnmountSegmentResponse\x125\n" +
 	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12J\n" +
 	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12M\n" +
-	"\fCloseSession\x12\x1d.metad.v1.CloseSessionRequest\x1a\x1e.metad.v1.CloseSessionResponse\x12S\n" +
+	"\fCloseSession\x12\x1d.metad.v1.CloseSessionRequest\x1a\x1e.metad.v1.CloseSessionResponse\x12:\n" +
+	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x17.metad.v1.WatchResponse0\x01\x12S\n" +
 	"\x0eListObjectKeys\x12\x1f.metad.v1.ListObjectKeysRequest\x1a .metad.v1.ListObjectKeysResponse\x12G\n" +
 	"\n" +
 	"GetByRegex\x12\x1b.metad.v1.GetByRegexRequest\x1a\x1c.metad.v1.GetByRegexResponse\x12P\n" +
@@ -5640,246 +6003,261 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 	return file_metadv1_metadata_proto_rawDescData
 }
 
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
+var file_metadv1_metadata_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_metadv1_metadata_proto_goTypes = []any{
-	(*PutStartRequest)(nil),              // 0: metad.v1.PutStartRequest
-	(*PutStartResponse)(nil),             // 1: metad.v1.PutStartResponse
-	(*PutEndRequest)(nil),                // 2: metad.v1.PutEndRequest
-	(*PutEndResponse)(nil),               // 3: metad.v1.PutEndResponse
-	(*PutRevokeRequest)(nil),             // 4: metad.v1.PutRevokeRequest
-	(*PutRevokeResponse)(nil),            // 5: metad.v1.PutRevokeResponse
-	(*UpsertStartRequest)(nil),           // 6: metad.v1.UpsertStartRequest
-	(*UpsertStartResponse)(nil),          // 7: metad.v1.UpsertStartResponse
-	(*UpsertEndRequest)(nil),             // 8: metad.v1.UpsertEndRequest
-	(*UpsertEndResponse)(nil),            // 9: metad.v1.UpsertEndResponse
-	(*UpsertRevokeRequest)(nil),          // 10: metad.v1.UpsertRevokeRequest
-	(*UpsertRevokeResponse)(nil),         // 11: metad.v1.UpsertRevokeResponse
-	(*GetRequest)(nil),                   // 12: metad.v1.GetRequest
-	(*GetResponse)(nil),                  // 13: metad.v1.GetResponse
-	(*ExistRequest)(nil),                 // 14: metad.v1.ExistRequest
-	(*ExistResponse)(nil),                // 15: metad.v1.ExistResponse
-	(*RemoveRequest)(nil),                // 16: metad.v1.RemoveRequest
-	(*RemoveResponse)(nil),               // 17: metad.v1.RemoveResponse
-	(*RemoveAllRequest)(nil),             // 18: metad.v1.RemoveAllRequest
-	(*RemoveAllResponse)(nil),            // 19: metad.v1.RemoveAllResponse
-	(*RemoveGroupRequest)(nil),           // 20: metad.v1.RemoveGroupRequest
-	(*RemoveGroupResponse)(nil),          // 21: metad.v1.RemoveGroupResponse
-	(*ListGroupRequest)(nil),             // 22: metad.v1.ListGroupRequest
-	(*ListGroupResponse)(nil),            // 23: metad.v1.ListGroupResponse
-	(*BatchPutStartRequest)(nil),         // 24: metad.v1.BatchPutStartRequest
-	(*BatchPutStartResponse)(nil),        // 25: metad.v1.BatchPutStartResponse
-	(*BatchPutEndRequest)(nil),           // 26: metad.v1.BatchPutEndRequest
-	(*BatchPutEndResponse)(nil),          // 27: metad.v1.BatchPutEndResponse
-	(*BatchPutRevokeRequest)(nil),        // 28: metad.v1.BatchPutRevokeRequest
-	(*BatchPutRevokeResponse)(nil),       // 29: metad.v1.BatchPutRevokeResponse
-	(*BatchGetRequest)(nil),              // 30: metad.v1.BatchGetRequest
-	(*BatchGetResponse)(nil),             // 31: metad.v1.BatchGetResponse
-	(*BatchExistRequest)(nil),            // 32: metad.v1.BatchExistRequest
-	(*BatchExistResponse)(nil),           // 33: metad.v1.BatchExistResponse
-	(*BatchRemoveRequest)(nil),           // 34: metad.v1.BatchRemoveRequest
-	(*BatchRemoveResponse)(nil),          // 35: metad.v1.BatchRemoveResponse
-	(*MountSegmentRequest)(nil),          // 36: metad.v1.MountSegmentRequest
-	(*MountSegmentResponse)(nil),         // 37: metad.v1.MountSegmentResponse
-	(*UnmountSegmentRequest)(nil),        // 38: metad.v1.UnmountSegmentRequest
-	(*UnmountSegmentResponse)(nil),       // 39: metad.v1.UnmountSegmentResponse
-	(*PingRequest)(nil),                  // 40: metad.v1.PingRequest
-	(*PingResponse)(nil),                 // 41: metad.v1.PingResponse
-	(*OpenSessionRequest)(nil),           // 42: metad.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),          // 43: metad.v1.OpenSessionResponse
-	(*CloseSessionRequest)(nil),          // 44: metad.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),         // 45: metad.v1.CloseSessionResponse
-	(*ListObjectKeysRequest)(nil),        // 46: metad.v1.ListObjectKeysRequest
-	(*ListObjectKeysResponse)(nil),       // 47: metad.v1.ListObjectKeysResponse
-	(*GetByRegexRequest)(nil),            // 48: metad.v1.GetByRegexRequest
-	(*GetByRegexResponse)(nil),           // 49: metad.v1.GetByRegexResponse
-	(*RemoveByRegexRequest)(nil),         // 50: metad.v1.RemoveByRegexRequest
-	(*RemoveByRegexResponse)(nil),        // 51: metad.v1.RemoveByRegexResponse
-	(*BatchReplicaClearRequest)(nil),     // 52: metad.v1.BatchReplicaClearRequest
-	(*BatchReplicaClearResponse)(nil),    // 53: metad.v1.BatchReplicaClearResponse
-	(*CopyStartRequest)(nil),             // 54: metad.v1.CopyStartRequest
-	(*CopyStartResponse)(nil),            // 55: metad.v1.CopyStartResponse
-	(*CopyEndRequest)(nil),               // 56: metad.v1.CopyEndRequest
-	(*CopyEndResponse)(nil),              // 57: metad.v1.CopyEndResponse
-	(*CopyRevokeRequest)(nil),            // 58: metad.v1.CopyRevokeRequest
-	(*CopyRevokeResponse)(nil),           // 59: metad.v1.CopyRevokeResponse
-	(*MoveStartRequest)(nil),             // 60: metad.v1.MoveStartRequest
-	(*MoveStartResponse)(nil),            // 61: metad.v1.MoveStartResponse
-	(*MoveEndRequest)(nil),               // 62: metad.v1.MoveEndRequest
-	(*MoveEndResponse)(nil),              // 63: metad.v1.MoveEndResponse
-	(*MoveRevokeRequest)(nil),            // 64: metad.v1.MoveRevokeRequest
-	(*MoveRevokeResponse)(nil),           // 65: metad.v1.MoveRevokeResponse
-	(*CreateCopyTaskRequest)(nil),        // 66: metad.v1.CreateCopyTaskRequest
-	(*CreateCopyTaskResponse)(nil),       // 67: metad.v1.CreateCopyTaskResponse
-	(*CreateMoveTaskRequest)(nil),        // 68: metad.v1.CreateMoveTaskRequest
-	(*CreateMoveTaskResponse)(nil),       // 69: metad.v1.CreateMoveTaskResponse
-	(*QueryTaskRequest)(nil),             // 70: metad.v1.QueryTaskRequest
-	(*QueryTaskResponse)(nil),            // 71: metad.v1.QueryTaskResponse
-	(*FetchTasksRequest)(nil),            // 72: metad.v1.FetchTasksRequest
-	(*FetchTasksResponse)(nil),           // 73: metad.v1.FetchTasksResponse
-	(*MarkTaskToCompleteRequest)(nil),    // 74: metad.v1.MarkTaskToCompleteRequest
-	(*MarkTaskToCompleteResponse)(nil),   // 75: metad.v1.MarkTaskToCompleteResponse
-	(*ListTasksRequest)(nil),             // 76: metad.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),            // 77: metad.v1.ListTasksResponse
-	(*BatchPutStartRequest_Item)(nil),    // 78: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 79: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 80: metad.v1.BatchGetResponse.Result
-	(*GetByRegexResponse_Item)(nil),      // 81: metad.v1.GetByRegexResponse.Item
-	(*RemoveByRegexResponse_Result)(nil), // 82: metad.v1.RemoveByRegexResponse.Result
-	(*ReplicaConfig)(nil),                // 83: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 84: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 85: metad.v1.Replica
-	(Tier)(0),                            // 86: metad.v1.Tier
-	(*Status)(nil),                       // 87: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 88: metad.v1.SegmentDesc
-	(*ScheduledTask)(nil),                // 89: metad.v1.ScheduledTask
-	(TaskState)(0),                       // 90: metad.v1.TaskState
+	(WatchEventKind)(0),                  // 0: metad.v1.WatchEventKind
+	(*PutStartRequest)(nil),              // 1: metad.v1.PutStartRequest
+	(*PutStartResponse)(nil),             // 2: metad.v1.PutStartResponse
+	(*PutEndRequest)(nil),                // 3: metad.v1.PutEndRequest
+	(*PutEndResponse)(nil),               // 4: metad.v1.PutEndResponse
+	(*PutRevokeRequest)(nil),             // 5: metad.v1.PutRevokeRequest
+	(*PutRevokeResponse)(nil),            // 6: metad.v1.PutRevokeResponse
+	(*UpsertStartRequest)(nil),           // 7: metad.v1.UpsertStartRequest
+	(*UpsertStartResponse)(nil),          // 8: metad.v1.UpsertStartResponse
+	(*UpsertEndRequest)(nil),             // 9: metad.v1.UpsertEndRequest
+	(*UpsertEndResponse)(nil),            // 10: metad.v1.UpsertEndResponse
+	(*UpsertRevokeRequest)(nil),          // 11: metad.v1.UpsertRevokeRequest
+	(*UpsertRevokeResponse)(nil),         // 12: metad.v1.UpsertRevokeResponse
+	(*GetRequest)(nil),                   // 13: metad.v1.GetRequest
+	(*GetResponse)(nil),                  // 14: metad.v1.GetResponse
+	(*ExistRequest)(nil),                 // 15: metad.v1.ExistRequest
+	(*ExistResponse)(nil),                // 16: metad.v1.ExistResponse
+	(*RemoveRequest)(nil),                // 17: metad.v1.RemoveRequest
+	(*RemoveResponse)(nil),               // 18: metad.v1.RemoveResponse
+	(*RemoveAllRequest)(nil),             // 19: metad.v1.RemoveAllRequest
+	(*RemoveAllResponse)(nil),            // 20: metad.v1.RemoveAllResponse
+	(*RemoveGroupRequest)(nil),           // 21: metad.v1.RemoveGroupRequest
+	(*RemoveGroupResponse)(nil),          // 22: metad.v1.RemoveGroupResponse
+	(*ListGroupRequest)(nil),             // 23: metad.v1.ListGroupRequest
+	(*ListGroupResponse)(nil),            // 24: metad.v1.ListGroupResponse
+	(*BatchPutStartRequest)(nil),         // 25: metad.v1.BatchPutStartRequest
+	(*BatchPutStartResponse)(nil),        // 26: metad.v1.BatchPutStartResponse
+	(*BatchPutEndRequest)(nil),           // 27: metad.v1.BatchPutEndRequest
+	(*BatchPutEndResponse)(nil),          // 28: metad.v1.BatchPutEndResponse
+	(*BatchPutRevokeRequest)(nil),        // 29: metad.v1.BatchPutRevokeRequest
+	(*BatchPutRevokeResponse)(nil),       // 30: metad.v1.BatchPutRevokeResponse
+	(*BatchGetRequest)(nil),              // 31: metad.v1.BatchGetRequest
+	(*BatchGetResponse)(nil),             // 32: metad.v1.BatchGetResponse
+	(*BatchExistRequest)(nil),            // 33: metad.v1.BatchExistRequest
+	(*BatchExistResponse)(nil),           // 34: metad.v1.BatchExistResponse
+	(*BatchRemoveRequest)(nil),           // 35: metad.v1.BatchRemoveRequest
+	(*BatchRemoveResponse)(nil),          // 36: metad.v1.BatchRemoveResponse
+	(*MountSegmentRequest)(nil),          // 37: metad.v1.MountSegmentRequest
+	(*MountSegmentResponse)(nil),         // 38: metad.v1.MountSegmentResponse
+	(*UnmountSegmentRequest)(nil),        // 39: metad.v1.UnmountSegmentRequest
+	(*UnmountSegmentResponse)(nil),       // 40: metad.v1.UnmountSegmentResponse
+	(*PingRequest)(nil),                  // 41: metad.v1.PingRequest
+	(*PingResponse)(nil),                 // 42: metad.v1.PingResponse
+	(*OpenSessionRequest)(nil),           // 43: metad.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),          // 44: metad.v1.OpenSessionResponse
+	(*CloseSessionRequest)(nil),          // 45: metad.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),         // 46: metad.v1.CloseSessionResponse
+	(*ListObjectKeysRequest)(nil),        // 47: metad.v1.ListObjectKeysRequest
+	(*ListObjectKeysResponse)(nil),       // 48: metad.v1.ListObjectKeysResponse
+	(*GetByRegexRequest)(nil),            // 49: metad.v1.GetByRegexRequest
+	(*GetByRegexResponse)(nil),           // 50: metad.v1.GetByRegexResponse
+	(*RemoveByRegexRequest)(nil),         // 51: metad.v1.RemoveByRegexRequest
+	(*RemoveByRegexResponse)(nil),        // 52: metad.v1.RemoveByRegexResponse
+	(*BatchReplicaClearRequest)(nil),     // 53: metad.v1.BatchReplicaClearRequest
+	(*BatchReplicaClearResponse)(nil),    // 54: metad.v1.BatchReplicaClearResponse
+	(*CopyStartRequest)(nil),             // 55: metad.v1.CopyStartRequest
+	(*CopyStartResponse)(nil),            // 56: metad.v1.CopyStartResponse
+	(*CopyEndRequest)(nil),               // 57: metad.v1.CopyEndRequest
+	(*CopyEndResponse)(nil),              // 58: metad.v1.CopyEndResponse
+	(*CopyRevokeRequest)(nil),            // 59: metad.v1.CopyRevokeRequest
+	(*CopyRevokeResponse)(nil),           // 60: metad.v1.CopyRevokeResponse
+	(*MoveStartRequest)(nil),             // 61: metad.v1.MoveStartRequest
+	(*MoveStartResponse)(nil),            // 62: metad.v1.MoveStartResponse
+	(*MoveEndRequest)(nil),               // 63: metad.v1.MoveEndRequest
+	(*MoveEndResponse)(nil),              // 64: metad.v1.MoveEndResponse
+	(*MoveRevokeRequest)(nil),            // 65: metad.v1.MoveRevokeRequest
+	(*MoveRevokeResponse)(nil),           // 66: metad.v1.MoveRevokeResponse
+	(*CreateCopyTaskRequest)(nil),        // 67: metad.v1.CreateCopyTaskRequest
+	(*CreateCopyTaskResponse)(nil),       // 68: metad.v1.CreateCopyTaskResponse
+	(*CreateMoveTaskRequest)(nil),        // 69: metad.v1.CreateMoveTaskRequest
+	(*CreateMoveTaskResponse)(nil),       // 70: metad.v1.CreateMoveTaskResponse
+	(*QueryTaskRequest)(nil),             // 71: metad.v1.QueryTaskRequest
+	(*QueryTaskResponse)(nil),            // 72: metad.v1.QueryTaskResponse
+	(*FetchTasksRequest)(nil),            // 73: metad.v1.FetchTasksRequest
+	(*FetchTasksResponse)(nil),           // 74: metad.v1.FetchTasksResponse
+	(*MarkTaskToCompleteRequest)(nil),    // 75: metad.v1.MarkTaskToCompleteRequest
+	(*MarkTaskToCompleteResponse)(nil),   // 76: metad.v1.MarkTaskToCompleteResponse
+	(*ListTasksRequest)(nil),             // 77: metad.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),            // 78: metad.v1.ListTasksResponse
+	(*WatchRequest)(nil),                 // 79: metad.v1.WatchRequest
+	(*WatchEvent)(nil),                   // 80: metad.v1.WatchEvent
+	(*WatchResponse)(nil),                // 81: metad.v1.WatchResponse
+	(*BatchPutStartRequest_Item)(nil),    // 82: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 83: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 84: metad.v1.BatchGetResponse.Result
+	(*GetByRegexResponse_Item)(nil),      // 85: metad.v1.GetByRegexResponse.Item
+	(*RemoveByRegexResponse_Result)(nil), // 86: metad.v1.RemoveByRegexResponse.Result
+	(*ReplicaConfig)(nil),                // 87: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 88: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 89: metad.v1.Replica
+	(Tier)(0),                            // 90: metad.v1.Tier
+	(*Status)(nil),                       // 91: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 92: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 93: metad.v1.ScheduledTask
+	(TaskState)(0),                       // 94: metad.v1.TaskState
+	(*Revision)(nil),                     // 95: metad.v1.Revision
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	83,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	84,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	86,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	84,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	86,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	84,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	84,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	86,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	84,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	86,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	84,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	84,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	78,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	83,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	84,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	79,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	86,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	84,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	86,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	84,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	80,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	84,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	88,  // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	84,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	81,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
-	84,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
-	84,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
-	84,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
-	85,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
-	84,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
-	85,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
-	84,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
-	84,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
-	84,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	84,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
-	90,  // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
-	89,  // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	87,  // 56: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	85,  // 57: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	87,  // 58: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	85,  // 59: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	85,  // 60: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
-	87,  // 61: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
-	0,   // 62: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	2,   // 63: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	4,   // 64: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	6,   // 65: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	8,   // 66: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	10,  // 67: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	12,  // 68: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	14,  // 69: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	16,  // 70: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	18,  // 71: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	20,  // 72: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	22,  // 73: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	24,  // 74: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	26,  // 75: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	28,  // 76: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	30,  // 77: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	32,  // 78: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	34,  // 79: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	36,  // 80: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	38,  // 81: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	40,  // 82: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	42,  // 83: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	44,  // 84: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
-	46,  // 85: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
-	48,  // 86: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
-	50,  // 87: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
-	52,  // 88: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
-	54,  // 89: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	56,  // 90: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	58,  // 91: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	60,  // 92: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	62,  // 93: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	64,  // 94: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	66,  // 95: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
-	68,  // 96: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
-	70,  // 97: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
-	72,  // 98: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
-	74,  // 99: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
-	76,  // 100: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
-	1,   // 101: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	3,   // 102: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	5,   // 103: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	7,   // 104: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	9,   // 105: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	11,  // 106: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	13,  // 107: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	15,  // 108: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	17,  // 109: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	19,  // 110: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	21,  // 111: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	23,  // 112: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	25,  // 113: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	27,  // 114: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	29,  // 115: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	31,  // 116: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	33,  // 117: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	35,  // 118: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	37,  // 119: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	39,  // 120: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	41,  // 121: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	43,  // 122: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	45,  // 123: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
-	47,  // 124: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
-	49,  // 125: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
-	51,  // 126: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
-	53,  // 127: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
-	55,  // 128: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	57,  // 129: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	59,  // 130: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	61,  // 131: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	63,  // 132: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	65,  // 133: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	67,  // 134: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
-	69,  // 135: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
-	71,  // 136: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
-	73,  // 137: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
-	75,  // 138: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
-	77,  // 139: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
-	101, // [101:140] is the sub-list for method output_type
-	62,  // [62:101] is the sub-list for method input_type
-	62,  // [62:62] is the sub-list for extension type_name
-	62,  // [62:62] is the sub-list for extension extendee
-	0,   // [0:62] is the sub-list for field type_name
+	87,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	88,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	90,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	88,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	90,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	88,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	87,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	88,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	90,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	88,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	90,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	88,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	88,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	82,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	87,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	88,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	83,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	90,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	88,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	91,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	90,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	88,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	91,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	84,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	88,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	91,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	92,  // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	88,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	85,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
+	88,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
+	86,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
+	88,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
+	91,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
+	88,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	89,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	88,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	89,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	89,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	88,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	88,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	93,  // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	88,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	93,  // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	88,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	94,  // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
+	93,  // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	0,   // 56: metad.v1.WatchRequest.kinds:type_name -> metad.v1.WatchEventKind
+	95,  // 57: metad.v1.WatchRequest.start:type_name -> metad.v1.Revision
+	95,  // 58: metad.v1.WatchEvent.revision:type_name -> metad.v1.Revision
+	0,   // 59: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
+	89,  // 60: metad.v1.WatchEvent.replicas:type_name -> metad.v1.Replica
+	80,  // 61: metad.v1.WatchResponse.events:type_name -> metad.v1.WatchEvent
+	95,  // 62: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
+	91,  // 63: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	89,  // 64: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	91,  // 65: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	89,  // 66: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	89,  // 67: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	91,  // 68: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	1,   // 69: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	3,   // 70: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	5,   // 71: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	7,   // 72: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	9,   // 73: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	11,  // 74: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	13,  // 75: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	15,  // 76: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	17,  // 77: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	19,  // 78: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	21,  // 79: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	23,  // 80: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	25,  // 81: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	27,  // 82: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	29,  // 83: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	31,  // 84: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	33,  // 85: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	35,  // 86: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	37,  // 87: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	39,  // 88: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	41,  // 89: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	43,  // 90: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	45,  // 91: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
+	79,  // 92: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
+	47,  // 93: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	49,  // 94: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	51,  // 95: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	53,  // 96: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	55,  // 97: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	57,  // 98: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	59,  // 99: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	61,  // 100: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	63,  // 101: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	65,  // 102: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	67,  // 103: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	69,  // 104: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	71,  // 105: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	73,  // 106: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	75,  // 107: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	77,  // 108: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	2,   // 109: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	4,   // 110: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	6,   // 111: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	8,   // 112: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	10,  // 113: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	12,  // 114: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	14,  // 115: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	16,  // 116: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	18,  // 117: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	20,  // 118: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	22,  // 119: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	24,  // 120: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	26,  // 121: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	28,  // 122: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	30,  // 123: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	32,  // 124: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	34,  // 125: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	36,  // 126: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	38,  // 127: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	40,  // 128: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	42,  // 129: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	44,  // 130: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	46,  // 131: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
+	81,  // 132: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
+	48,  // 133: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	50,  // 134: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	52,  // 135: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	54,  // 136: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	56,  // 137: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	58,  // 138: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	60,  // 139: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	62,  // 140: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	64,  // 141: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	66,  // 142: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	68,  // 143: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	70,  // 144: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	72,  // 145: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	74,  // 146: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	76,  // 147: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	78,  // 148: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	109, // [109:149] is the sub-list for method output_type
+	69,  // [69:109] is the sub-list for method input_type
+	69,  // [69:69] is the sub-list for extension type_name
+	69,  // [69:69] is the sub-list for extension extendee
+	0,   // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -5893,13 +6271,14 @@ func file_metadv1_metadata_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   83,
+			NumEnums:      1,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_metadv1_metadata_proto_goTypes,
 		DependencyIndexes: file_metadv1_metadata_proto_depIdxs,
+		EnumInfos:         file_metadv1_metadata_proto_enumTypes,
 		MessageInfos:      file_metadv1_metadata_proto_msgTypes,
 	}.Build()
 	File_metadv1_metadata_proto = out.File

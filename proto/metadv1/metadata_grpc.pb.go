@@ -52,6 +52,7 @@ const (
 	Metadata_Ping_FullMethodName               = "/metad.v1.Metadata/Ping"
 	Metadata_OpenSession_FullMethodName        = "/metad.v1.Metadata/OpenSession"
 	Metadata_CloseSession_FullMethodName       = "/metad.v1.Metadata/CloseSession"
+	Metadata_Watch_FullMethodName              = "/metad.v1.Metadata/Watch"
 	Metadata_ListObjectKeys_FullMethodName     = "/metad.v1.Metadata/ListObjectKeys"
 	Metadata_GetByRegex_FullMethodName         = "/metad.v1.Metadata/GetByRegex"
 	Metadata_RemoveByRegex_FullMethodName      = "/metad.v1.Metadata/RemoveByRegex"
@@ -124,6 +125,13 @@ type MetadataClient interface {
 	// CloseSession ends the caller's session (a replicated command): its kept answers go at once. A
 	// session that is not open to the caller answers SESSION_EXPIRED.
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
+	// Watch streams the changes of objects a reader can see (stored, replicas changed, removed,
+	// evicted), in revision order, each once, from a start revision on. Every member serves it from
+	// its own applied state (it is never forwarded). A start older than the member retains answers
+	// FAILED_PRECONDITION with REASON_WATCH_COMPACTED; a stream that falls out of the window, or whose
+	// member's state is replaced by a snapshot, ends with REASON_WATCH_FELL_BEHIND or
+	// REASON_STATE_REPLACED. ErrorDetail.revision names the revision to resume or resync from.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 	// ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
 	ListObjectKeys(ctx context.Context, in *ListObjectKeysRequest, opts ...grpc.CallOption) (*ListObjectKeysResponse, error)
 	// GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
@@ -403,6 +411,25 @@ func (c *metadataClient) CloseSession(ctx context.Context, in *CloseSessionReque
 	return out, nil
 }
 
+func (c *metadataClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Metadata_ServiceDesc.Streams[0], Metadata_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRequest, WatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Metadata_WatchClient = grpc.ServerStreamingClient[WatchResponse]
+
 func (c *metadataClient) ListObjectKeys(ctx context.Context, in *ListObjectKeysRequest, opts ...grpc.CallOption) (*ListObjectKeysResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListObjectKeysResponse)
@@ -617,6 +644,13 @@ type MetadataServer interface {
 	// CloseSession ends the caller's session (a replicated command): its kept answers go at once. A
 	// session that is not open to the caller answers SESSION_EXPIRED.
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
+	// Watch streams the changes of objects a reader can see (stored, replicas changed, removed,
+	// evicted), in revision order, each once, from a start revision on. Every member serves it from
+	// its own applied state (it is never forwarded). A start older than the member retains answers
+	// FAILED_PRECONDITION with REASON_WATCH_COMPACTED; a stream that falls out of the window, or whose
+	// member's state is replaced by a snapshot, ends with REASON_WATCH_FELL_BEHIND or
+	// REASON_STATE_REPLACED. ErrorDetail.revision names the revision to resume or resync from.
+	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	// ListObjectKeys returns one page of a tenant's object keys in byte order, with a prefix filter.
 	ListObjectKeys(context.Context, *ListObjectKeysRequest) (*ListObjectKeysResponse, error)
 	// GetByRegex is Get for one page of the tenant's keys that a regular expression matches.
@@ -734,6 +768,9 @@ func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequ
 }
 func (UnimplementedMetadataServer) CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CloseSession not implemented")
+}
+func (UnimplementedMetadataServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedMetadataServer) ListObjectKeys(context.Context, *ListObjectKeysRequest) (*ListObjectKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListObjectKeys not implemented")
@@ -1218,6 +1255,17 @@ func _Metadata_CloseSession_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MetadataServer).Watch(m, &grpc.GenericServerStream[WatchRequest, WatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Metadata_WatchServer = grpc.ServerStreamingServer[WatchResponse]
+
 func _Metadata_ListObjectKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListObjectKeysRequest)
 	if err := dec(in); err != nil {
@@ -1670,6 +1718,12 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Metadata_ListTasks_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _Metadata_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "metadv1/metadata.proto",
 }

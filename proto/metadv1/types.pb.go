@@ -230,6 +230,12 @@ const (
 	// (no log entry) by a leader that no longer leads: the reservation did not survive the leader
 	// change, and nothing was created. Retryable: place the object again (PutStart, write, PutEnd).
 	Reason_REASON_RESERVATION_LOST Reason = 42
+	// Watch from a revision this member no longer retains (ErrorDetail.revision: the oldest it
+	// does). Resume on another member, or resynchronise: watch from now, then read the objects.
+	Reason_REASON_WATCH_COMPACTED Reason = 43
+	// A watch stream fell out of its member's retained window before it read its next event (the
+	// subscriber read slower than the cluster wrote); ErrorDetail.revision is where it had reached.
+	Reason_REASON_WATCH_FELL_BEHIND Reason = 44
 )
 
 // Enum value maps for Reason.
@@ -272,6 +278,8 @@ var (
 		40: "REASON_SEGMENT_DRAINING",
 		41: "REASON_DRAIN_NOT_RUNNING",
 		42: "REASON_RESERVATION_LOST",
+		43: "REASON_WATCH_COMPACTED",
+		44: "REASON_WATCH_FELL_BEHIND",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -311,6 +319,8 @@ var (
 		"REASON_SEGMENT_DRAINING":              40,
 		"REASON_DRAIN_NOT_RUNNING":             41,
 		"REASON_RESERVATION_LOST":              42,
+		"REASON_WATCH_COMPACTED":               43,
+		"REASON_WATCH_FELL_BEHIND":             44,
 	}
 )
 
@@ -692,6 +702,10 @@ type ErrorDetail struct {
 	LeaderName string `protobuf:"bytes,4,opt,name=leader_name,json=leaderName,proto3" json:"leader_name,omitempty"`
 	// Client (gRPC) address of the current leader, host:port, if known (REASON_NOT_LEADER).
 	LeaderAddress string `protobuf:"bytes,5,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
+	// The watch revision the error is about: the oldest retained (REASON_WATCH_COMPACTED), where the
+	// stream had reached (REASON_WATCH_FELL_BEHIND), or right after the snapshot that replaced the
+	// state (REASON_STATE_REPLACED on a watch).
+	Revision      *Revision `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -761,6 +775,69 @@ func (x *ErrorDetail) GetLeaderAddress() string {
 	return ""
 }
 
+func (x *ErrorDetail) GetRevision() *Revision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+// Revision is the place of one watch event in the replicated log: the index of the entry whose
+// apply made it, and its position among that entry's events. Ordered by index, then position.
+type Revision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft log index of the entry.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// Position among the entry's events, from 0.
+	Position      uint32 `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revision) Reset() {
+	*x = Revision{}
+	mi := &file_metadv1_types_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revision) ProtoMessage() {}
+
+func (x *Revision) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_types_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revision.ProtoReflect.Descriptor instead.
+func (*Revision) Descriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Revision) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Revision) GetPosition() uint32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
 // Replica describes one replica of an object to a client: where to write (PutStart) or read (Get).
 type Replica struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -786,7 +863,7 @@ type Replica struct {
 
 func (x *Replica) Reset() {
 	*x = Replica{}
-	mi := &file_metadv1_types_proto_msgTypes[2]
+	mi := &file_metadv1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +875,7 @@ func (x *Replica) String() string {
 func (*Replica) ProtoMessage() {}
 
 func (x *Replica) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[2]
+	mi := &file_metadv1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +888,7 @@ func (x *Replica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replica.ProtoReflect.Descriptor instead.
 func (*Replica) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{2}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Replica) GetReplicaId() uint64 {
@@ -901,7 +978,7 @@ type ReplicaConfig struct {
 
 func (x *ReplicaConfig) Reset() {
 	*x = ReplicaConfig{}
-	mi := &file_metadv1_types_proto_msgTypes[3]
+	mi := &file_metadv1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +990,7 @@ func (x *ReplicaConfig) String() string {
 func (*ReplicaConfig) ProtoMessage() {}
 
 func (x *ReplicaConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[3]
+	mi := &file_metadv1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1003,7 @@ func (x *ReplicaConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaConfig.ProtoReflect.Descriptor instead.
 func (*ReplicaConfig) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{3}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReplicaConfig) GetMemoryReplicas() uint32 {
@@ -1008,7 +1085,7 @@ type SegmentDesc struct {
 
 func (x *SegmentDesc) Reset() {
 	*x = SegmentDesc{}
-	mi := &file_metadv1_types_proto_msgTypes[4]
+	mi := &file_metadv1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1097,7 @@ func (x *SegmentDesc) String() string {
 func (*SegmentDesc) ProtoMessage() {}
 
 func (x *SegmentDesc) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[4]
+	mi := &file_metadv1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1110,7 @@ func (x *SegmentDesc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SegmentDesc.ProtoReflect.Descriptor instead.
 func (*SegmentDesc) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{4}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SegmentDesc) GetId() []byte {
@@ -1103,7 +1180,7 @@ type SessionHeader struct {
 
 func (x *SessionHeader) Reset() {
 	*x = SessionHeader{}
-	mi := &file_metadv1_types_proto_msgTypes[5]
+	mi := &file_metadv1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1192,7 @@ func (x *SessionHeader) String() string {
 func (*SessionHeader) ProtoMessage() {}
 
 func (x *SessionHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[5]
+	mi := &file_metadv1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1205,7 @@ func (x *SessionHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionHeader.ProtoReflect.Descriptor instead.
 func (*SessionHeader) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{5}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionHeader) GetSessionId() uint64 {
@@ -1189,7 +1266,7 @@ type ScheduledTask struct {
 
 func (x *ScheduledTask) Reset() {
 	*x = ScheduledTask{}
-	mi := &file_metadv1_types_proto_msgTypes[6]
+	mi := &file_metadv1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1278,7 @@ func (x *ScheduledTask) String() string {
 func (*ScheduledTask) ProtoMessage() {}
 
 func (x *ScheduledTask) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[6]
+	mi := &file_metadv1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1291,7 @@ func (x *ScheduledTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledTask.ProtoReflect.Descriptor instead.
 func (*ScheduledTask) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ScheduledTask) GetTaskId() uint64 {
@@ -1340,7 +1417,7 @@ type DrainJob struct {
 
 func (x *DrainJob) Reset() {
 	*x = DrainJob{}
-	mi := &file_metadv1_types_proto_msgTypes[7]
+	mi := &file_metadv1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1429,7 @@ func (x *DrainJob) String() string {
 func (*DrainJob) ProtoMessage() {}
 
 func (x *DrainJob) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[7]
+	mi := &file_metadv1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1442,7 @@ func (x *DrainJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainJob.ProtoReflect.Descriptor instead.
 func (*DrainJob) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DrainJob) GetDrainId() uint64 {
@@ -1452,14 +1529,18 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x13metadv1/types.proto\x12\bmetad.v1\"L\n" +
 	"\x06Status\x12(\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x10.metad.v1.ReasonR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xa9\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd9\x01\n" +
 	"\vErrorDetail\x12(\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x10.metad.v1.ReasonR\x06reason\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\fR\x03key\x12\x1f\n" +
 	"\vleader_name\x18\x04 \x01(\tR\n" +
 	"leaderName\x12%\n" +
-	"\x0eleader_address\x18\x05 \x01(\tR\rleaderAddress\"\x96\x02\n" +
+	"\x0eleader_address\x18\x05 \x01(\tR\rleaderAddress\x12.\n" +
+	"\brevision\x18\x06 \x01(\v2\x12.metad.v1.RevisionR\brevision\"<\n" +
+	"\bRevision\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\rR\bposition\"\x96\x02\n" +
 	"\aReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\"\n" +
@@ -1529,7 +1610,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xf5\b\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xaf\t\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1568,7 +1649,9 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x16REASON_DRAIN_NOT_FOUND\x10'\x12\x1b\n" +
 	"\x17REASON_SEGMENT_DRAINING\x10(\x12\x1c\n" +
 	"\x18REASON_DRAIN_NOT_RUNNING\x10)\x12\x1b\n" +
-	"\x17REASON_RESERVATION_LOST\x10**M\n" +
+	"\x17REASON_RESERVATION_LOST\x10*\x12\x1a\n" +
+	"\x16REASON_WATCH_COMPACTED\x10+\x12\x1c\n" +
+	"\x18REASON_WATCH_FELL_BEHIND\x10,*M\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +
@@ -1608,7 +1691,7 @@ func file_metadv1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_metadv1_types_proto_goTypes = []any{
 	(Tier)(0),             // 0: metad.v1.Tier
 	(ReplicaStatus)(0),    // 1: metad.v1.ReplicaStatus
@@ -1620,28 +1703,30 @@ var file_metadv1_types_proto_goTypes = []any{
 	(DrainState)(0),       // 7: metad.v1.DrainState
 	(*Status)(nil),        // 8: metad.v1.Status
 	(*ErrorDetail)(nil),   // 9: metad.v1.ErrorDetail
-	(*Replica)(nil),       // 10: metad.v1.Replica
-	(*ReplicaConfig)(nil), // 11: metad.v1.ReplicaConfig
-	(*SegmentDesc)(nil),   // 12: metad.v1.SegmentDesc
-	(*SessionHeader)(nil), // 13: metad.v1.SessionHeader
-	(*ScheduledTask)(nil), // 14: metad.v1.ScheduledTask
-	(*DrainJob)(nil),      // 15: metad.v1.DrainJob
+	(*Revision)(nil),      // 10: metad.v1.Revision
+	(*Replica)(nil),       // 11: metad.v1.Replica
+	(*ReplicaConfig)(nil), // 12: metad.v1.ReplicaConfig
+	(*SegmentDesc)(nil),   // 13: metad.v1.SegmentDesc
+	(*SessionHeader)(nil), // 14: metad.v1.SessionHeader
+	(*ScheduledTask)(nil), // 15: metad.v1.ScheduledTask
+	(*DrainJob)(nil),      // 16: metad.v1.DrainJob
 }
 var file_metadv1_types_proto_depIdxs = []int32{
-	2, // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
-	2, // 1: metad.v1.ErrorDetail.reason:type_name -> metad.v1.Reason
-	0, // 2: metad.v1.Replica.tier:type_name -> metad.v1.Tier
-	1, // 3: metad.v1.Replica.status:type_name -> metad.v1.ReplicaStatus
-	5, // 4: metad.v1.ReplicaConfig.soft_pin:type_name -> metad.v1.SoftPinAction
-	0, // 5: metad.v1.SegmentDesc.tier:type_name -> metad.v1.Tier
-	3, // 6: metad.v1.ScheduledTask.kind:type_name -> metad.v1.TaskKind
-	6, // 7: metad.v1.ScheduledTask.state:type_name -> metad.v1.TaskState
-	7, // 8: metad.v1.DrainJob.state:type_name -> metad.v1.DrainState
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	2,  // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
+	2,  // 1: metad.v1.ErrorDetail.reason:type_name -> metad.v1.Reason
+	10, // 2: metad.v1.ErrorDetail.revision:type_name -> metad.v1.Revision
+	0,  // 3: metad.v1.Replica.tier:type_name -> metad.v1.Tier
+	1,  // 4: metad.v1.Replica.status:type_name -> metad.v1.ReplicaStatus
+	5,  // 5: metad.v1.ReplicaConfig.soft_pin:type_name -> metad.v1.SoftPinAction
+	0,  // 6: metad.v1.SegmentDesc.tier:type_name -> metad.v1.Tier
+	3,  // 7: metad.v1.ScheduledTask.kind:type_name -> metad.v1.TaskKind
+	6,  // 8: metad.v1.ScheduledTask.state:type_name -> metad.v1.TaskState
+	7,  // 9: metad.v1.DrainJob.state:type_name -> metad.v1.DrainState
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_types_proto_init() }
@@ -1655,7 +1740,7 @@ func file_metadv1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_types_proto_rawDesc), len(file_metadv1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -20,7 +20,7 @@ __all__ = [
     "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment", "ResponseLimitReached",
     "ObjectHasReplicationTask", "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound",
     "TaskPendingLimitExceeded", "DrainNotFound", "SegmentDraining", "DrainNotRunning",
-    "ReservationLost",
+    "ReservationLost", "WatchCompacted", "WatchFellBehind",
 ]
 
 
@@ -284,6 +284,23 @@ class ReservationLost(Aborted):
     reason = types_pb2.REASON_RESERVATION_LOST
 
 
+class WatchCompacted(Conflict):
+    """Watch from a revision this member no longer retains (ErrorDetail.revision: the oldest it
+    does). Resume on another member, or resynchronise: watch from now, then read the objects."""
+
+    __module__ = "metad.errors"
+    reason = types_pb2.REASON_WATCH_COMPACTED
+
+
+class WatchFellBehind(Conflict):
+    """A watch stream fell out of its member's retained window before it read its next event
+    (the subscriber read slower than the cluster wrote); ErrorDetail.revision is where it had
+    reached."""
+
+    __module__ = "metad.errors"
+    reason = types_pb2.REASON_WATCH_FELL_BEHIND
+
+
 BY_REASON: Dict[int, Type[MetadError]] = {
     types_pb2.REASON_INVALID_PARAMS: InvalidParams,
     types_pb2.REASON_TENANT_NOT_REGISTERED: TenantNotRegistered,
@@ -321,5 +338,7 @@ BY_REASON: Dict[int, Type[MetadError]] = {
     types_pb2.REASON_SEGMENT_DRAINING: SegmentDraining,
     types_pb2.REASON_DRAIN_NOT_RUNNING: DrainNotRunning,
     types_pb2.REASON_RESERVATION_LOST: ReservationLost,
+    types_pb2.REASON_WATCH_COMPACTED: WatchCompacted,
+    types_pb2.REASON_WATCH_FELL_BEHIND: WatchFellBehind,
 }
 """The class of every reason but REASON_UNSPECIFIED."""

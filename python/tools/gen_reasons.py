@@ -58,6 +58,8 @@ KIND: Dict[str, str] = {
     "TASK_NOT_FOUND": "NotFound",
     "TASK_PENDING_LIMIT_EXCEEDED": "ResourceExhausted",
     "DRAIN_NOT_FOUND": "NotFound",
+    "WATCH_COMPACTED": "Conflict",
+    "WATCH_FELL_BEHIND": "Conflict",
     "SEGMENT_DRAINING": "Conflict",
     "DRAIN_NOT_RUNNING": "Conflict",
     "RESERVATION_LOST": "Aborted",

@@ -1,10 +1,16 @@
 from metad.metadv1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+WATCH_EVENT_KIND_CHANGED: WatchEventKind
+WATCH_EVENT_KIND_EVICTED: WatchEventKind
+WATCH_EVENT_KIND_REMOVED: WatchEventKind
+WATCH_EVENT_KIND_STORED: WatchEventKind
+WATCH_EVENT_KIND_UNSPECIFIED: WatchEventKind
 
 class BatchExistRequest(_message.Message):
     __slots__ = ["keys", "stale", "tenant"]
@@ -798,3 +804,52 @@ class UpsertStartResponse(_message.Message):
     replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
     reused: bool
     def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., reused: bool = ...) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ["group", "key", "kind", "replicas", "revision", "size", "tenant"]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    group: bytes
+    key: bytes
+    kind: WatchEventKind
+    replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
+    revision: _types_pb2.Revision
+    size: int
+    tenant: str
+    def __init__(self, revision: _Optional[_Union[_types_pb2.Revision, _Mapping]] = ..., kind: _Optional[_Union[WatchEventKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ["all_tenants", "key_prefix", "kinds", "progress_interval_ms", "start", "tenant"]
+    ALL_TENANTS_FIELD_NUMBER: _ClassVar[int]
+    KEY_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    all_tenants: bool
+    key_prefix: bytes
+    kinds: _containers.RepeatedScalarFieldContainer[WatchEventKind]
+    progress_interval_ms: int
+    start: _types_pb2.Revision
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., all_tenants: bool = ..., key_prefix: _Optional[bytes] = ..., kinds: _Optional[_Iterable[_Union[WatchEventKind, str]]] = ..., start: _Optional[_Union[_types_pb2.Revision, _Mapping]] = ..., progress_interval_ms: _Optional[int] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ["applied_index", "commit_index", "events", "next"]
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    applied_index: int
+    commit_index: int
+    events: _containers.RepeatedCompositeFieldContainer[WatchEvent]
+    next: _types_pb2.Revision
+    def __init__(self, events: _Optional[_Iterable[_Union[WatchEvent, _Mapping]]] = ..., next: _Optional[_Union[_types_pb2.Revision, _Mapping]] = ..., applied_index: _Optional[int] = ..., commit_index: _Optional[int] = ...) -> None: ...
+
+class WatchEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -2,7 +2,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Iterable as _Iterable, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 DRAIN_STATE_CANCELLED: DrainState
@@ -46,6 +46,8 @@ REASON_TENANT_NOT_REGISTERED: Reason
 REASON_TENANT_QUOTA_EXCEEDED: Reason
 REASON_UNAVAILABLE: Reason
 REASON_UNSPECIFIED: Reason
+REASON_WATCH_COMPACTED: Reason
+REASON_WATCH_FELL_BEHIND: Reason
 REPLICA_STATUS_COMPLETE: ReplicaStatus
 REPLICA_STATUS_PROCESSING: ReplicaStatus
 REPLICA_STATUS_UNSPECIFIED: ReplicaStatus
@@ -95,18 +97,20 @@ class DrainJob(_message.Message):
     def __init__(self, drain_id: _Optional[int] = ..., segment_ids: _Optional[_Iterable[bytes]] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., max_concurrency: _Optional[int] = ..., state: _Optional[_Union[DrainState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., moved: _Optional[int] = ..., failed: _Optional[int] = ..., in_flight_task_ids: _Optional[_Iterable[int]] = ..., objects_left: _Optional[int] = ...) -> None: ...
 
 class ErrorDetail(_message.Message):
-    __slots__ = ["key", "leader_address", "leader_name", "reason", "tenant"]
+    __slots__ = ["key", "leader_address", "leader_name", "reason", "revision", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
     LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     LEADER_NAME_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     leader_address: str
     leader_name: str
     reason: Reason
+    revision: Revision
     tenant: str
-    def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ...) -> None: ...
+    def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ...) -> None: ...
 
 class Replica(_message.Message):
     __slots__ = ["base_address", "offset", "replica_id", "segment_endpoint", "segment_id", "size", "status", "tier"]
@@ -147,6 +151,14 @@ class ReplicaConfig(_message.Message):
     soft_pin: SoftPinAction
     soft_pin_ttl_ms: int
     def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ..., preferred_host: _Optional[str] = ...) -> None: ...
+
+class Revision(_message.Message):
+    __slots__ = ["index", "position"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    position: int
+    def __init__(self, index: _Optional[int] = ..., position: _Optional[int] = ...) -> None: ...
 
 class ScheduledTask(_message.Message):
     __slots__ = ["client_id", "created_unix_nano", "drain_id", "key", "kind", "message", "replicas", "source_segment_id", "state", "target_segment_ids", "task_id", "tenant", "updated_unix_nano"]
