@@ -52,6 +52,32 @@ type Node struct {
 	stopped  context.CancelFunc // cancels stopCtx; called by Shutdown with close(stop)
 	wg       sync.WaitGroup
 	shutOnce sync.Once
+
+	// lastSnap caches the index of the newest snapshot on disk for Status, which loops call many
+	// times a second (the arena keeper every few milliseconds, every watch response): listing
+	// the snapshot directory reads a directory and a metadata file per snapshot.
+	lastSnap struct {
+		sync.Mutex
+		index uint64
+		at    time.Time
+	}
+}
+
+// snapshotListTTL is how old Status's figure of the newest snapshot may be.
+const snapshotListTTL = time.Second
+
+// lastSnapshotIndex returns the index of the newest snapshot on disk (0: none), listed at most
+// once a snapshotListTTL once there is one.
+func (n *Node) lastSnapshotIndex() uint64 {
+	n.lastSnap.Lock()
+	defer n.lastSnap.Unlock()
+	if now := time.Now(); n.lastSnap.index == 0 || now.Sub(n.lastSnap.at) >= snapshotListTTL {
+		n.lastSnap.at = now
+		if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
+			n.lastSnap.index = metas[0].Index
+		}
+	}
+	return n.lastSnap.index
 }
 
 // applyNotifier wraps the state machine so the read barrier learns what has been applied.
@@ -496,9 +522,7 @@ func (n *Node) Status() Status {
 		Role: roleOf(n.raft.State()), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
 		LastLogIndex: n.raft.LastIndex(), LeaderName: name, LeaderAddr: addr}
 	st.AppliedIndex, _ = n.sm.Applied()
-	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
-		st.LastSnapshotIndex = metas[0].Index
-	}
+	st.LastSnapshotIndex = n.lastSnapshotIndex()
 	st.Objects = n.sm.Objects()
 	return st
 }
