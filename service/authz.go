@@ -134,7 +134,7 @@ var methodRules = map[string]rule{
 	metadv1.Metadata_BatchReplicaClear_FullMethodName: ruleWorker,
 	metadv1.Metadata_OpenSession_FullMethodName:       ruleAnyone,
 	metadv1.Metadata_CloseSession_FullMethodName:      ruleAnyone,
-	metadv1.Metadata_Watch_FullMethodName:             ruleTenant, // all_tenants: reader, checked by Watch
+	metadv1.Metadata_Watch_FullMethodName:             ruleTenant, // all_tenants: ruleReader (authorize)
 	// Copy and move of replicas, and master-scheduled tasks.
 	metadv1.Metadata_CopyStart_FullMethodName:          ruleTenant,
 	metadv1.Metadata_CopyEnd_FullMethodName:            ruleTenant,
@@ -280,6 +280,9 @@ func authorize(a *auth.State, nowMs int64, c Caller, method string, req proto.Me
 	r, ok := methodRules[method]
 	if !ok {
 		return fmt.Errorf("%w: %s: no rule allows method %s", ErrPermissionDenied, c, method)
+	}
+	if w, ok := req.(*metadv1.WatchRequest); ok && w.GetAllTenants() {
+		r = ruleReader // every tenant's events: what a reader may list
 	}
 	if c.Member != "" {
 		switch {

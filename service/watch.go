@@ -2,10 +2,8 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
 	"metad/store/alloc"
@@ -43,9 +41,6 @@ func (s *Service) Watch(ctx context.Context, req *metadv1.WatchRequest) (*Watche
 			return nil, fail(badf("tenant", "must be empty with all_tenants"), req.GetTenant(), nil)
 		}
 		f.Tenant = ""
-		if cl := callOf(ctx); cl != nil && cl.caller.Member == "" && !s.st.Auth().Holds(cl.caller.Principal, auth.RoleReader) {
-			return nil, fmt.Errorf("%w: %s lacks the reader (or admin) role that watching every tenant needs", ErrPermissionDenied, cl.caller)
-		}
 	}
 	if len(f.Prefix) > store.MaxKeyLen {
 		return nil, fail(badf("key_prefix", "length %d over %d", len(f.Prefix), store.MaxKeyLen), f.Tenant, nil)
