@@ -59,6 +59,7 @@ var verbs = []*verb{
 	{"exists", "KEY... [--tenant T] [--stale]", "tell which keys have a readable replica", runExists},
 	{"rm", "KEY | --regex R [--tenant T] [--force]", "remove an object, or every object whose key a Go regexp matches", runRm},
 	{"ls", "[--tenant T] [--prefix P | --regex R] [--limit N] [--stale]", "list a tenant's keys in byte order (--regex: readable objects, leased)", runLs},
+	{"watch", "[--tenant T | --all-tenants] [--prefix P] [--kinds K,...] [--from INDEX[.POS]] [--count N]", "print the changes of objects as they happen, one a line (-o json: one JSON object a line)", runWatch},
 	{"replica-clear", "KEY... [--segment ID] [--tenant T] [--client ID]", "drop the keys' unleased replicas on the client's segments (an object left with none is erased)", runReplicaClear},
 	{"rm-all", "[--tenant T] [--force]", "remove every removable object of a tenant", runRmAll},
 	{"copy start", "KEY --source SEG [--to SEG,...] [--replicas N] [--tenant T] [--client ID]", "place new PROCESSING replicas of an object to copy a COMPLETE one into", runCopyStart},

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"metad/client"
+	"metad/proto/metadv1"
+)
+
+// watchView is one event as watch prints it (one line; -o json: one JSON object a line).
+type watchView struct {
+	Revision string        `json:"revision"`
+	Kind     string        `json:"kind"`
+	Tenant   string        `json:"tenant"`
+	Key      string        `json:"key"`
+	Group    string        `json:"group,omitempty"`
+	Size     uint64        `json:"size"`
+	Replicas []replicaView `json:"replicas"`
+}
+
+// runWatch prints the changes of objects as they happen, one a line, until interrupted (or
+// --count events): from the next change, or from --from INDEX[.POS]. The client resumes on
+// another member when one fails; a start no member retains ends it with WATCH_COMPACTED.
+func runWatch(a *app, v *verb, args []string) error {
+	fs := a.flags(v)
+	tenant := fs.String("tenant", "", "tenant (default \"default\")")
+	all := fs.Bool("all-tenants", false, "every tenant (reader or admin role)")
+	prefix := fs.String("prefix", "", "only keys that start with this")
+	kinds := fs.String("kinds", "", "only these kinds, comma-separated: STORED, CHANGED, REMOVED, EVICTED")
+	from := fs.String("from", "", "first revision, INDEX or INDEX.POS (default: the next change)")
+	count := fs.Uint("count", 0, "stop after this many events (0: until interrupted)")
+	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
+		return err
+	}
+	opts := client.WatchOptions{Tenant: *tenant, AllTenants: *all, Progress: 5 * time.Second}
+	if *prefix != "" {
+		opts.Prefix = []byte(*prefix)
+	}
+	for _, k := range strings.Split(*kinds, ",") {
+		if k = strings.TrimSpace(strings.ToUpper(k)); k == "" {
+			continue
+		}
+		n, ok := metadv1.WatchEventKind_value["WATCH_EVENT_KIND_"+k]
+		if !ok || n == 0 {
+			return usagef(v, "--kinds: unknown kind %q (STORED, CHANGED, REMOVED, EVICTED)", k)
+		}
+		opts.Kinds = append(opts.Kinds, metadv1.WatchEventKind(n))
+	}
+	if *from != "" {
+		r, err := parseRevision(*from)
+		if err != nil {
+			return usagef(v, "--from: %v", err)
+		}
+		opts.Start = r
+	}
+	c, err := a.client(defaultClientID())
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(a.stdout)
+	seen := uint(0)
+	errDone := fmt.Errorf("done")
+	err = c.Watch(a.ctx, opts, func(resp *metadv1.WatchResponse) error {
+		for _, e := range resp.GetEvents() {
+			ev := watchViewOf(e)
+			if a.output == "json" {
+				if err := enc.Encode(ev); err != nil {
+					return err
+				}
+			} else {
+				reps := make([]string, len(ev.Replicas))
+				for i, r := range ev.Replicas {
+					reps[i] = r.Tier + ":" + r.SegmentID + "@" + strconv.FormatUint(r.Offset, 10)
+				}
+				fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\t%d\t%s\n", ev.Revision, ev.Kind, ev.Tenant, ev.Key, ev.Size, strings.Join(reps, ","))
+			}
+			if seen++; *count > 0 && seen >= *count {
+				return errDone
+			}
+		}
+		return nil
+	})
+	if err == errDone || (err != nil && a.ctx.Err() != nil) {
+		return nil
+	}
+	return err
+}
+
+func watchViewOf(e *metadv1.WatchEvent) watchView {
+	v := watchView{Revision: client.RevisionString(e.GetRevision()),
+		Kind: strings.TrimPrefix(e.GetKind().String(), "WATCH_EVENT_KIND_"), Tenant: e.GetTenant(),
+		Key: displayKey(e.GetKey()), Size: e.GetSize(), Replicas: replicaViews(e.GetReplicas())}
+	if len(e.GetGroup()) > 0 {
+		v.Group = displayKey(e.GetGroup())
+	}
+	return v
+}
+
+// parseRevision reads INDEX or INDEX.POS.
+func parseRevision(s string) (*metadv1.Revision, error) {
+	idx, pos, hasPos := strings.Cut(s, ".")
+	i, err := strconv.ParseUint(idx, 10, 64)
+	if err != nil || i == 0 {
+		return nil, fmt.Errorf("%q: want INDEX or INDEX.POS, INDEX at least 1", s)
+	}
+	r := &metadv1.Revision{Index: i}
+	if hasPos {
+		p, err := strconv.ParseUint(pos, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want INDEX or INDEX.POS", s)
+		}
+		r.Position = uint32(p)
+	}
+	return r, nil
+}
