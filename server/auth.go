@@ -359,6 +359,12 @@ func (a *admitStream) RecvMsg(m any) error {
 	if err := a.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
+	if d, ok := m.(*decoded); ok { // the server's codec (codec.go): the request is inside
+		if d.err != nil {
+			return nil // decodeRequest answers it InvalidArgument
+		}
+		m = d.m
+	}
 	req, ok := m.(proto.Message)
 	if !ok {
 		return status.Errorf(codes.Internal, "%s: request of type %T", a.method, m)
