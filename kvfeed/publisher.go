@@ -169,7 +169,6 @@ func (p *Publisher) run(ctx context.Context, cur *watch.Cursor) {
 		}
 		// Fell behind, or the state was replaced: the events in between are lost.
 		p.seq++
-		p.m.gaps.Inc()
 		cur.Close()
 		next, serr := p.w.Subscribe(watch.Rev{}, watch.Filter{})
 		if serr != nil {
@@ -177,6 +176,7 @@ func (p *Publisher) run(ctx context.Context, cur *watch.Cursor) {
 			return
 		}
 		cur = next
+		p.m.gaps.Inc() // after the new cursor exists: a change applied from now on is published
 		p.log.Warn("KV event feed lost events: subscribers see a sequence gap", "err", err, "next_seq", p.seq)
 	}
 }
