@@ -36,7 +36,7 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	if _, _, err := SplitEndpoint(c.Endpoint); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("kvfeed: %w", err))
 	}
 	if c.BackendID == "" {
 		errs = append(errs, errors.New("kvfeed: backend id: must not be empty"))
@@ -48,7 +48,7 @@ func (c *Config) Validate() error {
 // host:port with a numeric port for tcp, the socket file's path for ipc.
 func SplitEndpoint(ep string) (transport, addr string, err error) {
 	bad := func(why string) (string, string, error) {
-		return "", "", fmt.Errorf("kvfeed: endpoint %q: %s; want tcp://host:port or ipc://path", ep, why)
+		return "", "", fmt.Errorf("endpoint %q: %s; want tcp://host:port or ipc://path", ep, why)
 	}
 	transport, addr, ok := strings.Cut(ep, "://")
 	switch {
