@@ -78,7 +78,9 @@
 // next change and skips one sequence number, so the next message's number is the last one's plus
 // 2. A consumer that checks for seq == last+1 (as Dynamo's reader does) sees the gap, clears its
 // index and rebuilds it from the events that follow. Messages the socket drops (more than 10000
-// queued for the subscribers) also show as gaps.
+// queued for the subscribers) also show as gaps. The socket's queue is shared and written to each
+// subscriber in turn: one that stops reading holds up the others until its connection closes (the
+// publisher itself never waits: it falls behind the window instead, a gap).
 //
 // Metrics: metad_kvfeed_messages_published_total, metad_kvfeed_events_published_total and
 // metad_kvfeed_gaps_total.

@@ -125,15 +125,16 @@ func New(cfg Config, w *watch.Window, log *slog.Logger) (*Publisher, error) {
 	p := &Publisher{cfg: cfg, w: w, sock: sock, log: log, m: newMetrics(), cancel: cancel, done: make(chan struct{}),
 		enc: newEncoder(), seq: 1, nextID: 1}
 	go p.run(ctx, cur)
-	log.Info("KV event feed publishing", "endpoint", cfg.Endpoint, "addr", sock.Addr(), "backend_id", cfg.BackendID)
+	log.Info("KV event feed publishing", "endpoint", cfg.Endpoint, "addr", sock.Addr().String(), "backend_id", cfg.BackendID)
 	return p, nil
 }
 
 // Addr is the address the socket is bound to (the port chosen for port 0).
 func (p *Publisher) Addr() net.Addr { return p.sock.Addr() }
 
-// Close stops publishing and closes the socket; messages still queued in it may be lost. It
-// returns the socket's close error; later calls return the same.
+// Close stops publishing and closes the socket; messages still queued in it may be lost (the
+// socket library keeps one idle goroutine per closed PUB socket). It returns the socket's close
+// error; later calls return the same.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
 		p.cancel()
