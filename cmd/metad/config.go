@@ -74,6 +74,11 @@ type Config struct {
 	WatchEvents int
 	WatchBytes  int64
 
+	// KVEventsListen is the ZMQ endpoint of the old master's KV event feed (package kvfeed), ""
+	// for none; KVEventsBackendID is its events' backend_id, "" for Name.
+	KVEventsListen    string
+	KVEventsBackendID string
+
 	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
 	MemoryLimit int64 // the collector's soft memory limit in bytes, 0: half the machine's (setGC); GOMEMLIMIT wins
@@ -165,6 +170,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ExtraProcs, "extra-procs", c.ExtraProcs, "Go processors (GOMAXPROCS) beyond the CPUs this process may use, so that one is free to poll the network; the GOMAXPROCS environment variable, when set, wins")
 	fs.IntVar(&c.WatchEvents, "watch-window-events", c.WatchEvents, "watch events this member retains at most, for subscribers to resume from (the newest within both bounds)")
 	fs.Int64Var(&c.WatchBytes, "watch-window-bytes", c.WatchBytes, "bytes of watch events this member retains at most")
+	fs.StringVar(&c.KVEventsListen, "kv-events-listen", c.KVEventsListen, "ZMQ endpoint (tcp://host:port or ipc://path) to publish the old master's KV event feed on, for KV-aware routers (empty: off); the feed is plaintext and unauthenticated")
+	fs.StringVar(&c.KVEventsBackendID, "kv-events-backend-id", c.KVEventsBackendID, "the backend_id of every KV event (default: --name)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }
 
@@ -230,6 +237,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("placement %q: want random or free_ratio_first", c.Placement))
 	}
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateKVEvents()...)
 	if c.ExtraProcs < 0 || c.ExtraProcs > 64 {
 		errs = append(errs, fmt.Errorf("extra-procs: want 0 to 64, got %d", c.ExtraProcs))
 	}

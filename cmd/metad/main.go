@@ -216,6 +216,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = node.Shutdown()
 		return err
 	}
+	stopKV, err := startKVFeed(cfg, f.Window(), reg, log) // the old master's KV event feed, when asked
+	if err != nil {
+		_ = node.Shutdown()
+		return err
+	}
+	defer stopKV() // after the node's shutdown below
 	ev, err := evict.New(cfg.evictConfig(), evict.FromHA(node, f.Store), reg, log)
 	if err != nil {
 		_ = node.Shutdown()
