@@ -34,9 +34,9 @@ def _deprecated(old: str, new: str) -> None:
 
 
 class AsyncClient:
-    """The asyncio form of :class:`metad.Client`: the same methods, each a coroutine, with the
-    same leader discovery, attempt watchdog, retries, client sessions (writes exactly once unless
-    ``Config.no_session``) and typed exceptions. Create it inside the
+    """The asyncio form of :class:`metad.Client`: the same methods, each a coroutine (but watch, an
+    async iterator), with the same leader discovery, attempt watchdog, retries, client sessions
+    (writes exactly once unless ``Config.no_session``) and typed exceptions. Create it inside the
     event loop that uses it; ``await client.close()`` (or ``async with``) ends it."""
 
     def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,

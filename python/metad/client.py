@@ -49,10 +49,10 @@ class Client:
     :class:`metad._core.SessionPool`; ``Config(no_session=True)`` writes without). remove_all carries
     no session: a retry removes what is left and answers for that.
 
-    Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
-    raises a :class:`~metad.errors.MetadError` subclass; one that answers a message returns its
-    frozen dataclass of :mod:`metad.results` (``.raw`` is the message). Keys, group ids and prefixes are ``str``
-    (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
+    Every method but :meth:`watch` (a stream without a deadline) takes ``timeout`` (seconds, retries
+    included; default ``Config.timeout``) and raises a :class:`~metad.errors.MetadError` subclass;
+    one that answers a message returns its frozen dataclass of :mod:`metad.results` (``.raw`` is
+    the message). Keys, group ids and prefixes are ``str`` (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
     before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
     :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
     batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
