@@ -52,10 +52,10 @@ class Client:
     Every method but :meth:`watch` (a stream without a deadline) takes ``timeout`` (seconds, retries
     included; default ``Config.timeout``) and raises a :class:`~metad.errors.MetadError` subclass;
     one that answers a message returns its frozen dataclass of :mod:`metad.results` (``.raw`` is
-    the message). Keys, group ids and prefixes are ``str`` (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
-    before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
-    :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
-    batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
+    the message). Keys, group ids and prefixes are ``str`` (sent as UTF-8), ``bytes``,
+    ``bytearray`` or ``memoryview``; anything else raises TypeError before any call. An object key
+    has 1..4096 bytes and no NUL byte, else the call raises :class:`~metad.errors.InvalidKey` (an
+    InvalidParams and a ValueError) before any call, for a batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
     and abandoned attempts are logged to the ``metad`` logger (see :data:`metad._core.log`).
     """
 

@@ -224,7 +224,8 @@ def test_an_async_watch(wcluster: Cluster) -> None:
                     got.extend(b.events)
                     if len(got) >= 2 or time.monotonic() > end:
                         break
-                assert [(e.kind, e.key) for e in got] == [("STORED", (p + "a").encode()), ("REMOVED", (p + "a").encode())]
+                key = (p + "a").encode()
+                assert [(e.kind, e.key) for e in got] == [("STORED", key), ("REMOVED", key)]
                 assert got[0].replicas and got[0].revision < got[1].revision
             with pytest.raises(StopAsyncIteration):
                 await w.__anext__()
