@@ -11,7 +11,9 @@ its kind (:class:`NotFound`, :class:`Conflict`, ...: see :mod:`metad.errors`). A
 answers a message returns a frozen dataclass of :mod:`metad.results` (:class:`GetResult`,
 :class:`Replica`, ...) with the message's fields under their proto names and ``raw``, the message
 itself; requests take the messages of :mod:`metad.metadv1` (generated from proto/ by ``make
-proto``) where they take one (:func:`segment` builds a ``SegmentDesc``).
+proto``) where they take one (:func:`segment` builds a ``SegmentDesc``). ``Client.watch`` streams
+the changes of objects (:class:`WatchBatch` of :class:`WatchEvent`, resumed from a
+:class:`Revision` on another member when one fails).
 
 Writes are exactly once within client sessions, opened by the client with its first write: every
 retry of a write carries the call's session and sequence number, and the cluster answers a retry of
@@ -41,6 +43,8 @@ from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT,
 from metad._core import new_client_id
 from metad._ops import (MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, MAX_READ_BATCH_BYTES, MAX_READ_BATCH_ITEMS,
                         BatchPutItem, Key, PutOptions, segment)
+from metad._watch import WATCH_KINDS, Revision, WatchBatch, WatchEvent
+from metad._watchers import AsyncWatch, Watch
 from metad.aio import AsyncClient
 from metad.client import Client, PingLoop
 from metad._reasons import *  # noqa: F401,F403  (the class of every reason, for type checkers too)
@@ -53,7 +57,8 @@ _logging.getLogger("metad").addHandler(_logging.NullHandler())
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "PingLoop", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
+    "Client", "AsyncClient", "PingLoop", "Watch", "AsyncWatch", "Revision", "WatchBatch", "WatchEvent",
+    "WATCH_KINDS", "Config", "PutOptions", "BatchPutItem", "Key", "segment",
     "new_client_id", "default_endpoints", "split_endpoints", "check_endpoint", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
     "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_READ_BATCH_ITEMS", "MAX_READ_BATCH_BYTES", "MAX_KEY_BYTES",

@@ -91,6 +91,7 @@ class Endpoint:
         self.channel = channel
         self.suspect_until = 0.0
         self._calls: Dict[Tuple[str, str], Any] = {}
+        self._streams: Dict[Tuple[str, str], Any] = {}
         self.health = channel.unary_unary(HEALTH_METHOD, request_serializer=_identity,
                                           response_deserializer=_identity)
 
@@ -107,6 +108,15 @@ class Endpoint:
             self._calls[k] = mc
         return mc
 
+    def stream(self, service: str, name: str) -> Any:
+        """The multi-callable of service's server-streaming method name on this channel."""
+        k = (service, name)
+        mc = self._streams.get(k)
+        if mc is None:
+            mc = _multi_callable(self.channel, service, name, stream=True)
+            self._streams[k] = mc
+        return mc
+
 
 def _identity(b: bytes) -> bytes:
     return b
@@ -115,7 +125,7 @@ def _identity(b: bytes) -> bytes:
 _SERVICES = {"md": ("metad.v1.Metadata", metadata_pb2), "admin": ("metad.v1.Admin", admin_pb2)}
 
 
-def _multi_callable(channel: Any, service: str, name: str) -> Any:
+def _multi_callable(channel: Any, service: str, name: str, stream: bool = False) -> Any:
     full, module = _SERVICES[service]
     sd = module.DESCRIPTOR.services_by_name[full.split(".")[-1]]
     m = sd.methods_by_name[name]
@@ -123,8 +133,9 @@ def _multi_callable(channel: Any, service: str, name: str) -> Any:
     db = symbol_database.Default()
     req_cls = db.GetSymbol(m.input_type.full_name)
     resp_cls = db.GetSymbol(m.output_type.full_name)
-    return channel.unary_unary(f"/{full}/{name}", request_serializer=req_cls.SerializeToString,
-                               response_deserializer=resp_cls.FromString)
+    make = channel.unary_stream if stream else channel.unary_unary
+    return make(f"/{full}/{name}", request_serializer=req_cls.SerializeToString,
+                response_deserializer=resp_cls.FromString)
 
 
 class Cluster:

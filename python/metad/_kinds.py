@@ -7,11 +7,14 @@ every not-found reason. Users import these from :mod:`metad` or :mod:`metad.erro
 
 from __future__ import annotations
 
-from typing import ClassVar, Optional, Tuple, Type
+from typing import TYPE_CHECKING, ClassVar, Optional, Tuple, Type
 
 import grpc
 
 from metad.metadv1 import types_pb2
+
+if TYPE_CHECKING:
+    from metad._watch import Revision
 
 
 def reason_name(reason: int) -> str:
@@ -50,6 +53,10 @@ class MetadError(Exception):
             taken effect).
         partial: for a batch call that failed as a whole, the results of the requests that
             succeeded before it (a prefix of the items, in the shape the call returns); else None.
+        revision: the watch revision a refusal of a watch is about (a :class:`metad.Revision`):
+            the oldest the member retains (WatchCompacted), where the stream had reached
+            (WatchFellBehind), or right after the snapshot that replaced the member's state
+            (StateReplaced); else None.
     """
 
     __module__ = "metad.errors"
@@ -65,6 +72,7 @@ class MetadError(Exception):
         self.code = code
         self.attempts = 0
         self.partial: Optional[object] = None
+        self.revision: Optional[Revision] = None
         super().__init__(self.message)
 
     def __str__(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
-from metad import errors
+from metad import _watch, errors
 from metad import results as res
 from metad._core import Cluster, Op, Rpc, new_client_id
 from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
@@ -620,6 +620,33 @@ def missing_segments(segs: Iterable[types_pb2.SegmentDesc], mounted: Iterable[by
     """The segments of segs whose ids are not in mounted."""
     have = set(mounted)
     return [s for s in segs if s.id not in have]
+
+
+def watch_request(tenant: Optional[str], all_tenants: bool, prefix: Optional[Key], kinds: Optional[_watch.Kinds],
+                  start: Optional[_watch.Revision], progress: Optional[float]) -> metadata_pb2.WatchRequest:
+    """The WatchRequest of the arguments of watch, checked: TypeError for a prefix, kind or start of
+    the wrong type, ValueError for an unknown kind or a progress interval that is not positive or
+    over the field's range. The server checks the rest (tenant with all_tenants, a prefix over 4096
+    bytes)."""
+    req = metadata_pb2.WatchRequest(tenant=tenant or "", all_tenants=all_tenants)
+    if prefix is not None:
+        req.key_prefix = _b(prefix, "prefix")
+    if kinds is not None:
+        if isinstance(kinds, (str, int)):
+            raise TypeError(f"metad: kinds must be a sequence of kinds, not one {type(kinds).__name__}")
+        vals: List[int] = [_watch.kind_value(k) for k in kinds]
+        req.kinds.extend(vals)
+    if start is not None:
+        if not isinstance(start, _watch.Revision):
+            raise TypeError(f"metad: start must be a metad.Revision, not {type(start).__name__}")
+        req.start.CopyFrom(start.to_pb())
+    if progress is not None:
+        ms = round(progress * 1000)
+        if not 0 < ms <= _watch.MAX_PROGRESS_MS:
+            raise ValueError("metad: progress must be a positive number of seconds up to "
+                             f"{_watch.MAX_PROGRESS_MS // 1000}, got {progress}")
+        req.progress_interval_ms = ms
+    return req
 
 
 def segment(size: int, endpoint: str, *, name: str = "segment", base: int = 0, tier: int = types_pb2.TIER_MEMORY,

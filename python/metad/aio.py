@@ -1,6 +1,6 @@
 """The asyncio metad client, on grpc.aio. Same calls, rules and exceptions as :class:`metad.Client`;
-every call is a coroutine, and writes go within client sessions the same way (see
-:class:`metad._core.SessionPool`). Use one AsyncClient from one event loop."""
+every call is a coroutine but watch (an async iterator), and writes go within client sessions the
+same way (see :class:`metad._core.SessionPool`). Use one AsyncClient from one event loop."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import grpc.aio
 from metad import _config as conf
 from metad import _core as core
 from metad import _ops as ops
+from metad._watch import Kinds, Revision
+from metad._watchers import AsyncWatch
 from metad import errors
 from metad import results as res
 from metad._config import Config
@@ -32,9 +34,9 @@ def _deprecated(old: str, new: str) -> None:
 
 
 class AsyncClient:
-    """The asyncio form of :class:`metad.Client`: the same methods, each a coroutine, with the
-    same leader discovery, attempt watchdog, retries, client sessions (writes exactly once unless
-    ``Config.no_session``) and typed exceptions. Create it inside the
+    """The asyncio form of :class:`metad.Client`: the same methods, each a coroutine (but watch, an
+    async iterator), with the same leader discovery, attempt watchdog, retries, client sessions
+    (writes exactly once unless ``Config.no_session``) and typed exceptions. Create it inside the
     event loop that uses it; ``await client.close()`` (or ``async with``) ends it."""
 
     def __init__(self, endpoints: Union[Sequence[str], Config, None] = None, config: Optional[Config] = None, *,
@@ -409,6 +411,22 @@ class AsyncClient:
                      timeout: Optional[float] = None) -> List[res.Status]:
         """remove for every key; one Status per key, in order. Keys must be distinct."""
         return await self._run(ops.batch_remove(tenant, keys, force), timeout)
+
+    # Watches.
+
+    def watch(self, tenant: Optional[str] = None, *, all_tenants: bool = False, prefix: Optional[Key] = None,
+              kinds: Optional[Kinds] = None, start: Optional[Revision] = None,
+              progress: Optional[float] = None) -> "AsyncWatch":
+        """Stream the changes of objects: an async iterator (:class:`AsyncWatch`, not a coroutine:
+        ``async for batch in client.watch(...)``) of :class:`~metad.WatchBatch`, with the arguments,
+        resume on another member and errors of :meth:`metad.Client.watch`. It ends when closed
+        (``await w.aclose()``, ``async with``, or garbage collection), and with ClientClosed when
+        the client is. TypeError or ValueError for an argument of the wrong type or value, raised
+        here."""
+        req = ops.watch_request(tenant, all_tenants, prefix, kinds, start, progress)
+        if self._cluster.closed:
+            raise errors.ClientClosed("client closed")
+        return AsyncWatch(self._cluster, req, self._cfg.attempt_timeout)
 
     # Segments and liveness.
 

@@ -13,6 +13,8 @@ import grpc
 from metad import _config as conf
 from metad import _core as core
 from metad import _ops as ops
+from metad._watch import Kinds, Revision
+from metad._watchers import Watch
 from metad import errors
 from metad import results as res
 from metad._config import Config
@@ -47,13 +49,13 @@ class Client:
     :class:`metad._core.SessionPool`; ``Config(no_session=True)`` writes without). remove_all carries
     no session: a retry removes what is left and answers for that.
 
-    Every method takes ``timeout`` (seconds, retries included; default ``Config.timeout``) and
-    raises a :class:`~metad.errors.MetadError` subclass; one that answers a message returns its
-    frozen dataclass of :mod:`metad.results` (``.raw`` is the message). Keys, group ids and prefixes are ``str``
-    (sent as UTF-8), ``bytes``, ``bytearray`` or ``memoryview``; anything else raises TypeError
-    before any call. An object key has 1..4096 bytes and no NUL byte, else the call raises
-    :class:`~metad.errors.InvalidKey` (an InvalidParams and a ValueError) before any call, for a
-    batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
+    Every method but :meth:`watch` (a stream without a deadline) takes ``timeout`` (seconds, retries
+    included; default ``Config.timeout``) and raises a :class:`~metad.errors.MetadError` subclass;
+    one that answers a message returns its frozen dataclass of :mod:`metad.results` (``.raw`` is
+    the message). Keys, group ids and prefixes are ``str`` (sent as UTF-8), ``bytes``,
+    ``bytearray`` or ``memoryview``; anything else raises TypeError before any call. An object key
+    has 1..4096 bytes and no NUL byte, else the call raises :class:`~metad.errors.InvalidKey` (an
+    InvalidParams and a ValueError) before any call, for a batch before any of its requests. ``tenant`` "" means "default". Failovers, redirects, retries
     and abandoned attempts are logged to the ``metad`` logger (see :data:`metad._core.log`).
     """
 
@@ -477,6 +479,41 @@ class Client:
         """remove for every key; one Status per key, in order. Keys must be distinct."""
         return self._run(ops.batch_remove(tenant, keys, force), timeout)
 
+    # Watches.
+
+    def watch(self, tenant: Optional[str] = None, *, all_tenants: bool = False, prefix: Optional[Key] = None,
+              kinds: Optional[Kinds] = None, start: Optional[Revision] = None,
+              progress: Optional[float] = None) -> "Watch":
+        """Stream the changes of objects: an iterator (:class:`Watch`) of :class:`~metad.WatchBatch`,
+        in revision order, each event once, until it is closed.
+
+        tenant is the tenant to watch (None or "" = "default"); all_tenants watches every tenant
+        (tenant unset; a principal with the reader or admin role). prefix keeps the keys that start
+        with it; kinds (names such as "STORED", or WatchEventKind values) the events of those kinds
+        (None: all). start is the first revision wanted (None: the next change of the member first
+        asked); to resume a watch, pass the ``next`` of the last batch it yielded. progress is how
+        often an idle stream yields a batch with no events, seconds (None: the server's 5 s; at
+        least 0.1). The first batch has no events and names where the stream starts.
+
+        A member that fails, ends the stream or falls silent (nothing, not even progress, for
+        progress plus ``Config.attempt_timeout``) is left for the next endpoint, from the revision
+        the stream had reached: nothing is lost or repeated. When every member answers that it
+        cannot go on from there, the iterator raises that refusal: :class:`~metad.WatchCompacted`
+        (the revision is older than the members retain), :class:`~metad.WatchFellBehind` (the
+        stream read slower than the cluster wrote) or :class:`~metad.StateReplaced` (a snapshot
+        replaced the member's state); its ``revision`` says where. Resynchronise then: watch from
+        now, read the objects, and apply the events after the listing over it. Other refusals
+        (invalid input, permission) are raised at once. After a round of members that all failed
+        the watch waits, 50 ms doubling to 2 s, and goes round again. The stream has no deadline
+        (``timeout`` does not apply); it ends when the iterator is closed (``close()``, a ``with``
+        block, or garbage collection), and with ClientClosed when the client is.
+
+        TypeError or ValueError for an argument of the wrong type or value, raised here."""
+        req = ops.watch_request(tenant, all_tenants, prefix, kinds, start, progress)
+        if self._cluster.closed:
+            raise errors.ClientClosed("client closed")
+        return Watch(self._cluster, req, self._cfg.attempt_timeout)
+
     # Segments and liveness.
 
     def mount_segment(self, segment: types_pb2.SegmentDesc, *, timeout: Optional[float] = None) -> None:
@@ -703,3 +740,4 @@ class PingLoop:
         """Stop the loop and wait for its thread."""
         self._stop.set()
         self._t.join()
+

@@ -3,13 +3,14 @@
 Every failure a call raises is a :class:`MetadError`. A rejection by the cluster is an instance of
 the class of its wire reason (``metad.v1.Reason``), e.g. :class:`ObjectNotFound` for
 ``REASON_OBJECT_NOT_FOUND``, decoded from the ``metad.v1.ErrorDetail`` the server attaches to the
-gRPC status; it carries the reason, tenant, key and (for the :class:`Unavailable` kind, NOT_LEADER)
-the leader named. Each reason's class (generated into :mod:`metad._reasons` from the enum by
-``tools/gen_reasons.py``) is a subclass of its kind, one per gRPC status code the cluster answers
-with: :class:`InvalidArgument`, :class:`NotFound`, :class:`AlreadyExists`, :class:`Conflict`
-(FAILED_PRECONDITION), :class:`ResourceExhausted`, :class:`PermissionDenied`,
-:class:`Unauthenticated`, :class:`Unavailable` and :class:`Aborted`; so ``except metad.NotFound``
-catches every not-found reason, and ``except metad.MetadError`` every failure.
+gRPC status; it carries the reason, tenant, key, (for the :class:`Unavailable` kind, NOT_LEADER)
+the leader named and (for a refused watch) the revision. Each reason's class (generated into
+:mod:`metad._reasons` from the enum by ``tools/gen_reasons.py``) is a subclass of its kind, one per
+gRPC status code the cluster answers with: :class:`InvalidArgument`, :class:`NotFound`,
+:class:`AlreadyExists`, :class:`Conflict` (FAILED_PRECONDITION), :class:`ResourceExhausted`,
+:class:`PermissionDenied`, :class:`Unauthenticated`, :class:`Unavailable` and :class:`Aborted`; so
+``except metad.NotFound`` catches every not-found reason, and ``except metad.MetadError`` every
+failure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import grpc
 
 from metad import _reasons, results
+from metad._watch import Revision
 from metad._kinds import KINDS as KINDS
 from metad._kinds import Kind as Kind
 from metad._kinds import (Aborted, AlreadyExists, Conflict, InvalidArgument, MetadError, NotFound, PermissionDenied,
@@ -162,6 +164,8 @@ def from_rpc_error(err: grpc.RpcError, trailing: Optional[Sequence[Tuple[str, ob
         if isinstance(e, Unavailable):
             e.leader_name = detail.leader_name
             e.leader_address = detail.leader_address
+        if detail.HasField("revision"):
+            e.revision = Revision.from_pb(detail.revision)
         return e
     if code == grpc.StatusCode.UNAVAILABLE:
         return Unavailable(message, code=code)
