@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -104,7 +104,7 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-raft bench-trace bench-failover bench-evict bench-sessions bench-security bench-exist
+bench: bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -124,6 +124,14 @@ bench-cluster: build
 ## commit round, a Get's round trip) and the system calls per object put of the leader and a follower.
 bench-trace: build
 	./scripts/bench-put-trace.sh 5
+
+## bench-watch: object puts/s with 16 watchers of the tenant and with one stalled watcher against
+## none, alternated in one run, and the followers' delivery lag p99; then the events/s one Watch
+## stream delivers over loopback gRPC and the window's append and read costs.
+bench-watch: build
+	./scripts/bench-watch.sh 64 8 2
+	$(GO) test -run '^$$' -bench WatchStream -benchtime 3x ./server/
+	$(GO) test -run '^$$' -bench Cursor -benchtime 2s ./watch/
 
 ## bench-sessions: object puts/s at 64 clients with client sessions and without, alternated in one
 ## run (the ratio is the sessions' cost), and the heap that 10k full sessions keep.

@@ -39,8 +39,10 @@ func (f *FSM) publish(index uint64) {
 			return cmp.Or(cmp.Compare(a.Change.Tenant, b.Change.Tenant), cmp.Compare(a.Change.Key, b.Change.Key))
 		})
 	}
+	at := f.lastTime.Load() // the entry's leader time (advance set it)
 	for i := range f.pending {
 		f.pending[i].Rev = watch.Rev{Index: index, Pos: uint32(i)}
+		f.pending[i].At = at
 	}
 	f.window.Append(index, f.pending)
 	clear(f.pending) // the window holds the events now; keep no states reachable from here

@@ -32,12 +32,29 @@ stalled() {
 	wpids+=($!)
 }
 unwatch() {
-	for p in "${wpids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# KILL: a stalled watcher is blocked writing to its pipe and would never get to exit on TERM.
+	for p in "${wpids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${wpids[@]}"; do wait "$p" 2>/dev/null || true; done
 	wpids=()
 	exec 9>&-
 	rm -f "$tmp/fifo"
 }
+# lagbuckets prints the followers' metad_watch_delivery_lag_seconds buckets, summed: "le=count ...".
+lagbuckets() {
+	for f in "${followers[@]}"; do
+		curl -fsS "http://127.0.0.1:$((${f##*:} + 200))/metrics" | grep '^metad_watch_delivery_lag_seconds_bucket'
+	done | sed 's/.*le="\([^"]*\)"} \(.*\)/\1 \2/' | awk '{n[$1] += $2} END {for (k in n) printf "%s=%s ", k, n[k]}'
+}
+# p99 prints the 99th percentile (a bucket's upper bound, ms) between two lagbuckets outputs.
+p99='
+import sys
+def parse(s): return {k: float(v) for k, v in (kv.split("=") for kv in s.split())}
+a, b = parse(sys.argv[1]), parse(sys.argv[2])
+d = sorted((float(k), b[k] - a.get(k, 0)) for k in b)
+total = d[-1][1]
+print(next((f"{k * 1000:g}" for k, n in d if n >= 0.99 * total), "inf") if total > 0 else "none")
+'
+lags=()
 tmp=$(mktemp -d)
 roots+=("$tmp")
 none=() sixteen=() stall=()
@@ -47,7 +64,10 @@ for r in $(seq 1 "$rounds"); do
 	none+=("$(put)")
 	echo "round $r: 16 watchers..." >&2
 	watchers 16
+	lag0=$(lagbuckets)
 	sixteen+=("$(put)")
+	lag1=$(lagbuckets)
+	lags+=("$(python3 -c "$p99" "$lag0" "$lag1")")
 	unwatch
 	echo "round $r: one stalled watcher..." >&2
 	stalled
@@ -57,7 +77,7 @@ done
 cut=$(curl -fsS "http://127.0.0.1:$((base + 200 + ${followers[0]##*:} - base))/metrics" | awk '$1 == "metad_watch_streams_cut_off_total" { print $2 }')
 stop_cluster
 trap - EXIT
-python3 - "$clients" "${none[*]}" "${sixteen[*]}" "${stall[*]}" "${cut:-0}" <<'PY'
+python3 - "$clients" "${none[*]}" "${sixteen[*]}" "${stall[*]}" "${cut:-0}" "${lags[*]}" <<'PY'
 import sys
 c = sys.argv[1]
 none, six, stall = ([float(x) for x in a.split()] for a in sys.argv[2:5])
@@ -68,4 +88,5 @@ print(f"| no watcher | {avg(none):.0f} | 1.00 | |")
 print(f"| 16 watchers of the tenant, on the followers | {avg(six):.0f} | {avg(six)/avg(none):.2f} | >= 0.9 |")
 print(f"| one stalled watcher | {avg(stall):.0f} | {avg(stall)/avg(none):.2f} | >= 0.95 |")
 print(f"\nstreams cut off on the stalled watcher's member: {sys.argv[5]}")
+print(f"delivery lag p99 on the followers with 16 watchers (bucket bound, ms, per round): {sys.argv[6]}")
 PY

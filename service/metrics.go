@@ -26,6 +26,9 @@ type metrics struct {
 	gracefulUnmounts prometheus.Counter
 	// Drain jobs, as the leader's loop last saw them (summed over the running jobs).
 	drainObjectsLeft, drainMoved, drainFailed, drainsRunning prometheus.Gauge
+	// Watch delivery: how far behind the change an event leaves this member, in time (from the
+	// leader's proposal to the send) and in log entries (this member's applied index past it).
+	watchLagSeconds, watchLagEntries prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics, error) {
@@ -55,10 +58,17 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 			Help: "Drain jobs running, as this node last saw them as leader.",
 		}),
 	}
+	m.watchLagSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metad_watch_delivery_lag_seconds",
+		Help:    "Time from the leader's proposal of a change to this member's send of its watch event (one sample per response, its oldest event).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
+	m.watchLagEntries = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metad_watch_delivery_lag_entries",
+		Help:    "Log entries this member had applied past a watch event when it sent it (one sample per response, its oldest event).",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 12)})
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, m.drainObjectsLeft, m.drainMoved, m.drainFailed, m.drainsRunning, newStoreCollector(state)} {
+	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, m.drainObjectsLeft, m.drainMoved, m.drainFailed, m.drainsRunning,
+		m.watchLagSeconds, m.watchLagEntries, newStoreCollector(state)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

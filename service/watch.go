@@ -84,8 +84,13 @@ func (w *Watcher) Next(ctx context.Context) (*metadv1.WatchResponse, error) {
 	for i := range w.buf {
 		resp.Events[i] = eventTo(segs, &w.buf[i])
 	}
-	clear(w.buf) // keep no states reachable between calls
 	w.stamp(resp)
+	if len(w.buf) > 0 {
+		oldest := &w.buf[0]
+		w.s.m.watchLagSeconds.Observe(max(0, float64(w.s.cfg.Now().UnixNano()-oldest.At)/1e9))
+		w.s.m.watchLagEntries.Observe(float64(resp.AppliedIndex - min(resp.AppliedIndex, oldest.Rev.Index)))
+	}
+	clear(w.buf) // keep no states reachable between calls
 	return resp, nil
 }
 

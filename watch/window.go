@@ -65,6 +65,7 @@ func (k Kind) String() string {
 type Event struct {
 	Rev    Rev
 	Kind   Kind
+	At     int64 // the entry's leader time (unix ns): when the leader proposed the change
 	Change store.Change
 }
 
