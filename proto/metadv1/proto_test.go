@@ -224,7 +224,8 @@ func TestReasonNames(t *testing.T) {
 		"REASON_OBJECT_HAS_REPLICATION_TASK", "REASON_OBJECT_NO_REPLICATION_TASK", "REASON_REPLICA_NOT_FOUND",
 		"REASON_TASK_NOT_FOUND", "REASON_TASK_PENDING_LIMIT_EXCEEDED",
 		"REASON_DRAIN_NOT_FOUND", "REASON_SEGMENT_DRAINING", "REASON_DRAIN_NOT_RUNNING", // drain jobs
-		"REASON_RESERVATION_LOST", // allocation arenas
+		"REASON_RESERVATION_LOST",                            // allocation arenas
+		"REASON_WATCH_COMPACTED", "REASON_WATCH_FELL_BEHIND", // Watch
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -252,7 +253,7 @@ func TestServiceMethods(t *testing.T) {
 			"PutStart", "PutEnd", "PutRevoke", "UpsertStart", "UpsertEnd", "UpsertRevoke",
 			"Get", "Exist", "Remove", "RemoveAll", "RemoveGroup", "ListGroup",
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
-			"MountSegment", "UnmountSegment", "Ping", "OpenSession", "CloseSession",
+			"MountSegment", "UnmountSegment", "Ping", "OpenSession", "CloseSession", "Watch",
 			"ListObjectKeys", "GetByRegex", "RemoveByRegex", "BatchReplicaClear",
 			"CopyStart", "CopyEnd", "CopyRevoke", "MoveStart", "MoveEnd", "MoveRevoke",
 			"CreateCopyTask", "CreateMoveTask", "QueryTask", "FetchTasks", "MarkTaskToComplete", "ListTasks",
