@@ -261,12 +261,15 @@ func (w *Window) Advance(index uint64) {
 }
 
 // Reset empties the window: the state was replaced by a snapshot at index. Every cursor gets a
-// ResetError.
+// ResetError, and no revision at or before the later of index and the last index applied is
+// served again: a restored file's index may be older than what this member has applied (the
+// entries after the restore come after both).
 func (w *Window) Reset(index uint64) {
 	w.mu.Lock()
 	clear(w.ring)
 	w.first += uint64(w.n)
 	w.head, w.n, w.bytes = 0, 0, 0
+	index = max(index, w.applied)
 	w.floor, w.applied = Rev{index + 1, 0}, index
 	w.epoch++
 	w.signal()

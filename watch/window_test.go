@@ -118,6 +118,11 @@ func TestWindowWaitsAndResets(t *testing.T) {
 	if _, err := c.Next(context.Background(), nil, 10, now); !errors.As(err, &re) || re.Index != 20 {
 		t.Fatalf("after reset: %v", err)
 	}
+	// A restored file's index may be older than what was applied: nothing up to either is served.
+	w.Reset(5)
+	if applied, oldest := w.Applied(); applied != 20 || oldest != (Rev{21, 0}) {
+		t.Fatalf("reset to an older index: applied %d oldest %v, want 20 and 21.0", applied, oldest)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c2, _ := w.Subscribe(Rev{}, Filter{})

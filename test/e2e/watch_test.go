@@ -179,3 +179,119 @@ func TestWatchAcrossFailures(t *testing.T) {
 		t.Errorf("listed %d objects, events give %d", len(listed), len(got))
 	}
 }
+
+// TestWatchAcrossARestore: an online snapshot restore ends a watch on every member with
+// STATE_REPLACED (the events do not describe the replacement), and the resync the error asks for
+// works: a watch from now, a listing, and the events after it give the state.
+func TestWatchAcrossARestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3, "--client-ttl", "30s")
+	cl := c.Client()
+	c.Leader(cl, 20*time.Second)
+	c.StartWorker(1, "64MiB")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if segs, err := cl.ListSegments(ctx, client.SegmentFilter{}); err == nil && len(segs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("worker segment not mounted")
+		}
+	}
+	put := func(keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			if _, err := cl.Put(ctx, "", k, 4096, nil); err != nil {
+				t.Fatalf("put %s: %v", k, err)
+			}
+		}
+	}
+	put("before-1", "before-2", "before-3")
+	saved := t.TempDir() + "/state.snap"
+	if out, err := c.Metactl("snapshot", "save", saved); err != nil {
+		t.Fatalf("snapshot save: %v\n%s", err, out)
+	}
+
+	var log watchLog
+	watchDone := make(chan error, 1)
+	go func() {
+		watchDone <- cl.Watch(ctx, client.WatchOptions{Progress: 200 * time.Millisecond}, log.add)
+	}()
+	put("after-1", "after-2")
+	for deadline := time.Now().Add(20 * time.Second); len(log.snapshot()) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch saw %d events of 2", len(log.snapshot()))
+		}
+	}
+	if out, err := c.Metactl("snapshot", "restore", saved); err != nil {
+		t.Fatalf("snapshot restore: %v\n%s", err, out)
+	}
+	select {
+	case err := <-watchDone:
+		if r := client.ReasonOf(err); r != metadv1.Reason_REASON_STATE_REPLACED && r != metadv1.Reason_REASON_WATCH_COMPACTED {
+			t.Fatalf("the watch across the restore ended with %v, want STATE_REPLACED (or, from a member restored earlier, WATCH_COMPACTED)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch went on across the restore")
+	}
+
+	// Resync: watch from now, list, then apply the events over the listing.
+	var after watchLog
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	opened := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_ = cl.Watch(wctx, client.WatchOptions{Progress: 200 * time.Millisecond}, func(r *metadv1.WatchResponse) error {
+			once.Do(func() { close(opened) })
+			return after.add(r)
+		})
+	}()
+	select {
+	case <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the resync watch did not open")
+	}
+	listed, err := cl.ListObjectKeys(ctx, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(listed) != "[before-1 before-2 before-3]" {
+		t.Fatalf("after the restore the listing is %v", listed)
+	}
+	put("resync-1")
+	if err := cl.Remove(ctx, "", "before-2", true); err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]bool{}
+	for _, k := range listed {
+		state[k] = true
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(after.snapshot()) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resync watch saw %d events of 2", len(after.snapshot()))
+		}
+	}
+	for _, e := range after.snapshot() {
+		if e.GetKind() == metadv1.WatchEventKind_WATCH_EVENT_KIND_STORED {
+			state[string(e.GetKey())] = true
+		} else {
+			delete(state, string(e.GetKey()))
+		}
+	}
+	final, err := cl.ListObjectKeys(ctx, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for k := range state {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if fmt.Sprint(got) != fmt.Sprint(final) {
+		t.Fatalf("listing plus events give %v, the state is %v", got, final)
+	}
+}
