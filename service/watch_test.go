@@ -151,3 +151,26 @@ func TestWatchFromBeforeTheWindow(t *testing.T) {
 		t.Fatalf("after a reset: %v", err)
 	}
 }
+
+// TestWatchSlowSubscriberIsCutOff: a watcher that reads nothing while more changes apply than the
+// window holds never holds the writes up, and its next read ends the stream with FellBehindError
+// naming where it had reached.
+func TestWatchSlowSubscriberIsCutOff(t *testing.T) {
+	h := newHarness(t, servicetest.NewClock())
+	h.mount(t, clientA, segA)
+	applied, _ := h.b.FSM().Window().Applied()
+	h.b.FSM().UseWindow(watch.NewWindow(watch.Limits{Events: 16, Bytes: 1 << 20}, applied))
+	w, err := h.svc.Watch(tctx(t), &metadv1.WatchRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	start := w.Opened().GetNext()
+	for i := range 64 { // four windows' worth, every write answered while the watcher reads nothing
+		h.put(t, "default", fmt.Sprintf("k%02d", i), 64)
+	}
+	var fb *watch.FellBehindError
+	if _, err := w.Next(tctx(t)); !errors.As(err, &fb) || fb.Resume.Index != start.GetIndex() {
+		t.Fatalf("a stalled watcher's next read: %v, want fell behind at %v", err, start)
+	}
+}
