@@ -220,7 +220,9 @@ type Window struct {
 	first   uint64 // sequence number of the oldest retained event (each appended event has one)
 	floor   Rev    // every event at or after floor is retained (or not yet made)
 	applied uint64 // the last index applied
-	epoch   uint64 // +1 on every Reset
+	epoch   uint64 // +1 on every Reset, and when an unsettled window settles
+	// unsettled: Reset emptied the window and no entry has applied since (Reset's comment).
+	unsettled bool
 	wake    chan struct{}
 	closed  bool
 	m       *metrics
@@ -239,6 +241,7 @@ func NewWindow(lim Limits, applied uint64) *Window {
 // index applied. It never waits for a reader.
 func (w *Window) Append(index uint64, evs []Event) {
 	w.mu.Lock()
+	w.settle(index)
 	for i := range evs {
 		w.push(evs[i])
 	}
@@ -253,6 +256,7 @@ func (w *Window) Append(index uint64, evs []Event) {
 // Advance marks index applied with no events (an entry that changed no object).
 func (w *Window) Advance(index uint64) {
 	w.mu.Lock()
+	w.settle(index)
 	if index > w.applied {
 		w.applied = index
 		w.signal()
@@ -261,9 +265,12 @@ func (w *Window) Advance(index uint64) {
 }
 
 // Reset empties the window: the state was replaced by a snapshot at index. Every cursor gets a
-// ResetError, and no revision at or before the later of index and the last index applied is
-// served again: a restored file's index may be older than what this member has applied (the
-// entries after the restore come after both).
+// ResetError. Where the replaced state's revisions end is known only when the first entry after
+// it applies: a restored file's index may be older than what this member has applied, and the
+// log index the restore took may be later than both. Until then the window is unsettled: its
+// floor is past both indexes, and when the first entry applies the floor moves to it and every
+// cursor opened in between gets a ResetError too, so no start taken before the restore is ever
+// served across it.
 func (w *Window) Reset(index uint64) {
 	w.mu.Lock()
 	clear(w.ring)
@@ -271,11 +278,25 @@ func (w *Window) Reset(index uint64) {
 	w.head, w.n, w.bytes = 0, 0, 0
 	index = max(index, w.applied)
 	w.floor, w.applied = Rev{index + 1, 0}, index
+	w.unsettled = true
 	w.epoch++
 	w.signal()
 	w.mu.Unlock()
 	w.m.retained.Set(0)
 	w.m.bytes.Set(0)
+}
+
+// settle ends an unsettled window at the first entry after a Reset, index (mu held).
+func (w *Window) settle(index uint64) {
+	if !w.unsettled {
+		return
+	}
+	w.unsettled = false
+	if w.floor.Less(Rev{index, 0}) {
+		w.floor = Rev{index, 0}
+	}
+	w.epoch++ // the cursors opened while it was unsettled may hold a start from before the restore
+	w.signal()
 }
 
 // Close wakes every cursor with ErrClosed.

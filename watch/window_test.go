@@ -134,3 +134,31 @@ func TestWindowWaitsAndResets(t *testing.T) {
 		t.Fatalf("closed: %v", err)
 	}
 }
+
+// TestWindowSettlesAfterAReset: a start taken before a restore is never served across it, even
+// when the restore's own index is unknown until the next entry applies.
+func TestWindowSettlesAfterAReset(t *testing.T) {
+	w := NewWindow(DefaultLimits, 0)
+	w.Advance(25)
+	w.Reset(12) // a restored file older than the live state
+	early, err := w.Subscribe(Rev{26, 0}, Filter{}) // the next revision as the old state saw it
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(27, []Event{ev(27, 0, "a", "k")}) // the restore took index 26
+	var re *ResetError
+	if _, err := early.Next(context.Background(), nil, 10, now); !errors.As(err, &re) {
+		t.Fatalf("a cursor opened before the window settled: %v, want a reset", err)
+	}
+	var ce *CompactedError
+	if _, err := w.Subscribe(Rev{26, 0}, Filter{}); !errors.As(err, &ce) || ce.Oldest != (Rev{27, 0}) {
+		t.Fatalf("start 26.0 after settling: %v, want compacted naming 27.0", err)
+	}
+	c, err := w.Subscribe(Rev{27, 0}, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Next(context.Background(), nil, 10, now); err != nil || keys(got) != "27.0:a/k " {
+		t.Fatalf("from 27.0: %q %v", keys(got), err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,9 +217,13 @@ func TestWatchAcrossARestore(t *testing.T) {
 	}
 
 	var log watchLog
+	var lastNext atomic.Value
 	watchDone := make(chan error, 1)
 	go func() {
-		watchDone <- cl.Watch(ctx, client.WatchOptions{Progress: 200 * time.Millisecond}, log.add)
+		watchDone <- cl.Watch(ctx, client.WatchOptions{Progress: 200 * time.Millisecond}, func(r *metadv1.WatchResponse) error {
+			lastNext.Store(fmt.Sprintf("%s applied %d commit %d", client.RevisionString(r.GetNext()), r.GetAppliedIndex(), r.GetCommitIndex()))
+			return log.add(r)
+		})
 	}()
 	put("after-1", "after-2")
 	for deadline := time.Now().Add(20 * time.Second); len(log.snapshot()) < 2; time.Sleep(20 * time.Millisecond) {
@@ -235,7 +240,14 @@ func TestWatchAcrossARestore(t *testing.T) {
 			t.Fatalf("the watch across the restore ended with %v, want STATE_REPLACED (or, from a member restored earlier, WATCH_COMPACTED)", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the watch went on across the restore")
+		var m []string
+		for _, p := range c.Nodes {
+			cut, _ := c.MetricValue(p, "metad_watch_streams_cut_off_total")
+			subs, _ := c.MetricValue(p, "metad_watch_subscribers")
+			comp, _ := c.MetricValue(p, "metad_watch_compacted_total")
+			m = append(m, fmt.Sprintf("%s cut %v subs %v compacted %v", p.Name, cut, subs, comp))
+		}
+		t.Fatalf("the watch went on across the restore: %v; last next %v", m, lastNext.Load())
 	}
 
 	// Resync: watch from now, list, then apply the events over the listing.
