@@ -223,9 +223,9 @@ type Window struct {
 	epoch   uint64 // +1 on every Reset, and when an unsettled window settles
 	// unsettled: Reset emptied the window and no entry has applied since (Reset's comment).
 	unsettled bool
-	wake    chan struct{}
-	closed  bool
-	m       *metrics
+	wake      chan struct{}
+	closed    bool
+	m         *metrics
 }
 
 // NewWindow returns an empty window whose first events will follow index applied.

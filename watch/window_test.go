@@ -140,7 +140,7 @@ func TestWindowWaitsAndResets(t *testing.T) {
 func TestWindowSettlesAfterAReset(t *testing.T) {
 	w := NewWindow(DefaultLimits, 0)
 	w.Advance(25)
-	w.Reset(12) // a restored file older than the live state
+	w.Reset(12)                                     // a restored file older than the live state
 	early, err := w.Subscribe(Rev{26, 0}, Filter{}) // the next revision as the old state saw it
 	if err != nil {
 		t.Fatal(err)
