@@ -220,7 +220,7 @@ type Window struct {
 	first   uint64 // sequence number of the oldest retained event (each appended event has one)
 	floor   Rev    // every event at or after floor is retained (or not yet made)
 	applied uint64 // the last index applied
-	epoch   uint64 // +1 on every Reset, and when an unsettled window settles
+	epoch   uint64 // +1 on every Reset
 	// unsettled: Reset emptied the window and no entry has applied since (Reset's comment).
 	unsettled bool
 	wake      chan struct{}
@@ -267,10 +267,10 @@ func (w *Window) Advance(index uint64) {
 // Reset empties the window: the state was replaced by a snapshot at index. Every cursor gets a
 // ResetError. Where the replaced state's revisions end is known only when the first entry after
 // it applies: a restored file's index may be older than what this member has applied, and the
-// log index the restore took may be later than both. Until then the window is unsettled: its
-// floor is past both indexes, and when the first entry applies the floor moves to it and every
-// cursor opened in between gets a ResetError too, so no start taken before the restore is ever
-// served across it.
+// log index the restore took may be later than both. Until then the window is unsettled: a
+// subscription from a given revision is refused as compacted (it may have been taken before the
+// restore), one from the next change is served; when the first entry applies, the floor moves to
+// it. So no start taken before the restore is ever served across it.
 func (w *Window) Reset(index uint64) {
 	w.mu.Lock()
 	clear(w.ring)
@@ -295,8 +295,6 @@ func (w *Window) settle(index uint64) {
 	if w.floor.Less(Rev{index, 0}) {
 		w.floor = Rev{index, 0}
 	}
-	w.epoch++ // the cursors opened while it was unsettled may hold a start from before the restore
-	w.signal()
 }
 
 // Close wakes every cursor with ErrClosed.
@@ -406,6 +404,9 @@ func (w *Window) Subscribe(start Rev, f Filter) (*Cursor, error) {
 	}
 	if start == (Rev{}) {
 		start = Rev{w.applied + 1, 0}
+	} else if w.unsettled {
+		w.m.compacted.Inc()
+		return nil, &CompactedError{Asked: start, Oldest: w.floor}
 	}
 	if start.Less(w.floor) {
 		w.m.compacted.Inc()

@@ -140,17 +140,19 @@ func TestWindowWaitsAndResets(t *testing.T) {
 func TestWindowSettlesAfterAReset(t *testing.T) {
 	w := NewWindow(DefaultLimits, 0)
 	w.Advance(25)
-	w.Reset(12)                                     // a restored file older than the live state
-	early, err := w.Subscribe(Rev{26, 0}, Filter{}) // the next revision as the old state saw it
+	w.Reset(12) // a restored file older than the live state
+	var ce *CompactedError
+	if _, err := w.Subscribe(Rev{26, 0}, Filter{}); !errors.As(err, &ce) { // the next revision as the old state saw it
+		t.Fatalf("an explicit start before the window settled: %v, want compacted", err)
+	}
+	next, err := w.Subscribe(Rev{}, Filter{}) // the next change is served
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Append(27, []Event{ev(27, 0, "a", "k")}) // the restore took index 26
-	var re *ResetError
-	if _, err := early.Next(context.Background(), nil, 10, now); !errors.As(err, &re) {
-		t.Fatalf("a cursor opened before the window settled: %v, want a reset", err)
+	if got, err := next.Next(context.Background(), nil, 10, now); err != nil || keys(got) != "27.0:a/k " {
+		t.Fatalf("the next change after a reset: %q %v", keys(got), err)
 	}
-	var ce *CompactedError
 	if _, err := w.Subscribe(Rev{26, 0}, Filter{}); !errors.As(err, &ce) || ce.Oldest != (Rev{27, 0}) {
 		t.Fatalf("start 26.0 after settling: %v, want compacted naming 27.0", err)
 	}
