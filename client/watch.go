@@ -118,7 +118,7 @@ func (c *Client) watchOn(ctx context.Context, ep *endpoint, req *metadv1.WatchRe
 	}
 }
 
-// String renders a revision as index.position.
+// RevisionString renders a revision as index.position.
 func RevisionString(r *metadv1.Revision) string {
 	return fmt.Sprintf("%d.%d", r.GetIndex(), r.GetPosition())
 }
