@@ -3,7 +3,9 @@
 # (`metactl bench --op put`, default flags) with no watcher, with 16 watchers of the tenant
 # (`metactl -o json watch`, each its own process, spread over the two followers, output discarded),
 # and with one stalled watcher (its output is a pipe nobody reads, so its stream stops at gRPC's
-# flow control), alternated ROUNDS times in one run. Ratios are against the no-watcher runs.
+# flow control), alternated ROUNDS times in one run. Ratios are against the no-watcher runs. The
+# watchers' CPU share is their processes' user+system ticks (/proc/PID/stat) over the machine's
+# busy and idle ticks (/proc/stat) during the 16-watcher put runs.
 # Usage: bench-watch.sh [clients] [seconds] [rounds]; BENCH_BASE (default 7800) moves the ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,7 +56,10 @@ d = sorted((float(k), b[k] - a.get(k, 0)) for k in b)
 total = d[-1][1]
 print(next((f"{k * 1000:g}" for k, n in d if n >= 0.99 * total), "inf") if total > 0 else "none")
 '
-lags=()
+# wticks prints the watcher processes' CPU ticks; mticks the machine's ticks, all CPUs.
+wticks() { for p in "${wpids[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{n += $1} END {print n + 0}'; }
+mticks() { awk '$1 == "cpu" {n = 0; for (i = 2; i <= NF; i++) n += $i; print n}' /proc/stat; }
+lags=() wshare=()
 tmp=$(mktemp -d)
 roots+=("$tmp")
 none=() sixteen=() stall=()
@@ -64,9 +69,10 @@ for r in $(seq 1 "$rounds"); do
 	none+=("$(put)")
 	echo "round $r: 16 watchers..." >&2
 	watchers 16
-	lag0=$(lagbuckets)
+	lag0=$(lagbuckets) wt0=$(wticks) mt0=$(mticks)
 	sixteen+=("$(put)")
-	lag1=$(lagbuckets)
+	lag1=$(lagbuckets) wt1=$(wticks) mt1=$(mticks)
+	wshare+=("$(python3 -c "print(f'{($wt1 - $wt0) / ($mt1 - $mt0) * 100:.0f}')")")
 	lags+=("$(python3 -c "$p99" "$lag0" "$lag1")")
 	unwatch
 	echo "round $r: one stalled watcher..." >&2
@@ -77,7 +83,7 @@ done
 cut=$(curl -fsS "http://127.0.0.1:$((base + 200 + ${followers[0]##*:} - base))/metrics" | awk '$1 == "metad_watch_streams_cut_off_total" { print $2 }')
 stop_cluster
 trap - EXIT
-python3 - "$clients" "${none[*]}" "${sixteen[*]}" "${stall[*]}" "${cut:-0}" "${lags[*]}" <<'PY'
+python3 - "$clients" "${none[*]}" "${sixteen[*]}" "${stall[*]}" "${cut:-0}" "${lags[*]}" "${wshare[*]}" <<'PY'
 import sys
 c = sys.argv[1]
 none, six, stall = ([float(x) for x in a.split()] for a in sys.argv[2:5])
@@ -89,4 +95,5 @@ print(f"| 16 watchers of the tenant, on the followers | {avg(six):.0f} | {avg(si
 print(f"| one stalled watcher | {avg(stall):.0f} | {avg(stall)/avg(none):.2f} | >= 0.95 |")
 print(f"\nstreams cut off on the stalled watcher's member: {sys.argv[5]}")
 print(f"delivery lag p99 on the followers with 16 watchers (bucket bound, ms, per round): {sys.argv[6]}")
+print(f"the 16 watchers' share of the machine's CPU during their put runs (%, per round): {sys.argv[7]}")
 PY
