@@ -21,7 +21,8 @@ import (
 // Window returns the window of this member's watch events.
 func (f *FSM) Window() *watch.Window { return f.window }
 
-// UseWindow replaces the window (one with other limits); call it before the FSM applies anything.
+// UseWindow replaces the window (one with other limits), before anyone subscribes to the old one;
+// w's first events must follow the index the FSM has applied (0 before it applies anything).
 func (f *FSM) UseWindow(w *watch.Window) { f.window = w }
 
 // changed is the store's change sink (apply goroutine).
