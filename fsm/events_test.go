@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	metadv1 "metad/proto/metadv1"
@@ -37,7 +38,8 @@ func allEvents(t *testing.T, w *watch.Window, start watch.Rev) []watch.Event {
 }
 
 // readable is a state as a reader sees it: for each object with a COMPLETE replica, its COMPLETE
-// replicas' ids and places.
+// replicas' ids and places; each explicit group ("group tenant/name"); each mounted segment
+// ("segment id").
 type readable map[string]string
 
 func replicasOf(rs []store.Replica) string {
@@ -62,6 +64,14 @@ func fold(evs []watch.Event) readable {
 			out[k] = replicasOf(e.Replicas())
 		case watch.Removed, watch.Evicted:
 			delete(out, k)
+		case watch.GroupCreated:
+			out["group "+e.Change.Tenant+"/"+e.Change.Group] = ""
+		case watch.GroupRemoved:
+			delete(out, "group "+e.Change.Tenant+"/"+e.Change.Group)
+		case watch.SegmentMounted:
+			out[fmt.Sprintf("segment %x", e.Change.Segment.ID[:])] = e.Change.Segment.Name
+		case watch.SegmentUnmounted:
+			delete(out, fmt.Sprintf("segment %x", e.Change.Segment.ID[:]))
 		}
 	}
 	return out
@@ -75,9 +85,15 @@ func readableState(f *FSM) readable {
 			if st := h.Entry.State(); st != nil && st.HasComplete() {
 				out[h.Tenant.Name()+"/"+h.Entry.Key()] = replicasOf(st.Replicas)
 			}
+			if g := h.Entry.Group(); g != nil {
+				out["group "+h.Tenant.Name()+"/"+g.Name()] = ""
+			}
 		}
 		return true
 	})
+	for _, s := range f.Store().Segments().List() {
+		out[fmt.Sprintf("segment %x", s.ID[:])] = s.Name
+	}
 	return out
 }
 
@@ -113,7 +129,7 @@ func TestEventsReplayToTheState(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("seed %d: events replayed give\n%v\nthe state is\n%v", seed, got, want)
 		}
-		for _, k := range []watch.Kind{watch.Stored, watch.Removed} {
+		for _, k := range []watch.Kind{watch.Stored, watch.Removed, watch.GroupCreated, watch.GroupRemoved, watch.SegmentMounted, watch.SegmentUnmounted} {
 			if kinds[k] == 0 {
 				t.Errorf("seed %d: no %v event in %d events (%v)", seed, k, len(ea), kinds)
 			}
@@ -146,7 +162,7 @@ func TestEventsOfEachChange(t *testing.T) {
 		}
 	}
 	mustOK(applyCmds(t, f, 2, g.now, start("a", 1, 1), start("b", 1, 0)))
-	if evs := allEvents(t, f.Window(), watch.Rev{Index: 1}); len(evs) != 0 {
+	if evs := allEvents(t, f.Window(), watch.Rev{Index: 2}); len(evs) != 0 {
 		t.Fatalf("PutStart made events: %v", evs)
 	}
 	mustOK(applyCmds(t, f, 3, g.now, end("a", metadv1.Tier_TIER_MEMORY), end("b", metadv1.Tier_TIER_UNSPECIFIED)))
@@ -177,7 +193,7 @@ func TestEventsOfEachChange(t *testing.T) {
 		replicas int
 	}
 	var got []ev
-	for _, e := range allEvents(t, f.Window(), watch.Rev{Index: 1}) {
+	for _, e := range allEvents(t, f.Window(), watch.Rev{Index: 2}) {
 		got = append(got, ev{e.Rev, e.Kind, e.Change.Key, len(e.Replicas())})
 	}
 	want := []ev{
@@ -203,5 +219,64 @@ func TestEventsOfEachChange(t *testing.T) {
 	applied, oldest := f.Window().Applied()
 	if applied != 7 || oldest != (watch.Rev{Index: 8}) {
 		t.Fatalf("after restore: applied %d oldest %v, want 7 and 8.0", applied, oldest)
+	}
+}
+
+// TestEventsOfGroupsAndSegments: a group's first object makes GROUP_CREATED (at its PutStart) and
+// its last one's removal GROUP_REMOVED after the object's REMOVED; a mount SEGMENT_MOUNTED (a
+// remount none); an unmount SEGMENT_UNMOUNTED, first in its entry, then its objects' losses.
+func TestEventsOfGroupsAndSegments(t *testing.T) {
+	f := newFSM(t)
+	g := newGen(1)
+	applyCmds(t, f, 1, g.now, g.setup()[:2]...) // the tenants, no segment
+	cl := genClients[0]
+	seg := &metadv1.SegmentDesc{Id: uuid(0x5e, 9), Name: "s9", Base: 1 << 32, Size: 1 << 20, Endpoint: "e9",
+		Tier: metadv1.Tier_TIER_MEMORY, OwnerClientId: cl}
+	mount := &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: seg}}}
+	start := func(key, group string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{Tenant: "alpha", ClientId: cl,
+			Key: []byte(key), Group: []byte(group), Size: 100, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1}}}}
+	}
+	end := func(key string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "alpha", ClientId: cl, Key: []byte(key)}}}
+	}
+	remove := func(key string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_Remove{Remove: &metadv1.Remove{Tenant: "alpha", Key: []byte(key)}}}
+	}
+	unmount := &metadv1.Command{Op: &metadv1.Command_UnmountSegment{UnmountSegment: &metadv1.UnmountSegment{
+		ClientId: cl, SegmentIds: [][]byte{seg.Id}}}}
+	for i, cmds := range [][]*metadv1.Command{
+		{mount},                              // 2: mounted
+		{mount},                              // 3: a remount: nothing
+		{start("x", "g"), start("y", "g")},   // 4: g created, once
+		{end("x"), end("y"), start("z", "")}, // 5: x and y stored
+		{remove("x")},                        // 6: x removed, g stays
+		{remove("y"), end("z")},              // 7: y removed, then g; z stored
+		{unmount},                            // 8: unmounted, then z removed
+	} {
+		for _, r := range applyCmds(t, f, uint64(i+2), g.now, cmds...) {
+			if r.Reason != store.OK {
+				t.Fatalf("entry %d refused: %v %s", i+2, r.Reason, r.Message)
+			}
+		}
+	}
+	var got []string
+	for _, e := range allEvents(t, f.Window(), watch.Rev{Index: 2}) {
+		got = append(got, fmt.Sprintf("%v %v %s/%s/%s", e.Rev, e.Kind, e.Change.Tenant, e.Change.Group, e.Change.Key))
+	}
+	want := []string{
+		"2.0 SEGMENT_MOUNTED //",
+		"4.0 GROUP_CREATED alpha/g/",
+		"5.0 STORED alpha/g/x", "5.1 STORED alpha/g/y",
+		"6.0 REMOVED alpha/g/x",
+		"7.0 REMOVED alpha/g/y", "7.1 STORED alpha//z", "7.2 GROUP_REMOVED alpha/g/",
+		"8.0 SEGMENT_UNMOUNTED //", "8.1 REMOVED alpha//z",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events\n%v\nwant\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	evs := allEvents(t, f.Window(), watch.Rev{Index: 8})
+	if s := evs[0].Change.Segment; s == nil || s.Name != "s9" || s.Endpoint != "e9" {
+		t.Fatalf("unmount event's segment: %+v", s)
 	}
 }

@@ -21,6 +21,9 @@ import (
 // ones (each a gap in the sequence), as the old master's socket does at the same mark.
 const sendHWM = 10000
 
+// objectEvents is what the feed reads from the window: the old master's events are of objects only.
+var objectEvents = watch.Filter{Kinds: []watch.Kind{watch.Stored, watch.Changed, watch.Removed, watch.Evicted}}
+
 // Config is a Publisher's configuration.
 type Config struct {
 	// Endpoint is where the PUB socket binds: tcp://host:port (host "*" or empty: every
@@ -116,7 +119,7 @@ func New(cfg Config, w *watch.Window, log *slog.Logger) (*Publisher, error) {
 		_ = sock.Close()
 		return nil, fmt.Errorf("kvfeed: bind %s: %w", cfg.Endpoint, err)
 	}
-	cur, err := w.Subscribe(watch.Rev{}, watch.Filter{})
+	cur, err := w.Subscribe(watch.Rev{}, objectEvents)
 	if err != nil {
 		_ = sock.Close()
 		return nil, fmt.Errorf("kvfeed: watch: %w", err)
@@ -171,7 +174,7 @@ func (p *Publisher) run(ctx context.Context, cur *watch.Cursor) {
 		// Fell behind, or the state was replaced: the events in between are lost.
 		p.seq++
 		cur.Close()
-		next, serr := p.w.Subscribe(watch.Rev{}, watch.Filter{})
+		next, serr := p.w.Subscribe(watch.Rev{}, objectEvents)
 		if serr != nil {
 			p.log.Warn("KV event feed stopped: cannot watch again", "err", serr)
 			return

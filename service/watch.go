@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	metadv1 "metad/proto/metadv1"
@@ -46,10 +47,9 @@ func (s *Service) Watch(ctx context.Context, req *metadv1.WatchRequest) (*Watche
 		return nil, fail(badf("key_prefix", "length %d over %d", len(f.Prefix), store.MaxKeyLen), f.Tenant, nil)
 	}
 	for _, k := range req.GetKinds() {
-		switch k {
-		case metadv1.WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED:
-		case metadv1.WatchEventKind_WATCH_EVENT_KIND_STORED, metadv1.WatchEventKind_WATCH_EVENT_KIND_CHANGED,
-			metadv1.WatchEventKind_WATCH_EVENT_KIND_REMOVED, metadv1.WatchEventKind_WATCH_EVENT_KIND_EVICTED:
+		switch {
+		case k == metadv1.WatchEventKind_WATCH_EVENT_KIND_UNSPECIFIED:
+		case slices.Contains(watch.Kinds, watch.Kind(k)):
 			f.Kinds = append(f.Kinds, watch.Kind(k))
 		default:
 			return nil, fail(badf("kinds", "unknown kind %d", k), f.Tenant, nil)
@@ -117,9 +117,19 @@ func (w *Watcher) Close() { w.cur.Close() }
 // eventTo renders an event, with the endpoints of its replicas' segments as segs knows them.
 func eventTo(segs *alloc.Registry, e *watch.Event) *metadv1.WatchEvent {
 	out := &metadv1.WatchEvent{Revision: &metadv1.Revision{Index: e.Rev.Index, Position: e.Rev.Pos},
-		Kind: metadv1.WatchEventKind(e.Kind), Tenant: e.Change.Tenant, Key: []byte(e.Change.Key)}
+		Kind: metadv1.WatchEventKind(e.Kind), Tenant: e.Change.Tenant, TimeUnixNano: e.At}
+	if e.Change.Key != "" {
+		out.Key = []byte(e.Change.Key)
+	}
 	if e.Change.Group != "" {
 		out.Group = []byte(e.Change.Group)
+	}
+	switch e.Change.Subject {
+	case store.GroupChange:
+		return out
+	case store.SegmentChange:
+		out.Segment = wire.SegmentTo(*e.Change.Segment)
+		return out
 	}
 	st := e.Change.After
 	if st == nil {

@@ -221,7 +221,7 @@ func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, t
 	}
 	unlockAll(ms)
 	if len(g.members) == 0 {
-		t.dir.dropGroupLocked(g)
+		s.dropGroupLocked(t, g)
 	}
 	g.mu.Unlock()
 	for _, c := range plan {

@@ -157,7 +157,7 @@ func (s *Store) EraseGroup(tok GroupToken) (int, error) {
 		m.mu.Unlock()
 	}
 	g.members = nil
-	t.dir.dropGroupLocked(g)
+	s.dropGroupLocked(t, g)
 	g.mu.Unlock()
 	for _, x := range erased {
 		s.unlinkErased(t, x.e, x.st, nil)

@@ -298,14 +298,16 @@ func (s *Store) recomputeQuotas() {
 // must not overflow: a refusal is INVALID_PARAMS (SEGMENT_OWNED_BY_OTHER_CLIENT for another
 // client's id), with nothing changed.
 func (s *Store) MountSegment(seg alloc.Segment) (created bool, err error) {
-	return s.mounted(s.segs.Mount(seg))
+	created, err = s.segs.Mount(seg)
+	return s.mounted(seg.ID, created, err)
 }
 
 // MountRecordedSegment is MountSegment for a segment that was mounted before the limits it may
 // break existed (alloc.Registry.MountRecorded): the FSM replaying a log entry written then. The
 // tier's capacity is still checked.
 func (s *Store) MountRecordedSegment(seg alloc.Segment) (created bool, err error) {
-	return s.mounted(s.segs.MountRecorded(seg))
+	created, err = s.segs.MountRecorded(seg)
+	return s.mounted(seg.ID, created, err)
 }
 
 // CheckMountSegment returns the rejection MountSegment(seg) would return now, changing nothing:
@@ -314,12 +316,16 @@ func (s *Store) CheckMountSegment(seg alloc.Segment) error {
 	return mountErr(s.segs.CheckMount(seg))
 }
 
-func (s *Store) mounted(created bool, err error) (bool, error) {
+// mounted ends a mount of segment id: the rejection, or the quotas it changes and its change.
+func (s *Store) mounted(id alloc.ID, created bool, err error) (bool, error) {
 	if err != nil {
 		return false, mountErr(err)
 	}
 	if created {
 		s.recomputeQuotas()
+		if info, ok := s.segs.Get(id); ok {
+			s.segmentChanged(info.Segment, false)
+		}
 	}
 	return created, nil
 }
@@ -348,9 +354,11 @@ type UnmountResult struct {
 // UnmountSegment unmounts one segment: its replicas are dropped at once, an object left with no
 // replica is erased, quota is released and effective quotas are recomputed.
 func (s *Store) UnmountSegment(id alloc.ID) (UnmountResult, error) {
-	if _, err := s.segs.Unmount(id); err != nil {
+	seg, err := s.segs.Unmount(id)
+	if err != nil {
 		return UnmountResult{}, errf(SegmentNotFound, "segment %s is not mounted", id)
 	}
+	s.segmentChanged(seg, true)
 	gone := map[alloc.ID]struct{}{id: {}}
 	s.arenas.dropOn(gone)
 	r := s.dropReplicasOn(gone)
@@ -423,8 +431,9 @@ func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
 	ids := s.segs.SegmentsOf(client)
 	gone := make(map[alloc.ID]struct{}, len(ids))
 	for _, id := range ids {
-		if _, err := s.segs.Unmount(id); err == nil {
+		if seg, err := s.segs.Unmount(id); err == nil {
 			gone[id] = struct{}{}
+			s.segmentChanged(seg, true)
 		}
 	}
 	if len(gone) == 0 {
@@ -529,7 +538,7 @@ func (s *Store) finishErase(t *TenantState, e *ObjectEntry, st *ObjectState, fr 
 	if g := e.group; g != nil {
 		g.mu.Lock()
 		if g.removeMemberLocked(e) && g.life == groupActive {
-			t.dir.dropGroupLocked(g)
+			s.dropGroupLocked(t, g)
 		}
 		g.mu.Unlock()
 	}
@@ -615,6 +624,9 @@ func (s *Store) create(t *TenantState, key, groupName string, st *ObjectState) b
 	if g != nil {
 		g.members = append(g.members, e)
 		g.gen.Add(1)
+		if len(g.members) == 1 {
+			s.groupJoined(t, g)
+		}
 	}
 	s.created(t, e, st)
 	e.setLifeLocked(Active)

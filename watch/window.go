@@ -48,9 +48,21 @@ const (
 	Removed
 	// Evicted: as Removed, by eviction.
 	Evicted
+	// GroupCreated: an explicit group got its first object.
+	GroupCreated
+	// GroupRemoved: an explicit group is gone (its last object left, or it was removed).
+	GroupRemoved
+	// SegmentMounted: a segment was mounted. Segment events belong to no tenant.
+	SegmentMounted
+	// SegmentUnmounted: a segment was unmounted.
+	SegmentUnmounted
 )
 
-var kindNames = [...]string{"", "STORED", "CHANGED", "REMOVED", "EVICTED"}
+var kindNames = [...]string{"", "STORED", "CHANGED", "REMOVED", "EVICTED", "GROUP_CREATED", "GROUP_REMOVED",
+	"SEGMENT_MOUNTED", "SEGMENT_UNMOUNTED"}
+
+// Kinds is every kind, in order.
+var Kinds = []Kind{Stored, Changed, Removed, Evicted, GroupCreated, GroupRemoved, SegmentMounted, SegmentUnmounted}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -59,9 +71,9 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", k)
 }
 
-// Event is one change at one revision. Change's states are the object's before and after the
-// command (immutable); Replicas are the object's COMPLETE replicas after it (none for Removed and
-// Evicted).
+// Event is one change at one revision. For an object, Change's states are the object's before and
+// after the command (immutable); Replicas are the object's COMPLETE replicas after it (none for
+// Removed and Evicted). A group event names its tenant and group, a segment event its segment.
 type Event struct {
 	Rev    Rev
 	Kind   Kind
@@ -77,10 +89,21 @@ func (e *Event) Replicas() []store.Replica {
 	return complete(e.Change.After.Replicas)
 }
 
-// Of returns the event a change makes, if any: what a reader of the object can see changed (its
-// COMPLETE replicas). evicted says the change is an eviction's. A change that only touches
-// PROCESSING replicas, tasks, pins or sizes makes none.
+// Of returns the event a change makes, if any: every group and segment change makes one; an
+// object's change makes one when what a reader of the object can see changed (its COMPLETE
+// replicas). evicted says the change is an eviction's. A change that only touches PROCESSING
+// replicas, tasks, pins or sizes makes none.
 func Of(c store.Change, evicted bool) (Kind, bool) {
+	switch {
+	case c.Subject == store.GroupChange && c.Gone:
+		return GroupRemoved, true
+	case c.Subject == store.GroupChange:
+		return GroupCreated, true
+	case c.Subject == store.SegmentChange && c.Gone:
+		return SegmentUnmounted, true
+	case c.Subject == store.SegmentChange:
+		return SegmentMounted, true
+	}
 	var before, after []store.Replica
 	if c.Before != nil {
 		before = c.Before.Replicas
@@ -156,6 +179,9 @@ func sameComplete(a, b []store.Replica) bool {
 // replicas of the states it keeps reachable.
 func (e *Event) size() int64 {
 	n := int64(128 + len(e.Change.Key) + len(e.Change.Group))
+	if s := e.Change.Segment; s != nil {
+		n += 96 + int64(len(s.Name)+len(s.Endpoint))
+	}
 	if e.Change.Before != nil {
 		n += 96 + 40*int64(len(e.Change.Before.Replicas))
 	}
@@ -358,8 +384,9 @@ func (w *Window) Applied() (applied uint64, oldest Rev) {
 	return w.applied, w.floor
 }
 
-// Filter selects the events a subscriber wants: all of one tenant's ("" for every tenant), keys
-// with a prefix, of some kinds (none: all).
+// Filter selects the events a subscriber wants: all of one tenant's ("" for every tenant, and
+// the segments, which belong to none), objects whose key and groups whose name has a prefix (a
+// prefix excludes the segments), of some kinds (none: all).
 type Filter struct {
 	Tenant string
 	Prefix string
@@ -370,7 +397,16 @@ func (f *Filter) match(e *Event) bool {
 	if f.Tenant != "" && e.Change.Tenant != f.Tenant {
 		return false
 	}
-	if len(e.Change.Key) < len(f.Prefix) || e.Change.Key[:len(f.Prefix)] != f.Prefix {
+	name := e.Change.Key
+	switch e.Change.Subject {
+	case store.GroupChange:
+		name = e.Change.Group
+	case store.SegmentChange:
+		if f.Prefix != "" {
+			return false
+		}
+	}
+	if len(name) < len(f.Prefix) || name[:len(f.Prefix)] != f.Prefix {
 		return false
 	}
 	if len(f.Kinds) == 0 {

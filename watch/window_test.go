@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"metad/store"
+	"metad/store/alloc"
 )
 
 func ev(index uint64, pos uint32, tenant, key string) Event {
@@ -162,5 +163,45 @@ func TestWindowSettlesAfterAReset(t *testing.T) {
 	}
 	if got, err := c.Next(context.Background(), nil, 10, now); err != nil || keys(got) != "27.0:a/k " {
 		t.Fatalf("from 27.0: %q %v", keys(got), err)
+	}
+}
+
+// TestFilterOfGroupsAndSegments: a tenant filter keeps that tenant's group events and drops the
+// segments (which belong to none); a prefix matches group names and drops the segments.
+func TestFilterOfGroupsAndSegments(t *testing.T) {
+	seg := &alloc.Segment{Name: "s"}
+	evs := []Event{
+		{Rev: Rev{1, 0}, Kind: SegmentMounted, Change: store.Change{Subject: store.SegmentChange, Segment: seg}},
+		{Rev: Rev{1, 1}, Kind: GroupCreated, Change: store.Change{Subject: store.GroupChange, Tenant: "a", Group: "ga"}},
+		{Rev: Rev{1, 2}, Kind: GroupCreated, Change: store.Change{Subject: store.GroupChange, Tenant: "b", Group: "gb"}},
+		ev(1, 3, "a", "ka"),
+	}
+	w := NewWindow(Limits{Events: 100, Bytes: 1 << 20}, 0)
+	w.Append(1, evs)
+	name := func(evs []Event) string {
+		s := ""
+		for _, e := range evs {
+			s += fmt.Sprintf("%v:%v ", e.Rev, e.Kind)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, "1.0:SEGMENT_MOUNTED 1.1:GROUP_CREATED 1.2:GROUP_CREATED 1.3:STORED "},
+		{Filter{Tenant: "a"}, "1.1:GROUP_CREATED 1.3:STORED "},
+		{Filter{Prefix: "g"}, "1.1:GROUP_CREATED 1.2:GROUP_CREATED "},
+		{Filter{Kinds: []Kind{SegmentMounted, SegmentUnmounted}}, "1.0:SEGMENT_MOUNTED "},
+	} {
+		c, err := w.Subscribe(Rev{1, 0}, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Next(context.Background(), nil, 10, now)
+		if err != nil || name(got) != tc.want {
+			t.Fatalf("%+v: %q %v, want %q", tc.f, name(got), err, tc.want)
+		}
+		c.Close()
 	}
 }

@@ -46,6 +46,18 @@ const (
 	WatchEventKind_WATCH_EVENT_KIND_REMOVED WatchEventKind = 3
 	// The object stopped being readable by eviction.
 	WatchEventKind_WATCH_EVENT_KIND_EVICTED WatchEventKind = 4
+	// An explicit group got its first object (at that object's PutStart). The event names the
+	// tenant and the group; no key.
+	WatchEventKind_WATCH_EVENT_KIND_GROUP_CREATED WatchEventKind = 5
+	// An explicit group is gone: its last object left it, or RemoveGroup removed it. The events of
+	// its objects' removals are in the same entry.
+	WatchEventKind_WATCH_EVENT_KIND_GROUP_REMOVED WatchEventKind = 6
+	// A segment was mounted (a remount of the same segment makes none). Segment events belong to no
+	// tenant: only a stream of all tenants, with no key prefix, gets them.
+	WatchEventKind_WATCH_EVENT_KIND_SEGMENT_MOUNTED WatchEventKind = 7
+	// A segment was unmounted (explicitly, at the end of a graceful unmount, or when its client
+	// expired). Its objects' replicas on it are dropped in the same entry, with their own events.
+	WatchEventKind_WATCH_EVENT_KIND_SEGMENT_UNMOUNTED WatchEventKind = 8
 )
 
 // Enum value maps for WatchEventKind.
@@ -56,13 +68,21 @@ var (
 		2: "WATCH_EVENT_KIND_CHANGED",
 		3: "WATCH_EVENT_KIND_REMOVED",
 		4: "WATCH_EVENT_KIND_EVICTED",
+		5: "WATCH_EVENT_KIND_GROUP_CREATED",
+		6: "WATCH_EVENT_KIND_GROUP_REMOVED",
+		7: "WATCH_EVENT_KIND_SEGMENT_MOUNTED",
+		8: "WATCH_EVENT_KIND_SEGMENT_UNMOUNTED",
 	}
 	WatchEventKind_value = map[string]int32{
-		"WATCH_EVENT_KIND_UNSPECIFIED": 0,
-		"WATCH_EVENT_KIND_STORED":      1,
-		"WATCH_EVENT_KIND_CHANGED":     2,
-		"WATCH_EVENT_KIND_REMOVED":     3,
-		"WATCH_EVENT_KIND_EVICTED":     4,
+		"WATCH_EVENT_KIND_UNSPECIFIED":       0,
+		"WATCH_EVENT_KIND_STORED":            1,
+		"WATCH_EVENT_KIND_CHANGED":           2,
+		"WATCH_EVENT_KIND_REMOVED":           3,
+		"WATCH_EVENT_KIND_EVICTED":           4,
+		"WATCH_EVENT_KIND_GROUP_CREATED":     5,
+		"WATCH_EVENT_KIND_GROUP_REMOVED":     6,
+		"WATCH_EVENT_KIND_SEGMENT_MOUNTED":   7,
+		"WATCH_EVENT_KIND_SEGMENT_UNMOUNTED": 8,
 	}
 )
 
@@ -4993,7 +5013,8 @@ type WatchRequest struct {
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Watch every tenant (tenant must be empty); only principals with the admin or reader role.
 	AllTenants bool `protobuf:"varint,2,opt,name=all_tenants,json=allTenants,proto3" json:"all_tenants,omitempty"`
-	// Only keys with this prefix; empty: every key.
+	// Only objects whose key has this prefix, and groups whose name has it; empty: every key and
+	// group, and the segments (on a stream of all tenants).
 	KeyPrefix []byte `protobuf:"bytes,3,opt,name=key_prefix,json=keyPrefix,proto3" json:"key_prefix,omitempty"`
 	// Only events of these kinds; empty: every kind.
 	Kinds []WatchEventKind `protobuf:"varint,4,rep,packed,name=kinds,proto3,enum=metad.v1.WatchEventKind" json:"kinds,omitempty"`
@@ -5079,25 +5100,30 @@ func (x *WatchRequest) GetProgressIntervalMs() uint32 {
 	return 0
 }
 
-// WatchEvent is one change of one object.
+// WatchEvent is one change of one object, group or segment.
 type WatchEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Where the change is in the log.
 	Revision *Revision `protobuf:"bytes,1,opt,name=revision,proto3" json:"revision,omitempty"`
 	// What happened.
 	Kind WatchEventKind `protobuf:"varint,2,opt,name=kind,proto3,enum=metad.v1.WatchEventKind" json:"kind,omitempty"`
-	// The object's tenant.
+	// The object's or group's tenant; empty for a segment.
 	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// The object's key.
+	// The object's key; empty for a group or segment.
 	Key []byte `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
-	// The object's explicit group; empty for a singleton.
+	// The object's explicit group (empty for a singleton), or the group of a group event.
 	Group []byte `protobuf:"bytes,5,opt,name=group,proto3" json:"group,omitempty"`
 	// The object's size in bytes.
 	Size uint64 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
 	// The object's COMPLETE replicas after the change (none for REMOVED and EVICTED); the segment's
 	// endpoint and base as this member knows them when it sends the event (empty once the segment
 	// is unmounted).
-	Replicas      []*Replica `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Replicas []*Replica `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// When the leader proposed the entry that made the change (its clock, unix ns): a subscriber's
+	// receive time minus this is its delivery lag.
+	TimeUnixNano int64 `protobuf:"varint,8,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	// The segment of a segment event, as it was mounted.
+	Segment       *SegmentDesc `protobuf:"bytes,9,opt,name=segment,proto3" json:"segment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5177,6 +5203,20 @@ func (x *WatchEvent) GetSize() uint64 {
 func (x *WatchEvent) GetReplicas() []*Replica {
 	if x != nil {
 		return x.Replicas
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetSegment() *SegmentDesc {
+	if x != nil {
+		return x.Segment
 	}
 	return nil
 }
@@ -5923,7 +5963,7 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"key_prefix\x18\x03 \x01(\fR\tkeyPrefix\x12.\n" +
 	"\x05kinds\x18\x04 \x03(\x0e2\x18.metad.v1.WatchEventKindR\x05kinds\x12(\n" +
 	"\x05start\x18\x05 \x01(\v2\x12.metad.v1.RevisionR\x05start\x120\n" +
-	"\x14progress_interval_ms\x18\x06 \x01(\rR\x12progressIntervalMs\"\xed\x01\n" +
+	"\x14progress_interval_ms\x18\x06 \x01(\rR\x12progressIntervalMs\"\xc4\x02\n" +
 	"\n" +
 	"WatchEvent\x12.\n" +
 	"\brevision\x18\x01 \x01(\v2\x12.metad.v1.RevisionR\brevision\x12,\n" +
@@ -5932,18 +5972,24 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x03key\x18\x04 \x01(\fR\x03key\x12\x14\n" +
 	"\x05group\x18\x05 \x01(\fR\x05group\x12\x12\n" +
 	"\x04size\x18\x06 \x01(\x04R\x04size\x12-\n" +
-	"\breplicas\x18\a \x03(\v2\x11.metad.v1.ReplicaR\breplicas\"\xad\x01\n" +
+	"\breplicas\x18\a \x03(\v2\x11.metad.v1.ReplicaR\breplicas\x12$\n" +
+	"\x0etime_unix_nano\x18\b \x01(\x03R\ftimeUnixNano\x12/\n" +
+	"\asegment\x18\t \x01(\v2\x15.metad.v1.SegmentDescR\asegment\"\xad\x01\n" +
 	"\rWatchResponse\x12,\n" +
 	"\x06events\x18\x01 \x03(\v2\x14.metad.v1.WatchEventR\x06events\x12&\n" +
 	"\x04next\x18\x02 \x01(\v2\x12.metad.v1.RevisionR\x04next\x12#\n" +
 	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12!\n" +
-	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex*\xa9\x01\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex*\xbf\x02\n" +
 	"\x0eWatchEventKind\x12 \n" +
 	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WATCH_EVENT_KIND_STORED\x10\x01\x12\x1c\n" +
 	"\x18WATCH_EVENT_KIND_CHANGED\x10\x02\x12\x1c\n" +
 	"\x18WATCH_EVENT_KIND_REMOVED\x10\x03\x12\x1c\n" +
-	"\x18WATCH_EVENT_KIND_EVICTED\x10\x042\xfd\x16\n" +
+	"\x18WATCH_EVENT_KIND_EVICTED\x10\x04\x12\"\n" +
+	"\x1eWATCH_EVENT_KIND_GROUP_CREATED\x10\x05\x12\"\n" +
+	"\x1eWATCH_EVENT_KIND_GROUP_REMOVED\x10\x06\x12$\n" +
+	" WATCH_EVENT_KIND_SEGMENT_MOUNTED\x10\a\x12&\n" +
+	"\"WATCH_EVENT_KIND_SEGMENT_UNMOUNTED\x10\b2\xfd\x16\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -6165,99 +6211,100 @@ var file_metadv1_metadata_proto_depIdxs = []int32{
 	95,  // 58: metad.v1.WatchEvent.revision:type_name -> metad.v1.Revision
 	0,   // 59: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
 	89,  // 60: metad.v1.WatchEvent.replicas:type_name -> metad.v1.Replica
-	80,  // 61: metad.v1.WatchResponse.events:type_name -> metad.v1.WatchEvent
-	95,  // 62: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
-	91,  // 63: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	89,  // 64: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	91,  // 65: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	89,  // 66: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	89,  // 67: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
-	91,  // 68: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
-	1,   // 69: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	3,   // 70: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	5,   // 71: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	7,   // 72: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	9,   // 73: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	11,  // 74: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	13,  // 75: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	15,  // 76: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	17,  // 77: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	19,  // 78: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	21,  // 79: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	23,  // 80: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	25,  // 81: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	27,  // 82: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	29,  // 83: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	31,  // 84: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	33,  // 85: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	35,  // 86: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	37,  // 87: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	39,  // 88: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	41,  // 89: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	43,  // 90: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	45,  // 91: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
-	79,  // 92: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
-	47,  // 93: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
-	49,  // 94: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
-	51,  // 95: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
-	53,  // 96: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
-	55,  // 97: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	57,  // 98: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	59,  // 99: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	61,  // 100: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	63,  // 101: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	65,  // 102: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	67,  // 103: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
-	69,  // 104: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
-	71,  // 105: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
-	73,  // 106: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
-	75,  // 107: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
-	77,  // 108: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
-	2,   // 109: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	4,   // 110: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	6,   // 111: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	8,   // 112: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	10,  // 113: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	12,  // 114: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	14,  // 115: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	16,  // 116: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	18,  // 117: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	20,  // 118: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	22,  // 119: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	24,  // 120: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	26,  // 121: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	28,  // 122: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	30,  // 123: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	32,  // 124: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	34,  // 125: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	36,  // 126: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	38,  // 127: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	40,  // 128: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	42,  // 129: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	44,  // 130: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	46,  // 131: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
-	81,  // 132: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
-	48,  // 133: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
-	50,  // 134: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
-	52,  // 135: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
-	54,  // 136: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
-	56,  // 137: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	58,  // 138: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	60,  // 139: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	62,  // 140: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	64,  // 141: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	66,  // 142: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	68,  // 143: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
-	70,  // 144: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
-	72,  // 145: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
-	74,  // 146: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
-	76,  // 147: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
-	78,  // 148: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
-	109, // [109:149] is the sub-list for method output_type
-	69,  // [69:109] is the sub-list for method input_type
-	69,  // [69:69] is the sub-list for extension type_name
-	69,  // [69:69] is the sub-list for extension extendee
-	0,   // [0:69] is the sub-list for field type_name
+	92,  // 61: metad.v1.WatchEvent.segment:type_name -> metad.v1.SegmentDesc
+	80,  // 62: metad.v1.WatchResponse.events:type_name -> metad.v1.WatchEvent
+	95,  // 63: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
+	91,  // 64: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	89,  // 65: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	91,  // 66: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	89,  // 67: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	89,  // 68: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	91,  // 69: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	1,   // 70: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	3,   // 71: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	5,   // 72: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	7,   // 73: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	9,   // 74: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	11,  // 75: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	13,  // 76: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	15,  // 77: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	17,  // 78: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	19,  // 79: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	21,  // 80: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	23,  // 81: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	25,  // 82: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	27,  // 83: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	29,  // 84: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	31,  // 85: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	33,  // 86: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	35,  // 87: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	37,  // 88: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	39,  // 89: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	41,  // 90: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	43,  // 91: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	45,  // 92: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
+	79,  // 93: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
+	47,  // 94: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	49,  // 95: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	51,  // 96: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	53,  // 97: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	55,  // 98: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	57,  // 99: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	59,  // 100: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	61,  // 101: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	63,  // 102: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	65,  // 103: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	67,  // 104: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	69,  // 105: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	71,  // 106: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	73,  // 107: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	75,  // 108: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	77,  // 109: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	2,   // 110: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	4,   // 111: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	6,   // 112: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	8,   // 113: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	10,  // 114: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	12,  // 115: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	14,  // 116: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	16,  // 117: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	18,  // 118: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	20,  // 119: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	22,  // 120: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	24,  // 121: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	26,  // 122: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	28,  // 123: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	30,  // 124: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	32,  // 125: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	34,  // 126: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	36,  // 127: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	38,  // 128: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	40,  // 129: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	42,  // 130: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	44,  // 131: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	46,  // 132: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
+	81,  // 133: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
+	48,  // 134: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	50,  // 135: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	52,  // 136: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	54,  // 137: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	56,  // 138: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	58,  // 139: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	60,  // 140: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	62,  // 141: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	64,  // 142: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	66,  // 143: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	68,  // 144: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	70,  // 145: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	72,  // 146: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	74,  // 147: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	76,  // 148: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	78,  // 149: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	110, // [110:150] is the sub-list for method output_type
+	70,  // [70:110] is the sub-list for method input_type
+	70,  // [70:70] is the sub-list for extension type_name
+	70,  // [70:70] is the sub-list for extension extendee
+	0,   // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }

@@ -1,13 +1,14 @@
 """What a watch (:meth:`metad.Client.watch`, :meth:`metad.AsyncClient.watch`) yields and is asked
 with: :class:`Revision`, the place of an event in the replicated log; :class:`WatchEvent`, one change
-of one object; :class:`WatchBatch`, one response of the stream. Frozen dataclasses with ``raw``, the
-message (a Revision made by the caller has none), as the results of :mod:`metad.results`; an event's
-kind is its name ("STORED", "CHANGED", "REMOVED", "EVICTED"). Users import them from :mod:`metad`."""
+of one object, group or segment; :class:`WatchBatch`, one response of the stream. Frozen dataclasses
+with ``raw``, the message (a Revision made by the caller has none), as the results of
+:mod:`metad.results`; an event's kind is its name ("STORED", "GROUP_CREATED", ...: WATCH_KINDS).
+Users import them from :mod:`metad`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Tuple, Union
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 from metad import results
 from metad.metadv1 import metadata_pb2, types_pb2
@@ -20,7 +21,9 @@ WATCH_KINDS: Tuple[str, ...] = tuple(
     n.removeprefix(_PREFIX) for n in metadata_pb2.WatchEventKind.keys() if n != _PREFIX + "UNSPECIFIED")
 """The names of the event kinds, in their wire order: STORED (the object became readable: its first
 COMPLETE replica), CHANGED (its COMPLETE replicas changed), REMOVED (it stopped being readable, not by
-eviction), EVICTED (it stopped being readable by eviction)."""
+eviction), EVICTED (it stopped being readable by eviction), GROUP_CREATED (an explicit group got its
+first object), GROUP_REMOVED (it is gone), SEGMENT_MOUNTED and SEGMENT_UNMOUNTED (segment events
+belong to no tenant: only a watch of all tenants with no prefix gets them)."""
 
 _KIND_NAME: Dict[int, str] = {metadata_pb2.WatchEventKind.Value(_PREFIX + n): n for n in WATCH_KINDS}
 _KIND_VALUE: Dict[str, int] = {n: v for v, n in _KIND_NAME.items()}
@@ -68,10 +71,12 @@ _new = object.__new__
 
 @dataclass(frozen=True)
 class WatchEvent:
-    """One change of one object: where it is in the log (revision), what happened (kind: "STORED",
-    "CHANGED", "REMOVED" or "EVICTED"), the object's tenant, key, explicit group (b"" for a
-    singleton) and size, and its COMPLETE replicas after the change (none for REMOVED and EVICTED),
-    with their segments' endpoints as the member knew them when it sent the event.
+    """One change of one object, group or segment: where it is in the log (revision), what happened
+    (kind, a name of WATCH_KINDS), when the leader proposed it (time_unix_nano, its clock), and for an
+    object its tenant, key, explicit group (b"" for a singleton) and size, and its COMPLETE replicas
+    after the change (none for REMOVED and EVICTED), with their segments' endpoints as the member
+    knew them when it sent the event; for a group event its tenant and group (key b""); for a segment
+    event the segment as mounted (segment; None for the others, tenant "").
 
     The fields of ``metad.v1.WatchEvent``, the kind by name; ``raw`` is the message."""
 
@@ -82,6 +87,8 @@ class WatchEvent:
     group: bytes
     size: int
     replicas: Tuple[results.Replica, ...]
+    time_unix_nano: int
+    segment: Optional[results.SegmentDesc]
     raw: metadata_pb2.WatchEvent = field(repr=False, compare=False)
 
     @classmethod
@@ -96,6 +103,8 @@ class WatchEvent:
         d["group"] = m.group
         d["size"] = m.size
         d["replicas"] = tuple([results.Replica.from_pb(x) for x in m.replicas])
+        d["time_unix_nano"] = m.time_unix_nano
+        d["segment"] = results.SegmentDesc.from_pb(m.segment) if m.HasField("segment") else None
         d["raw"] = m
         return o
 

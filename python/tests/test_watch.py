@@ -197,6 +197,29 @@ def test_a_start_every_member_compacted_raises(wcluster: Cluster, wclient: metad
         next(w)  # the watch is over
 
 
+def test_groups_and_segments_have_events(wclient: metad.Client) -> None:
+    p = prefix()
+    seg = metad.segment(1 << 20, "sim://" + p, name=p, base=1 << 40)
+    mine = ["GROUP_CREATED", "GROUP_REMOVED", "SEGMENT_MOUNTED", "SEGMENT_UNMOUNTED"]
+    with wclient.watch(all_tenants=True, kinds=mine, progress=0.2) as w:
+        next(w)
+        wclient.mount_segment(seg)
+        wclient.put(p + "a", 64, options=metad.PutOptions(group=p + "g"))
+        wclient.remove(p + "a", force=True)
+        wclient.unmount_segment(seg.id)
+        got: List[metad.WatchEvent] = []
+        end = time.monotonic() + LIMIT
+        while not any(e.kind == "SEGMENT_UNMOUNTED" and e.segment and e.segment.id == seg.id for e in got):
+            assert time.monotonic() < end, got
+            got.extend(e for e in next(w).events if (e.segment and e.segment.id == seg.id) or e.group == (p + "g").encode())
+    assert [e.kind for e in got] == mine[2:3] + mine[:2] + mine[3:]
+    mounted, created, removed, unmounted = got
+    assert mounted.segment is not None and (mounted.segment.name, mounted.segment.endpoint) == (p, "sim://" + p)
+    assert mounted.tenant == "" and mounted.key == b"" and mounted.time_unix_nano > 0
+    assert (created.tenant, created.key) == ("default", b"")
+    assert created.revision < removed.revision < unmounted.revision
+
+
 def test_a_refused_request_raises_at_once(wclient: metad.Client) -> None:
     with pytest.raises(metad.InvalidArgument, match="all_tenants"):
         next(wclient.watch("t", all_tenants=True))

@@ -8,7 +8,11 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 WATCH_EVENT_KIND_CHANGED: WatchEventKind
 WATCH_EVENT_KIND_EVICTED: WatchEventKind
+WATCH_EVENT_KIND_GROUP_CREATED: WatchEventKind
+WATCH_EVENT_KIND_GROUP_REMOVED: WatchEventKind
 WATCH_EVENT_KIND_REMOVED: WatchEventKind
+WATCH_EVENT_KIND_SEGMENT_MOUNTED: WatchEventKind
+WATCH_EVENT_KIND_SEGMENT_UNMOUNTED: WatchEventKind
 WATCH_EVENT_KIND_STORED: WatchEventKind
 WATCH_EVENT_KIND_UNSPECIFIED: WatchEventKind
 
@@ -806,22 +810,26 @@ class UpsertStartResponse(_message.Message):
     def __init__(self, replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., reused: bool = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ["group", "key", "kind", "replicas", "revision", "size", "tenant"]
+    __slots__ = ["group", "key", "kind", "replicas", "revision", "segment", "size", "tenant", "time_unix_nano"]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIME_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     group: bytes
     key: bytes
     kind: WatchEventKind
     replicas: _containers.RepeatedCompositeFieldContainer[_types_pb2.Replica]
     revision: _types_pb2.Revision
+    segment: _types_pb2.SegmentDesc
     size: int
     tenant: str
-    def __init__(self, revision: _Optional[_Union[_types_pb2.Revision, _Mapping]] = ..., kind: _Optional[_Union[WatchEventKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ...) -> None: ...
+    time_unix_nano: int
+    def __init__(self, revision: _Optional[_Union[_types_pb2.Revision, _Mapping]] = ..., kind: _Optional[_Union[WatchEventKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., group: _Optional[bytes] = ..., size: _Optional[int] = ..., replicas: _Optional[_Iterable[_Union[_types_pb2.Replica, _Mapping]]] = ..., time_unix_nano: _Optional[int] = ..., segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ["all_tenants", "key_prefix", "kinds", "progress_interval_ms", "start", "tenant"]
