@@ -54,8 +54,8 @@ type Node struct {
 	shutOnce sync.Once
 
 	// lastSnap caches the index of the newest snapshot on disk for Status, which loops call many
-	// times a second (the arena keeper every few milliseconds, every watch response): listing
-	// the snapshot directory reads a directory and a metadata file per snapshot.
+	// times a second (the arena keeper every few milliseconds, every ping, every watch response):
+	// listing the snapshot directory reads a directory and a metadata file per snapshot.
 	lastSnap struct {
 		sync.Mutex
 		index uint64
@@ -67,17 +67,25 @@ type Node struct {
 const snapshotListTTL = time.Second
 
 // lastSnapshotIndex returns the index of the newest snapshot on disk (0: none), listed at most
-// once a snapshotListTTL once there is one.
+// once a snapshotListTTL, and again at once after this node restored or took one
+// (snapshotsChanged); a scheduled snapshot shows within the TTL.
 func (n *Node) lastSnapshotIndex() uint64 {
 	n.lastSnap.Lock()
 	defer n.lastSnap.Unlock()
-	if now := time.Now(); n.lastSnap.index == 0 || now.Sub(n.lastSnap.at) >= snapshotListTTL {
+	if now := time.Now(); n.lastSnap.at.IsZero() || now.Sub(n.lastSnap.at) >= snapshotListTTL {
 		n.lastSnap.at = now
 		if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
 			n.lastSnap.index = metas[0].Index
 		}
 	}
 	return n.lastSnap.index
+}
+
+// snapshotsChanged makes the next Status list the snapshots again.
+func (n *Node) snapshotsChanged() {
+	n.lastSnap.Lock()
+	n.lastSnap.at = time.Time{}
+	n.lastSnap.Unlock()
 }
 
 // applyNotifier wraps the state machine so the read barrier learns what has been applied.
@@ -87,6 +95,9 @@ type applyNotifier struct {
 	// gate, when set, runs on the apply goroutine before each entry or batch is applied (tests
 	// hold apply back with it; nil in a daemon).
 	gate func()
+	// restored runs after a restore (an installed or a restored snapshot, stored before Raft
+	// hands it to the state machine).
+	restored func()
 }
 
 var _ raft.BatchingFSM = applyNotifier{}
@@ -117,6 +128,7 @@ func (a applyNotifier) Restore(rc io.ReadCloser) error {
 	}
 	idx, _ := a.StateMachine.Applied()
 	a.applied.advance(idx)
+	a.restored()
 	return nil
 }
 
@@ -203,7 +215,7 @@ func newNode(cfg Config, sm StateMachine, log *slog.Logger, applyGate func()) (*
 	if err != nil {
 		return nil, fmt.Errorf("ha: log cache: %w", err)
 	}
-	if n.raft, err = raft.NewRaft(rc, applyNotifier{StateMachine: sm, applied: n.applied, gate: applyGate}, logs, n.stores.Stable, n.snaps, n.transport); err != nil {
+	if n.raft, err = raft.NewRaft(rc, applyNotifier{StateMachine: sm, applied: n.applied, gate: applyGate, restored: n.snapshotsChanged}, logs, n.stores.Stable, n.snaps, n.transport); err != nil {
 		return nil, fmt.Errorf("ha: start raft: %w", err)
 	}
 	idx, _ := sm.Applied()

@@ -79,6 +79,7 @@ func (n *Node) OpenSnapshot(ctx context.Context, allowStale bool) (*SnapshotStre
 		// Nothing applied since this node started: the newest stored snapshot is the state.
 		return n.openLatest()
 	}
+	n.snapshotsChanged()
 	meta, rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("ha: open snapshot: %w", err)

@@ -39,6 +39,18 @@ var _ encoding.CodecV2 = serverCodec{}
 
 func newServerCodec() serverCodec { return serverCodec{encoding.GetCodecV2(protocodec.Name)} }
 
+// encodedMessage is a message already encoded (a watch response: service.Watcher.NextWire); the
+// codec sends its bytes as they are.
+type encodedMessage []byte
+
+// Marshal encodes v; an encodedMessage is its own encoding.
+func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.(encodedMessage); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return c.CodecV2.Marshal(v)
+}
+
 // Unmarshal decodes data into v; into a *decoded it records the decode error and returns nil.
 func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	d, ok := v.(*decoded)

@@ -227,11 +227,11 @@ func (m *metadataService) Watch(req *metadv1.WatchRequest, stream grpc.ServerStr
 		return err
 	}
 	for {
-		resp, err := w.Next(ctx)
+		b, err := w.NextWire(ctx)
 		if err != nil {
 			return toStatus(err)
 		}
-		if err := stream.Send(resp); err != nil {
+		if err := stream.SendMsg(encodedMessage(b)); err != nil {
 			return err
 		}
 	}

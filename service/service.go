@@ -126,6 +126,7 @@ type Service struct {
 	// Run expires clients only in that term, after the liveness table was started afresh for it.
 	term atomic.Uint64
 	res  *reservations // PutStarts answered from the leader's arenas (reserve.go)
+	wire *eventWire    // every watch stream's encodings of events (watch.go)
 
 	hooksMu   sync.Mutex // guards onLeading; a leaf: the hooks run after it is released
 	onLeading []func(leading bool)
@@ -158,7 +159,7 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m}
+	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m, wire: newEventWire()}
 	if s.res, err = newReservations(s, reg); err != nil {
 		return nil, err
 	}

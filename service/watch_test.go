@@ -1,11 +1,14 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -172,5 +175,61 @@ func TestWatchSlowSubscriberIsCutOff(t *testing.T) {
 	var fb *watch.FellBehindError
 	if _, err := w.Next(tctx(t)); !errors.As(err, &fb) || fb.Resume.Index != start.GetIndex() {
 		t.Fatalf("a stalled watcher's next read: %v, want fell behind at %v", err, start)
+	}
+}
+
+// TestWatchWireIsProtoEncoding: NextWire's bytes (shared event encodings, the stamp appended by
+// hand) are what proto.Marshal makes of the response they decode to, for object, group and
+// segment events; two streams get the same bytes for the same event.
+func TestWatchWireIsProtoEncoding(t *testing.T) {
+	h := newHarness(t, servicetest.NewClock())
+	ctx := tctx(t)
+	var ws []*service.Watcher
+	for range 2 {
+		w, err := h.svc.Watch(ctx, &metadv1.WatchRequest{AllTenants: true, ProgressIntervalMs: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	h.mount(t, clientA, segA)
+	h.put(t, "default", "k1", 100)
+	if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientA), Key: []byte("k2"), Group: []byte("g"), Size: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var first [][]byte
+	for i, w := range ws {
+		var events []*metadv1.WatchEvent
+		for len(events) < 3 {
+			b, err := w.NextWire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := &metadv1.WatchResponse{}
+			if err := proto.Unmarshal(b, resp); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := (proto.MarshalOptions{Deterministic: true}).Marshal(resp); err != nil || !bytes.Equal(again, b) {
+				t.Fatalf("the wire bytes are not the response's encoding:\n%x\n%x (%v)", b, again, err)
+			}
+			if resp.GetNext().GetIndex() == 0 || resp.GetAppliedIndex() == 0 || resp.GetCommitIndex() == 0 {
+				t.Fatalf("stamp missing: %v", resp)
+			}
+			events = append(events, resp.GetEvents()...)
+		}
+		kinds := fmt.Sprintf("%v %v %v", events[0].GetKind(), events[1].GetKind(), events[2].GetKind())
+		if kinds != "WATCH_EVENT_KIND_SEGMENT_MOUNTED WATCH_EVENT_KIND_STORED WATCH_EVENT_KIND_GROUP_CREATED" ||
+			events[0].GetSegment().GetEndpoint() == "" || events[0].GetTimeUnixNano() == 0 || string(events[2].GetGroup()) != "g" {
+			t.Fatalf("events: %v", events)
+		}
+		for j, e := range events {
+			b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(e)
+			if i == 0 {
+				first = append(first, b)
+			} else if !bytes.Equal(first[j], b) {
+				t.Fatalf("event %d differs between streams", j)
+			}
+		}
 	}
 }

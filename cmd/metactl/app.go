@@ -103,7 +103,7 @@ var verbs = []*verb{
 	{"role revoke", "PRINCIPAL ROLE", "remove a principal's role binding", runRoleRevoke},
 	{"role ls", "[--stale]", "list role bindings by principal", runRoleLs},
 	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D]", "simulate a cache worker: mount segments, ping until stopped", runWorker},
-	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]", "run a load and print ops/s and latency percentiles", runBench},
+	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T] [--rate R] [--watchers W]", "run a load and print ops/s and latency percentiles", runBench},
 }
 
 // groups are the verbs that take a sub-verb.
@@ -290,7 +290,12 @@ const defaultCertsDir = "data/certs"
 // client opens a client of the cluster acting as id, over TLS and with the credentials the
 // security options name (client.Security.Apply); it is closed when the invocation ends.
 func (a *app) client(id client.UUID) (*client.Client, error) {
-	cfg := client.Config{Endpoints: client.SplitEndpoints(a.endpoints), ClientID: id, AttemptTimeout: a.attempt, NoSession: a.noSession}
+	return a.clientAt(client.SplitEndpoints(a.endpoints), id)
+}
+
+// clientAt is client with other endpoints, in the order the client tries them.
+func (a *app) clientAt(endpoints []string, id client.UUID) (*client.Client, error) {
+	cfg := client.Config{Endpoints: endpoints, ClientID: id, AttemptTimeout: a.attempt, NoSession: a.noSession}
 	if err := a.sec.Apply(&cfg); err != nil {
 		return nil, err
 	}

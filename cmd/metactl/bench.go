@@ -50,6 +50,15 @@ type benchResult struct {
 	EndP50Ms     float64           `json:"put_end_p50_ms,omitempty"`
 	Errors       uint64            `json:"errors"`
 	ErrorReasons map[string]uint64 `json:"error_reasons,omitempty"`
+	// With --watchers: the streams, the STORED events they received in all, the events of the
+	// run's objects they had not received when the wait after the load ended, and the delivery
+	// lag of those received (benchWatchers).
+	Watchers      int     `json:"watchers,omitempty"`
+	WatchEvents   uint64  `json:"watch_events,omitempty"`
+	WatchMissing  uint64  `json:"watch_missing,omitempty"`
+	WatchLagP50Ms float64 `json:"watch_lag_p50_ms,omitempty"`
+	WatchLagP99Ms float64 `json:"watch_lag_p99_ms,omitempty"`
+	WatchLagMaxMs float64 `json:"watch_lag_max_ms,omitempty"`
 }
 
 // opUnits names what one op of each workload is (benchResult.OpUnit).
@@ -102,6 +111,7 @@ type benchLoad struct {
 	runID     string
 	preloaded []string
 	stopAt    time.Time
+	pace      *pacer // nil: as fast as the clients go
 }
 
 func runBench(a *app, v *verb, args []string) error {
@@ -118,6 +128,9 @@ func runBench(a *app, v *verb, args []string) error {
 	readFrac := fs.Float64("read-fraction", 0.5, "share of get requests in mixed")
 	var mount sizeFlag
 	fs.Var(&mount, "mount", "mount a memory segment of this `size` for the run and ping it (0 = use the cluster's segments)")
+	rate := fs.Float64("rate", 0, "ops per second over all clients, at most (0: as fast as they go); a batch of K keys is K ops")
+	watchers := fs.Int("watchers", 0, "watch streams of the run's objects during the load, for their delivery lag (put and mixed)")
+	watchAt := fs.String("watch-endpoints", "", "members the watch streams use, in turn, comma-separated (default: --endpoints)")
 	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -142,6 +155,12 @@ func runBench(a *app, v *verb, args []string) error {
 		return usagef(v, "--read-fraction must be in [0, 1]")
 	case mount.n%64 != 0:
 		return usagef(v, "--mount must be a multiple of 64")
+	case *rate < 0:
+		return usagef(v, "--rate must not be negative")
+	case *watchers < 0 || *watchers > 1000:
+		return usagef(v, "--watchers must be 0..1000")
+	case *watchers > 0 && *op != "put" && *op != "mixed":
+		return usagef(v, "--watchers needs --op put or mixed")
 	}
 	*conns = min(*conns, *clients)
 	cs := make([]*client.Client, *conns)
@@ -154,6 +173,9 @@ func runBench(a *app, v *verb, args []string) error {
 	}
 	load := &benchLoad{a: a, op: *op, batch: *batch, size: size.n, tenant: *tenant, readFrac: *readFrac,
 		runID: client.NewUUID().String()[:8]}
+	if *rate > 0 {
+		load.pace = newPacer(*rate)
+	}
 
 	// A segment of our own, kept alive by pings until the load ends.
 	bg, stopBG := context.WithCancel(a.ctx)
@@ -177,6 +199,18 @@ func runBench(a *app, v *verb, args []string) error {
 
 	if *op != "put" {
 		if err := load.preload(cs[0], *keys); err != nil {
+			return err
+		}
+	}
+
+	var ws *benchWatchers
+	if *watchers > 0 {
+		eps := client.SplitEndpoints(*watchAt)
+		if len(eps) == 0 {
+			eps = client.SplitEndpoints(a.endpoints)
+		}
+		var err error
+		if ws, err = startWatchers(a, *watchers, eps, *tenant, "bench-"+load.runID+"/"); err != nil {
 			return err
 		}
 	}
@@ -235,6 +269,9 @@ func runBench(a *app, v *verb, args []string) error {
 		res.ObjectP50Ms, res.ObjectP99Ms = ms(puts.quantile(0.5)), ms(puts.quantile(0.99))
 		res.StartP50Ms, res.EndP50Ms = ms(starts.quantile(0.5)), ms(ends.quantile(0.5))
 	}
+	if ws != nil {
+		ws.finish(res.Puts, 10*time.Second, &res)
+	}
 	if res.Ops == 0 && firstErr != nil {
 		return firstErr
 	}
@@ -272,6 +309,10 @@ func benchTable(tw *tabwriter.Writer, r *benchResult, firstErr error) {
 		sort.Strings(parts)
 		errs += " (" + strings.Join(parts, ", ") + ")"
 	}
+	if r.Watchers > 0 {
+		row(tw, "watchers", fmt.Sprintf("%d: %d events, %d missing; lag p50 %.3fms  p99 %.3fms  max %.3fms",
+			r.Watchers, r.WatchEvents, r.WatchMissing, r.WatchLagP50Ms, r.WatchLagP99Ms, r.WatchLagMaxMs))
+	}
 	row(tw, "errors", errs)
 	if firstErr != nil {
 		row(tw, "first error", strings.TrimPrefix(errorLine(firstErr), "error: "))
@@ -307,6 +348,9 @@ func (l *benchLoad) worker(c *client.Client, w int, s *benchStats) {
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 	seq := 0
 	for time.Now().Before(l.stopAt) && l.a.ctx.Err() == nil {
+		if l.pace != nil {
+			l.pace.wait(l.batch)
+		}
 		read := l.op == "get" || (l.op == "mixed" && rng.Float64() < l.readFrac)
 		if l.op == "exist" {
 			l.exist(c, rng, s)
