@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -68,9 +69,10 @@ const maxConnKeys = 8
 
 // connAuth is safe for concurrent use: the authentication state of one connection.
 type connAuth struct {
-	once  sync.Once // computes id, idErr and certErr from the connection's TLS state, on its first call
-	id    tlsconf.Identity
-	idErr error
+	once   sync.Once // computes id, idErr and certErr from the connection's TLS state, on its first call
+	id     tlsconf.Identity
+	idErr  error
+	serial string // the certificate's serial number, hex
 	// certErr: for a member identity, why the certificate is no member certificate
 	// (tlsconf.MemberOf); nil when it is one.
 	certErr error
@@ -112,6 +114,10 @@ type authed struct {
 	// leader with token, unauthorized here.
 	deferred bool
 	token    string
+	// certSerial is the serial number (hex) of the client certificate that named the caller;
+	// via the member whose connection forwarded the call (for the audit log).
+	certSerial string
+	via        string
 }
 
 func authedOf(ctx context.Context) (authed, bool) {
@@ -136,12 +142,13 @@ func (s *Server) admit(ctx context.Context, method string, req proto.Message) (c
 		s.m.authDeferred.Inc()
 		return context.WithValue(ctx, authKey{}, a), nil
 	}
-	ctx, err = s.authz.Authorize(ctx, a.caller, method, req)
+	ctx = context.WithValue(ctx, authKey{}, a) // a refusal's audit line names the caller too
+	actx, err := s.authz.Authorize(ctx, a.caller, method, req)
 	if err != nil {
 		s.m.authFailures.WithLabelValues("denied").Inc()
 		return ctx, toStatus(err)
 	}
-	return context.WithValue(ctx, authKey{}, a), nil
+	return actx, nil
 }
 
 // authenticate finds the call's caller (the order in the file's comment).
@@ -155,7 +162,11 @@ func (s *Server) authenticate(ctx context.Context) (authed, error) {
 	}
 	ca.once.Do(func() { ca.identify(p) })
 	if ca.idErr == nil && ca.id.Kind == tlsconf.Principal {
-		return authed{caller: service.Caller{Principal: ca.id.Name}}, nil
+		return authed{caller: service.Caller{Principal: ca.id.Name}, certSerial: ca.serial}, nil
+	}
+	var via string
+	if ca.idErr == nil && ca.id.Kind == tlsconf.Member && isForwarded(ctx) {
+		via = ca.id.Name
 	}
 	token, hasToken := bearer(incoming(ctx, authorizationKey))
 	if ca.idErr == nil && ca.id.Kind == tlsconf.Member {
@@ -164,14 +175,14 @@ func (s *Server) authenticate(ctx context.Context) (authed, error) {
 				s.m.authFailures.WithLabelValues("not_member").Inc()
 				return authed{}, fmt.Errorf("%w: the principal %q this connection forwards the call for is not believed: %v", service.ErrUnauthenticated, p, err)
 			}
-			return authed{caller: service.Caller{Principal: p, KeyID: incoming(ctx, keyIDKey)}}, nil
+			return authed{caller: service.Caller{Principal: p, KeyID: incoming(ctx, keyIDKey)}, via: via}, nil
 		}
 		if !hasToken {
 			if err := s.memberStanding(ca); err != nil {
 				s.m.authFailures.WithLabelValues("not_member").Inc()
 				return authed{}, fmt.Errorf("%w: %v", service.ErrPermissionDenied, err)
 			}
-			return authed{caller: service.Caller{Member: ca.id.Name}}, nil
+			return authed{caller: service.Caller{Member: ca.id.Name}, certSerial: ca.serial}, nil
 		}
 	}
 	if !hasToken {
@@ -190,7 +201,7 @@ func (s *Server) authenticate(ctx context.Context) (authed, error) {
 		s.m.authFailures.WithLabelValues(failureReason(err)).Inc()
 		return authed{}, err
 	}
-	return authed{caller: v.Caller, token: token}, nil
+	return authed{caller: v.Caller, token: token, via: via}, nil
 }
 
 // memberStanding says why the member that connection ca's certificate names does not speak for the
@@ -261,6 +272,7 @@ func (ca *connAuth) identify(p *peer.Peer) {
 		ca.idErr = err
 		return
 	}
+	ca.serial = leaf.SerialNumber.Text(16)
 	if ca.id, ca.idErr = tlsconf.IdentityOf(leaf); ca.idErr == nil && ca.id.Kind == tlsconf.Member {
 		_, ca.certErr = tlsconf.MemberOf(leaf)
 	}
@@ -327,18 +339,31 @@ func forwardMD(ctx context.Context) []string {
 // UnaryInterceptor does the unary ones.
 func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if !s.cfg.Authenticate || openMethod(info.FullMethod) {
-			return handler(srv, ss)
+		start := time.Now()
+		ctx, err := s.stream(srv, ss, info, handler)
+		if s.cfg.Audit != nil && audited(info.FullMethod, err) {
+			s.audit(ctx, info.FullMethod, nil, err, time.Since(start), nil)
 		}
-		if info.IsServerStream && !info.IsClientStream && requestRule(info.FullMethod) {
-			return handler(srv, &admitStream{ServerStream: ss, s: s, method: info.FullMethod, ctx: ss.Context()})
-		}
-		ctx, err := s.admit(ss.Context(), info.FullMethod, nil)
-		if err != nil {
-			return err
-		}
-		return handler(srv, authedStream{ss, ctx})
+		return err
 	}
+}
+
+// stream runs a streaming call, authenticated and authorized when authentication is on, and
+// returns its outcome with the context it ran with (carrying its caller when one was found).
+func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (context.Context, error) {
+	if !s.cfg.Authenticate || openMethod(info.FullMethod) {
+		return ss.Context(), handler(srv, ss)
+	}
+	if info.IsServerStream && !info.IsClientStream && requestRule(info.FullMethod) {
+		a := &admitStream{ServerStream: ss, s: s, method: info.FullMethod, ctx: ss.Context()}
+		err := handler(srv, a)
+		return a.ctx, err
+	}
+	ctx, err := s.admit(ss.Context(), info.FullMethod, nil)
+	if err != nil {
+		return ctx, err
+	}
+	return ctx, handler(srv, authedStream{ss, ctx})
 }
 
 // requestRule reports whether a streaming method's rule reads its request (the tenant it names):
@@ -370,11 +395,8 @@ func (a *admitStream) RecvMsg(m any) error {
 		return status.Errorf(codes.Internal, "%s: request of type %T", a.method, m)
 	}
 	ctx, err := a.s.admit(a.ServerStream.Context(), a.method, req)
-	if err != nil {
-		return err
-	}
 	a.ctx = ctx
-	return nil
+	return err
 }
 
 func (a *admitStream) Context() context.Context { return a.ctx }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"metad/audit"
 )
 
 // Config is a plain value, read-only once given to New. It holds the adapter's settings; the
@@ -28,6 +30,9 @@ type Config struct {
 	// Authenticate turns authentication and authorization of every call on (auth.go): cmd/metad
 	// sets it when the client listener runs TLS. Off (--insecure), every call is allowed.
 	Authenticate bool
+	// Audit, when set, receives a line for every call that may change the state and every call
+	// refused for who made it (audit.go). The caller closes it after the gRPC server stopped.
+	Audit *audit.Log
 }
 
 // DefaultConfig returns the defaults.

@@ -130,6 +130,7 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		start := time.Now()
 		var resp any
 		var err error
+		ctx, note := s.withAuditNote(ctx)
 		if s.cfg.Authenticate && !openMethod(info.FullMethod) {
 			pm, ok := req.(proto.Message)
 			if !ok {
@@ -140,7 +141,11 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		} else {
 			resp, err = handler(ctx, req)
 		}
-		s.m.observe(info.FullMethod, err, time.Since(start))
+		d := time.Since(start)
+		s.m.observe(info.FullMethod, err, d)
+		if note != nil && audited(info.FullMethod, err) {
+			s.audit(ctx, info.FullMethod, req, err, d, note)
+		}
 		return resp, err
 	}
 }

@@ -214,6 +214,7 @@ func unary[Req proto.Message, Resp any, P interface {
 		return resp, nil
 	}
 	out := P(new(Resp))
+	noteForward(ctx, t.name)
 	if err := s.forward(ctx, t, req, out); err != nil {
 		return nil, err
 	}

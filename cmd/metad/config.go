@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"metad/audit"
 	"metad/evict"
 	"metad/fsm"
 	"metad/ha"
@@ -79,6 +80,12 @@ type Config struct {
 	KVEventsListen    string
 	KVEventsBackendID string
 
+	// AuditLog is the audit log's file, "" for none; it rotates past AuditLogMaxBytes and keeps
+	// AuditLogMaxFiles rotated files (package audit).
+	AuditLog         string
+	AuditLogMaxBytes int64
+	AuditLogMaxFiles int
+
 	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
 	MemoryLimit int64 // the collector's soft memory limit in bytes, 0: half the machine's (setGC); GOMEMLIMIT wins
@@ -120,6 +127,8 @@ func DefaultConfig() Config {
 		TLSReloadInterval:     5 * time.Second,
 		WatchEvents:           watch.DefaultLimits.Events,
 		WatchBytes:            watch.DefaultLimits.Bytes,
+		AuditLogMaxBytes:      audit.DefaultMaxBytes,
+		AuditLogMaxFiles:      audit.DefaultMaxFiles,
 		ExtraProcs:            ha.DefaultExtraProcs,
 		GCPercent:             defaultGCPercent,
 		LogLevel:              "info",
@@ -173,6 +182,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KVEventsListen, "kv-events-listen", c.KVEventsListen, "ZMQ endpoint (tcp://host:port or ipc://path) to publish the old master's KV event feed on, for KV-aware routers (empty: off); the feed is plaintext and unauthenticated")
 	fs.StringVar(&c.KVEventsBackendID, "kv-events-backend-id", c.KVEventsBackendID, "the backend_id of every KV event (default: --name)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	c.auditFlags(fs)
 }
 
 // Validate checks the config with messages that name the setting.
@@ -238,6 +248,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateKVEvents()...)
+	errs = append(errs, c.validateAudit()...)
 	if c.ExtraProcs < 0 || c.ExtraProcs > 64 {
 		errs = append(errs, fmt.Errorf("extra-procs: want 0 to 64, got %d", c.ExtraProcs))
 	}

@@ -36,6 +36,8 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		"placement":             {"--placement", "round_robin"},
 		"initial_cluster":       {"--initial-cluster", "n1"},
 		"extra-procs":           {"--extra-procs", "-1"},
+		"audit-log-max-bytes":   {"--audit-log", "/tmp/a.log", "--audit-log-max-bytes", "10"},
+		"audit-log-max-files":   {"--audit-log", "/tmp/a.log", "--audit-log-max-files", "0"},
 	}
 	for want, args := range cases {
 		_, err := loadConfig(args, none, io.Discard)

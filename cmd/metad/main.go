@@ -238,8 +238,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = node.Shutdown()
 		return err
 	}
+	alog, err := openAudit(cfg, reg)
+	if err != nil {
+		_ = node.Shutdown()
+		return err
+	}
+	if alog != nil {
+		defer func() { _ = alog.Close() }() // after the gRPC server has stopped (below)
+	}
 	sc := server.DefaultConfig()
 	sc.ForwardTimeout = cfg.ForwardTimeout
+	sc.Audit = alog
 	if rl != nil { // with TLS, every call is authenticated and authorized (server/auth.go, service/authz.go)
 		sc.DialCredentials = credentials.NewTLS(rl.ClientConfig())
 		sc.Authenticate = true
