@@ -68,6 +68,20 @@ func (c *Client) AddMember(ctx context.Context, name, peerAddr string) (uint64, 
 	return resp.GetIndex(), err
 }
 
+// AddLearner adds a learner named name at Raft peer address peerAddr: it catches up without
+// voting until PromoteMember. The call is long (Long).
+func (c *Client) AddLearner(ctx context.Context, name, peerAddr string) (uint64, error) {
+	resp, err := callAdmin(Long(ctx), c, metadv1.AdminClient.AddMember, &metadv1.AddMemberRequest{Name: name, PeerAddress: peerAddr, Learner: true})
+	return resp.GetIndex(), err
+}
+
+// PromoteMember makes the learner name a voter once it is within maxLag entries of the leader's
+// commit index (0: the server's default); REASON_LEARNER_NOT_CAUGHT_UP while it is not. A voter
+// is left as it is. The call is long (Long).
+func (c *Client) PromoteMember(ctx context.Context, name string, maxLag uint64) (*metadv1.PromoteMemberResponse, error) {
+	return callAdmin(Long(ctx), c, metadv1.AdminClient.PromoteMember, &metadv1.PromoteMemberRequest{Name: name, MaxLag: maxLag})
+}
+
 // RemoveMember removes member name; it returns the configuration's log index. The call is long
 // (Long).
 func (c *Client) RemoveMember(ctx context.Context, name string) (uint64, error) {

@@ -598,6 +598,17 @@ func (n *Node) leaderOnly() error {
 // (--initial-cluster-state existing) at peerAddr. The name must be valid (fsm.ValidateMemberName)
 // and peerAddr host:port (fsm.ValidateMemberAddress).
 func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
+	return n.addMember(ctx, name, peerAddr, false)
+}
+
+// AddLearner adds a learner: a non-voter, which replicates the log and applies it but neither
+// votes nor counts toward a quorum (and so never leads) until PromoteMember makes it a voter.
+// Adding a member already in the configuration as a voter does not demote it.
+func (n *Node) AddLearner(ctx context.Context, name, peerAddr string) error {
+	return n.addMember(ctx, name, peerAddr, true)
+}
+
+func (n *Node) addMember(ctx context.Context, name, peerAddr string, learner bool) error {
 	if err := invalidMember(fsm.ValidateMemberName(name)); err != nil {
 		return err
 	}
@@ -607,7 +618,32 @@ func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
 	if err := n.leaderOnly(); err != nil {
 		return err
 	}
-	return n.mapRaftErr(n.raft.AddVoter(raft.ServerID(name), raft.ServerAddress(peerAddr), 0, timeoutOf(ctx, n.cfg.ApplyTimeout)).Error())
+	id, addr, timeout := raft.ServerID(name), raft.ServerAddress(peerAddr), timeoutOf(ctx, n.cfg.ApplyTimeout)
+	if learner {
+		return n.mapRaftErr(n.raft.AddNonvoter(id, addr, 0, timeout).Error())
+	}
+	return n.mapRaftErr(n.raft.AddVoter(id, addr, 0, timeout).Error())
+}
+
+// PromoteMember makes the learner name a voter (at its address in the configuration); a voter
+// is left as it is. It returns the configuration's index, 0 when nothing changed. Whether the
+// learner has caught up is the caller's to decide (package service asks it).
+func (n *Node) PromoteMember(ctx context.Context, name string) (uint64, error) {
+	if err := n.leaderOnly(); err != nil {
+		return 0, err
+	}
+	m, err := n.member(name)
+	if err != nil {
+		return 0, err
+	}
+	if m.Voter {
+		return 0, nil
+	}
+	f := n.raft.AddVoter(raft.ServerID(name), raft.ServerAddress(m.PeerAddr), 0, timeoutOf(ctx, n.cfg.ApplyTimeout))
+	if err := n.mapRaftErr(f.Error()); err != nil {
+		return 0, err
+	}
+	return f.Index(), nil
 }
 
 // RemoveMember removes a member of the configuration and forgets its recorded addresses.

@@ -39,7 +39,7 @@ func mapReason(r store.Reason) (wr metadv1.Reason, code codes.Code, ok bool) {
 		code = codes.NotFound
 	case store.TenantNotEmpty, store.ObjectHasLease, store.ReplicaIsNotReady, store.InvalidWrite,
 		store.SessionExpired, store.SequenceTooOld, store.NoReplicaOnSegment, store.ObjectHasReplicationTask, store.ObjectNoReplicationTask,
-		store.SegmentDraining, store.DrainNotRunning:
+		store.SegmentDraining, store.DrainNotRunning, store.LearnerNotCaughtUp:
 		code = codes.FailedPrecondition
 	case store.TenantQuotaExceeded, store.NoAvailableHandle, store.AuthLimitExceeded, store.ResponseLimitReached, store.TaskPendingLimitExceeded:
 		code = codes.ResourceExhausted

@@ -101,7 +101,23 @@ func New(svc *service.Service, node Node, cfg Config, reg prometheus.Registerer,
 	s.health.SetServingStatus(metadv1.Metadata_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(metadv1.Admin_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.SetLeader(node.IsLeader())
+	svc.SetMemberProgress(s.memberApplied)
 	return s, nil
+}
+
+// memberApplied asks the member at addr (its client address) how far it has applied, over this
+// member's connection to it (with TLS, this member's certificate: a member may ask Status as
+// itself). It is the service's MemberProgress (learners, ListMembers).
+func (s *Server) memberApplied(ctx context.Context, addr string) (uint64, error) {
+	cc, err := s.fwd.conn(addr)
+	if err != nil {
+		return 0, err
+	}
+	st, err := metadv1.NewAdminClient(cc).Status(ctx, &metadv1.StatusRequest{})
+	if err != nil {
+		return 0, err
+	}
+	return st.GetAppliedIndex(), nil
 }
 
 // ServerOptions returns the grpc.Server options every server that Register is given must be built

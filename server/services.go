@@ -61,6 +61,10 @@ func (a *adminService) AddMember(ctx context.Context, req *metadv1.AddMemberRequ
 	return unary(ctx, a.s, req, a.s.svc.AddMember)
 }
 
+func (a *adminService) PromoteMember(ctx context.Context, req *metadv1.PromoteMemberRequest) (*metadv1.PromoteMemberResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.PromoteMember)
+}
+
 func (a *adminService) RemoveMember(ctx context.Context, req *metadv1.RemoveMemberRequest) (*metadv1.RemoveMemberResponse, error) {
 	return unary(ctx, a.s, req, a.s.svc.RemoveMember)
 }

@@ -194,7 +194,8 @@ func memberTo(m ha.Member) *metadv1.Member {
 		FeatureLevel: m.Level}
 }
 
-// ListMembers lists the Raft configuration as the leader sees it.
+// ListMembers lists the Raft configuration as the leader sees it, with each member's progress as
+// it answers the leader.
 func (s *Service) ListMembers(ctx context.Context, req *metadv1.ListMembersRequest) (*metadv1.ListMembersResponse, error) {
 	if err := s.here(); err != nil {
 		return nil, err
@@ -208,10 +209,11 @@ func (s *Service) ListMembers(ctx context.Context, req *metadv1.ListMembersReque
 	for i, m := range ms {
 		out.Members[i] = memberTo(m)
 	}
+	s.withProgress(ctx, ms, out.Members)
 	return out, nil
 }
 
-// AddMember adds a voter.
+// AddMember adds a voter, or a learner.
 func (s *Service) AddMember(ctx context.Context, req *metadv1.AddMemberRequest) (*metadv1.AddMemberResponse, error) {
 	if err := memberOf("name", req.GetName()); err != nil {
 		return nil, fail(err, "", nil)
@@ -222,7 +224,11 @@ func (s *Service) AddMember(ctx context.Context, req *metadv1.AddMemberRequest) 
 	if err := s.here(); err != nil {
 		return nil, err
 	}
-	if err := s.b.AddMember(ctx, req.GetName(), req.GetPeerAddress()); err != nil {
+	add := s.b.AddMember
+	if req.GetLearner() {
+		add = s.b.AddLearner
+	}
+	if err := add(ctx, req.GetName(), req.GetPeerAddress()); err != nil {
 		return nil, fail(err, "", nil)
 	}
 	return &metadv1.AddMemberResponse{}, nil

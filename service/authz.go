@@ -158,6 +158,7 @@ var methodRules = map[string]rule{
 	metadv1.Admin_ListMembers_FullMethodName:      ruleReader,
 	metadv1.Admin_AddMember_FullMethodName:        ruleAdmin,
 	metadv1.Admin_RemoveMember_FullMethodName:     ruleAdmin,
+	metadv1.Admin_PromoteMember_FullMethodName:    ruleAdmin,
 	metadv1.Admin_TransferLeader_FullMethodName:   ruleAdmin,
 	metadv1.Admin_RecordMember_FullMethodName:     ruleMember,
 	metadv1.Admin_Status_FullMethodName:           ruleReader,
@@ -288,13 +289,15 @@ func authorize(a *auth.State, nowMs int64, c Caller, method string, req proto.Me
 		switch {
 		case r == ruleAnyone:
 			return nil
+		case method == metadv1.Admin_Status_FullMethodName: // the leader asks a learner its progress
+			return nil
 		case r == ruleMember:
 			if rm, ok := req.(*metadv1.RecordMemberRequest); ok && rm.GetName() != c.Member {
 				return fmt.Errorf("%w: %s may record only itself, not %q", ErrPermissionDenied, c, rm.GetName())
 			}
 			return nil
 		}
-		return fmt.Errorf("%w: %s calls only as itself (RecordMember, OpenSession); %s needs a principal", ErrPermissionDenied, c, method)
+		return fmt.Errorf("%w: %s calls only as itself (RecordMember, OpenSession, Status); %s needs a principal", ErrPermissionDenied, c, method)
 	}
 	admin := a.IsAdmin(c.Principal)
 	switch r {

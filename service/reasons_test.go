@@ -109,6 +109,13 @@ func TestEveryReasonProvoked(t *testing.T) {
 				&metadv1.SetQuotaRequest{QuotaBytes: 1 << 20}, n.svc.SetQuota)
 			return err
 		}},
+		{store.LearnerNotCaughtUp, "", func() error {
+			h.b.SetMembers("self", "l1")
+			h.b.SetLearner("l1")
+			defer h.b.SetMembers()
+			_, err := h.svc.PromoteMember(ctx, &metadv1.PromoteMemberRequest{Name: "l1"}) // no one to ask its progress
+			return err
+		}},
 		{store.MemberNotFound, "", func() error {
 			_, err := h.svc.RemoveMember(ctx, &metadv1.RemoveMemberRequest{Name: "ghost"})
 			return err

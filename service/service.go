@@ -59,6 +59,11 @@ type Backend interface {
 	InConfiguration(name string) bool
 	// AddMember adds a voter (leader only).
 	AddMember(ctx context.Context, name, peerAddr string) error
+	// AddLearner adds a non-voter (leader only).
+	AddLearner(ctx context.Context, name, peerAddr string) error
+	// PromoteMember makes a learner a voter and returns the configuration's index, 0 when it was
+	// a voter already (leader only).
+	PromoteMember(ctx context.Context, name string) (uint64, error)
 	// RemoveMember removes a member (leader only).
 	RemoveMember(ctx context.Context, name string) error
 	// TransferLeader hands leadership to the named member ("" = the most up-to-date follower) and
@@ -128,8 +133,9 @@ type Service struct {
 	res  *reservations // PutStarts answered from the leader's arenas (reserve.go)
 	wire *eventWire    // every watch stream's encodings of events (watch.go)
 
-	hooksMu   sync.Mutex // guards onLeading; a leaf: the hooks run after it is released
+	hooksMu   sync.Mutex // guards onLeading and progress; a leaf: the hooks run after it is released
 	onLeading []func(leading bool)
+	progress  MemberProgress // learners.go
 }
 
 // New returns a Service over b, which reads the replicated state through st (the state machine's:

@@ -48,6 +48,7 @@ const (
 	SegmentDraining
 	DrainNotRunning
 	ReservationLost
+	LearnerNotCaughtUp
 	numReasons
 )
 
@@ -87,6 +88,7 @@ var reasonNames = [numReasons]string{
 	SegmentDraining:           "SEGMENT_DRAINING",
 	DrainNotRunning:           "DRAIN_NOT_RUNNING",
 	ReservationLost:           "RESERVATION_LOST",
+	LearnerNotCaughtUp:        "LEARNER_NOT_CAUGHT_UP",
 }
 
 // String returns the reason's stable upper-case name.

@@ -353,6 +353,8 @@ func ReasonTo(r store.Reason) (_ metadv1.Reason, ok bool) {
 		return metadv1.Reason_REASON_DRAIN_NOT_RUNNING, true
 	case store.ReservationLost:
 		return metadv1.Reason_REASON_RESERVATION_LOST, true
+	case store.LearnerNotCaughtUp:
+		return metadv1.Reason_REASON_LEARNER_NOT_CAUGHT_UP, true
 	}
 	return metadv1.Reason_REASON_UNSPECIFIED, false
 }

@@ -61,7 +61,9 @@
 //	                                     closes the segment to new allocations now and unmounts it when D
 //	                                     has passed or it holds nothing (segment ls shows it CLOSING)
 //	segment ls [--tier T] [--client ID] [--stale]
-//	member ls | member add NAME PEERADDR | member rm NAME
+//	member ls                            NAME, ROLE (leader, voter, learner), addresses, APPLIED and LAG
+//	                                     as each member answered the leader, LEVEL
+//	member add [--learner] NAME PEERADDR | member promote [--max-lag N] NAME | member rm NAME
 //	leader transfer [--to NAME]
 //	status                               one row per endpoint: name, client and peer address, role,
 //	                                     term, applied index, objects, leader; unreachable ones marked

@@ -388,6 +388,22 @@ type memberView struct {
 	Voter         bool   `json:"voter"`
 	Leader        bool   `json:"leader"`
 	FeatureLevel  uint32 `json:"feature_level"` // 0: none recorded
+	// Role is leader, voter or learner; Applied and Lag what the member answered the leader
+	// (nil: it did not answer).
+	Role    string  `json:"role"`
+	Applied *uint64 `json:"applied_index"`
+	Lag     *uint64 `json:"lag"`
+}
+
+// roleOf is a member's role as member ls shows it.
+func roleOf(m *metadv1.Member) string {
+	switch {
+	case m.GetLeader():
+		return "leader"
+	case m.GetVoter():
+		return "voter"
+	}
+	return "learner"
 }
 
 func runMemberLs(a *app, v *verb, args []string) error {
@@ -407,24 +423,33 @@ func runMemberLs(a *app, v *verb, args []string) error {
 	}
 	members := make([]memberView, 0, len(resp.GetMembers()))
 	for _, m := range resp.GetMembers() {
-		members = append(members, memberView{Name: m.GetName(), PeerAddress: m.GetPeerAddress(),
-			ClientAddress: m.GetClientAddress(), Voter: m.GetVoter(), Leader: m.GetLeader(), FeatureLevel: m.GetFeatureLevel()})
+		mv := memberView{Name: m.GetName(), PeerAddress: m.GetPeerAddress(), ClientAddress: m.GetClientAddress(),
+			Voter: m.GetVoter(), Leader: m.GetLeader(), FeatureLevel: m.GetFeatureLevel(), Role: roleOf(m)}
+		if m.GetProgressKnown() {
+			applied, lag := m.GetAppliedIndex(), m.GetLag()
+			mv.Applied, mv.Lag = &applied, &lag
+		}
+		members = append(members, mv)
 	}
 	view := map[string]any{"index": resp.GetIndex(), "members": members}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
-		row(tw, "NAME", "PEER", "CLIENT", "VOTER", "LEADER", "LEVEL")
+		row(tw, "NAME", "ROLE", "PEER", "CLIENT", "APPLIED", "LAG", "LEVEL")
 		for _, m := range members {
-			lvl := "-"
+			lvl, applied, lag := "-", "?", "?"
 			if m.FeatureLevel != 0 {
 				lvl = fmt.Sprint(m.FeatureLevel)
 			}
-			row(tw, m.Name, m.PeerAddress, orDash(m.ClientAddress), m.Voter, m.Leader, lvl)
+			if m.Applied != nil {
+				applied, lag = fmt.Sprint(*m.Applied), fmt.Sprint(*m.Lag)
+			}
+			row(tw, m.Name, m.Role, m.PeerAddress, orDash(m.ClientAddress), applied, lag, lvl)
 		}
 	})
 }
 
 func runMemberAdd(a *app, v *verb, args []string) error {
 	fs := a.flags(v)
+	learner := fs.Bool("learner", false, "add it as a learner: it catches up without voting until `member promote`")
 	pos, err := a.parse(v, fs, args, 2, 2)
 	if err != nil {
 		return err
@@ -435,13 +460,44 @@ func runMemberAdd(a *app, v *verb, args []string) error {
 	}
 	ctx, cancel := a.callCtx()
 	defer cancel()
-	idx, err := c.AddMember(ctx, pos[0], pos[1])
+	add, role := c.AddMember, "voter"
+	if *learner {
+		add, role = c.AddLearner, "learner"
+	}
+	idx, err := add(ctx, pos[0], pos[1])
 	if err != nil {
 		return err
 	}
-	view := map[string]any{"name": pos[0], "peer_address": pos[1], "index": idx}
+	view := map[string]any{"name": pos[0], "peer_address": pos[1], "role": role, "index": idx}
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "added member %s at %s (configuration index %d)\n", pos[0], pos[1], idx)
+		fmt.Fprintf(tw, "added member %s at %s as a %s (configuration index %d)\n", pos[0], pos[1], role, idx)
+	})
+}
+
+func runMemberPromote(a *app, v *verb, args []string) error {
+	fs := a.flags(v)
+	maxLag := fs.Uint64("max-lag", 0, "the most entries it may be behind the leader's commit index (0: the server's default, 1000)")
+	pos, err := a.parse(v, fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	c, err := a.client(defaultClientID())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	resp, err := c.PromoteMember(ctx, pos[0], *maxLag)
+	if err != nil {
+		return err
+	}
+	view := map[string]any{"name": pos[0], "index": resp.GetIndex(), "lag": resp.GetLag()}
+	return a.printer().emit(view, func(tw *tabwriter.Writer) {
+		if resp.GetIndex() == 0 {
+			fmt.Fprintf(tw, "%s is a voter already\n", pos[0])
+			return
+		}
+		fmt.Fprintf(tw, "promoted %s to a voter, %d entries behind the leader (configuration index %d)\n", pos[0], resp.GetLag(), resp.GetIndex())
 	})
 }
 

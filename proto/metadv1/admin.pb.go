@@ -980,13 +980,20 @@ type Member struct {
 	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
 	// Client (gRPC) address, host:port; empty if not known.
 	ClientAddress string `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
-	// True for a voter, false for a non-voter.
+	// True for a voter, false for a learner (a non-voter: it replicates the log and serves reads
+	// and watches, but neither votes nor counts toward a quorum, and never leads).
 	Voter bool `protobuf:"varint,4,opt,name=voter,proto3" json:"voter,omitempty"`
 	// True for the current leader.
 	Leader bool `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
 	// The feature level its binary records (docs/design.md, "Feature levels"); 0: none recorded (a
 	// binary that records none, or a member not recorded yet), which counts as 1.
-	FeatureLevel  uint32 `protobuf:"varint,6,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	FeatureLevel uint32 `protobuf:"varint,6,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
+	// The index of the last entry the member has applied, as it answered the leader's question
+	// when the list was made; lag is the leader's commit index minus it. Both are 0 and
+	// progress_known false when the member did not answer (down, or no client address recorded).
+	AppliedIndex  uint64 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Lag           uint64 `protobuf:"varint,8,opt,name=lag,proto3" json:"lag,omitempty"`
+	ProgressKnown bool   `protobuf:"varint,9,opt,name=progress_known,json=progressKnown,proto3" json:"progress_known,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1061,6 +1068,27 @@ func (x *Member) GetFeatureLevel() uint32 {
 		return x.FeatureLevel
 	}
 	return 0
+}
+
+func (x *Member) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *Member) GetLag() uint64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+func (x *Member) GetProgressKnown() bool {
+	if x != nil {
+		return x.ProgressKnown
+	}
+	return false
 }
 
 // ListMembersRequest asks for the Raft configuration.
@@ -1155,13 +1183,15 @@ func (x *ListMembersResponse) GetIndex() uint64 {
 	return 0
 }
 
-// AddMemberRequest names a server to add as a voter.
+// AddMemberRequest names a server to add as a voter, or as a learner.
 type AddMemberRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Raft server name (id) of the new member.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Its Raft peer address, host:port.
-	PeerAddress   string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	PeerAddress string `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// Add it as a learner: it catches up without voting, and PromoteMember makes it a voter.
+	Learner       bool `protobuf:"varint,3,opt,name=learner,proto3" json:"learner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1208,6 +1238,13 @@ func (x *AddMemberRequest) GetPeerAddress() string {
 		return x.PeerAddress
 	}
 	return ""
+}
+
+func (x *AddMemberRequest) GetLearner() bool {
+	if x != nil {
+		return x.Learner
+	}
+	return false
 }
 
 // AddMemberResponse reports the committed configuration change.
@@ -1458,6 +1495,118 @@ func (*RecordMemberResponse) Descriptor() ([]byte, []int) {
 	return file_metadv1_admin_proto_rawDescGZIP(), []int{22}
 }
 
+// PromoteMemberRequest names a learner to make a voter.
+type PromoteMemberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The learner's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The most entries it may be behind the leader's commit index (0: 1000). A learner further
+	// behind, or one the leader cannot ask, is refused with LEARNER_NOT_CAUGHT_UP.
+	MaxLag        uint64 `protobuf:"varint,2,opt,name=max_lag,json=maxLag,proto3" json:"max_lag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteMemberRequest) Reset() {
+	*x = PromoteMemberRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteMemberRequest) ProtoMessage() {}
+
+func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteMemberRequest.ProtoReflect.Descriptor instead.
+func (*PromoteMemberRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PromoteMemberRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PromoteMemberRequest) GetMaxLag() uint64 {
+	if x != nil {
+		return x.MaxLag
+	}
+	return 0
+}
+
+// PromoteMemberResponse reports the committed configuration change (index 0: the member was a
+// voter already, nothing changed).
+type PromoteMemberResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft log index of the new configuration.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// How far behind the leader the learner was when it was promoted, entries.
+	Lag           uint64 `protobuf:"varint,2,opt,name=lag,proto3" json:"lag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteMemberResponse) Reset() {
+	*x = PromoteMemberResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteMemberResponse) ProtoMessage() {}
+
+func (x *PromoteMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteMemberResponse.ProtoReflect.Descriptor instead.
+func (*PromoteMemberResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PromoteMemberResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *PromoteMemberResponse) GetLag() uint64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
 // TransferLeaderRequest asks the leader to step down.
 type TransferLeaderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1469,7 +1618,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[23]
+	mi := &file_metadv1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1630,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[23]
+	mi := &file_metadv1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1643,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{23}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransferLeaderRequest) GetTarget() string {
@@ -1517,7 +1666,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[24]
+	mi := &file_metadv1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1678,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[24]
+	mi := &file_metadv1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1691,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{24}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TransferLeaderResponse) GetLeaderName() string {
@@ -1568,7 +1717,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[25]
+	mi := &file_metadv1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1729,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[25]
+	mi := &file_metadv1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1742,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{25}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 // StatusResponse is this node's view of itself and the cluster.
@@ -1637,7 +1786,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[26]
+	mi := &file_metadv1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1798,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[26]
+	mi := &file_metadv1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1811,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{26}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StatusResponse) GetName() string {
@@ -1788,7 +1937,7 @@ type SnapshotSaveRequest struct {
 
 func (x *SnapshotSaveRequest) Reset() {
 	*x = SnapshotSaveRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[27]
+	mi := &file_metadv1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1949,7 @@ func (x *SnapshotSaveRequest) String() string {
 func (*SnapshotSaveRequest) ProtoMessage() {}
 
 func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[27]
+	mi := &file_metadv1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1962,7 @@ func (x *SnapshotSaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotSaveRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotSaveRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{27}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SnapshotSaveRequest) GetAllowStale() bool {
@@ -1838,7 +1987,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_metadv1_admin_proto_msgTypes[28]
+	mi := &file_metadv1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1999,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[28]
+	mi := &file_metadv1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +2012,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{28}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1908,7 +2057,7 @@ type SnapshotRestoreResponse struct {
 
 func (x *SnapshotRestoreResponse) Reset() {
 	*x = SnapshotRestoreResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[29]
+	mi := &file_metadv1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2069,7 @@ func (x *SnapshotRestoreResponse) String() string {
 func (*SnapshotRestoreResponse) ProtoMessage() {}
 
 func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[29]
+	mi := &file_metadv1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2082,7 @@ func (x *SnapshotRestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRestoreResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotRestoreResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{29}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SnapshotRestoreResponse) GetIndex() uint64 {
@@ -1991,7 +2140,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[30]
+	mi := &file_metadv1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2152,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[30]
+	mi := &file_metadv1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2165,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{30}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateKeyRequest) GetPrincipal() string {
@@ -2048,7 +2197,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[31]
+	mi := &file_metadv1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2209,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[31]
+	mi := &file_metadv1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2222,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{31}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateKeyResponse) GetKeyId() string {
@@ -2108,7 +2257,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[32]
+	mi := &file_metadv1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2269,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[32]
+	mi := &file_metadv1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2282,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{32}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeKeyRequest) GetKeyId() string {
@@ -2152,7 +2301,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[33]
+	mi := &file_metadv1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2313,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[33]
+	mi := &file_metadv1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2326,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{33}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 // ListKeysRequest asks for the API keys.
@@ -2191,7 +2340,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[34]
+	mi := &file_metadv1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2352,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[34]
+	mi := &file_metadv1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2365,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{34}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListKeysRequest) GetStale() bool {
@@ -2243,7 +2392,7 @@ type KeyInfo struct {
 
 func (x *KeyInfo) Reset() {
 	*x = KeyInfo{}
-	mi := &file_metadv1_admin_proto_msgTypes[35]
+	mi := &file_metadv1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2404,7 @@ func (x *KeyInfo) String() string {
 func (*KeyInfo) ProtoMessage() {}
 
 func (x *KeyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[35]
+	mi := &file_metadv1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2417,7 @@ func (x *KeyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyInfo.ProtoReflect.Descriptor instead.
 func (*KeyInfo) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{35}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *KeyInfo) GetKeyId() string {
@@ -2310,7 +2459,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[36]
+	mi := &file_metadv1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +2471,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[36]
+	mi := &file_metadv1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +2484,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{36}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListKeysResponse) GetKeys() []*KeyInfo {
@@ -2358,7 +2507,7 @@ type GrantRoleRequest struct {
 
 func (x *GrantRoleRequest) Reset() {
 	*x = GrantRoleRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[37]
+	mi := &file_metadv1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2519,7 @@ func (x *GrantRoleRequest) String() string {
 func (*GrantRoleRequest) ProtoMessage() {}
 
 func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[37]
+	mi := &file_metadv1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2532,7 @@ func (x *GrantRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRoleRequest.ProtoReflect.Descriptor instead.
 func (*GrantRoleRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{37}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GrantRoleRequest) GetPrincipal() string {
@@ -2409,7 +2558,7 @@ type GrantRoleResponse struct {
 
 func (x *GrantRoleResponse) Reset() {
 	*x = GrantRoleResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[38]
+	mi := &file_metadv1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2570,7 @@ func (x *GrantRoleResponse) String() string {
 func (*GrantRoleResponse) ProtoMessage() {}
 
 func (x *GrantRoleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[38]
+	mi := &file_metadv1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2583,7 @@ func (x *GrantRoleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRoleResponse.ProtoReflect.Descriptor instead.
 func (*GrantRoleResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{38}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 // RevokeRoleRequest removes a principal's role binding.
@@ -2450,7 +2599,7 @@ type RevokeRoleRequest struct {
 
 func (x *RevokeRoleRequest) Reset() {
 	*x = RevokeRoleRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[39]
+	mi := &file_metadv1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2611,7 @@ func (x *RevokeRoleRequest) String() string {
 func (*RevokeRoleRequest) ProtoMessage() {}
 
 func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[39]
+	mi := &file_metadv1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2624,7 @@ func (x *RevokeRoleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRoleRequest.ProtoReflect.Descriptor instead.
 func (*RevokeRoleRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{39}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RevokeRoleRequest) GetPrincipal() string {
@@ -2501,7 +2650,7 @@ type RevokeRoleResponse struct {
 
 func (x *RevokeRoleResponse) Reset() {
 	*x = RevokeRoleResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[40]
+	mi := &file_metadv1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2662,7 @@ func (x *RevokeRoleResponse) String() string {
 func (*RevokeRoleResponse) ProtoMessage() {}
 
 func (x *RevokeRoleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[40]
+	mi := &file_metadv1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2675,7 @@ func (x *RevokeRoleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRoleResponse.ProtoReflect.Descriptor instead.
 func (*RevokeRoleResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{40}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 // ListRolesRequest asks for the role bindings.
@@ -2540,7 +2689,7 @@ type ListRolesRequest struct {
 
 func (x *ListRolesRequest) Reset() {
 	*x = ListRolesRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[41]
+	mi := &file_metadv1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2701,7 @@ func (x *ListRolesRequest) String() string {
 func (*ListRolesRequest) ProtoMessage() {}
 
 func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[41]
+	mi := &file_metadv1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2714,7 @@ func (x *ListRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolesRequest.ProtoReflect.Descriptor instead.
 func (*ListRolesRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{41}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListRolesRequest) GetStale() bool {
@@ -2588,7 +2737,7 @@ type RoleBinding struct {
 
 func (x *RoleBinding) Reset() {
 	*x = RoleBinding{}
-	mi := &file_metadv1_admin_proto_msgTypes[42]
+	mi := &file_metadv1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +2749,7 @@ func (x *RoleBinding) String() string {
 func (*RoleBinding) ProtoMessage() {}
 
 func (x *RoleBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[42]
+	mi := &file_metadv1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +2762,7 @@ func (x *RoleBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleBinding.ProtoReflect.Descriptor instead.
 func (*RoleBinding) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{42}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RoleBinding) GetPrincipal() string {
@@ -2643,7 +2792,7 @@ type ListRolesResponse struct {
 
 func (x *ListRolesResponse) Reset() {
 	*x = ListRolesResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[43]
+	mi := &file_metadv1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2804,7 @@ func (x *ListRolesResponse) String() string {
 func (*ListRolesResponse) ProtoMessage() {}
 
 func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[43]
+	mi := &file_metadv1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2817,7 @@ func (x *ListRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRolesResponse.ProtoReflect.Descriptor instead.
 func (*ListRolesResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{43}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListRolesResponse) GetBindings() []*RoleBinding {
@@ -2704,7 +2853,7 @@ type StartDrainRequest struct {
 
 func (x *StartDrainRequest) Reset() {
 	*x = StartDrainRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[44]
+	mi := &file_metadv1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2716,7 +2865,7 @@ func (x *StartDrainRequest) String() string {
 func (*StartDrainRequest) ProtoMessage() {}
 
 func (x *StartDrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[44]
+	mi := &file_metadv1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2729,7 +2878,7 @@ func (x *StartDrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartDrainRequest.ProtoReflect.Descriptor instead.
 func (*StartDrainRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{44}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StartDrainRequest) GetSegmentIds() [][]byte {
@@ -2771,7 +2920,7 @@ type StartDrainResponse struct {
 
 func (x *StartDrainResponse) Reset() {
 	*x = StartDrainResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[45]
+	mi := &file_metadv1_admin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +2932,7 @@ func (x *StartDrainResponse) String() string {
 func (*StartDrainResponse) ProtoMessage() {}
 
 func (x *StartDrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[45]
+	mi := &file_metadv1_admin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +2945,7 @@ func (x *StartDrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartDrainResponse.ProtoReflect.Descriptor instead.
 func (*StartDrainResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{45}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StartDrainResponse) GetDrain() *DrainJob {
@@ -2817,7 +2966,7 @@ type DrainStatusRequest struct {
 
 func (x *DrainStatusRequest) Reset() {
 	*x = DrainStatusRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[46]
+	mi := &file_metadv1_admin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2829,7 +2978,7 @@ func (x *DrainStatusRequest) String() string {
 func (*DrainStatusRequest) ProtoMessage() {}
 
 func (x *DrainStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[46]
+	mi := &file_metadv1_admin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2842,7 +2991,7 @@ func (x *DrainStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatusRequest.ProtoReflect.Descriptor instead.
 func (*DrainStatusRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{46}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DrainStatusRequest) GetDrainId() uint64 {
@@ -2863,7 +3012,7 @@ type DrainStatusResponse struct {
 
 func (x *DrainStatusResponse) Reset() {
 	*x = DrainStatusResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[47]
+	mi := &file_metadv1_admin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3024,7 @@ func (x *DrainStatusResponse) String() string {
 func (*DrainStatusResponse) ProtoMessage() {}
 
 func (x *DrainStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[47]
+	mi := &file_metadv1_admin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3037,7 @@ func (x *DrainStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatusResponse.ProtoReflect.Descriptor instead.
 func (*DrainStatusResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{47}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DrainStatusResponse) GetDrains() []*DrainJob {
@@ -2911,7 +3060,7 @@ type CancelDrainRequest struct {
 
 func (x *CancelDrainRequest) Reset() {
 	*x = CancelDrainRequest{}
-	mi := &file_metadv1_admin_proto_msgTypes[48]
+	mi := &file_metadv1_admin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2923,7 +3072,7 @@ func (x *CancelDrainRequest) String() string {
 func (*CancelDrainRequest) ProtoMessage() {}
 
 func (x *CancelDrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[48]
+	mi := &file_metadv1_admin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2936,7 +3085,7 @@ func (x *CancelDrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDrainRequest.ProtoReflect.Descriptor instead.
 func (*CancelDrainRequest) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{48}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CancelDrainRequest) GetDrainId() uint64 {
@@ -2964,7 +3113,7 @@ type CancelDrainResponse struct {
 
 func (x *CancelDrainResponse) Reset() {
 	*x = CancelDrainResponse{}
-	mi := &file_metadv1_admin_proto_msgTypes[49]
+	mi := &file_metadv1_admin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2976,7 +3125,7 @@ func (x *CancelDrainResponse) String() string {
 func (*CancelDrainResponse) ProtoMessage() {}
 
 func (x *CancelDrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_admin_proto_msgTypes[49]
+	mi := &file_metadv1_admin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2989,7 +3138,7 @@ func (x *CancelDrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelDrainResponse.ProtoReflect.Descriptor instead.
 func (*CancelDrainResponse) Descriptor() ([]byte, []int) {
-	return file_metadv1_admin_proto_rawDescGZIP(), []int{49}
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CancelDrainResponse) GetDrain() *DrainJob {
@@ -3063,21 +3212,25 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x14unmount_at_unix_nano\x18| \x01(\x03R\x11unmountAtUnixNano\x12(\n" +
 	"\x10arena_free_bytes\x18} \x01(\x04R\x0earenaFreeBytes\"I\n" +
 	"\x14ListSegmentsResponse\x121\n" +
-	"\bsegments\x18\x01 \x03(\v2\x15.metad.v1.SegmentInfoR\bsegments\"\xb9\x01\n" +
+	"\bsegments\x18\x01 \x03(\v2\x15.metad.v1.SegmentInfoR\bsegments\"\x97\x02\n" +
 	"\x06Member\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
 	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12\x14\n" +
 	"\x05voter\x18\x04 \x01(\bR\x05voter\x12\x16\n" +
 	"\x06leader\x18\x05 \x01(\bR\x06leader\x12#\n" +
-	"\rfeature_level\x18\x06 \x01(\rR\ffeatureLevel\"\x14\n" +
+	"\rfeature_level\x18\x06 \x01(\rR\ffeatureLevel\x12#\n" +
+	"\rapplied_index\x18\a \x01(\x04R\fappliedIndex\x12\x10\n" +
+	"\x03lag\x18\b \x01(\x04R\x03lag\x12%\n" +
+	"\x0eprogress_known\x18\t \x01(\bR\rprogressKnown\"\x14\n" +
 	"\x12ListMembersRequest\"W\n" +
 	"\x13ListMembersResponse\x12*\n" +
 	"\amembers\x18\x01 \x03(\v2\x10.metad.v1.MemberR\amembers\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x04R\x05index\"I\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\"c\n" +
 	"\x10AddMemberRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
-	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\")\n" +
+	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12\x18\n" +
+	"\alearner\x18\x03 \x01(\bR\alearner\")\n" +
 	"\x11AddMemberResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\")\n" +
 	"\x13RemoveMemberRequest\x12\x12\n" +
@@ -3089,7 +3242,13 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
 	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12#\n" +
 	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"\x16\n" +
-	"\x14RecordMemberResponse\"/\n" +
+	"\x14RecordMemberResponse\"C\n" +
+	"\x14PromoteMemberRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x17\n" +
+	"\amax_lag\x18\x02 \x01(\x04R\x06maxLag\"?\n" +
+	"\x15PromoteMemberResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x10\n" +
+	"\x03lag\x18\x02 \x01(\x04R\x03lag\"/\n" +
 	"\x15TransferLeaderRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\"`\n" +
 	"\x16TransferLeaderResponse\x12\x1f\n" +
@@ -3191,7 +3350,7 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\x12NODE_ROLE_FOLLOWER\x10\x01\x12\x17\n" +
 	"\x13NODE_ROLE_CANDIDATE\x10\x02\x12\x14\n" +
 	"\x10NODE_ROLE_LEADER\x10\x03\x12\x16\n" +
-	"\x12NODE_ROLE_SHUTDOWN\x10\x042\xba\r\n" +
+	"\x12NODE_ROLE_SHUTDOWN\x10\x042\x8c\x0e\n" +
 	"\x05Admin\x12S\n" +
 	"\x0eRegisterTenant\x12\x1f.metad.v1.RegisterTenantRequest\x1a .metad.v1.RegisterTenantResponse\x12Y\n" +
 	"\x10UnregisterTenant\x12!.metad.v1.UnregisterTenantRequest\x1a\".metad.v1.UnregisterTenantResponse\x12J\n" +
@@ -3201,7 +3360,8 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\fListSegments\x12\x1d.metad.v1.ListSegmentsRequest\x1a\x1e.metad.v1.ListSegmentsResponse\x12J\n" +
 	"\vListMembers\x12\x1c.metad.v1.ListMembersRequest\x1a\x1d.metad.v1.ListMembersResponse\x12D\n" +
 	"\tAddMember\x12\x1a.metad.v1.AddMemberRequest\x1a\x1b.metad.v1.AddMemberResponse\x12M\n" +
-	"\fRemoveMember\x12\x1d.metad.v1.RemoveMemberRequest\x1a\x1e.metad.v1.RemoveMemberResponse\x12S\n" +
+	"\fRemoveMember\x12\x1d.metad.v1.RemoveMemberRequest\x1a\x1e.metad.v1.RemoveMemberResponse\x12P\n" +
+	"\rPromoteMember\x12\x1e.metad.v1.PromoteMemberRequest\x1a\x1f.metad.v1.PromoteMemberResponse\x12S\n" +
 	"\x0eTransferLeader\x12\x1f.metad.v1.TransferLeaderRequest\x1a .metad.v1.TransferLeaderResponse\x12M\n" +
 	"\fRecordMember\x12\x1d.metad.v1.RecordMemberRequest\x1a\x1e.metad.v1.RecordMemberResponse\x12;\n" +
 	"\x06Status\x12\x17.metad.v1.StatusRequest\x1a\x18.metad.v1.StatusResponse\x12H\n" +
@@ -3232,7 +3392,7 @@ func file_metadv1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_metadv1_admin_proto_goTypes = []any{
 	(NodeRole)(0),                    // 0: metad.v1.NodeRole
 	(*RegisterTenantRequest)(nil),    // 1: metad.v1.RegisterTenantRequest
@@ -3258,57 +3418,59 @@ var file_metadv1_admin_proto_goTypes = []any{
 	(*RemoveMemberResponse)(nil),     // 21: metad.v1.RemoveMemberResponse
 	(*RecordMemberRequest)(nil),      // 22: metad.v1.RecordMemberRequest
 	(*RecordMemberResponse)(nil),     // 23: metad.v1.RecordMemberResponse
-	(*TransferLeaderRequest)(nil),    // 24: metad.v1.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil),   // 25: metad.v1.TransferLeaderResponse
-	(*StatusRequest)(nil),            // 26: metad.v1.StatusRequest
-	(*StatusResponse)(nil),           // 27: metad.v1.StatusResponse
-	(*SnapshotSaveRequest)(nil),      // 28: metad.v1.SnapshotSaveRequest
-	(*SnapshotChunk)(nil),            // 29: metad.v1.SnapshotChunk
-	(*SnapshotRestoreResponse)(nil),  // 30: metad.v1.SnapshotRestoreResponse
-	(*CreateKeyRequest)(nil),         // 31: metad.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),        // 32: metad.v1.CreateKeyResponse
-	(*RevokeKeyRequest)(nil),         // 33: metad.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),        // 34: metad.v1.RevokeKeyResponse
-	(*ListKeysRequest)(nil),          // 35: metad.v1.ListKeysRequest
-	(*KeyInfo)(nil),                  // 36: metad.v1.KeyInfo
-	(*ListKeysResponse)(nil),         // 37: metad.v1.ListKeysResponse
-	(*GrantRoleRequest)(nil),         // 38: metad.v1.GrantRoleRequest
-	(*GrantRoleResponse)(nil),        // 39: metad.v1.GrantRoleResponse
-	(*RevokeRoleRequest)(nil),        // 40: metad.v1.RevokeRoleRequest
-	(*RevokeRoleResponse)(nil),       // 41: metad.v1.RevokeRoleResponse
-	(*ListRolesRequest)(nil),         // 42: metad.v1.ListRolesRequest
-	(*RoleBinding)(nil),              // 43: metad.v1.RoleBinding
-	(*ListRolesResponse)(nil),        // 44: metad.v1.ListRolesResponse
-	(*StartDrainRequest)(nil),        // 45: metad.v1.StartDrainRequest
-	(*StartDrainResponse)(nil),       // 46: metad.v1.StartDrainResponse
-	(*DrainStatusRequest)(nil),       // 47: metad.v1.DrainStatusRequest
-	(*DrainStatusResponse)(nil),      // 48: metad.v1.DrainStatusResponse
-	(*CancelDrainRequest)(nil),       // 49: metad.v1.CancelDrainRequest
-	(*CancelDrainResponse)(nil),      // 50: metad.v1.CancelDrainResponse
-	(*SessionHeader)(nil),            // 51: metad.v1.SessionHeader
-	(TenantState)(0),                 // 52: metad.v1.TenantState
-	(Tier)(0),                        // 53: metad.v1.Tier
-	(*SegmentDesc)(nil),              // 54: metad.v1.SegmentDesc
-	(*DrainJob)(nil),                 // 55: metad.v1.DrainJob
+	(*PromoteMemberRequest)(nil),     // 24: metad.v1.PromoteMemberRequest
+	(*PromoteMemberResponse)(nil),    // 25: metad.v1.PromoteMemberResponse
+	(*TransferLeaderRequest)(nil),    // 26: metad.v1.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil),   // 27: metad.v1.TransferLeaderResponse
+	(*StatusRequest)(nil),            // 28: metad.v1.StatusRequest
+	(*StatusResponse)(nil),           // 29: metad.v1.StatusResponse
+	(*SnapshotSaveRequest)(nil),      // 30: metad.v1.SnapshotSaveRequest
+	(*SnapshotChunk)(nil),            // 31: metad.v1.SnapshotChunk
+	(*SnapshotRestoreResponse)(nil),  // 32: metad.v1.SnapshotRestoreResponse
+	(*CreateKeyRequest)(nil),         // 33: metad.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),        // 34: metad.v1.CreateKeyResponse
+	(*RevokeKeyRequest)(nil),         // 35: metad.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),        // 36: metad.v1.RevokeKeyResponse
+	(*ListKeysRequest)(nil),          // 37: metad.v1.ListKeysRequest
+	(*KeyInfo)(nil),                  // 38: metad.v1.KeyInfo
+	(*ListKeysResponse)(nil),         // 39: metad.v1.ListKeysResponse
+	(*GrantRoleRequest)(nil),         // 40: metad.v1.GrantRoleRequest
+	(*GrantRoleResponse)(nil),        // 41: metad.v1.GrantRoleResponse
+	(*RevokeRoleRequest)(nil),        // 42: metad.v1.RevokeRoleRequest
+	(*RevokeRoleResponse)(nil),       // 43: metad.v1.RevokeRoleResponse
+	(*ListRolesRequest)(nil),         // 44: metad.v1.ListRolesRequest
+	(*RoleBinding)(nil),              // 45: metad.v1.RoleBinding
+	(*ListRolesResponse)(nil),        // 46: metad.v1.ListRolesResponse
+	(*StartDrainRequest)(nil),        // 47: metad.v1.StartDrainRequest
+	(*StartDrainResponse)(nil),       // 48: metad.v1.StartDrainResponse
+	(*DrainStatusRequest)(nil),       // 49: metad.v1.DrainStatusRequest
+	(*DrainStatusResponse)(nil),      // 50: metad.v1.DrainStatusResponse
+	(*CancelDrainRequest)(nil),       // 51: metad.v1.CancelDrainRequest
+	(*CancelDrainResponse)(nil),      // 52: metad.v1.CancelDrainResponse
+	(*SessionHeader)(nil),            // 53: metad.v1.SessionHeader
+	(TenantState)(0),                 // 54: metad.v1.TenantState
+	(Tier)(0),                        // 55: metad.v1.Tier
+	(*SegmentDesc)(nil),              // 56: metad.v1.SegmentDesc
+	(*DrainJob)(nil),                 // 57: metad.v1.DrainJob
 }
 var file_metadv1_admin_proto_depIdxs = []int32{
-	51, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	51, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	52, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
+	53, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	53, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	54, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
 	6,  // 3: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
-	51, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
-	53, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
-	54, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
+	53, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
+	55, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
+	56, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
 	13, // 7: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
 	15, // 8: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
 	0,  // 9: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
-	36, // 10: metad.v1.ListKeysResponse.keys:type_name -> metad.v1.KeyInfo
-	43, // 11: metad.v1.ListRolesResponse.bindings:type_name -> metad.v1.RoleBinding
-	51, // 12: metad.v1.StartDrainRequest.session:type_name -> metad.v1.SessionHeader
-	55, // 13: metad.v1.StartDrainResponse.drain:type_name -> metad.v1.DrainJob
-	55, // 14: metad.v1.DrainStatusResponse.drains:type_name -> metad.v1.DrainJob
-	51, // 15: metad.v1.CancelDrainRequest.session:type_name -> metad.v1.SessionHeader
-	55, // 16: metad.v1.CancelDrainResponse.drain:type_name -> metad.v1.DrainJob
+	38, // 10: metad.v1.ListKeysResponse.keys:type_name -> metad.v1.KeyInfo
+	45, // 11: metad.v1.ListRolesResponse.bindings:type_name -> metad.v1.RoleBinding
+	53, // 12: metad.v1.StartDrainRequest.session:type_name -> metad.v1.SessionHeader
+	57, // 13: metad.v1.StartDrainResponse.drain:type_name -> metad.v1.DrainJob
+	57, // 14: metad.v1.DrainStatusResponse.drains:type_name -> metad.v1.DrainJob
+	53, // 15: metad.v1.CancelDrainRequest.session:type_name -> metad.v1.SessionHeader
+	57, // 16: metad.v1.CancelDrainResponse.drain:type_name -> metad.v1.DrainJob
 	1,  // 17: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
 	3,  // 18: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
 	5,  // 19: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
@@ -3318,45 +3480,47 @@ var file_metadv1_admin_proto_depIdxs = []int32{
 	16, // 23: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
 	18, // 24: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
 	20, // 25: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
-	24, // 26: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
-	22, // 27: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
-	26, // 28: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
-	28, // 29: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
-	29, // 30: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
-	31, // 31: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
-	33, // 32: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
-	35, // 33: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
-	38, // 34: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
-	40, // 35: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
-	42, // 36: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
-	45, // 37: metad.v1.Admin.StartDrain:input_type -> metad.v1.StartDrainRequest
-	47, // 38: metad.v1.Admin.DrainStatus:input_type -> metad.v1.DrainStatusRequest
-	49, // 39: metad.v1.Admin.CancelDrain:input_type -> metad.v1.CancelDrainRequest
-	2,  // 40: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
-	4,  // 41: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
-	7,  // 42: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
-	9,  // 43: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
-	11, // 44: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
-	14, // 45: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
-	17, // 46: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
-	19, // 47: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
-	21, // 48: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
-	25, // 49: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
-	23, // 50: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
-	27, // 51: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
-	29, // 52: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
-	30, // 53: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
-	32, // 54: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
-	34, // 55: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
-	37, // 56: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
-	39, // 57: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
-	41, // 58: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
-	44, // 59: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
-	46, // 60: metad.v1.Admin.StartDrain:output_type -> metad.v1.StartDrainResponse
-	48, // 61: metad.v1.Admin.DrainStatus:output_type -> metad.v1.DrainStatusResponse
-	50, // 62: metad.v1.Admin.CancelDrain:output_type -> metad.v1.CancelDrainResponse
-	40, // [40:63] is the sub-list for method output_type
-	17, // [17:40] is the sub-list for method input_type
+	24, // 26: metad.v1.Admin.PromoteMember:input_type -> metad.v1.PromoteMemberRequest
+	26, // 27: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
+	22, // 28: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
+	28, // 29: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
+	30, // 30: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
+	31, // 31: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
+	33, // 32: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
+	35, // 33: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
+	37, // 34: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
+	40, // 35: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
+	42, // 36: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
+	44, // 37: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
+	47, // 38: metad.v1.Admin.StartDrain:input_type -> metad.v1.StartDrainRequest
+	49, // 39: metad.v1.Admin.DrainStatus:input_type -> metad.v1.DrainStatusRequest
+	51, // 40: metad.v1.Admin.CancelDrain:input_type -> metad.v1.CancelDrainRequest
+	2,  // 41: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
+	4,  // 42: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
+	7,  // 43: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
+	9,  // 44: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
+	11, // 45: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
+	14, // 46: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
+	17, // 47: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
+	19, // 48: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
+	21, // 49: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
+	25, // 50: metad.v1.Admin.PromoteMember:output_type -> metad.v1.PromoteMemberResponse
+	27, // 51: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
+	23, // 52: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
+	29, // 53: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
+	31, // 54: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
+	32, // 55: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
+	34, // 56: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
+	36, // 57: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
+	39, // 58: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
+	41, // 59: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
+	43, // 60: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
+	46, // 61: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
+	48, // 62: metad.v1.Admin.StartDrain:output_type -> metad.v1.StartDrainResponse
+	50, // 63: metad.v1.Admin.DrainStatus:output_type -> metad.v1.DrainStatusResponse
+	52, // 64: metad.v1.Admin.CancelDrain:output_type -> metad.v1.CancelDrainResponse
+	41, // [41:65] is the sub-list for method output_type
+	17, // [17:41] is the sub-list for method input_type
 	17, // [17:17] is the sub-list for extension type_name
 	17, // [17:17] is the sub-list for extension extendee
 	0,  // [0:17] is the sub-list for field type_name
@@ -3374,7 +3538,7 @@ func file_metadv1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_admin_proto_rawDesc), len(file_metadv1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	Admin_ListMembers_FullMethodName      = "/metad.v1.Admin/ListMembers"
 	Admin_AddMember_FullMethodName        = "/metad.v1.Admin/AddMember"
 	Admin_RemoveMember_FullMethodName     = "/metad.v1.Admin/RemoveMember"
+	Admin_PromoteMember_FullMethodName    = "/metad.v1.Admin/PromoteMember"
 	Admin_TransferLeader_FullMethodName   = "/metad.v1.Admin/TransferLeader"
 	Admin_RecordMember_FullMethodName     = "/metad.v1.Admin/RecordMember"
 	Admin_Status_FullMethodName           = "/metad.v1.Admin/Status"
@@ -72,6 +73,8 @@ type AdminClient interface {
 	AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*AddMemberResponse, error)
 	// RemoveMember removes a member from the Raft cluster.
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
+	// PromoteMember makes a learner a voter, once it has caught up with the leader.
+	PromoteMember(ctx context.Context, in *PromoteMemberRequest, opts ...grpc.CallOption) (*PromoteMemberResponse, error)
 	// TransferLeader hands leadership to another member.
 	TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error)
 	// RecordMember records a member's client and peer addresses in the replicated member records (on
@@ -198,6 +201,16 @@ func (c *adminClient) RemoveMember(ctx context.Context, in *RemoveMemberRequest,
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RemoveMemberResponse)
 	err := c.cc.Invoke(ctx, Admin_RemoveMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) PromoteMember(ctx context.Context, in *PromoteMemberRequest, opts ...grpc.CallOption) (*PromoteMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PromoteMemberResponse)
+	err := c.cc.Invoke(ctx, Admin_PromoteMember_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +393,8 @@ type AdminServer interface {
 	AddMember(context.Context, *AddMemberRequest) (*AddMemberResponse, error)
 	// RemoveMember removes a member from the Raft cluster.
 	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
+	// PromoteMember makes a learner a voter, once it has caught up with the leader.
+	PromoteMember(context.Context, *PromoteMemberRequest) (*PromoteMemberResponse, error)
 	// TransferLeader hands leadership to another member.
 	TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error)
 	// RecordMember records a member's client and peer addresses in the replicated member records (on
@@ -448,6 +463,9 @@ func (UnimplementedAdminServer) AddMember(context.Context, *AddMemberRequest) (*
 }
 func (UnimplementedAdminServer) RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedAdminServer) PromoteMember(context.Context, *PromoteMemberRequest) (*PromoteMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PromoteMember not implemented")
 }
 func (UnimplementedAdminServer) TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransferLeader not implemented")
@@ -670,6 +688,24 @@ func _Admin_RemoveMember_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServer).RemoveMember(ctx, req.(*RemoveMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_PromoteMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PromoteMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PromoteMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PromoteMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PromoteMember(ctx, req.(*PromoteMemberRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -950,6 +986,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveMember",
 			Handler:    _Admin_RemoveMember_Handler,
+		},
+		{
+			MethodName: "PromoteMember",
+			Handler:    _Admin_PromoteMember_Handler,
 		},
 		{
 			MethodName: "TransferLeader",

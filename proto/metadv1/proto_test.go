@@ -226,6 +226,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_DRAIN_NOT_FOUND", "REASON_SEGMENT_DRAINING", "REASON_DRAIN_NOT_RUNNING", // drain jobs
 		"REASON_RESERVATION_LOST",                            // allocation arenas
 		"REASON_WATCH_COMPACTED", "REASON_WATCH_FELL_BEHIND", // Watch
+		"REASON_LEARNER_NOT_CAUGHT_UP", // PromoteMember
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -260,7 +261,7 @@ func TestServiceMethods(t *testing.T) {
 		}},
 		{metadv1.File_metadv1_admin_proto, "Admin", []string{
 			"RegisterTenant", "UnregisterTenant", "ListTenants", "SetQuota", "GetQuota", "ListSegments",
-			"ListMembers", "AddMember", "RemoveMember", "TransferLeader", "RecordMember", "Status",
+			"ListMembers", "AddMember", "RemoveMember", "PromoteMember", "TransferLeader", "RecordMember", "Status",
 			"SnapshotSave", "SnapshotRestore",
 			"CreateKey", "RevokeKey", "ListKeys", "GrantRole", "RevokeRole", "ListRoles",
 			"StartDrain", "DrainStatus", "CancelDrain",

@@ -236,6 +236,9 @@ const (
 	// A watch stream fell out of its member's retained window before it read its next event (the
 	// subscriber read slower than the cluster wrote); ErrorDetail.revision is where it had reached.
 	Reason_REASON_WATCH_FELL_BEHIND Reason = 44
+	// PromoteMember of a learner that is further behind the leader than the request allows, or
+	// that the leader cannot ask how far it has applied: nothing changed. Wait, and retry.
+	Reason_REASON_LEARNER_NOT_CAUGHT_UP Reason = 45
 )
 
 // Enum value maps for Reason.
@@ -280,6 +283,7 @@ var (
 		42: "REASON_RESERVATION_LOST",
 		43: "REASON_WATCH_COMPACTED",
 		44: "REASON_WATCH_FELL_BEHIND",
+		45: "REASON_LEARNER_NOT_CAUGHT_UP",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -321,6 +325,7 @@ var (
 		"REASON_RESERVATION_LOST":              42,
 		"REASON_WATCH_COMPACTED":               43,
 		"REASON_WATCH_FELL_BEHIND":             44,
+		"REASON_LEARNER_NOT_CAUGHT_UP":         45,
 	}
 )
 
@@ -1610,7 +1615,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xaf\t\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd1\t\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1651,7 +1656,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x18REASON_DRAIN_NOT_RUNNING\x10)\x12\x1b\n" +
 	"\x17REASON_RESERVATION_LOST\x10*\x12\x1a\n" +
 	"\x16REASON_WATCH_COMPACTED\x10+\x12\x1c\n" +
-	"\x18REASON_WATCH_FELL_BEHIND\x10,*M\n" +
+	"\x18REASON_WATCH_FELL_BEHIND\x10,\x12 \n" +
+	"\x1cREASON_LEARNER_NOT_CAUGHT_UP\x10-*M\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +

@@ -20,7 +20,7 @@ __all__ = [
     "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment", "ResponseLimitReached",
     "ObjectHasReplicationTask", "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound",
     "TaskPendingLimitExceeded", "DrainNotFound", "SegmentDraining", "DrainNotRunning",
-    "ReservationLost", "WatchCompacted", "WatchFellBehind",
+    "ReservationLost", "WatchCompacted", "WatchFellBehind", "LearnerNotCaughtUp",
 ]
 
 
@@ -301,6 +301,14 @@ class WatchFellBehind(Conflict):
     reason = types_pb2.REASON_WATCH_FELL_BEHIND
 
 
+class LearnerNotCaughtUp(Conflict):
+    """PromoteMember of a learner that is further behind the leader than the request allows, or
+    that the leader cannot ask how far it has applied: nothing changed. Wait, and retry."""
+
+    __module__ = "metad.errors"
+    reason = types_pb2.REASON_LEARNER_NOT_CAUGHT_UP
+
+
 BY_REASON: Dict[int, Type[MetadError]] = {
     types_pb2.REASON_INVALID_PARAMS: InvalidParams,
     types_pb2.REASON_TENANT_NOT_REGISTERED: TenantNotRegistered,
@@ -340,5 +348,6 @@ BY_REASON: Dict[int, Type[MetadError]] = {
     types_pb2.REASON_RESERVATION_LOST: ReservationLost,
     types_pb2.REASON_WATCH_COMPACTED: WatchCompacted,
     types_pb2.REASON_WATCH_FELL_BEHIND: WatchFellBehind,
+    types_pb2.REASON_LEARNER_NOT_CAUGHT_UP: LearnerNotCaughtUp,
 }
 """The class of every reason but REASON_UNSPECIFIED."""

@@ -509,6 +509,9 @@ class Member:
     voter: bool
     leader: bool
     feature_level: int
+    applied_index: int
+    lag: int
+    progress_known: bool
     raw: admin_pb2.Member = field(repr=False, compare=False)
 
     @classmethod
@@ -522,6 +525,9 @@ class Member:
         d["voter"] = m.voter
         d["leader"] = m.leader
         d["feature_level"] = m.feature_level
+        d["applied_index"] = m.applied_index
+        d["lag"] = m.lag
+        d["progress_known"] = m.progress_known
         d["raw"] = m
         return o
 

@@ -63,6 +63,7 @@ KIND: Dict[str, str] = {
     "SEGMENT_DRAINING": "Conflict",
     "DRAIN_NOT_RUNNING": "Conflict",
     "RESERVATION_LOST": "Aborted",
+    "LEARNER_NOT_CAUGHT_UP": "Conflict",
 }
 """The kind (a class of metad/_kinds.py) of every reason, by its name without REASON_."""
 

@@ -58,6 +58,7 @@ type Backend struct {
 	term         atomic.Uint64                                   // the current term (Status)
 	onLeadership atomic.Pointer[func(leading bool, term uint64)] // the leadership hook; nil until set
 	members      atomic.Pointer[[]string]                        // the servers of the configuration; nil: "self" alone
+	learners     sync.Map                                        // names of members that are learners (non-voters) -> struct{}
 	lastProposed atomic.Pointer[metadv1.Command]                 // the last command given to Propose
 
 	leaderMu   sync.Mutex // guards leaderName and leaderAddr; a leaf
@@ -120,8 +121,18 @@ func (b *Backend) BeforeNextApply(fn func()) { b.beforeApply.Store(&fn) }
 // LastProposed is the last command given to Propose, whatever became of it (nil: none yet).
 func (b *Backend) LastProposed() *metadv1.Command { return b.lastProposed.Load() }
 
-// SetMembers makes names the servers of the configuration (Members, InConfiguration).
-func (b *Backend) SetMembers(names ...string) { b.members.Store(&names) }
+// SetMembers makes names the servers of the configuration (Members, InConfiguration); none:
+// "self" alone again.
+func (b *Backend) SetMembers(names ...string) {
+	if len(names) == 0 {
+		b.members.Store(nil)
+		return
+	}
+	b.members.Store(&names)
+}
+
+// SetLearner makes the member name (of SetMembers) a learner, until PromoteMember promotes it.
+func (b *Backend) SetLearner(name string) { b.learners.Store(name, struct{}{}) }
 
 // AppliedIndex is the index of the last log entry the backend's state machine applied.
 func (b *Backend) AppliedIndex() uint64 {
@@ -271,7 +282,8 @@ func (b *Backend) Members() ([]ha.Member, error) {
 	}
 	var ms []ha.Member
 	for _, n := range *names {
-		ms = append(ms, ha.Member{Name: n, PeerAddr: n + "-peer", ClientAddr: n + "-addr", Voter: true})
+		_, learner := b.learners.Load(n)
+		ms = append(ms, ha.Member{Name: n, PeerAddr: n + "-peer", ClientAddr: n + "-addr", Voter: !learner})
 	}
 	return ms, nil
 }
@@ -284,6 +296,24 @@ func (b *Backend) InConfiguration(name string) bool {
 
 // AddMember adds nothing and succeeds.
 func (b *Backend) AddMember(context.Context, string, string) error { return nil }
+
+// AddLearner adds nothing.
+func (b *Backend) AddLearner(context.Context, string, string) error { return nil }
+
+// PromoteMember makes a learner of SetLearner a voter (index 1); a voter it leaves (index 0);
+// MEMBER_NOT_FOUND for a name not in Members.
+func (b *Backend) PromoteMember(_ context.Context, name string) (uint64, error) {
+	if _, ok := b.learners.LoadAndDelete(name); ok {
+		return 1, nil
+	}
+	ms, _ := b.Members()
+	for _, m := range ms {
+		if m.Name == name {
+			return 0, nil
+		}
+	}
+	return 0, &ha.MemberNotFoundError{Name: name}
+}
 
 // RemoveMember removes nothing: MEMBER_NOT_FOUND for any name but "self".
 func (b *Backend) RemoveMember(_ context.Context, name string) error { return knownMember(name) }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -107,20 +108,45 @@ func TestSecureCluster(t *testing.T) {
 		}
 	}
 
-	// n4 joins: it records its own client address (RecordMember as itself, once the leader's
-	// configuration holds it), and the leader believes the principals it forwards for.
+	// n4 joins as a learner: it records its own client address (RecordMember as itself, once the
+	// leader's configuration holds it), answers the leader's question of its progress (Status as
+	// itself), is promoted once caught up, and the leader believes the principals it forwards for.
 	if _, _, err := c.PKI.CA.IssueMember(c.PKI.Dir, "n4", []string{"127.0.0.1", "localhost"}, tlsconf.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	n4 := c.AddNode("n4")
 	c.Start(n4)
-	if out, err := c.Metactl("member", "add", "n4", n4.Peer); err != nil {
-		t.Fatalf("metactl member add n4: %v\n%s", err, out)
+	if out, err := c.Metactl("member", "add", "--learner", "n4", n4.Peer); err != nil {
+		t.Fatalf("metactl member add --learner n4: %v\n%s", err, out)
 	}
-	waitUntil(t, 20*time.Second, "n4's client address in member ls", func() bool {
-		out, err := c.Metactl("member", "ls")
-		return err == nil && strings.Contains(out, n4.Client)
+	n4Row := func() memberRow {
+		t.Helper()
+		out, err := c.Metactl("-o", "json", "member", "ls")
+		if err != nil {
+			t.Fatalf("metactl member ls: %v\n%s", err, out)
+		}
+		var ml struct{ Members []memberRow }
+		if err := json.Unmarshal([]byte(out), &ml); err != nil {
+			t.Fatalf("member ls: %v\n%s", err, out)
+		}
+		for _, m := range ml.Members {
+			if m.Name == "n4" {
+				return m
+			}
+		}
+		t.Fatalf("no n4 in member ls:\n%s", out)
+		return memberRow{}
+	}
+	waitUntil(t, 20*time.Second, "n4 a caught-up learner with its client address in member ls", func() bool {
+		m := n4Row()
+		return m.ClientAddress == n4.Client && m.Role == "learner" && m.Lag != nil && *m.Lag < 100
 	})
+	if out, err := c.Metactl("member", "promote", "n4"); err != nil {
+		t.Fatalf("metactl member promote n4: %v\n%s", err, out)
+	}
+	if m := n4Row(); m.Role != "voter" || !m.Voter {
+		t.Fatalf("n4 after member promote: %+v", m)
+	}
 	viaN4, err := client.New(client.Config{Endpoints: []string{n4.Client}, TLS: c.PKI.ClientTLS(t, ""), APIKey: key.GetToken()})
 	if err != nil {
 		t.Fatal(err)
@@ -226,4 +252,13 @@ func detailOf(err error) *metadv1.ErrorDetail {
 		}
 	}
 	return nil
+}
+
+// memberRow is a member as `metactl -o json member ls` prints it.
+type memberRow struct {
+	Name          string  `json:"name"`
+	ClientAddress string  `json:"client_address"`
+	Voter         bool    `json:"voter"`
+	Role          string  `json:"role"`
+	Lag           *uint64 `json:"lag"`
 }

@@ -13,12 +13,14 @@ NODE_ROLE_SHUTDOWN: NodeRole
 NODE_ROLE_UNSPECIFIED: NodeRole
 
 class AddMemberRequest(_message.Message):
-    __slots__ = ["name", "peer_address"]
+    __slots__ = ["learner", "name", "peer_address"]
+    LEARNER_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    learner: bool
     name: str
     peer_address: str
-    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., learner: bool = ...) -> None: ...
 
 class AddMemberResponse(_message.Message):
     __slots__ = ["index"]
@@ -181,20 +183,42 @@ class ListTenantsResponse(_message.Message):
     def __init__(self, tenants: _Optional[_Iterable[_Union[TenantInfo, _Mapping]]] = ...) -> None: ...
 
 class Member(_message.Message):
-    __slots__ = ["client_address", "feature_level", "leader", "name", "peer_address", "voter"]
+    __slots__ = ["applied_index", "client_address", "feature_level", "lag", "leader", "name", "peer_address", "progress_known", "voter"]
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     FEATURE_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PEER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_KNOWN_FIELD_NUMBER: _ClassVar[int]
     VOTER_FIELD_NUMBER: _ClassVar[int]
+    applied_index: int
     client_address: str
     feature_level: int
+    lag: int
     leader: bool
     name: str
     peer_address: str
+    progress_known: bool
     voter: bool
-    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., voter: bool = ..., leader: bool = ..., feature_level: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., peer_address: _Optional[str] = ..., client_address: _Optional[str] = ..., voter: bool = ..., leader: bool = ..., feature_level: _Optional[int] = ..., applied_index: _Optional[int] = ..., lag: _Optional[int] = ..., progress_known: bool = ...) -> None: ...
+
+class PromoteMemberRequest(_message.Message):
+    __slots__ = ["max_lag", "name"]
+    MAX_LAG_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    max_lag: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., max_lag: _Optional[int] = ...) -> None: ...
+
+class PromoteMemberResponse(_message.Message):
+    __slots__ = ["index", "lag"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    lag: int
+    def __init__(self, index: _Optional[int] = ..., lag: _Optional[int] = ...) -> None: ...
 
 class RecordMemberRequest(_message.Message):
     __slots__ = ["client_address", "feature_level", "name", "peer_address"]
