@@ -80,13 +80,32 @@ race:
 unit:
 	$(GO) test -count=1 $(PKGS)
 
-## lint: gofmt (generated code excepted), go vet, the package layering of docs/design.md and staticcheck.
+# promtool comes from Debian's prometheus package, unpacked into $(TOOLS) (fetched when missing,
+# with apt-get update first if the package lists lack it). Installing the package instead would
+# also start a Prometheus server (its postinst starts the service) and pull its dependencies.
+PROMTOOL ?= $(TOOLS)/promtool
+
+## lint: gofmt (generated code excepted), go vet, the package layering of docs/design.md, staticcheck,
+## and promtool over deploy/: the alert rules, and the dashboard's queries as recording rules.
 lint: tools
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -name '*.pb.go' -not -path './bin/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 ./internal/layering/
 	$(STATICCHECK) $(PKGS)
+	@if ! command -v $(PROMTOOL) >/dev/null; then \
+	    echo "installing $(PROMTOOL) from Debian's prometheus package"; \
+	    tmp=$$(mktemp -d); \
+	    if ! (cd $$tmp && apt-get download -qq prometheus >/dev/null 2>&1); then \
+	      if [ "$$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi; \
+	      $$sudo apt-get update -qq && (cd $$tmp && apt-get download -qq prometheus) || { rm -rf $$tmp; exit 1; }; \
+	    fi; \
+	    mkdir -p $(dir $(PROMTOOL)) && dpkg-deb --fsys-tarfile $$tmp/prometheus_*.deb | tar -xO ./usr/bin/promtool > $(PROMTOOL).new && \
+	      chmod 755 $(PROMTOOL).new && mv $(PROMTOOL).new $(PROMTOOL); \
+	    status=$$?; rm -rf $$tmp $(PROMTOOL).new; exit $$status; \
+	  fi
+	$(PROMTOOL) check rules deploy/prometheus/alerts.yml
+	PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -run '^TestDashboardQueriesPassPromtool$$' ./cmd/metad/
 
 # The lint tools, pinned; `make tools` installs them into $(TOOLS), as proto/generate.sh does its
 # generators. v0.8.2 is staticcheck 2026.2.2, which builds with and understands Go 1.26.
