@@ -64,6 +64,10 @@ type Client struct {
 	id      UUID
 	idBytes []byte // id in wire form, shared read-only by every request
 
+	// unknownReasons holds the reasons of answers this client did not know, warned about once
+	// each (noteUnknown).
+	unknownReasons sync.Map
+
 	// cur is the endpoint calls go to (the believed leader). Read without a lock on every call;
 	// stored under mu.
 	cur atomic.Pointer[endpoint]
@@ -281,6 +285,7 @@ func (c *Client) doCount(ctx context.Context, attempt func(context.Context, *end
 			ep.suspectUntil.Store(0)
 			return n + 1, nil
 		}
+		c.noteUnknown(err, ep.addr)
 		if ctx.Err() != nil || n >= c.cfg.MaxRetries || c.closed.Load() {
 			return n + 1, err
 		}

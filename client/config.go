@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -78,6 +79,9 @@ type Config struct {
 	// unknown when its answer is lost (see the package documentation, Sessions). By default the
 	// client opens a session with its first write and every write is exactly once.
 	NoSession bool
+	// Logger receives the client's warnings: an answer with a reason this client does not know
+	// (a member of a newer release), once per reason. Default: slog.Default().
+	Logger *slog.Logger
 	// ClientID identifies this client to the cluster (the writer of its puts, the owner of its
 	// segments). The zero UUID means a random one, chosen in New.
 	ClientID UUID
@@ -124,6 +128,9 @@ func SplitEndpoints(s string) []string {
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	if len(c.Endpoints) == 0 {
 		c.Endpoints = DefaultEndpoints()
 	} else {

@@ -146,3 +146,21 @@ func classify(err error, addr string) (retryAction, string) {
 	}
 	return actStop, ""
 }
+
+// noteUnknown warns, once per reason, of an answer from addr whose reason this client does not
+// know: the member runs a newer release than the client was built with.
+func (c *Client) noteUnknown(err error, addr string) {
+	d := DetailOf(err)
+	if d == nil {
+		return
+	}
+	r := d.GetReason()
+	if _, known := metadv1.Reason_name[int32(r)]; known {
+		return
+	}
+	if _, seen := c.unknownReasons.LoadOrStore(r, true); seen {
+		return
+	}
+	c.cfg.Logger.Warn("metad client: a member answered with a reason this client does not know; it runs a newer release than this client, which should be upgraded",
+		"reason", int32(r), "endpoint", addr, "message", status.Convert(err).Message())
+}

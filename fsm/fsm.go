@@ -207,7 +207,7 @@ var commandOp = (*metadv1.Command)(nil).ProtoReflect().Descriptor().Oneofs().ByN
 type fenced interface{ GetStateEpoch() uint64 }
 
 // DecodeEnvelope decodes one log entry's data. It returns an error, never panics, for garbage, for a
-// newer format and for a command this binary does not know.
+// newer format or rules version and for a command this binary does not know.
 func DecodeEnvelope(data []byte) (*metadv1.Envelope, error) {
 	envl := &metadv1.Envelope{}
 	if err := proto.Unmarshal(data, envl); err != nil {
@@ -215,6 +215,12 @@ func DecodeEnvelope(data []byte) (*metadv1.Envelope, error) {
 	}
 	if v := envl.GetFormatVersion(); v > metadv1.EnvelopeFormatVersion {
 		return nil, fmt.Errorf("envelope format version %d, this binary applies up to %d", v, metadv1.EnvelopeFormatVersion)
+	}
+	// Rules this binary does not know would apply here as the older rules it knows, and the
+	// members' states would part: stop instead (a leader of a newer release wrote the entry
+	// before every member ran it; restart this member on that release).
+	if v := envl.GetRulesVersion(); v > metadv1.RulesVersion {
+		return nil, fmt.Errorf("rules version %d, this binary applies up to %d: a newer release wrote the entry; run this member on it", v, metadv1.RulesVersion)
 	}
 	for i, c := range envl.GetCommands() {
 		m := c.ProtoReflect()

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -211,4 +212,25 @@ func TestMemberNameOnApply(t *testing.T) {
 	if ms := old.Members(); len(ms) != len(bad) {
 		t.Fatalf("%d members recorded by rules-0 entries, want %d", len(ms), len(bad))
 	}
+}
+
+// TestNewerRulesRefused: an entry of a rules version above this binary's does not decode (Apply
+// stops the member, with the entry's index, rather than apply it by older rules than its leader
+// checked it against).
+func TestNewerRulesRefused(t *testing.T) {
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&metadv1.Envelope{FormatVersion: metadv1.EnvelopeFormatVersion,
+		RulesVersion: metadv1.RulesVersion + 1, Commands: []*metadv1.Command{mountCmd(uuid(0x5e, 1), "s", "e", 1<<32, 1<<20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeEnvelope(data); err == nil || !strings.Contains(err.Error(), "rules version") {
+		t.Fatalf("DecodeEnvelope of a newer rules version: %v", err)
+	}
+	f := newFSM(t)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "log index 7") {
+			t.Fatalf("Apply of a newer rules version: recovered %v, want a stop naming the index", r)
+		}
+	}()
+	f.Apply(&raft.Log{Index: 7, Term: 1, Type: raft.LogCommand, Data: data})
 }

@@ -27,13 +27,23 @@ type recordPacer struct {
 	skip, wait int
 }
 
-// recordLoop runs recordSelf every SweepInterval until ctx ends.
+// levelCheckEvery is how often recordLoop looks for members of a newer release (warnNewer).
+const levelCheckEvery = 5 * time.Second
+
+// recordLoop runs recordSelf every SweepInterval, and warnNewer every levelCheckEvery, until ctx
+// ends.
 func (s *Server) recordLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.SweepInterval)
 	defer t.Stop()
 	var p recordPacer
+	warned := map[string]uint32{}
+	var checked time.Time
 	for {
 		s.recordSelf(ctx, &p)
+		if time.Since(checked) >= levelCheckEvery {
+			checked = time.Now()
+			s.warnNewer(warned)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -87,4 +97,23 @@ func (s *Server) askRecord(ctx context.Context) error {
 	// Marked as forwarded: a node that is no longer the leader answers NOT_LEADER, never relays it.
 	out := metadata.AppendToOutgoingContext(ctx, forwardedKey, "1")
 	return cc.Invoke(out, metadv1.Admin_RecordMember_FullMethodName, req, &metadv1.RecordMemberResponse{})
+}
+
+// warnNewer logs, once per member and level (warned), a member that records a feature level above
+// this binary's: the cluster is in a rolling upgrade, and this member runs the older release. The
+// commands of the newer level wait until every member runs it (docs/operations.md, "Rolling
+// upgrades and feature levels").
+func (s *Server) warnNewer(warned map[string]uint32) {
+	ms, err := s.node.Members()
+	if err != nil {
+		return
+	}
+	own := s.node.Self().Level
+	for _, m := range ms {
+		if m.Level > own && warned[m.Name] != m.Level {
+			warned[m.Name] = m.Level
+			s.log.Warn("a member runs a newer release than this one: finish the rolling upgrade by restarting this member on the new binary",
+				"member", m.Name, "its_feature_level", m.Level, "this_feature_level", own)
+		}
+	}
 }

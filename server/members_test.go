@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +140,38 @@ func TestRecordMemberRefusesANonMember(t *testing.T) {
 	wantErr(t, err, codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS)
 	if _, err := h.admin.RecordMember(ctx, &metadv1.RecordMemberRequest{Name: "self", PeerAddress: "127.0.0.1:1", ClientAddress: "127.0.0.1:2"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNewerMemberWarnedOnce: a member that records a feature level above this binary's is logged
+// once per level, naming it; members at this level or below are not.
+func TestNewerMemberWarnedOnce(t *testing.T) {
+	b := newFakeBackend(t, nil)
+	cfg := testConfig()
+	lead := service.NewLeadership(b.Store, cfg.Now)
+	svc, err := service.New(b, b.FSM(), lead, cfg.Config, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	s, err := New(svc, b, cfg.Server, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	own := b.Self().Level
+	b.SetMembers("self", "old", "new")
+	b.SetMemberLevel("old", own-1)
+	b.SetMemberLevel("new", own+1)
+	warned := map[string]uint32{}
+	s.warnNewer(warned)
+	s.warnNewer(warned)
+	if out := logs.String(); strings.Count(out, "newer release") != 1 || !strings.Contains(out, "member=new") {
+		t.Fatalf("warnings:\n%s", out)
+	}
+	b.SetMemberLevel("new", own+2)
+	s.warnNewer(warned)
+	if n := strings.Count(logs.String(), "newer release"); n != 2 {
+		t.Fatalf("a higher level again: %d warnings, want 2", n)
 	}
 }

@@ -40,6 +40,8 @@ type Node interface {
 	Self() ha.MemberRecord
 	// SelfRecorded reports whether the member records hold this node's own current addresses.
 	SelfRecorded() bool
+	// Members lists the Raft configuration with each member's recorded feature level.
+	Members() ([]ha.Member, error)
 }
 
 var (

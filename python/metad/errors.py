@@ -15,7 +15,8 @@ failure.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple, Union
+import warnings
+from typing import List, Optional, Sequence, Set, Tuple, Union
 
 import grpc
 
@@ -74,8 +75,22 @@ def error_for(reason: int, message: str = "", *, tenant: str = "", key: bytes = 
     (with that reason) for a reason this package does not know."""
     cls = BY_REASON.get(reason)
     if cls is None:
+        _warn_unknown(reason)
         return MetadError(message, tenant=tenant, key=key, code=code, reason=reason)
     return cls(message, tenant=tenant, key=key, code=code)
+
+
+_warned_reasons: Set[int] = set()
+
+
+def _warn_unknown(reason: int) -> None:
+    """Warn, once per reason, of an answer whose reason this package does not know: a member of a
+    newer release than the client's."""
+    if reason in _warned_reasons:
+        return
+    _warned_reasons.add(reason)
+    warnings.warn(f"metad: a member answered reason {reason}, which this client does not know: the cluster runs "
+                  "a newer release than this client, which should be upgraded", RuntimeWarning, stacklevel=3)
 
 
 def item_error(status: Union[results.Status, types_pb2.Status]) -> Optional[MetadError]:

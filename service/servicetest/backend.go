@@ -59,6 +59,7 @@ type Backend struct {
 	onLeadership atomic.Pointer[func(leading bool, term uint64)] // the leadership hook; nil until set
 	members      atomic.Pointer[[]string]                        // the servers of the configuration; nil: "self" alone
 	learners     sync.Map                                        // names of members that are learners (non-voters) -> struct{}
+	levels       sync.Map                                        // names of members -> the feature level they record (uint32)
 	lastProposed atomic.Pointer[metadv1.Command]                 // the last command given to Propose
 
 	leaderMu   sync.Mutex // guards leaderName and leaderAddr; a leaf
@@ -130,6 +131,9 @@ func (b *Backend) SetMembers(names ...string) {
 	}
 	b.members.Store(&names)
 }
+
+// SetMemberLevel makes the member name (of SetMembers) record feature level l.
+func (b *Backend) SetMemberLevel(name string, l uint32) { b.levels.Store(name, l) }
 
 // SetLearner makes the member name (of SetMembers) a learner, until PromoteMember promotes it.
 func (b *Backend) SetLearner(name string) { b.learners.Store(name, struct{}{}) }
@@ -283,7 +287,11 @@ func (b *Backend) Members() ([]ha.Member, error) {
 	var ms []ha.Member
 	for _, n := range *names {
 		_, learner := b.learners.Load(n)
-		ms = append(ms, ha.Member{Name: n, PeerAddr: n + "-peer", ClientAddr: n + "-addr", Voter: !learner})
+		var level uint32
+		if l, ok := b.levels.Load(n); ok {
+			level = l.(uint32)
+		}
+		ms = append(ms, ha.Member{Name: n, PeerAddr: n + "-peer", ClientAddr: n + "-addr", Voter: !learner, Level: level})
 	}
 	return ms, nil
 }

@@ -23,13 +23,14 @@ import (
 // simulated workers. Its methods are safe for concurrent use (the fault loop and the end checks
 // call them; the monitor reads PIDs through the network).
 type Cluster struct {
-	tb     testing.TB
-	bin    string
-	dir    string // data dirs
-	logDir string // node and worker logs
-	net    *Net
-	flags  []string // extra metad flags for every node
-	Nodes  []*Node
+	tb      testing.TB
+	bin     string
+	release string // the older release's binaries the nodes started on (NewClusterOf); "" for none
+	dir     string // data dirs
+	logDir  string // node and worker logs
+	net     *Net
+	flags   []string // extra metad flags for every node
+	Nodes   []*Node
 	// pki is the cluster's CA and certificates (member, root, the workers'); nil runs the cluster
 	// in plaintext (--insecure). rootTLS presents root's client certificate (also to the metrics
 	// reads); keyTLS presents none (the transport of a client that authenticates by API key).
@@ -52,7 +53,8 @@ type Node struct {
 	DataDir                string
 	ClientProxy, PeerProxy *Proxy
 
-	mu       sync.Mutex // guards cmd, done, paused, starts, stopping
+	mu       sync.Mutex // guards bin, cmd, done, paused, starts, stopping
+	bin      string     // the directory of the metad it runs; "" for this tree's (Cluster.bin)
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when cmd exits
 	paused   bool
@@ -78,6 +80,13 @@ func (n *Node) Running() bool {
 	}
 }
 
+// Current reports whether the node runs this tree's metad (not an older release's).
+func (n *Node) Current() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.bin == ""
+}
+
 // Exits lists the metad processes that exited without the harness asking them to.
 func (c *Cluster) Exits() []string {
 	c.mu.Lock()
@@ -91,7 +100,14 @@ func (c *Cluster) Exits() []string {
 // the certificates name 127.0.0.1, so they verify through the proxies, which pass bytes through.
 func NewCluster(tb testing.TB, n int, logDir string, insecure bool, flags ...string) (*Cluster, error) {
 	tb.Helper()
-	c := &Cluster{tb: tb, bin: e2e.BuildBinaries(tb), dir: tb.TempDir(), logDir: logDir, net: NewNet(), flags: flags}
+	return NewClusterOf(tb, "", n, logDir, insecure, flags...)
+}
+
+// NewClusterOf is NewCluster whose nodes start on the metad in directory release (an older
+// release's, e2e.BuildRelease; "" for this tree's), until Upgrade moves each to this tree's.
+func NewClusterOf(tb testing.TB, release string, n int, logDir string, insecure bool, flags ...string) (*Cluster, error) {
+	tb.Helper()
+	c := &Cluster{tb: tb, bin: e2e.BuildBinaries(tb), release: release, dir: tb.TempDir(), logDir: logDir, net: NewNet(), flags: flags}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -113,7 +129,7 @@ func NewCluster(tb testing.TB, n int, logDir string, insecure bool, flags ...str
 	tb.Cleanup(c.Close)
 	var initial []string
 	for i := range n {
-		nd := &Node{Index: i, Name: names[i], DataDir: filepath.Join(c.dir, names[i])}
+		nd := &Node{Index: i, Name: names[i], DataDir: filepath.Join(c.dir, names[i]), bin: release}
 		var err error
 		if nd.ClientProxy, err = c.net.Listen(i, "client"); err != nil {
 			return nil, err
@@ -226,8 +242,12 @@ func (c *Cluster) start(n *Node, initial string) error {
 		return err
 	}
 	n.starts++
-	fmt.Fprintf(logf, "=== start %d: metad %s\n", n.starts, strings.Join(args, " "))
-	cmd := exec.Command(filepath.Join(c.bin, "metad"), args...)
+	bin := c.bin
+	if n.bin != "" {
+		bin = n.bin
+	}
+	fmt.Fprintf(logf, "=== start %d: %s %s\n", n.starts, filepath.Join(bin, "metad"), strings.Join(args, " "))
+	cmd := exec.Command(filepath.Join(bin, "metad"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -312,6 +332,18 @@ func (c *Cluster) Stop(n *Node) error {
 		c.killLocked(n)
 		return fmt.Errorf("%s did not stop within 20s of SIGTERM", n.Name)
 	}
+}
+
+// Upgrade stops n (SIGTERM: a leader hands leadership over) and starts it again from its data
+// dir on this tree's metad, as a rolling upgrade restarts a member on the new binary.
+func (c *Cluster) Upgrade(n *Node) error {
+	if err := c.Stop(n); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.bin = ""
+	n.mu.Unlock()
+	return c.Start(n)
 }
 
 // Pause sends SIGSTOP.

@@ -52,6 +52,12 @@ type Config struct {
 	// Insecure runs the cluster in plaintext with authentication off (--insecure), as before TLS.
 	// Default: TLS on every listener and link, every client authenticated (see NewCluster).
 	Insecure bool
+	// Release, when set, makes this an upgrade drill (upgrade.go): the directory of an older
+	// release's binaries (e2e.BuildRelease) that the nodes start on, ReleaseName its name; the
+	// schedule is a rolling upgrade to this tree's metad, UpgradeGap between steps (default 3 s),
+	// instead of faults drawn from the seed (Duration and Kinds do not apply).
+	Release, ReleaseName string
+	UpgradeGap           time.Duration
 	// Logf receives progress lines (t.Logf). Default: none.
 	Logf func(format string, args ...any)
 }
@@ -90,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReportDir == "" {
 		c.ReportDir = filepath.Join("report", fmt.Sprint(c.Seed))
+	}
+	if c.UpgradeGap == 0 {
+		c.UpgradeGap = 3 * time.Second
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -207,7 +216,7 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	// rarely end. Removals meet leases all the same.
 	flags := append([]string{"--client-ttl", clientTTL.String(), "--put-discard-timeout", "10m", "--lease-ttl", leaseTTL.String()},
 		cfg.MetadFlags...)
-	c, err := NewCluster(tb, 3, filepath.Join(cfg.ReportDir, "logs"), cfg.Insecure, flags...)
+	c, err := NewClusterOf(tb, cfg.Release, 3, filepath.Join(cfg.ReportDir, "logs"), cfg.Insecure, flags...)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +282,14 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		exclude = []FaultKind{Snapshot, Restore}
 	}
 	faults := plan(rng, cfg.Duration, cfg.Kinds, exclude)
+	var levelsBefore map[string]uint32
+	if cfg.Release != "" {
+		faults = planUpgrade(len(c.Nodes), cfg.UpgradeGap)
+		if levelsBefore, err = levels(ctx, admin); err != nil {
+			return nil, fmt.Errorf("feature levels before the upgrade: %w", err)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("upgrade drill: the nodes started on %s (%s) and were upgraded one at a time to this tree's metad", cfg.ReleaseName, cfg.Release))
+	}
 	var planned []string
 	for _, f := range faults {
 		planned = append(planned, f.String())
@@ -328,6 +345,29 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		res.Errors = append(res.Errors, "after heal: "+err.Error())
 	}
 	hcancel()
+	if levelsBefore != nil {
+		// Each member records its new binary's level through the leader soon after it starts.
+		lctx, lcancel := context.WithTimeout(context.Background(), 15*time.Second)
+		why := "not asked"
+		for why != "" && lctx.Err() == nil {
+			after, err := levels(lctx, admin)
+			if why = levelsRose(levelsBefore, after); err != nil {
+				why = err.Error()
+			}
+			if why != "" {
+				t := time.NewTimer(100 * time.Millisecond)
+				select {
+				case <-lctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
+		}
+		lcancel()
+		if why != "" {
+			res.Errors = append(res.Errors, "feature levels after the upgrade: "+why)
+		}
+	}
 	healed := hist.since()
 	settle := time.NewTimer(cfg.Settle)
 	<-settle.C

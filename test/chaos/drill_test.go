@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"metad/test/e2e"
 )
 
 // envSeed returns CHAOS_SEED, or a random seed.
@@ -142,4 +144,38 @@ func TestDrillMany(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		_ = os.WriteFile(filepath.Join(dir, "summary.txt"), sum.Bytes(), 0o644)
 	}
+}
+
+// TestUpgradeDrill is the rolling-upgrade drill: a cluster of the previous release
+// (test/e2e/previous-release) under the drill's workload is upgraded one node at a time to this
+// tree's metad, each release's metactl calling a member of the other between steps, and checked as
+// every drill is (linearizability, lost writes, the nodes' states). CHAOS_UPGRADE_GAP sets the time
+// between steps (default 3 s); `make chaos` runs it with a longer one.
+func TestUpgradeDrill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a process-level drill; skipped with -short")
+	}
+	if !Supported() {
+		t.Skip("the fault network needs Linux /proc")
+	}
+	bin, name := e2e.BuildRelease(t)
+	seed := envSeed(t)
+	t.Logf("upgrade drill from %s, seed %d (rerun with CHAOS_SEED=%d)", name, seed, seed)
+	cfg := envConfig(t, seed, 0)
+	cfg.Release, cfg.ReleaseName = bin, name
+	cfg.UpgradeGap = envDuration(t, "CHAOS_UPGRADE_GAP", 3*time.Second)
+	cfg.CheckTimeout = 15 * time.Second
+	if cfg.ReportDir == "" {
+		cfg.ReportDir = filepath.Join("report", "upgrade-"+strconv.FormatUint(seed, 10))
+	}
+	r, err := Run(t, cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	for _, f := range r.Faults {
+		if f.Kind == Upgrade && f.Err != "" {
+			t.Errorf("%s: %s", f, f.Err)
+		}
+	}
+	report(t, r)
 }

@@ -35,6 +35,11 @@ const (
 	// there is retried elsewhere after its outcome became unknown. Within a session the retry
 	// gets the first answer; a duplicate effect is an anomaly.
 	DropReply FaultKind = "drop-reply"
+	// Upgrade restarts a node still on the older release (a follower while there is one, the
+	// leader last) on this tree's metad, waits until it has caught up, and calls it with the older
+	// release's metactl while another still runs the older metad, which this tree's metactl calls:
+	// one step of a rolling upgrade (the upgrade drill's only fault, planUpgrade).
+	Upgrade FaultKind = "upgrade"
 )
 
 // allFaults are the kinds the schedule draws from, with their weights.
@@ -120,6 +125,15 @@ func plan(rng *rand.Rand, duration time.Duration, kinds, exclude []FaultKind) []
 		}
 		out = append(out, f)
 		total += f.Hold + f.Gap + time.Second // a second or so to recover
+	}
+	return out
+}
+
+// planUpgrade is the upgrade drill's schedule: one Upgrade of each of n nodes, gap apart.
+func planUpgrade(n int, gap time.Duration) []*Fault {
+	out := make([]*Fault, n)
+	for i := range out {
+		out[i] = &Fault{Kind: Upgrade, Gap: gap}
 	}
 	return out
 }
@@ -229,6 +243,14 @@ func (in *injector) one(f *Fault) {
 	if strings.HasSuffix(string(f.Kind), "follower") || f.Kind == RestartTransfer {
 		target = followers[f.Pick%len(followers)]
 	}
+	if f.Kind == Upgrade {
+		if target = in.toUpgrade(leader, followers); target < 0 {
+			f.Err = "every node runs this tree's metad already"
+			f.At = in.hist.since()
+			f.HealedAt, f.Settled = f.At, f.At
+			return
+		}
+	}
 	n := in.c.Nodes[target]
 	f.Target = n.Name
 	f.At = in.hist.since()
@@ -284,6 +306,10 @@ func (in *injector) one(f *Fault) {
 			f.Err = "transfer: " + errText(err)
 		} else {
 			f.Target = n.Name + " -> " + resp.GetLeaderName()
+		}
+	case Upgrade:
+		if err := in.upgrade(n); err != nil {
+			f.Err = err.Error()
 		}
 	case Snapshot:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
