@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -202,6 +203,8 @@ func (l *Loop) Backup(ctx context.Context) (*Result, error) {
 		l.log.Warn("backup failed; no file was left", "reason", reason, "err", err, "took", time.Since(start))
 		return nil, err
 	}
+	l.log.Info("backup written", "file", res.File.Name, "index", res.File.Index, "term", res.File.Term,
+		"bytes", res.File.Size, "objects", res.Objects, "tenants", res.Tenants, "took", time.Since(start))
 	deleted, err := Prune(l.cfg.Dir, l.cfg.Retain)
 	if err != nil {
 		l.log.Warn("backup: retention could not delete every old backup", "err", err)
@@ -210,14 +213,11 @@ func (l *Loop) Backup(ctx context.Context) (*Result, error) {
 	for _, f := range deleted {
 		l.log.Info("backup: deleted an old backup (retention)", "file", f.Name, "retain", l.cfg.Retain)
 	}
-	took := time.Since(start)
-	l.m.duration.Observe(took.Seconds())
+	l.m.duration.Observe(time.Since(start).Seconds())
 	l.m.newest(res.File)
 	if files, err := List(l.cfg.Dir); err == nil {
 		l.m.files.Set(float64(len(files)))
 	}
-	l.log.Info("backup written", "file", res.File.Name, "index", res.File.Index, "term", res.File.Term,
-		"bytes", res.File.Size, "objects", res.Objects, "tenants", res.Tenants, "took", took)
 	return res, nil
 }
 
@@ -238,7 +238,21 @@ func (l *Loop) write(ctx context.Context, t time.Time) (_ *Result, reason string
 		return nil, reasonSnapshot, fmt.Errorf("backup: take a snapshot: %w", err)
 	}
 	defer s.Close()
-	f := File{Name: Name(s.Index, s.Term, t), Index: s.Index, Term: s.Term, Time: t.UTC().Truncate(time.Millisecond)}
+	// The name is the file's own index and term, as `metactl snapshot inspect` and `metad restore`
+	// report them (the state machine's last entry; Raft's snapshot index may be past it, by
+	// entries such as barriers that never reach the state machine): read from the header first.
+	in := &guardedReader{ctx: ctx, r: s, leads: l.src.IsLeader}
+	br := bufio.NewReaderSize(in, 1<<20)
+	head, _ := br.Peek(maxHeader)
+	sr, err := snapshot.NewReader(bytes.NewReader(head))
+	switch {
+	case in.err != nil:
+		return readFailure(in.err)
+	case err != nil:
+		return nil, reasonVerify, fmt.Errorf("backup: the snapshot does not verify: %w: %w", ha.ErrInvalidSnapshot, err)
+	}
+	h := sr.Header()
+	f := File{Name: Name(h.GetIndex(), h.GetTerm(), t), Index: h.GetIndex(), Term: h.GetTerm(), Time: t.UTC().Truncate(time.Millisecond)}
 	f.Path = filepath.Join(l.cfg.Dir, f.Name)
 	tmp := f.Path + TempSuffix
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
@@ -252,16 +266,12 @@ func (l *Loop) write(ctx context.Context, t time.Time) (_ *Result, reason string
 			_ = os.Remove(tmp)
 		}
 	}()
-	in := &guardedReader{ctx: ctx, r: s, leads: l.src.IsLeader}
-	// One 1 MiB buffer, whatever the size of the state (the writer is wrapped so that the file's
-	// ReadFrom does not take over with buffers of its own).
-	n, err := io.CopyBuffer(struct{ io.Writer }{out}, in, make([]byte, 1<<20))
+	// Through br's 1 MiB buffer alone, whatever the size of the state (the writer is wrapped so
+	// that the file's ReadFrom does not take over with buffers of its own).
+	n, err := br.WriteTo(struct{ io.Writer }{out})
 	switch {
 	case in.err != nil:
-		if errors.Is(in.err, ErrLostLeadership) {
-			return nil, reasonLeadership, in.err
-		}
-		return nil, reasonSnapshot, fmt.Errorf("backup: read the snapshot: %w", in.err)
+		return readFailure(in.err)
 	case err != nil:
 		return nil, reasonWrite, fmt.Errorf("backup: write %s: %w", tmp, err)
 	}
@@ -292,6 +302,17 @@ func (l *Loop) write(ctx context.Context, t time.Time) (_ *Result, reason string
 	}
 	f.Size = n
 	return &Result{File: f, Objects: info.Objects, Tenants: len(info.Tenants)}, "", nil
+}
+
+// maxHeader bounds the bytes read ahead for the file's header (its magic, version and header frame).
+const maxHeader = 64 << 10
+
+// readFailure is the reason and error of a snapshot stream that could not be read.
+func readFailure(err error) (*Result, string, error) {
+	if errors.Is(err, ErrLostLeadership) {
+		return nil, reasonLeadership, err
+	}
+	return nil, reasonSnapshot, fmt.Errorf("backup: read the snapshot: %w", err)
 }
 
 // verify reads the whole file at path with snapshot.Inspect. A file that does not verify gives

@@ -29,8 +29,10 @@
 //
 // # Names
 //
-// metad-<index>-<term>-<time>.snap, time as 20060102T150405.000Z (UTC, milliseconds): the Raft index
-// and term the snapshot covers and when it was taken. "Newest" is by that time, then by index: a
+// metad-<index>-<term>-<time>.snap, time as 20060102T150405.000Z (UTC, milliseconds): the index and
+// term of the file's header (the last entry the state machine applied, as `metactl snapshot
+// inspect` and `metad restore` report them) and when the snapshot was taken. "Newest" is by that
+// time, then by index: a
 // cluster restored from an older backup writes lower indexes than the backups before it, and its
 // new backups must still count as the newest.
 //

@@ -30,8 +30,8 @@ var (
 type File struct {
 	Name  string    // its base name
 	Path  string    // the directory joined with Name
-	Index uint64    // the Raft index its snapshot covers
-	Term  uint64    // the Raft term of that index
+	Index uint64    // the index of its header: the last entry its state applied
+	Term  uint64    // the term of that entry
 	Time  time.Time // when its snapshot was taken (UTC)
 	Size  int64     // bytes
 }

@@ -41,9 +41,9 @@ func RestoreOnEmpty(o RestoreOptions, log *slog.Logger) (*Outcome, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("backup_dir", o.Dir, "data_dir", o.DataDir)
+	log = log.With("backup_dir", o.Dir)
 	skip := func(level slog.Level, why string) (*Outcome, error) {
-		log.Log(context.Background(), level, "backup restore on empty: nothing restored: "+why)
+		log.Log(context.Background(), level, "backup restore on empty: nothing restored: "+why, "data_dir", o.DataDir)
 		return &Outcome{Skipped: why}, nil
 	}
 	holds, err := dirHolds(o.DataDir)
@@ -84,7 +84,7 @@ func RestoreOnEmpty(o RestoreOptions, log *slog.Logger) (*Outcome, error) {
 		out.Restored, out.Header = &f, h
 		log.Info("backup restore on empty: restored the newest backup that verifies", "file", f.Name, "index", h.GetIndex(),
 			"term", h.GetTerm(), "objects", h.GetObjects(), "tenants", h.GetTenants(), "segments", h.GetSegments(),
-			"passed_over", len(out.Refused))
+			"passed_over", len(out.Refused), "data_dir", o.DataDir)
 		return out, nil
 	}
 	return nil, fmt.Errorf("%w: %d backups in %s, none verifies; move them aside to start a new, empty cluster", ErrNoneVerifies, len(files), o.Dir)

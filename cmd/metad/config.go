@@ -79,6 +79,8 @@ type Config struct {
 	KVEventsListen    string
 	KVEventsBackendID string
 
+	BackupConfig // scheduled backups and the restore of an empty data dir from them (backup.go)
+
 	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
 	MemoryLimit int64 // the collector's soft memory limit in bytes, 0: half the machine's (setGC); GOMEMLIMIT wins
@@ -123,6 +125,7 @@ func DefaultConfig() Config {
 		ExtraProcs:            ha.DefaultExtraProcs,
 		GCPercent:             defaultGCPercent,
 		LogLevel:              "info",
+		BackupConfig:          defaultBackupConfig(),
 	}
 }
 
@@ -173,6 +176,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KVEventsListen, "kv-events-listen", c.KVEventsListen, "ZMQ endpoint (tcp://host:port or ipc://path) to publish the old master's KV event feed on, for KV-aware routers (empty: off); the feed is plaintext and unauthenticated")
 	fs.StringVar(&c.KVEventsBackendID, "kv-events-backend-id", c.KVEventsBackendID, "the backend_id of every KV event (default: --name)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	c.backupFlags(fs)
 }
 
 // Validate checks the config with messages that name the setting.
@@ -238,6 +242,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateKVEvents()...)
+	errs = append(errs, c.validateBackup(c.DataDir)...)
 	if c.ExtraProcs < 0 || c.ExtraProcs > 64 {
 		errs = append(errs, fmt.Errorf("extra-procs: want 0 to 64, got %d", c.ExtraProcs))
 	}
