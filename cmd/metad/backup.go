@@ -16,7 +16,7 @@ import (
 	"metad/ha"
 )
 
-// BackupConfig is the part of Config for scheduled backups (package backup, docs/operations.md,
+// BackupConfig is a plain value: the part of Config for scheduled backups (package backup, docs/operations.md,
 // "Scheduled backups"): with BackupDir set, the member writes a verified snapshot file there every
 // BackupInterval while it leads and keeps the newest BackupRetain; with BackupRestoreOnEmpty too,
 // an empty data dir of a member that bootstraps a cluster of itself alone first gets the newest
