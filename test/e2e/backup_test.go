@@ -172,7 +172,18 @@ func TestScheduledBackupsAndAutoRestore(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	c.StopAll()
+	// The followers first: a leader stopped first would hand its leadership to one of them, which
+	// would write a backup of its own before it stopped.
+	for _, p := range c.Nodes {
+		if p != leader {
+			if err := c.Stop(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Stop(leader); err != nil {
+		t.Fatal(err)
+	}
 	backups, others := backupFiles(t, dirOf(leader))
 	if len(backups) != 2 || len(others) != 0 {
 		t.Fatalf("the leader's directory after the cluster stopped: backups %v, others %v (retention keeps 2, no temp file)", backups, others)
