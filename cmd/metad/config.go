@@ -85,6 +85,7 @@ type Config struct {
 	AuditLog         string
 	AuditLogMaxBytes int64
 	AuditLogMaxFiles int
+	BackupConfig     // scheduled backups and the restore of an empty data dir from them (backup.go)
 
 	ExtraProcs  int   // GOMAXPROCS beyond the CPUs this process may use (ha.SetProcs)
 	GCPercent   int   // the collector's target, GOGC (setGC); the environment's GOGC wins
@@ -132,6 +133,7 @@ func DefaultConfig() Config {
 		ExtraProcs:            ha.DefaultExtraProcs,
 		GCPercent:             defaultGCPercent,
 		LogLevel:              "info",
+		BackupConfig:          defaultBackupConfig(),
 	}
 }
 
@@ -183,6 +185,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KVEventsBackendID, "kv-events-backend-id", c.KVEventsBackendID, "the backend_id of every KV event (default: --name)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	c.auditFlags(fs)
+	c.backupFlags(fs)
 }
 
 // Validate checks the config with messages that name the setting.
@@ -249,6 +252,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateKVEvents()...)
 	errs = append(errs, c.validateAudit()...)
+	errs = append(errs, c.validateBackup(c.DataDir)...)
 	if c.ExtraProcs < 0 || c.ExtraProcs > 64 {
 		errs = append(errs, fmt.Errorf("extra-procs: want 0 to 64, got %d", c.ExtraProcs))
 	}

@@ -199,6 +199,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if rl != nil { // the peers' Raft traffic is mutual TLS with member certificates (ha/peertls.go)
 		hc.PeerTLS = &ha.PeerTLS{Server: rl.ServerConfig(tls.RequireAndVerifyClientCert), Client: rl.ClientConfig()}
 	}
+	// Scheduled backups (backup.go): an empty data dir may first get the newest backup.
+	if err := autoRestore(cfg, hc, log); err != nil {
+		return err
+	}
 	node, err := ha.NewNode(hc, f, log)
 	if err != nil {
 		return err
@@ -277,6 +281,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var bg sync.WaitGroup // the background loops; each returns when runCtx is done
 	bg.Go(func() { svc.Run(runCtx) })
 	bg.Go(func() { srv.Run(runCtx) })
+	// Scheduled backups (backup.go): the loop runs on every member and writes only while it leads.
+	if bk, err := newBackupLoop(cfg, node, reg, log); err != nil {
+		_ = lis.Close()
+		cancelRun()
+		bg.Wait()
+		_ = node.Shutdown()
+		return err
+	} else if bk != nil {
+		bg.Go(func() { bk.Run(runCtx) })
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
