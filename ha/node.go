@@ -533,7 +533,11 @@ func (n *Node) Status() Status {
 	st := Status{Name: n.cfg.Name, ClientAddr: n.cfg.ClientAddr, PeerAddr: n.cfg.PeerAddr,
 		Role: roleOf(n.raft.State()), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
 		LastLogIndex: n.raft.LastIndex(), LeaderName: name, LeaderAddr: addr}
+	// The state machine's index, or Raft's when ahead: the entries that change no state (barriers,
+	// no-ops) never reach the state machine, and would otherwise leave it below the commit index
+	// of an idle cluster for good.
 	st.AppliedIndex, _ = n.sm.Applied()
+	st.AppliedIndex = max(st.AppliedIndex, n.raft.AppliedIndex())
 	st.LastSnapshotIndex = n.lastSnapshotIndex()
 	st.Objects = n.sm.Objects()
 	return st

@@ -29,7 +29,7 @@ type Status struct {
 	Role              Role
 	Term              uint64
 	CommitIndex       uint64
-	AppliedIndex      uint64
+	AppliedIndex      uint64 // the last entry applied: the state machine's, or Raft's when ahead (entries that change no state)
 	LastLogIndex      uint64 // the last entry in this node's log (stored, maybe not yet committed)
 	LastSnapshotIndex uint64
 	LeaderName        string
