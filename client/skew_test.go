@@ -24,7 +24,9 @@ func TestUnknownReasonWarnsOnce(t *testing.T) {
 	}
 	defer c.Close()
 	const newer = metadv1.Reason(9999)
-	n.setFail(func(string) error { return rejection(codes.FailedPrecondition, newer, "NEWER_REASON: something new", "", "") })
+	n.setFail(func(string) error {
+		return rejection(codes.FailedPrecondition, newer, "NEWER_REASON: something new", "", "")
+	})
 	for range 3 {
 		if _, err := c.Get(context.Background(), "", "k"); ReasonOf(err) != newer {
 			t.Fatalf("Get: %v, want the unknown reason itself", err)
