@@ -59,6 +59,10 @@ type Config struct {
 	ArenaFence time.Duration
 	// NoArenas makes every PutStart go through the log (no arena is asked for). Default false.
 	NoArenas bool
+	// AutoPromote makes the leader promote every learner that is within DefaultPromoteMaxLag of
+	// its commit index (learners.go), checked every few sweeps. Default false: learners wait for
+	// PromoteMember.
+	AutoPromote bool
 }
 
 // DefaultConfig returns the defaults of SEMANTICS sections 3 and 4.

@@ -120,3 +120,26 @@ func (s *Service) PromoteMember(ctx context.Context, req *metadv1.PromoteMemberR
 	}
 	return &metadv1.PromoteMemberResponse{Index: idx, Lag: lag}, nil
 }
+
+// autoPromoteSweeps is how many of Run's sweeps pass between two looks for learners to promote
+// (Config.AutoPromote: about a second at the default sweep): each look asks every learner its
+// progress.
+const autoPromoteSweeps = 5
+
+// autoPromote promotes every learner within DefaultPromoteMaxLag of the leader's commit index.
+func (s *Service) autoPromote(ctx context.Context) {
+	ms, err := s.b.Members()
+	if err != nil {
+		return
+	}
+	for _, m := range ms {
+		if m.Voter {
+			continue
+		}
+		if _, err := s.PromoteMember(ctx, &metadv1.PromoteMemberRequest{Name: m.Name}); err != nil {
+			s.log.Debug("learner not promoted yet", "member", m.Name, "err", err)
+			continue
+		}
+		s.log.Info("promoted a caught-up learner to a voter", "member", m.Name)
+	}
+}

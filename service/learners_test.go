@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/service"
 	"metad/service/servicetest"
 	"metad/store"
 )
@@ -69,4 +71,40 @@ func TestPromoteOnlyACaughtUpLearner(t *testing.T) {
 	wantReason(t, err, store.MemberNotFound)
 	_, err = h.svc.PromoteMember(ctx, &metadv1.PromoteMemberRequest{})
 	wantReason(t, err, store.InvalidParams)
+}
+
+// TestAutoPromote: with AutoPromote, the leader's loop asks each learner its progress and
+// promotes it once it is within the default bound, not before.
+func TestAutoPromote(t *testing.T) {
+	cfg := testConfig()
+	cfg.AutoPromote = true
+	h := start(t, servicetest.NewBackend(t, nil), cfg)
+	for i := range service.DefaultPromoteMaxLag + 10 { // the learner, at 0, will be further behind than the bound
+		h.b.MustApply(t, servicetest.RegisterTenant(fmt.Sprint("t", i)))
+	}
+	h.b.SetMembers("self", "l1")
+	h.b.SetLearner("l1")
+	var applied, asked atomic.Uint64
+	h.svc.SetMemberProgress(func(_ context.Context, addr string) (uint64, error) {
+		if addr == "l1-addr" {
+			asked.Add(1)
+			return applied.Load(), nil
+		}
+		return 0, errors.New("only l1 is asked")
+	})
+	learner := func() bool {
+		ms, _ := h.b.Members()
+		for _, m := range ms {
+			if m.Name == "l1" {
+				return !m.Voter
+			}
+		}
+		return false
+	}
+	pollUntil(t, "the loop to ask the learner three times", 5*time.Second, func() bool { return asked.Load() >= 3 })
+	if !learner() {
+		t.Fatal("a learner more than the bound behind was promoted")
+	}
+	applied.Store(h.b.Status().CommitIndex)
+	pollUntil(t, "the caught-up learner promoted", 5*time.Second, func() bool { return !learner() })
 }

@@ -189,7 +189,8 @@ func (s *Service) OnLeadership(fn func(leading bool)) {
 
 // Run is the background loop: every SweepInterval, on the leader, it expires silent clients, ends
 // the graceful unmounts that are due (finishClosing) and drives the running drain jobs
-// (driveDrains). Beside it run the arena keeper (unless NoArenas) and the evictor's loop (with
+// (driveDrains); with AutoPromote, every autoPromoteSweeps sweeps it promotes the caught-up
+// learners. Beside it run the arena keeper (unless NoArenas) and the evictor's loop (with
 // Config.Evictor), each on its own goroutine. It returns when ctx is done and they have returned.
 // Call it once.
 func (s *Service) Run(ctx context.Context) {
@@ -203,6 +204,7 @@ func (s *Service) Run(ctx context.Context) {
 	}
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()
+	sweeps := 0
 	for {
 		// Only in the term the hook started here: Raft reports a new term's leadership before its
 		// hook has started the liveness table afresh for it.
@@ -210,6 +212,9 @@ func (s *Service) Run(ctx context.Context) {
 			s.expireClients(ctx)
 			s.finishClosing(ctx)
 			s.driveDrains(ctx)
+			if sweeps++; s.cfg.AutoPromote && sweeps%autoPromoteSweeps == 0 {
+				s.autoPromote(ctx)
+			}
 		}
 		select {
 		case <-ctx.Done():

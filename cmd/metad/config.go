@@ -52,6 +52,7 @@ type Config struct {
 	SessionTTL        time.Duration // a client session unused this long expires (service.Config)
 	SessionWindow     uint          // sequence numbers a session may have in use at once (service.Config)
 	NoArenas          bool          // every PutStart through the log (service.Config.NoArenas)
+	AutoPromote       bool          // the leader promotes caught-up learners (service.Config.AutoPromote)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -160,6 +161,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "bound on one call a follower forwards to the leader (all but the long ones)")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "a client session with no write for this long expires (at least 1s)")
 	fs.BoolVar(&c.NoArenas, "no-arenas", c.NoArenas, "answer no PutStart from the leader's allocation arenas: every PutStart takes a log entry")
+	fs.BoolVar(&c.AutoPromote, "auto-promote-learners", c.AutoPromote, "while leading, make every learner (member add --learner) a voter once it is within 1000 entries of the commit index; off: each waits for member promote")
 	fs.UintVar(&c.SessionWindow, "session-window", c.SessionWindow, "sequence numbers a client session may have in use at once (1..4096)")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
