@@ -204,9 +204,12 @@ DURATION ?= 60s
 
 ## chaos: SEEDS seeded failover drills of DURATION each on real processes; prints the summary
 ## (linearizability violations, lost writes, state divergence, unavailability) and writes
-## reports under test/chaos/report/.
+## reports under test/chaos/report/; then the rolling upgrade from the previous tagged release
+## (test/e2e/previous-release) with UPGRADE_GAP between steps (make test runs it with 3 s).
+UPGRADE_GAP ?= 20s
 chaos:
 	CHAOS_SEEDS=$(SEEDS) CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -run '^TestDrillMany$$' -timeout 180m -v ./test/chaos/
+	CHAOS_UPGRADE_GAP=$(UPGRADE_GAP) $(GO) test -count=1 -run '^TestUpgradeDrill$$' -timeout 30m -v ./test/chaos/
 
 clean:
 	rm -rf $(BIN) bench-*.txt $(PYVENV)
