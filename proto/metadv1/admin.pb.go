@@ -989,11 +989,12 @@ type Member struct {
 	// binary that records none, or a member not recorded yet), which counts as 1.
 	FeatureLevel uint32 `protobuf:"varint,6,opt,name=feature_level,json=featureLevel,proto3" json:"feature_level,omitempty"`
 	// The index of the last entry the member has applied, as it answered the leader's question
-	// when the list was made; lag is the leader's commit index minus it. Both are 0 and
-	// progress_known false when the member did not answer (down, or no client address recorded).
-	AppliedIndex  uint64 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	Lag           uint64 `protobuf:"varint,8,opt,name=lag,proto3" json:"lag,omitempty"`
-	ProgressKnown bool   `protobuf:"varint,9,opt,name=progress_known,json=progressKnown,proto3" json:"progress_known,omitempty"`
+	// when the list was made (0 unless progress_known).
+	AppliedIndex uint64 `protobuf:"varint,7,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// The leader's commit index minus applied_index: how far behind the member is, entries.
+	Lag uint64 `protobuf:"varint,8,opt,name=lag,proto3" json:"lag,omitempty"`
+	// The member answered; false when it is down or has recorded no client address yet.
+	ProgressKnown bool `protobuf:"varint,9,opt,name=progress_known,json=progressKnown,proto3" json:"progress_known,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -371,7 +371,7 @@ func TestSnapshotRecoveryDrill(t *testing.T) {
 		}
 	}
 	out, err = c.MetactlAt(n1Only, "member", "ls")
-	if err != nil || strings.Count(out, "true") < 3 || strings.Contains(out, "n2") || !strings.Contains(out, "n5") {
+	if err != nil || strings.Count(out, " voter ")+strings.Count(out, " leader ") < 3 || strings.Contains(out, "n2") || !strings.Contains(out, "n5") {
 		t.Fatalf("metactl member ls: %v\n%s", err, out)
 	}
 	for _, p := range c.Nodes {
