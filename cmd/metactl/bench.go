@@ -53,12 +53,14 @@ type benchResult struct {
 	// With --watchers: the streams, the STORED events they received in all, the events of the
 	// run's objects they had not received when the wait after the load ended, and the delivery
 	// lag of those received (benchWatchers).
-	Watchers      int     `json:"watchers,omitempty"`
-	WatchEvents   uint64  `json:"watch_events,omitempty"`
-	WatchMissing  uint64  `json:"watch_missing,omitempty"`
-	WatchLagP50Ms float64 `json:"watch_lag_p50_ms,omitempty"`
-	WatchLagP99Ms float64 `json:"watch_lag_p99_ms,omitempty"`
-	WatchLagMaxMs float64 `json:"watch_lag_max_ms,omitempty"`
+	Watchers     int    `json:"watchers,omitempty"`
+	WatchEvents  uint64 `json:"watch_events,omitempty"`
+	WatchMissing uint64 `json:"watch_missing,omitempty"`
+	// WatchResponses counts the streams' responses that carried events.
+	WatchResponses uint64  `json:"watch_responses,omitempty"`
+	WatchLagP50Ms  float64 `json:"watch_lag_p50_ms,omitempty"`
+	WatchLagP99Ms  float64 `json:"watch_lag_p99_ms,omitempty"`
+	WatchLagMaxMs  float64 `json:"watch_lag_max_ms,omitempty"`
 }
 
 // opUnits names what one op of each workload is (benchResult.OpUnit).

@@ -27,6 +27,7 @@ type benchWatchers struct {
 // are the goroutine's until done.
 type benchWatcher struct {
 	n   atomic.Uint64 // STORED events received
+	r   atomic.Uint64 // responses with events received
 	lat hist
 	err error
 }
@@ -63,6 +64,9 @@ func startWatchers(a *app, n int, endpoints []string, tenant, prefix string) (*b
 					w.lat.record(time.Duration(now - e.GetTimeUnixNano()))
 				}
 				w.n.Add(uint64(len(resp.GetEvents())))
+				if len(resp.GetEvents()) > 0 {
+					w.r.Add(1)
+				}
 				return nil
 			})
 			if first {
@@ -102,6 +106,7 @@ func (ws *benchWatchers) finish(want uint64, grace time.Duration, res *benchResu
 	for _, w := range ws.subs {
 		lat.merge(&w.lat)
 		res.WatchEvents += w.n.Load()
+		res.WatchResponses += w.r.Load()
 	}
 	res.WatchMissing = want*uint64(len(ws.subs)) - min(res.WatchEvents, want*uint64(len(ws.subs)))
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
