@@ -16,7 +16,8 @@ import (
 // workload and with its checks: one node at a time, followers first and the leader last, each
 // restarted on this tree's metad and caught up before the next. The first node upgraded is then
 // made the leader, so that the rest of the upgrade runs as its hardest case does: a leader of the
-// new release writing the log, and sending snapshots, to followers of the old one. Between steps,
+// new release writing the log, and sending snapshots, to followers of the old one (the older
+// release's metactl must read a snapshot that leader saves). Between steps,
 // each release's metactl calls a member of the other release. At the end every member records
 // one feature level, at least the one each recorded at the start.
 
@@ -76,8 +77,25 @@ func (in *injector) upgrade(n *Node) error {
 			return fmt.Errorf("leadership to %s, the first node upgraded: %w", n.Name, err)
 		}
 		in.logf("%7.3fs %s, upgraded, leads the older release's nodes", in.hist.since().Seconds(), n.Name)
+		if err := in.oldReadsNewSnapshot(n); err != nil {
+			return err
+		}
 	}
 	return in.crossReleases(n)
+}
+
+// oldReadsNewSnapshot saves a snapshot from n, the upgraded leader, with this tree's metactl and
+// has the older release's metactl verify it: a follower of the older release must be able to
+// install what the new leader sends it (a lagging follower gets the leader's snapshot).
+func (in *injector) oldReadsNewSnapshot(n *Node) error {
+	file := filepath.Join(in.c.dir, "upgrade-"+n.Name+".snap")
+	if out, err := in.c.Metactl("", n, "snapshot", "save", file); err != nil {
+		return fmt.Errorf("snapshot save from the upgraded leader %s: %v\n%s", n.Name, err, out)
+	}
+	if out, err := in.c.Metactl(in.c.release, n, "snapshot", "inspect", file); err != nil {
+		return fmt.Errorf("the older release cannot read a snapshot of the upgraded leader %s (its followers could not install one): %v\n%s", n.Name, err, out)
+	}
+	return nil
 }
 
 // levels returns the feature level each member records, by name.
