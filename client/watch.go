@@ -52,7 +52,10 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions, fn func(*metadv1.
 		if c.closed.Load() {
 			return ErrClosed
 		}
-		err := c.watchOn(ctx, ep, req, fn)
+		progressed, err := c.watchOn(ctx, ep, req, fn)
+		if progressed { // a new round: what other members answered before is old news
+			tried, refusals, wait = 0, refusals[:0], 50*time.Millisecond
+		}
 		var stop *watchStop
 		switch {
 		case errors.As(err, &stop):
@@ -96,24 +99,31 @@ type watchStop struct{ err error }
 func (w *watchStop) Error() string { return w.err.Error() }
 
 // watchOn runs the watch on ep until the stream ends; req.Start follows the responses, so a
-// resume goes on from where this stream reached.
-func (c *Client) watchOn(ctx context.Context, ep *endpoint, req *metadv1.WatchRequest, fn func(*metadv1.WatchResponse) error) error {
+// resume goes on from where this stream reached. progressed reports whether the stream moved past
+// the revision it started from (a first response that only names it does not count).
+func (c *Client) watchOn(ctx context.Context, ep *endpoint, req *metadv1.WatchRequest, fn func(*metadv1.WatchResponse) error) (progressed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := ep.md.Watch(ctx, req)
 	if err != nil {
-		return err
+		return false, err
 	}
+	var from *metadv1.Revision // where this stream started: its first response names it
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
-			return err
+			return progressed, err
 		}
 		if n := resp.GetNext(); n != nil {
+			if from == nil {
+				from = n
+			} else if n.GetIndex() > from.GetIndex() || n.GetIndex() == from.GetIndex() && n.GetPosition() > from.GetPosition() {
+				progressed = true
+			}
 			req.Start = n
 		}
 		if err := fn(resp); err != nil {
-			return &watchStop{err: err}
+			return progressed, &watchStop{err: err}
 		}
 	}
 }
