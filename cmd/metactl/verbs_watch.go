@@ -88,18 +88,38 @@ func runWatch(a *app, v *verb, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(a.stdout)
+	// The lines go out through a writer goroutine, so that a signal ends the watch even while the
+	// output blocks (a pipe nobody reads): the process exits with the writer still blocked.
+	lines := make(chan []byte, 1024)
+	written := make(chan error, 1)
+	go func() {
+		var werr error
+		for b := range lines {
+			if werr == nil {
+				_, werr = a.stdout.Write(b)
+			}
+		}
+		written <- werr
+	}()
 	seen := uint(0)
 	errDone := fmt.Errorf("done")
 	err = c.Watch(a.ctx, opts, func(resp *metadv1.WatchResponse) error {
 		for _, e := range resp.GetEvents() {
 			ev := watchViewOf(e)
+			var b []byte
 			if a.output == "json" {
-				if err := enc.Encode(ev); err != nil {
+				j, err := json.Marshal(ev)
+				if err != nil {
 					return err
 				}
+				b = append(j, '\n')
 			} else {
-				fmt.Fprintln(a.stdout, watchLine(&ev))
+				b = []byte(watchLine(&ev) + "\n")
+			}
+			select {
+			case lines <- b:
+			case <-a.ctx.Done():
+				return a.ctx.Err()
 			}
 			if seen++; *count > 0 && seen >= *count {
 				return errDone
@@ -107,7 +127,20 @@ func runWatch(a *app, v *verb, args []string) error {
 		}
 		return nil
 	})
-	if err == errDone || (err != nil && a.ctx.Err() != nil) {
+	close(lines)
+	if a.ctx.Err() != nil {
+		// Interrupted: the events received are written if the output takes them within a second,
+		// else dropped.
+		select {
+		case <-written:
+		case <-time.After(time.Second):
+		}
+		return nil
+	}
+	if werr := <-written; werr != nil {
+		return werr
+	}
+	if err == errDone {
 		return nil
 	}
 	return err
