@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	metadv1 "metad/proto/metadv1"
 )
@@ -212,12 +210,11 @@ func (m *metadataService) CloseSession(ctx context.Context, req *metadv1.CloseSe
 }
 
 // Watch streams this member's events (service.Watch); it is never forwarded. The stream
-// interceptor authorized the request before the handler runs (admitStream).
+// interceptor authenticated the caller when the stream opened and authorized the request before
+// the handler runs (admitStream); a caller whose key this member does not know yet was refused
+// then.
 func (m *metadataService) Watch(req *metadv1.WatchRequest, stream grpc.ServerStreamingServer[metadv1.WatchResponse]) error {
 	ctx := stream.Context()
-	if deferredAuth(ctx) {
-		return status.Error(codes.Unavailable, "this member does not know the caller's API key yet (it is catching up); retry, or watch through another member")
-	}
 	w, err := m.s.svc.Watch(ctx, req)
 	if err != nil {
 		return toStatus(err)
