@@ -56,6 +56,8 @@ type Config struct {
 	SessionTTL           time.Duration // a client session unused this long expires (service.Config)
 	SessionWindow        uint          // sequence numbers a session may have in use at once (service.Config)
 	NoArenas             bool          // every PutStart through the log (service.Config.NoArenas)
+	ScanExamine          int           // keys one pattern page examines at most (service.Config)
+	ScanPageTime         time.Duration // matching time of one pattern page at most (service.Config)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -128,6 +130,8 @@ func DefaultConfig() Config {
 		MaxHeaderListBytes:    uint(server.DefaultConfig().MaxHeaderListBytes),
 		SessionTTL:            service.DefaultConfig().SessionTTL,
 		SessionWindow:         uint(service.DefaultConfig().SessionWindow),
+		ScanExamine:           service.DefaultScanExamine,
+		ScanPageTime:          service.DefaultScanPageTime,
 		ClientCertAuth:        "optional",
 		MetricsClientCertAuth: "require",
 		TLSReloadInterval:     5 * time.Second,
@@ -166,6 +170,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.UintVar(&c.MaxHeaderListBytes, "max-header-list-bytes", c.MaxHeaderListBytes, "bytes of metadata (HTTP/2 headers) one call may carry (4096..16777216); a call with more is refused before it is served")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "a client session with no write for this long expires (at least 1s)")
 	fs.BoolVar(&c.NoArenas, "no-arenas", c.NoArenas, "answer no PutStart from the leader's allocation arenas: every PutStart takes a log entry")
+	fs.IntVar(&c.ScanExamine, "scan-examine", c.ScanExamine, "keys one page of GetByRegex or RemoveByRegex asks its pattern about at most; the page's token goes on after the last")
+	fs.DurationVar(&c.ScanPageTime, "scan-page-time", c.ScanPageTime, "time one page of GetByRegex or RemoveByRegex spends matching its pattern at most; the page's token goes on after the last key examined")
 	fs.UintVar(&c.SessionWindow, "session-window", c.SessionWindow, "sequence numbers a client session may have in use at once (1..4096)")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
@@ -239,10 +245,13 @@ func (c *Config) Validate() error {
 		v    time.Duration
 	}{{"heartbeat-timeout", c.HeartbeatTimeout}, {"election-timeout", c.ElectionTimeout}, {"leader-lease-timeout", c.LeaderLeaseTimeout},
 		{"lease-ttl", c.LeaseTTL}, {"client-ttl", c.ClientTTL}, {"put-discard-timeout", c.PutDiscardTimeout}, {"snapshot-interval", c.SnapshotInterval},
-		{"forward-timeout", c.ForwardTimeout}} {
+		{"forward-timeout", c.ForwardTimeout}, {"scan-page-time", c.ScanPageTime}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %s", d.name, d.v))
 		}
+	}
+	if c.ScanExamine < 1 {
+		errs = append(errs, fmt.Errorf("scan-examine: must be at least 1, got %d", c.ScanExamine))
 	}
 	if c.MaxConcurrentStreams < 1 || c.MaxConcurrentStreams > server.StreamsMax {
 		errs = append(errs, fmt.Errorf("max-concurrent-streams: want 1..%d, got %d", server.StreamsMax, c.MaxConcurrentStreams))

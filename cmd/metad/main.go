@@ -232,6 +232,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc.LeaseTTL, vc.ClientTTL, vc.PutDiscardTimeout, vc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
 	vc.SessionTTL, vc.SessionWindow = cfg.SessionTTL, uint32(cfg.SessionWindow)
 	vc.ArenaFence, vc.NoArenas = cfg.PutReleaseTimeout, cfg.NoArenas
+	vc.ScanExamine, vc.ScanPageTime = cfg.ScanExamine, cfg.ScanPageTime
 	vc.Evictor = ev // the service runs its loop, kicks it on leadership changes, evicts for quota
 	svc, err := service.New(node, f, lead, vc, reg, log)
 	if err != nil {
