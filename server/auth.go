@@ -372,8 +372,13 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 			s.m.authDeferred.Inc()
 			return ss.Context(), status.Error(codes.Unavailable, deferredStreamRefusal)
 		}
-		as := &admitStream{ServerStream: ss, s: s, method: info.FullMethod, who: a,
-			ctx: context.WithValue(ss.Context(), authKey{}, a)}
+		ctx := context.WithValue(ss.Context(), authKey{}, a)
+		release, err := s.openStream(ctx)
+		if err != nil {
+			return ctx, err
+		}
+		defer release()
+		as := &admitStream{ServerStream: ss, s: s, method: info.FullMethod, who: a, ctx: ctx}
 		err = handler(srv, as)
 		return as.ctx, err
 	}
@@ -437,4 +442,44 @@ func (s authedStream) Context() context.Context { return s.ctx }
 func (s *Server) readmit(ctx context.Context, req proto.Message) (context.Context, error) {
 	method, _ := grpc.Method(ctx)
 	return s.admit(context.WithValue(ctx, authKey{}, authed{}), method, req)
+}
+
+// limited returns the caller of the call in ctx when the call counts against its principal's rate
+// limits here: a call of a principal that this member was sent by the client itself. A member as
+// itself, a call a member forwarded for a principal (the member it was sent to charged it) and a
+// deferred call are not.
+func limited(ctx context.Context) (service.Caller, bool) {
+	a, ok := authedOf(ctx)
+	if !ok || a.deferred || a.via != "" || a.caller.Principal == "" {
+		return service.Caller{}, false
+	}
+	return a.caller, true
+}
+
+// throttle charges the authorized call in ctx, with req, to its principal's rate limits
+// (service.Throttle): a RESOURCE_EXHAUSTED status with RATE_LIMITED and a retry-after when it is
+// over one.
+func (s *Server) throttle(ctx context.Context, req proto.Message) error {
+	c, ok := limited(ctx)
+	if !ok {
+		return nil
+	}
+	return toStatus(s.svc.Throttle(c, req))
+}
+
+// openStream charges the stream opened in ctx (its caller authenticated) to its principal's rate
+// limits: one call, and one of its streams while it stays open (release, called once it ends).
+func (s *Server) openStream(ctx context.Context) (release func(), err error) {
+	c, ok := limited(ctx)
+	if !ok {
+		return func() {}, nil
+	}
+	if err := s.svc.Throttle(c, nil); err != nil {
+		return nil, toStatus(err)
+	}
+	release, err = s.svc.OpenStream(c)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return release, nil
 }

@@ -170,3 +170,33 @@ func (r *rawH2) send(id uint32, msg []byte) {
 		r.t.Fatal(err)
 	}
 }
+
+// awaitData is await that also returns, with no status, when the stream's first DATA frame (its
+// first response) arrives.
+func (r *rawH2) awaitData(id uint32) outcome {
+	r.t.Helper()
+	for {
+		f, err := r.readErr()
+		if err != nil {
+			return outcome{closed: true}
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			if f.StreamID == id && len(f.Data()) > 0 {
+				return outcome{}
+			}
+		case *http2.RSTStreamFrame:
+			if f.StreamID == id {
+				return outcome{reset: true, code: f.ErrCode}
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == id && f.StreamEnded() {
+				return outcome{status: fieldOf(f, "grpc-status"), message: fieldOf(f, "grpc-message")}
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				_ = r.fr.WritePing(true, f.Data)
+			}
+		}
+	}
+}

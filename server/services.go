@@ -107,6 +107,14 @@ func (a *adminService) CancelDrain(ctx context.Context, req *metadv1.CancelDrain
 	return unary(ctx, a.s, req, a.s.svc.CancelDrain)
 }
 
+func (a *adminService) SetLimit(ctx context.Context, req *metadv1.SetLimitRequest) (*metadv1.SetLimitResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.SetLimit)
+}
+
+func (a *adminService) ListLimits(ctx context.Context, req *metadv1.ListLimitsRequest) (*metadv1.ListLimitsResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListLimits)
+}
+
 // Status describes the node that answers (never forwarded, unless its authentication was deferred
 // to the leader).
 func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {

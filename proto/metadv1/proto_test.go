@@ -226,6 +226,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_DRAIN_NOT_FOUND", "REASON_SEGMENT_DRAINING", "REASON_DRAIN_NOT_RUNNING", // drain jobs
 		"REASON_RESERVATION_LOST",                            // allocation arenas
 		"REASON_WATCH_COMPACTED", "REASON_WATCH_FELL_BEHIND", // Watch
+		"REASON_RATE_LIMITED", // a principal over its rate limits (SetLimit)
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
@@ -264,6 +265,7 @@ func TestServiceMethods(t *testing.T) {
 			"SnapshotSave", "SnapshotRestore",
 			"CreateKey", "RevokeKey", "ListKeys", "GrantRole", "RevokeRole", "ListRoles",
 			"StartDrain", "DrainStatus", "CancelDrain",
+			"SetLimit", "ListLimits",
 		}},
 	} {
 		sd := tc.file.Services().ByName(tc.service)

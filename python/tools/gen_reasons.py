@@ -63,6 +63,7 @@ KIND: Dict[str, str] = {
     "SEGMENT_DRAINING": "Conflict",
     "DRAIN_NOT_RUNNING": "Conflict",
     "RESERVATION_LOST": "Aborted",
+    "RATE_LIMITED": "ResourceExhausted",
 }
 """The kind (a class of metad/_kinds.py) of every reason, by its name without REASON_."""
 
