@@ -138,13 +138,15 @@ func Check(a *State, c *metadv1.Command) (r store.Result, refused bool) {
 		_, _, r = a.grantVerdict(op.GrantRole)
 	case *metadv1.Command_RevokeRole:
 		_, r = a.revokeRoleVerdict(op.RevokeRole)
+	case *metadv1.Command_SetLimit:
+		_, r = a.setLimitVerdict(op.SetLimit)
 	}
 	return r, r.Reason != store.OK
 }
 
 // next returns a copy of a at the next revision, for apply to change before it swaps it in.
 func (a *State) next() *State {
-	n := &State{revision: a.revision + 1, keys: maps.Clone(a.keys), roles: maps.Clone(a.roles)}
+	n := &State{revision: a.revision + 1, keys: maps.Clone(a.keys), roles: maps.Clone(a.roles), limits: a.limits}
 	if n.keys == nil {
 		n.keys = map[string]APIKey{}
 	}
@@ -164,7 +166,7 @@ func Stale(a *State, c *metadv1.Command) (store.Result, bool) {
 	return store.Result{}, false
 }
 
-// Apply applies an auth command (CreateKey, RevokeKey, GrantRole, RevokeRole) to state a: it returns
+// Apply applies an auth command (CreateKey, RevokeKey, GrantRole, RevokeRole, SetLimit) to state a: it returns
 // the state after it (a itself when nothing changed: a refusal, or a grant that exists) and the
 // command's result. a is not changed. Any other command is a programming error.
 func Apply(a *State, c *metadv1.Command) (*State, store.Result) {
@@ -177,6 +179,8 @@ func Apply(a *State, c *metadv1.Command) (*State, store.Result) {
 		return a.grantRole(op.GrantRole)
 	case *metadv1.Command_RevokeRole:
 		return a.revokeRole(op.RevokeRole)
+	case *metadv1.Command_SetLimit:
+		return a.setLimit(op.SetLimit)
 	}
 	panic(fmt.Sprintf("auth: Apply of a command that is not an auth command: %T", c.GetOp()))
 }

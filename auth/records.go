@@ -9,7 +9,7 @@ import (
 )
 
 // Records returns the state as snapshot records: keys by id, bindings by principal (roles in
-// their order), and the revision.
+// their order), limits (principals' by name, then roles'), and the revision.
 func (a *State) Records() *snapshot.Auth {
 	out := &snapshot.Auth{Revision: a.revision}
 	for _, k := range a.Keys() {
@@ -23,19 +23,22 @@ func (a *State) Records() *snapshot.Auth {
 		}
 		out.Roles = append(out.Roles, rr)
 	}
+	out.Limits = a.limitRecords()
 	return out
 }
 
-// Builder reads an auth state (NewBuilder, then AddKey for each key record and AddRoles for each
-// role record, in the file's order, then State) from snapshot records, checking what the state's soundness needs:
+// Builder reads an auth state (NewBuilder, then AddKey for each key record, AddRoles for each
+// role record and AddLimit for each limit record, in the file's order, then State) from snapshot records, checking what the state's soundness needs:
 // valid and unique ids in ascending order, valid principals, 32-byte hashes, an expiry after the
 // creation, roles in their canonical form, sorted and distinct, principals in ascending order. It
 // does not check the limits (MaxKeys, MaxKeyTTL...): a state recorded before a limit restores.
 type Builder struct {
-	a          *State
-	lastKey    string
-	lastPrinc  string
-	rolesFound bool
+	a           *State
+	lastKey     string
+	lastPrinc   string
+	rolesFound  bool
+	lastLimit   LimitTarget
+	limitsFound bool
 }
 
 func NewBuilder(revision uint64) *Builder {
@@ -46,8 +49,8 @@ func (b *Builder) AddKey(r *metadv1.KeyRecord) error {
 	if err := ValidateKeyID(r.GetId()); err != nil {
 		return fmt.Errorf("key record: id: %v", err)
 	}
-	if b.rolesFound || len(b.a.keys) > 0 && r.GetId() <= b.lastKey {
-		return fmt.Errorf("key record %s: not in ascending order, before the role records", r.GetId())
+	if b.rolesFound || b.limitsFound || len(b.a.keys) > 0 && r.GetId() <= b.lastKey {
+		return fmt.Errorf("key record %s: not in ascending order, before the role and limit records", r.GetId())
 	}
 	if err := ValidatePrincipal(r.GetPrincipal()); err != nil {
 		return fmt.Errorf("key record %s: %v", r.GetId(), err)
@@ -68,8 +71,8 @@ func (b *Builder) AddRoles(r *metadv1.RoleRecord) error {
 	if err := ValidatePrincipal(p); err != nil {
 		return fmt.Errorf("role record: %v", err)
 	}
-	if b.rolesFound && p <= b.lastPrinc {
-		return fmt.Errorf("role record %s: principals not in ascending order", p)
+	if b.limitsFound || b.rolesFound && p <= b.lastPrinc {
+		return fmt.Errorf("role record %s: principals not in ascending order, before the limit records", p)
 	}
 	if len(r.GetRoles()) == 0 {
 		return fmt.Errorf("role record %s: no role", p)

@@ -137,8 +137,9 @@ func ParseRole(s string) (Role, error) {
 // whole read, from any goroutine.
 type State struct {
 	revision uint64
-	keys     map[string]APIKey // by id
-	roles    map[string][]Role // by principal; sorted (compareRoles), distinct, never empty
+	keys     map[string]APIKey     // by id
+	roles    map[string][]Role     // by principal; sorted (compareRoles), distinct, never empty
+	limits   map[LimitTarget]Limit // never a zero Limit; nil when none (limits.go)
 }
 
 // Empty is the state of a fresh cluster: no key, no binding, revision 0.

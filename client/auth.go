@@ -46,3 +46,18 @@ func (c *Client) RevokeRole(ctx context.Context, principal, role string) error {
 func (c *Client) ListRoles(ctx context.Context, opts ...ReadOption) (*metadv1.ListRolesResponse, error) {
 	return callAdmin(ctx, c, metadv1.AdminClient.ListRoles, &metadv1.ListRolesRequest{Stale: readOpts(opts).stale})
 }
+
+// SetLimit sets the rate limits of limit's target (a principal, or a role: "admin", "reader",
+// "worker:<client-id>", "tenant:<tenant-id>", or "*" for every principal); a limit of 0 is not
+// set, and every limit 0 removes the target's record. Each member enforces them on the calls it is
+// sent.
+func (c *Client) SetLimit(ctx context.Context, limit *metadv1.Limit) error {
+	_, err := callAdmin(ctx, c, metadv1.AdminClient.SetLimit, &metadv1.SetLimitRequest{Limit: limit})
+	return err
+}
+
+// ListLimits lists the rate limits set (principals' by name, then roles') and, when principal is
+// not empty, the limits that apply to it (ListLimitsResponse.effective).
+func (c *Client) ListLimits(ctx context.Context, principal string, opts ...ReadOption) (*metadv1.ListLimitsResponse, error) {
+	return callAdmin(ctx, c, metadv1.AdminClient.ListLimits, &metadv1.ListLimitsRequest{Principal: principal, Stale: readOpts(opts).stale})
+}

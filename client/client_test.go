@@ -123,6 +123,7 @@ func TestNoRetryOnDeterministicError(t *testing.T) {
 		{codes.InvalidArgument, metadv1.Reason_REASON_INVALID_PARAMS},
 		{codes.ResourceExhausted, metadv1.Reason_REASON_TENANT_QUOTA_EXCEEDED},
 		{codes.FailedPrecondition, metadv1.Reason_REASON_OBJECT_HAS_LEASE},
+		{codes.ResourceExhausted, metadv1.Reason_REASON_RATE_LIMITED}, // the caller decides when to go again (RetryAfterOf)
 	}
 	for _, r := range reasons {
 		t.Run(ReasonName(r.reason), func(t *testing.T) {
@@ -342,6 +343,14 @@ func TestReasonAndLeaderOf(t *testing.T) {
 	}
 	if ReasonName(metadv1.Reason_REASON_OBJECT_NOT_FOUND) != "OBJECT_NOT_FOUND" || ReasonName(0) != "OK" {
 		t.Error("ReasonName")
+	}
+	limited := status.New(codes.ResourceExhausted, "rate limited")
+	limited, _ = limited.WithDetails(&metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_RATE_LIMITED, RetryAfterMs: 250})
+	if got := RetryAfterOf(fmt.Errorf("wrapped: %w", limited.Err())); got != 250*time.Millisecond {
+		t.Errorf("RetryAfterOf = %v, want 250ms", got)
+	}
+	if got := RetryAfterOf(notLeader("n2", "h:2")); got != 0 {
+		t.Errorf("RetryAfterOf(NOT_LEADER) = %v, want 0", got)
 	}
 }
 

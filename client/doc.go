@@ -76,7 +76,10 @@
 //     follower that has lost its leader, shutting down), on a gRPC Unavailable status (connection
 //     refused or lost), on NOT_LEADER naming no leader or a suspect one;
 //   - returned at once for anything else: deterministic rejections (OBJECT_NOT_FOUND,
-//     OBJECT_ALREADY_EXISTS, INVALID_PARAMS...) and the caller's own deadline or cancellation.
+//     OBJECT_ALREADY_EXISTS, INVALID_PARAMS...), the caller's own deadline or cancellation, and
+//     RATE_LIMITED (RESOURCE_EXHAUSTED: the caller's principal is over a rate limit on the member
+//     it called; nothing was done): RetryAfterOf says how long to wait, and the caller decides
+//     whether to go again. A retry by the client would only spend the limit the caller is over.
 //
 // The backoff starts at Config.RetryBackoff.Initial and doubles up to RetryBackoff.Max, each
 // delay drawn uniformly from [d/2, d]. A call makes at most 1 + Config.MaxRetries attempts and

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -106,6 +107,14 @@ func ReasonName(r metadv1.Reason) string {
 		return "OK"
 	}
 	return strings.TrimPrefix(r.String(), "REASON_")
+}
+
+// RetryAfterOf returns how long the cluster asked the caller to wait before calling again: the
+// retry-after of a REASON_RATE_LIMITED refusal (its principal over a rate limit on the member it
+// called), 0 for any other error. The client does not retry such a refusal itself: the caller
+// decides whether the call is worth the wait, and waits at least this long.
+func RetryAfterOf(err error) time.Duration {
+	return time.Duration(DetailOf(err).GetRetryAfterMs()) * time.Millisecond
 }
 
 // IsReason reports whether err carries reason r.

@@ -8,7 +8,9 @@ import (
 
 // Scans of a tenant's keys (ListObjectKeys, GetByRegex, RemoveByRegex) are paged: each call
 // answers one page in key byte order and a token that resumes after its last key (nil when
-// nothing follows). The Page methods make one call; the others loop over pages. The pages are
+// nothing follows). A pattern's page is bounded by the server's work too: it may hold fewer keys
+// than asked, or none, with a token that resumes after the last key it examined; page on until
+// the token is nil. The Page methods make one call; the others loop over pages. The pages are
 // separate calls, so keys created or removed meanwhile may or may not be seen: a key created
 // between pages below the page's last key is not. A pattern is Go regexp (RE2) syntax, matched
 // anywhere in the key. A page's call is long (Long): the server may walk many keys to fill it.

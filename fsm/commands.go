@@ -83,6 +83,8 @@ const (
 	levelArenas uint32 = 2
 	// levelCloseSession: a client ends its session (CloseSession).
 	levelCloseSession uint32 = 3
+	// levelLimits: the rate limits of principals and roles (SetLimit).
+	levelLimits uint32 = 4
 )
 
 // FeatureLevel is this binary's feature level: the highest level of its commands.
@@ -178,6 +180,7 @@ var commands = []spec{
 	def("revoke_key", levelBase, whole, checkAuth, applyAuth),
 	def("grant_role", levelBase, whole, checkAuth, applyAuth),
 	def("revoke_role", levelBase, whole, checkAuth, applyAuth),
+	def("set_limit", levelLimits, whole, checkAuth, applyAuth),
 
 	// Copy and move of replicas (store.ReplicaTask).
 	def("replica_task_start", levelBase, (*metadv1.Command).GetReplicaTaskStart,

@@ -80,17 +80,17 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 }
 
 // writeState is WriteCapture with the client sessions (by id, after the members), the next
-// session id, and the auth state (keys by id, then role bindings by principal, after the
+// session id, and the auth state (keys by id, then role bindings by principal, then limits, after the
 // sessions; its revision in the header).
 func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, a *auth.State,
 	index, term uint64, createdAt int64) (int64, error) {
 	ar := a.Records()
 	c.Sort()
 	h := &metadv1.SnapshotHeader{
-		FormatVersion: metadv1.SnapshotFormatVersion, Index: index, Term: term, CreatedAtUnixNano: createdAt,
+		FormatVersion: snapshotFormat(ar), Index: index, Term: term, CreatedAtUnixNano: createdAt,
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
 		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
-		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)),
+		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)), Limits: uint64(len(ar.Limits)),
 		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)), LastDrainId: c.LastDrain, Drains: uint64(len(c.Drains)),
 		LastArenaId: c.LastArena, Arenas: uint64(len(c.Arenas)),
 	}
@@ -159,6 +159,12 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 	}
 	for _, r := range ar.Roles {
 		rec.Record = &metadv1.Record_Role{Role: r}
+		if err := sw.WriteRecord(rec); err != nil {
+			return sw.Size(), err
+		}
+	}
+	for _, l := range ar.Limits {
+		rec.Record = &metadv1.Record_Limit{Limit: l}
 		if err := sw.WriteRecord(rec); err != nil {
 			return sw.Size(), err
 		}
@@ -288,6 +294,10 @@ func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.
 			if err := ab.AddRoles(x.Role); err != nil {
 				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
+		case *metadv1.Record_Limit:
+			if err := ab.AddLimit(x.Limit); err != nil {
+				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
 		case *metadv1.Record_Task:
 			tasks = append(tasks, wire.TaskFrom(x.Task))
 		case *metadv1.Record_Drain:
@@ -347,4 +357,15 @@ func addSession(t *sessionTable, r *metadv1.SessionRecord) error {
 		c.seqs, c.results = append(c.seqs, cr.GetSeq()), append(c.results, encodeResult(res))
 	}
 	return t.add(c)
+}
+
+// snapshotFormat is the record format a state's file is written in: the lowest that holds the
+// state, so that a member of the release before (v0.3.0 reads up to 6) can install a leader's
+// snapshot during a rolling upgrade. Only a state with rate limits needs 7, and limits exist only
+// once every member runs a binary that knows them (SetLimit is at feature level 4).
+func snapshotFormat(a *snapshot.Auth) uint32 {
+	if len(a.Limits) > 0 {
+		return metadv1.SnapshotFormatVersion
+	}
+	return 6
 }

@@ -94,7 +94,7 @@ func (c *srvCluster) startNode(cfg ha.Config, f *fsm.FSM) (*ha.Node, error) {
 		_ = node.Kill()
 		return nil, err
 	}
-	g := grpc.NewServer(append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
+	g := grpc.NewServer(append(srv.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
 	srv.Register(g)
 	go func() { _ = g.Serve(lis) }()
 	cc, err := grpc.NewClient(cfg.ClientAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))

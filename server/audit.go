@@ -45,6 +45,7 @@ var readOnly = map[string]bool{
 	metadv1.Admin_ListKeys_FullMethodName:          true,
 	metadv1.Admin_ListRoles_FullMethodName:         true,
 	metadv1.Admin_DrainStatus_FullMethodName:       true,
+	metadv1.Admin_ListLimits_FullMethodName:        true,
 }
 
 // audited reports whether a call of method that ended with err gets a line.

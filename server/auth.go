@@ -138,6 +138,13 @@ func (s *Server) admit(ctx context.Context, method string, req proto.Message) (c
 	if err != nil {
 		return ctx, toStatus(err)
 	}
+	return s.authorizeAs(ctx, a, method, req)
+}
+
+// authorizeAs authorizes a call of method with req for the caller authentication found (a), and
+// returns the context the handler runs with: a deferred call goes on unauthorized (the leader
+// authenticates it).
+func (s *Server) authorizeAs(ctx context.Context, a authed, method string, req proto.Message) (context.Context, error) {
 	if a.deferred {
 		s.m.authDeferred.Inc()
 		return context.WithValue(ctx, authKey{}, a), nil
@@ -355,9 +362,25 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		return ss.Context(), handler(srv, ss)
 	}
 	if info.IsServerStream && !info.IsClientStream && requestRule(info.FullMethod) {
-		a := &admitStream{ServerStream: ss, s: s, method: info.FullMethod, ctx: ss.Context()}
-		err := handler(srv, a)
-		return a.ctx, err
+		// The credentials are checked now, before the stream waits for its request: a stream
+		// with none, or with a key that does not verify, ends at once.
+		a, err := s.authenticate(ss.Context())
+		if err != nil {
+			return ss.Context(), toStatus(err)
+		}
+		if a.deferred { // a stream is never forwarded: the leader cannot authenticate it instead
+			s.m.authDeferred.Inc()
+			return ss.Context(), status.Error(codes.Unavailable, deferredStreamRefusal)
+		}
+		ctx := context.WithValue(ss.Context(), authKey{}, a)
+		release, err := s.openStream(ctx)
+		if err != nil {
+			return ctx, err
+		}
+		defer release()
+		as := &admitStream{ServerStream: ss, s: s, method: info.FullMethod, who: a, ctx: ctx}
+		err = handler(srv, as)
+		return as.ctx, err
 	}
 	ctx, err := s.admit(ss.Context(), info.FullMethod, nil)
 	if err != nil {
@@ -366,17 +389,22 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	return ctx, handler(srv, authedStream{ss, ctx})
 }
 
+// deferredStreamRefusal answers a stream whose API key this member's state does not hold yet.
+const deferredStreamRefusal = "this member does not know the caller's API key yet (it is catching up); retry, or watch through another member"
+
 // requestRule reports whether a streaming method's rule reads its request (the tenant it names):
-// Watch. Such a stream is admitted when its request arrives (admitStream).
+// Watch. Such a stream is authenticated when it opens and authorized when its request arrives
+// (admitStream).
 func requestRule(method string) bool { return method == metadv1.Metadata_Watch_FullMethodName }
 
-// admitStream is a server-streaming call admitted with its request: its one RecvMsg (which gRPC's
-// handler makes before it calls the method) authenticates and authorizes the request, and the
-// handler's context carries the outcome.
+// admitStream is a server-streaming call whose caller was authenticated when it opened (who) and
+// which is authorized with its request: its one RecvMsg (which gRPC's handler makes before it
+// calls the method) authorizes the request, and the handler's context carries the outcome.
 type admitStream struct {
 	grpc.ServerStream
 	s      *Server
 	method string
+	who    authed
 	ctx    context.Context
 }
 
@@ -394,7 +422,7 @@ func (a *admitStream) RecvMsg(m any) error {
 	if !ok {
 		return status.Errorf(codes.Internal, "%s: request of type %T", a.method, m)
 	}
-	ctx, err := a.s.admit(a.ServerStream.Context(), a.method, req)
+	ctx, err := a.s.authorizeAs(a.ServerStream.Context(), a.who, a.method, req)
 	a.ctx = ctx
 	return err
 }
@@ -414,4 +442,44 @@ func (s authedStream) Context() context.Context { return s.ctx }
 func (s *Server) readmit(ctx context.Context, req proto.Message) (context.Context, error) {
 	method, _ := grpc.Method(ctx)
 	return s.admit(context.WithValue(ctx, authKey{}, authed{}), method, req)
+}
+
+// limited returns the caller of the call in ctx when the call counts against its principal's rate
+// limits here: a call of a principal that this member was sent by the client itself. A member as
+// itself, a call a member forwarded for a principal (the member it was sent to charged it) and a
+// deferred call are not.
+func limited(ctx context.Context) (service.Caller, bool) {
+	a, ok := authedOf(ctx)
+	if !ok || a.deferred || a.via != "" || a.caller.Principal == "" {
+		return service.Caller{}, false
+	}
+	return a.caller, true
+}
+
+// throttle charges the authorized call in ctx, with req, to its principal's rate limits
+// (service.Throttle): a RESOURCE_EXHAUSTED status with RATE_LIMITED and a retry-after when it is
+// over one.
+func (s *Server) throttle(ctx context.Context, req proto.Message) error {
+	c, ok := limited(ctx)
+	if !ok {
+		return nil
+	}
+	return toStatus(s.svc.Throttle(c, req))
+}
+
+// openStream charges the stream opened in ctx (its caller authenticated) to its principal's rate
+// limits: one call, and one of its streams while it stays open (release, called once it ends).
+func (s *Server) openStream(ctx context.Context) (release func(), err error) {
+	c, ok := limited(ctx)
+	if !ok {
+		return func() {}, nil
+	}
+	if err := s.svc.Throttle(c, nil); err != nil {
+		return nil, toStatus(err)
+	}
+	release, err = s.svc.OpenStream(c)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return release, nil
 }

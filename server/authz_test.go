@@ -63,7 +63,7 @@ func startAuthWith(t testing.TB, p *pki, b *fakeBackend, name string, mut func(*
 	svc.OnLeadership(srv.SetLeader)
 	stls := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.member(t, name)},
 		ClientCAs: p.pool, ClientAuth: tls.VerifyClientCertIfGiven}
-	opts := append(ServerOptions(), grpc.Creds(TLSCredentials(stls)), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
+	opts := append(srv.ServerOptions(), grpc.Creds(TLSCredentials(stls)), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	g := grpc.NewServer(append(opts, srv.AuthOptions()...)...)
 	srv.Register(g)
 	go func() { _ = g.Serve(lis) }()

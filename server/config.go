@@ -33,7 +33,36 @@ type Config struct {
 	// Audit, when set, receives a line for every call that may change the state and every call
 	// refused for who made it (audit.go). The caller closes it after the gRPC server stopped.
 	Audit *audit.Log
+	// MaxConcurrentStreams bounds the calls one client connection may have open at once (HTTP/2
+	// SETTINGS_MAX_CONCURRENT_STREAMS, ServerOptions): a stream opened past it is reset with
+	// REFUSED_STREAM before a handler runs, and a gRPC client waits for a free one. Default
+	// DefaultMaxConcurrentStreams; 1..StreamsMax.
+	MaxConcurrentStreams uint32
+	// MaxHeaderListBytes bounds the metadata (HTTP/2 header list) of one call (HTTP/2
+	// SETTINGS_MAX_HEADER_LIST_SIZE, ServerOptions): a call whose headers add up to more is reset
+	// before a handler runs, and a gRPC client that knows the setting fails it before sending.
+	// Default DefaultMaxHeaderListBytes; HeaderListMinBytes..HeaderListMaxBytes.
+	MaxHeaderListBytes uint32
 }
+
+// Defaults of the connection limits (Config.MaxConcurrentStreams, MaxHeaderListBytes).
+const (
+	// DefaultMaxConcurrentStreams is four times the pool of goroutines that runs calls
+	// (streamWorkers): one connection's calls past the pool each run on a goroutine of their own,
+	// so a connection can hold at most this many handlers (and their stacks and flow-control
+	// windows) at once. A client multiplexes its process's calls on one connection per member;
+	// the benchmarks' 64 callers and a router's watch streams stay far below it.
+	DefaultMaxConcurrentStreams = 4 * streamWorkers
+	// DefaultMaxHeaderListBytes: a call's metadata is a few hundred bytes (the API key, the
+	// principal a member forwards for, gRPC's own headers); 64 KiB leaves room for a proxy's
+	// tracing headers and is 256 times below gRPC's default of 16 MiB.
+	DefaultMaxHeaderListBytes = 64 << 10
+	// HeaderListMinBytes and HeaderListMaxBytes bound Config.MaxHeaderListBytes, and
+	// StreamsMax Config.MaxConcurrentStreams (HTTP/2's stream ids allow no more).
+	HeaderListMinBytes = 4 << 10
+	HeaderListMaxBytes = 16 << 20
+	StreamsMax         = 1 << 31
+)
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -41,6 +70,9 @@ func DefaultConfig() Config {
 		SweepInterval:     200 * time.Millisecond,
 		BackgroundTimeout: 5 * time.Second,
 		ForwardTimeout:    5 * time.Second,
+
+		MaxConcurrentStreams: DefaultMaxConcurrentStreams,
+		MaxHeaderListBytes:   DefaultMaxHeaderListBytes,
 	}
 }
 
@@ -53,6 +85,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: background_timeout must be positive, got %s", c.BackgroundTimeout)
 	case c.ForwardTimeout <= 0:
 		return fmt.Errorf("server: forward_timeout must be positive, got %s", c.ForwardTimeout)
+	case c.MaxConcurrentStreams < 1 || c.MaxConcurrentStreams > StreamsMax:
+		return fmt.Errorf("server: max-concurrent-streams: want 1..%d, got %d", StreamsMax, c.MaxConcurrentStreams)
+	case c.MaxHeaderListBytes < HeaderListMinBytes || c.MaxHeaderListBytes > HeaderListMaxBytes:
+		return fmt.Errorf("server: max-header-list-bytes: want %d..%d, got %d", HeaderListMinBytes, HeaderListMaxBytes, c.MaxHeaderListBytes)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@
 //	svc, _ := service.New(node, fsm, lead, serviceCfg, registry, log)
 //	s, _ := server.New(svc, node, cfg, registry, log)
 //	svc.OnLeadership(s.SetLeader)
-//	opts := append(server.ServerOptions(), grpc.Creds(tlsCreds), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))
+//	opts := append(s.ServerOptions(), grpc.Creds(tlsCreds), grpc.ChainUnaryInterceptor(s.UnaryInterceptor()))
 //	g := grpc.NewServer(append(opts, s.AuthOptions()...)...) // authentication (Config.Authenticate)
 //	s.Register(g)
 //	go svc.Run(ctx); go s.Run(ctx)

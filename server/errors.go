@@ -116,7 +116,8 @@ func unavailableStatus(msg string) error {
 // toStatus translates any error a service meets into a status: store rejections by reason,
 // membership refusals (package ha) as MEMBER_NOT_FOUND or INVALID_PARAMS, Raft failures (package
 // ha) into NOT_LEADER or UNAVAILABLE, authentication and authorization failures (package service)
-// into UNAUTHENTICATED and PERMISSION_DENIED, context errors into their codes, and statuses (from a
+// into UNAUTHENTICATED and PERMISSION_DENIED, rate limits (package service) into RESOURCE_EXHAUSTED
+// with RATE_LIMITED and the retry-after, context errors into their codes, and statuses (from a
 // forwarded call) unchanged. A *service.Error's tenant and key go into the ErrorDetail.
 func toStatus(err error) error {
 	if err == nil {
@@ -133,6 +134,7 @@ func toStatus(err error) error {
 		return reasonStatus(se.Reason, se.Error(), tenant, key)
 	}
 	var (
+		rl  *service.RateLimitedError
 		nl  *ha.NotLeaderError
 		mnf *ha.MemberNotFoundError
 		im  *ha.InvalidMemberError
@@ -141,6 +143,9 @@ func toStatus(err error) error {
 		wr  *watch.ResetError
 	)
 	switch {
+	case errors.As(err, &rl):
+		return withDetail(codes.ResourceExhausted, rl.Error(), &metadv1.ErrorDetail{Reason: metadv1.Reason_REASON_RATE_LIMITED,
+			RetryAfterMs: uint64(max(rl.RetryAfter.Milliseconds(), 1))})
 	case errors.As(err, &wc):
 		return watchStatus(metadv1.Reason_REASON_WATCH_COMPACTED, wc.Error(), wc.Oldest)
 	case errors.As(err, &wf):

@@ -86,7 +86,7 @@ func serve(t testing.TB, b service.Backend, state service.State, lead *service.L
 		t.Fatal(err)
 	}
 	svc.OnLeadership(srv.SetLeader)
-	g := grpc.NewServer(append(ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
+	g := grpc.NewServer(append(srv.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))...)
 	srv.Register(g)
 	go func() { _ = g.Serve(lis) }()
 	ctx, cancel := context.WithCancel(context.Background())

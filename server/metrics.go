@@ -124,7 +124,8 @@ func methodLabel(full string) string {
 }
 
 // UnaryInterceptor records the request metrics and, with Config.Authenticate, authenticates and
-// authorizes each call (auth.go); cmd/metad installs it with grpc.ChainUnaryInterceptor.
+// authorizes each call (auth.go) and charges it to its principal's rate limits (throttle);
+// cmd/metad installs it with grpc.ChainUnaryInterceptor.
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
@@ -136,7 +137,9 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 			if !ok {
 				err = internalStatus("%s: the request is no protobuf message", info.FullMethod)
 			} else if ctx, err = s.admit(ctx, info.FullMethod, pm); err == nil {
-				resp, err = handler(ctx, req)
+				if err = s.throttle(ctx, pm); err == nil {
+					resp, err = handler(ctx, req)
+				}
 			}
 		} else {
 			resp, err = handler(ctx, req)

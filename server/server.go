@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/protobuf/proto"
 
@@ -125,12 +127,29 @@ func (s *Server) memberApplied(ctx context.Context, addr string) (uint64, error)
 // ServerOptions returns the grpc.Server options every server that Register is given must be built
 // with (cmd/metad does): requests over 16 MiB (SEMANTICS section 1) are refused by gRPC before they
 // reach a handler, the server's codec lets a request that does not decode be answered
-// InvalidArgument (codec.go), and calls run on a pool of streamWorkers long-lived goroutines.
-func ServerOptions() []grpc.ServerOption {
+// InvalidArgument (codec.go), calls run on a pool of streamWorkers long-lived goroutines, and the
+// connection limits hold: at most Config.MaxConcurrentStreams calls open on one connection, at
+// most Config.MaxHeaderListBytes of metadata per call, and the keepalive rules (keepaliveParams,
+// keepalivePolicy).
+func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(store.MaxRequestBytes), grpc.ForceServerCodecV2(newServerCodec()),
 		grpc.NumStreamWorkers(streamWorkers),
-		grpc.InitialWindowSize(StreamWindowBytes), grpc.InitialConnWindowSize(ConnWindowBytes)}
+		grpc.InitialWindowSize(StreamWindowBytes), grpc.InitialConnWindowSize(ConnWindowBytes),
+		grpc.MaxConcurrentStreams(s.cfg.MaxConcurrentStreams), grpc.MaxHeaderListSize(s.cfg.MaxHeaderListBytes),
+		grpc.KeepaliveParams(keepaliveParams), grpc.KeepaliveEnforcementPolicy(keepalivePolicy)}
 }
+
+// The keepalive rules of client connections. The server pings a connection that has been silent
+// for keepaliveParams.Time and closes it when the ping goes unanswered for Timeout, so the calls
+// (and watch streams) of a peer that vanished without closing its connection end within about
+// 80 s instead of holding their resources until TCP gives up. A client may ping (a gRPC client
+// with keepalive on) at most every keepalivePolicy.MinTime, with or without calls open; one that
+// pings more often is sent GOAWAY (too_many_pings) and disconnected, so pings cannot be used to
+// keep the server busy. The Go and Python clients send no pings of their own.
+var (
+	keepaliveParams = keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}
+	keepalivePolicy = keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}
+)
 
 // StreamWindowBytes and ConnWindowBytes are the HTTP/2 flow-control windows of a call and of a
 // connection, on the server and in the Go client. Setting them turns off gRPC's bandwidth-delay

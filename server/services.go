@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	metadv1 "metad/proto/metadv1"
 )
@@ -113,6 +111,14 @@ func (a *adminService) CancelDrain(ctx context.Context, req *metadv1.CancelDrain
 	return unary(ctx, a.s, req, a.s.svc.CancelDrain)
 }
 
+func (a *adminService) SetLimit(ctx context.Context, req *metadv1.SetLimitRequest) (*metadv1.SetLimitResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.SetLimit)
+}
+
+func (a *adminService) ListLimits(ctx context.Context, req *metadv1.ListLimitsRequest) (*metadv1.ListLimitsResponse, error) {
+	return unary(ctx, a.s, req, a.s.svc.ListLimits)
+}
+
 // Status describes the node that answers (never forwarded, unless its authentication was deferred
 // to the leader).
 func (a *adminService) Status(ctx context.Context, req *metadv1.StatusRequest) (*metadv1.StatusResponse, error) {
@@ -216,12 +222,11 @@ func (m *metadataService) CloseSession(ctx context.Context, req *metadv1.CloseSe
 }
 
 // Watch streams this member's events (service.Watch); it is never forwarded. The stream
-// interceptor authorized the request before the handler runs (admitStream).
+// interceptor authenticated the caller when the stream opened and authorized the request before
+// the handler runs (admitStream); a caller whose key this member does not know yet was refused
+// then.
 func (m *metadataService) Watch(req *metadv1.WatchRequest, stream grpc.ServerStreamingServer[metadv1.WatchResponse]) error {
 	ctx := stream.Context()
-	if deferredAuth(ctx) {
-		return status.Error(codes.Unavailable, "this member does not know the caller's API key yet (it is catching up); retry, or watch through another member")
-	}
 	w, err := m.s.svc.Watch(ctx, req)
 	if err != nil {
 		return toStatus(err)

@@ -173,6 +173,8 @@ var methodRules = map[string]rule{
 	metadv1.Admin_StartDrain_FullMethodName:       ruleAdmin,
 	metadv1.Admin_DrainStatus_FullMethodName:      ruleAdmin,
 	metadv1.Admin_CancelDrain_FullMethodName:      ruleAdmin,
+	metadv1.Admin_SetLimit_FullMethodName:         ruleAdmin,
+	metadv1.Admin_ListLimits_FullMethodName:       ruleAdmin,
 }
 
 // tenantField is the request field that names the tenant of a ruleTenant method.

@@ -63,7 +63,26 @@ type Config struct {
 	// its commit index (learners.go), checked every few sweeps. Default false: learners wait for
 	// PromoteMember.
 	AutoPromote bool
+	// ScanExamine bounds the keys one page of GetByRegex or RemoveByRegex asks its pattern about
+	// (scan.go): a page ends after that many, matched or not, and its token resumes after the last.
+	// Default DefaultScanExamine.
+	ScanExamine int
+	// ScanPageTime bounds the time one page of GetByRegex or RemoveByRegex spends matching its
+	// pattern (wall time on this member, not Now: it bounds CPU): a page ends after it, and its
+	// token resumes after the last key examined. Default DefaultScanPageTime.
+	ScanPageTime time.Duration
 }
+
+// Defaults of the scan budget (Config.ScanExamine, ScanPageTime).
+const (
+	// DefaultScanExamine is the largest page (4096 keys): a pattern that matches every key
+	// fills any page. The walk keeps that many candidates, so its cost grows with the bound too.
+	DefaultScanExamine = maxScanPage
+	// DefaultScanPageTime: a page of a pattern holds a core for about this long past its walk
+	// (a twentieth of Raft's default heartbeat timeout of 400 ms), so scans in a row leave the
+	// scheduler room for the calls and heartbeats beside them.
+	DefaultScanPageTime = 20 * time.Millisecond
+)
 
 // DefaultConfig returns the defaults of SEMANTICS sections 3 and 4.
 func DefaultConfig() Config {
@@ -77,6 +96,8 @@ func DefaultConfig() Config {
 		SessionTTL:        5 * time.Minute,
 		SessionWindow:     64,
 		ArenaFence:        600 * time.Second,
+		ScanExamine:       DefaultScanExamine,
+		ScanPageTime:      DefaultScanPageTime,
 		Now:               time.Now,
 	}
 }
@@ -96,6 +117,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("service: sweep_interval must be positive, got %s", c.SweepInterval)
 	case c.BackgroundTimeout <= 0:
 		return fmt.Errorf("service: background_timeout must be positive, got %s", c.BackgroundTimeout)
+	case c.ScanExamine < 1:
+		return fmt.Errorf("service: scan-examine must be at least 1, got %d", c.ScanExamine)
+	case c.ScanPageTime <= 0:
+		return fmt.Errorf("service: scan-page-time must be positive, got %s", c.ScanPageTime)
 	}
 	if err := validSessionConfig(c); err != nil {
 		return err

@@ -29,6 +29,12 @@ type metrics struct {
 	// Watch delivery: how far behind the change an event leaves this member, in time (from the
 	// leader's proposal to the send) and in log entries (this member's applied index past it).
 	watchLagSeconds, watchLagEntries prometheus.Histogram
+	// scanPagesCut counts the pattern pages their budget ended before they had their limit of
+	// matches, by bound ("time": Config.ScanPageTime, "keys": Config.ScanExamine).
+	scanPagesCut *prometheus.CounterVec
+	// rateLimited counts the calls refused for their principal's rate limits, by limit ("calls",
+	// "keys", "streams"); no principal is a label.
+	rateLimited *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics, error) {
@@ -58,6 +64,12 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 			Help: "Drain jobs running, as this node last saw them as leader.",
 		}),
 	}
+	m.scanPagesCut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_scan_pages_cut_total",
+		Help: "GetByRegex and RemoveByRegex pages that their budget ended before they held their limit of matches, by bound (time: scan-page-time of matching; keys: scan-examine keys examined); the next page goes on from there."},
+		[]string{"bound"})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_rate_limited_total",
+		Help: "Calls this member refused because their principal was over a rate limit (SetLimit), by limit: calls (per second), keys (per second), streams (watch streams open at once)."},
+		[]string{"limit"})
 	m.watchLagSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metad_watch_delivery_lag_seconds",
 		Help:    "Time from the leader's proposal of a change to this member's send of its watch event (one sample per response, its oldest event).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
@@ -68,7 +80,7 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, m.drainObjectsLeft, m.drainMoved, m.drainFailed, m.drainsRunning,
-		m.watchLagSeconds, m.watchLagEntries, newStoreCollector(state)} {
+		m.watchLagSeconds, m.watchLagEntries, m.scanPagesCut, m.rateLimited, newStoreCollector(state)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

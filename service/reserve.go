@@ -540,14 +540,15 @@ func (r *reservations) busyLocked(a arenaSpan) bool {
 	return false
 }
 
-// keysOf lists, in byte order, the keys of the tenant that live reservations hold, after after and
-// that match (nil = all): writes in progress a listing names, as it names PROCESSING objects.
-func (r *reservations) keysOf(tenant, after string, match func(string) bool) []string {
+// keysOf lists, in byte order, the keys of the tenant that live reservations hold after after
+// and that pass filter (nil = all; a cheap test, run under the reservations' lock): writes in
+// progress a listing names, as it names PROCESSING objects.
+func (r *reservations) keysOf(tenant, after string, filter func(string) bool) []string {
 	r.lock()
 	defer r.mu.Unlock()
 	var out []string
 	for rk := range r.byKey { // sorted below
-		if rk.tenant == tenant && rk.key > after && (match == nil || match(rk.key)) {
+		if rk.tenant == tenant && rk.key > after && (filter == nil || filter(rk.key)) {
 			out = append(out, rk.key)
 		}
 	}

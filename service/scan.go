@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	metadv1 "metad/proto/metadv1"
 	"metad/store"
@@ -19,6 +20,15 @@ import (
 // holds no lock across the walk). A page ends after limit keys or once its keys add up to
 // maxPageKeyBytes; its next_page_token resumes after its last key, so keys created between pages
 // below that key are not listed and those above it are.
+//
+// A pattern's cost per key has no small bound (a 1 KiB expression over 4 KiB keys), so a
+// pattern's page is bounded by its work too (scanBudget): the walk takes the smallest
+// Config.ScanExamine keys after the token without matching any, and the pattern is then asked
+// about them in byte order, at most for Config.ScanPageTime of matching, until the page has limit
+// matches. A page the budget ends holds fewer keys (none, even) and its token resumes after the
+// last key it examined: every match up to there is in the page, so paging on lists every match
+// once, and one call holds a core for at most about ScanPageTime past its walk. A prefix is a byte
+// comparison, checked during the walk.
 
 // Limits of a scan request.
 const (
@@ -26,6 +36,8 @@ const (
 	maxScanPage     = store.MaxBatch // the most keys a page may ask for
 	maxPatternLen   = 1024           // bytes of a regular expression
 	maxPageKeyBytes = 1 << 20        // a page ends once its keys add up to this
+	// scanCheckEvery is how many keys a pattern's page examines between two looks at the clock.
+	scanCheckEvery = 16
 )
 
 // pageTokenV1 opens every page token this server issues: the token is the byte and the last key
@@ -74,38 +86,82 @@ func patternOf(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// scanPage is one page of the tenant's keys after after that match (nil = all), and the token of
-// the next page (nil when no such key follows). On a linearizable read (linear, on the leader) the
-// keys live reservations hold are listed too, as the keys of writes in progress through the log
-// are: they are read before the state's keys, so a reservation whose commit applies meanwhile is
-// listed once.
-func (s *Service) scanPage(st *store.Store, linear bool, tenant, after string, limit int, match func(string) bool) ([]string, []byte) {
+// scanPage is one page of the tenant's keys after after that start with prefix and that re
+// matches (nil = every one), and the token of the next page (nil when no such key follows). On a
+// linearizable read (linear, on the leader) the keys live reservations hold are listed too, as
+// the keys of writes in progress through the log are: they are read before the state's keys, so
+// a reservation whose commit applies meanwhile is listed once.
+func (s *Service) scanPage(st *store.Store, linear bool, tenant, after string, limit int, prefix string, re *regexp.Regexp) ([]string, []byte) {
+	var filter func(string) bool
+	if prefix != "" {
+		filter = func(k string) bool { return strings.HasPrefix(k, prefix) }
+	}
+	n := limit
+	if re != nil {
+		n = s.cfg.ScanExamine
+	}
+	// The candidates: the smallest n keys after after that pass the prefix, the reservations'
+	// among them.
 	var reserved []string
 	if linear && !s.cfg.NoArenas {
-		reserved = s.res.keysOf(tenant, after, match)
+		reserved = s.res.keysOf(tenant, after, filter)
 	}
-	keys, more := st.ScanKeys(tenant, after, limit, match)
+	keys, more := st.ScanKeys(tenant, after, n, filter)
 	if len(reserved) > 0 {
-		if more && len(keys) > 0 { // what lies past the state's page is the next page's
+		if more && len(keys) > 0 { // what lies past the state's candidates is a later page's
 			last := keys[len(keys)-1]
 			reserved = reserved[:sort.SearchStrings(reserved, last+"\x00")]
 		}
 		keys = slices.Compact(slices.Sorted(slices.Values(append(keys, reserved...))))
-		if len(keys) > limit {
-			keys, more = keys[:limit], true
+		if len(keys) > n {
+			keys, more = keys[:n], true
 		}
+	}
+	resume := ""
+	if len(keys) > 0 {
+		resume = keys[len(keys)-1]
+	}
+	if re != nil {
+		keys, resume, more = s.matchPage(keys, more, limit, re)
 	}
 	size := 0
 	for i, k := range keys {
 		if size += len(k); size > maxPageKeyBytes && i > 0 {
-			keys, more = keys[:i], true
+			keys, more, resume = keys[:i], true, keys[i-1]
 			break
 		}
 	}
-	if !more || len(keys) == 0 {
+	if !more || resume == "" {
 		return keys, nil
 	}
-	return keys, tokenAfter(keys[len(keys)-1])
+	return keys, tokenAfter(resume)
+}
+
+// matchPage asks re about the candidates cands (in byte order; more: keys follow them) in order,
+// until limit keys matched, the candidates ran out or Config.ScanPageTime of matching has passed
+// (looked at every scanCheckEvery keys, so at least that many are examined). It returns the
+// matches, the key the next page resumes after (the last match at the limit, else the last key
+// examined) and whether keys follow that one.
+func (s *Service) matchPage(cands []string, more bool, limit int, re *regexp.Regexp) ([]string, string, bool) {
+	var keys []string
+	resume := ""
+	start := time.Now() // the work's own time, not Config.Now: this bounds CPU
+	for i, k := range cands {
+		if i > 0 && i%scanCheckEvery == 0 && time.Since(start) >= s.cfg.ScanPageTime {
+			s.m.scanPagesCut.WithLabelValues("time").Inc()
+			return keys, resume, true
+		}
+		resume = k
+		if re.MatchString(k) {
+			if keys = append(keys, k); len(keys) == limit {
+				return keys, resume, i < len(cands)-1 || more
+			}
+		}
+	}
+	if more && len(keys) < limit {
+		s.m.scanPagesCut.WithLabelValues("keys").Inc() // the candidates ran out (Config.ScanExamine)
+	}
+	return keys, resume, more
 }
 
 // scanRequest is what the scans' requests share.
@@ -144,11 +200,7 @@ func (s *Service) ListObjectKeys(ctx context.Context, req *metadv1.ListObjectKey
 	if err != nil {
 		return nil, err
 	}
-	var match func(string) bool
-	if prefix != "" {
-		match = func(k string) bool { return strings.HasPrefix(k, prefix) }
-	}
-	keys, next := s.scanPage(st, linear, tenant, after, limit, match)
+	keys, next := s.scanPage(st, linear, tenant, after, limit, prefix, nil)
 	out := &metadv1.ListObjectKeysResponse{Keys: make([][]byte, len(keys)), NextPageToken: next}
 	for i, k := range keys {
 		out.Keys[i] = []byte(k)
@@ -174,7 +226,7 @@ func (s *Service) GetByRegex(ctx context.Context, req *metadv1.GetByRegexRequest
 	}
 	// A key a reservation holds has no COMPLETE replica: it would be left out, so the state alone
 	// is scanned.
-	keys, next := s.scanPage(st, false, tenant, after, limit, re.MatchString)
+	keys, next := s.scanPage(st, false, tenant, after, limit, "", re)
 	now := s.cfg.nowNano()
 	out := &metadv1.GetByRegexResponse{NextPageToken: next}
 	for _, k := range keys {
@@ -235,7 +287,7 @@ func (s *Service) RemoveByRegex(ctx context.Context, req *metadv1.RemoveByRegexR
 		}
 		// The page names the keys of writes reserved in the arenas too: their removal is refused
 		// (REPLICA_IS_NOT_READY), as for writes in progress through the log.
-		keys, next = s.scanPage(st, true, tenant, after, limit, re.MatchString)
+		keys, next = s.scanPage(st, true, tenant, after, limit, "", re)
 		if len(keys) == 0 {
 			res = store.Result{}
 			return false, nil
@@ -259,8 +311,8 @@ func (s *Service) RemoveByRegex(ctx context.Context, req *metadv1.RemoveByRegexR
 		}
 		next = nil
 		if len(keys) > 0 {
-			if more, _ := s.state().ScanKeys(tenant, keys[len(keys)-1], 1, re.MatchString); len(more) > 0 {
-				next = tokenAfter(keys[len(keys)-1])
+			if more, _ := s.state().ScanKeys(tenant, keys[len(keys)-1], 1, nil); len(more) > 0 {
+				next = tokenAfter(keys[len(keys)-1]) // any key follows: the next page says whether it matches
 			}
 		}
 	}

@@ -129,9 +129,10 @@ type Service struct {
 	m     *metrics
 	// term is the term whose leadership the leadership hook has started here (0: not leading);
 	// Run expires clients only in that term, after the liveness table was started afresh for it.
-	term atomic.Uint64
-	res  *reservations // PutStarts answered from the leader's arenas (reserve.go)
-	wire *eventWire    // every watch stream's encodings of events (watch.go)
+	term   atomic.Uint64
+	res    *reservations // PutStarts answered from the leader's arenas (reserve.go)
+	limits *limiter      // this member's buckets of the principals' rate limits (ratelimit.go)
+	wire   *eventWire    // every watch stream's encodings of events (watch.go)
 
 	hooksMu   sync.Mutex // guards onLeading and progress; a leaf: the hooks run after it is released
 	onLeading []func(leading bool)
@@ -165,7 +166,7 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m, wire: newEventWire()}
+	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m, wire: newEventWire(), limits: newLimiter()}
 	if s.res, err = newReservations(s, reg); err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ type Reader struct {
 	buf    []byte
 	n      int64
 	done   bool
-	counts struct{ tenants, segments, objects, keys, roles, tasks, drains, arenas uint64 }
+	counts struct{ tenants, segments, objects, keys, roles, tasks, drains, arenas, limits uint64 }
 }
 
 // NewReader reads and checks the magic, the format version and the header.
@@ -246,6 +246,8 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 		r.counts.drains++
 	case *metadv1.Record_Arena:
 		r.counts.arenas++
+	case *metadv1.Record_Limit:
+		r.counts.limits++
 	case *metadv1.Record_Member, *metadv1.Record_Session:
 	default:
 		return fmt.Errorf("snapshot: record ending at byte %d has no known kind: %w", r.n, ErrCorrupt)
@@ -281,6 +283,9 @@ func (r *Reader) finish() error {
 	}
 	if h.Arenas != r.counts.arenas {
 		return fmt.Errorf("snapshot: header counts %d arenas, file has %d: %w", h.Arenas, r.counts.arenas, ErrCorrupt)
+	}
+	if h.Limits != r.counts.limits {
+		return fmt.Errorf("snapshot: header counts %d limit records, file has %d: %w", h.Limits, r.counts.limits, ErrCorrupt)
 	}
 	r.done = true
 	return io.EOF

@@ -28,6 +28,7 @@ type Info struct {
 	Tasks         int           `json:"tasks"`         // scheduled tasks kept (format version 4)
 	Drains        int           `json:"drains"`        // drain jobs kept (format version 4)
 	Arenas        int           `json:"arenas"`        // allocation arenas (format version 5)
+	Limits        int           `json:"limits"`        // rate limit records (format version 7)
 }
 
 // MemberInfo is one recorded cluster member of a snapshot.
@@ -103,6 +104,8 @@ func Inspect(r io.Reader) (*Info, error) {
 			info.Keys++
 		case *metadv1.Record_Role:
 			info.RoleBindings++
+		case *metadv1.Record_Limit:
+			info.Limits++
 		case *metadv1.Record_Task:
 			info.Tasks++
 		case *metadv1.Record_Drain:

@@ -23,11 +23,13 @@ func Damaged(err error) bool {
 }
 
 // Auth is the auth state a restored file is given: the restoring cluster's API keys (sorted by
-// id), role bindings (sorted by principal) and auth revision.
+// id), role bindings (sorted by principal), rate limits (principals' by name, then roles') and
+// auth revision.
 type Auth struct {
 	Revision uint64
 	Keys     []*metadv1.KeyRecord
 	Roles    []*metadv1.RoleRecord
+	Limits   []*metadv1.LimitRecord
 }
 
 // Carried is what a snapshot restore carries over from the cluster it restores into (Rewrite): its
@@ -47,8 +49,8 @@ type Carried struct {
 // describe clients of that history (another cluster's, or this one's past), and ids this cluster
 // has handed out must not be handed out again.
 //
-// With c.Auth, the file's API keys and role bindings are replaced by c.Auth's (written after the
-// members), and its auth revision becomes the larger of the two: a restore must not lock out the
+// With c.Auth, the file's API keys, role bindings and rate limits are replaced by c.Auth's
+// (written after the members), and its auth revision becomes the larger of the two: a restore must not lock out the
 // operator who runs it with the keys and roles of another time, and the revision never goes back,
 // so a command authorized against the cluster's auth state before the restore is still measured
 // against a revision at least as new. Without (a new cluster built from the file), the file's
@@ -69,9 +71,12 @@ func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int6
 	h.NextSessionId = max(h.GetNextSessionId(), c.NextSession)
 	if auth != nil {
 		h.AuthRevision = max(h.GetAuthRevision(), auth.Revision)
-		h.Keys, h.RoleBindings = uint64(len(auth.Keys)), uint64(len(auth.Roles))
+		h.Keys, h.RoleBindings, h.Limits = uint64(len(auth.Keys)), uint64(len(auth.Roles)), uint64(len(auth.Limits))
 		if h.FormatVersion < 3 {
 			h.FormatVersion = 3 // the auth records need it
+		}
+		if len(auth.Limits) > 0 && h.FormatVersion < 7 {
+			h.FormatVersion = 7 // the limit records need it
 		}
 	}
 	sw, err := NewWriter(w, h)
@@ -91,7 +96,7 @@ func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int6
 		switch rec.Record.(type) {
 		case *metadv1.Record_Member, *metadv1.Record_Session:
 			continue
-		case *metadv1.Record_Key, *metadv1.Record_Role:
+		case *metadv1.Record_Key, *metadv1.Record_Role, *metadv1.Record_Limit:
 			if auth == nil { // kept, after the members as a file has them
 				kept = append(kept, proto.CloneOf(rec))
 			}
@@ -112,6 +117,9 @@ func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int6
 		}
 		for _, rr := range auth.Roles {
 			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Role{Role: rr}})
+		}
+		for _, lr := range auth.Limits {
+			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Limit{Limit: lr}})
 		}
 	}
 	for _, rec := range kept {

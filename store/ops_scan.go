@@ -1,9 +1,6 @@
 package store
 
-import (
-	"container/heap"
-	"slices"
-)
+import "slices"
 
 // ScanKeys returns one page of a tenant's keys in byte order: at most limit keys (limit >= 1) of
 // the tenant's objects that are greater than after and satisfy match (nil = every key), the
@@ -28,27 +25,29 @@ func (s *Store) ScanKeys(tenant, after string, limit int, match func(key string)
 	}
 	// top keeps the limit+1 smallest keys seen, the largest of them at the root: the extra one
 	// says whether more keys follow the page.
-	top := &keyHeap{}
+	var top keyHeap
 	t.dir.visit(t, nil, chunked(0, func(hs []ObjectHandle) bool {
 		for _, h := range hs {
 			k := h.Entry.key
 			if k <= after || h.Entry.Life() != Active {
 				continue
 			}
-			if top.Len() == limit+1 && k >= (*top)[0] {
+			full := len(top) == limit+1
+			if full && k >= top[0] {
 				continue
 			}
 			if match != nil && !match(k) {
 				continue
 			}
-			heap.Push(top, k)
-			if top.Len() > limit+1 {
-				heap.Pop(top)
+			if full {
+				top.replaceMax(k)
+			} else {
+				top.push(k)
 			}
 		}
 		return true
 	}))
-	keys = []string(*top)
+	keys = []string(top)
 	slices.Sort(keys)
 	if len(keys) > limit {
 		return keys[:limit:limit], true
@@ -56,16 +55,39 @@ func (s *Store) ScanKeys(tenant, after string, limit int, match func(key string)
 	return keys, false
 }
 
-// keyHeap is a max-heap of keys (container/heap), owned by one scan.
+// keyHeap is a max-heap of keys, owned by one scan. Its sifts are written out (not
+// container/heap's, whose calls through an interface cost a page's walk about half its time).
 type keyHeap []string
 
-func (h keyHeap) Len() int           { return len(h) }
-func (h keyHeap) Less(i, j int) bool { return h[i] > h[j] }
-func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *keyHeap) Push(x any)        { *h = append(*h, x.(string)) }
-func (h *keyHeap) Pop() any {
-	old := *h
-	k := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return k
+// push adds k.
+func (h *keyHeap) push(k string) {
+	*h = append(*h, k)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if s[p] >= s[i] {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+// replaceMax replaces the largest key with k.
+func (h keyHeap) replaceMax(k string) {
+	h[0] = k
+	for i := 0; ; {
+		l, big := 2*i+1, i
+		if l < len(h) && h[l] > h[big] {
+			big = l
+		}
+		if r := l + 1; r < len(h) && h[r] > h[big] {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
 }

@@ -103,13 +103,16 @@ var verbs = []*verb{
 	{"role grant", "PRINCIPAL ROLE", "bind a role (admin, reader, worker:<client-id>, tenant:<tenant>) to a principal", runRoleGrant},
 	{"role revoke", "PRINCIPAL ROLE", "remove a principal's role binding", runRoleRevoke},
 	{"role ls", "[--stale]", "list role bindings by principal", runRoleLs},
+	{"limit set", "--principal P | --role R [--calls-per-sec N] [--keys-per-sec N] [--streams N]", "set the rate limits of a principal, a role, or every principal (--role '*')", runLimitSet},
+	{"limit rm", "--principal P | --role R", "remove the rate limits of a principal or a role", runLimitRm},
+	{"limit ls", "[--principal P] [--stale]", "list the rate limits, and those that apply to a principal", runLimitLs},
 	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D]", "simulate a cache worker: mount segments, ping until stopped", runWorker},
 	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T] [--rate R] [--watchers W]", "run a load and print ops/s and latency percentiles", runBench},
 }
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true, "copy": true, "move": true, "task": true, "drain": true}
+	"cert": true, "key": true, "role": true, "limit": true, "copy": true, "move": true, "task": true, "drain": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

@@ -49,10 +49,16 @@ type Config struct {
 	PutDiscardTimeout time.Duration
 	Placement         string
 	ForwardTimeout    time.Duration // bound on one call a follower forwards to the leader (server.Config)
-	SessionTTL        time.Duration // a client session unused this long expires (service.Config)
-	SessionWindow     uint          // sequence numbers a session may have in use at once (service.Config)
-	NoArenas          bool          // every PutStart through the log (service.Config.NoArenas)
-	AutoPromote       bool          // the leader promotes caught-up learners (service.Config.AutoPromote)
+	// MaxConcurrentStreams and MaxHeaderListBytes are the limits of one client connection
+	// (server.Config): calls open at once, and bytes of one call's metadata.
+	MaxConcurrentStreams uint
+	MaxHeaderListBytes   uint
+	SessionTTL           time.Duration // a client session unused this long expires (service.Config)
+	SessionWindow        uint          // sequence numbers a session may have in use at once (service.Config)
+	NoArenas             bool          // every PutStart through the log (service.Config.NoArenas)
+	ScanExamine          int           // keys one pattern page examines at most (service.Config)
+	ScanPageTime         time.Duration // matching time of one pattern page at most (service.Config)
+	AutoPromote          bool          // the leader promotes caught-up learners (service.Config.AutoPromote)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -122,8 +128,12 @@ func DefaultConfig() Config {
 		PutDiscardTimeout:     30 * time.Second,
 		Placement:             "random",
 		ForwardTimeout:        server.DefaultConfig().ForwardTimeout,
+		MaxConcurrentStreams:  uint(server.DefaultConfig().MaxConcurrentStreams),
+		MaxHeaderListBytes:    uint(server.DefaultConfig().MaxHeaderListBytes),
 		SessionTTL:            service.DefaultConfig().SessionTTL,
 		SessionWindow:         uint(service.DefaultConfig().SessionWindow),
+		ScanExamine:           service.DefaultScanExamine,
+		ScanPageTime:          service.DefaultScanPageTime,
 		ClientCertAuth:        "optional",
 		MetricsClientCertAuth: "require",
 		TLSReloadInterval:     5 * time.Second,
@@ -159,9 +169,13 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "read lease granted by Get and Exist")
 	fs.DurationVar(&c.ClientTTL, "client-ttl", c.ClientTTL, "a client silent this long is expired and its segments unmounted")
 	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "bound on one call a follower forwards to the leader (all but the long ones)")
+	fs.UintVar(&c.MaxConcurrentStreams, "max-concurrent-streams", c.MaxConcurrentStreams, "calls (and watch streams) one client connection may have open at once; a client waits for a free one past it")
+	fs.UintVar(&c.MaxHeaderListBytes, "max-header-list-bytes", c.MaxHeaderListBytes, "bytes of metadata (HTTP/2 headers) one call may carry (4096..16777216); a call with more is refused before it is served")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "a client session with no write for this long expires (at least 1s)")
 	fs.BoolVar(&c.NoArenas, "no-arenas", c.NoArenas, "answer no PutStart from the leader's allocation arenas: every PutStart takes a log entry")
 	fs.BoolVar(&c.AutoPromote, "auto-promote-learners", c.AutoPromote, "while leading, make every learner (member add --learner) a voter once it is within 1000 entries of the commit index; off: each waits for member promote")
+	fs.IntVar(&c.ScanExamine, "scan-examine", c.ScanExamine, "keys one page of GetByRegex or RemoveByRegex asks its pattern about at most; the page's token goes on after the last")
+	fs.DurationVar(&c.ScanPageTime, "scan-page-time", c.ScanPageTime, "time one page of GetByRegex or RemoveByRegex spends matching its pattern at most; the page's token goes on after the last key examined")
 	fs.UintVar(&c.SessionWindow, "session-window", c.SessionWindow, "sequence numbers a client session may have in use at once (1..4096)")
 	fs.DurationVar(&c.PutDiscardTimeout, "put-discard-timeout", c.PutDiscardTimeout, "an unfinished put older than this is discarded by a new put of its key")
 	fs.StringVar(&c.Placement, "placement", c.Placement, "replica placement after preferred segments: random or free_ratio_first")
@@ -236,10 +250,19 @@ func (c *Config) Validate() error {
 		v    time.Duration
 	}{{"heartbeat-timeout", c.HeartbeatTimeout}, {"election-timeout", c.ElectionTimeout}, {"leader-lease-timeout", c.LeaderLeaseTimeout},
 		{"lease-ttl", c.LeaseTTL}, {"client-ttl", c.ClientTTL}, {"put-discard-timeout", c.PutDiscardTimeout}, {"snapshot-interval", c.SnapshotInterval},
-		{"forward-timeout", c.ForwardTimeout}} {
+		{"forward-timeout", c.ForwardTimeout}, {"scan-page-time", c.ScanPageTime}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %s", d.name, d.v))
 		}
+	}
+	if c.ScanExamine < 1 {
+		errs = append(errs, fmt.Errorf("scan-examine: must be at least 1, got %d", c.ScanExamine))
+	}
+	if c.MaxConcurrentStreams < 1 || c.MaxConcurrentStreams > server.StreamsMax {
+		errs = append(errs, fmt.Errorf("max-concurrent-streams: want 1..%d, got %d", server.StreamsMax, c.MaxConcurrentStreams))
+	}
+	if c.MaxHeaderListBytes < server.HeaderListMinBytes || c.MaxHeaderListBytes > server.HeaderListMaxBytes {
+		errs = append(errs, fmt.Errorf("max-header-list-bytes: want %d..%d, got %d", server.HeaderListMinBytes, server.HeaderListMaxBytes, c.MaxHeaderListBytes))
 	}
 	if err := c.evictConfig().Validate(); err != nil {
 		errs = append(errs, err)
@@ -324,6 +347,15 @@ func isLoopback(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serverConfig is the gRPC adapter's part of the config (cmd/metad adds the TLS and audit pieces).
+func (c *Config) serverConfig() server.Config {
+	sc := server.DefaultConfig()
+	sc.ForwardTimeout = c.ForwardTimeout
+	sc.MaxConcurrentStreams = uint32(min(c.MaxConcurrentStreams, server.StreamsMax+1)) // Validate refuses more
+	sc.MaxHeaderListBytes = uint32(min(c.MaxHeaderListBytes, server.HeaderListMaxBytes+1))
+	return sc
 }
 
 // evictConfig is the eviction part of the config.

@@ -30,14 +30,16 @@ func TestConfigPrecedence(t *testing.T) {
 func TestConfigErrorsNameTheSetting(t *testing.T) {
 	none := func(string) string { return "" }
 	cases := map[string][]string{
-		"listen-client":         {"--listen-client", "nope"},
-		"initial-cluster-state": {"--initial-cluster-state", "maybe"},
-		"lease-ttl":             {"--lease-ttl", "0s"},
-		"placement":             {"--placement", "round_robin"},
-		"initial_cluster":       {"--initial-cluster", "n1"},
-		"extra-procs":           {"--extra-procs", "-1"},
-		"audit-log-max-bytes":   {"--audit-log", "/tmp/a.log", "--audit-log-max-bytes", "10"},
-		"audit-log-max-files":   {"--audit-log", "/tmp/a.log", "--audit-log-max-files", "0"},
+		"listen-client":          {"--listen-client", "nope"},
+		"initial-cluster-state":  {"--initial-cluster-state", "maybe"},
+		"lease-ttl":              {"--lease-ttl", "0s"},
+		"placement":              {"--placement", "round_robin"},
+		"initial_cluster":        {"--initial-cluster", "n1"},
+		"extra-procs":            {"--extra-procs", "-1"},
+		"max-concurrent-streams": {"--max-concurrent-streams", "0"},
+		"max-header-list-bytes":  {"--max-header-list-bytes", "100"},
+		"audit-log-max-bytes":    {"--audit-log", "/tmp/a.log", "--audit-log-max-bytes", "10"},
+		"audit-log-max-files":    {"--audit-log", "/tmp/a.log", "--audit-log-max-files", "0"},
 	}
 	for want, args := range cases {
 		_, err := loadConfig(args, none, io.Discard)

@@ -236,6 +236,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc.LeaseTTL, vc.ClientTTL, vc.PutDiscardTimeout, vc.Strategy = cfg.LeaseTTL, cfg.ClientTTL, cfg.PutDiscardTimeout, strategy
 	vc.SessionTTL, vc.SessionWindow = cfg.SessionTTL, uint32(cfg.SessionWindow)
 	vc.ArenaFence, vc.NoArenas, vc.AutoPromote = cfg.PutReleaseTimeout, cfg.NoArenas, cfg.AutoPromote
+	vc.ScanExamine, vc.ScanPageTime = cfg.ScanExamine, cfg.ScanPageTime
 	vc.Evictor = ev // the service runs its loop, kicks it on leadership changes, evicts for quota
 	svc, err := service.New(node, f, lead, vc, reg, log)
 	if err != nil {
@@ -250,8 +251,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if alog != nil {
 		defer func() { _ = alog.Close() }() // after the gRPC server has stopped (below)
 	}
-	sc := server.DefaultConfig()
-	sc.ForwardTimeout = cfg.ForwardTimeout
+	sc := cfg.serverConfig()
 	sc.Audit = alog
 	if rl != nil { // with TLS, every call is authenticated and authorized (server/auth.go, service/authz.go)
 		sc.DialCredentials = credentials.NewTLS(rl.ClientConfig())
@@ -265,7 +265,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// After the leadership hook has started the soft state afresh, the adapter's health status
 	// follows (and then the service kicks its evictor).
 	svc.OnLeadership(srv.SetLeader)
-	opts := append(server.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
+	opts := append(srv.ServerOptions(), grpc.ChainUnaryInterceptor(srv.UnaryInterceptor()))
 	if rl != nil {
 		opts = append(opts, grpc.Creds(server.TLSCredentials(rl.ServerConfig(cfg.clientAuth()))))
 		opts = append(opts, srv.AuthOptions()...)

@@ -3149,6 +3149,286 @@ func (x *CancelDrainResponse) GetDrain() *DrainJob {
 	return nil
 }
 
+// Limit is the rate limits of one target: a principal, or a role (every principal that holds it;
+// "*": every principal). Exactly one of principal and role is set. Each limit holds on every
+// member apart (a principal calling three members may make three times as many calls); 0 is not
+// set.
+type Limit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal, or empty.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The role ("admin", "reader", "worker:<client-id>", "tenant:<tenant-id>", or "*"), or empty.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// Calls per second (every call of the Metadata and Admin services).
+	CallsPerSec uint32 `protobuf:"varint,3,opt,name=calls_per_sec,json=callsPerSec,proto3" json:"calls_per_sec,omitempty"`
+	// Keys per second: a call counts its request's items or keys (1 for a call on one key or none),
+	// a scan page its limit (1024 when 0), a pattern's page the keys it may examine.
+	KeysPerSec uint32 `protobuf:"varint,4,opt,name=keys_per_sec,json=keysPerSec,proto3" json:"keys_per_sec,omitempty"`
+	// Watch streams open at once.
+	Streams       uint32 `protobuf:"varint,5,opt,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limit) Reset() {
+	*x = Limit{}
+	mi := &file_metadv1_admin_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limit) ProtoMessage() {}
+
+func (x *Limit) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
+func (*Limit) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *Limit) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Limit) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *Limit) GetCallsPerSec() uint32 {
+	if x != nil {
+		return x.CallsPerSec
+	}
+	return 0
+}
+
+func (x *Limit) GetKeysPerSec() uint32 {
+	if x != nil {
+		return x.KeysPerSec
+	}
+	return 0
+}
+
+func (x *Limit) GetStreams() uint32 {
+	if x != nil {
+		return x.Streams
+	}
+	return 0
+}
+
+// SetLimitRequest sets the limits of limit's target; every limit 0 removes its record.
+type SetLimitRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The target and its limits.
+	Limit         *Limit `protobuf:"bytes,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLimitRequest) Reset() {
+	*x = SetLimitRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLimitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLimitRequest) ProtoMessage() {}
+
+func (x *SetLimitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLimitRequest.ProtoReflect.Descriptor instead.
+func (*SetLimitRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SetLimitRequest) GetLimit() *Limit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+// SetLimitResponse answers SetLimit.
+type SetLimitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLimitResponse) Reset() {
+	*x = SetLimitResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLimitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLimitResponse) ProtoMessage() {}
+
+func (x *SetLimitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLimitResponse.ProtoReflect.Descriptor instead.
+func (*SetLimitResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{54}
+}
+
+// ListLimitsRequest asks for the limits set (and those of one principal).
+type ListLimitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Serve from this node's state without a read barrier; may be stale.
+	Stale bool `protobuf:"varint,1,opt,name=stale,proto3" json:"stale,omitempty"`
+	// A principal whose limits to resolve (ListLimitsResponse.effective); empty: none.
+	Principal     string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLimitsRequest) Reset() {
+	*x = ListLimitsRequest{}
+	mi := &file_metadv1_admin_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLimitsRequest) ProtoMessage() {}
+
+func (x *ListLimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLimitsRequest.ProtoReflect.Descriptor instead.
+func (*ListLimitsRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListLimitsRequest) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *ListLimitsRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+// ListLimitsResponse lists the limits set and, when asked, those that apply to one principal.
+type ListLimitsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every record: principals' by name, then roles' by role.
+	Limits []*Limit `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	// The limits that apply to ListLimitsRequest.principal, each the principal's own when set, else
+	// the highest of its roles' records, else the "*" record's, else 0 (none); unset without one.
+	Effective     *Limit `protobuf:"bytes,2,opt,name=effective,proto3" json:"effective,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLimitsResponse) Reset() {
+	*x = ListLimitsResponse{}
+	mi := &file_metadv1_admin_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLimitsResponse) ProtoMessage() {}
+
+func (x *ListLimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_admin_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLimitsResponse.ProtoReflect.Descriptor instead.
+func (*ListLimitsResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_admin_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ListLimitsResponse) GetLimits() []*Limit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *ListLimitsResponse) GetEffective() *Limit {
+	if x != nil {
+		return x.Effective
+	}
+	return nil
+}
+
 var File_metadv1_admin_proto protoreflect.FileDescriptor
 
 const file_metadv1_admin_proto_rawDesc = "" +
@@ -3345,13 +3625,29 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\x121\n" +
 	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"?\n" +
 	"\x13CancelDrainResponse\x12(\n" +
-	"\x05drain\x18\x01 \x01(\v2\x12.metad.v1.DrainJobR\x05drain*\x84\x01\n" +
+	"\x05drain\x18\x01 \x01(\v2\x12.metad.v1.DrainJobR\x05drain\"\x99\x01\n" +
+	"\x05Limit\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\"\n" +
+	"\rcalls_per_sec\x18\x03 \x01(\rR\vcallsPerSec\x12 \n" +
+	"\fkeys_per_sec\x18\x04 \x01(\rR\n" +
+	"keysPerSec\x12\x18\n" +
+	"\astreams\x18\x05 \x01(\rR\astreams\"8\n" +
+	"\x0fSetLimitRequest\x12%\n" +
+	"\x05limit\x18\x01 \x01(\v2\x0f.metad.v1.LimitR\x05limit\"\x12\n" +
+	"\x10SetLimitResponse\"G\n" +
+	"\x11ListLimitsRequest\x12\x14\n" +
+	"\x05stale\x18\x01 \x01(\bR\x05stale\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\"l\n" +
+	"\x12ListLimitsResponse\x12'\n" +
+	"\x06limits\x18\x01 \x03(\v2\x0f.metad.v1.LimitR\x06limits\x12-\n" +
+	"\teffective\x18\x02 \x01(\v2\x0f.metad.v1.LimitR\teffective*\x84\x01\n" +
 	"\bNodeRole\x12\x19\n" +
 	"\x15NODE_ROLE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12NODE_ROLE_FOLLOWER\x10\x01\x12\x17\n" +
 	"\x13NODE_ROLE_CANDIDATE\x10\x02\x12\x14\n" +
 	"\x10NODE_ROLE_LEADER\x10\x03\x12\x16\n" +
-	"\x12NODE_ROLE_SHUTDOWN\x10\x042\x8c\x0e\n" +
+	"\x12NODE_ROLE_SHUTDOWN\x10\x042\x98\x0f\n" +
 	"\x05Admin\x12S\n" +
 	"\x0eRegisterTenant\x12\x1f.metad.v1.RegisterTenantRequest\x1a .metad.v1.RegisterTenantResponse\x12Y\n" +
 	"\x10UnregisterTenant\x12!.metad.v1.UnregisterTenantRequest\x1a\".metad.v1.UnregisterTenantResponse\x12J\n" +
@@ -3378,7 +3674,10 @@ const file_metadv1_admin_proto_rawDesc = "" +
 	"\n" +
 	"StartDrain\x12\x1b.metad.v1.StartDrainRequest\x1a\x1c.metad.v1.StartDrainResponse\x12J\n" +
 	"\vDrainStatus\x12\x1c.metad.v1.DrainStatusRequest\x1a\x1d.metad.v1.DrainStatusResponse\x12J\n" +
-	"\vCancelDrain\x12\x1c.metad.v1.CancelDrainRequest\x1a\x1d.metad.v1.CancelDrainResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\vCancelDrain\x12\x1c.metad.v1.CancelDrainRequest\x1a\x1d.metad.v1.CancelDrainResponse\x12A\n" +
+	"\bSetLimit\x12\x19.metad.v1.SetLimitRequest\x1a\x1a.metad.v1.SetLimitResponse\x12G\n" +
+	"\n" +
+	"ListLimits\x12\x1b.metad.v1.ListLimitsRequest\x1a\x1c.metad.v1.ListLimitsResponseB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_admin_proto_rawDescOnce sync.Once
@@ -3393,7 +3692,7 @@ func file_metadv1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_metadv1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_metadv1_admin_proto_goTypes = []any{
 	(NodeRole)(0),                    // 0: metad.v1.NodeRole
 	(*RegisterTenantRequest)(nil),    // 1: metad.v1.RegisterTenantRequest
@@ -3448,83 +3747,95 @@ var file_metadv1_admin_proto_goTypes = []any{
 	(*DrainStatusResponse)(nil),      // 50: metad.v1.DrainStatusResponse
 	(*CancelDrainRequest)(nil),       // 51: metad.v1.CancelDrainRequest
 	(*CancelDrainResponse)(nil),      // 52: metad.v1.CancelDrainResponse
-	(*SessionHeader)(nil),            // 53: metad.v1.SessionHeader
-	(TenantState)(0),                 // 54: metad.v1.TenantState
-	(Tier)(0),                        // 55: metad.v1.Tier
-	(*SegmentDesc)(nil),              // 56: metad.v1.SegmentDesc
-	(*DrainJob)(nil),                 // 57: metad.v1.DrainJob
+	(*Limit)(nil),                    // 53: metad.v1.Limit
+	(*SetLimitRequest)(nil),          // 54: metad.v1.SetLimitRequest
+	(*SetLimitResponse)(nil),         // 55: metad.v1.SetLimitResponse
+	(*ListLimitsRequest)(nil),        // 56: metad.v1.ListLimitsRequest
+	(*ListLimitsResponse)(nil),       // 57: metad.v1.ListLimitsResponse
+	(*SessionHeader)(nil),            // 58: metad.v1.SessionHeader
+	(TenantState)(0),                 // 59: metad.v1.TenantState
+	(Tier)(0),                        // 60: metad.v1.Tier
+	(*SegmentDesc)(nil),              // 61: metad.v1.SegmentDesc
+	(*DrainJob)(nil),                 // 62: metad.v1.DrainJob
 }
 var file_metadv1_admin_proto_depIdxs = []int32{
-	53, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	53, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
-	54, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
+	58, // 0: metad.v1.RegisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	58, // 1: metad.v1.UnregisterTenantRequest.session:type_name -> metad.v1.SessionHeader
+	59, // 2: metad.v1.TenantInfo.state:type_name -> metad.v1.TenantState
 	6,  // 3: metad.v1.ListTenantsResponse.tenants:type_name -> metad.v1.TenantInfo
-	53, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
-	55, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
-	56, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
+	58, // 4: metad.v1.SetQuotaRequest.session:type_name -> metad.v1.SessionHeader
+	60, // 5: metad.v1.ListSegmentsRequest.tier:type_name -> metad.v1.Tier
+	61, // 6: metad.v1.SegmentInfo.segment:type_name -> metad.v1.SegmentDesc
 	13, // 7: metad.v1.ListSegmentsResponse.segments:type_name -> metad.v1.SegmentInfo
 	15, // 8: metad.v1.ListMembersResponse.members:type_name -> metad.v1.Member
 	0,  // 9: metad.v1.StatusResponse.role:type_name -> metad.v1.NodeRole
 	38, // 10: metad.v1.ListKeysResponse.keys:type_name -> metad.v1.KeyInfo
 	45, // 11: metad.v1.ListRolesResponse.bindings:type_name -> metad.v1.RoleBinding
-	53, // 12: metad.v1.StartDrainRequest.session:type_name -> metad.v1.SessionHeader
-	57, // 13: metad.v1.StartDrainResponse.drain:type_name -> metad.v1.DrainJob
-	57, // 14: metad.v1.DrainStatusResponse.drains:type_name -> metad.v1.DrainJob
-	53, // 15: metad.v1.CancelDrainRequest.session:type_name -> metad.v1.SessionHeader
-	57, // 16: metad.v1.CancelDrainResponse.drain:type_name -> metad.v1.DrainJob
-	1,  // 17: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
-	3,  // 18: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
-	5,  // 19: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
-	8,  // 20: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
-	10, // 21: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
-	12, // 22: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
-	16, // 23: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
-	18, // 24: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
-	20, // 25: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
-	24, // 26: metad.v1.Admin.PromoteMember:input_type -> metad.v1.PromoteMemberRequest
-	26, // 27: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
-	22, // 28: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
-	28, // 29: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
-	30, // 30: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
-	31, // 31: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
-	33, // 32: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
-	35, // 33: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
-	37, // 34: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
-	40, // 35: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
-	42, // 36: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
-	44, // 37: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
-	47, // 38: metad.v1.Admin.StartDrain:input_type -> metad.v1.StartDrainRequest
-	49, // 39: metad.v1.Admin.DrainStatus:input_type -> metad.v1.DrainStatusRequest
-	51, // 40: metad.v1.Admin.CancelDrain:input_type -> metad.v1.CancelDrainRequest
-	2,  // 41: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
-	4,  // 42: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
-	7,  // 43: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
-	9,  // 44: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
-	11, // 45: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
-	14, // 46: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
-	17, // 47: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
-	19, // 48: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
-	21, // 49: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
-	25, // 50: metad.v1.Admin.PromoteMember:output_type -> metad.v1.PromoteMemberResponse
-	27, // 51: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
-	23, // 52: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
-	29, // 53: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
-	31, // 54: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
-	32, // 55: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
-	34, // 56: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
-	36, // 57: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
-	39, // 58: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
-	41, // 59: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
-	43, // 60: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
-	46, // 61: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
-	48, // 62: metad.v1.Admin.StartDrain:output_type -> metad.v1.StartDrainResponse
-	50, // 63: metad.v1.Admin.DrainStatus:output_type -> metad.v1.DrainStatusResponse
-	52, // 64: metad.v1.Admin.CancelDrain:output_type -> metad.v1.CancelDrainResponse
-	41, // [41:65] is the sub-list for method output_type
-	17, // [17:41] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	58, // 12: metad.v1.StartDrainRequest.session:type_name -> metad.v1.SessionHeader
+	62, // 13: metad.v1.StartDrainResponse.drain:type_name -> metad.v1.DrainJob
+	62, // 14: metad.v1.DrainStatusResponse.drains:type_name -> metad.v1.DrainJob
+	58, // 15: metad.v1.CancelDrainRequest.session:type_name -> metad.v1.SessionHeader
+	62, // 16: metad.v1.CancelDrainResponse.drain:type_name -> metad.v1.DrainJob
+	53, // 17: metad.v1.SetLimitRequest.limit:type_name -> metad.v1.Limit
+	53, // 18: metad.v1.ListLimitsResponse.limits:type_name -> metad.v1.Limit
+	53, // 19: metad.v1.ListLimitsResponse.effective:type_name -> metad.v1.Limit
+	1,  // 20: metad.v1.Admin.RegisterTenant:input_type -> metad.v1.RegisterTenantRequest
+	3,  // 21: metad.v1.Admin.UnregisterTenant:input_type -> metad.v1.UnregisterTenantRequest
+	5,  // 22: metad.v1.Admin.ListTenants:input_type -> metad.v1.ListTenantsRequest
+	8,  // 23: metad.v1.Admin.SetQuota:input_type -> metad.v1.SetQuotaRequest
+	10, // 24: metad.v1.Admin.GetQuota:input_type -> metad.v1.GetQuotaRequest
+	12, // 25: metad.v1.Admin.ListSegments:input_type -> metad.v1.ListSegmentsRequest
+	16, // 26: metad.v1.Admin.ListMembers:input_type -> metad.v1.ListMembersRequest
+	18, // 27: metad.v1.Admin.AddMember:input_type -> metad.v1.AddMemberRequest
+	20, // 28: metad.v1.Admin.RemoveMember:input_type -> metad.v1.RemoveMemberRequest
+	24, // 29: metad.v1.Admin.PromoteMember:input_type -> metad.v1.PromoteMemberRequest
+	26, // 30: metad.v1.Admin.TransferLeader:input_type -> metad.v1.TransferLeaderRequest
+	22, // 31: metad.v1.Admin.RecordMember:input_type -> metad.v1.RecordMemberRequest
+	28, // 32: metad.v1.Admin.Status:input_type -> metad.v1.StatusRequest
+	30, // 33: metad.v1.Admin.SnapshotSave:input_type -> metad.v1.SnapshotSaveRequest
+	31, // 34: metad.v1.Admin.SnapshotRestore:input_type -> metad.v1.SnapshotChunk
+	33, // 35: metad.v1.Admin.CreateKey:input_type -> metad.v1.CreateKeyRequest
+	35, // 36: metad.v1.Admin.RevokeKey:input_type -> metad.v1.RevokeKeyRequest
+	37, // 37: metad.v1.Admin.ListKeys:input_type -> metad.v1.ListKeysRequest
+	40, // 38: metad.v1.Admin.GrantRole:input_type -> metad.v1.GrantRoleRequest
+	42, // 39: metad.v1.Admin.RevokeRole:input_type -> metad.v1.RevokeRoleRequest
+	44, // 40: metad.v1.Admin.ListRoles:input_type -> metad.v1.ListRolesRequest
+	47, // 41: metad.v1.Admin.StartDrain:input_type -> metad.v1.StartDrainRequest
+	49, // 42: metad.v1.Admin.DrainStatus:input_type -> metad.v1.DrainStatusRequest
+	51, // 43: metad.v1.Admin.CancelDrain:input_type -> metad.v1.CancelDrainRequest
+	54, // 44: metad.v1.Admin.SetLimit:input_type -> metad.v1.SetLimitRequest
+	56, // 45: metad.v1.Admin.ListLimits:input_type -> metad.v1.ListLimitsRequest
+	2,  // 46: metad.v1.Admin.RegisterTenant:output_type -> metad.v1.RegisterTenantResponse
+	4,  // 47: metad.v1.Admin.UnregisterTenant:output_type -> metad.v1.UnregisterTenantResponse
+	7,  // 48: metad.v1.Admin.ListTenants:output_type -> metad.v1.ListTenantsResponse
+	9,  // 49: metad.v1.Admin.SetQuota:output_type -> metad.v1.SetQuotaResponse
+	11, // 50: metad.v1.Admin.GetQuota:output_type -> metad.v1.GetQuotaResponse
+	14, // 51: metad.v1.Admin.ListSegments:output_type -> metad.v1.ListSegmentsResponse
+	17, // 52: metad.v1.Admin.ListMembers:output_type -> metad.v1.ListMembersResponse
+	19, // 53: metad.v1.Admin.AddMember:output_type -> metad.v1.AddMemberResponse
+	21, // 54: metad.v1.Admin.RemoveMember:output_type -> metad.v1.RemoveMemberResponse
+	25, // 55: metad.v1.Admin.PromoteMember:output_type -> metad.v1.PromoteMemberResponse
+	27, // 56: metad.v1.Admin.TransferLeader:output_type -> metad.v1.TransferLeaderResponse
+	23, // 57: metad.v1.Admin.RecordMember:output_type -> metad.v1.RecordMemberResponse
+	29, // 58: metad.v1.Admin.Status:output_type -> metad.v1.StatusResponse
+	31, // 59: metad.v1.Admin.SnapshotSave:output_type -> metad.v1.SnapshotChunk
+	32, // 60: metad.v1.Admin.SnapshotRestore:output_type -> metad.v1.SnapshotRestoreResponse
+	34, // 61: metad.v1.Admin.CreateKey:output_type -> metad.v1.CreateKeyResponse
+	36, // 62: metad.v1.Admin.RevokeKey:output_type -> metad.v1.RevokeKeyResponse
+	39, // 63: metad.v1.Admin.ListKeys:output_type -> metad.v1.ListKeysResponse
+	41, // 64: metad.v1.Admin.GrantRole:output_type -> metad.v1.GrantRoleResponse
+	43, // 65: metad.v1.Admin.RevokeRole:output_type -> metad.v1.RevokeRoleResponse
+	46, // 66: metad.v1.Admin.ListRoles:output_type -> metad.v1.ListRolesResponse
+	48, // 67: metad.v1.Admin.StartDrain:output_type -> metad.v1.StartDrainResponse
+	50, // 68: metad.v1.Admin.DrainStatus:output_type -> metad.v1.DrainStatusResponse
+	52, // 69: metad.v1.Admin.CancelDrain:output_type -> metad.v1.CancelDrainResponse
+	55, // 70: metad.v1.Admin.SetLimit:output_type -> metad.v1.SetLimitResponse
+	57, // 71: metad.v1.Admin.ListLimits:output_type -> metad.v1.ListLimitsResponse
+	46, // [46:72] is the sub-list for method output_type
+	20, // [20:46] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_admin_proto_init() }
@@ -3539,7 +3850,7 @@ func file_metadv1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_admin_proto_rawDesc), len(file_metadv1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   52,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -47,6 +47,8 @@ const (
 	Admin_StartDrain_FullMethodName       = "/metad.v1.Admin/StartDrain"
 	Admin_DrainStatus_FullMethodName      = "/metad.v1.Admin/DrainStatus"
 	Admin_CancelDrain_FullMethodName      = "/metad.v1.Admin/CancelDrain"
+	Admin_SetLimit_FullMethodName         = "/metad.v1.Admin/SetLimit"
+	Admin_ListLimits_FullMethodName       = "/metad.v1.Admin/ListLimits"
 )
 
 // AdminClient is the client API for Admin service.
@@ -107,6 +109,12 @@ type AdminClient interface {
 	DrainStatus(ctx context.Context, in *DrainStatusRequest, opts ...grpc.CallOption) (*DrainStatusResponse, error)
 	// CancelDrain cancels a running drain job.
 	CancelDrain(ctx context.Context, in *CancelDrainRequest, opts ...grpc.CallOption) (*CancelDrainResponse, error)
+	// SetLimit sets (or, with every limit 0, removes) the rate limits of a principal, of a role, or
+	// of every principal; replicated like the role bindings, enforced by each member on the calls
+	// it is sent.
+	SetLimit(ctx context.Context, in *SetLimitRequest, opts ...grpc.CallOption) (*SetLimitResponse, error)
+	// ListLimits lists the rate limits set, and the limits that apply to one principal.
+	ListLimits(ctx context.Context, in *ListLimitsRequest, opts ...grpc.CallOption) (*ListLimitsResponse, error)
 }
 
 type adminClient struct {
@@ -369,6 +377,26 @@ func (c *adminClient) CancelDrain(ctx context.Context, in *CancelDrainRequest, o
 	return out, nil
 }
 
+func (c *adminClient) SetLimit(ctx context.Context, in *SetLimitRequest, opts ...grpc.CallOption) (*SetLimitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLimitResponse)
+	err := c.cc.Invoke(ctx, Admin_SetLimit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListLimits(ctx context.Context, in *ListLimitsRequest, opts ...grpc.CallOption) (*ListLimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLimitsResponse)
+	err := c.cc.Invoke(ctx, Admin_ListLimits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -427,6 +455,12 @@ type AdminServer interface {
 	DrainStatus(context.Context, *DrainStatusRequest) (*DrainStatusResponse, error)
 	// CancelDrain cancels a running drain job.
 	CancelDrain(context.Context, *CancelDrainRequest) (*CancelDrainResponse, error)
+	// SetLimit sets (or, with every limit 0, removes) the rate limits of a principal, of a role, or
+	// of every principal; replicated like the role bindings, enforced by each member on the calls
+	// it is sent.
+	SetLimit(context.Context, *SetLimitRequest) (*SetLimitResponse, error)
+	// ListLimits lists the rate limits set, and the limits that apply to one principal.
+	ListLimits(context.Context, *ListLimitsRequest) (*ListLimitsResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -508,6 +542,12 @@ func (UnimplementedAdminServer) DrainStatus(context.Context, *DrainStatusRequest
 }
 func (UnimplementedAdminServer) CancelDrain(context.Context, *CancelDrainRequest) (*CancelDrainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelDrain not implemented")
+}
+func (UnimplementedAdminServer) SetLimit(context.Context, *SetLimitRequest) (*SetLimitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLimit not implemented")
+}
+func (UnimplementedAdminServer) ListLimits(context.Context, *ListLimitsRequest) (*ListLimitsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLimits not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -944,6 +984,42 @@ func _Admin_CancelDrain_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_SetLimit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLimitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).SetLimit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_SetLimit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).SetLimit(ctx, req.(*SetLimitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListLimits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListLimits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListLimits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListLimits(ctx, req.(*ListLimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1038,6 +1114,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelDrain",
 			Handler:    _Admin_CancelDrain_Handler,
+		},
+		{
+			MethodName: "SetLimit",
+			Handler:    _Admin_SetLimit_Handler,
+		},
+		{
+			MethodName: "ListLimits",
+			Handler:    _Admin_ListLimits_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -341,6 +341,7 @@ type Command struct {
 	//	*Command_ArenaRetire
 	//	*Command_PutCommit
 	//	*Command_CloseSession
+	//	*Command_SetLimit
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -791,6 +792,15 @@ func (x *Command) GetCloseSession() *CloseSession {
 	return nil
 }
 
+func (x *Command) GetSetLimit() *SetLimit {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetLimit); ok {
+			return x.SetLimit
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -1036,6 +1046,11 @@ type Command_CloseSession struct {
 	CloseSession *CloseSession `protobuf:"bytes,54,opt,name=close_session,json=closeSession,proto3,oneof"`
 }
 
+type Command_SetLimit struct {
+	// Set or remove the rate limits of a principal, of a role, or of every principal.
+	SetLimit *SetLimit `protobuf:"bytes,55,opt,name=set_limit,json=setLimit,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -1123,6 +1138,8 @@ func (*Command_ArenaRetire) isCommand_Op() {}
 func (*Command_PutCommit) isCommand_Op() {}
 
 func (*Command_CloseSession) isCommand_Op() {}
+
+func (*Command_SetLimit) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -4836,6 +4853,92 @@ func (x *CommitReplica) GetSize() uint64 {
 	return 0
 }
 
+// SetLimit sets the rate limits of one target: a principal, or a role (every principal holding
+// it), or "*" as the role (every principal). Exactly one of principal and role is set. A limit of
+// 0 is not set (the target's other records decide); a command with every limit 0 removes the
+// target's record (an applied no-op when it has none).
+type SetLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal (tlsconf.ValidName), or empty.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The role in its canonical form ("admin", "reader", "worker:<client-id>",
+	// "tenant:<tenant-id>") or "*", or empty.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// Calls per second on each member.
+	CallsPerSec uint32 `protobuf:"varint,3,opt,name=calls_per_sec,json=callsPerSec,proto3" json:"calls_per_sec,omitempty"`
+	// Keys per second on each member (a batch's items, a scan page's bound).
+	KeysPerSec uint32 `protobuf:"varint,4,opt,name=keys_per_sec,json=keysPerSec,proto3" json:"keys_per_sec,omitempty"`
+	// Watch streams open at once on each member.
+	Streams       uint32 `protobuf:"varint,5,opt,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLimit) Reset() {
+	*x = SetLimit{}
+	mi := &file_metadv1_command_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLimit) ProtoMessage() {}
+
+func (x *SetLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLimit.ProtoReflect.Descriptor instead.
+func (*SetLimit) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SetLimit) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *SetLimit) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *SetLimit) GetCallsPerSec() uint32 {
+	if x != nil {
+		return x.CallsPerSec
+	}
+	return 0
+}
+
+func (x *SetLimit) GetKeysPerSec() uint32 {
+	if x != nil {
+		return x.KeysPerSec
+	}
+	return 0
+}
+
+func (x *SetLimit) GetStreams() uint32 {
+	if x != nil {
+		return x.Streams
+	}
+	return 0
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4855,7 +4958,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[53]
+	mi := &file_metadv1_command_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4867,7 +4970,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[53]
+	mi := &file_metadv1_command_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4921,7 +5024,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xf9\x15\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xac\x16\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -4981,6 +5084,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"put_commit\x185 \x01(\v2\x13.metad.v1.PutCommitH\x00R\tputCommit\x12=\n" +
 	"\rclose_session\x186 \x01(\v2\x16.metad.v1.CloseSessionH\x00R\fcloseSession\x121\n" +
+	"\tset_limit\x187 \x01(\v2\x12.metad.v1.SetLimitH\x00R\bsetLimit\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -5261,7 +5365,14 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"segment_id\x18\x02 \x01(\fR\tsegmentId\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x04R\x06offset\x12\x12\n" +
-	"\x04size\x18\x04 \x01(\x04R\x04size*\x7f\n" +
+	"\x04size\x18\x04 \x01(\x04R\x04size\"\x9c\x01\n" +
+	"\bSetLimit\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\"\n" +
+	"\rcalls_per_sec\x18\x03 \x01(\rR\vcallsPerSec\x12 \n" +
+	"\fkeys_per_sec\x18\x04 \x01(\rR\n" +
+	"keysPerSec\x12\x18\n" +
+	"\astreams\x18\x05 \x01(\rR\astreams*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -5289,7 +5400,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -5347,13 +5458,14 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*PutCommit)(nil),          // 53: metad.v1.PutCommit
 	(*CommitItem)(nil),         // 54: metad.v1.CommitItem
 	(*CommitReplica)(nil),      // 55: metad.v1.CommitReplica
-	(*BatchPutStart_Item)(nil), // 56: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 57: metad.v1.SessionHeader
-	(Reason)(0),                // 58: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 59: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 60: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 61: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 62: metad.v1.TaskKind
+	(*SetLimit)(nil),           // 56: metad.v1.SetLimit
+	(*BatchPutStart_Item)(nil), // 57: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 58: metad.v1.SessionHeader
+	(Reason)(0),                // 59: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 60: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 61: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 62: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 63: metad.v1.TaskKind
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -5401,48 +5513,49 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	52, // 42: metad.v1.Command.arena_retire:type_name -> metad.v1.ArenaRetire
 	53, // 43: metad.v1.Command.put_commit:type_name -> metad.v1.PutCommit
 	6,  // 44: metad.v1.Command.close_session:type_name -> metad.v1.CloseSession
-	57, // 45: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	58, // 46: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	59, // 47: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 48: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	60, // 49: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	60, // 50: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	59, // 51: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 52: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	60, // 53: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	60, // 54: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 55: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	59, // 56: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	56, // 57: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 58: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	60, // 59: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	60, // 60: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 61: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	8,  // 62: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	7,  // 63: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	60, // 64: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 65: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	24, // 66: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	7,  // 67: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	61, // 68: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 69: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	62, // 70: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 71: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	62, // 72: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	62, // 73: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	62, // 74: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	47, // 75: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
-	51, // 76: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
-	60, // 77: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
-	54, // 78: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
-	59, // 79: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
-	55, // 80: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
-	60, // 81: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
-	82, // [82:82] is the sub-list for method output_type
-	82, // [82:82] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	56, // 45: metad.v1.Command.set_limit:type_name -> metad.v1.SetLimit
+	58, // 46: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	59, // 47: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	60, // 48: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 49: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	61, // 50: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	61, // 51: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	60, // 52: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 53: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	61, // 54: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	61, // 55: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 56: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	60, // 57: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	57, // 58: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 59: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	61, // 60: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	61, // 61: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 62: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	8,  // 63: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	7,  // 64: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	61, // 65: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 66: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	24, // 67: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	7,  // 68: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	62, // 69: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 70: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	63, // 71: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 72: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	63, // 73: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	63, // 74: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	63, // 75: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	47, // 76: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	51, // 77: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
+	61, // 78: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
+	54, // 79: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
+	60, // 80: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
+	55, // 81: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
+	61, // 82: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -5496,6 +5609,7 @@ func file_metadv1_command_proto_init() {
 		(*Command_ArenaRetire)(nil),
 		(*Command_PutCommit)(nil),
 		(*Command_CloseSession)(nil),
+		(*Command_SetLimit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5503,7 +5617,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   54,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,7 +7,8 @@
 //   2. every SegmentRecord, sorted by segment id bytes;
 //   3. for each tenant sorted by name: its TenantRecord, then its ObjectRecords sorted by key bytes;
 //   4. the MemberRecords by name, the SessionRecords by id (format version 2; their owner from
-//      format version 6), the KeyRecords by id and the RoleRecords by principal (format version 3).
+//      format version 6), the KeyRecords by id and the RoleRecords by principal (format version 3),
+//      then the LimitRecords, principals' by name and then roles' by role (format version 7).
 // An ObjectRecord belongs to the TenantRecord before it and names its replicas' segments by position
 // among the SegmentRecords, so neither tenant names nor 16-byte segment ids repeat per object.
 //
@@ -82,7 +83,9 @@ type SnapshotHeader struct {
 	// The last arena id handed out (format version 5).
 	LastArenaId uint64 `protobuf:"varint,146,opt,name=last_arena_id,json=lastArenaId,proto3" json:"last_arena_id,omitempty"`
 	// Arena records that follow (format version 5).
-	Arenas        uint64 `protobuf:"varint,147,opt,name=arenas,proto3" json:"arenas,omitempty"`
+	Arenas uint64 `protobuf:"varint,147,opt,name=arenas,proto3" json:"arenas,omitempty"`
+	// Number of LimitRecords (format version 7).
+	Limits        uint64 `protobuf:"varint,149,opt,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -253,6 +256,13 @@ func (x *SnapshotHeader) GetLastArenaId() uint64 {
 func (x *SnapshotHeader) GetArenas() uint64 {
 	if x != nil {
 		return x.Arenas
+	}
+	return 0
+}
+
+func (x *SnapshotHeader) GetLimits() uint64 {
+	if x != nil {
+		return x.Limits
 	}
 	return 0
 }
@@ -786,6 +796,7 @@ type Record struct {
 	//	*Record_Task
 	//	*Record_Drain
 	//	*Record_Arena
+	//	*Record_Limit
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -918,6 +929,15 @@ func (x *Record) GetArena() *ArenaRecord {
 	return nil
 }
 
+func (x *Record) GetLimit() *LimitRecord {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Limit); ok {
+			return x.Limit
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -973,6 +993,12 @@ type Record_Arena struct {
 	Arena *ArenaRecord `protobuf:"bytes,145,opt,name=arena,proto3,oneof"`
 }
 
+type Record_Limit struct {
+	// The rate limits of a principal or a role (format version 7); limit records come after every
+	// role record, a principal's before any role's, each kind sorted by its name.
+	Limit *LimitRecord `protobuf:"bytes,148,opt,name=limit,proto3,oneof"`
+}
+
 func (*Record_Tenant) isRecord_Record() {}
 
 func (*Record_Segment) isRecord_Record() {}
@@ -992,6 +1018,8 @@ func (*Record_Task) isRecord_Record() {}
 func (*Record_Drain) isRecord_Record() {}
 
 func (*Record_Arena) isRecord_Record() {}
+
+func (*Record_Limit) isRecord_Record() {}
 
 // ArenaRecord is one allocation arena (ArenaGrant): a span of a segment held for the leader of a
 // term, of which the free spans are the bytes no object took yet. Everything else of the span
@@ -1799,11 +1827,94 @@ func (x *MemberRecord) GetFeatureLevel() uint32 {
 	return 0
 }
 
+// LimitRecord is the rate limits set for one principal or one role (or "*": every principal);
+// exactly one of principal and role is set, and at least one limit is not 0.
+type LimitRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal, or empty.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The role (canonical form, or "*"), or empty.
+	Role string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	// Calls per second on each member; 0: not set.
+	CallsPerSec uint32 `protobuf:"varint,3,opt,name=calls_per_sec,json=callsPerSec,proto3" json:"calls_per_sec,omitempty"`
+	// Keys per second on each member; 0: not set.
+	KeysPerSec uint32 `protobuf:"varint,4,opt,name=keys_per_sec,json=keysPerSec,proto3" json:"keys_per_sec,omitempty"`
+	// Watch streams open at once on each member; 0: not set.
+	Streams       uint32 `protobuf:"varint,5,opt,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRecord) Reset() {
+	*x = LimitRecord{}
+	mi := &file_metadv1_snapshot_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRecord) ProtoMessage() {}
+
+func (x *LimitRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_snapshot_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRecord.ProtoReflect.Descriptor instead.
+func (*LimitRecord) Descriptor() ([]byte, []int) {
+	return file_metadv1_snapshot_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *LimitRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *LimitRecord) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *LimitRecord) GetCallsPerSec() uint32 {
+	if x != nil {
+		return x.CallsPerSec
+	}
+	return 0
+}
+
+func (x *LimitRecord) GetKeysPerSec() uint32 {
+	if x != nil {
+		return x.KeysPerSec
+	}
+	return 0
+}
+
+func (x *LimitRecord) GetStreams() uint32 {
+	if x != nil {
+		return x.Streams
+	}
+	return 0
+}
+
 var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\x8c\x05\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xa5\x05\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1827,7 +1938,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\rlast_drain_id\x18\x8d\x01 \x01(\x04R\vlastDrainId\x12\x17\n" +
 	"\x06drains\x18\x8e\x01 \x01(\x04R\x06drains\x12#\n" +
 	"\rlast_arena_id\x18\x92\x01 \x01(\x04R\vlastArenaId\x12\x17\n" +
-	"\x06arenas\x18\x93\x01 \x01(\x04R\x06arenas\"\x96\x02\n" +
+	"\x06arenas\x18\x93\x01 \x01(\x04R\x06arenas\x12\x17\n" +
+	"\x06limits\x18\x95\x01 \x01(\x04R\x06limits\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
@@ -1871,7 +1983,7 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12*\n" +
 	"\x11started_unix_nano\x18\x03 \x01(\x10R\x0fstartedUnixNano\x12*\n" +
 	"\x11source_replica_id\x18\x04 \x01(\x04R\x0fsourceReplicaId\x12,\n" +
-	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xf3\x03\n" +
+	"\x12target_replica_ids\x18\x05 \x03(\x04R\x10targetReplicaIds\"\xa3\x04\n" +
 	"\x06Record\x120\n" +
 	"\x06tenant\x18\x01 \x01(\v2\x16.metad.v1.TenantRecordH\x00R\x06tenant\x123\n" +
 	"\asegment\x18\x02 \x01(\v2\x17.metad.v1.SegmentRecordH\x00R\asegment\x120\n" +
@@ -1882,7 +1994,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x04role\x18\a \x01(\v2\x14.metad.v1.RoleRecordH\x00R\x04role\x12-\n" +
 	"\x04task\x18d \x01(\v2\x17.metad.v1.ScheduledTaskH\x00R\x04task\x12+\n" +
 	"\x05drain\x18\x8f\x01 \x01(\v2\x12.metad.v1.DrainJobH\x00R\x05drain\x12.\n" +
-	"\x05arena\x18\x91\x01 \x01(\v2\x15.metad.v1.ArenaRecordH\x00R\x05arenaB\b\n" +
+	"\x05arena\x18\x91\x01 \x01(\v2\x15.metad.v1.ArenaRecordH\x00R\x05arena\x12.\n" +
+	"\x05limit\x18\x94\x01 \x01(\v2\x15.metad.v1.LimitRecordH\x00R\x05limitB\b\n" +
 	"\x06record\"\xb6\x01\n" +
 	"\vArenaRecord\x12\x19\n" +
 	"\barena_id\x18\x01 \x01(\x04R\aarenaId\x12\x12\n" +
@@ -1950,7 +2063,14 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
 	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\x12#\n" +
-	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevelB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
+	"\rfeature_level\x18\x04 \x01(\rR\ffeatureLevel\"\x9f\x01\n" +
+	"\vLimitRecord\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\"\n" +
+	"\rcalls_per_sec\x18\x03 \x01(\rR\vcallsPerSec\x12 \n" +
+	"\fkeys_per_sec\x18\x04 \x01(\rR\n" +
+	"keysPerSec\x12\x18\n" +
+	"\astreams\x18\x05 \x01(\rR\astreamsB\x1dZ\x1bmetad/proto/metadv1;metadv1b\x06proto3"
 
 var (
 	file_metadv1_snapshot_proto_rawDescOnce sync.Once
@@ -1964,7 +2084,7 @@ func file_metadv1_snapshot_proto_rawDescGZIP() []byte {
 	return file_metadv1_snapshot_proto_rawDescData
 }
 
-var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_metadv1_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_metadv1_snapshot_proto_goTypes = []any{
 	(*SnapshotHeader)(nil),    // 0: metad.v1.SnapshotHeader
 	(*TenantRecord)(nil),      // 1: metad.v1.TenantRecord
@@ -1982,22 +2102,23 @@ var file_metadv1_snapshot_proto_goTypes = []any{
 	(*ResultRecord)(nil),      // 13: metad.v1.ResultRecord
 	(*ResultReplica)(nil),     // 14: metad.v1.ResultReplica
 	(*MemberRecord)(nil),      // 15: metad.v1.MemberRecord
-	(TenantState)(0),          // 16: metad.v1.TenantState
-	(*SegmentDesc)(nil),       // 17: metad.v1.SegmentDesc
-	(ReplicaStatus)(0),        // 18: metad.v1.ReplicaStatus
-	(Tier)(0),                 // 19: metad.v1.Tier
-	(TaskKind)(0),             // 20: metad.v1.TaskKind
-	(*ScheduledTask)(nil),     // 21: metad.v1.ScheduledTask
-	(*DrainJob)(nil),          // 22: metad.v1.DrainJob
+	(*LimitRecord)(nil),       // 16: metad.v1.LimitRecord
+	(TenantState)(0),          // 17: metad.v1.TenantState
+	(*SegmentDesc)(nil),       // 18: metad.v1.SegmentDesc
+	(ReplicaStatus)(0),        // 19: metad.v1.ReplicaStatus
+	(Tier)(0),                 // 20: metad.v1.Tier
+	(TaskKind)(0),             // 21: metad.v1.TaskKind
+	(*ScheduledTask)(nil),     // 22: metad.v1.ScheduledTask
+	(*DrainJob)(nil),          // 23: metad.v1.DrainJob
 }
 var file_metadv1_snapshot_proto_depIdxs = []int32{
-	16, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
-	17, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
-	18, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
-	19, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
+	17, // 0: metad.v1.TenantRecord.state:type_name -> metad.v1.TenantState
+	18, // 1: metad.v1.SegmentRecord.segment:type_name -> metad.v1.SegmentDesc
+	19, // 2: metad.v1.ReplicaRecord.status:type_name -> metad.v1.ReplicaStatus
+	20, // 3: metad.v1.ReplicaRecord.tier:type_name -> metad.v1.Tier
 	3,  // 4: metad.v1.ObjectRecord.replicas:type_name -> metad.v1.ReplicaRecord
 	5,  // 5: metad.v1.ObjectRecord.task:type_name -> metad.v1.ReplicaTaskRecord
-	20, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.TaskKind
+	21, // 6: metad.v1.ReplicaTaskRecord.kind:type_name -> metad.v1.TaskKind
 	1,  // 7: metad.v1.Record.tenant:type_name -> metad.v1.TenantRecord
 	2,  // 8: metad.v1.Record.segment:type_name -> metad.v1.SegmentRecord
 	4,  // 9: metad.v1.Record.object:type_name -> metad.v1.ObjectRecord
@@ -2005,23 +2126,24 @@ var file_metadv1_snapshot_proto_depIdxs = []int32{
 	11, // 11: metad.v1.Record.session:type_name -> metad.v1.SessionRecord
 	9,  // 12: metad.v1.Record.key:type_name -> metad.v1.KeyRecord
 	10, // 13: metad.v1.Record.role:type_name -> metad.v1.RoleRecord
-	21, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
-	22, // 15: metad.v1.Record.drain:type_name -> metad.v1.DrainJob
+	22, // 14: metad.v1.Record.task:type_name -> metad.v1.ScheduledTask
+	23, // 15: metad.v1.Record.drain:type_name -> metad.v1.DrainJob
 	7,  // 16: metad.v1.Record.arena:type_name -> metad.v1.ArenaRecord
-	8,  // 17: metad.v1.ArenaRecord.free:type_name -> metad.v1.ArenaSpan
-	12, // 18: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
-	13, // 19: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
-	14, // 20: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
-	13, // 21: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
-	21, // 22: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
-	22, // 23: metad.v1.ResultRecord.drain:type_name -> metad.v1.DrainJob
-	19, // 24: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
-	18, // 25: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	16, // 17: metad.v1.Record.limit:type_name -> metad.v1.LimitRecord
+	8,  // 18: metad.v1.ArenaRecord.free:type_name -> metad.v1.ArenaSpan
+	12, // 19: metad.v1.SessionRecord.results:type_name -> metad.v1.CachedResult
+	13, // 20: metad.v1.CachedResult.result:type_name -> metad.v1.ResultRecord
+	14, // 21: metad.v1.ResultRecord.replicas:type_name -> metad.v1.ResultReplica
+	13, // 22: metad.v1.ResultRecord.items:type_name -> metad.v1.ResultRecord
+	22, // 23: metad.v1.ResultRecord.tasks:type_name -> metad.v1.ScheduledTask
+	23, // 24: metad.v1.ResultRecord.drain:type_name -> metad.v1.DrainJob
+	20, // 25: metad.v1.ResultReplica.tier:type_name -> metad.v1.Tier
+	19, // 26: metad.v1.ResultReplica.status:type_name -> metad.v1.ReplicaStatus
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_snapshot_proto_init() }
@@ -2041,6 +2163,7 @@ func file_metadv1_snapshot_proto_init() {
 		(*Record_Task)(nil),
 		(*Record_Drain)(nil),
 		(*Record_Arena)(nil),
+		(*Record_Limit)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2048,7 +2171,7 @@ func file_metadv1_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_snapshot_proto_rawDesc), len(file_metadv1_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

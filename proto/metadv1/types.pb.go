@@ -239,6 +239,10 @@ const (
 	// PromoteMember of a learner that is further behind the leader than the request allows, or
 	// that the leader cannot ask how far it has applied: nothing changed. Wait, and retry.
 	Reason_REASON_LEARNER_NOT_CAUGHT_UP Reason = 45
+	// The caller's principal is over one of its rate limits on the member it called (calls per
+	// second, keys per second, or watch streams open at once; see SetLimit): nothing was done.
+	// ErrorDetail.retry_after_ms says when its bucket has room again; retry no sooner.
+	Reason_REASON_RATE_LIMITED Reason = 46
 )
 
 // Enum value maps for Reason.
@@ -284,6 +288,7 @@ var (
 		43: "REASON_WATCH_COMPACTED",
 		44: "REASON_WATCH_FELL_BEHIND",
 		45: "REASON_LEARNER_NOT_CAUGHT_UP",
+		46: "REASON_RATE_LIMITED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":                   0,
@@ -326,6 +331,7 @@ var (
 		"REASON_WATCH_COMPACTED":               43,
 		"REASON_WATCH_FELL_BEHIND":             44,
 		"REASON_LEARNER_NOT_CAUGHT_UP":         45,
+		"REASON_RATE_LIMITED":                  46,
 	}
 )
 
@@ -710,7 +716,10 @@ type ErrorDetail struct {
 	// The watch revision the error is about: the oldest retained (REASON_WATCH_COMPACTED), where the
 	// stream had reached (REASON_WATCH_FELL_BEHIND), or right after the snapshot that replaced the
 	// state (REASON_STATE_REPLACED on a watch).
-	Revision      *Revision `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision *Revision `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	// How long to wait before the call may succeed, milliseconds (REASON_RATE_LIMITED); 0 when the
+	// error says nothing of it.
+	RetryAfterMs  uint64 `protobuf:"varint,7,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -785,6 +794,13 @@ func (x *ErrorDetail) GetRevision() *Revision {
 		return x.Revision
 	}
 	return nil
+}
+
+func (x *ErrorDetail) GetRetryAfterMs() uint64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
 }
 
 // Revision is the place of one watch event in the replicated log: the index of the entry whose
@@ -1534,7 +1550,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x13metadv1/types.proto\x12\bmetad.v1\"L\n" +
 	"\x06Status\x12(\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x10.metad.v1.ReasonR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd9\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xff\x01\n" +
 	"\vErrorDetail\x12(\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x10.metad.v1.ReasonR\x06reason\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x10\n" +
@@ -1542,7 +1558,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\vleader_name\x18\x04 \x01(\tR\n" +
 	"leaderName\x12%\n" +
 	"\x0eleader_address\x18\x05 \x01(\tR\rleaderAddress\x12.\n" +
-	"\brevision\x18\x06 \x01(\v2\x12.metad.v1.RevisionR\brevision\"<\n" +
+	"\brevision\x18\x06 \x01(\v2\x12.metad.v1.RevisionR\brevision\x12$\n" +
+	"\x0eretry_after_ms\x18\a \x01(\x04R\fretryAfterMs\"<\n" +
 	"\bRevision\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1a\n" +
 	"\bposition\x18\x02 \x01(\rR\bposition\"\x96\x02\n" +
@@ -1615,7 +1632,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
-	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xd1\t\n" +
+	"\x17REPLICA_STATUS_COMPLETE\x10\x02*\xea\t\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REASON_INVALID_PARAMS\x10\x01\x12 \n" +
@@ -1657,7 +1674,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x17REASON_RESERVATION_LOST\x10*\x12\x1a\n" +
 	"\x16REASON_WATCH_COMPACTED\x10+\x12\x1c\n" +
 	"\x18REASON_WATCH_FELL_BEHIND\x10,\x12 \n" +
-	"\x1cREASON_LEARNER_NOT_CAUGHT_UP\x10-*M\n" +
+	"\x1cREASON_LEARNER_NOT_CAUGHT_UP\x10-\x12\x17\n" +
+	"\x13REASON_RATE_LIMITED\x10.*M\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +

@@ -15,8 +15,9 @@ const (
 	// reads as a state with every segment open and no task. 5 adds the allocation arenas
 	// (ArenaRecord, SnapshotHeader.last_arena_id, arenas); a version 1 to 4 file reads as a state
 	// with no arena. 6 adds a client session's owner (SessionRecord.principal, owned); a version 2
-	// to 5 file reads as a state whose sessions have no known owner.
-	SnapshotFormatVersion uint32 = 6
+	// to 5 file reads as a state whose sessions have no known owner. 7 adds the rate limits
+	// (LimitRecord, SnapshotHeader.limits); a version 1 to 6 file reads as a state with no limit.
+	SnapshotFormatVersion uint32 = 7
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules

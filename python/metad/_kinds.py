@@ -57,6 +57,8 @@ class MetadError(Exception):
             the oldest the member retains (WatchCompacted), where the stream had reached
             (WatchFellBehind), or right after the snapshot that replaced the member's state
             (StateReplaced); else None.
+        retry_after: the seconds the cluster asked the caller to wait before calling again
+            (RateLimited: its principal is over a rate limit on the member it called); else None.
     """
 
     __module__ = "metad.errors"
@@ -73,6 +75,7 @@ class MetadError(Exception):
         self.attempts = 0
         self.partial: Optional[object] = None
         self.revision: Optional[Revision] = None
+        self.retry_after: Optional[float] = None
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -126,7 +129,7 @@ class Conflict(Kind):
 
 class ResourceExhausted(Kind):
     """A bound was reached: a tenant's quota, the room of the segments, a limit of the auth state,
-    of the pending tasks or of one response (gRPC RESOURCE_EXHAUSTED)."""
+    of the pending tasks or of one response, or the caller's rate limits (gRPC RESOURCE_EXHAUSTED)."""
 
     __module__ = "metad.errors"
     grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -20,7 +20,7 @@ __all__ = [
     "KeyAlreadyExists", "AuthLimitExceeded", "NoReplicaOnSegment", "ResponseLimitReached",
     "ObjectHasReplicationTask", "ObjectNoReplicationTask", "ReplicaNotFound", "TaskNotFound",
     "TaskPendingLimitExceeded", "DrainNotFound", "SegmentDraining", "DrainNotRunning",
-    "ReservationLost", "WatchCompacted", "WatchFellBehind", "LearnerNotCaughtUp",
+    "ReservationLost", "WatchCompacted", "WatchFellBehind", "LearnerNotCaughtUp", "RateLimited",
 ]
 
 
@@ -309,6 +309,15 @@ class LearnerNotCaughtUp(Conflict):
     reason = types_pb2.REASON_LEARNER_NOT_CAUGHT_UP
 
 
+class RateLimited(ResourceExhausted):
+    """The caller's principal is over one of its rate limits on the member it called (calls per
+    second, keys per second, or watch streams open at once; see SetLimit): nothing was done.
+    ErrorDetail.retry_after_ms says when its bucket has room again; retry no sooner."""
+
+    __module__ = "metad.errors"
+    reason = types_pb2.REASON_RATE_LIMITED
+
+
 BY_REASON: Dict[int, Type[MetadError]] = {
     types_pb2.REASON_INVALID_PARAMS: InvalidParams,
     types_pb2.REASON_TENANT_NOT_REGISTERED: TenantNotRegistered,
@@ -349,5 +358,6 @@ BY_REASON: Dict[int, Type[MetadError]] = {
     types_pb2.REASON_WATCH_COMPACTED: WatchCompacted,
     types_pb2.REASON_WATCH_FELL_BEHIND: WatchFellBehind,
     types_pb2.REASON_LEARNER_NOT_CAUGHT_UP: LearnerNotCaughtUp,
+    types_pb2.REASON_RATE_LIMITED: RateLimited,
 }
 """The class of every reason but REASON_UNSPECIFIED."""

@@ -181,6 +181,8 @@ def from_rpc_error(err: grpc.RpcError, trailing: Optional[Sequence[Tuple[str, ob
             e.leader_address = detail.leader_address
         if detail.HasField("revision"):
             e.revision = Revision.from_pb(detail.revision)
+        if detail.retry_after_ms:
+            e.retry_after = detail.retry_after_ms / 1000
         return e
     if code == grpc.StatusCode.UNAVAILABLE:
         return Unavailable(message, code=code)

@@ -33,24 +33,25 @@ def _ld(num: int, b: bytes) -> bytes:
     return varint((num << 3) | 2) + varint(len(b)) + b
 
 
-def _details(reason: int, leader_address: str = "") -> bytes:
+def _details(reason: int, leader_address: str = "", retry_after_ms: int = 0) -> bytes:
     """A serialized google.rpc.Status whose one detail is a metad.v1.ErrorDetail of reason (naming
-    leader_address as the leader, for NOT_LEADER)."""
+    leader_address as the leader, for NOT_LEADER, and the retry-after, for RATE_LIMITED)."""
     detail = types_pb2.ErrorDetail(reason=reason,  # type: ignore[arg-type]
-                                   leader_address=leader_address).SerializeToString()
+                                   leader_address=leader_address, retry_after_ms=retry_after_ms).SerializeToString()
     return _ld(3, _ld(1, b"type.googleapis.com/metad.v1.ErrorDetail") + _ld(2, detail))
 
 
 class FakeError(grpc.RpcError):  # type: ignore[misc]
     """A failed call: a gRPC code, and a wire reason when not REASON_UNSPECIFIED (with the leader
-    it names, for NOT_LEADER)."""
+    it names, for NOT_LEADER, and the retry-after, for RATE_LIMITED)."""
 
     def __init__(self, code: grpc.StatusCode, reason: int = types_pb2.REASON_UNSPECIFIED,
-                 leader_address: str = "") -> None:
+                 leader_address: str = "", retry_after_ms: int = 0) -> None:
         super().__init__()
         self._code = code
         self._reason = reason
         self._leader = leader_address
+        self._retry_after_ms = retry_after_ms
 
     def code(self) -> grpc.StatusCode:
         return self._code
@@ -61,7 +62,7 @@ class FakeError(grpc.RpcError):  # type: ignore[misc]
     def trailing_metadata(self) -> List[Tuple[str, bytes]]:
         if self._reason == types_pb2.REASON_UNSPECIFIED:
             return []
-        return [("grpc-status-details-bin", _details(self._reason, self._leader))]
+        return [("grpc-status-details-bin", _details(self._reason, self._leader, self._retry_after_ms))]
 
 
 Handler = Callable[[str, Any, int], Any]

@@ -26,7 +26,7 @@ NoAvailableHandle SegmentNotFound NotLeader Unavailable SegmentOwnedByOtherClien
 MemberNotFound SessionExpired SequenceTooOld AuthRevisionStale KeyNotFound RoleNotFound KeyAlreadyExists
 AuthLimitExceeded NoReplicaOnSegment ResponseLimitReached ObjectHasReplicationTask ObjectNoReplicationTask
 ReplicaNotFound TaskNotFound TaskPendingLimitExceeded DrainNotFound SegmentDraining DrainNotRunning ReservationLost
-InvalidKey PermissionDenied Unauthenticated
+InvalidKey PermissionDenied Unauthenticated RateLimited
 """.split()
 
 
@@ -157,3 +157,16 @@ def test_refusals_are_raised_without_retry(monkeypatch: pytest.MonkeyPatch) -> N
         with c, pytest.raises(cls) as ei:
             c.get("k")
         assert ei.value.attempts == 1 and len(srv.sent("Get")) == 1
+
+
+def test_rate_limited_is_raised_with_its_retry_after_and_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call over its principal's rate limit is RateLimited, a ResourceExhausted, with the
+    retry-after the server named in seconds; the client does not retry it (a retry would spend the
+    limit the caller is over)."""
+    limited = FakeError(grpc.StatusCode.RESOURCE_EXHAUSTED, types_pb2.REASON_RATE_LIMITED, retry_after_ms=250)
+    c, srv = fake_client(monkeypatch, Script(fail=lambda m, r, n: limited if m == "Get" else None))
+    with c, pytest.raises(metad.RateLimited) as ei:
+        c.get("k")
+    assert isinstance(ei.value, metad.ResourceExhausted) and ei.value.retry_after == 0.25
+    assert ei.value.attempts == 1 and len(srv.sent("Get")) == 1
+    assert errors.from_rpc_error(FakeError(grpc.StatusCode.NOT_FOUND, types_pb2.REASON_OBJECT_NOT_FOUND)).retry_after is None

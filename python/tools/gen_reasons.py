@@ -64,6 +64,7 @@ KIND: Dict[str, str] = {
     "DRAIN_NOT_RUNNING": "Conflict",
     "RESERVATION_LOST": "Aborted",
     "LEARNER_NOT_CAUGHT_UP": "Conflict",
+    "RATE_LIMITED": "ResourceExhausted",
 }
 """The kind (a class of metad/_kinds.py) of every reason, by its name without REASON_."""
 

@@ -116,6 +116,20 @@ class KeyInfo(_message.Message):
     principal: str
     def __init__(self, key_id: _Optional[str] = ..., principal: _Optional[str] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ...) -> None: ...
 
+class Limit(_message.Message):
+    __slots__ = ["calls_per_sec", "keys_per_sec", "principal", "role", "streams"]
+    CALLS_PER_SEC_FIELD_NUMBER: _ClassVar[int]
+    KEYS_PER_SEC_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    calls_per_sec: int
+    keys_per_sec: int
+    principal: str
+    role: str
+    streams: int
+    def __init__(self, principal: _Optional[str] = ..., role: _Optional[str] = ..., calls_per_sec: _Optional[int] = ..., keys_per_sec: _Optional[int] = ..., streams: _Optional[int] = ...) -> None: ...
+
 class ListKeysRequest(_message.Message):
     __slots__ = ["stale"]
     STALE_FIELD_NUMBER: _ClassVar[int]
@@ -127,6 +141,22 @@ class ListKeysResponse(_message.Message):
     KEYS_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedCompositeFieldContainer[KeyInfo]
     def __init__(self, keys: _Optional[_Iterable[_Union[KeyInfo, _Mapping]]] = ...) -> None: ...
+
+class ListLimitsRequest(_message.Message):
+    __slots__ = ["principal", "stale"]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    stale: bool
+    def __init__(self, stale: bool = ..., principal: _Optional[str] = ...) -> None: ...
+
+class ListLimitsResponse(_message.Message):
+    __slots__ = ["effective", "limits"]
+    EFFECTIVE_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    effective: Limit
+    limits: _containers.RepeatedCompositeFieldContainer[Limit]
+    def __init__(self, limits: _Optional[_Iterable[_Union[Limit, _Mapping]]] = ..., effective: _Optional[_Union[Limit, _Mapping]] = ...) -> None: ...
 
 class ListMembersRequest(_message.Message):
     __slots__ = []
@@ -309,6 +339,16 @@ class SegmentInfo(_message.Message):
     unmount_at_unix_nano: int
     used_bytes: int
     def __init__(self, segment: _Optional[_Union[_types_pb2.SegmentDesc, _Mapping]] = ..., used_bytes: _Optional[int] = ..., replicas: _Optional[int] = ..., closing: bool = ..., unmount_at_unix_nano: _Optional[int] = ..., arena_free_bytes: _Optional[int] = ...) -> None: ...
+
+class SetLimitRequest(_message.Message):
+    __slots__ = ["limit"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: Limit
+    def __init__(self, limit: _Optional[_Union[Limit, _Mapping]] = ...) -> None: ...
+
+class SetLimitResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class SetQuotaRequest(_message.Message):
     __slots__ = ["quota_bytes", "session", "tenant"]

@@ -28,6 +28,7 @@ REASON_OBJECT_HAS_LEASE: Reason
 REASON_OBJECT_HAS_REPLICATION_TASK: Reason
 REASON_OBJECT_NOT_FOUND: Reason
 REASON_OBJECT_NO_REPLICATION_TASK: Reason
+REASON_RATE_LIMITED: Reason
 REASON_REPLICA_IS_NOT_READY: Reason
 REASON_REPLICA_NOT_FOUND: Reason
 REASON_RESERVATION_LOST: Reason
@@ -98,20 +99,22 @@ class DrainJob(_message.Message):
     def __init__(self, drain_id: _Optional[int] = ..., segment_ids: _Optional[_Iterable[bytes]] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., max_concurrency: _Optional[int] = ..., state: _Optional[_Union[DrainState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., moved: _Optional[int] = ..., failed: _Optional[int] = ..., in_flight_task_ids: _Optional[_Iterable[int]] = ..., objects_left: _Optional[int] = ...) -> None: ...
 
 class ErrorDetail(_message.Message):
-    __slots__ = ["key", "leader_address", "leader_name", "reason", "revision", "tenant"]
+    __slots__ = ["key", "leader_address", "leader_name", "reason", "retry_after_ms", "revision", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
     LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     LEADER_NAME_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     leader_address: str
     leader_name: str
     reason: Reason
+    retry_after_ms: int
     revision: Revision
     tenant: str
-    def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ...) -> None: ...
+    def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
 class Replica(_message.Message):
     __slots__ = ["base_address", "offset", "replica_id", "segment_endpoint", "segment_id", "size", "status", "tier"]
