@@ -227,7 +227,7 @@ func TestReasonNames(t *testing.T) {
 		"REASON_RESERVATION_LOST",                            // allocation arenas
 		"REASON_WATCH_COMPACTED", "REASON_WATCH_FELL_BEHIND", // Watch
 		"REASON_LEARNER_NOT_CAUGHT_UP", // PromoteMember
-		"REASON_RATE_LIMITED", // a principal over its rate limits (SetLimit)
+		"REASON_RATE_LIMITED",          // a principal over its rate limits (SetLimit)
 	}
 	for _, name := range want {
 		if _, ok := metadv1.Reason_value[name]; !ok {
