@@ -133,16 +133,14 @@ func levelsRose(before, after map[string]uint32) string {
 // crossReleases puts and gets an object of its own through n (this tree's metad) with the older
 // release's metactl, and through a node still on the older release (if one is) with this tree's.
 func (in *injector) crossReleases(n *Node) error {
-	calls := []struct {
-		bin  string
+	type call struct {
+		bin  string // "" for this tree's metactl
 		node *Node
-	}{{in.c.release, n}}
+	}
+	calls := []call{{in.c.release, n}}
 	for _, o := range in.c.Nodes {
 		if !o.Current() {
-			calls = append(calls, struct {
-				bin  string
-				node *Node
-			}{"", o})
+			calls = append(calls, call{"", o})
 			break
 		}
 	}
