@@ -26,11 +26,17 @@ func TestWatchAuthenticatedWhenOpened(t *testing.T) {
 
 	r := dialRawH2(t, n.addr, p.clientTLS())
 	unauth := codes.Unauthenticated.String()
-	for id, kv := range map[uint32][]string{
-		1: nil,
-		3: {"authorization", "Bearer not-a-key"},
-		5: {"authorization", "Bearer " + alice[:len(alice)-1] + "A"}, // the secret does not match
+	// Streams open in increasing id order, as HTTP/2 requires (a lower id after a higher one is
+	// a connection error).
+	for _, c := range []struct {
+		id uint32
+		kv []string
+	}{
+		{1, nil},
+		{3, []string{"authorization", "Bearer not-a-key"}},
+		{5, []string{"authorization", "Bearer " + alice[:len(alice)-1] + "A"}}, // the secret does not match
 	} {
+		id, kv := c.id, c.kv
 		r.open(id, metadv1.Metadata_Watch_FullMethodName, kv...)
 		if o := r.await(id); o.reset || o.status != codeNumber(codes.Unauthenticated) {
 			t.Fatalf("stream %d (%v) with no request ended %+v, want %s at once", id, kv, o, unauth)

@@ -147,6 +147,38 @@ func (c *Cluster) Save(endpoints []string, args ...string) (string, inspectDoc) 
 	return path, c.Inspect(path)
 }
 
+// SettledSave is Save (from every node) repeated until every running node holds the state the
+// save holds: the leader's background entries (an arena grant after a burst of puts) can land
+// just after a save, so a save taken at once may describe a state that no node keeps.
+func (c *Cluster) SettledSave(within time.Duration) (string, inspectDoc) {
+	c.T.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		path, doc := c.Save(nil)
+		if c.allHold(doc.StateDigest) {
+			return path, doc
+		}
+		if time.Now().After(deadline) {
+			c.T.Fatalf("the nodes did not settle on one state within %s", within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// allHold reports whether every running node's state digest (a stale save of it) is want.
+func (c *Cluster) allHold(want string) bool {
+	for _, p := range c.Nodes {
+		if !p.Running() {
+			continue
+		}
+		path := filepath.Join(c.T.TempDir(), p.Name+".snap")
+		if _, err := c.MetactlAt([]string{p.Client}, "snapshot", "save", path, "--allow-stale"); err != nil || c.Inspect(path).StateDigest != want {
+			return false
+		}
+	}
+	return true
+}
+
 // waitDigest polls `snapshot save --allow-stale` on node p until its state digest is want.
 func (c *Cluster) waitDigest(p *Proc, want string, within time.Duration) {
 	c.T.Helper()

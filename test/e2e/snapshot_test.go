@@ -340,10 +340,7 @@ func TestSnapshotRecoveryDrill(t *testing.T) {
 	cl := c.Client()
 	c.Leader(cl, 20*time.Second)
 	populate(t, cl, "")
-	_, doc := c.Save(nil)
-	for _, p := range c.Nodes {
-		c.waitDigest(p, doc.StateDigest, 10*time.Second)
-	}
+	_, doc := c.SettledSave(20 * time.Second)
 
 	// n2 and n3 are gone for good; n1 alone has no quorum and is stopped.
 	n1 := c.Nodes[0]
