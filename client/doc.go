@@ -78,8 +78,10 @@
 //   - returned at once for anything else: deterministic rejections (OBJECT_NOT_FOUND,
 //     OBJECT_ALREADY_EXISTS, INVALID_PARAMS...), the caller's own deadline or cancellation, and
 //     RATE_LIMITED (RESOURCE_EXHAUSTED: the caller's principal is over a rate limit on the member
-//     it called; nothing was done): RetryAfterOf says how long to wait, and the caller decides
-//     whether to go again. A retry by the client would only spend the limit the caller is over.
+//     it called; nothing was done): RetryAfterOf says how long to wait, counted from the answer
+//     (a member holds a refusal up to its retry-after before it answers it), and the caller
+//     decides whether to go again. A retry by the client would only spend the limit the caller
+//     is over.
 //
 // The backoff starts at Config.RetryBackoff.Initial and doubles up to RetryBackoff.Max, each
 // delay drawn uniformly from [d/2, d]. A call makes at most 1 + Config.MaxRetries attempts and

@@ -351,7 +351,7 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		if s.cfg.Audit != nil && audited(info.FullMethod, err) {
 			s.audit(ctx, info.FullMethod, nil, err, time.Since(start), nil)
 		}
-		return err
+		return s.holdRefusal(ctx, err)
 	}
 }
 

@@ -43,6 +43,10 @@ type Config struct {
 	// before a handler runs, and a gRPC client that knows the setting fails it before sending.
 	// Default DefaultMaxHeaderListBytes; HeaderListMinBytes..HeaderListMaxBytes.
 	MaxHeaderListBytes uint32
+	// RefusalHold is how long a call refused as UNAUTHENTICATED, or as RATE_LIMITED (then at
+	// most its retry-after), is held before its answer (hold.go). Default DefaultRefusalHold;
+	// 0 answers refusals at once; at most RefusalHoldMax.
+	RefusalHold time.Duration
 }
 
 // Defaults of the connection limits (Config.MaxConcurrentStreams, MaxHeaderListBytes).
@@ -62,6 +66,10 @@ const (
 	HeaderListMinBytes = 4 << 10
 	HeaderListMaxBytes = 16 << 20
 	StreamsMax         = 1 << 31
+	// DefaultRefusalHold: long enough that a caller asking again at once makes a handful of
+	// calls a second, short enough that a client whose key just expired learns it promptly.
+	DefaultRefusalHold = 250 * time.Millisecond
+	RefusalHoldMax     = 10 * time.Second
 )
 
 // DefaultConfig returns the defaults.
@@ -73,6 +81,7 @@ func DefaultConfig() Config {
 
 		MaxConcurrentStreams: DefaultMaxConcurrentStreams,
 		MaxHeaderListBytes:   DefaultMaxHeaderListBytes,
+		RefusalHold:          DefaultRefusalHold,
 	}
 }
 
@@ -89,6 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server: max-concurrent-streams: want 1..%d, got %d", StreamsMax, c.MaxConcurrentStreams)
 	case c.MaxHeaderListBytes < HeaderListMinBytes || c.MaxHeaderListBytes > HeaderListMaxBytes:
 		return fmt.Errorf("server: max-header-list-bytes: want %d..%d, got %d", HeaderListMinBytes, HeaderListMaxBytes, c.MaxHeaderListBytes)
+	case c.RefusalHold < 0 || c.RefusalHold > RefusalHoldMax:
+		return fmt.Errorf("server: refusal-hold: want 0..%s, got %s", RefusalHoldMax, c.RefusalHold)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ type metrics struct {
 	authFailures      *prometheus.CounterVec // calls refused by authentication or authorization, by reason
 	authVerifications prometheus.Counter     // API keys verified (hashed); cached per connection otherwise
 	authDeferred      prometheus.Counter     // calls forwarded for the leader to authenticate (key unknown here)
+	refusalsHeld      *prometheus.CounterVec // refusals held before their answer ("held") or answered at once for want of a slot ("full")
 
 	// methods holds the series of each method of the Metadata and Admin services, by full method
 	// name; built in newMetrics and never changed after, so it is read without a lock.
@@ -98,6 +99,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "metad_server_auth_deferred_total",
 			Help: "Calls with an API key this follower's state does not hold yet, forwarded for the leader to authenticate.",
 		}),
+		refusalsHeld: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metad_server_refusals_held_total",
+			Help: "Calls refused as UNAUTHENTICATED or RATE_LIMITED whose answer was held (outcome held), or answered at once because the most refusals were already held (outcome full).",
+		}, []string{"outcome"}),
 	}
 	m.methods = make(map[string]*methodMetrics)
 	for _, sd := range []*grpc.ServiceDesc{&metadv1.Metadata_ServiceDesc, &metadv1.Admin_ServiceDesc} {
@@ -109,7 +114,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwarded, m.authFailures, m.authVerifications, m.authDeferred} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwarded, m.authFailures, m.authVerifications, m.authDeferred, m.refusalsHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -149,6 +154,6 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		if note != nil && audited(info.FullMethod, err) {
 			s.audit(ctx, info.FullMethod, req, err, d, note)
 		}
-		return resp, err
+		return resp, s.holdRefusal(ctx, err)
 	}
 }

@@ -76,6 +76,7 @@ type Server struct {
 	health *health.Server
 	fwd    *forwarder
 	watch  *leaderWatch
+	held   chan struct{} // a slot per refusal held (hold.go), maxHeldRefusals
 	meta   *metadataService
 	admin  *adminService
 }
@@ -93,7 +94,8 @@ func New(svc *service.Service, node Node, cfg Config, reg prometheus.Registerer,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, authz: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(cfg.DialCredentials), watch: newLeaderWatch()}
+	s := &Server{svc: svc, authz: svc, node: node, cfg: cfg, log: log, health: health.NewServer(), fwd: newForwarder(cfg.DialCredentials), watch: newLeaderWatch(),
+		held: make(chan struct{}, maxHeldRefusals)}
 	s.meta = &metadataService{s: s}
 	s.admin = &adminService{s: s}
 	m, err := newMetrics(reg)

@@ -13,6 +13,7 @@ import (
 
 	"metad/auth"
 	metadv1 "metad/proto/metadv1"
+	"metad/store"
 )
 
 // Rate limits per principal (auth.Limit, set with SetLimit and replicated with the auth state),
@@ -224,19 +225,23 @@ func (s *Service) OpenStream(c Caller) (release func(), err error) {
 }
 
 // callKeys is what a call with request req costs the keys bucket: a listing's page its limit
-// (defaultScanPage when 0), a pattern's page the keys it may examine (Config.ScanExamine), any
-// other request the length of its first repeated field (a batch's items or keys), and at least 1.
+// (defaultScanPage when 0) and a pattern's page the keys it may examine (Config.ScanExamine), or
+// the tenant's objects when it has more (every page walks them all: Store.ScanKeys); any other
+// request the length of its first repeated field (a batch's items or keys); and at least 1.
 func (s *Service) callKeys(req proto.Message) int {
 	switch r := req.(type) {
 	case nil:
 		return 1
 	case *metadv1.ListObjectKeysRequest:
-		if r.GetLimit() == 0 {
-			return defaultScanPage
+		page := int(r.GetLimit())
+		if page == 0 {
+			page = defaultScanPage
 		}
-		return int(r.GetLimit())
-	case *metadv1.GetByRegexRequest, *metadv1.RemoveByRegexRequest:
-		return s.cfg.ScanExamine
+		return max(page, s.walked(r.GetTenant()))
+	case *metadv1.GetByRegexRequest:
+		return max(s.cfg.ScanExamine, s.walked(r.GetTenant()))
+	case *metadv1.RemoveByRegexRequest:
+		return max(s.cfg.ScanExamine, s.walked(r.GetTenant()))
 	}
 	m := req.ProtoReflect()
 	fields := m.Descriptor().Fields()
@@ -246,6 +251,16 @@ func (s *Service) callKeys(req proto.Message) int {
 		}
 	}
 	return 1
+}
+
+// walked is the objects a page of a scan of tenant (as the request names it) walks: the
+// tenant's live objects, 0 when there is no such tenant.
+func (s *Service) walked(tenant string) int {
+	t, ok := s.st.Store().Tenant(store.NormalizeTenant(tenant))
+	if !ok {
+		return 0
+	}
+	return int(t.Objects)
 }
 
 // SetLimit sets (every limit 0: removes) the rate limits of a principal, a role or every

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"metad/auth"
 	metadv1 "metad/proto/metadv1"
 	"metad/service"
@@ -145,5 +147,27 @@ func TestSetLimitAndListLimits(t *testing.T) {
 	setLimit(t, h, &metadv1.Limit{Principal: "erin"})
 	if resp, err := h.svc.ListLimits(tctx(t), &metadv1.ListLimitsRequest{}); err != nil || len(resp.GetLimits()) != 2 || resp.GetEffective() != nil {
 		t.Fatalf("after the removal: %v, %v", resp, err)
+	}
+}
+
+// TestThrottleScanWalk: a listing's or a pattern's page costs the tenant's objects when it has
+// more of them than the page's own bound, since every page walks them all.
+func TestThrottleScanWalk(t *testing.T) {
+	h := budgetHarness(t, 10, time.Hour) // 100 objects in the default tenant; a pattern page examines 10
+	setLimit(t, h, &metadv1.Limit{Role: auth.AnyRole, KeysPerSec: 1000})
+	c := service.Caller{Principal: "carol"}
+	for _, req := range []proto.Message{
+		&metadv1.GetByRegexRequest{Pattern: "x"},
+		&metadv1.ListObjectKeysRequest{Limit: 5},
+		&metadv1.RemoveByRegexRequest{Tenant: "default", Pattern: "x"},
+	} {
+		if err := h.svc.Throttle(c, req); err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+	}
+	// 1000 - 3 pages of 100 objects: 700 keys left (a few more as the bucket refills meanwhile).
+	wantLimited(t, h.svc.Throttle(c, &metadv1.BatchGetRequest{Keys: make([][]byte, 800)}), "keys", 101*time.Millisecond)
+	if err := h.svc.Throttle(c, &metadv1.BatchGetRequest{Keys: make([][]byte, 600)}); err != nil {
+		t.Fatal(err)
 	}
 }

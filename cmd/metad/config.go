@@ -53,12 +53,14 @@ type Config struct {
 	// (server.Config): calls open at once, and bytes of one call's metadata.
 	MaxConcurrentStreams uint
 	MaxHeaderListBytes   uint
-	SessionTTL           time.Duration // a client session unused this long expires (service.Config)
-	SessionWindow        uint          // sequence numbers a session may have in use at once (service.Config)
-	NoArenas             bool          // every PutStart through the log (service.Config.NoArenas)
-	ScanExamine          int           // keys one pattern page examines at most (service.Config)
-	ScanPageTime         time.Duration // matching time of one pattern page at most (service.Config)
-	AutoPromote          bool          // the leader promotes caught-up learners (service.Config.AutoPromote)
+	// RefusalHold is how long an UNAUTHENTICATED or RATE_LIMITED refusal is held (server.Config).
+	RefusalHold   time.Duration
+	SessionTTL    time.Duration // a client session unused this long expires (service.Config)
+	SessionWindow uint          // sequence numbers a session may have in use at once (service.Config)
+	NoArenas      bool          // every PutStart through the log (service.Config.NoArenas)
+	ScanExamine   int           // keys one pattern page examines at most (service.Config)
+	ScanPageTime  time.Duration // matching time of one pattern page at most (service.Config)
+	AutoPromote   bool          // the leader promotes caught-up learners (service.Config.AutoPromote)
 
 	EvictHighWatermark   float64
 	EvictRatio           float64
@@ -130,6 +132,7 @@ func DefaultConfig() Config {
 		ForwardTimeout:        server.DefaultConfig().ForwardTimeout,
 		MaxConcurrentStreams:  uint(server.DefaultConfig().MaxConcurrentStreams),
 		MaxHeaderListBytes:    uint(server.DefaultConfig().MaxHeaderListBytes),
+		RefusalHold:           server.DefaultConfig().RefusalHold,
 		SessionTTL:            service.DefaultConfig().SessionTTL,
 		SessionWindow:         uint(service.DefaultConfig().SessionWindow),
 		ScanExamine:           service.DefaultScanExamine,
@@ -171,6 +174,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "bound on one call a follower forwards to the leader (all but the long ones)")
 	fs.UintVar(&c.MaxConcurrentStreams, "max-concurrent-streams", c.MaxConcurrentStreams, "calls (and watch streams) one client connection may have open at once; a client waits for a free one past it")
 	fs.UintVar(&c.MaxHeaderListBytes, "max-header-list-bytes", c.MaxHeaderListBytes, "bytes of metadata (HTTP/2 headers) one call may carry (4096..16777216); a call with more is refused before it is served")
+	fs.DurationVar(&c.RefusalHold, "refusal-hold", c.RefusalHold, "how long a call refused as UNAUTHENTICATED or RATE_LIMITED (at most its retry-after) waits for its answer, so a caller that asks again at once cannot make the member refuse as fast as it can (0: at once; at most 10s)")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "a client session with no write for this long expires (at least 1s)")
 	fs.BoolVar(&c.NoArenas, "no-arenas", c.NoArenas, "answer no PutStart from the leader's allocation arenas: every PutStart takes a log entry")
 	fs.BoolVar(&c.AutoPromote, "auto-promote-learners", c.AutoPromote, "while leading, make every learner (member add --learner) a voter once it is within 1000 entries of the commit index; off: each waits for member promote")
@@ -260,6 +264,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentStreams < 1 || c.MaxConcurrentStreams > server.StreamsMax {
 		errs = append(errs, fmt.Errorf("max-concurrent-streams: want 1..%d, got %d", server.StreamsMax, c.MaxConcurrentStreams))
+	}
+	if c.RefusalHold < 0 || c.RefusalHold > server.RefusalHoldMax {
+		errs = append(errs, fmt.Errorf("refusal-hold: want 0..%s, got %s", server.RefusalHoldMax, c.RefusalHold))
 	}
 	if c.MaxHeaderListBytes < server.HeaderListMinBytes || c.MaxHeaderListBytes > server.HeaderListMaxBytes {
 		errs = append(errs, fmt.Errorf("max-header-list-bytes: want %d..%d, got %d", server.HeaderListMinBytes, server.HeaderListMaxBytes, c.MaxHeaderListBytes))
@@ -355,6 +362,7 @@ func (c *Config) serverConfig() server.Config {
 	sc.ForwardTimeout = c.ForwardTimeout
 	sc.MaxConcurrentStreams = uint32(min(c.MaxConcurrentStreams, server.StreamsMax+1)) // Validate refuses more
 	sc.MaxHeaderListBytes = uint32(min(c.MaxHeaderListBytes, server.HeaderListMaxBytes+1))
+	sc.RefusalHold = c.RefusalHold
 	return sc
 }
 
