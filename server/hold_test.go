@@ -43,7 +43,7 @@ func TestRefusalHold(t *testing.T) {
 	if after := time.Duration(detailOf(err).GetRetryAfterMs()) * time.Millisecond; after > time.Second-hold+10*time.Millisecond {
 		t.Fatalf("retry-after %s after a hold of %s, want the rest of about 1 s", after, hold)
 	}
-	if d, err := timed(alice[:len(alice)-1] + "A"); status.Code(err) != codes.Unauthenticated || d < hold {
+	if d, err := timed(wrongSecret(alice)); status.Code(err) != codes.Unauthenticated || d < hold {
 		t.Fatalf("a Get with a key that does not verify: %v after %s, want UNAUTHENTICATED after the hold", err, d)
 	}
 	// Every slot taken: refusals are answered at once.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -34,7 +35,7 @@ func TestWatchAuthenticatedWhenOpened(t *testing.T) {
 	}{
 		{1, nil},
 		{3, []string{"authorization", "Bearer not-a-key"}},
-		{5, []string{"authorization", "Bearer " + alice[:len(alice)-1] + "A"}}, // the secret does not match
+		{5, []string{"authorization", "Bearer " + wrongSecret(alice)}}, // the secret does not match
 	} {
 		id, kv := c.id, c.kv
 		r.open(id, metadv1.Metadata_Watch_FullMethodName, kv...)
@@ -60,6 +61,16 @@ func TestWatchAuthenticatedWhenOpened(t *testing.T) {
 	if o := r.await(9); o.status != codeNumber(codes.Unavailable) {
 		t.Fatalf("a watch with a key this follower does not know ended %+v, want UNAVAILABLE at once", o)
 	}
+}
+
+// wrongSecret is token with the last character of its secret changed: a key of the same id whose
+// secret does not verify.
+func wrongSecret(token string) string {
+	last := "A"
+	if strings.HasSuffix(token, last) {
+		last = "B"
+	}
+	return token[:len(token)-1] + last
 }
 
 // codeNumber is code as grpc-status spells it.
