@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -54,7 +55,8 @@ func TestAbuseVictim(t *testing.T) {
 	strict := os.Getenv("METAD_ABUSE_STRICT") == "1"
 	// METAD_ABUSE_FLAGS: more metad flags (such as "--refusal-hold 0", to see the checks fail
 	// without the hold).
-	c := NewSecureCluster(t, 3, strings.Fields(os.Getenv("METAD_ABUSE_FLAGS"))...)
+	// metad's default Raft timeouts: an election is what the abuse must not cause.
+	c := newCluster(t, 3, false, true, strings.Fields(os.Getenv("METAD_ABUSE_FLAGS"))...)
 	root := c.Client()
 	leader := c.Leader(root, 20*time.Second)
 	c.StartWorker(2, "256MiB")
@@ -185,7 +187,7 @@ func (r abuseReport) name() string {
 func (r abuseReport) String() string {
 	switch r.Mode {
 	case "streams":
-		return fmt.Sprintf("%d streams held, %d refused; %d unauthenticated streams refused", r.Held, r.Refused, r.Unauth)
+		return fmt.Sprintf("%d streams served, %d refused (the rest not answered yet); %d unauthenticated streams refused", r.Held, r.Refused, r.Unauth)
 	case "headers":
 		return fmt.Sprintf("%d blocks of 8 MiB of metadata sent whole, on %d connections", r.Calls, r.Conns)
 	case "scans":
@@ -201,14 +203,14 @@ func (r abuseReport) check(t *testing.T) {
 	perCaller := int64(time.Duration(r.Elapsed)*time.Millisecond/abuseHold) + 2
 	switch r.Mode {
 	case "streams":
-		if r.Held > abuseStreamLimit || r.Held+r.Refused != abuseStreams {
-			t.Errorf("%s: %s; want at most %d held of %d", r.name(), r, abuseStreamLimit, abuseStreams)
+		if r.Held > abuseStreamLimit {
+			t.Errorf("%s: %s; want at most %d served", r.name(), r, abuseStreamLimit)
 		}
 		if r.Unauth > int64(r.UnauthCallers)*perCaller {
 			t.Errorf("%s: %d unauthenticated streams refused in %d ms by %d callers: the refusals are not held", r.name(), r.Unauth, r.Elapsed, r.UnauthCallers)
 		}
 	case "headers":
-		if r.Calls != 0 || r.Conns == 0 {
+		if r.Calls != 0 || r.Conns < 1 {
 			t.Errorf("%s: %s; want none sent whole", r.name(), r)
 		}
 	case "scans":
@@ -261,7 +263,7 @@ func victimReads(ctx context.Context, cl *client.Client, keys []string, d time.D
 	end := time.Now().Add(d)
 	for i := 0; time.Now().Before(end); i++ {
 		<-tick.C
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		t0 := time.Now()
 		_, err := cl.Get(rctx, "victim", keys[i%len(keys)])
 		lat := time.Since(t0)
@@ -473,13 +475,16 @@ func holdStreams(ctx context.Context, addr string, tc *tls.Config, key string, n
 		mc := metadv1.NewMetadataClient(cc)
 		for range perConn {
 			wg.Go(func() {
-				s, err := mc.Watch(actx, &metadv1.WatchRequest{Tenant: "abuser"})
+				// A stream that is served answers progress every 100 ms; a refused one ends.
+				s, err := mc.Watch(actx, &metadv1.WatchRequest{Tenant: "abuser", ProgressIntervalMs: 100})
+				served := false
 				for err == nil {
-					_, err = s.Recv()
+					if _, err = s.Recv(); err == nil && !served {
+						served = true
+						held.Add(1)
+					}
 				}
-				if ctx.Err() != nil { // open until the abuse ended
-					held.Add(1)
-				} else {
+				if !served && ctx.Err() == nil {
 					refused.Add(1)
 				}
 			})
@@ -492,7 +497,7 @@ func holdStreams(ctx context.Context, addr string, tc *tls.Config, key string, n
 		}
 		defer cc.Close()
 		mc := metadv1.NewMetadataClient(cc)
-		for ctx.Err() == nil {
+		for first := true; first || ctx.Err() == nil; first = false {
 			s, err := mc.Watch(ctx, &metadv1.WatchRequest{Tenant: "abuser"})
 			if err == nil {
 				_, err = s.Recv()
@@ -525,9 +530,9 @@ func floodHeaders(ctx context.Context, addr string, tc *tls.Config, key string, 
 	tc = tc.Clone()
 	tc.NextProtos = []string{"h2"}
 	var calls, conns int64
-	for ctx.Err() == nil {
-		d := tls.Dialer{Config: tc}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+	for first := true; first || ctx.Err() == nil; first = false {
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: tc}
+		conn, err := d.DialContext(context.WithoutCancel(ctx), "tcp", addr) // the first even once ctx ended
 		if err != nil {
 			continue
 		}
