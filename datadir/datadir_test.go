@@ -135,7 +135,7 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 	n4 := c.start("n4")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n1.n.AddMember(ctx, "n4", n4.n.PeerAddr()); err != nil {
+	if _, err := n1.n.AddMember(ctx, "n4", n4.n.PeerAddr()); err != nil {
 		t.Fatal(err)
 	}
 	c.waitConverged()

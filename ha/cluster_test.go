@@ -181,8 +181,13 @@ func TestLeadershipTransferAndMembership(t *testing.T) {
 	c.WaitFor("the target to be a ready leader", 5*time.Second, func() bool { x := c.Leader(); return x != nil && x.Name == target })
 	// Add a fourth member, then remove it.
 	n4 := c.Add("n4")
-	if err := c.WaitLeader().Node().AddMember(ctx, "n4", n4.PeerAddr); err != nil {
+	before := c.WaitLeader().Node().Status().AppliedIndex
+	idx, err := c.WaitLeader().Node().AddMember(ctx, "n4", n4.PeerAddr)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if idx <= before {
+		t.Fatalf("AddMember: configuration index %d, want one past the applied index %d before it", idx, before)
 	}
 	c.Propose(ha.MountCmd())
 	put(t, c, "with-four")

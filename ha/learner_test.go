@@ -33,7 +33,7 @@ func TestLearnerReplicatesWithoutVoting(t *testing.T) {
 	defer cancel()
 	c.Propose(ha.MountCmd())
 	n3 := c.Add("n3")
-	if err := c.WaitLeader().Node().AddLearner(ctx, "n3", n3.PeerAddr); err != nil {
+	if _, err := c.WaitLeader().Node().AddLearner(ctx, "n3", n3.PeerAddr); err != nil {
 		t.Fatal(err)
 	}
 	if voter, member := voterOf(t, c.WaitLeader().Node(), "n3"); !member || voter {

@@ -31,7 +31,7 @@ func TestMembershipRequestsChecked(t *testing.T) {
 		{"n2", ":7002"},
 		{"n2", "127.0.0.1:7002\n"},
 	} {
-		if err := l.AddMember(ctx, tc.name, tc.addr); !errors.Is(err, ha.ErrInvalidMember) {
+		if _, err := l.AddMember(ctx, tc.name, tc.addr); !errors.Is(err, ha.ErrInvalidMember) {
 			t.Errorf("AddMember(%q, %q) = %v, want INVALID_PARAMS", tc.name, tc.addr, err)
 		}
 	}

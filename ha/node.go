@@ -601,32 +601,40 @@ func (n *Node) leaderOnly() error {
 // AddMember adds a voter; the new node must have been started with the existing cluster's state
 // (--initial-cluster-state existing) at peerAddr. The name must be valid (fsm.ValidateMemberName)
 // and peerAddr host:port (fsm.ValidateMemberAddress).
-func (n *Node) AddMember(ctx context.Context, name, peerAddr string) error {
+func (n *Node) AddMember(ctx context.Context, name, peerAddr string) (uint64, error) {
 	return n.addMember(ctx, name, peerAddr, false)
 }
 
 // AddLearner adds a learner: a non-voter, which replicates the log and applies it but neither
 // votes nor counts toward a quorum (and so never leads) until PromoteMember makes it a voter.
 // Adding a member already in the configuration as a voter does not demote it.
-func (n *Node) AddLearner(ctx context.Context, name, peerAddr string) error {
+func (n *Node) AddLearner(ctx context.Context, name, peerAddr string) (uint64, error) {
 	return n.addMember(ctx, name, peerAddr, true)
 }
 
-func (n *Node) addMember(ctx context.Context, name, peerAddr string, learner bool) error {
+// addMember adds name as a voter or a learner and returns the index of the configuration entry
+// that holds it.
+func (n *Node) addMember(ctx context.Context, name, peerAddr string, learner bool) (uint64, error) {
 	if err := invalidMember(fsm.ValidateMemberName(name)); err != nil {
-		return err
+		return 0, err
 	}
 	if err := invalidMember(fsm.ValidateMemberAddress(peerAddr)); err != nil {
-		return err
+		return 0, err
 	}
 	if err := n.leaderOnly(); err != nil {
-		return err
+		return 0, err
 	}
 	id, addr, timeout := raft.ServerID(name), raft.ServerAddress(peerAddr), timeoutOf(ctx, n.cfg.ApplyTimeout)
+	var f raft.IndexFuture
 	if learner {
-		return n.mapRaftErr(n.raft.AddNonvoter(id, addr, 0, timeout).Error())
+		f = n.raft.AddNonvoter(id, addr, 0, timeout)
+	} else {
+		f = n.raft.AddVoter(id, addr, 0, timeout)
 	}
-	return n.mapRaftErr(n.raft.AddVoter(id, addr, 0, timeout).Error())
+	if err := n.mapRaftErr(f.Error()); err != nil {
+		return 0, err
+	}
+	return f.Index(), nil
 }
 
 // PromoteMember makes the learner name a voter (at its address in the configuration); a voter

@@ -228,10 +228,11 @@ func (s *Service) AddMember(ctx context.Context, req *metadv1.AddMemberRequest) 
 	if req.GetLearner() {
 		add = s.b.AddLearner
 	}
-	if err := add(ctx, req.GetName(), req.GetPeerAddress()); err != nil {
+	idx, err := add(ctx, req.GetName(), req.GetPeerAddress())
+	if err != nil {
 		return nil, fail(err, "", nil)
 	}
-	return &metadv1.AddMemberResponse{}, nil
+	return &metadv1.AddMemberResponse{Index: idx}, nil
 }
 
 // RemoveMember removes a member (MEMBER_NOT_FOUND when it is not in the configuration).

@@ -57,10 +57,10 @@ type Backend interface {
 	// InConfiguration reports whether name is a server of the Raft configuration as this node
 	// knows it (its latest configuration entry, committed or not); cheap, unlike Members.
 	InConfiguration(name string) bool
-	// AddMember adds a voter (leader only).
-	AddMember(ctx context.Context, name, peerAddr string) error
-	// AddLearner adds a non-voter (leader only).
-	AddLearner(ctx context.Context, name, peerAddr string) error
+	// AddMember adds a voter and returns the configuration's index (leader only).
+	AddMember(ctx context.Context, name, peerAddr string) (uint64, error)
+	// AddLearner adds a non-voter and returns the configuration's index (leader only).
+	AddLearner(ctx context.Context, name, peerAddr string) (uint64, error)
 	// PromoteMember makes a learner a voter and returns the configuration's index, 0 when it was
 	// a voter already (leader only).
 	PromoteMember(ctx context.Context, name string) (uint64, error)

@@ -79,7 +79,7 @@ func TestStopRestartAddShutdown(t *testing.T) {
 	n4 := c.Add("n4")
 	ctx, cancel := context.WithTimeout(context.Background(), hatest.WaitTimeout)
 	defer cancel()
-	if err := c.WaitLeader().Node().AddMember(ctx, n4.Name, n4.PeerAddr); err != nil {
+	if _, err := c.WaitLeader().Node().AddMember(ctx, n4.Name, n4.PeerAddr); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged()

@@ -302,11 +302,11 @@ func (b *Backend) InConfiguration(name string) bool {
 	return slices.ContainsFunc(ms, func(m ha.Member) bool { return m.Name == name })
 }
 
-// AddMember adds nothing and succeeds.
-func (b *Backend) AddMember(context.Context, string, string) error { return nil }
+// AddMember adds nothing and succeeds (index 1).
+func (b *Backend) AddMember(context.Context, string, string) (uint64, error) { return 1, nil }
 
-// AddLearner adds nothing.
-func (b *Backend) AddLearner(context.Context, string, string) error { return nil }
+// AddLearner adds nothing and succeeds (index 1).
+func (b *Backend) AddLearner(context.Context, string, string) (uint64, error) { return 1, nil }
 
 // PromoteMember makes a learner of SetLearner a voter (index 1); a voter it leaves (index 0);
 // MEMBER_NOT_FOUND for a name not in Members.

@@ -364,7 +364,7 @@ func TestSnapshotRecoveryDrill(t *testing.T) {
 	for _, name := range []string{"n4", "n5"} {
 		p := c.AddNode(name, "--client-ttl", "5m")
 		c.Start(p)
-		if out, err := c.MetactlAt(n1Only, "member", "add", name, p.Peer); err != nil {
+		if out, err := c.MetactlAt(n1Only, "member", "add", name, p.Peer); err != nil || strings.Contains(out, "configuration index 0)") {
 			t.Fatalf("metactl member add %s: %v\n%s", name, err, out)
 		}
 	}
