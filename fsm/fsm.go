@@ -87,6 +87,9 @@ func (f *FSM) State() *State { return f.state.Load() }
 // Members returns the current state's member records (a copy, any order).
 func (f *FSM) Members() map[string]Member { return f.state.Load().Members() }
 
+// Member returns the current state's record of member name (Members without the copy).
+func (f *FSM) Member(name string) (Member, bool) { return f.state.Load().Member(name) }
+
 // Store returns the current state's store.
 func (f *FSM) Store() *store.Store { return f.state.Load().store }
 

@@ -52,6 +52,12 @@ func (st *State) Store() *store.Store { return st.store }
 // Members returns the member records (a copy, any order).
 func (st *State) Members() map[string]Member { return maps.Clone(*st.members.Load()) }
 
+// Member returns the record of member name, without copying the others.
+func (st *State) Member(name string) (Member, bool) {
+	m, ok := (*st.members.Load())[name]
+	return m, ok
+}
+
 // Auth returns the auth state; never nil.
 func (st *State) Auth() *auth.State { return st.auth.Load() }
 

@@ -345,7 +345,7 @@ func (n *Node) Self() fsm.Member {
 // asks the leader to record it (RecordMember; package server does, whichever node leads), and a
 // new leader records its own.
 func (n *Node) SelfRecorded() bool {
-	m, ok := n.sm.Members()[n.cfg.Name]
+	m, ok := n.sm.Member(n.cfg.Name)
 	return ok && m == n.Self()
 }
 
@@ -366,7 +366,7 @@ func (n *Node) RecordMember(ctx context.Context, rec fsm.Member) error {
 		// A member named before the rules: apply would refuse its record, so do not propose it.
 		return err
 	}
-	if m, ok := n.sm.Members()[name]; ok && m == rec {
+	if m, ok := n.sm.Member(name); ok && m == rec {
 		return nil
 	}
 	res, err := n.Propose(ctx, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{
@@ -443,10 +443,10 @@ func (n *Node) ClusterLevel() (level uint32, member string) {
 	if f.Error() != nil {
 		return 1, ""
 	}
-	recorded := n.sm.Members()
 	level = fsm.FeatureLevel
 	for _, s := range f.Configuration().Servers {
-		if l := max(recorded[string(s.ID)].Level, 1); l < level || member == "" && l == level {
+		rec, _ := n.sm.Member(string(s.ID))
+		if l := max(rec.Level, 1); l < level || member == "" && l == level {
 			level, member = l, string(s.ID)
 		}
 	}
@@ -486,7 +486,8 @@ func (n *Node) Leader() (name, clientAddr string) {
 	if name == n.cfg.Name {
 		return name, n.cfg.ClientAddr
 	}
-	return name, n.sm.Members()[name].ClientAddr
+	m, _ := n.sm.Member(name)
+	return name, m.ClientAddr
 }
 
 // LeaderReachable reports whether this node may expect the leader it knows of to answer: it is
@@ -667,7 +668,7 @@ func (n *Node) RemoveMember(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err := n.member(name); err != nil {
-		if _, recorded := n.sm.Members()[name]; !recorded || !errors.Is(err, ErrMemberNotFound) {
+		if _, recorded := n.sm.Member(name); !recorded || !errors.Is(err, ErrMemberNotFound) {
 			return err
 		}
 		// Removed from the configuration by an earlier call whose answer was lost, or whose

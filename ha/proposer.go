@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,11 +364,14 @@ func (p *Proposer) loop() {
 			}
 		}
 		if p.rule.mayOpen(inflight, len(batch)) {
-			if p.send(batch) {
+			// The completion goroutine owns what it is sent: a copy of its length, so that an
+			// entry of a few commands does not cost a batch limit's worth of slots.
+			if p.send(slices.Clone(batch)) {
 				inflight++
 				p.inflight.Store(int64(inflight))
 			}
-			batch = make([]*proposal, 0, p.maxBatch) // the completion goroutine owns the old one
+			clear(batch)
+			batch = batch[:0]
 			continue
 		}
 		reqs := p.reqs

@@ -21,6 +21,9 @@ type StateMachine interface {
 	Applied() (index, term uint64)
 	// Members returns the recorded member addresses by name: a copy, the caller's to keep.
 	Members() map[string]fsm.Member
+	// Member returns the record of member name: Members without the copy (a proposal's feature
+	// level check reads it for each member).
+	Member(name string) (fsm.Member, bool)
 	// Carried returns what a snapshot restore keeps of the current state (RestoreSnapshot installs
 	// a state at its epoch, with its member records limited to the Raft configuration, a session
 	// counter no lower and its auth state at a revision no lower). The caller runs a barrier first
