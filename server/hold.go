@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/tlsconf"
 )
 
 // Held refusals. A call refused for who made it (UNAUTHENTICATED) or for its principal's rate
@@ -19,7 +21,8 @@ import (
 // fast as the member can refuse: a refusal costs the member as much as a small call, so an
 // unheld refusal loop is a load without a limit. A held refusal costs a timer and its stream
 // (which counts against the caller's own connection's stream bound); at most maxHeldRefusals are
-// held at once, past which refusals are answered at once.
+// held at once, past which refusals are answered at once. A call a member forwarded is answered
+// at once: the member the client called holds the refusal, once.
 
 // maxHeldRefusals bounds the refusals held at once on a member: their goroutines and streams,
 // about 8 KiB each, so 32 MiB in all.
@@ -33,8 +36,8 @@ func (s *Server) holdRefusal(ctx context.Context, err error) error {
 		return err
 	}
 	d, out := refusalHold(err, s.cfg.RefusalHold)
-	if d <= 0 {
-		return err
+	if d <= 0 || s.forwardedByMember(ctx) {
+		return err // the member the client called holds it
 	}
 	select {
 	case s.held <- struct{}{}:
@@ -51,6 +54,22 @@ func (s *Server) holdRefusal(ctx context.Context, err error) error {
 	case <-ctx.Done():
 	}
 	return out
+}
+
+// forwardedByMember reports whether the call in ctx is one a member forwarded (on its own
+// connection, with its member certificate, while it speaks for the cluster).
+func (s *Server) forwardedByMember(ctx context.Context) bool {
+	if !isForwarded(ctx) {
+		return false
+	}
+	p, _ := peer.FromContext(ctx)
+	ci, ok := peerAuthInfo(p).(connInfo)
+	if !ok {
+		return false
+	}
+	ca := ci.auth
+	ca.once.Do(func() { ca.identify(p) })
+	return ca.idErr == nil && ca.id.Kind == tlsconf.Member && s.memberStanding(ca) == nil
 }
 
 // refusalHold returns how long to hold err under a hold of at most limit (0: not a refusal held)

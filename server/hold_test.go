@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -91,5 +92,28 @@ func TestRefusalHoldOf(t *testing.T) {
 		if got := detailOf(out).GetRetryAfterMs(); got != c.afterMs || status.Code(out) != codes.ResourceExhausted {
 			t.Errorf("%s: answered %v with retry-after %d ms, want %d", c.name, out, got, c.afterMs)
 		}
+	}
+}
+
+// TestRefusalHeldOnce: a key neither node knows, sent to a follower, is refused by the leader
+// the follower forwards it to; the follower holds the refusal and the leader does not, so the
+// client waits one hold, not two.
+func TestRefusalHeldOnce(t *testing.T) {
+	leader, follower := authPair(t)
+	unknown, _ := servicetest.NewKey(t, newFakeBackend(t, nil), "alice", 0)
+	c := follower.clients(t)
+	t0 := time.Now()
+	_, err := c.admin.ListTenants(withKey(t, unknown), &metadv1.ListTenantsRequest{Stale: true})
+	d := time.Since(t0)
+	wantCode(t, err, codes.Unauthenticated, "unknown")
+	hold := DefaultConfig().RefusalHold
+	if d < hold || d >= 2*hold {
+		t.Fatalf("the refusal came after %s, want one hold (%s)", d, hold)
+	}
+	if held := testutil.ToFloat64(leader.srv.m.refusalsHeld.WithLabelValues("held")); held != 0 {
+		t.Fatalf("the leader held %v refusals of a forwarded call, want 0", held)
+	}
+	if held := testutil.ToFloat64(follower.srv.m.refusalsHeld.WithLabelValues("held")); held != 1 {
+		t.Fatalf("the follower held %v refusals, want 1", held)
 	}
 }
