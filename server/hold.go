@@ -94,7 +94,7 @@ func refusalHold(err error, limit time.Duration) (time.Duration, error) {
 		}
 		after := time.Duration(d.GetRetryAfterMs()) * time.Millisecond
 		hold := min(after, limit)
-		d.RetryAfterMs = uint64(max(after-hold, 0).Milliseconds())
+		d.RetryAfterMs = uint64(max(after-hold, time.Millisecond).Milliseconds()) // >= 1 ms, as every RATE_LIMITED answers
 		na, aerr := anypb.New(&d)
 		if aerr != nil {
 			return 0, err

@@ -74,7 +74,7 @@ func TestRefusalHoldOf(t *testing.T) {
 	}{
 		{"unauthenticated", status.Error(codes.Unauthenticated, "no"), limit, 0, true},
 		{"rate limited, long", limited(1000), limit, 750, false},
-		{"rate limited, short", limited(40), 40 * time.Millisecond, 0, false},
+		{"rate limited, short", limited(40), 40 * time.Millisecond, 1, false},
 		{"message too large", status.Error(codes.ResourceExhausted, "too large"), 0, 0, true},
 		{"permission denied", status.Error(codes.PermissionDenied, "no"), 0, 0, true},
 		{"not a status", errors.New("plain"), 0, 0, true},

@@ -238,10 +238,8 @@ func (s *Service) callKeys(req proto.Message) int {
 			page = defaultScanPage
 		}
 		return max(page, s.walked(r.GetTenant()))
-	case *metadv1.GetByRegexRequest:
-		return max(s.cfg.ScanExamine, s.walked(r.GetTenant()))
-	case *metadv1.RemoveByRegexRequest:
-		return max(s.cfg.ScanExamine, s.walked(r.GetTenant()))
+	case *metadv1.GetByRegexRequest, *metadv1.RemoveByRegexRequest:
+		return max(s.cfg.ScanExamine, s.walked(req.(interface{ GetTenant() string }).GetTenant()))
 	}
 	m := req.ProtoReflect()
 	fields := m.Descriptor().Fields()

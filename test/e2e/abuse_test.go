@@ -329,7 +329,7 @@ func startAbuser(t *testing.T, mode, addr, caFile, key string) (stop func() abus
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out bytes.Buffer // read once the process has ended (ended), when its output is all in
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(&out, pw)
 	cmd.Stderr = cmd.Stdout
@@ -355,7 +355,8 @@ func startAbuser(t *testing.T, mode, addr, caFile, key string) (stop func() abus
 		t.Fatalf("the abuser (%s) ended before it began: %v\n%s", mode, err, out.String())
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatalf("the abuser (%s) did not begin within 30s", mode)
+		<-ended
+		t.Fatalf("the abuser (%s) did not begin within 30s:\n%s", mode, out.String())
 	}
 	return func() abuseReport {
 		_ = stdin.Close()
@@ -366,7 +367,8 @@ func startAbuser(t *testing.T, mode, addr, caFile, key string) (stop func() abus
 			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			t.Fatalf("the abuser (%s) did not stop within 30s", mode)
+			<-ended
+			t.Fatalf("the abuser (%s) did not stop within 30s:\n%s", mode, out.String())
 		}
 		for _, l := range strings.Split(out.String(), "\n") {
 			if js, ok := strings.CutPrefix(l, abuseDid); ok {
@@ -380,24 +382,6 @@ func startAbuser(t *testing.T, mode, addr, caFile, key string) (stop func() abus
 		t.Fatalf("the abuser (%s) made no report:\n%s", mode, out.String())
 		return abuseReport{}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // abuseBegun and abuseDid are the lines the abuser process prints: when it has begun, and what it
