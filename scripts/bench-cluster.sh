@@ -10,6 +10,8 @@
 # single-client put p50 and leader syncs per object put that raft-wal (the default) is measured
 # against. Syncs are the leader process's fsync and fdatasync calls (strace -f -c, installed from
 # Debian's packages when missing) during a single-client put run, over the objects put.
+# Then batches of 256 keys from 8 clients on the first cluster: objects put with BatchPutStart +
+# BatchPutEnd, and keys read with BatchGet and BatchExist (of 100,000 pre-populated keys).
 # Usage: bench-cluster.sh [clients] [seconds]; BENCH_BASE (default 7000) moves the metad ports (see
 # scripts/cluster.sh).
 set -euo pipefail
@@ -63,6 +65,12 @@ echo "metad single-client put..." >&2
 m1=$("$BIN/metactl" -o json bench --clients 1 --duration 5s --op put --mount 1GiB --size 4096)
 echo "metad leader syncs per object put..." >&2
 wsync=$(syncs)
+# batches: 256 keys a call from 8 clients (BatchPutStart + BatchPutEnd, BatchGet, BatchExist)
+echo "metad batch put, get and exist..." >&2
+batch() { "$BIN/metactl" -o json bench --clients 8 --duration "${secs}s" --op "$1" --batch 256 --keys 100000 --mount 4GiB --size 4096; }
+kput=$(batch put)
+kget=$(batch get)
+kexist=$(batch exist)
 stop_cluster
 echo "metad put, --log-store boltdb..." >&2
 start_cluster "$base" --log-store boltdb
@@ -89,7 +97,7 @@ echo "etcd single-client put..." >&2
 e1=$(etcd put 1 5)
 [ -n "$eput" ] && [ -n "$eget" ] && [ -n "$e1" ] || { echo "the etcd baseline printed no summary" >&2; exit 1; }
 
-python3 - "$mput" "$mget" "$m1" "$eput" "$eget" "$e1" "$clients" "$cpu0" "$cpu1" "$nput" "$ncpu0" "$ncpu1" "$bput" "$b1" "$wsync" "$bsync" <<'PY'
+python3 - "$mput" "$mget" "$m1" "$eput" "$eget" "$e1" "$clients" "$cpu0" "$cpu1" "$nput" "$ncpu0" "$ncpu1" "$bput" "$b1" "$wsync" "$bsync" "$kput" "$kget" "$kexist" <<'PY'
 import json, re, sys
 mput, mget, m1 = (json.loads(x) for x in sys.argv[1:4])
 def etcd(line):
@@ -126,4 +134,11 @@ print("| --- | --: | --: | --: |")
 print(f"| object puts/s, {c} clients | {mput['ops_per_sec']:.0f} | {bput['ops_per_sec']:.0f} | {mput['ops_per_sec']/bput['ops_per_sec']:.2f} |")
 print(f"| single-client object put p50 ms | {m1['object_put_p50_ms']:.2f} | {b1['object_put_p50_ms']:.2f} | {m1['object_put_p50_ms']/b1['object_put_p50_ms']:.2f} |")
 print(f"| leader syncs per object put (single client) | {wc/wo:.2f} | {bc/bo:.2f} | {(wc/wo)/(bc/bo):.2f} |")
+kput, kget, kexist = (json.loads(x) for x in sys.argv[17:20])
+print()
+print("| batches (256 keys a call, 8 clients, same run) | metad | p99 ms a call | target |")
+print("| --- | --: | --: | --- |")
+print(f"| object puts/s (BatchPutStart + BatchPutEnd) | {kput['puts_per_sec']:.0f} | {kput['object_put_p99_ms']:.2f} | >= 100000 |")
+print(f"| BatchGet keys/s (linearizable) | {kget['items_per_sec']:.0f} | {kget['p99_ms']:.2f} | >= 300000 |")
+print(f"| BatchExist keys/s | {kexist['items_per_sec']:.0f} | {kexist['p99_ms']:.2f} | >= 300000 |")
 PY
