@@ -99,8 +99,16 @@ class Cluster:
             n.proc = None
 
     def pause(self, n: Node) -> None:
+        """SIGSTOP n and wait until the kernel shows it stopped (the signal is asynchronous: a
+        call sent at once could still be answered)."""
         assert n.proc is not None
         n.proc.send_signal(signal.SIGSTOP)
+        pid = n.proc.pid
+
+        def stopped() -> bool:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+        wait_for(stopped, 5.0, f"{n.name} stopped")
 
     def resume(self, n: Node) -> None:
         if n.proc is not None:

@@ -95,3 +95,24 @@ def test_async_concurrent_puts(cluster: Cluster, client: metad.Client) -> None:
             await asyncio.gather(*(a.put(k, 64) for k in ks))
             assert all((await a.batch_exists(ks)).exists)
     asyncio.run(main())
+
+
+def test_cancelled_task_is_cancelled(cluster: Cluster) -> None:
+    """A task cancelled while it awaits a call gets CancelledError, not the client's OutcomeUnknown
+    (a MetadError), so ping_loop, which goes on after any MetadError, ends when its task is
+    cancelled. The call waits on a paused follower, so the cancel lands while it is in flight."""
+    async def main() -> None:
+        async with metad.AsyncClient(cluster.endpoints, metad.Config(timeout=10.0)) as a:
+            n = cluster.nodes[-1]
+            await a.status(n.client, timeout=5.0)  # connected before the pause
+            cluster.pause(n)
+            try:
+                task = asyncio.ensure_future(a.status(n.client, timeout=8.0))
+                await asyncio.sleep(0.3)
+                assert not task.done()
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            finally:
+                cluster.resume(n)
+    asyncio.run(main())
