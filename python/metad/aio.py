@@ -207,6 +207,11 @@ class AsyncClient:
         try:
             resp = await call
         except asyncio.CancelledError:
+            if _cancelling():
+                # The awaiting task itself was cancelled: say so (asyncio's contract), though
+                # grpc.aio marks the call cancelled too, which would read as OutcomeUnknown, a
+                # MetadError that a loop retrying MetadErrors (ping_loop) would go on after.
+                raise
             if dog is not None and dog.silent is not None:
                 raise dog.silent from None
             if not call.cancelled():
@@ -521,6 +526,13 @@ class AsyncClient:
             except errors.MetadError:
                 pass
             await asyncio.sleep(interval)
+
+
+def _cancelling() -> bool:
+    """Whether the running task has a cancellation pending (Task.cancelling, Python 3.11+; False
+    before, where a task's cancellation during a call cannot be told from the call's own)."""
+    fn = getattr(asyncio.current_task(), "cancelling", None)
+    return bool(fn()) if fn is not None else False
 
 
 class _Watchdog:
