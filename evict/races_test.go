@@ -241,10 +241,14 @@ func TestConcurrentReadersKeepTheirReplicas(t *testing.T) {
 			defer wg.Done()
 			for i := range perWriter {
 				k := fmt.Sprintf("w%d-%04d", w, i)
+				// Under the fake node's apply lock: the store's mutations feed the FSM's event
+				// sink, which (as in a member) only one applier at a time may use.
+				x.node.mu.Lock()
 				_, err := x.s.PutStart(t0, uint64(i), store.PutStartRequest{Client: client, Key: k, Size: slot, Config: store.ReplicaConfig{Memory: 1}})
 				if err == nil {
 					err = x.s.PutEnd(t0, store.PutEndRequest{Client: client, Key: k})
 				}
+				x.node.mu.Unlock()
 				if err != nil && store.ReasonOf(err) != store.NoAvailableHandle {
 					t.Errorf("put %s: %v", k, err)
 				}
