@@ -84,7 +84,23 @@ func TestRotationDrill(t *testing.T) {
 	t.Logf("leader %s, term %d, set up after %s", leader, term, time.Since(start).Round(time.Millisecond))
 	authFailures := sumMetric(t, c, "metad_server_auth_failures_total", true)
 
-	rootTLS := func() *tls.Config { return clientTLS(t, clientCA, rootCert, rootKey) }
+	// Root's certificate and key are replaced one file after the other (step 3), so a client
+	// loading them in between reads a pair that does not match: it loads again, as a client
+	// that watches its files would, until they match.
+	rootTLS := func() *tls.Config {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			cfg, err := client.TLSFromFiles(clientCA, rootCert, rootKey)
+			if err == nil {
+				return cfg
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("root's TLS files: %v", err)
+				return clientTLS(t, clientCA, "", "")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	keyTLS := func() *tls.Config { return clientTLS(t, clientCA, "", "") }
 	load := startLoad(t, c, rootTLS, keyTLS, key.GetToken())
 	defer load.stop()
