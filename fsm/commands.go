@@ -85,6 +85,8 @@ const (
 	levelCloseSession uint32 = 3
 	// levelLimits: the rate limits of principals and roles (SetLimit).
 	levelLimits uint32 = 4
+	// levelLocalDisk: the LOCAL_DISK tier (MountLocalDisk, NotifyOffload, EvictDiskReplica).
+	levelLocalDisk uint32 = 5
 )
 
 // FeatureLevel is this binary's feature level: the highest level of its commands.
@@ -166,6 +168,19 @@ var commands = []spec{
 	def("set_quota", levelBase, (*metadv1.Command).GetSetQuota,
 		storeCheck(func(s *store.Store, m *metadv1.SetQuota) error { return s.CheckSetQuota(m.GetTenant()) }),
 		applySetQuota),
+
+	// The LOCAL_DISK tier (store/ops_disk.go).
+	def("mount_local_disk", levelLocalDisk, (*metadv1.Command).GetMountLocalDisk,
+		storeCheck(func(s *store.Store, m *metadv1.MountLocalDisk) error {
+			return s.CheckMountLocalDisk(wire.ID16(m.GetClientId()), m.GetCapacityBytes(), m.GetEndpoint(), m.GetOffload())
+		}), applyMountLocalDisk),
+	def("notify_offload", levelLocalDisk, (*metadv1.Command).GetNotifyOffload,
+		storeCheck(func(s *store.Store, m *metadv1.NotifyOffload) error {
+			return s.CheckOffloadDone(m.GetTenant(), wire.ID16(m.GetClientId()))
+		}), applyNotifyOffload),
+	def("evict_disk_replica", levelLocalDisk, (*metadv1.Command).GetEvictDiskReplica,
+		storeCheck(func(s *store.Store, m *metadv1.EvictDiskReplica) error { return s.CheckWritable(m.GetTenant()) }),
+		applyEvictDiskReplica),
 
 	// Members and sessions.
 	defNoCheck("set_member", levelBase, "package ha checks the name and the configuration before it proposes a record",

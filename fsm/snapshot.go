@@ -87,7 +87,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 	ar := a.Records()
 	c.Sort()
 	h := &metadv1.SnapshotHeader{
-		FormatVersion: snapshotFormat(ar), Index: index, Term: term, CreatedAtUnixNano: createdAt,
+		FormatVersion: snapshotFormat(ar, c), Index: index, Term: term, CreatedAtUnixNano: createdAt,
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
 		Groups: uint64(c.Groups()), NextTenantInstanceId: c.NextInstance, StateEpoch: c.Epoch, NextSessionId: nextSession,
 		AuthRevision: ar.Revision, Keys: uint64(len(ar.Keys)), RoleBindings: uint64(len(ar.Roles)), Limits: uint64(len(ar.Limits)),
@@ -361,11 +361,17 @@ func addSession(t *sessionTable, r *metadv1.SessionRecord) error {
 
 // snapshotFormat is the record format a state's file is written in: the lowest that holds the
 // state, so that a member of the release before (v0.3.0 reads up to 6) can install a leader's
-// snapshot during a rolling upgrade. Only a state with rate limits needs 7, and limits exist only
-// once every member runs a binary that knows them (SetLimit is at feature level 4).
-func snapshotFormat(a *snapshot.Auth) uint32 {
+// snapshot during a rolling upgrade. Only a state with a LOCAL_DISK segment needs 8, and only one
+// with rate limits 7; each exists only once every member runs a binary that knows it
+// (MountLocalDisk is at feature level 5, SetLimit at 4).
+func snapshotFormat(a *snapshot.Auth, c *store.Capture) uint32 {
+	for _, seg := range c.Segments {
+		if seg.Tier == alloc.TierLocalDisk {
+			return 8
+		}
+	}
 	if len(a.Limits) > 0 {
-		return metadv1.SnapshotFormatVersion
+		return 7
 	}
 	return 6
 }

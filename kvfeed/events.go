@@ -14,10 +14,11 @@ const (
 	disk
 )
 
-// mediumOf is the medium of a replica tier: MEMORY is "cpu", NOF "disk" (the old master's NOF_SSD);
-// any other tier counts as "cpu", as the old master's default does.
+// mediumOf is the medium of a replica tier: MEMORY is "cpu", NOF (the old master's NOF_SSD) and
+// LOCAL_DISK (its LocalDiskDescriptor) are "disk"; any other tier counts as "cpu", as the old
+// master's default does.
 func mediumOf(t alloc.Tier) media {
-	if t == alloc.TierNOF {
+	if t == alloc.TierNOF || t == alloc.TierLocalDisk {
 		return disk
 	}
 	return cpu

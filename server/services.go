@@ -258,6 +258,22 @@ func (m *metadataService) RemoveByRegex(ctx context.Context, req *metadv1.Remove
 	return unary(ctx, m.s, req, m.s.svc.RemoveByRegex)
 }
 
+func (m *metadataService) MountLocalDisk(ctx context.Context, req *metadv1.MountLocalDiskRequest) (*metadv1.MountLocalDiskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.MountLocalDisk)
+}
+
+func (m *metadataService) UnmountLocalDisk(ctx context.Context, req *metadv1.UnmountLocalDiskRequest) (*metadv1.UnmountLocalDiskResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.UnmountLocalDisk)
+}
+
+func (m *metadataService) NotifyOffload(ctx context.Context, req *metadv1.NotifyOffloadRequest) (*metadv1.NotifyOffloadResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.NotifyOffload)
+}
+
+func (m *metadataService) EvictDiskReplica(ctx context.Context, req *metadv1.EvictDiskReplicaRequest) (*metadv1.EvictDiskReplicaResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.EvictDiskReplica)
+}
+
 func (m *metadataService) BatchReplicaClear(ctx context.Context, req *metadv1.BatchReplicaClearRequest) (*metadv1.BatchReplicaClearResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.BatchReplicaClear)
 }

@@ -127,7 +127,7 @@ func (s *Service) GetQuota(ctx context.Context, req *metadv1.GetQuotaRequest) (*
 
 // ListSegments lists the mounted segments, optionally of one tier or one client, sorted by id.
 func (s *Service) ListSegments(ctx context.Context, req *metadv1.ListSegmentsRequest) (*metadv1.ListSegmentsResponse, error) {
-	if err := tierOf("tier", req.GetTier()); err != nil {
+	if err := tierOf("tier", req.GetTier()); err != nil && req.GetTier() != metadv1.Tier_TIER_LOCAL_DISK {
 		return nil, fail(err, "", nil)
 	}
 	var owner alloc.ID

@@ -289,6 +289,12 @@ func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, e
 	if _, err := segmentIDOf("segment.id", d.GetId()); err != nil {
 		return nil, err
 	}
+	if t := d.GetTier(); t != metadv1.Tier_TIER_MEMORY && t != metadv1.Tier_TIER_NOF {
+		return nil, badf("segment.tier", "%s, want TIER_MEMORY or TIER_NOF (a local SSD is mounted with MountLocalDisk)", t)
+	}
+	if d.GetOffload() {
+		return nil, badf("segment.offload", "set on a %s segment; only a local disk takes offload tasks (MountLocalDisk)", d.GetTier())
+	}
 	out := &metadv1.SegmentDesc{Id: d.GetId(), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
 		Endpoint: d.GetEndpoint(), Tier: d.GetTier(), OwnerClientId: client[:]}
 	if err := alloc.ValidateSegment(wire.SegmentFrom(out)); err != nil {
@@ -304,4 +310,42 @@ func msgOf(err error) string {
 		return se.Msg
 	}
 	return err.Error()
+}
+
+// localDiskOf checks a MountLocalDisk request's registration as alloc.ValidateSegment checks the
+// segment it becomes: capacity 1..2^48 bytes, endpoint 1..1024 bytes with no byte below 0x20.
+func localDiskOf(client alloc.ID, capacity uint64, endpoint string, offload bool) error {
+	if capacity == 0 {
+		return badf("capacity_bytes", "zero")
+	}
+	if capacity > alloc.MaxSegmentSize {
+		return badf("capacity_bytes", "%d over %d (2^48)", capacity, alloc.MaxSegmentSize)
+	}
+	if err := alloc.ValidateSegment(alloc.LocalDisk(client, capacity, endpoint, offload)); err != nil {
+		var se *alloc.SegmentError
+		if errors.As(err, &se) && se.Field == "segment.endpoint" {
+			return badf("endpoint", "%s", se.Why)
+		}
+		return &store.Error{Reason: store.InvalidParams, Msg: err.Error()}
+	}
+	return nil
+}
+
+// offloadResultsOf checks a NotifyOffload request's reports: 1..4096, each key valid, keys
+// distinct, a success's size a valid object size.
+func offloadResultsOf(raw []*metadv1.OffloadResult) error {
+	if err := batchOf("results", len(raw)); err != nil {
+		return err
+	}
+	for i, r := range raw {
+		if _, err := keyOf(r.GetKey()); err != nil {
+			return within("results", i, err)
+		}
+		if r.GetSuccess() {
+			if err := store.ValidateSize(r.GetSize()); err != nil {
+				return within("results", i, err)
+			}
+		}
+	}
+	return store.ValidateDistinct("results", len(raw), func(i int) string { return string(raw[i].GetKey()) })
 }

@@ -140,23 +140,30 @@ func (sp *DrainSpec) Validate() error {
 	return nil
 }
 
-// startVerdict checks spec against the state: every segment mounted (SEGMENT_NOT_FOUND), none
-// drained by a running job (SEGMENT_DRAINING), every target mounted and open (SEGMENT_NOT_FOUND,
-// INVALID_PARAMS), room for the job (INVALID_PARAMS).
+// startVerdict checks spec against the state: every segment mounted (SEGMENT_NOT_FOUND) and of a
+// placeable tier, none drained by a running job (SEGMENT_DRAINING), every target mounted, of a
+// placeable tier and open (SEGMENT_NOT_FOUND, INVALID_PARAMS), room for the job (INVALID_PARAMS).
 func (d *DrainTable) startVerdict(spec *DrainSpec) error {
 	s := d.s
 	if err := spec.Validate(); err != nil {
 		return err
 	}
 	for _, id := range spec.Segments {
-		if _, ok := s.segs.Get(id); !ok {
+		info, ok := s.segs.Get(id)
+		if !ok {
 			return errf(SegmentNotFound, "segment_ids: segment %s is not mounted", id)
+		}
+		if !info.Tier.Placeable() {
+			return errf(InvalidParams, "segment_ids: segment %s is a %s segment; its owner's evictions empty it", id, info.Tier)
 		}
 	}
 	for _, id := range spec.Targets {
 		info, ok := s.segs.Get(id)
 		if !ok {
 			return errf(SegmentNotFound, "target_segment_ids: segment %s is not mounted", id)
+		}
+		if !info.Tier.Placeable() {
+			return errf(InvalidParams, "target_segment_ids: segment %s is a %s segment and takes no placement", id, info.Tier)
 		}
 		if info.Closing {
 			return errf(InvalidParams, "target_segment_ids: segment %s is closing", id)

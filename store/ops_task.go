@@ -154,8 +154,8 @@ func taskStartVerdict(t *TenantState, st *ObjectState, req *ReplicaTaskRequest) 
 		return Replica{}, nil, err
 	}
 	i := slices.IndexFunc(st.Replicas, func(r Replica) bool { return r.Extent.Segment == req.Source })
-	if i < 0 || st.Replicas[i].Status != Complete {
-		return Replica{}, nil, objErr(ReplicaNotFound, t.name, req.Key, "no COMPLETE replica on source segment "+req.Source.String())
+	if i < 0 || st.Replicas[i].Status != Complete || !st.Replicas[i].Tier.Placeable() {
+		return Replica{}, nil, objErr(ReplicaNotFound, t.name, req.Key, "no COMPLETE MEMORY or NOF replica on source segment "+req.Source.String())
 	}
 	holds := func(id alloc.ID) bool {
 		return slices.ContainsFunc(st.Replicas, func(r Replica) bool { return r.Extent.Segment == id })
@@ -266,8 +266,11 @@ func (s *Store) placeTargets(t *TenantState, st *ObjectState, req *ReplicaTaskRe
 		}
 	}
 	if err != nil {
-		if errors.Is(err, alloc.ErrSegmentNotFound) {
+		switch {
+		case errors.Is(err, alloc.ErrSegmentNotFound):
 			return nil, nil, objErr(SegmentNotFound, t.name, req.Key, "target_segment_ids: "+err.Error())
+		case errors.Is(err, alloc.ErrInvalidRequest): // a LOCAL_DISK target
+			return nil, nil, objErr(InvalidParams, t.name, req.Key, "target_segment_ids: "+err.Error())
 		}
 		return nil, nil, objErr(NoAvailableHandle, t.name, req.Key, err.Error())
 	}

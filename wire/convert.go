@@ -29,6 +29,8 @@ func TierFrom(t metadv1.Tier) alloc.Tier {
 		return alloc.TierMemory
 	case metadv1.Tier_TIER_NOF:
 		return alloc.TierNOF
+	case metadv1.Tier_TIER_LOCAL_DISK:
+		return alloc.TierLocalDisk
 	}
 	return alloc.Tier(0xff) // unknown: the store rejects it
 }
@@ -40,6 +42,8 @@ func TierTo(t alloc.Tier) metadv1.Tier {
 		return metadv1.Tier_TIER_MEMORY
 	case alloc.TierNOF:
 		return metadv1.Tier_TIER_NOF
+	case alloc.TierLocalDisk:
+		return metadv1.Tier_TIER_LOCAL_DISK
 	}
 	return metadv1.Tier_TIER_UNSPECIFIED
 }
@@ -103,13 +107,13 @@ func PutStartFrom(tenant string, client, key, group []byte, size uint64, cfg *me
 // SegmentFrom converts a segment descriptor.
 func SegmentFrom(d *metadv1.SegmentDesc) alloc.Segment {
 	return alloc.Segment{ID: ID16(d.GetId()), Name: d.GetName(), Base: d.GetBase(), Size: d.GetSize(),
-		Endpoint: d.GetEndpoint(), Tier: TierFrom(d.GetTier()), Owner: ID16(d.GetOwnerClientId())}
+		Endpoint: d.GetEndpoint(), Tier: TierFrom(d.GetTier()), Owner: ID16(d.GetOwnerClientId()), Offload: d.GetOffload()}
 }
 
 // SegmentTo converts a segment to its descriptor.
 func SegmentTo(s alloc.Segment) *metadv1.SegmentDesc {
 	return &metadv1.SegmentDesc{Id: s.ID[:], Name: s.Name, Base: s.Base, Size: s.Size, Endpoint: s.Endpoint,
-		Tier: TierTo(s.Tier), OwnerClientId: s.Owner[:]}
+		Tier: TierTo(s.Tier), OwnerClientId: s.Owner[:], Offload: s.Offload}
 }
 
 // TokenFrom converts a wire token (its tenant normalized).
@@ -408,19 +412,43 @@ func StrategyTo(s alloc.Strategy) metadv1.PlacementStrategy {
 
 // ReplicasTo describes replicas to a client: where they are (segment endpoint and base, looked up
 // in segs) and the object size.
+//
+// The replicas of the tiers that puts place (MEMORY, NOF) come first, in the object's order, then
+// its LOCAL_DISK ones, each naming its owner: a reader tries the memory tier first.
 func ReplicasTo(segs *alloc.Registry, reps []store.Replica, size uint64) []*metadv1.Replica {
 	out := make([]*metadv1.Replica, len(reps))
 	msgs := make([]replicaMsg, len(reps))
-	for i := range reps {
-		r, m := &reps[i], &msgs[i]
+	n := 0
+	put := func(r *store.Replica) {
+		m := &msgs[n]
 		m.segment = r.Extent.Segment
 		rp := &m.Replica
 		rp.ReplicaId, rp.Tier, rp.SegmentId = r.ID, TierTo(r.Tier), m.segment[:]
 		rp.Offset, rp.Size, rp.Status = r.Extent.Offset, size, StatusTo(r.Status)
 		if info, ok := segs.Describe(m.segment); ok {
 			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
+			if r.Tier == alloc.TierLocalDisk {
+				m.owner = info.Owner
+				rp.OwnerClientId = m.owner[:]
+			}
 		}
-		out[i] = rp
+		out[n] = rp
+		n++
+	}
+	disk := false
+	for i := range reps {
+		if reps[i].Tier.Placeable() {
+			put(&reps[i])
+		} else {
+			disk = true
+		}
+	}
+	if disk {
+		for i := range reps {
+			if !reps[i].Tier.Placeable() {
+				put(&reps[i])
+			}
+		}
 	}
 	return out
 }
@@ -431,6 +459,7 @@ type (
 	replicaMsg struct {
 		metadv1.Replica
 		segment alloc.ID
+		owner   alloc.ID
 	}
 	resultReplicaMsg struct {
 		metadv1.ResultReplica

@@ -342,6 +342,9 @@ type Command struct {
 	//	*Command_PutCommit
 	//	*Command_CloseSession
 	//	*Command_SetLimit
+	//	*Command_MountLocalDisk
+	//	*Command_NotifyOffload
+	//	*Command_EvictDiskReplica
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -801,6 +804,33 @@ func (x *Command) GetSetLimit() *SetLimit {
 	return nil
 }
 
+func (x *Command) GetMountLocalDisk() *MountLocalDisk {
+	if x != nil {
+		if x, ok := x.Op.(*Command_MountLocalDisk); ok {
+			return x.MountLocalDisk
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetNotifyOffload() *NotifyOffload {
+	if x != nil {
+		if x, ok := x.Op.(*Command_NotifyOffload); ok {
+			return x.NotifyOffload
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetEvictDiskReplica() *EvictDiskReplica {
+	if x != nil {
+		if x, ok := x.Op.(*Command_EvictDiskReplica); ok {
+			return x.EvictDiskReplica
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -1051,6 +1081,21 @@ type Command_SetLimit struct {
 	SetLimit *SetLimit `protobuf:"bytes,55,opt,name=set_limit,json=setLimit,proto3,oneof"`
 }
 
+type Command_MountLocalDisk struct {
+	// Register a client's local SSD as its LOCAL_DISK segment (MountLocalDisk).
+	MountLocalDisk *MountLocalDisk `protobuf:"bytes,56,opt,name=mount_local_disk,json=mountLocalDisk,proto3,oneof"`
+}
+
+type Command_NotifyOffload struct {
+	// Record a worker's offload reports: COMPLETE LOCAL_DISK replicas on its SSD (NotifyOffload).
+	NotifyOffload *NotifyOffload `protobuf:"bytes,57,opt,name=notify_offload,json=notifyOffload,proto3,oneof"`
+}
+
+type Command_EvictDiskReplica struct {
+	// Drop a worker's LOCAL_DISK replicas whose files it removed (EvictDiskReplica).
+	EvictDiskReplica *EvictDiskReplica `protobuf:"bytes,58,opt,name=evict_disk_replica,json=evictDiskReplica,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -1140,6 +1185,12 @@ func (*Command_PutCommit) isCommand_Op() {}
 func (*Command_CloseSession) isCommand_Op() {}
 
 func (*Command_SetLimit) isCommand_Op() {}
+
+func (*Command_MountLocalDisk) isCommand_Op() {}
+
+func (*Command_NotifyOffload) isCommand_Op() {}
+
+func (*Command_EvictDiskReplica) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -4939,6 +4990,226 @@ func (x *SetLimit) GetStreams() uint32 {
 	return 0
 }
 
+// MountLocalDisk registers a client's local SSD: a LOCAL_DISK segment whose id, name and base follow
+// from the client (alloc.LocalDisk). Mounting the same registration again changes nothing; another
+// capacity, endpoint or offload flag is SEGMENT_ALREADY_EXISTS (unmount it first). Unmounting it is
+// an UnmountSegment of that id.
+type MountLocalDisk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// SSD capacity the registration accounts, bytes (rounded up to 64).
+	CapacityBytes uint64 `protobuf:"varint,2,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	// The owner's endpoint, through which readers fetch its files.
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// The owner takes offload tasks.
+	Offload       bool `protobuf:"varint,4,opt,name=offload,proto3" json:"offload,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MountLocalDisk) Reset() {
+	*x = MountLocalDisk{}
+	mi := &file_metadv1_command_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MountLocalDisk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MountLocalDisk) ProtoMessage() {}
+
+func (x *MountLocalDisk) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MountLocalDisk.ProtoReflect.Descriptor instead.
+func (*MountLocalDisk) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *MountLocalDisk) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MountLocalDisk) GetCapacityBytes() uint64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *MountLocalDisk) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *MountLocalDisk) GetOffload() bool {
+	if x != nil {
+		return x.Offload
+	}
+	return false
+}
+
+// NotifyOffload records a worker's offload reports for objects of one tenant. Each success adds a
+// COMPLETE LOCAL_DISK replica on the client's SSD segment (an extent of the object's size rounded
+// up), unless the object has one there already; a failure changes nothing. Per result: OK,
+// OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (no COMPLETE replica), INVALID_PARAMS (size is not the
+// object's) or NO_AVAILABLE_HANDLE (the SSD's capacity is used up). With no SSD registration:
+// SEGMENT_NOT_FOUND for the whole command.
+type NotifyOffload struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The worker: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Reports, keys distinct.
+	Results       []*OffloadResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyOffload) Reset() {
+	*x = NotifyOffload{}
+	mi := &file_metadv1_command_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyOffload) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyOffload) ProtoMessage() {}
+
+func (x *NotifyOffload) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyOffload.ProtoReflect.Descriptor instead.
+func (*NotifyOffload) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *NotifyOffload) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *NotifyOffload) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *NotifyOffload) GetResults() []*OffloadResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// EvictDiskReplica drops, from each object, the client's LOCAL_DISK replica: the owner removed the
+// file, so a read lease does not keep it. An object left with no replica is erased. Per key: OK,
+// OBJECT_NOT_FOUND, or NO_REPLICA_ON_SEGMENT (no LOCAL_DISK replica of the client).
+type EvictDiskReplica struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The owner: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object keys, distinct.
+	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	// The kind of the replicas dropped: TIER_LOCAL_DISK.
+	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictDiskReplica) Reset() {
+	*x = EvictDiskReplica{}
+	mi := &file_metadv1_command_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictDiskReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictDiskReplica) ProtoMessage() {}
+
+func (x *EvictDiskReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictDiskReplica.ProtoReflect.Descriptor instead.
+func (*EvictDiskReplica) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *EvictDiskReplica) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *EvictDiskReplica) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *EvictDiskReplica) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *EvictDiskReplica) GetTier() Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4958,7 +5229,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[54]
+	mi := &file_metadv1_command_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4970,7 +5241,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[54]
+	mi := &file_metadv1_command_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5024,7 +5295,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xac\x16\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x80\x18\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -5084,7 +5355,10 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\n" +
 	"put_commit\x185 \x01(\v2\x13.metad.v1.PutCommitH\x00R\tputCommit\x12=\n" +
 	"\rclose_session\x186 \x01(\v2\x16.metad.v1.CloseSessionH\x00R\fcloseSession\x121\n" +
-	"\tset_limit\x187 \x01(\v2\x12.metad.v1.SetLimitH\x00R\bsetLimit\x121\n" +
+	"\tset_limit\x187 \x01(\v2\x12.metad.v1.SetLimitH\x00R\bsetLimit\x12D\n" +
+	"\x10mount_local_disk\x188 \x01(\v2\x18.metad.v1.MountLocalDiskH\x00R\x0emountLocalDisk\x12@\n" +
+	"\x0enotify_offload\x189 \x01(\v2\x17.metad.v1.NotifyOffloadH\x00R\rnotifyOffload\x12J\n" +
+	"\x12evict_disk_replica\x18: \x01(\v2\x1a.metad.v1.EvictDiskReplicaH\x00R\x10evictDiskReplica\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -5372,7 +5646,21 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\rcalls_per_sec\x18\x03 \x01(\rR\vcallsPerSec\x12 \n" +
 	"\fkeys_per_sec\x18\x04 \x01(\rR\n" +
 	"keysPerSec\x12\x18\n" +
-	"\astreams\x18\x05 \x01(\rR\astreams*\x7f\n" +
+	"\astreams\x18\x05 \x01(\rR\astreams\"\x8a\x01\n" +
+	"\x0eMountLocalDisk\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12%\n" +
+	"\x0ecapacity_bytes\x18\x02 \x01(\x04R\rcapacityBytes\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
+	"\aoffload\x18\x04 \x01(\bR\aoffload\"w\n" +
+	"\rNotifyOffload\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x121\n" +
+	"\aresults\x18\x03 \x03(\v2\x17.metad.v1.OffloadResultR\aresults\"\x7f\n" +
+	"\x10EvictDiskReplica\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -5400,7 +5688,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -5459,13 +5747,17 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*CommitItem)(nil),         // 54: metad.v1.CommitItem
 	(*CommitReplica)(nil),      // 55: metad.v1.CommitReplica
 	(*SetLimit)(nil),           // 56: metad.v1.SetLimit
-	(*BatchPutStart_Item)(nil), // 57: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 58: metad.v1.SessionHeader
-	(Reason)(0),                // 59: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 60: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 61: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 62: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 63: metad.v1.TaskKind
+	(*MountLocalDisk)(nil),     // 57: metad.v1.MountLocalDisk
+	(*NotifyOffload)(nil),      // 58: metad.v1.NotifyOffload
+	(*EvictDiskReplica)(nil),   // 59: metad.v1.EvictDiskReplica
+	(*BatchPutStart_Item)(nil), // 60: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 61: metad.v1.SessionHeader
+	(Reason)(0),                // 62: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 63: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 64: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 65: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 66: metad.v1.TaskKind
+	(*OffloadResult)(nil),      // 67: metad.v1.OffloadResult
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -5514,48 +5806,53 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	53, // 43: metad.v1.Command.put_commit:type_name -> metad.v1.PutCommit
 	6,  // 44: metad.v1.Command.close_session:type_name -> metad.v1.CloseSession
 	56, // 45: metad.v1.Command.set_limit:type_name -> metad.v1.SetLimit
-	58, // 46: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	59, // 47: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	60, // 48: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 49: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	61, // 50: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	61, // 51: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	60, // 52: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 53: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	61, // 54: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	61, // 55: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 56: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	60, // 57: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	57, // 58: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 59: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	61, // 60: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	61, // 61: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 62: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	8,  // 63: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	7,  // 64: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	61, // 65: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 66: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	24, // 67: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	7,  // 68: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	62, // 69: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 70: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	63, // 71: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 72: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	63, // 73: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	63, // 74: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	63, // 75: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	47, // 76: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
-	51, // 77: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
-	61, // 78: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
-	54, // 79: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
-	60, // 80: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
-	55, // 81: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
-	61, // 82: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	57, // 46: metad.v1.Command.mount_local_disk:type_name -> metad.v1.MountLocalDisk
+	58, // 47: metad.v1.Command.notify_offload:type_name -> metad.v1.NotifyOffload
+	59, // 48: metad.v1.Command.evict_disk_replica:type_name -> metad.v1.EvictDiskReplica
+	61, // 49: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	62, // 50: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	63, // 51: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 52: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	64, // 53: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	64, // 54: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	63, // 55: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 56: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	64, // 57: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	64, // 58: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 59: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	63, // 60: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	60, // 61: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 62: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	64, // 63: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	64, // 64: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 65: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	8,  // 66: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	7,  // 67: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	64, // 68: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 69: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	24, // 70: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	7,  // 71: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	65, // 72: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 73: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	66, // 74: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 75: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	66, // 76: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	66, // 77: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	66, // 78: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	47, // 79: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	51, // 80: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
+	64, // 81: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
+	54, // 82: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
+	63, // 83: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
+	55, // 84: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
+	64, // 85: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
+	67, // 86: metad.v1.NotifyOffload.results:type_name -> metad.v1.OffloadResult
+	64, // 87: metad.v1.EvictDiskReplica.tier:type_name -> metad.v1.Tier
+	88, // [88:88] is the sub-list for method output_type
+	88, // [88:88] is the sub-list for method input_type
+	88, // [88:88] is the sub-list for extension type_name
+	88, // [88:88] is the sub-list for extension extendee
+	0,  // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -5610,6 +5907,9 @@ func file_metadv1_command_proto_init() {
 		(*Command_PutCommit)(nil),
 		(*Command_CloseSession)(nil),
 		(*Command_SetLimit)(nil),
+		(*Command_MountLocalDisk)(nil),
+		(*Command_NotifyOffload)(nil),
+		(*Command_EvictDiskReplica)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5617,7 +5917,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   55,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5296,6 +5296,510 @@ func (x *WatchResponse) GetCommitIndex() uint64 {
 	return 0
 }
 
+// MountLocalDiskRequest registers the calling client's local SSD.
+type MountLocalDiskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calling client: 16-byte UUID; becomes the segment's owner.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// SSD capacity for metad's accounting, bytes: 1..2^48 (rounded up to 64).
+	CapacityBytes uint64 `protobuf:"varint,2,opt,name=capacity_bytes,json=capacityBytes,proto3" json:"capacity_bytes,omitempty"`
+	// The owner's endpoint, through which readers fetch its files (1..1024 bytes, no byte below 0x20).
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// The client takes offload tasks.
+	Offload bool `protobuf:"varint,4,opt,name=offload,proto3" json:"offload,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MountLocalDiskRequest) Reset() {
+	*x = MountLocalDiskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MountLocalDiskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MountLocalDiskRequest) ProtoMessage() {}
+
+func (x *MountLocalDiskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MountLocalDiskRequest.ProtoReflect.Descriptor instead.
+func (*MountLocalDiskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *MountLocalDiskRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *MountLocalDiskRequest) GetCapacityBytes() uint64 {
+	if x != nil {
+		return x.CapacityBytes
+	}
+	return 0
+}
+
+func (x *MountLocalDiskRequest) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *MountLocalDiskRequest) GetOffload() bool {
+	if x != nil {
+		return x.Offload
+	}
+	return false
+}
+
+func (x *MountLocalDiskRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// MountLocalDiskResponse names the registration's segment.
+type MountLocalDiskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The LOCAL_DISK segment's id (16-byte UUID), derived from the client id.
+	SegmentId []byte `protobuf:"bytes,1,opt,name=segment_id,json=segmentId,proto3" json:"segment_id,omitempty"`
+	// False when the same registration was mounted already.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MountLocalDiskResponse) Reset() {
+	*x = MountLocalDiskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MountLocalDiskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MountLocalDiskResponse) ProtoMessage() {}
+
+func (x *MountLocalDiskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MountLocalDiskResponse.ProtoReflect.Descriptor instead.
+func (*MountLocalDiskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *MountLocalDiskResponse) GetSegmentId() []byte {
+	if x != nil {
+		return x.SegmentId
+	}
+	return nil
+}
+
+func (x *MountLocalDiskResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+// UnmountLocalDiskRequest drops the calling client's SSD registration.
+type UnmountLocalDiskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calling client: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnmountLocalDiskRequest) Reset() {
+	*x = UnmountLocalDiskRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnmountLocalDiskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnmountLocalDiskRequest) ProtoMessage() {}
+
+func (x *UnmountLocalDiskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnmountLocalDiskRequest.ProtoReflect.Descriptor instead.
+func (*UnmountLocalDiskRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *UnmountLocalDiskRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *UnmountLocalDiskRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// UnmountLocalDiskResponse counts what the unmount dropped.
+type UnmountLocalDiskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// LOCAL_DISK replicas dropped.
+	ReplicasDropped uint64 `protobuf:"varint,1,opt,name=replicas_dropped,json=replicasDropped,proto3" json:"replicas_dropped,omitempty"`
+	// Objects erased because their last replica was on the SSD.
+	ObjectsErased uint64 `protobuf:"varint,2,opt,name=objects_erased,json=objectsErased,proto3" json:"objects_erased,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnmountLocalDiskResponse) Reset() {
+	*x = UnmountLocalDiskResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnmountLocalDiskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnmountLocalDiskResponse) ProtoMessage() {}
+
+func (x *UnmountLocalDiskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnmountLocalDiskResponse.ProtoReflect.Descriptor instead.
+func (*UnmountLocalDiskResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *UnmountLocalDiskResponse) GetReplicasDropped() uint64 {
+	if x != nil {
+		return x.ReplicasDropped
+	}
+	return 0
+}
+
+func (x *UnmountLocalDiskResponse) GetObjectsErased() uint64 {
+	if x != nil {
+		return x.ObjectsErased
+	}
+	return 0
+}
+
+// NotifyOffloadRequest reports objects of one tenant that the calling client offloaded to its SSD.
+type NotifyOffloadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The calling client: 16-byte UUID; it must have an SSD registration (SEGMENT_NOT_FOUND).
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Reports, 1..4096, keys distinct.
+	Results []*OffloadResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyOffloadRequest) Reset() {
+	*x = NotifyOffloadRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyOffloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyOffloadRequest) ProtoMessage() {}
+
+func (x *NotifyOffloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyOffloadRequest.ProtoReflect.Descriptor instead.
+func (*NotifyOffloadRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *NotifyOffloadRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *NotifyOffloadRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *NotifyOffloadRequest) GetResults() []*OffloadResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *NotifyOffloadRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// NotifyOffloadResponse has one status per report, in request order.
+type NotifyOffloadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OK (recorded, or a failure reported), OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, INVALID_PARAMS
+	// (size) or NO_AVAILABLE_HANDLE (the SSD's capacity is used up).
+	Results       []*Status `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyOffloadResponse) Reset() {
+	*x = NotifyOffloadResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyOffloadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyOffloadResponse) ProtoMessage() {}
+
+func (x *NotifyOffloadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyOffloadResponse.ProtoReflect.Descriptor instead.
+func (*NotifyOffloadResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *NotifyOffloadResponse) GetResults() []*Status {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// EvictDiskReplicaRequest reports SSD files of one tenant's objects that the calling client removed.
+type EvictDiskReplicaRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The calling client: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object keys, 1..4096, distinct.
+	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	// TIER_LOCAL_DISK; any other tier is INVALID_PARAMS.
+	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictDiskReplicaRequest) Reset() {
+	*x = EvictDiskReplicaRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictDiskReplicaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictDiskReplicaRequest) ProtoMessage() {}
+
+func (x *EvictDiskReplicaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictDiskReplicaRequest.ProtoReflect.Descriptor instead.
+func (*EvictDiskReplicaRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *EvictDiskReplicaRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *EvictDiskReplicaRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *EvictDiskReplicaRequest) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *EvictDiskReplicaRequest) GetTier() Tier {
+	if x != nil {
+		return x.Tier
+	}
+	return Tier_TIER_UNSPECIFIED
+}
+
+func (x *EvictDiskReplicaRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// EvictDiskReplicaResponse has one status per key, in request order.
+type EvictDiskReplicaResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OK (dropped; the object is erased if no replica is left), OBJECT_NOT_FOUND or
+	// NO_REPLICA_ON_SEGMENT (the object has no LOCAL_DISK replica of the client).
+	Results       []*Status `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictDiskReplicaResponse) Reset() {
+	*x = EvictDiskReplicaResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictDiskReplicaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictDiskReplicaResponse) ProtoMessage() {}
+
+func (x *EvictDiskReplicaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictDiskReplicaResponse.ProtoReflect.Descriptor instead.
+func (*EvictDiskReplicaResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *EvictDiskReplicaResponse) GetResults() []*Status {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5311,7 +5815,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[81]
+	mi := &file_metadv1_metadata_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5323,7 +5827,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[81]
+	mi := &file_metadv1_metadata_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5877,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[82]
+	mi := &file_metadv1_metadata_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5385,7 +5889,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[82]
+	mi := &file_metadv1_metadata_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5433,7 +5937,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[83]
+	mi := &file_metadv1_metadata_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5445,7 +5949,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[83]
+	mi := &file_metadv1_metadata_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5506,7 +6010,7 @@ type GetByRegexResponse_Item struct {
 
 func (x *GetByRegexResponse_Item) Reset() {
 	*x = GetByRegexResponse_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[84]
+	mi := &file_metadv1_metadata_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5518,7 +6022,7 @@ func (x *GetByRegexResponse_Item) String() string {
 func (*GetByRegexResponse_Item) ProtoMessage() {}
 
 func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[84]
+	mi := &file_metadv1_metadata_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5575,7 +6079,7 @@ type RemoveByRegexResponse_Result struct {
 
 func (x *RemoveByRegexResponse_Result) Reset() {
 	*x = RemoveByRegexResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[85]
+	mi := &file_metadv1_metadata_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5587,7 +6091,7 @@ func (x *RemoveByRegexResponse_Result) String() string {
 func (*RemoveByRegexResponse_Result) ProtoMessage() {}
 
 func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[85]
+	mi := &file_metadv1_metadata_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5979,7 +6483,38 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x06events\x18\x01 \x03(\v2\x14.metad.v1.WatchEventR\x06events\x12&\n" +
 	"\x04next\x18\x02 \x01(\v2\x12.metad.v1.RevisionR\x04next\x12#\n" +
 	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\x12!\n" +
-	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex*\xbf\x02\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\"\xc4\x01\n" +
+	"\x15MountLocalDiskRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x12%\n" +
+	"\x0ecapacity_bytes\x18\x02 \x01(\x04R\rcapacityBytes\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
+	"\aoffload\x18\x04 \x01(\bR\aoffload\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"Q\n" +
+	"\x16MountLocalDiskResponse\x12\x1d\n" +
+	"\n" +
+	"segment_id\x18\x01 \x01(\fR\tsegmentId\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"i\n" +
+	"\x17UnmountLocalDiskRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\fR\bclientId\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"l\n" +
+	"\x18UnmountLocalDiskResponse\x12)\n" +
+	"\x10replicas_dropped\x18\x01 \x01(\x04R\x0freplicasDropped\x12%\n" +
+	"\x0eobjects_erased\x18\x02 \x01(\x04R\robjectsErased\"\xb1\x01\n" +
+	"\x14NotifyOffloadRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x121\n" +
+	"\aresults\x18\x03 \x03(\v2\x17.metad.v1.OffloadResultR\aresults\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"C\n" +
+	"\x15NotifyOffloadResponse\x12*\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\xb9\x01\n" +
+	"\x17EvictDiskReplicaRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"F\n" +
+	"\x18EvictDiskReplicaResponse\x12*\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults*\xbf\x02\n" +
 	"\x0eWatchEventKind\x12 \n" +
 	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WATCH_EVENT_KIND_STORED\x10\x01\x12\x1c\n" +
@@ -5989,7 +6524,7 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x1eWATCH_EVENT_KIND_GROUP_CREATED\x10\x05\x12\"\n" +
 	"\x1eWATCH_EVENT_KIND_GROUP_REMOVED\x10\x06\x12$\n" +
 	" WATCH_EVENT_KIND_SEGMENT_MOUNTED\x10\a\x12&\n" +
-	"\"WATCH_EVENT_KIND_SEGMENT_UNMOUNTED\x10\b2\xfd\x16\n" +
+	"\"WATCH_EVENT_KIND_SEGMENT_UNMOUNTED\x10\b2\xda\x19\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -6012,7 +6547,11 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\vBatchRemove\x12\x1c.metad.v1.BatchRemoveRequest\x1a\x1d.metad.v1.BatchRemoveResponse\x12M\n" +
 	"\fMountSegment\x12\x1d.metad.v1.MountSegmentRequest\x1a\x1e.metad.v1.MountSegmentResponse\x12S\n" +
 	"\x0eUnmountSegment\x12\x1f.metad.v1.UnmountSegmentRequest\x1a .metad.v1.UnmountSegmentResponse\x125\n" +
-	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12J\n" +
+	"\x04Ping\x12\x15.metad.v1.PingRequest\x1a\x16.metad.v1.PingResponse\x12S\n" +
+	"\x0eMountLocalDisk\x12\x1f.metad.v1.MountLocalDiskRequest\x1a .metad.v1.MountLocalDiskResponse\x12Y\n" +
+	"\x10UnmountLocalDisk\x12!.metad.v1.UnmountLocalDiskRequest\x1a\".metad.v1.UnmountLocalDiskResponse\x12P\n" +
+	"\rNotifyOffload\x12\x1e.metad.v1.NotifyOffloadRequest\x1a\x1f.metad.v1.NotifyOffloadResponse\x12Y\n" +
+	"\x10EvictDiskReplica\x12!.metad.v1.EvictDiskReplicaRequest\x1a\".metad.v1.EvictDiskReplicaResponse\x12J\n" +
 	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12M\n" +
 	"\fCloseSession\x12\x1d.metad.v1.CloseSessionRequest\x1a\x1e.metad.v1.CloseSessionResponse\x12:\n" +
 	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x17.metad.v1.WatchResponse0\x01\x12S\n" +
@@ -6050,7 +6589,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_metadata_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(WatchEventKind)(0),                  // 0: metad.v1.WatchEventKind
 	(*PutStartRequest)(nil),              // 1: metad.v1.PutStartRequest
@@ -6134,177 +6673,202 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*WatchRequest)(nil),                 // 79: metad.v1.WatchRequest
 	(*WatchEvent)(nil),                   // 80: metad.v1.WatchEvent
 	(*WatchResponse)(nil),                // 81: metad.v1.WatchResponse
-	(*BatchPutStartRequest_Item)(nil),    // 82: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 83: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 84: metad.v1.BatchGetResponse.Result
-	(*GetByRegexResponse_Item)(nil),      // 85: metad.v1.GetByRegexResponse.Item
-	(*RemoveByRegexResponse_Result)(nil), // 86: metad.v1.RemoveByRegexResponse.Result
-	(*ReplicaConfig)(nil),                // 87: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 88: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 89: metad.v1.Replica
-	(Tier)(0),                            // 90: metad.v1.Tier
-	(*Status)(nil),                       // 91: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 92: metad.v1.SegmentDesc
-	(*ScheduledTask)(nil),                // 93: metad.v1.ScheduledTask
-	(TaskState)(0),                       // 94: metad.v1.TaskState
-	(*Revision)(nil),                     // 95: metad.v1.Revision
+	(*MountLocalDiskRequest)(nil),        // 82: metad.v1.MountLocalDiskRequest
+	(*MountLocalDiskResponse)(nil),       // 83: metad.v1.MountLocalDiskResponse
+	(*UnmountLocalDiskRequest)(nil),      // 84: metad.v1.UnmountLocalDiskRequest
+	(*UnmountLocalDiskResponse)(nil),     // 85: metad.v1.UnmountLocalDiskResponse
+	(*NotifyOffloadRequest)(nil),         // 86: metad.v1.NotifyOffloadRequest
+	(*NotifyOffloadResponse)(nil),        // 87: metad.v1.NotifyOffloadResponse
+	(*EvictDiskReplicaRequest)(nil),      // 88: metad.v1.EvictDiskReplicaRequest
+	(*EvictDiskReplicaResponse)(nil),     // 89: metad.v1.EvictDiskReplicaResponse
+	(*BatchPutStartRequest_Item)(nil),    // 90: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 91: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 92: metad.v1.BatchGetResponse.Result
+	(*GetByRegexResponse_Item)(nil),      // 93: metad.v1.GetByRegexResponse.Item
+	(*RemoveByRegexResponse_Result)(nil), // 94: metad.v1.RemoveByRegexResponse.Result
+	(*ReplicaConfig)(nil),                // 95: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 96: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 97: metad.v1.Replica
+	(Tier)(0),                            // 98: metad.v1.Tier
+	(*Status)(nil),                       // 99: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 100: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 101: metad.v1.ScheduledTask
+	(TaskState)(0),                       // 102: metad.v1.TaskState
+	(*Revision)(nil),                     // 103: metad.v1.Revision
+	(*OffloadResult)(nil),                // 104: metad.v1.OffloadResult
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	87,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	88,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	90,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	88,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	90,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	88,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	87,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	88,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	90,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	88,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	90,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	88,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	88,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	82,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	87,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	88,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	83,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	90,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	88,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	91,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	90,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	88,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	91,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	84,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	88,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	91,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	92,  // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	88,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	85,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
-	88,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
-	86,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
-	88,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
-	91,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
-	88,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
-	89,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
-	88,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
-	89,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
-	89,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
-	88,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
-	88,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
-	93,  // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
-	88,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
-	93,  // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	88,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
-	94,  // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
-	93,  // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	95,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	96,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	97,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	98,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	96,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	98,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	96,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	95,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	96,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	97,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	98,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	96,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	98,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	96,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	97,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	96,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	90,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	95,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	96,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	91,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	98,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	96,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	98,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	96,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	92,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	96,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	100, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	96,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	93,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
+	96,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
+	94,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
+	96,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
+	96,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	97,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	97,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	96,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	97,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	97,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	96,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	96,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	96,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	102, // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
+	101, // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
 	0,   // 56: metad.v1.WatchRequest.kinds:type_name -> metad.v1.WatchEventKind
-	95,  // 57: metad.v1.WatchRequest.start:type_name -> metad.v1.Revision
-	95,  // 58: metad.v1.WatchEvent.revision:type_name -> metad.v1.Revision
+	103, // 57: metad.v1.WatchRequest.start:type_name -> metad.v1.Revision
+	103, // 58: metad.v1.WatchEvent.revision:type_name -> metad.v1.Revision
 	0,   // 59: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	89,  // 60: metad.v1.WatchEvent.replicas:type_name -> metad.v1.Replica
-	92,  // 61: metad.v1.WatchEvent.segment:type_name -> metad.v1.SegmentDesc
+	97,  // 60: metad.v1.WatchEvent.replicas:type_name -> metad.v1.Replica
+	100, // 61: metad.v1.WatchEvent.segment:type_name -> metad.v1.SegmentDesc
 	80,  // 62: metad.v1.WatchResponse.events:type_name -> metad.v1.WatchEvent
-	95,  // 63: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
-	91,  // 64: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	89,  // 65: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	91,  // 66: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	89,  // 67: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	89,  // 68: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
-	91,  // 69: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
-	1,   // 70: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	3,   // 71: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	5,   // 72: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	7,   // 73: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	9,   // 74: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	11,  // 75: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	13,  // 76: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	15,  // 77: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	17,  // 78: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	19,  // 79: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	21,  // 80: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	23,  // 81: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	25,  // 82: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	27,  // 83: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	29,  // 84: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	31,  // 85: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	33,  // 86: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	35,  // 87: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	37,  // 88: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	39,  // 89: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	41,  // 90: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	43,  // 91: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	45,  // 92: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
-	79,  // 93: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
-	47,  // 94: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
-	49,  // 95: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
-	51,  // 96: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
-	53,  // 97: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
-	55,  // 98: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	57,  // 99: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	59,  // 100: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	61,  // 101: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	63,  // 102: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	65,  // 103: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	67,  // 104: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
-	69,  // 105: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
-	71,  // 106: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
-	73,  // 107: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
-	75,  // 108: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
-	77,  // 109: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
-	2,   // 110: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	4,   // 111: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	6,   // 112: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	8,   // 113: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	10,  // 114: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	12,  // 115: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	14,  // 116: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	16,  // 117: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	18,  // 118: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	20,  // 119: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	22,  // 120: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	24,  // 121: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	26,  // 122: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	28,  // 123: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	30,  // 124: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	32,  // 125: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	34,  // 126: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	36,  // 127: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	38,  // 128: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	40,  // 129: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	42,  // 130: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	44,  // 131: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	46,  // 132: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
-	81,  // 133: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
-	48,  // 134: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
-	50,  // 135: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
-	52,  // 136: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
-	54,  // 137: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
-	56,  // 138: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	58,  // 139: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	60,  // 140: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	62,  // 141: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	64,  // 142: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	66,  // 143: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	68,  // 144: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
-	70,  // 145: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
-	72,  // 146: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
-	74,  // 147: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
-	76,  // 148: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
-	78,  // 149: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
-	110, // [110:150] is the sub-list for method output_type
-	70,  // [70:110] is the sub-list for method input_type
-	70,  // [70:70] is the sub-list for extension type_name
-	70,  // [70:70] is the sub-list for extension extendee
-	0,   // [0:70] is the sub-list for field type_name
+	103, // 63: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
+	96,  // 64: metad.v1.MountLocalDiskRequest.session:type_name -> metad.v1.SessionHeader
+	96,  // 65: metad.v1.UnmountLocalDiskRequest.session:type_name -> metad.v1.SessionHeader
+	104, // 66: metad.v1.NotifyOffloadRequest.results:type_name -> metad.v1.OffloadResult
+	96,  // 67: metad.v1.NotifyOffloadRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 68: metad.v1.NotifyOffloadResponse.results:type_name -> metad.v1.Status
+	98,  // 69: metad.v1.EvictDiskReplicaRequest.tier:type_name -> metad.v1.Tier
+	96,  // 70: metad.v1.EvictDiskReplicaRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 71: metad.v1.EvictDiskReplicaResponse.results:type_name -> metad.v1.Status
+	99,  // 72: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	97,  // 73: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	99,  // 74: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	97,  // 75: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	97,  // 76: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	99,  // 77: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	1,   // 78: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	3,   // 79: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	5,   // 80: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	7,   // 81: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	9,   // 82: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	11,  // 83: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	13,  // 84: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	15,  // 85: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	17,  // 86: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	19,  // 87: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	21,  // 88: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	23,  // 89: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	25,  // 90: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	27,  // 91: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	29,  // 92: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	31,  // 93: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	33,  // 94: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	35,  // 95: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	37,  // 96: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	39,  // 97: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	41,  // 98: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	82,  // 99: metad.v1.Metadata.MountLocalDisk:input_type -> metad.v1.MountLocalDiskRequest
+	84,  // 100: metad.v1.Metadata.UnmountLocalDisk:input_type -> metad.v1.UnmountLocalDiskRequest
+	86,  // 101: metad.v1.Metadata.NotifyOffload:input_type -> metad.v1.NotifyOffloadRequest
+	88,  // 102: metad.v1.Metadata.EvictDiskReplica:input_type -> metad.v1.EvictDiskReplicaRequest
+	43,  // 103: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	45,  // 104: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
+	79,  // 105: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
+	47,  // 106: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	49,  // 107: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	51,  // 108: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	53,  // 109: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	55,  // 110: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	57,  // 111: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	59,  // 112: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	61,  // 113: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	63,  // 114: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	65,  // 115: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	67,  // 116: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	69,  // 117: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	71,  // 118: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	73,  // 119: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	75,  // 120: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	77,  // 121: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	2,   // 122: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	4,   // 123: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	6,   // 124: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	8,   // 125: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	10,  // 126: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	12,  // 127: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	14,  // 128: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	16,  // 129: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	18,  // 130: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	20,  // 131: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	22,  // 132: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	24,  // 133: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	26,  // 134: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	28,  // 135: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	30,  // 136: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	32,  // 137: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	34,  // 138: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	36,  // 139: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	38,  // 140: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	40,  // 141: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	42,  // 142: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	83,  // 143: metad.v1.Metadata.MountLocalDisk:output_type -> metad.v1.MountLocalDiskResponse
+	85,  // 144: metad.v1.Metadata.UnmountLocalDisk:output_type -> metad.v1.UnmountLocalDiskResponse
+	87,  // 145: metad.v1.Metadata.NotifyOffload:output_type -> metad.v1.NotifyOffloadResponse
+	89,  // 146: metad.v1.Metadata.EvictDiskReplica:output_type -> metad.v1.EvictDiskReplicaResponse
+	44,  // 147: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	46,  // 148: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
+	81,  // 149: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
+	48,  // 150: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	50,  // 151: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	52,  // 152: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	54,  // 153: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	56,  // 154: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	58,  // 155: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	60,  // 156: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	62,  // 157: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	64,  // 158: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	66,  // 159: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	68,  // 160: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	70,  // 161: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	72,  // 162: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	74,  // 163: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	76,  // 164: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	78,  // 165: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	122, // [122:166] is the sub-list for method output_type
+	78,  // [78:122] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -6319,7 +6883,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   86,
+			NumMessages:   94,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,10 @@ const (
 	Metadata_MountSegment_FullMethodName       = "/metad.v1.Metadata/MountSegment"
 	Metadata_UnmountSegment_FullMethodName     = "/metad.v1.Metadata/UnmountSegment"
 	Metadata_Ping_FullMethodName               = "/metad.v1.Metadata/Ping"
+	Metadata_MountLocalDisk_FullMethodName     = "/metad.v1.Metadata/MountLocalDisk"
+	Metadata_UnmountLocalDisk_FullMethodName   = "/metad.v1.Metadata/UnmountLocalDisk"
+	Metadata_NotifyOffload_FullMethodName      = "/metad.v1.Metadata/NotifyOffload"
+	Metadata_EvictDiskReplica_FullMethodName   = "/metad.v1.Metadata/EvictDiskReplica"
 	Metadata_OpenSession_FullMethodName        = "/metad.v1.Metadata/OpenSession"
 	Metadata_CloseSession_FullMethodName       = "/metad.v1.Metadata/CloseSession"
 	Metadata_Watch_FullMethodName              = "/metad.v1.Metadata/Watch"
@@ -119,6 +123,15 @@ type MetadataClient interface {
 	UnmountSegment(ctx context.Context, in *UnmountSegmentRequest, opts ...grpc.CallOption) (*UnmountSegmentResponse, error)
 	// Ping keeps the client alive (it is expired after client_ttl of silence) and returns its view.
 	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
+	// MountLocalDisk registers the calling client's local SSD as its LOCAL_DISK segment (idempotent).
+	MountLocalDisk(ctx context.Context, in *MountLocalDiskRequest, opts ...grpc.CallOption) (*MountLocalDiskResponse, error)
+	// UnmountLocalDisk drops the calling client's SSD registration and exactly its LOCAL_DISK
+	// replicas; objects left with none are erased. A client's expiry does the same.
+	UnmountLocalDisk(ctx context.Context, in *UnmountLocalDiskRequest, opts ...grpc.CallOption) (*UnmountLocalDiskResponse, error)
+	// NotifyOffload records objects the calling client copied to its SSD: COMPLETE LOCAL_DISK replicas.
+	NotifyOffload(ctx context.Context, in *NotifyOffloadRequest, opts ...grpc.CallOption) (*NotifyOffloadResponse, error)
+	// EvictDiskReplica drops the calling client's LOCAL_DISK replicas whose files it removed.
+	EvictDiskReplica(ctx context.Context, in *EvictDiskReplicaRequest, opts ...grpc.CallOption) (*EvictDiskReplicaResponse, error)
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
@@ -391,6 +404,46 @@ func (c *metadataClient) Ping(ctx context.Context, in *PingRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *metadataClient) MountLocalDisk(ctx context.Context, in *MountLocalDiskRequest, opts ...grpc.CallOption) (*MountLocalDiskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MountLocalDiskResponse)
+	err := c.cc.Invoke(ctx, Metadata_MountLocalDisk_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) UnmountLocalDisk(ctx context.Context, in *UnmountLocalDiskRequest, opts ...grpc.CallOption) (*UnmountLocalDiskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnmountLocalDiskResponse)
+	err := c.cc.Invoke(ctx, Metadata_UnmountLocalDisk_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) NotifyOffload(ctx context.Context, in *NotifyOffloadRequest, opts ...grpc.CallOption) (*NotifyOffloadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NotifyOffloadResponse)
+	err := c.cc.Invoke(ctx, Metadata_NotifyOffload_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) EvictDiskReplica(ctx context.Context, in *EvictDiskReplicaRequest, opts ...grpc.CallOption) (*EvictDiskReplicaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvictDiskReplicaResponse)
+	err := c.cc.Invoke(ctx, Metadata_EvictDiskReplica_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metadataClient) OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(OpenSessionResponse)
@@ -638,6 +691,15 @@ type MetadataServer interface {
 	UnmountSegment(context.Context, *UnmountSegmentRequest) (*UnmountSegmentResponse, error)
 	// Ping keeps the client alive (it is expired after client_ttl of silence) and returns its view.
 	Ping(context.Context, *PingRequest) (*PingResponse, error)
+	// MountLocalDisk registers the calling client's local SSD as its LOCAL_DISK segment (idempotent).
+	MountLocalDisk(context.Context, *MountLocalDiskRequest) (*MountLocalDiskResponse, error)
+	// UnmountLocalDisk drops the calling client's SSD registration and exactly its LOCAL_DISK
+	// replicas; objects left with none are erased. A client's expiry does the same.
+	UnmountLocalDisk(context.Context, *UnmountLocalDiskRequest) (*UnmountLocalDiskResponse, error)
+	// NotifyOffload records objects the calling client copied to its SSD: COMPLETE LOCAL_DISK replicas.
+	NotifyOffload(context.Context, *NotifyOffloadRequest) (*NotifyOffloadResponse, error)
+	// EvictDiskReplica drops the calling client's LOCAL_DISK replicas whose files it removed.
+	EvictDiskReplica(context.Context, *EvictDiskReplicaRequest) (*EvictDiskReplicaResponse, error)
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
@@ -762,6 +824,18 @@ func (UnimplementedMetadataServer) UnmountSegment(context.Context, *UnmountSegme
 }
 func (UnimplementedMetadataServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
+}
+func (UnimplementedMetadataServer) MountLocalDisk(context.Context, *MountLocalDiskRequest) (*MountLocalDiskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MountLocalDisk not implemented")
+}
+func (UnimplementedMetadataServer) UnmountLocalDisk(context.Context, *UnmountLocalDiskRequest) (*UnmountLocalDiskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnmountLocalDisk not implemented")
+}
+func (UnimplementedMetadataServer) NotifyOffload(context.Context, *NotifyOffloadRequest) (*NotifyOffloadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NotifyOffload not implemented")
+}
+func (UnimplementedMetadataServer) EvictDiskReplica(context.Context, *EvictDiskReplicaRequest) (*EvictDiskReplicaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvictDiskReplica not implemented")
 }
 func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
@@ -1219,6 +1293,78 @@ func _Metadata_Ping_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_MountLocalDisk_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MountLocalDiskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).MountLocalDisk(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_MountLocalDisk_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).MountLocalDisk(ctx, req.(*MountLocalDiskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_UnmountLocalDisk_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnmountLocalDiskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).UnmountLocalDisk(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_UnmountLocalDisk_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).UnmountLocalDisk(ctx, req.(*UnmountLocalDiskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_NotifyOffload_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NotifyOffloadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).NotifyOffload(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_NotifyOffload_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).NotifyOffload(ctx, req.(*NotifyOffloadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_EvictDiskReplica_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvictDiskReplicaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).EvictDiskReplica(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_EvictDiskReplica_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).EvictDiskReplica(ctx, req.(*EvictDiskReplicaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Metadata_OpenSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(OpenSessionRequest)
 	if err := dec(in); err != nil {
@@ -1644,6 +1790,22 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ping",
 			Handler:    _Metadata_Ping_Handler,
+		},
+		{
+			MethodName: "MountLocalDisk",
+			Handler:    _Metadata_MountLocalDisk_Handler,
+		},
+		{
+			MethodName: "UnmountLocalDisk",
+			Handler:    _Metadata_UnmountLocalDisk_Handler,
+		},
+		{
+			MethodName: "NotifyOffload",
+			Handler:    _Metadata_NotifyOffload_Handler,
+		},
+		{
+			MethodName: "EvictDiskReplica",
+			Handler:    _Metadata_EvictDiskReplica_Handler,
 		},
 		{
 			MethodName: "OpenSession",

@@ -44,6 +44,9 @@ const (
 	Tier_TIER_MEMORY Tier = 1
 	// NVMe-over-Fabrics segments.
 	Tier_TIER_NOF Tier = 2
+	// A client's local SSD (MountLocalDisk): a replica is a file its owner keeps, added when the owner
+	// reports an offload (NotifyOffload); no put places one. Not charged to tenant quotas.
+	Tier_TIER_LOCAL_DISK Tier = 3
 )
 
 // Enum value maps for Tier.
@@ -52,11 +55,13 @@ var (
 		0: "TIER_UNSPECIFIED",
 		1: "TIER_MEMORY",
 		2: "TIER_NOF",
+		3: "TIER_LOCAL_DISK",
 	}
 	Tier_value = map[string]int32{
 		"TIER_UNSPECIFIED": 0,
 		"TIER_MEMORY":      1,
 		"TIER_NOF":         2,
+		"TIER_LOCAL_DISK":  3,
 	}
 )
 
@@ -877,7 +882,10 @@ type Replica struct {
 	// Bytes of object data at offset (the object size); the extent reserved is this rounded up to 64.
 	Size uint64 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
 	// Write state of the replica.
-	Status        ReplicaStatus `protobuf:"varint,8,opt,name=status,proto3,enum=metad.v1.ReplicaStatus" json:"status,omitempty"`
+	Status ReplicaStatus `protobuf:"varint,8,opt,name=status,proto3,enum=metad.v1.ReplicaStatus" json:"status,omitempty"`
+	// TIER_LOCAL_DISK only: the client whose SSD holds the file (a reader fetches it through
+	// segment_endpoint, the owner's); empty for the other tiers.
+	OwnerClientId []byte `protobuf:"bytes,9,opt,name=owner_client_id,json=ownerClientId,proto3" json:"owner_client_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -966,6 +974,13 @@ func (x *Replica) GetStatus() ReplicaStatus {
 		return x.Status
 	}
 	return ReplicaStatus_REPLICA_STATUS_UNSPECIFIED
+}
+
+func (x *Replica) GetOwnerClientId() []byte {
+	if x != nil {
+		return x.OwnerClientId
+	}
+	return nil
 }
 
 // ReplicaConfig is what a put asks for: how many replicas where, and the object's pins and data type.
@@ -1096,10 +1111,13 @@ type SegmentDesc struct {
 	Size uint64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
 	// Transport address readers and writers use to reach the segment (opaque to metad).
 	Endpoint string `protobuf:"bytes,5,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	// TIER_MEMORY or TIER_NOF.
+	// TIER_MEMORY or TIER_NOF (MountSegment); TIER_LOCAL_DISK for a client's SSD registration
+	// (MountLocalDisk, which names it: base 0, name "local-disk").
 	Tier Tier `protobuf:"varint,6,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
 	// Client that mounted it: 16-byte UUID. Filled by the server from the request's client_id.
 	OwnerClientId []byte `protobuf:"bytes,7,opt,name=owner_client_id,json=ownerClientId,proto3" json:"owner_client_id,omitempty"`
+	// TIER_LOCAL_DISK only: the owner takes offload tasks.
+	Offload       bool `protobuf:"varint,8,opt,name=offload,proto3" json:"offload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1183,6 +1201,78 @@ func (x *SegmentDesc) GetOwnerClientId() []byte {
 	return nil
 }
 
+func (x *SegmentDesc) GetOffload() bool {
+	if x != nil {
+		return x.Offload
+	}
+	return false
+}
+
+// OffloadResult is a worker's report of one object it copied to its local SSD, or failed to.
+type OffloadResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Object key.
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Bytes written to the SSD file: the object's size.
+	Size uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// True: the file holds the object, and a COMPLETE LOCAL_DISK replica is recorded. False: the
+	// offload failed and nothing is recorded.
+	Success       bool `protobuf:"varint,3,opt,name=success,proto3" json:"success,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffloadResult) Reset() {
+	*x = OffloadResult{}
+	mi := &file_metadv1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffloadResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffloadResult) ProtoMessage() {}
+
+func (x *OffloadResult) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffloadResult.ProtoReflect.Descriptor instead.
+func (*OffloadResult) Descriptor() ([]byte, []int) {
+	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OffloadResult) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *OffloadResult) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *OffloadResult) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
 // SessionHeader makes a write exactly-once: the session (OpenSession), this operation's sequence
 // number (the client numbers its operations from 1 and reuses the number on every retry of the same
 // operation), and the lowest sequence number whose answer the client has not received yet (the
@@ -1201,7 +1291,7 @@ type SessionHeader struct {
 
 func (x *SessionHeader) Reset() {
 	*x = SessionHeader{}
-	mi := &file_metadv1_types_proto_msgTypes[6]
+	mi := &file_metadv1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1303,7 @@ func (x *SessionHeader) String() string {
 func (*SessionHeader) ProtoMessage() {}
 
 func (x *SessionHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[6]
+	mi := &file_metadv1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1316,7 @@ func (x *SessionHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionHeader.ProtoReflect.Descriptor instead.
 func (*SessionHeader) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{6}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionHeader) GetSessionId() uint64 {
@@ -1287,7 +1377,7 @@ type ScheduledTask struct {
 
 func (x *ScheduledTask) Reset() {
 	*x = ScheduledTask{}
-	mi := &file_metadv1_types_proto_msgTypes[7]
+	mi := &file_metadv1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1389,7 @@ func (x *ScheduledTask) String() string {
 func (*ScheduledTask) ProtoMessage() {}
 
 func (x *ScheduledTask) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[7]
+	mi := &file_metadv1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1402,7 @@ func (x *ScheduledTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduledTask.ProtoReflect.Descriptor instead.
 func (*ScheduledTask) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{7}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ScheduledTask) GetTaskId() uint64 {
@@ -1438,7 +1528,7 @@ type DrainJob struct {
 
 func (x *DrainJob) Reset() {
 	*x = DrainJob{}
-	mi := &file_metadv1_types_proto_msgTypes[8]
+	mi := &file_metadv1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1540,7 @@ func (x *DrainJob) String() string {
 func (*DrainJob) ProtoMessage() {}
 
 func (x *DrainJob) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_types_proto_msgTypes[8]
+	mi := &file_metadv1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1553,7 @@ func (x *DrainJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainJob.ProtoReflect.Descriptor instead.
 func (*DrainJob) Descriptor() ([]byte, []int) {
-	return file_metadv1_types_proto_rawDescGZIP(), []int{8}
+	return file_metadv1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DrainJob) GetDrainId() uint64 {
@@ -1562,7 +1652,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x0eretry_after_ms\x18\a \x01(\x04R\fretryAfterMs\"<\n" +
 	"\bRevision\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1a\n" +
-	"\bposition\x18\x02 \x01(\rR\bposition\"\x96\x02\n" +
+	"\bposition\x18\x02 \x01(\rR\bposition\"\xbe\x02\n" +
 	"\aReplica\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x04R\treplicaId\x12\"\n" +
@@ -1573,7 +1663,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\fbase_address\x18\x05 \x01(\x04R\vbaseAddress\x12\x16\n" +
 	"\x06offset\x18\x06 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\a \x01(\x04R\x04size\x12/\n" +
-	"\x06status\x18\b \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\"\xca\x02\n" +
+	"\x06status\x18\b \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\x12&\n" +
+	"\x0fowner_client_id\x18\t \x01(\fR\rownerClientId\"\xca\x02\n" +
 	"\rReplicaConfig\x12'\n" +
 	"\x0fmemory_replicas\x18\x01 \x01(\rR\x0ememoryReplicas\x12!\n" +
 	"\fnof_replicas\x18\x02 \x01(\rR\vnofReplicas\x122\n" +
@@ -1582,7 +1673,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x0fsoft_pin_ttl_ms\x18\x05 \x01(\x04R\fsoftPinTtlMs\x12\x19\n" +
 	"\bhard_pin\x18\x06 \x01(\bR\ahardPin\x12\x1b\n" +
 	"\tdata_type\x18\a \x01(\rR\bdataType\x12&\n" +
-	"\x0epreferred_host\x18\xa0\x01 \x01(\tR\rpreferredHost\"\xc1\x01\n" +
+	"\x0epreferred_host\x18\xa0\x01 \x01(\tR\rpreferredHost\"\xdb\x01\n" +
 	"\vSegmentDesc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -1590,7 +1681,12 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\x04R\x04size\x12\x1a\n" +
 	"\bendpoint\x18\x05 \x01(\tR\bendpoint\x12\"\n" +
 	"\x04tier\x18\x06 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12&\n" +
-	"\x0fowner_client_id\x18\a \x01(\fR\rownerClientId\"l\n" +
+	"\x0fowner_client_id\x18\a \x01(\fR\rownerClientId\x12\x18\n" +
+	"\aoffload\x18\b \x01(\bR\aoffload\"O\n" +
+	"\rOffloadResult\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x18\n" +
+	"\asuccess\x18\x03 \x01(\bR\asuccess\"l\n" +
 	"\rSessionHeader\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x10\n" +
@@ -1624,11 +1720,12 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x06failed\x18\t \x01(\x04R\x06failed\x12+\n" +
 	"\x12in_flight_task_ids\x18\n" +
 	" \x03(\x04R\x0finFlightTaskIds\x12!\n" +
-	"\fobjects_left\x18\v \x01(\x04R\vobjectsLeft*;\n" +
+	"\fobjects_left\x18\v \x01(\x04R\vobjectsLeft*P\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vTIER_MEMORY\x10\x01\x12\f\n" +
-	"\bTIER_NOF\x10\x02*k\n" +
+	"\bTIER_NOF\x10\x02\x12\x13\n" +
+	"\x0fTIER_LOCAL_DISK\x10\x03*k\n" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +
@@ -1715,7 +1812,7 @@ func file_metadv1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_metadv1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_metadv1_types_proto_goTypes = []any{
 	(Tier)(0),             // 0: metad.v1.Tier
 	(ReplicaStatus)(0),    // 1: metad.v1.ReplicaStatus
@@ -1731,9 +1828,10 @@ var file_metadv1_types_proto_goTypes = []any{
 	(*Replica)(nil),       // 11: metad.v1.Replica
 	(*ReplicaConfig)(nil), // 12: metad.v1.ReplicaConfig
 	(*SegmentDesc)(nil),   // 13: metad.v1.SegmentDesc
-	(*SessionHeader)(nil), // 14: metad.v1.SessionHeader
-	(*ScheduledTask)(nil), // 15: metad.v1.ScheduledTask
-	(*DrainJob)(nil),      // 16: metad.v1.DrainJob
+	(*OffloadResult)(nil), // 14: metad.v1.OffloadResult
+	(*SessionHeader)(nil), // 15: metad.v1.SessionHeader
+	(*ScheduledTask)(nil), // 16: metad.v1.ScheduledTask
+	(*DrainJob)(nil),      // 17: metad.v1.DrainJob
 }
 var file_metadv1_types_proto_depIdxs = []int32{
 	2,  // 0: metad.v1.Status.reason:type_name -> metad.v1.Reason
@@ -1764,7 +1862,7 @@ func file_metadv1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_types_proto_rawDesc), len(file_metadv1_types_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -17,7 +17,9 @@ const (
 	// with no arena. 6 adds a client session's owner (SessionRecord.principal, owned); a version 2
 	// to 5 file reads as a state whose sessions have no known owner. 7 adds the rate limits
 	// (LimitRecord, SnapshotHeader.limits); a version 1 to 6 file reads as a state with no limit.
-	SnapshotFormatVersion uint32 = 7
+	// 8 adds the LOCAL_DISK tier (SegmentRecord.segment.tier TIER_LOCAL_DISK and its offload flag,
+	// ReplicaRecord.tier TIER_LOCAL_DISK); a version 1 to 7 file reads as a state with none.
+	SnapshotFormatVersion uint32 = 8
 )
 
 // RulesVersion is Envelope.rules_version for the entries this release writes: the apply rules

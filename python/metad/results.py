@@ -40,6 +40,7 @@ class Replica:
     offset: int
     size: int
     status: int
+    owner_client_id: bytes
     raw: types_pb2.Replica = field(repr=False, compare=False)
 
     @classmethod
@@ -55,6 +56,7 @@ class Replica:
         d["offset"] = m.offset
         d["size"] = m.size
         d["status"] = m.status
+        d["owner_client_id"] = m.owner_client_id
         d["raw"] = m
         return o
 
@@ -93,6 +95,7 @@ class SegmentDesc:
     endpoint: str
     tier: int
     owner_client_id: bytes
+    offload: bool
     raw: types_pb2.SegmentDesc = field(repr=False, compare=False)
 
     @classmethod
@@ -107,6 +110,7 @@ class SegmentDesc:
         d["endpoint"] = m.endpoint
         d["tier"] = m.tier
         d["owner_client_id"] = m.owner_client_id
+        d["offload"] = m.offload
         d["raw"] = m
         return o
 

@@ -44,7 +44,7 @@ func decimal(s string) bool {
 // The leader reads it to turn a request's preferred host into preferred segment IDs, which the
 // command carries; apply never calls it, so the result need not be reproducible by followers.
 func (r *Registry) HostSegments(host string, t Tier, strategy Strategy, seed uint64) []ID {
-	if host == "" || !t.Valid() {
+	if host == "" || !t.Placeable() {
 		return nil
 	}
 	host = HostOf(host)

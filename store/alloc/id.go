@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 )
@@ -68,29 +69,65 @@ func (id ID) IsZero() bool { return id == ID{} }
 func Compare(a, b ID) int { return bytes.Compare(a[:], b[:]) }
 
 // Tier is an immutable value, safe to share. It is the storage class of a
-// segment. Only TierMemory and TierNOF are valid; the zero value is invalid.
+// segment. Only TierMemory, TierNOF and TierLocalDisk are valid; the zero
+// value is invalid.
 type Tier uint8
 
-// The tiers of SEMANTICS section 3.
+// The tiers of SEMANTICS section 3 and of the replica tiers (TIERS.md). A
+// TierLocalDisk segment is one client's SSD registration (MountLocalDisk): its
+// extents account the owner's disk capacity, each one a file the owner keeps,
+// and no put places into it.
 const (
-	TierMemory Tier = 1
-	TierNOF    Tier = 2
+	TierMemory    Tier = 1
+	TierNOF       Tier = 2
+	TierLocalDisk Tier = 3
 )
 
 // numTiers sizes arrays indexed by Tier (index 0 unused).
-const numTiers = 3
+const numTiers = 4
 
-// Valid reports whether t is TierMemory or TierNOF.
-func (t Tier) Valid() bool { return t == TierMemory || t == TierNOF }
+// Valid reports whether t is TierMemory, TierNOF or TierLocalDisk.
+func (t Tier) Valid() bool { return t == TierMemory || t == TierNOF || t == TierLocalDisk }
 
-// String returns "MEMORY", "NOF", or "Tier(n)" for an invalid value.
+// Placeable reports whether puts, copies, moves and arenas place into segments of t: TierMemory
+// and TierNOF. A LOCAL_DISK replica is only ever added by its owner's offload report.
+func (t Tier) Placeable() bool { return t == TierMemory || t == TierNOF }
+
+// String returns "MEMORY", "NOF", "LOCAL_DISK", or "Tier(n)" for an invalid value.
 func (t Tier) String() string {
 	switch t {
 	case TierMemory:
 		return "MEMORY"
 	case TierNOF:
 		return "NOF"
+	case TierLocalDisk:
+		return "LOCAL_DISK"
 	default:
 		return fmt.Sprintf("Tier(%d)", uint8(t))
 	}
+}
+
+// LocalDiskName is the name of every LOCAL_DISK segment.
+const LocalDiskName = "local-disk"
+
+// LocalDiskID is the segment id of a client's SSD registration: the first 16 bytes of
+// SHA-256("metad local disk" || client), with the UUID version 8 and variant bits set. Each client
+// has at most one registration, every node derives the same id, and it cannot be a client's own
+// choice of a memory segment's id except by a hash collision.
+func LocalDiskID(client ID) ID {
+	h := sha256.New()
+	h.Write([]byte("metad local disk"))
+	h.Write(client[:])
+	var id ID
+	copy(id[:], h.Sum(nil))
+	id[6] = id[6]&0x0f | 0x80
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// LocalDisk returns the segment that records client's SSD registration: capacity bytes (rounded
+// up to Align), reachable at endpoint, taking offload tasks when offload is set.
+func LocalDisk(client ID, capacity uint64, endpoint string, offload bool) Segment {
+	return Segment{ID: LocalDiskID(client), Name: LocalDiskName, Size: RoundUp(capacity), Endpoint: endpoint,
+		Tier: TierLocalDisk, Owner: client, Offload: offload}
 }

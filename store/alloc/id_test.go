@@ -77,13 +77,16 @@ func TestTierAndStrategyNames(t *testing.T) {
 	for _, tc := range []struct {
 		t    Tier
 		name string
-	}{{TierMemory, "MEMORY"}, {TierNOF, "NOF"}} {
+	}{{TierMemory, "MEMORY"}, {TierNOF, "NOF"}, {TierLocalDisk, "LOCAL_DISK"}} {
 		if tc.t.String() != tc.name {
 			t.Errorf("%d.String() = %q", tc.t, tc.t.String())
 		}
 	}
-	if Tier(0).Valid() || Tier(3).Valid() || Tier(0).String() != "Tier(0)" {
+	if Tier(0).Valid() || Tier(4).Valid() || Tier(0).String() != "Tier(0)" {
 		t.Error("invalid tiers reported valid or misnamed")
+	}
+	if !TierMemory.Placeable() || !TierNOF.Placeable() || TierLocalDisk.Placeable() {
+		t.Error("only MEMORY and NOF take placements")
 	}
 	for _, tc := range []struct {
 		s    Strategy
@@ -100,5 +103,39 @@ func TestTierAndStrategyNames(t *testing.T) {
 		if _, err := ParseStrategy(bad); !errors.Is(err, ErrInvalidStrategy) {
 			t.Errorf("ParseStrategy(%q) = %v", bad, err)
 		}
+	}
+}
+
+// TestLocalDiskID: a client's SSD registration has one id every node derives alike, distinct per
+// client, a version 8 UUID; and a LOCAL_DISK segment takes no placement by name.
+func TestLocalDiskID(t *testing.T) {
+	a, b := ID{1}, ID{2}
+	again := a
+	if LocalDiskID(a) != LocalDiskID(again) || LocalDiskID(a) == LocalDiskID(b) || LocalDiskID(a) == a {
+		t.Fatal("LocalDiskID is not a per-client function")
+	}
+	if id := LocalDiskID(a); id[6]>>4 != 8 || id[8]>>6 != 2 {
+		t.Fatalf("LocalDiskID %s: not a version 8 UUID", id)
+	}
+	r := NewRegistry()
+	seg := LocalDisk(a, 1000, "host-a:1", true)
+	if seg.Size != 1024 || seg.Tier != TierLocalDisk || seg.Base != 0 {
+		t.Fatalf("LocalDisk = %+v", seg)
+	}
+	if _, err := r.Mount(seg); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.PlaceOn(64, []ID{seg.ID}); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("PlaceOn a LOCAL_DISK segment = %v, want ErrInvalidRequest", err)
+	}
+	if _, err := r.PlaceTier(TierLocalDisk, 64, 1, nil, StrategyRandom, 1); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("PlaceTier(LOCAL_DISK) = %v, want ErrInvalidRequest", err)
+	}
+	if p, err := r.Place(PlaceRequest{Size: 64, Memory: 1, Preferred: []ID{seg.ID}}); err == nil {
+		t.Fatalf("Place with only a LOCAL_DISK segment mounted = %+v", p)
+	}
+	x, err := r.AllocIn(seg.ID, 100)
+	if err != nil || x.Size != 128 || r.Used(TierLocalDisk) != 128 {
+		t.Fatalf("AllocIn = %+v, %v; used %d", x, err, r.Used(TierLocalDisk))
 	}
 }

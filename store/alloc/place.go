@@ -342,6 +342,10 @@ func (r *Registry) PlaceOn(size uint64, ids []ID) ([]Extent, []Tier, error) {
 			return nil, nil, fmt.Errorf("place on segment %s: %w", id, ErrSegmentNotFound)
 		}
 		t := seg.info.Tier
+		if !t.Placeable() {
+			undo()
+			return nil, nil, fmt.Errorf("place on segment %s: a %s segment takes no placement: %w", id, t, ErrInvalidRequest)
+		}
 		off, ok := seg.alloc.Alloc(size)
 		if !ok {
 			undo()
@@ -365,7 +369,7 @@ func (r *Registry) PlaceTier(t Tier, size uint64, want int, exclude []ID, strate
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	if !t.Valid() {
+	if !t.Placeable() {
 		return nil, fmt.Errorf("place: tier %s: %w", t, ErrInvalidRequest)
 	}
 	r.mu.Lock()

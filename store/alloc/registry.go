@@ -20,6 +20,8 @@ type Segment struct {
 	Endpoint string
 	Tier     Tier
 	Owner    ID // the client that mounted it
+	// Offload: a LOCAL_DISK segment's owner takes offload tasks (always false for other tiers).
+	Offload bool
 }
 
 // SegmentInfo is an immutable snapshot value, safe to share: a segment with
@@ -147,8 +149,8 @@ func invalidSegment(field, format string, args ...any) error {
 }
 
 // ValidateSegment checks a segment to mount against SEMANTICS section 1: non-zero ID and Owner,
-// Base and Size non-zero and Align-aligned, Size at most MaxSegmentSize, Base+Size not wrapping,
-// Tier valid, Name 1..MaxSegmentNameLen and Endpoint 1..MaxEndpointLen bytes with no byte below
+// Base and Size non-zero and Align-aligned (Base zero for a LOCAL_DISK segment), Size at most
+// MaxSegmentSize, Base+Size not wrapping, Tier valid, Name 1..MaxSegmentNameLen and Endpoint 1..MaxEndpointLen bytes with no byte below
 // 0x20. It is the one definition of these rules: Mount applies it, and the server checks a request
 // with it before proposing. The error is a *SegmentError wrapping ErrInvalidSegment.
 func ValidateSegment(s Segment) error {
@@ -172,7 +174,9 @@ func validateShape(s Segment) error {
 		return invalidSegment("id", "zero")
 	case s.Owner.IsZero():
 		return invalidSegment("owner", "zero")
-	case s.Base == 0:
+	case s.Tier == TierLocalDisk && s.Base != 0:
+		return invalidSegment("base", "%#x, want 0 for a LOCAL_DISK segment (files, not an address range)", s.Base)
+	case s.Base == 0 && s.Tier != TierLocalDisk:
 		return invalidSegment("base", "zero")
 	case s.Base%Align != 0:
 		return invalidSegment("base", "%#x not %d-byte aligned", s.Base, Align)
@@ -183,7 +187,11 @@ func validateShape(s Segment) error {
 	case s.Base+s.Size < s.Base:
 		return invalidSegment("size", "base %#x + size %d wraps the address space", s.Base, s.Size)
 	case !s.Tier.Valid():
-		return invalidSegment("tier", "%s, want MEMORY or NOF", s.Tier)
+		return invalidSegment("tier", "%s, want MEMORY, NOF or LOCAL_DISK", s.Tier)
+	case s.Tier == TierLocalDisk && s.ID != LocalDiskID(s.Owner):
+		return invalidSegment("id", "%s is not the owner's local disk id %s", s.ID, LocalDiskID(s.Owner))
+	case s.Offload && s.Tier != TierLocalDisk:
+		return invalidSegment("offload", "set on a %s segment; only a LOCAL_DISK one takes offload tasks", s.Tier)
 	}
 	return nil
 }

@@ -132,7 +132,9 @@ func TestMountValidation(t *testing.T) {
 		{"size", func(s *Segment) { s.Size = MaxSegmentSize + Align }},
 		{"size", func(s *Segment) { s.Size = 1 << 62 }},
 		{"tier", func(s *Segment) { s.Tier = 0 }},
-		{"tier", func(s *Segment) { s.Tier = 3 }},
+		{"tier", func(s *Segment) { s.Tier = 4 }},
+		{"base", func(s *Segment) { s.Tier = TierLocalDisk }}, // a LOCAL_DISK segment has no base
+		{"offload", func(s *Segment) { s.Offload = true }},    // only a LOCAL_DISK segment offloads
 		{"name", func(s *Segment) { s.Name = "" }},
 		{"name", func(s *Segment) { s.Name = strings.Repeat("n", MaxSegmentNameLen+1) }},
 		{"name", func(s *Segment) { s.Name = "seg\x1f" }},

@@ -287,6 +287,26 @@ class CreateMoveTaskResponse(_message.Message):
     task_id: int
     def __init__(self, task_id: _Optional[int] = ...) -> None: ...
 
+class EvictDiskReplicaRequest(_message.Message):
+    __slots__ = ["client_id", "keys", "session", "tenant", "tier"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    keys: _containers.RepeatedScalarFieldContainer[bytes]
+    session: _types_pb2.SessionHeader
+    tenant: str
+    tier: _types_pb2.Tier
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., keys: _Optional[_Iterable[bytes]] = ..., tier: _Optional[_Union[_types_pb2.Tier, str]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class EvictDiskReplicaResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
+    def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
+
 class ExistRequest(_message.Message):
     __slots__ = ["key", "stale", "tenant"]
     KEY_FIELD_NUMBER: _ClassVar[int]
@@ -460,6 +480,28 @@ class MarkTaskToCompleteResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class MountLocalDiskRequest(_message.Message):
+    __slots__ = ["capacity_bytes", "client_id", "endpoint", "offload", "session"]
+    CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    capacity_bytes: int
+    client_id: bytes
+    endpoint: str
+    offload: bool
+    session: _types_pb2.SessionHeader
+    def __init__(self, client_id: _Optional[bytes] = ..., capacity_bytes: _Optional[int] = ..., endpoint: _Optional[str] = ..., offload: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class MountLocalDiskResponse(_message.Message):
+    __slots__ = ["created", "segment_id"]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    segment_id: bytes
+    def __init__(self, segment_id: _Optional[bytes] = ..., created: bool = ...) -> None: ...
+
 class MountSegmentRequest(_message.Message):
     __slots__ = ["client_id", "segment", "session"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -529,6 +571,24 @@ class MoveStartResponse(_message.Message):
     source: _types_pb2.Replica
     target: _types_pb2.Replica
     def __init__(self, source: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., target: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ...) -> None: ...
+
+class NotifyOffloadRequest(_message.Message):
+    __slots__ = ["client_id", "results", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.OffloadResult]
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., results: _Optional[_Iterable[_Union[_types_pb2.OffloadResult, _Mapping]]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class NotifyOffloadResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
+    def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ["client_id"]
@@ -722,6 +782,22 @@ class RemoveRequest(_message.Message):
 class RemoveResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class UnmountLocalDiskRequest(_message.Message):
+    __slots__ = ["client_id", "session"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    session: _types_pb2.SessionHeader
+    def __init__(self, client_id: _Optional[bytes] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class UnmountLocalDiskResponse(_message.Message):
+    __slots__ = ["objects_erased", "replicas_dropped"]
+    OBJECTS_ERASED_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    objects_erased: int
+    replicas_dropped: int
+    def __init__(self, replicas_dropped: _Optional[int] = ..., objects_erased: _Optional[int] = ...) -> None: ...
 
 class UnmountSegmentRequest(_message.Message):
     __slots__ = ["client_id", "grace_ms", "segment_id", "session"]

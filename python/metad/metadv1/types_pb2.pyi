@@ -68,6 +68,7 @@ TENANT_STATE_CLOSING: TenantState
 TENANT_STATE_OPEN: TenantState
 TENANT_STATE_REMOVED: TenantState
 TENANT_STATE_UNSPECIFIED: TenantState
+TIER_LOCAL_DISK: Tier
 TIER_MEMORY: Tier
 TIER_NOF: Tier
 TIER_UNSPECIFIED: Tier
@@ -116,10 +117,21 @@ class ErrorDetail(_message.Message):
     tenant: str
     def __init__(self, reason: _Optional[_Union[Reason, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
 
+class OffloadResult(_message.Message):
+    __slots__ = ["key", "size", "success"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    size: int
+    success: bool
+    def __init__(self, key: _Optional[bytes] = ..., size: _Optional[int] = ..., success: bool = ...) -> None: ...
+
 class Replica(_message.Message):
-    __slots__ = ["base_address", "offset", "replica_id", "segment_endpoint", "segment_id", "size", "status", "tier"]
+    __slots__ = ["base_address", "offset", "owner_client_id", "replica_id", "segment_endpoint", "segment_id", "size", "status", "tier"]
     BASE_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    OWNER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -128,13 +140,14 @@ class Replica(_message.Message):
     TIER_FIELD_NUMBER: _ClassVar[int]
     base_address: int
     offset: int
+    owner_client_id: bytes
     replica_id: int
     segment_endpoint: str
     segment_id: bytes
     size: int
     status: ReplicaStatus
     tier: Tier
-    def __init__(self, replica_id: _Optional[int] = ..., tier: _Optional[_Union[Tier, str]] = ..., segment_id: _Optional[bytes] = ..., segment_endpoint: _Optional[str] = ..., base_address: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., status: _Optional[_Union[ReplicaStatus, str]] = ...) -> None: ...
+    def __init__(self, replica_id: _Optional[int] = ..., tier: _Optional[_Union[Tier, str]] = ..., segment_id: _Optional[bytes] = ..., segment_endpoint: _Optional[str] = ..., base_address: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., status: _Optional[_Union[ReplicaStatus, str]] = ..., owner_client_id: _Optional[bytes] = ...) -> None: ...
 
 class ReplicaConfig(_message.Message):
     __slots__ = ["data_type", "hard_pin", "memory_replicas", "nof_replicas", "preferred_host", "preferred_segment_ids", "soft_pin", "soft_pin_ttl_ms"]
@@ -195,11 +208,12 @@ class ScheduledTask(_message.Message):
     def __init__(self, task_id: _Optional[int] = ..., kind: _Optional[_Union[TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., client_id: _Optional[bytes] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., message: _Optional[str] = ..., drain_id: _Optional[int] = ...) -> None: ...
 
 class SegmentDesc(_message.Message):
-    __slots__ = ["base", "endpoint", "id", "name", "owner_client_id", "size", "tier"]
+    __slots__ = ["base", "endpoint", "id", "name", "offload", "owner_client_id", "size", "tier"]
     BASE_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_FIELD_NUMBER: _ClassVar[int]
     OWNER_CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
@@ -207,10 +221,11 @@ class SegmentDesc(_message.Message):
     endpoint: str
     id: bytes
     name: str
+    offload: bool
     owner_client_id: bytes
     size: int
     tier: Tier
-    def __init__(self, id: _Optional[bytes] = ..., name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ..., endpoint: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., owner_client_id: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, id: _Optional[bytes] = ..., name: _Optional[str] = ..., base: _Optional[int] = ..., size: _Optional[int] = ..., endpoint: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., owner_client_id: _Optional[bytes] = ..., offload: bool = ...) -> None: ...
 
 class SessionHeader(_message.Message):
     __slots__ = ["first_unacked_seq", "seq", "session_id"]

@@ -1,0 +1,75 @@
+package client
+
+import (
+	"context"
+
+	metadv1 "metad/proto/metadv1"
+)
+
+// The LOCAL_DISK tier: a worker registers its local SSD, reports what it offloaded to it and what
+// it removed from it. Each call acts for this client (its id is the owner).
+
+// OffloadResult is one object this worker copied to its SSD (Success, Size bytes written) or failed to.
+type OffloadResult struct {
+	Key     string
+	Size    uint64
+	Success bool
+}
+
+// MountLocalDisk registers this client's local SSD of capacity bytes, reachable at endpoint;
+// offload: it takes offload tasks. It returns the registration's segment id (derived from the
+// client id) and whether this call created it: mounting the same registration again is a no-op,
+// and another capacity, endpoint or offload flag is refused (INVALID_PARAMS; unmount first).
+func (c *Client) MountLocalDisk(ctx context.Context, capacity uint64, endpoint string, offload bool) (UUID, bool, error) {
+	resp, err := call(ctx, c, metadv1.MetadataClient.MountLocalDisk, &metadv1.MountLocalDiskRequest{
+		ClientId: c.idBytes, CapacityBytes: capacity, Endpoint: endpoint, Offload: offload,
+	})
+	if err != nil {
+		return UUID{}, false, err
+	}
+	var id UUID
+	copy(id[:], resp.GetSegmentId())
+	return id, resp.GetCreated(), nil
+}
+
+// UnmountLocalDisk drops this client's SSD registration and exactly its LOCAL_DISK replicas;
+// objects left with none are erased. With no registration it returns zero counts.
+func (c *Client) UnmountLocalDisk(ctx context.Context) (*metadv1.UnmountLocalDiskResponse, error) {
+	return call(ctx, c, metadv1.MetadataClient.UnmountLocalDisk, &metadv1.UnmountLocalDiskRequest{ClientId: c.idBytes})
+}
+
+// NotifyOffload reports objects of tenant that this worker offloaded to its SSD (a success records
+// a COMPLETE LOCAL_DISK replica) or failed to. One status per result, in order; more than 4096
+// results go in several calls, and keys must be distinct.
+func (c *Client) NotifyOffload(ctx context.Context, tenant string, results []OffloadResult) ([]*metadv1.Status, error) {
+	keys := make([]string, len(results))
+	for i, r := range results {
+		keys[i] = r.Key
+	}
+	at := 0
+	return batchStatus(ctx, keys, func(ctx context.Context, ks [][]byte) ([]*metadv1.Status, error) {
+		rs := make([]*metadv1.OffloadResult, len(ks))
+		for i, k := range ks {
+			r := results[at+i]
+			rs[i] = &metadv1.OffloadResult{Key: k, Size: r.Size, Success: r.Success}
+		}
+		resp, err := call(ctx, c, metadv1.MetadataClient.NotifyOffload, &metadv1.NotifyOffloadRequest{
+			Tenant: tenant, ClientId: c.idBytes, Results: rs,
+		})
+		if err == nil {
+			at += len(ks)
+		}
+		return resp.GetResults(), err
+	})
+}
+
+// EvictDiskReplica reports SSD files of tenant's keys that this worker removed: their LOCAL_DISK
+// replicas go, and an object left with no replica is erased. One status per key, in order.
+func (c *Client) EvictDiskReplica(ctx context.Context, tenant string, keys []string) ([]*metadv1.Status, error) {
+	return batchStatus(ctx, keys, func(ctx context.Context, ks [][]byte) ([]*metadv1.Status, error) {
+		resp, err := call(ctx, c, metadv1.MetadataClient.EvictDiskReplica, &metadv1.EvictDiskReplicaRequest{
+			Tenant: tenant, ClientId: c.idBytes, Keys: ks, Tier: metadv1.Tier_TIER_LOCAL_DISK,
+		})
+		return resp.GetResults(), err
+	})
+}

@@ -1,0 +1,59 @@
+package fsm
+
+import (
+	metadv1 "metad/proto/metadv1"
+	"metad/store"
+	"metad/wire"
+)
+
+// The handlers of the LOCAL_DISK tier's commands (store/ops_disk.go). Their unmount is an
+// unmount_segment of the registration's segment, and a client's expiry drops it with the rest.
+
+// applyMountLocalDisk registers a client's SSD (store.Store.MountLocalDisk).
+func applyMountLocalDisk(st *State, _ env, m *metadv1.MountLocalDisk) store.Result {
+	_, created, err := st.store.MountLocalDisk(wire.ID16(m.GetClientId()), m.GetCapacityBytes(), m.GetEndpoint(), m.GetOffload())
+	r := fromErr(err)
+	r.Created = created
+	return r
+}
+
+// applyNotifyOffload records a worker's offload reports, one result per report
+// (store.Store.OffloadDone); keys repeated refuse the whole command.
+func applyNotifyOffload(st *State, e env, m *metadv1.NotifyOffload) store.Result {
+	res := m.GetResults()
+	if r, ok := distinct(e, "results", len(res), func(i int) []byte { return res[i].GetKey() }); !ok {
+		return r
+	}
+	reports := make([]store.OffloadResult, len(res))
+	for i, x := range res {
+		reports[i] = store.OffloadResult{Key: string(x.GetKey()), Size: x.GetSize(), Success: x.GetSuccess()}
+	}
+	errs, err := st.store.OffloadDone(m.GetTenant(), wire.ID16(m.GetClientId()), reports)
+	if err != nil {
+		return fromErr(err)
+	}
+	rs := items(errs)
+	return store.Result{Count: countOK(rs), Items: rs}
+}
+
+// applyEvictDiskReplica drops an owner's LOCAL_DISK replicas (store.Store.DropDiskReplicas); keys
+// repeated, or a tier other than LOCAL_DISK, refuse the whole command.
+func applyEvictDiskReplica(st *State, e env, m *metadv1.EvictDiskReplica) store.Result {
+	keys := m.GetKeys()
+	if r, ok := distinct(e, "keys", len(keys), func(i int) []byte { return keys[i] }); !ok {
+		return r
+	}
+	if m.GetTier() != metadv1.Tier_TIER_LOCAL_DISK {
+		return store.Result{Reason: store.InvalidParams, Message: "tier: " + m.GetTier().String() + ", want TIER_LOCAL_DISK"}
+	}
+	ks := make([]string, len(keys))
+	for i, k := range keys {
+		ks[i] = string(k)
+	}
+	errs, err := st.store.DropDiskReplicas(m.GetTenant(), wire.ID16(m.GetClientId()), ks)
+	if err != nil {
+		return fromErr(err)
+	}
+	rs := items(errs)
+	return store.Result{Count: countOK(rs), Items: rs}
+}

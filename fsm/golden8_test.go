@@ -1,0 +1,114 @@
+package fsm
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
+	"metad/store"
+	"metad/store/alloc"
+	"metad/wire"
+)
+
+// update rewrites testdata/golden-v8.snap (go test ./fsm -run GoldenSnapshotV8 -update); the files
+// of older formats are frozen.
+var update = flag.Bool("update", false, "rewrite testdata/golden-v8.snap")
+
+// goldenV8Source is the state of golden-v8.snap: golden-v7's state, then what format version 8
+// added: a client's LOCAL_DISK registration (offload on) holding two objects' replicas, one of
+// them the object's only replica once its memory one is evicted.
+func goldenV8Source(t *testing.T) *FSM {
+	f := goldenV7Source(t)
+	const now = int64(1_790_000_000) * int64(time.Second)
+	owner := genClients[0]
+	cmds := []*metadv1.Command{
+		{Op: &metadv1.Command_MountLocalDisk{MountLocalDisk: &metadv1.MountLocalDisk{ClientId: owner, CapacityBytes: 1 << 30,
+			Endpoint: "127.0.0.1:7200", Offload: true}}},
+		{Op: &metadv1.Command_NotifyOffload{NotifyOffload: &metadv1.NotifyOffload{Tenant: "golden4", ClientId: owner,
+			Results: []*metadv1.OffloadResult{{Key: []byte("e"), Size: 1000, Success: true}, {Key: []byte("m"), Size: 1000, Success: true}}}}},
+	}
+	for i, r := range applyCmds(t, f, 800, now, cmds...) {
+		if r.Reason != store.OK || r.Count != len(r.Items) {
+			t.Fatalf("golden-v8 command %d (%T): %s %s %+v", i, cmds[i].GetOp(), r.Reason, r.Message, r.Items)
+		}
+	}
+	s := f.Store()
+	var tok store.ObjectToken
+	s.VisitTenantHandles("golden4", 0, func(hs []store.ObjectHandle) bool {
+		for _, h := range hs {
+			if h.Key() == "e" {
+				tok, _ = h.Token()
+			}
+		}
+		return true
+	})
+	ev := &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Columns: wire.ColumnsTo([]store.ObjectToken{tok}),
+		Tier: metadv1.Tier_TIER_MEMORY, Kind: metadv1.EvictKind_EVICT_KIND_MEMORY, UnitSizes: []uint32{1}, StateEpoch: s.Epoch()}}}
+	if r := applyCmds(t, f, 802, now, ev)[0]; r.Reason != store.OK {
+		t.Fatalf("golden-v8 eviction: %s %s", r.Reason, r.Message)
+	}
+	return f
+}
+
+// TestGoldenSnapshotV8: a file of format version 8 reads, with its LOCAL_DISK registration and
+// replicas, and re-encodes to the same bytes, as its source state does. Run with -update to write
+// it again; a later format must keep reading this file.
+func TestGoldenSnapshotV8(t *testing.T) {
+	path := filepath.Join("testdata", "golden-v8.snap")
+	if *update {
+		if err := os.WriteFile(path, snapshotBytes(t, goldenV8Source(t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./fsm -run GoldenSnapshotV8 -update to create it)", err)
+	}
+	info, err := snapshot.Inspect(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FormatVersion != 8 || info.Index != 802 {
+		t.Fatalf("golden snapshot reads as %+v", info)
+	}
+	f := newFSM(t)
+	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, f), data) {
+		t.Fatal("a version 8 file re-encodes to other bytes")
+	}
+	if !bytes.Equal(snapshotBytes(t, goldenV8Source(t)), data) {
+		t.Fatal("the golden file's source state encodes to other bytes than the file")
+	}
+	disk := alloc.LocalDiskID(wire.ID16(genClients[0]))
+	if info, ok := f.Store().Segments().Get(disk); !ok || info.Tier != alloc.TierLocalDisk || !info.Offload || info.Used != 2048 {
+		t.Fatalf("the LOCAL_DISK registration after the restore: %+v, %v", info, ok)
+	}
+	e, err := f.Store().Peek("golden4", "e")
+	if err != nil || len(e.Replicas) != 1 || e.Replicas[0].Tier != alloc.TierLocalDisk || e.Replicas[0].Extent.Segment != disk {
+		t.Fatalf("the disk-only object after the restore: %+v, %v", e, err)
+	}
+}
+
+// TestSnapshotFormatIsTheLowestThatHoldsTheState: a state with neither a rate limit nor a
+// LOCAL_DISK segment is written in format 6, which the release before reads (a lagging follower
+// of it installs the leader's snapshot in a rolling upgrade); a state with limits needs 7, and one
+// with a local disk 8.
+func TestSnapshotFormatIsTheLowestThatHoldsTheState(t *testing.T) {
+	for _, tc := range []struct {
+		f    *FSM
+		want uint32
+	}{{goldenV6Source(t), 6}, {goldenV7Source(t), 7}, {goldenV8Source(t), 8}} {
+		info, err := snapshot.Inspect(bytes.NewReader(snapshotBytes(t, tc.f)))
+		if err != nil || info.FormatVersion != tc.want {
+			t.Fatalf("format %d (%v), want %d", info.FormatVersion, err, tc.want)
+		}
+	}
+}
