@@ -156,7 +156,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.objects, float64(objects))
 	gauge(c.groups, float64(groups))
 	segs := st.Segments()
-	var count, closing [3]int
+	tiers := []alloc.Tier{alloc.TierMemory, alloc.TierNOF, alloc.TierLocalDisk}
+	var count, closing [alloc.TierLocalDisk + 1]int
 	for _, sg := range segs.List() {
 		if sg.Tier.Valid() {
 			count[sg.Tier]++
@@ -165,7 +166,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, tier := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF} {
+	for _, tier := range tiers {
 		label := strings.ToLower(tier.String())
 		gauge(c.segments, float64(count[tier]), label)
 		gauge(c.used, float64(segs.Used(tier)), label)

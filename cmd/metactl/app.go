@@ -83,7 +83,11 @@ var verbs = []*verb{
 	{"tenant quota", "NAME [BYTES]", "show, or set, a tenant's quota (0 = unlimited)", runTenantQuota},
 	{"segment mount", "--size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]", "mount a segment for a client", runSegmentMount},
 	{"segment unmount", "ID [--client ID] [--grace 30s]", "unmount a segment (its owner is looked up unless given); with --grace, stop its allocations now and unmount it when the grace ends or it empties", runSegmentUnmount},
-	{"segment ls", "[--tier MEMORY|NOF] [--client ID] [--stale]", "list mounted segments with usage", runSegmentLs},
+	{"segment ls", "[--tier MEMORY|NOF|LOCAL_DISK] [--client ID] [--stale]", "list mounted segments with usage", runSegmentLs},
+	{"disk mount", "--capacity S [--endpoint E] [--offload] [--client ID]", "register a client's local SSD (its LOCAL_DISK segment)", runDiskMount},
+	{"disk unmount", "[--client ID]", "drop a client's SSD registration and its LOCAL_DISK replicas", runDiskUnmount},
+	{"disk offload", "KEY... [--failed] [--tenant T] [--client ID]", "report the keys offloaded to the client's SSD (LOCAL_DISK replicas of their size)", runDiskOffload},
+	{"disk evict", "KEY... [--tenant T] [--client ID]", "report the keys' SSD files removed (their LOCAL_DISK replicas go)", runDiskEvict},
 	{"member ls", "", "list the Raft members", runMemberLs},
 	{"member add", "[--learner] NAME PEERADDR", "add a voter, or a learner (catches up without voting)", runMemberAdd},
 	{"member promote", "[--max-lag N] NAME", "make a caught-up learner a voter", runMemberPromote},
@@ -112,7 +116,7 @@ var verbs = []*verb{
 
 // groups are the verbs that take a sub-verb.
 var groups = map[string]bool{"group": true, "tenant": true, "segment": true, "member": true, "leader": true, "snapshot": true,
-	"cert": true, "key": true, "role": true, "limit": true, "copy": true, "move": true, "task": true, "drain": true}
+	"cert": true, "key": true, "role": true, "limit": true, "copy": true, "move": true, "task": true, "drain": true, "disk": true}
 
 // usageError is a command-line mistake: exit 2 with the message and the verb's synopsis.
 type usageError struct {

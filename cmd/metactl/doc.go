@@ -61,6 +61,16 @@
 //	                                     closes the segment to new allocations now and unmounts it when D
 //	                                     has passed or it holds nothing (segment ls shows it CLOSING)
 //	segment ls [--tier T] [--client ID] [--stale]
+//	disk mount --capacity S [--endpoint E] [--offload] [--client ID]
+//	                                     register the client's local SSD: its LOCAL_DISK segment, whose
+//	                                     id follows from the client's (kept while the client pings)
+//	disk offload KEY... [--failed] [--tenant T] [--client ID]
+//	                                     report the keys copied to the client's SSD: each gets a
+//	                                     COMPLETE LOCAL_DISK replica of its size (never charged to quota)
+//	disk evict KEY... [--tenant T] [--client ID]
+//	                                     report the keys' SSD files removed; an object left with no
+//	                                     replica is erased
+//	disk unmount [--client ID]           drop the registration and exactly its LOCAL_DISK replicas
 //	member ls                            NAME, ROLE (leader, voter, learner), addresses, APPLIED and LAG
 //	                                     as each member answered the leader, LEVEL
 //	member add [--learner] NAME PEERADDR | member promote [--max-lag N] NAME | member rm NAME

@@ -56,6 +56,8 @@ type replicaView struct {
 	Offset          uint64 `json:"offset"`
 	Size            uint64 `json:"size"`
 	Status          string `json:"status"`
+	// Owner: a LOCAL_DISK replica's owner, the client whose SSD holds the file.
+	Owner string `json:"owner_client_id,omitempty"`
 }
 
 func replicaViews(reps []*metadv1.Replica) []replicaView {
@@ -66,15 +68,18 @@ func replicaViews(reps []*metadv1.Replica) []replicaView {
 			SegmentEndpoint: r.GetSegmentEndpoint(), BaseAddress: r.GetBaseAddress(), Offset: r.GetOffset(),
 			Size: r.GetSize(), Status: strings.TrimPrefix(r.GetStatus().String(), "REPLICA_STATUS_"),
 		})
+		if o := r.GetOwnerClientId(); len(o) > 0 {
+			out[len(out)-1].Owner = client.FormatID(o)
+		}
 	}
 	return out
 }
 
 func replicaTable(tw io.Writer, reps []replicaView) {
-	row(tw, "REPLICA", "TIER", "SEGMENT", "ENDPOINT", "BASE", "OFFSET", "SIZE", "STATUS")
+	row(tw, "REPLICA", "TIER", "SEGMENT", "ENDPOINT", "BASE", "OFFSET", "SIZE", "STATUS", "OWNER")
 	for _, r := range reps {
 		row(tw, r.ReplicaID, r.Tier, r.SegmentID, orDash(r.SegmentEndpoint), fmt.Sprintf("%#x", r.BaseAddress),
-			r.Offset, formatSize(r.Size), r.Status)
+			r.Offset, formatSize(r.Size), r.Status, orDash(r.Owner))
 	}
 }
 

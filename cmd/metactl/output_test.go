@@ -17,15 +17,18 @@ func TestPrinterTableAndJSON(t *testing.T) {
 		{ReplicaId: 3, Tier: metadv1.Tier_TIER_MEMORY, SegmentId: seg.Bytes(), SegmentEndpoint: "w1:7000", BaseAddress: 0x1000,
 			Offset: 128, Size: 5000, Status: metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE},
 		{ReplicaId: 4, Tier: metadv1.Tier_TIER_NOF, SegmentId: []byte{1, 2}, Size: 1 << 20, Status: metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING},
+		{ReplicaId: 5, Tier: metadv1.Tier_TIER_LOCAL_DISK, SegmentId: []byte{3}, SegmentEndpoint: "w2:9000", Size: 64,
+			Status: metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE, OwnerClientId: []byte{4}},
 	})
 	var tbl bytes.Buffer
 	p := &printer{w: &tbl}
 	if err := p.emit(reps, func(tw *tabwriter.Writer) { replicaTable(tw, reps) }); err != nil {
 		t.Fatal(err)
 	}
-	want := "REPLICA  TIER    SEGMENT                               ENDPOINT  BASE    OFFSET  SIZE     STATUS\n" +
-		"3        MEMORY  " + seg.String() + "  w1:7000   0x1000  128     4.8 KiB  COMPLETE\n" +
-		"4        NOF     0102                                  -         0x0     0       1 MiB    PROCESSING\n"
+	want := "REPLICA  TIER        SEGMENT                               ENDPOINT  BASE    OFFSET  SIZE     STATUS      OWNER\n" +
+		"3        MEMORY      " + seg.String() + "  w1:7000   0x1000  128     4.8 KiB  COMPLETE    -\n" +
+		"4        NOF         0102                                  -         0x0     0       1 MiB    PROCESSING  -\n" +
+		"5        LOCAL_DISK  03                                    w2:9000   0x0     0       64 B     COMPLETE    04\n"
 	if tbl.String() != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", tbl.String(), want)
 	}
@@ -39,8 +42,8 @@ func TestPrinterTableAndJSON(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back) != 2 || back[0]["segment_id"] != seg.String() || back[0]["size"] != float64(5000) || back[1]["status"] != "PROCESSING" ||
-		back[0]["base_address"] != float64(0x1000) {
+	if len(back) != 3 || back[0]["segment_id"] != seg.String() || back[0]["size"] != float64(5000) || back[1]["status"] != "PROCESSING" ||
+		back[0]["base_address"] != float64(0x1000) || back[0]["owner_client_id"] != nil || back[2]["owner_client_id"] != "04" {
 		t.Fatalf("json: %s", js.String())
 	}
 }

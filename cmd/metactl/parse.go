@@ -94,9 +94,10 @@ func (f *sizeFlag) Set(s string) error {
 	return nil
 }
 
-// parseTier parses MEMORY or NOF (any case, TIER_ prefix allowed); "" is TIER_UNSPECIFIED.
+// parseTier parses MEMORY, NOF or LOCAL_DISK (any case, TIER_ prefix allowed, "-" for "_");
+// "" is TIER_UNSPECIFIED.
 func parseTier(s string) (metadv1.Tier, error) {
-	u := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "TIER_")
+	u := strings.ReplaceAll(strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "TIER_"), "-", "_")
 	switch u {
 	case "":
 		return metadv1.Tier_TIER_UNSPECIFIED, nil
@@ -104,8 +105,10 @@ func parseTier(s string) (metadv1.Tier, error) {
 		return metadv1.Tier_TIER_MEMORY, nil
 	case "NOF":
 		return metadv1.Tier_TIER_NOF, nil
+	case "LOCAL_DISK", "SSD":
+		return metadv1.Tier_TIER_LOCAL_DISK, nil
 	}
-	return 0, fmt.Errorf("invalid tier %q: want MEMORY or NOF", s)
+	return 0, fmt.Errorf("invalid tier %q: want MEMORY, NOF or LOCAL_DISK", s)
 }
 
 // tierName is the display name of a tier: MEMORY, NOF, or "all" for TIER_UNSPECIFIED.

@@ -155,13 +155,15 @@ func runTenantQuota(a *app, v *verb, args []string) error {
 
 // segmentView is a segment as metactl shows it.
 type segmentView struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Tier      string `json:"tier"`
-	Base      uint64 `json:"base"`
-	Size      uint64 `json:"size"`
-	Endpoint  string `json:"endpoint"`
-	Owner     string `json:"owner_client_id"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Tier     string `json:"tier"`
+	Base     uint64 `json:"base"`
+	Size     uint64 `json:"size"`
+	Endpoint string `json:"endpoint"`
+	Owner    string `json:"owner_client_id"`
+	// Offload: a LOCAL_DISK registration whose owner takes offload tasks.
+	Offload   bool   `json:"offload,omitempty"`
 	UsedBytes uint64 `json:"used_bytes"`
 	// ArenaFree is the part of UsedBytes that allocation arenas hold and no object took yet (free
 	// for the leader's reservations only).
@@ -195,7 +197,7 @@ func closingText(s segmentView) string {
 
 func segView(d *metadv1.SegmentDesc) segmentView {
 	return segmentView{ID: client.FormatID(d.GetId()), Name: d.GetName(), Tier: tierName(d.GetTier()), Base: d.GetBase(),
-		Size: d.GetSize(), Endpoint: d.GetEndpoint(), Owner: client.FormatID(d.GetOwnerClientId())}
+		Size: d.GetSize(), Endpoint: d.GetEndpoint(), Owner: client.FormatID(d.GetOwnerClientId()), Offload: d.GetOffload()}
 }
 
 // simulatedBase returns a random 1 GiB-aligned address in the user half of a 47-bit address space,
@@ -232,8 +234,8 @@ func runSegmentMount(a *app, v *verb, args []string) error {
 		return usagef(v, "--base must be a positive multiple of 64")
 	}
 	tier, err := parseTier(*tierS)
-	if err != nil || tier == metadv1.Tier_TIER_UNSPECIFIED {
-		return usagef(v, "--tier: want MEMORY or NOF")
+	if err != nil || (tier != metadv1.Tier_TIER_MEMORY && tier != metadv1.Tier_TIER_NOF) {
+		return usagef(v, "--tier: want MEMORY or NOF (a local SSD: metactl disk mount)")
 	}
 	owner, err := parseClientID(*clientS, defaultClientID())
 	if err != nil {
@@ -339,7 +341,7 @@ func runSegmentUnmount(a *app, v *verb, args []string) error {
 
 func runSegmentLs(a *app, v *verb, args []string) error {
 	fs := a.flags(v)
-	tierS := fs.String("tier", "", "only this tier, MEMORY or NOF")
+	tierS := fs.String("tier", "", "only this tier, MEMORY, NOF or LOCAL_DISK")
 	clientS := fs.String("client", "", "only segments of this client")
 	stale := fs.Bool("stale", false, "let any node answer from its own state")
 	if _, err := a.parse(v, fs, args, 0, 0); err != nil {

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"metad/client"
+	"metad/proto/metadv1"
+)
+
+// TestLocalDiskAcrossLeaderKill: a worker registers its SSD with metactl, reports offloads, and
+// the leader is killed: the new leader serves every LOCAL_DISK replica (owner and endpoint
+// included) from the replicated state, a disk-only object stays readable after its memory
+// replica is dropped, and the worker's own eviction and its unmount drop exactly its replicas.
+func TestLocalDiskAcrossLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3)
+	admin := c.Client()
+	leader := c.Leader(admin, 20*time.Second)
+	workerID := client.NewUUID()
+	worker, err := client.New(client.Config{Endpoints: c.Endpoints(), ClientID: workerID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = worker.Close() })
+	pingLoop(t, worker)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mem := client.UUID(mountMemory(t, ctx, worker, "ld-mem", 1<<20))
+	spare := client.UUID(mountMemory(t, ctx, worker, "ld-spare", 1<<20))
+	keys := make([]string, 8)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ld-%02d", i)
+		opts := &client.PutOptions{PreferredSegments: []client.UUID{mem}}
+		if i == 3 { // on the spare segment, whose unmount leaves it on disk alone
+			opts.PreferredSegments[0] = spare
+		}
+		reps, err := worker.Put(ctx, "", keys[i], 4096, opts)
+		if err != nil {
+			t.Fatalf("put %s: %v", keys[i], err)
+		}
+		if onSpare := bytes.Equal(reps[0].GetSegmentId(), spare.Bytes()); onSpare != (i == 3) {
+			t.Fatalf("put %s landed on segment %x", keys[i], reps[0].GetSegmentId())
+		}
+	}
+	metactl := func(args ...string) string {
+		t.Helper()
+		out, err := c.Metactl(append(args, "--client", workerID.String())...)
+		if err != nil {
+			t.Fatalf("metactl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	awaitFeatureLevel(t, ctx, admin, 5) // the LOCAL_DISK commands' level (fsm's levelLocalDisk)
+	metactl("disk", "mount", "--capacity", "1MiB", "--endpoint", "127.0.0.1:9400", "--offload")
+	if out := metactl("disk", "offload", keys[0], keys[1], keys[2], keys[3]); strings.Count(out, "recorded") != 4 {
+		t.Fatalf("disk offload:\n%s", out)
+	}
+	// One object keeps only its disk replica: its memory one goes with the spare segment.
+	if r, err := worker.UnmountSegment(ctx, spare); err != nil || r.GetReplicasDropped() != 1 || r.GetObjectsErased() != 0 {
+		t.Fatalf("unmount the spare segment: %v %v", r, err)
+	}
+
+	c.Kill(leader)
+	c.Leader(admin, 20*time.Second)
+	check := func(key string, want ...metadv1.Tier) {
+		t.Helper()
+		g, err := admin.Get(ctx, "", key)
+		if err != nil || len(g.GetReplicas()) != len(want) {
+			t.Fatalf("get %s: %v %v; want %v", key, g, err, want)
+		}
+		for i, r := range g.GetReplicas() {
+			if r.GetTier() != want[i] {
+				t.Fatalf("get %s: replica %d is %s, want %v", key, i, r.GetTier(), want)
+			}
+			if r.GetTier() == metadv1.Tier_TIER_LOCAL_DISK &&
+				(!bytes.Equal(r.GetOwnerClientId(), workerID.Bytes()) || r.GetSegmentEndpoint() != "127.0.0.1:9400") {
+				t.Fatalf("get %s: disk replica %v, want owner %s at 127.0.0.1:9400", key, r, workerID)
+			}
+		}
+	}
+	check(keys[0], metadv1.Tier_TIER_MEMORY, metadv1.Tier_TIER_LOCAL_DISK)
+	check(keys[3], metadv1.Tier_TIER_LOCAL_DISK)
+	check(keys[4], metadv1.Tier_TIER_MEMORY)
+
+	if out := metactl("disk", "evict", keys[0], keys[3], keys[4]); strings.Count(out, "dropped") != 2 || !strings.Contains(out, "NO_REPLICA_ON_SEGMENT") {
+		t.Fatalf("disk evict:\n%s", out)
+	}
+	check(keys[0], metadv1.Tier_TIER_MEMORY)
+	if _, err := admin.Get(ctx, "", keys[3]); client.ReasonOf(err) != metadv1.Reason_REASON_OBJECT_NOT_FOUND {
+		t.Fatalf("get %s after its only replica went: %v", keys[3], err)
+	}
+	if out := metactl("disk", "unmount"); !strings.Contains(out, "2 replicas dropped") {
+		t.Fatalf("disk unmount:\n%s", out)
+	}
+	check(keys[1], metadv1.Tier_TIER_MEMORY)
+	segs, err := admin.ListSegments(ctx, client.SegmentFilter{Tier: metadv1.Tier_TIER_LOCAL_DISK})
+	if err != nil || len(segs) != 0 {
+		t.Fatalf("LOCAL_DISK segments after the unmount: %v %v", segs, err)
+	}
+}
+
+// awaitFeatureLevel polls until every member records at least level: each records its binary's
+// level soon after it joins, and until then the leader refuses the commands above the lowest.
+func awaitFeatureLevel(t *testing.T, ctx context.Context, cl *client.Client, level uint32) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := cl.ListMembers(ctx)
+		low := uint32(0)
+		if err == nil && len(resp.GetMembers()) > 0 {
+			low = level
+			for _, m := range resp.GetMembers() {
+				low = min(low, m.GetFeatureLevel())
+			}
+		}
+		if low >= level {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members not at feature level %d within 20s: %v %v", level, resp, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+}
