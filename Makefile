@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist bench-tiers chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -123,7 +123,7 @@ tools:
 	  fi
 
 ## bench: every benchmark table of docs/performance.md (the drill tables come from make chaos).
-bench: bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist bench-abuse
+bench: bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist bench-abuse bench-tiers
 
 ## bench-fsm: apply throughput and snapshot Snapshot/Persist/Restore at 1M objects.
 bench-fsm:
@@ -183,6 +183,14 @@ bench-exist: build
 ## (about 22 minutes).
 bench-evict:
 	$(GO) test -run '^$$' -bench ForegroundDuringEviction -benchtime 1x -timeout 60m ./evict/ -args -evict.reps=5
+
+## bench-tiers: the replica tiers' targets, each against its memory-only twin in the same run: a
+## memory eviction round over 1M objects with 95 % on disk alone, the heap of a disk-only object,
+## and a Get of one (about 2 minutes).
+bench-tiers:
+	$(GO) test -run '^$$' -bench '^BenchmarkRoundDiskOnlyMix$$' -benchtime 1x -timeout 20m ./evict/
+	$(GO) test -run '^$$' -bench '^BenchmarkHeapDiskOnly$$' -benchtime 1x ./store/
+	$(GO) test -run '^$$' -bench '^BenchmarkGetDiskOnly$$' -benchtime 200000x ./service/
 
 ## bench-failover: kill -9 of the leader and planned transfer to the first write (real processes).
 bench-failover:

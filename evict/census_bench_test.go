@@ -58,6 +58,7 @@ func loadedStore(b *testing.B) (*store.Store, *Evictor) {
 	clock.Store(t0 + kernelObjects) // every lease has expired
 	n := &fakeNode{f: f, clock: &clock}
 	n.leader.Store(true)
+	flushEvents(b, n)
 	ev, err := New(DefaultConfig(), n, prometheus.NewRegistry(), nil)
 	if err != nil {
 		b.Fatal(err)

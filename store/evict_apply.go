@@ -264,16 +264,7 @@ func evictPlan(t *TenantState, key string, st *ObjectState, tier alloc.Tier) (*O
 	if kept == 0 {
 		return nil, nil, freed, nil
 	}
-	ns := st.next()
-	ns.Replicas = ns.Replicas[:0]
-	drop := make([]Replica, 0, dropped)
-	for _, r := range st.Replicas {
-		if r.Tier == tier {
-			drop = append(drop, r)
-		} else {
-			ns.Replicas = append(ns.Replicas, r)
-		}
-	}
+	ns, drop := st.nextKeeping(func(r Replica) bool { return r.Tier != tier })
 	return ns, drop, freed, nil
 }
 

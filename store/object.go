@@ -128,6 +128,45 @@ func (s *ObjectState) next() *ObjectState {
 	return n
 }
 
+// nextWith is next with room for extra more replicas, so that a change that adds them allocates once.
+func (s *ObjectState) nextWith(extra int) *ObjectState {
+	n := newState(len(s.Replicas) + extra)
+	reps := n.Replicas
+	*n = *s
+	n.Version++
+	n.Replicas = append(reps, s.Replicas...)
+	return n
+}
+
+// nextKeeping returns a copy with Version+1 that holds only the replicas keep accepts, in their
+// order, in storage sized to them (a state that lost replicas carries no room for them), and the
+// replicas it left out. keep must depend on its argument alone: it is called twice per replica.
+func (s *ObjectState) nextKeeping(keep func(Replica) bool) (*ObjectState, []Replica) {
+	n := 0
+	for _, r := range s.Replicas {
+		if keep(r) {
+			n++
+		}
+	}
+	ns := newState(n)
+	reps := ns.Replicas
+	*ns = *s
+	ns.Version++
+	var dropped []Replica
+	if n < len(s.Replicas) {
+		dropped = make([]Replica, 0, len(s.Replicas)-n)
+	}
+	for _, r := range s.Replicas {
+		if keep(r) {
+			reps = append(reps, r)
+		} else {
+			dropped = append(dropped, r)
+		}
+	}
+	ns.Replicas = reps
+	return ns, dropped
+}
+
 // newState allocates a state with room for n replicas. For the common one and two replica cases
 // the state and its replicas are one allocation (a change of an object allocates once, not twice).
 func newState(n int) *ObjectState {

@@ -99,16 +99,7 @@ func (s *Store) ClearReplicas(tok ObjectToken, on func(alloc.ID) bool) error {
 		return err
 	}
 	st := e.State()
-	var dropped []Replica
-	ns := st.next()
-	ns.Replicas = ns.Replicas[:0]
-	for _, r := range st.Replicas {
-		if r.Status == Complete && on(r.Extent.Segment) {
-			dropped = append(dropped, r)
-		} else {
-			ns.Replicas = append(ns.Replicas, r)
-		}
-	}
+	ns, dropped := st.nextKeeping(func(r Replica) bool { return r.Status != Complete || !on(r.Extent.Segment) })
 	if len(ns.Replicas) == 0 {
 		e.setLifeLocked(Removing)
 		e.mu.Unlock()

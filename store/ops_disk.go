@@ -119,7 +119,7 @@ func (s *Store) addDiskReplica(t *TenantState, seg alloc.ID, r OffloadResult) er
 		s.freeReplicas(t, []Replica{{Extent: x, Tier: alloc.TierLocalDisk}}, st.Size, nil)
 		return objErr(InvalidWrite, t.name, r.Key, "object changed while its local disk replica was placed")
 	}
-	ns := st.next()
+	ns := st.nextWith(1)
 	ns.Replicas = append(ns.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierLocalDisk, Status: Complete})
 	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
@@ -180,16 +180,7 @@ func (s *Store) dropDiskReplica(t *TenantState, key string, on func(Replica) boo
 		e.mu.Unlock()
 		return objErr(NoReplicaOnSegment, t.name, key, "no LOCAL_DISK replica of the client")
 	}
-	var dropped []Replica
-	ns := st.next()
-	ns.Replicas = ns.Replicas[:0]
-	for _, r := range st.Replicas {
-		if on(r) {
-			dropped = append(dropped, r)
-		} else {
-			ns.Replicas = append(ns.Replicas, r)
-		}
-	}
+	ns, dropped := st.nextKeeping(func(r Replica) bool { return !on(r) })
 	if len(ns.Replicas) == 0 {
 		e.setLifeLocked(Removing)
 		e.mu.Unlock()

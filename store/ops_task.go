@@ -373,17 +373,8 @@ func (s *Store) RevokeReplicaTask(now int64, req ReplicaTaskEndRequest) error {
 // dropTaskLocked drops the task of e (state st, which has one) and its targets; e.mu is held and
 // released. The source stays, so the object keeps a replica.
 func (s *Store) dropTaskLocked(t *TenantState, e *ObjectEntry, st *ObjectState) {
-	ns := st.next()
+	ns, dropped := st.nextKeeping(func(r Replica) bool { return !st.Task.IsTarget(r.ID) })
 	ns.Task = nil
-	ns.Replicas = ns.Replicas[:0]
-	var dropped []Replica
-	for _, r := range st.Replicas {
-		if st.Task.IsTarget(r.ID) {
-			dropped = append(dropped, r)
-		} else {
-			ns.Replicas = append(ns.Replicas, r)
-		}
-	}
 	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, dropped, st.Size, nil)

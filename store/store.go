@@ -464,16 +464,7 @@ func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 				e.mu.Unlock()
 				continue
 			}
-			ns := st.next()
-			ns.Replicas = ns.Replicas[:0]
-			var dropped []Replica
-			for _, rep := range st.Replicas {
-				if on(rep) {
-					dropped = append(dropped, rep)
-				} else {
-					ns.Replicas = append(ns.Replicas, rep)
-				}
-			}
+			ns, dropped := st.nextKeeping(func(rep Replica) bool { return !on(rep) })
 			if task := st.Task; task != nil && slices.ContainsFunc(dropped, func(rep Replica) bool {
 				return rep.ID == task.Source || task.IsTarget(rep.ID)
 			}) {

@@ -1,0 +1,86 @@
+package evict
+
+import (
+	"fmt"
+	"testing"
+
+	"metad/store"
+	"metad/store/alloc"
+)
+
+var stagingSeg = alloc.ID{0x5e, 15: 9}
+
+func prefer(seg alloc.ID) putOpt {
+	return func(r *store.PutStartRequest) { r.Config.Preferred = []alloc.ID{seg} }
+}
+
+// offload records a LOCAL_DISK replica of each key on the fixture client's SSD.
+func (x *fixture) offload(keys ...string) {
+	x.t.Helper()
+	rs := make([]store.OffloadResult, len(keys))
+	for i, k := range keys {
+		rs[i] = store.OffloadResult{Key: k, Size: slot, Success: true}
+	}
+	errs, err := x.s.OffloadDone("", client, rs)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			x.t.Fatalf("offload %q: %v", keys[i], err)
+		}
+	}
+}
+
+// TestEvictionAtADiskOnlyMix is the old master's bug as a regression test: with 95 % of the objects
+// on the SSD alone, a memory round over the watermark frees the asked share of memory and no
+// more, evicting only memory replicas; the disk-only objects are neither counted nor touched, and an
+// evicted object that has a disk copy lives on, readable from it.
+func TestEvictionAtADiskOnlyMix(t *testing.T) {
+	x := newFixture(t, nil)
+	const diskOnly, inMemory = 1805, 95 // 95 % of 1900 objects on disk alone; memory 95 % full
+	if _, _, err := x.s.MountLocalDisk(client, (diskOnly+inMemory)*slot, "127.0.0.1:9400", true); err != nil {
+		t.Fatal(err)
+	}
+	// The disk-only objects: written through a staging segment, offloaded, and left on disk alone
+	// when the staging segment goes. Their leases are older than every memory object's.
+	x.mount(stagingSeg, alloc.TierMemory, diskOnly*slot)
+	var disk []string
+	for i := range diskOnly {
+		k := fmt.Sprintf("disk-%04d", i)
+		x.put(k, prefer(stagingSeg))
+		disk = append(disk, k)
+	}
+	x.offload(disk...)
+	if _, err := x.s.UnmountSegment(stagingSeg); err != nil {
+		t.Fatal(err)
+	}
+	order := fillLeased(x, inMemory, 7, func(int) []putOpt { return []putOpt{prefer(memSeg)} })
+	x.offload(order[:10]...) // the ten oldest memory objects also have a disk copy
+	x.clock.Store(evalAt)
+	out := x.memoryRound()
+	// Over the 90 % watermark by 5 slots: target max(5, 5+5) = 10 slots, the 10 oldest leases.
+	if out.objects != 10 || x.usedSlots() != inMemory-10 {
+		t.Fatalf("round evicted %d objects, %d slots left; want 10 evicted, %d left", out.objects, x.usedSlots(), inMemory-10)
+	}
+	for _, k := range order[:10] {
+		r, err := x.s.Peek("", k)
+		if err != nil || len(r.Replicas) != 1 || r.Replicas[0].Tier != alloc.TierLocalDisk {
+			t.Fatalf("%s after the round: %+v, %v; want its disk replica alone", k, r, err)
+		}
+	}
+	for _, k := range order[10:] {
+		if !x.exists("", k) {
+			t.Fatalf("%s evicted, beyond the target", k)
+		}
+	}
+	for _, k := range disk {
+		if r, err := x.s.Peek("", k); err != nil || len(r.Replicas) != 1 {
+			t.Fatalf("disk-only %s after the round: %+v, %v", k, r, err)
+		}
+	}
+	if used := x.s.Segments().Used(alloc.TierLocalDisk); used != (diskOnly+10)*slot {
+		t.Fatalf("local disk used %d, want %d", used, (diskOnly+10)*slot)
+	}
+	x.check()
+}
