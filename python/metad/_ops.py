@@ -131,6 +131,16 @@ class BatchPutItem:
     group: Key = ""
 
 
+@dataclass(frozen=True)
+class OffloadReport:
+    """One object of a notify_offload: its key, the bytes written to the SSD file (the object's
+    size), and whether the offload succeeded (False reports a failed copy; nothing is recorded)."""
+
+    key: Key
+    size: int
+    success: bool = True
+
+
 # ---------------------------------------------------------------------------------------------
 # Operations. Each is a generator that yields Rpc and returns the call's result.
 
@@ -318,6 +328,17 @@ def unmount_segment(owner: bytes, seg_id: bytes, grace_ms: int = 0) -> Op[res.Un
     return res.UnmountSegmentResult.from_pb(r.response)
 
 
+def mount_local_disk(cid: bytes, capacity: int, endpoint: str, offload: bool) -> Op[Tuple[bytes, bool]]:
+    r = yield Rpc("md", "MountLocalDisk", metadata_pb2.MountLocalDiskRequest(
+        client_id=cid, capacity_bytes=capacity, endpoint=endpoint, offload=offload))
+    return bytes(r.response.segment_id), bool(r.response.created)
+
+
+def unmount_local_disk(cid: bytes) -> Op[res.UnmountLocalDiskResult]:
+    r = yield Rpc("md", "UnmountLocalDisk", metadata_pb2.UnmountLocalDiskRequest(client_id=cid))
+    return res.UnmountLocalDiskResult.from_pb(r.response)
+
+
 def ping(cid: bytes, cluster: Cluster) -> Op[res.PingResult]:
     r = yield Rpc("md", "Ping", metadata_pb2.PingRequest(client_id=cid))
     resp = res.PingResult.from_pb(r.response)
@@ -414,10 +435,17 @@ def _replace_own_pending(req: metadata_pb2.BatchPutStartRequest,
 def _batch_status(keys: Sequence[Key], make: Callable[[List[bytes]], Rpc]) -> Op[List[res.Status]]:
     bkeys = _keys(keys)
     _check_repeats("keys", bkeys)
+    return (yield from _span_status(len(bkeys), lambda i: len(bkeys[i]) + 8, lambda s, e: make(bkeys[s:e])))
+
+
+def _span_status(n: int, nbytes: Callable[[int], int], make: Callable[[int, int], Rpc]) -> Op[List[res.Status]]:
+    """The Statuses of n items sent in the requests of _spans(n, nbytes), make(start, end) being
+    the request of items [start, end): one per item, in order; a request that fails raises its
+    error with ``partial`` the Statuses before it."""
     out: List[res.Status] = []
-    for s, e in _spans(len(bkeys), lambda i: len(bkeys[i]) + 8):
+    for s, e in _spans(n, nbytes):
         try:
-            r = yield make(bkeys[s:e])
+            r = yield make(s, e)
             _check_count(len(r.response.results), e - s)
         except errors.MetadError as err:
             err.partial = out
@@ -439,6 +467,22 @@ def batch_put_revoke(cid: bytes, tenant: str, keys: Sequence[Key], tier: int) ->
 def batch_remove(tenant: str, keys: Sequence[Key], force: bool) -> Op[List[res.Status]]:
     return (yield from _batch_status(keys, lambda ks: Rpc("md", "BatchRemove", metadata_pb2.BatchRemoveRequest(
         tenant=tenant, keys=ks, force=force))))
+
+
+def notify_offload(cid: bytes, tenant: str, reports: Sequence[OffloadReport]) -> Op[List[res.Status]]:
+    if isinstance(reports, OffloadReport) or not all(isinstance(r, OffloadReport) for r in reports):
+        raise TypeError("metad: results must be a sequence of OffloadReport")
+    keys = [_key(r.key, f"results[{i}]") for i, r in enumerate(reports)]
+    _check_repeats("results", keys)
+    return (yield from _span_status(len(keys), lambda i: len(keys[i]) + 16, lambda s, e: Rpc(
+        "md", "NotifyOffload", metadata_pb2.NotifyOffloadRequest(tenant=tenant, client_id=cid, results=[
+            types_pb2.OffloadResult(key=keys[i], size=reports[i].size, success=reports[i].success)
+            for i in range(s, e)]))))
+
+
+def evict_disk_replica(cid: bytes, tenant: str, keys: Sequence[Key]) -> Op[List[res.Status]]:
+    return (yield from _batch_status(keys, lambda ks: Rpc("md", "EvictDiskReplica", metadata_pb2.EvictDiskReplicaRequest(
+        tenant=tenant, client_id=cid, keys=ks, tier=types_pb2.TIER_LOCAL_DISK))))
 
 
 def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],

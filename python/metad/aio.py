@@ -20,7 +20,7 @@ from metad._watchers import AsyncWatch
 from metad import errors
 from metad import results as res
 from metad._config import Config
-from metad._ops import BatchPutItem, Key, PutOptions
+from metad._ops import BatchPutItem, Key, OffloadReport, PutOptions
 from metad.metadv1 import types_pb2
 
 T = TypeVar("T")
@@ -457,6 +457,43 @@ class AsyncClient:
         """Keep this client alive and return the cluster's view of it: its mounted segments, the
         client ttl, the leader (which becomes the endpoint calls go to) and the members."""
         return await self._run(ops.ping(self._id, self._cluster), timeout)
+
+    # The LOCAL_DISK tier: this client's local SSD, registered as a segment of its own, the objects
+    # it copied to it and the files it removed from it. Each call acts for this client (its id owns
+    # the registration and the replicas). notify_offload and evict_disk_replica take any number of
+    # items and split like the batches (4096 items a request; partial on a failed request).
+
+    async def mount_local_disk(self, capacity: int, endpoint: str, *, offload: bool = False,
+                               timeout: Optional[float] = None) -> Tuple[bytes, bool]:
+        """Register this client's local SSD of capacity bytes (1..2^48, rounded up to 64), whose
+        files readers fetch through endpoint; offload: the client takes offload tasks. Returns the
+        registration's 16-byte segment id (derived from the client id) and whether this call created
+        it: mounting the same registration again is a no-op (False), and another capacity, endpoint
+        or offload flag raises InvalidParams (unmount first)."""
+        return await self._run(ops.mount_local_disk(self._id, capacity, endpoint, offload), timeout)
+
+    async def unmount_local_disk(self, *, timeout: Optional[float] = None) -> res.UnmountLocalDiskResult:
+        """Drop this client's SSD registration and exactly its LOCAL_DISK replicas; objects left
+        with no replica are erased (the answer counts both). Without a registration the counts are
+        zero: the call is idempotent. The client's expiry does the same."""
+        return await self._run(ops.unmount_local_disk(self._id), timeout)
+
+    async def notify_offload(self, results: Sequence[OffloadReport], *, tenant: str = "",
+                             timeout: Optional[float] = None) -> List[res.Status]:
+        """Report objects of tenant this client copied to its SSD (a success records a COMPLETE
+        LOCAL_DISK replica of it, owned by this client) or failed to (nothing is recorded). One
+        Status per report, in order: OK, OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, INVALID_PARAMS (the
+        size is not the object's) or NO_AVAILABLE_HANDLE (the SSD's capacity is used up). The client
+        must have mounted its SSD (else SegmentNotFound); keys must be distinct."""
+        return await self._run(ops.notify_offload(self._id, tenant, results), timeout)
+
+    async def evict_disk_replica(self, keys: Sequence[Key], *, tenant: str = "",
+                                 timeout: Optional[float] = None) -> List[res.Status]:
+        """Report SSD files of tenant's keys that this client removed: their LOCAL_DISK replicas
+        go, and an object left with no replica is erased. One Status per key, in order: OK,
+        OBJECT_NOT_FOUND or NO_REPLICA_ON_SEGMENT (no LOCAL_DISK replica of this client). Keys must
+        be distinct."""
+        return await self._run(ops.evict_disk_replica(self._id, tenant, keys), timeout)
 
     # Tenants.
 

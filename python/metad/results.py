@@ -14,9 +14,9 @@ from metad.metadv1 import admin_pb2, metadata_pb2, types_pb2
 __all__ = [
     "Replica", "Status", "SegmentDesc", "GetResult", "RemoveAllResult", "RegexItem",
     "BatchPutStartResult", "BatchGetResult", "BatchGetItem", "BatchExistsResult",
-    "UnmountSegmentResult", "PingResult", "UnregisterTenantResult", "TenantInfo", "SetQuotaResult",
-    "GetQuotaResult", "NodeStatus", "ListMembersResult", "Member", "TransferLeaderResult",
-    "SegmentInfo",
+    "UnmountSegmentResult", "UnmountLocalDiskResult", "PingResult", "UnregisterTenantResult",
+    "TenantInfo", "SetQuotaResult", "GetQuotaResult", "NodeStatus", "ListMembersResult", "Member",
+    "TransferLeaderResult", "SegmentInfo",
 ]
 
 # from_pb makes a result without calling __init__ and sets its fields as __init__ would: a
@@ -296,6 +296,27 @@ class UnmountSegmentResult:
         d["objects_erased"] = m.objects_erased
         d["closing"] = m.closing
         d["unmount_at_unix_nano"] = m.unmount_at_unix_nano
+        d["raw"] = m
+        return o
+
+
+@dataclass(frozen=True)
+class UnmountLocalDiskResult:
+    """UnmountLocalDiskResponse counts what the unmount dropped.
+
+    The fields of ``metad.v1.UnmountLocalDiskResponse``; ``raw`` is the message."""
+
+    replicas_dropped: int
+    objects_erased: int
+    raw: metadata_pb2.UnmountLocalDiskResponse = field(repr=False, compare=False)
+
+    @classmethod
+    def from_pb(cls, m: metadata_pb2.UnmountLocalDiskResponse) -> UnmountLocalDiskResult:
+        """The UnmountLocalDiskResult of m."""
+        o: UnmountLocalDiskResult = _new(cls)
+        d = o.__dict__
+        d["replicas_dropped"] = m.replicas_dropped
+        d["objects_erased"] = m.objects_erased
         d["raw"] = m
         return o
 

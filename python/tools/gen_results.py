@@ -33,6 +33,7 @@ CLASSES: Dict[str, str] = {
     "metad.v1.BatchGetResponse.Result": "BatchGetItem",
     "metad.v1.BatchExistResponse": "BatchExistsResult",
     "metad.v1.UnmountSegmentResponse": "UnmountSegmentResult",
+    "metad.v1.UnmountLocalDiskResponse": "UnmountLocalDiskResult",
     "metad.v1.PingResponse": "PingResult",
     "metad.v1.UnregisterTenantResponse": "UnregisterTenantResult",
     "metad.v1.TenantInfo": "TenantInfo",
