@@ -219,3 +219,48 @@ func TestLocalDiskUnmount(t *testing.T) {
 		}
 	}
 }
+
+// TestUpsertDropsDiskReplicas: an upsert never turns a LOCAL_DISK replica (the owner's file of the
+// old bytes) into one of the new write; the object is rewritten on fresh replicas, whatever its
+// size, and a disk-only object gets memory ones.
+func TestUpsertDropsDiskReplicas(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	staging := mount(t, s, 2, alloc.TierMemory, 1<<20)
+	if _, _, err := s.MountLocalDisk(client1, 1<<20, "host-1:9000", false); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, sec, "", "both", "", 100)
+	req := putReq("", "disk", "", 100)
+	req.Config.Preferred = []alloc.ID{staging}
+	if _, err := s.PutStart(sec, 1, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutEnd(sec, PutEndRequest{Client: client1, Key: "disk"}); err != nil {
+		t.Fatal(err)
+	}
+	if errs, err := s.OffloadDone("", client1, []OffloadResult{{Key: "both", Size: 100, Success: true}, {Key: "disk", Size: 100, Success: true}}); err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs, err)
+	}
+	if _, err := s.UnmountSegment(staging); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"both", "disk"} {
+		reps, reused, err := s.Upsert(2*sec, 1, putReq("", k, "", 100))
+		if err != nil || reused || len(reps) != 1 || reps[0].Tier != alloc.TierMemory || reps[0].Status != Processing {
+			t.Fatalf("upsert %s = %+v, reused %v, %v; want one fresh PROCESSING memory replica", k, reps, reused, err)
+		}
+		if err := s.UpsertEnd(2*sec, PutEndRequest{Client: client1, Key: k}); err != nil {
+			t.Fatal(err)
+		}
+		if got := tiersOf(t, s, k); len(got) != 1 || got[0] != alloc.TierMemory {
+			t.Fatalf("%s after the upsert: %v", k, got)
+		}
+	}
+	if s.Segments().Used(alloc.TierLocalDisk) != 0 {
+		t.Fatalf("local disk still accounts %d bytes", s.Segments().Used(alloc.TierLocalDisk))
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -443,9 +443,9 @@ func revokeVerdict(t *TenantState, st *ObjectState, tier alloc.Tier, key string)
 }
 
 // UpsertStart inserts or overwrites. An absent key is a PutStart. A present object must have no write
-// in progress and the same group; with the same size its extents are reused (all replicas turn
-// PROCESSING, so it is unreadable until UpsertEnd), with another size new replicas are placed by the
-// request's config and the old ones freed.
+// in progress and the same group; with the same size and no LOCAL_DISK replica its extents are
+// reused (all replicas turn PROCESSING, so it is unreadable until UpsertEnd), otherwise new replicas
+// are placed by the request's config and the old ones freed.
 func (s *Store) UpsertStart(now int64, seed uint64, req PutStartRequest) ([]Replica, error) {
 	reps, _, err := s.Upsert(now, seed, req)
 	return reps, err
@@ -490,7 +490,9 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 			ns.Replicas[i].Status = Processing
 		}
 	}
-	if st.Size == req.Size {
+	// A LOCAL_DISK replica is its owner's file of the old bytes, never rewritten by the writer: an
+	// object with one is upserted as one of another size (fresh replicas, every old one freed).
+	if st.Size == req.Size && !anyReplica(st, func(r Replica) bool { return r.Tier == alloc.TierLocalDisk }) {
 		ns := st.next()
 		restart(ns)
 		s.setStateLocked(t, e, ns)
