@@ -68,7 +68,7 @@ func mixedStore(b *testing.B, diskOnly int) (*store.Store, *Evictor) {
 		}
 	}
 	for lo := 0; lo < len(toDisk); lo += 4096 {
-		if _, err := s.OffloadDone("", client, toDisk[lo:min(lo+4096, len(toDisk))]); err != nil {
+		if _, err := s.OffloadDone(t0, "", client, toDisk[lo:min(lo+4096, len(toDisk))]); err != nil {
 			b.Fatal(err)
 		}
 	}

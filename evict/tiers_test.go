@@ -21,7 +21,7 @@ func (x *fixture) offload(keys ...string) {
 	for i, k := range keys {
 		rs[i] = store.OffloadResult{Key: k, Size: slot, Success: true}
 	}
-	errs, err := x.s.OffloadDone("", client, rs)
+	errs, err := x.s.OffloadDone(t0, "", client, rs)
 	if err != nil {
 		x.t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func applyNotifyOffload(st *State, e env, m *metadv1.NotifyOffload) store.Result
 	for i, x := range res {
 		reports[i] = store.OffloadResult{Key: string(x.GetKey()), Size: x.GetSize(), Success: x.GetSuccess()}
 	}
-	errs, err := st.store.OffloadDone(m.GetTenant(), wire.ID16(m.GetClientId()), reports)
+	errs, err := st.store.OffloadDone(e.now, m.GetTenant(), wire.ID16(m.GetClientId()), reports)
 	if err != nil {
 		return fromErr(err)
 	}

@@ -53,6 +53,21 @@ func goldenV8Source(t *testing.T) *FSM {
 	if r := applyCmds(t, f, 802, now, ev)[0]; r.Reason != store.OK {
 		t.Fatalf("golden-v8 eviction: %s %s", r.Reason, r.Message)
 	}
+	// Two puts on the owner's segments queue two offload tasks; the owner takes one (its object
+	// pinned by an offload replica task) with the copy task queued before it, the other stays queued.
+	var more []*metadv1.Command
+	for _, k := range []string{"o1", "o2"} {
+		more = append(more,
+			&metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{Tenant: "golden4", ClientId: owner, Key: []byte(k),
+				Size: 2000, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1, PreferredSegmentIds: [][]byte{uuid(0x5e, 0x21)}}}}},
+			&metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "golden4", ClientId: owner, Key: []byte(k)}}})
+	}
+	more = append(more, &metadv1.Command{Op: &metadv1.Command_FetchTasks{FetchTasks: &metadv1.FetchTasks{ClientId: owner, Batch: 2}}})
+	for i, r := range applyCmds(t, f, 803, now, more...) {
+		if r.Reason != store.OK {
+			t.Fatalf("golden-v8 command %d (%T): %s %s", i, more[i].GetOp(), r.Reason, r.Message)
+		}
+	}
 	return f
 }
 
@@ -74,7 +89,7 @@ func TestGoldenSnapshotV8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.FormatVersion != 8 || info.Index != 802 {
+	if info.FormatVersion != 8 || info.Index != 803 {
 		t.Fatalf("golden snapshot reads as %+v", info)
 	}
 	f := newFSM(t)
@@ -94,6 +109,24 @@ func TestGoldenSnapshotV8(t *testing.T) {
 	e, err := f.Store().Peek("golden4", "e")
 	if err != nil || len(e.Replicas) != 1 || e.Replicas[0].Tier != alloc.TierLocalDisk || e.Replicas[0].Extent.Segment != disk {
 		t.Fatalf("the disk-only object after the restore: %+v, %v", e, err)
+	}
+	q := f.Store().Tasks()
+	taken, ok1 := q.Offload("golden4", "o1")
+	queued, ok2 := q.Offload("golden4", "o2")
+	if !ok1 || taken.State != store.TaskProcessing || taken.Spec.Size != 2000 || !ok2 || queued.State != store.TaskPending {
+		t.Fatalf("offload tasks after the restore: %+v %v, %+v %v", taken, ok1, queued, ok2)
+	}
+	pinned := false
+	f.Store().VisitTenantHandles("golden4", 0, func(hs []store.ObjectHandle) bool {
+		for _, h := range hs {
+			if st := h.State(); h.Key() == "o1" && st.Task != nil && st.Task.Kind == store.TaskOffload {
+				pinned = true
+			}
+		}
+		return true
+	})
+	if !pinned {
+		t.Fatal("the taken task's object is not pinned after the restore")
 	}
 }
 

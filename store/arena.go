@@ -467,6 +467,7 @@ func (s *Store) commitOne(now int64, t *TenantState, req *CommitRequest, it *Com
 			e.mu.Lock()
 			if e.State() == st {
 				e.stampWriteLocked(now)
+				s.queueOffload(now, t, it.Key, st)
 			}
 			e.mu.Unlock()
 		}

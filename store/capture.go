@@ -435,7 +435,7 @@ func validTask(st *ObjectState) error {
 	if task == nil {
 		return nil
 	}
-	if !task.Kind.Valid() || task.Client.IsZero() || len(task.Targets) == 0 {
+	if !task.Kind.Valid() || task.Client.IsZero() || (len(task.Targets) == 0) != (task.Kind == TaskOffload) {
 		return fmt.Errorf("replica task malformed: kind %d, client %s, %d targets", task.Kind, task.Client, len(task.Targets))
 	}
 	seen := 0

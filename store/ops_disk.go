@@ -65,13 +65,16 @@ func (s *Store) CheckOffloadDone(tenant string, client alloc.ID) error {
 // OffloadDone records a worker's offload reports for objects of one tenant: each success adds a
 // COMPLETE LOCAL_DISK replica on client's SSD segment, an extent of the object's size rounded up,
 // unless the object already has one there (a repeated report changes nothing, so an object never
-// holds two LOCAL_DISK replicas of one owner). A failure changes nothing. It returns one error per
-// result (nil = recorded): OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY when the object has no COMPLETE
-// replica (the write it copied was revoked or replaced), INVALID_PARAMS when Size is not the
-// object's, NO_AVAILABLE_HANDLE when the SSD's capacity is used up. The whole call fails, with
-// nothing changed, with TENANT_NOT_REGISTERED or SEGMENT_NOT_FOUND (no SSD registration). The
-// outcome depends only on the replicated state and the arguments.
-func (s *Store) OffloadDone(tenant string, client alloc.ID, results []OffloadResult) ([]error, error) {
+// holds two LOCAL_DISK replicas of one owner). A failure records no replica. Either ends the
+// key's offload task that client holds (SUCCESS for a success recorded, FAILED otherwise) and
+// drops the object's offload pin by client (offload.go); a report with no task is the worker's
+// own offload. It returns one error per result (nil = recorded): OBJECT_NOT_FOUND,
+// REPLICA_IS_NOT_READY when the object has no COMPLETE replica (the write it copied was revoked or
+// replaced), INVALID_PARAMS when Size is not the object's, NO_AVAILABLE_HANDLE when the SSD's
+// capacity is used up. The whole call fails, with nothing changed, with TENANT_NOT_REGISTERED or
+// SEGMENT_NOT_FOUND (no SSD registration). The outcome depends only on the replicated state, now
+// (the entry's leader time) and the arguments.
+func (s *Store) OffloadDone(now int64, tenant string, client alloc.ID, results []OffloadResult) ([]error, error) {
 	tenant = NormalizeTenant(tenant)
 	seg, err := s.localDisk(client)
 	if err != nil {
@@ -84,17 +87,48 @@ func (s *Store) OffloadDone(tenant string, client alloc.ID, results []OffloadRes
 	defer t.release()
 	errs := make([]error, len(results))
 	for i, r := range results {
+		msg := "the worker reported the offload failed"
 		if r.Success {
-			errs[i] = s.addDiskReplica(t, seg, r)
+			errs[i] = s.addDiskReplica(t, seg, client, r)
+			msg = msgOf(errs[i])
+		} else {
+			s.unpinOffload(t, r.Key, client)
 		}
+		s.tasks.settleOffload(now, t.name, r.Key, client, r.Success && errs[i] == nil, msg)
 	}
 	return errs, nil
 }
 
-// addDiskReplica adds one LOCAL_DISK replica on seg for r (see OffloadDone). The extent is
-// allocated with no object lock held (the registry's lock is a leaf outside the store's order) and
-// returned if the object changed meanwhile.
-func (s *Store) addDiskReplica(t *TenantState, seg alloc.ID, r OffloadResult) error {
+// msgOf is an item error's text for a task's message ("" for none).
+func msgOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// unpinOffload drops key's offload pin by client, if it carries one.
+func (s *Store) unpinOffload(t *TenantState, key string, client alloc.ID) {
+	e := t.dir.lookup(key)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.State()
+	if e.Life() != Active || st == nil {
+		return
+	}
+	ns := st.next()
+	if unpinned(st, ns, client) {
+		s.setStateLocked(t, e, ns)
+	}
+}
+
+// addDiskReplica adds one LOCAL_DISK replica on seg, client's, for r (see OffloadDone), and drops
+// client's offload pin of the object. The extent is allocated with no object lock held (the
+// registry's lock is a leaf outside the store's order) and returned if the object changed meanwhile.
+func (s *Store) addDiskReplica(t *TenantState, seg, client alloc.ID, r OffloadResult) error {
 	e := t.dir.lookup(r.Key)
 	if e == nil {
 		return objErr(ObjectNotFound, t.name, r.Key, "object not found")
@@ -104,6 +138,7 @@ func (s *Store) addDiskReplica(t *TenantState, seg alloc.ID, r OffloadResult) er
 	err := diskVerdict(t, e, st, seg, r)
 	e.mu.Unlock()
 	if err != nil {
+		s.unpinOffload(t, r.Key, client)
 		if errors.Is(err, errHasDiskReplica) {
 			return nil
 		}
@@ -121,6 +156,7 @@ func (s *Store) addDiskReplica(t *TenantState, seg alloc.ID, r OffloadResult) er
 	}
 	ns := st.nextWith(1)
 	ns.Replicas = append(ns.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierLocalDisk, Status: Complete})
+	unpinned(st, ns, client)
 	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	return nil

@@ -43,7 +43,7 @@ func TestLocalDiskTier(t *testing.T) {
 	charged := s.Tenants().Lookup(DefaultTenant).Quota().Charged()
 
 	// Not registered yet: the whole report is refused.
-	if _, err := s.OffloadDone("", client1, []OffloadResult{{Key: "a", Size: 100, Success: true}}); err == nil {
+	if _, err := s.OffloadDone(sec, "", client1, []OffloadResult{{Key: "a", Size: 100, Success: true}}); err == nil {
 		t.Fatal("offload report without a local disk accepted")
 	} else {
 		wantReason(t, err, SegmentNotFound)
@@ -72,7 +72,7 @@ func TestLocalDiskTier(t *testing.T) {
 	if _, err := s.PutStart(sec, 1, putReq("", "p", "", 100)); err != nil { // PROCESSING only
 		t.Fatal(err)
 	}
-	errs, err := s.OffloadDone("", client1, []OffloadResult{
+	errs, err := s.OffloadDone(sec, "", client1, []OffloadResult{
 		{Key: "a", Size: 100, Success: true},
 		{Key: "a2", Size: 100, Success: true},
 		{Key: "b", Size: 99, Success: true},
@@ -99,7 +99,7 @@ func TestLocalDiskTier(t *testing.T) {
 		t.Fatalf("local disk used %d, want 256", s.Segments().Used(alloc.TierLocalDisk))
 	}
 	// A repeated report records nothing twice.
-	if errs, err := s.OffloadDone("", client1, []OffloadResult{{Key: "a", Size: 100, Success: true}}); err != nil || errs[0] != nil {
+	if errs, err := s.OffloadDone(sec, "", client1, []OffloadResult{{Key: "a", Size: 100, Success: true}}); err != nil || errs[0] != nil {
 		t.Fatalf("repeated report = %v, %v", errs, err)
 	}
 	if got := tiersOf(t, s, "a"); len(got) != 2 {
@@ -178,7 +178,7 @@ func TestLocalDiskUnmount(t *testing.T) {
 			for i, k := range keys {
 				rs[i] = OffloadResult{Key: k, Size: 100, Success: true}
 			}
-			errs, err := s.OffloadDone("", c, rs)
+			errs, err := s.OffloadDone(sec, "", c, rs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func TestUpsertDropsDiskReplicas(t *testing.T) {
 	if err := s.PutEnd(sec, PutEndRequest{Client: client1, Key: "disk"}); err != nil {
 		t.Fatal(err)
 	}
-	if errs, err := s.OffloadDone("", client1, []OffloadResult{{Key: "both", Size: 100, Success: true}, {Key: "disk", Size: 100, Success: true}}); err != nil || errs[0] != nil || errs[1] != nil {
+	if errs, err := s.OffloadDone(sec, "", client1, []OffloadResult{{Key: "both", Size: 100, Success: true}, {Key: "disk", Size: 100, Success: true}}); err != nil || errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs, err)
 	}
 	if _, err := s.UnmountSegment(staging); err != nil {

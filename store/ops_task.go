@@ -15,6 +15,10 @@ const (
 	TaskCopy TaskKind = 1
 	// TaskMove relocates one replica: End makes the target COMPLETE and frees the source.
 	TaskMove TaskKind = 2
+	// TaskOffload copies an object to its worker's local SSD (store/offload.go): queued by the PutEnd
+	// that completes the object, never started or ended by a copy's or move's calls. As a
+	// ReplicaTask it is the pin of its source replica while the worker holds the task: no targets.
+	TaskOffload TaskKind = 3
 )
 
 func (k TaskKind) String() string {
@@ -23,12 +27,18 @@ func (k TaskKind) String() string {
 		return "copy"
 	case TaskMove:
 		return "move"
+	case TaskOffload:
+		return "offload"
 	}
 	return "unknown"
 }
 
 // Valid reports whether k is a known kind.
-func (k TaskKind) Valid() bool { return k == TaskCopy || k == TaskMove }
+func (k TaskKind) Valid() bool { return k == TaskCopy || k == TaskMove || k == TaskOffload }
+
+// replicaKind reports whether k is a kind the copy and move calls start, end and create: TaskCopy
+// or TaskMove.
+func (k TaskKind) replicaKind() bool { return k == TaskCopy || k == TaskMove }
 
 // ReplicaTask is a copy or move in progress on one object, started by a client that writes the
 // bytes of the source replica into the targets. It is replicated state, part of the immutable
@@ -86,8 +96,8 @@ func (r *ReplicaTaskRequest) validate() error {
 	if err := ValidateKey(r.Key); err != nil {
 		return err
 	}
-	if !r.Kind.Valid() {
-		return errf(InvalidParams, "kind: unknown %d", r.Kind)
+	if !r.Kind.replicaKind() {
+		return errf(InvalidParams, "kind: %s is not a copy or a move", r.Kind)
 	}
 	if r.Source.IsZero() {
 		return errf(InvalidParams, "source_segment_id: must be a non-zero UUID")
@@ -135,8 +145,8 @@ func (r *ReplicaTaskEndRequest) validate() error {
 	if err := ValidateKey(r.Key); err != nil {
 		return err
 	}
-	if !r.Kind.Valid() {
-		return errf(InvalidParams, "kind: unknown %d", r.Kind)
+	if !r.Kind.replicaKind() {
+		return errf(InvalidParams, "kind: %s is not a copy or a move", r.Kind)
 	}
 	return nil
 }

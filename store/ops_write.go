@@ -328,6 +328,9 @@ func (s *Store) putEnd(now int64, t *TenantState, req *PutEndRequest) error {
 	}
 	s.setStateLocked(t, e, ns)
 	e.stampWriteLocked(now)
+	if !st.HasComplete() {
+		s.queueOffload(now, t, e.key, ns)
+	}
 	return nil
 }
 
@@ -497,6 +500,7 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 		restart(ns)
 		s.setStateLocked(t, e, ns)
 		e.mu.Unlock()
+		s.tasks.cancelOffload(now, t.name, req.Key)
 		return ns.Replicas, true, nil
 	}
 	// Another size: place new replicas with no object lock held, then swap if nothing moved.
@@ -518,6 +522,7 @@ func (s *Store) Upsert(now int64, seed uint64, req PutStartRequest) (reps []Repl
 	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	s.freeReplicas(t, st.Replicas, st.Size, nil)
+	s.tasks.cancelOffload(now, t.name, req.Key)
 	return ns.Replicas, false, nil
 }
 

@@ -82,6 +82,7 @@ type TaskSpec struct {
 	Targets  []alloc.ID
 	Replicas int
 	Drain    uint64 // the drain job that scheduled it (DrainTable.ScheduleMoves); 0: none
+	Size     uint64 // TaskOffload: the object's size
 }
 
 // Task is one scheduled task. A *Task inside the queue is immutable: every change publishes a new
@@ -108,10 +109,13 @@ type TaskQueue struct {
 	pending  map[alloc.ID][]uint64 // per client, PENDING ids in creation order
 	npending int
 	finished []uint64 // finished ids, in the order they finished
+	// offload maps an object to its live (PENDING or PROCESSING) offload task (offload.go):
+	// lookups only, never iterated.
+	offload map[offloadKey]uint64
 }
 
 func newTaskQueue(s *Store) *TaskQueue {
-	return &TaskQueue{s: s, byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}}
+	return &TaskQueue{s: s, byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}, offload: map[offloadKey]uint64{}}
 }
 
 func taskErr(r Reason, id uint64, what string) *Error {
@@ -194,8 +198,27 @@ func (s *Store) checkTask(spec *TaskSpec) error {
 }
 
 // Fetch turns up to max (1..MaxFetchTasks) of the client's oldest PENDING tasks PROCESSING and
-// returns them, oldest first; none is no error.
+// returns them, oldest first; none is no error. An offload task pins its object as it is taken
+// (Store.pinOffload); one with nothing left to offload ends FAILED instead and is not returned.
 func (q *TaskQueue) Fetch(now int64, client alloc.ID, max int) ([]Task, error) {
+	out, err := q.fetch(now, client, max)
+	if err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for i := range out {
+		if out[i].Spec.Kind != TaskOffload || q.s.pinOffload(now, &out[i]) {
+			kept = append(kept, out[i])
+			continue
+		}
+		q.mu.Lock()
+		q.endLocked(now, out[i].ID, false, offloadGoneMessage)
+		q.mu.Unlock()
+	}
+	return kept, nil
+}
+
+func (q *TaskQueue) fetch(now int64, client alloc.ID, max int) ([]Task, error) {
 	if err := ValidateClient(client); err != nil {
 		return nil, err
 	}
@@ -302,8 +325,12 @@ func (q *TaskQueue) Expired(now, timeout int64) []uint64 {
 }
 
 // finishLocked records a finished task in q.finished, which is kept in (Updated, ID) order: the
-// order pruning drops them in, the same on a node that restored them from a snapshot.
+// order pruning drops them in, the same on a node that restored them from a snapshot. An offload
+// task is no longer its object's live one.
 func (q *TaskQueue) finishLocked(t *Task) {
+	if k := (offloadKey{t.Spec.Tenant, t.Spec.Key}); t.Spec.Kind == TaskOffload && q.offload[k] == t.ID {
+		delete(q.offload, k)
+	}
 	i, _ := slices.BinarySearchFunc(q.finished, t, func(id uint64, t *Task) int {
 		if c := compareI64(q.byID[id].Updated, t.Updated); c != 0 {
 			return c
@@ -329,6 +356,8 @@ func (q *TaskQueue) completableLocked(client alloc.ID, id uint64) error {
 		return taskErr(IllegalClient, id, "assigned to client "+task.Client.String()+", not "+client.String())
 	case task.State != TaskProcessing:
 		return taskErr(InvalidParams, id, "is "+task.State.String()+", not PROCESSING")
+	case task.Spec.Kind == TaskOffload:
+		return taskErr(InvalidParams, id, "is an offload task: its worker reports it with NotifyOffload")
 	}
 	return nil
 }
@@ -406,6 +435,9 @@ func (q *TaskQueue) Restore(tasks []Task, next uint64) error {
 			q.npending++
 		case t.State.Finished():
 			q.finishLocked(&t)
+		}
+		if t.Spec.Kind == TaskOffload && !t.State.Finished() {
+			q.offload[offloadKey{t.Spec.Tenant, t.Spec.Key}] = t.ID
 		}
 	}
 	q.next = next

@@ -18,7 +18,7 @@ func buildDiskOnly(tb testing.TB) any {
 	const chunk = 4096
 	rs := make([]OffloadResult, 0, chunk)
 	flush := func() {
-		errs, err := s.OffloadDone("", client1, rs)
+		errs, err := s.OffloadDone(sec, "", client1, rs)
 		if err != nil {
 			tb.Fatal(err)
 		}

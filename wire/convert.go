@@ -551,6 +551,8 @@ func TaskKindFrom(k metadv1.TaskKind) store.TaskKind {
 		return store.TaskCopy
 	case metadv1.TaskKind_TASK_KIND_MOVE:
 		return store.TaskMove
+	case metadv1.TaskKind_TASK_KIND_OFFLOAD:
+		return store.TaskOffload
 	}
 	return 0
 }
@@ -562,6 +564,8 @@ func TaskKindTo(k store.TaskKind) metadv1.TaskKind {
 		return metadv1.TaskKind_TASK_KIND_COPY
 	case store.TaskMove:
 		return metadv1.TaskKind_TASK_KIND_MOVE
+	case store.TaskOffload:
+		return metadv1.TaskKind_TASK_KIND_OFFLOAD
 	}
 	return metadv1.TaskKind_TASK_KIND_UNSPECIFIED
 }
@@ -602,7 +606,8 @@ func TaskStateTo(s store.TaskState) metadv1.TaskState {
 func TaskTo(t *store.Task) *metadv1.ScheduledTask {
 	out := &metadv1.ScheduledTask{TaskId: t.ID, Kind: TaskKindTo(t.Spec.Kind), Tenant: t.Spec.Tenant, Key: []byte(t.Spec.Key),
 		SourceSegmentId: slices.Clone(t.Spec.Source[:]), Replicas: uint32(max(t.Spec.Replicas, 0)), ClientId: slices.Clone(t.Client[:]),
-		State: TaskStateTo(t.State), CreatedUnixNano: t.Created, UpdatedUnixNano: t.Updated, Message: t.Message, DrainId: t.Spec.Drain}
+		State: TaskStateTo(t.State), CreatedUnixNano: t.Created, UpdatedUnixNano: t.Updated, Message: t.Message, DrainId: t.Spec.Drain,
+		Size: t.Spec.Size}
 	for _, id := range t.Spec.Targets {
 		out.TargetSegmentIds = append(out.TargetSegmentIds, slices.Clone(id[:]))
 	}
@@ -613,7 +618,8 @@ func TaskTo(t *store.Task) *metadv1.ScheduledTask {
 // store.TaskQueue.Restore refuses.
 func TaskFrom(m *metadv1.ScheduledTask) store.Task {
 	t := store.Task{ID: m.GetTaskId(), Spec: store.TaskSpec{Kind: TaskKindFrom(m.GetKind()), Tenant: m.GetTenant(),
-		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16)), Drain: m.GetDrainId()},
+		Key: string(m.GetKey()), Source: ID16(m.GetSourceSegmentId()), Replicas: int(min(m.GetReplicas(), 1<<16)), Drain: m.GetDrainId(),
+		Size: m.GetSize()},
 		Client: ID16(m.GetClientId()), Created: m.GetCreatedUnixNano(), Updated: m.GetUpdatedUnixNano(), Message: m.GetMessage()}
 	switch m.GetState() {
 	case metadv1.TaskState_TASK_STATE_PENDING:

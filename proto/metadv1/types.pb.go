@@ -378,6 +378,10 @@ const (
 	TaskKind_TASK_KIND_COPY TaskKind = 1
 	// Move: the target becomes COMPLETE and the source is freed.
 	TaskKind_TASK_KIND_MOVE TaskKind = 2
+	// Offload: the worker copies the object to its local SSD and reports it with NotifyOffload (a
+	// COMPLETE LOCAL_DISK replica). Queued by the PutEnd that completes an object whose memory replica
+	// lives on a segment of a worker with an offloading SSD registration; never created by a call.
+	TaskKind_TASK_KIND_OFFLOAD TaskKind = 3
 )
 
 // Enum value maps for TaskKind.
@@ -386,11 +390,13 @@ var (
 		0: "TASK_KIND_UNSPECIFIED",
 		1: "TASK_KIND_COPY",
 		2: "TASK_KIND_MOVE",
+		3: "TASK_KIND_OFFLOAD",
 	}
 	TaskKind_value = map[string]int32{
 		"TASK_KIND_UNSPECIFIED": 0,
 		"TASK_KIND_COPY":        1,
 		"TASK_KIND_MOVE":        2,
+		"TASK_KIND_OFFLOAD":     3,
 	}
 )
 
@@ -1347,7 +1353,7 @@ type ScheduledTask struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Task id, from the cluster's counter; never reused.
 	TaskId uint64 `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// Copy or move.
+	// Copy, move or offload.
 	Kind TaskKind `protobuf:"varint,2,opt,name=kind,proto3,enum=metad.v1.TaskKind" json:"kind,omitempty"`
 	// Tenant of the object.
 	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -1370,7 +1376,9 @@ type ScheduledTask struct {
 	// The worker's completion message.
 	Message string `protobuf:"bytes,12,opt,name=message,proto3" json:"message,omitempty"`
 	// The drain job that scheduled it; 0: none.
-	DrainId       uint64 `protobuf:"varint,140,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	DrainId uint64 `protobuf:"varint,140,opt,name=drain_id,json=drainId,proto3" json:"drain_id,omitempty"`
+	// OFFLOAD: the object's size, the bytes the SSD file holds.
+	Size          uint64 `protobuf:"varint,141,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1492,6 +1500,13 @@ func (x *ScheduledTask) GetMessage() string {
 func (x *ScheduledTask) GetDrainId() uint64 {
 	if x != nil {
 		return x.DrainId
+	}
+	return 0
+}
+
+func (x *ScheduledTask) GetSize() uint64 {
+	if x != nil {
+		return x.Size
 	}
 	return 0
 }
@@ -1691,7 +1706,7 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\x04R\tsessionId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12*\n" +
-	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq\"\xc6\x03\n" +
+	"\x11first_unacked_seq\x18\x03 \x01(\x04R\x0ffirstUnackedSeq\"\xdb\x03\n" +
 	"\rScheduledTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x04R\x06taskId\x12&\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x12.metad.v1.TaskKindR\x04kind\x12\x16\n" +
@@ -1706,7 +1721,8 @@ const file_metadv1_types_proto_rawDesc = "" +
 	" \x01(\x03R\x0fcreatedUnixNano\x12*\n" +
 	"\x11updated_unix_nano\x18\v \x01(\x03R\x0fupdatedUnixNano\x12\x18\n" +
 	"\amessage\x18\f \x01(\tR\amessage\x12\x1a\n" +
-	"\bdrain_id\x18\x8c\x01 \x01(\x04R\adrainId\"\x9f\x03\n" +
+	"\bdrain_id\x18\x8c\x01 \x01(\x04R\adrainId\x12\x13\n" +
+	"\x04size\x18\x8d\x01 \x01(\x04R\x04size\"\x9f\x03\n" +
 	"\bDrainJob\x12\x19\n" +
 	"\bdrain_id\x18\x01 \x01(\x04R\adrainId\x12\x1f\n" +
 	"\vsegment_ids\x18\x02 \x03(\fR\n" +
@@ -1772,11 +1788,12 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x16REASON_WATCH_COMPACTED\x10+\x12\x1c\n" +
 	"\x18REASON_WATCH_FELL_BEHIND\x10,\x12 \n" +
 	"\x1cREASON_LEARNER_NOT_CAUGHT_UP\x10-\x12\x17\n" +
-	"\x13REASON_RATE_LIMITED\x10.*M\n" +
+	"\x13REASON_RATE_LIMITED\x10.*d\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +
-	"\x0eTASK_KIND_MOVE\x10\x02*v\n" +
+	"\x0eTASK_KIND_MOVE\x10\x02\x12\x15\n" +
+	"\x11TASK_KIND_OFFLOAD\x10\x03*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +

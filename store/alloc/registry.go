@@ -82,16 +82,27 @@ type Registry struct {
 	// path names each replica's segment endpoint and base without taking mu.
 	// Replaced, never changed, under mu by Mount and Unmount.
 	descs atomic.Pointer[map[ID]Segment]
+	// offloaders counts the mounted segments with Offload set; replaced with descs.
+	offloaders atomic.Int64
 }
 
-// publishDescsLocked rebuilds the lock-free descriptor map (mu held).
+// publishDescsLocked rebuilds the lock-free descriptor map and the offloaders' count (mu held).
 func (r *Registry) publishDescsLocked() {
 	m := make(map[ID]Segment, len(r.all))
+	offloaders := int64(0)
 	for _, seg := range r.all {
 		m[seg.info.ID] = seg.info
+		if seg.info.Offload {
+			offloaders++
+		}
 	}
 	r.descs.Store(&m)
+	r.offloaders.Store(offloaders)
 }
+
+// Offloaders returns how many LOCAL_DISK segments take offload tasks, without the registry's lock:
+// a put's completion looks for an offload only when some do.
+func (r *Registry) Offloaders() int64 { return r.offloaders.Load() }
 
 // Describe returns a mounted segment's descriptor without taking the
 // registry's lock.

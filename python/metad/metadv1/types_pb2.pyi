@@ -58,6 +58,7 @@ SOFT_PIN_ACTION_ENABLE: SoftPinAction
 SOFT_PIN_ACTION_NONE: SoftPinAction
 TASK_KIND_COPY: TaskKind
 TASK_KIND_MOVE: TaskKind
+TASK_KIND_OFFLOAD: TaskKind
 TASK_KIND_UNSPECIFIED: TaskKind
 TASK_STATE_FAILED: TaskState
 TASK_STATE_PENDING: TaskState
@@ -178,7 +179,7 @@ class Revision(_message.Message):
     def __init__(self, index: _Optional[int] = ..., position: _Optional[int] = ...) -> None: ...
 
 class ScheduledTask(_message.Message):
-    __slots__ = ["client_id", "created_unix_nano", "drain_id", "key", "kind", "message", "replicas", "source_segment_id", "state", "target_segment_ids", "task_id", "tenant", "updated_unix_nano"]
+    __slots__ = ["client_id", "created_unix_nano", "drain_id", "key", "kind", "message", "replicas", "size", "source_segment_id", "state", "target_segment_ids", "task_id", "tenant", "updated_unix_nano"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
     DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +187,7 @@ class ScheduledTask(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TARGET_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -199,13 +201,14 @@ class ScheduledTask(_message.Message):
     kind: TaskKind
     message: str
     replicas: int
+    size: int
     source_segment_id: bytes
     state: TaskState
     target_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
     task_id: int
     tenant: str
     updated_unix_nano: int
-    def __init__(self, task_id: _Optional[int] = ..., kind: _Optional[_Union[TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., client_id: _Optional[bytes] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., message: _Optional[str] = ..., drain_id: _Optional[int] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[int] = ..., kind: _Optional[_Union[TaskKind, str]] = ..., tenant: _Optional[str] = ..., key: _Optional[bytes] = ..., source_segment_id: _Optional[bytes] = ..., target_segment_ids: _Optional[_Iterable[bytes]] = ..., replicas: _Optional[int] = ..., client_id: _Optional[bytes] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_unix_nano: _Optional[int] = ..., updated_unix_nano: _Optional[int] = ..., message: _Optional[str] = ..., drain_id: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class SegmentDesc(_message.Message):
     __slots__ = ["base", "endpoint", "id", "name", "offload", "owner_client_id", "size", "tier"]
