@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"metad/proto/metadv1"
@@ -38,15 +40,51 @@ func (c *Client) CancelDrain(ctx context.Context, id uint64) (*metadv1.DrainJob,
 // to batch of them and, for each, starts the move or copy, calls copyBytes (nil: nothing to
 // copy, as for a simulated worker) with the source and the targets, ends it (or revokes it when
 // copyBytes fails) and reports the outcome. It returns the tasks it ran and the first error of a
-// call (a task whose call failed is reported FAILED when the report can be made).
+// call (a task whose call failed is reported FAILED when the report can be made). An offload task
+// is reported failed (RunTasksWith runs them).
 func (c *Client) RunTasks(ctx context.Context, batch uint32, copyBytes func(src *metadv1.Replica, targets []*metadv1.Replica) error) (int, error) {
+	return c.RunTasksWith(ctx, batch, TaskRunner{CopyBytes: copyBytes})
+}
+
+// TaskRunner is how RunTasksWith does each kind of task.
+type TaskRunner struct {
+	// CopyBytes copies a move's or a copy's source into its targets; nil: nothing to copy.
+	CopyBytes func(src *metadv1.Replica, targets []*metadv1.Replica) error
+	// Offload writes an offload task's object (its tenant, key and size) to this worker's local
+	// SSD; nil: every offload task is reported failed.
+	Offload func(t *metadv1.ScheduledTask) error
+}
+
+// errNoOffloader is the failure reported for an offload task with no TaskRunner.Offload.
+var errNoOffloader = errors.New("metad client: this worker runs no offload")
+
+// RunTasksWith is RunTasks with a handler per kind. Offload tasks are reported together, one
+// NotifyOffload per tenant (a success records the object's LOCAL_DISK replica on this client's
+// SSD), after the copies and moves.
+func (c *Client) RunTasksWith(ctx context.Context, batch uint32, r TaskRunner) (int, error) {
 	tasks, err := c.FetchTasks(ctx, batch)
 	if err != nil {
 		return 0, err
 	}
 	var first error
+	offloads := map[string][]OffloadResult{} // by tenant; reported in the order tenants came
+	var tenants []string
 	for _, t := range tasks {
-		err := c.runTask(ctx, t, copyBytes)
+		if t.GetKind() == metadv1.TaskKind_TASK_KIND_OFFLOAD {
+			err := errNoOffloader
+			if r.Offload != nil {
+				err = r.Offload(t)
+			}
+			if err != nil && first == nil {
+				first = err
+			}
+			if _, ok := offloads[t.GetTenant()]; !ok {
+				tenants = append(tenants, t.GetTenant())
+			}
+			offloads[t.GetTenant()] = append(offloads[t.GetTenant()], OffloadResult{Key: string(t.GetKey()), Size: t.GetSize(), Success: err == nil})
+			continue
+		}
+		err := c.runTask(ctx, t, r.CopyBytes)
 		msg := ""
 		if err != nil {
 			msg = err.Error()
@@ -58,7 +96,26 @@ func (c *Client) RunTasks(ctx context.Context, batch uint32, copyBytes func(src 
 			first = rerr
 		}
 	}
+	for _, tenant := range tenants {
+		sts, err := c.NotifyOffload(ctx, tenant, offloads[tenant])
+		if err == nil {
+			err = firstItemError(offloads[tenant], sts)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
 	return len(tasks), first
+}
+
+// firstItemError is the first refused report of a NotifyOffload, as an error naming its key.
+func firstItemError(rs []OffloadResult, sts []*metadv1.Status) error {
+	for i, st := range sts {
+		if st.GetReason() != metadv1.Reason_REASON_UNSPECIFIED && rs[i].Success {
+			return fmt.Errorf("offload of %q not recorded: %s", rs[i].Key, st.GetMessage())
+		}
+	}
+	return nil
 }
 
 func (c *Client) runTask(ctx context.Context, t *metadv1.ScheduledTask, copyBytes func(*metadv1.Replica, []*metadv1.Replica) error) error {

@@ -195,7 +195,7 @@ func runBench(a *app, v *verb, args []string) error {
 		bgDone.Add(1)
 		go func() {
 			defer bgDone.Done()
-			a.pingLoop(bg, cs[0], []*metadv1.SegmentDesc{seg}, time.Second, nopWriter{})
+			a.pingLoop(bg, cs[0], []*metadv1.SegmentDesc{seg}, nil, time.Second, nopWriter{})
 		}()
 	}
 

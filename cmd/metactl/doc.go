@@ -100,6 +100,10 @@
 //	    fresh UUIDs at consecutive 2 MiB-aligned simulated base addresses, prints them, then pings
 //	    every second until SIGINT/SIGTERM (or --duration), reporting leader changes and remounting
 //	    any segment a Ping says the cluster no longer has (the worker was expired while cut off).
+//	    --run-tasks runs the moves and copies the cluster assigns. --local-disk DIR [--disk-capacity S]
+//	    registers DIR as the worker's local SSD (LOCAL_DISK); with --offload the worker takes the
+//	    offload task each put on its segments queues, writes the object's file under DIR (one per
+//	    object: <hex tenant>/<hex key>, the object's size of its key repeated) and reports it.
 //	bench --clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]
 //	      [--conns C] [--read-fraction F] [--mount S]
 //	    N goroutines share C connections (default 8) for D. put writes unique new keys

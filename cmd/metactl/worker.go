@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -34,7 +35,11 @@ func runWorker(a *app, v *verb, args []string) error {
 	duration := fs.Duration("duration", 0, "stop after this long (0 = run until SIGINT or SIGTERM)")
 	unmount := fs.Bool("unmount-on-exit", false, "unmount the segments when stopping (otherwise the cluster expires them after client_ttl)")
 	runTasks := fs.Bool("run-tasks", false, "run the moves and copies the cluster assigns (drains, scheduled tasks); a simulated worker copies no bytes")
-	taskInterval := fs.Duration("task-interval", 200*time.Millisecond, "time between fetches of assigned tasks with --run-tasks")
+	taskInterval := fs.Duration("task-interval", 200*time.Millisecond, "time between fetches of assigned tasks with --run-tasks or --offload")
+	diskDir := fs.String("local-disk", "", "keep this directory as the worker's local SSD: register it (LOCAL_DISK) and keep one file per offloaded object")
+	diskCap := sizeFlag{n: 1 << 30}
+	fs.Var(&diskCap, "disk-capacity", "`capacity` of the local SSD registration, units allowed (with --local-disk)")
+	offload := fs.Bool("offload", false, "take offload tasks: write each object to the --local-disk directory and report it")
 	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -49,6 +54,10 @@ func runWorker(a *app, v *verb, args []string) error {
 		return usagef(v, "--duration must not be negative")
 	case *taskInterval <= 0:
 		return usagef(v, "--task-interval must be positive")
+	case *offload && *diskDir == "":
+		return usagef(v, "--offload needs --local-disk")
+	case *diskDir != "" && diskCap.n == 0:
+		return usagef(v, "--disk-capacity must be positive")
 	}
 	tier, err := parseTier(*tierS)
 	if err != nil || tier == metadv1.Tier_TIER_UNSPECIFIED {
@@ -78,6 +87,13 @@ func runWorker(a *app, v *verb, args []string) error {
 	}
 	if err := a.mountAll(c, segs); err != nil {
 		return err
+	}
+	var disk *localDisk
+	if *diskDir != "" {
+		disk = &localDisk{dir: *diskDir, capacity: diskCap.n, endpoint: *endpoint, offload: *offload}
+		if err := disk.mount(a, c); err != nil {
+			return err
+		}
 	}
 	view := workerView{ClientID: id.String()}
 	for _, s := range segs {
@@ -112,16 +128,20 @@ func runWorker(a *app, v *verb, args []string) error {
 		defer cancel()
 	}
 	tasksDone := make(chan struct{})
-	if *runTasks {
+	if *runTasks || *offload {
 		events = &lockedWriter{w: events} // two loops log from here on
+		runner := client.TaskRunner{}
+		if *offload {
+			runner.Offload = disk.write
+		}
 		go func() {
 			defer close(tasksDone)
-			a.taskLoop(ctx, c, *taskInterval, events)
+			a.taskLoop(ctx, c, *taskInterval, runner, events)
 		}()
 	} else {
 		close(tasksDone)
 	}
-	pings, failed := a.pingLoop(ctx, c, segs, *interval, events)
+	pings, failed := a.pingLoop(ctx, c, segs, disk, *interval, events)
 	<-tasksDone
 	logf(events, "stopping after %d pings (%d failed)", pings, failed)
 	if *unmount {
@@ -159,7 +179,7 @@ func (a *app) mountAll(c *client.Client, segs []*metadv1.SegmentDesc) error {
 // reports (and --timeout): a ping stuck behind a paused or cut-off node gives up in time for the
 // next one to reach the new leader long before the ttl runs out. The client's per-attempt bound
 // normally moves the ping to another node within a second anyway.
-func (a *app) pingLoop(ctx context.Context, c *client.Client, segs []*metadv1.SegmentDesc, interval time.Duration, events io.Writer) (int, int) {
+func (a *app) pingLoop(ctx context.Context, c *client.Client, segs []*metadv1.SegmentDesc, disk *localDisk, interval time.Duration, events io.Writer) (int, int) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var pings, failed int
@@ -189,6 +209,12 @@ func (a *app) pingLoop(ctx context.Context, c *client.Client, segs []*metadv1.Se
 				logf(events, "the cluster lost %s of this worker (expired?); remounting", plural(len(missing), "segment"))
 				if err := a.mountAll(c, missing); err != nil {
 					fmt.Fprintf(a.stderr, "remount failed: %s\n", errorLine(err))
+				}
+			}
+			if disk != nil && !slices.ContainsFunc(resp.GetSegmentIds(), func(id []byte) bool { return bytes.Equal(id, disk.id.Bytes()) }) {
+				logf(events, "the cluster lost this worker's local disk (expired?); registering it again")
+				if err := disk.mount(a, c); err != nil {
+					fmt.Fprintf(a.stderr, "local disk remount failed: %s\n", errorLine(err))
 				}
 			}
 		}
@@ -223,14 +249,15 @@ func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// taskLoop runs the tasks the cluster assigns to this worker (client.RunTasks, with nothing to
-// copy) every interval until ctx ends, logging each batch and each failure.
-func (a *app) taskLoop(ctx context.Context, c *client.Client, interval time.Duration, events io.Writer) {
+// taskLoop runs the tasks the cluster assigns to this worker (client.RunTasksWith: moves and
+// copies with nothing to copy, offloads with runner's) every interval until ctx ends, logging each
+// batch and each failure.
+func (a *app) taskLoop(ctx context.Context, c *client.Client, interval time.Duration, runner client.TaskRunner, events io.Writer) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, a.timeout)
-		n, err := c.RunTasks(cctx, 64, nil)
+		n, err := c.RunTasksWith(cctx, 64, runner)
 		cancel()
 		if n > 0 || (err != nil && ctx.Err() == nil) {
 			msg := ""

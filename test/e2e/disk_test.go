@@ -3,7 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +130,117 @@ func awaitFeatureLevel(t *testing.T, ctx context.Context, cl *client.Client, lev
 			t.Fatalf("members not at feature level %d within 20s: %v %v", level, resp, err)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+}
+
+// TestOffloadAcrossLeaderKill: a worker (metactl worker --local-disk DIR --offload) takes the
+// offload task that each put on its segment queues, writes the object's file and reports it; the
+// leader is killed halfway through the puts. In the end every object has exactly one LOCAL_DISK
+// replica, of this worker, every file is on the worker's disk at the object's size, and each
+// object's offload ended SUCCESS once: no task was lost or done twice across the failover.
+func TestOffloadAcrossLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3)
+	admin := c.Client()
+	leader := c.Leader(admin, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	awaitFeatureLevel(t, ctx, admin, 5)
+	workerID := client.NewUUID()
+	dir := t.TempDir()
+	c.StartWorker(1, "64MiB", "--client", workerID.String(), "--local-disk", dir, "--offload",
+		"--task-interval", "50ms", "--endpoint", "127.0.0.1:9500")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		segs, err := admin.ListSegments(ctx, client.SegmentFilter{Client: workerID})
+		if err == nil && len(segs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's segment and local disk not mounted: %v %v", segs, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	const n = 120
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("off-%03d", i)
+		if i == n/2 {
+			c.Kill(leader)
+			c.Leader(admin, 20*time.Second)
+		}
+		if _, err := admin.Put(ctx, "", keys[i], uint64(1000+i), nil); err != nil {
+			t.Fatalf("put %s: %v", keys[i], err)
+		}
+	}
+	onDisk := func(key string) (bool, error) {
+		g, err := admin.Get(ctx, "", key)
+		if err != nil {
+			return false, err
+		}
+		disk := 0
+		for _, r := range g.GetReplicas() {
+			if r.GetTier() == metadv1.Tier_TIER_LOCAL_DISK {
+				if !bytes.Equal(r.GetOwnerClientId(), workerID.Bytes()) {
+					return false, fmt.Errorf("%s: a LOCAL_DISK replica of another owner: %v", key, r)
+				}
+				disk++
+			}
+		}
+		if disk > 1 {
+			return false, fmt.Errorf("%s has %d LOCAL_DISK replicas", key, disk)
+		}
+		return disk == 1, nil
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for _, k := range keys {
+		for {
+			ok, err := onDisk(k)
+			if err != nil && client.ReasonOf(err) == metadv1.Reason_REASON_UNSPECIFIED {
+				t.Fatal(err)
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not offloaded within 60s (%v)", k, err)
+			}
+			time.Sleep(20 * time.Millisecond) // poll interval
+		}
+	}
+	for i, k := range keys {
+		fi, err := os.Stat(filepath.Join(dir, hex.EncodeToString([]byte("default")), hex.EncodeToString([]byte(k))))
+		if err != nil || fi.Size() != int64(1000+i) {
+			t.Fatalf("%s's file: %v %v; want %d bytes", k, fi, err, 1000+i)
+		}
+	}
+	success := map[string]int{}
+	var after uint64
+	for {
+		tasks, more, err := admin.ListTasks(ctx, "", after, 1024, metadv1.TaskState_TASK_STATE_UNSPECIFIED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			after = task.GetTaskId()
+			if task.GetKind() != metadv1.TaskKind_TASK_KIND_OFFLOAD {
+				continue
+			}
+			if task.GetState() == metadv1.TaskState_TASK_STATE_SUCCESS {
+				success[string(task.GetKey())]++
+			} else if task.GetState() != metadv1.TaskState_TASK_STATE_FAILED {
+				t.Fatalf("offload task left %s: %v", task.GetState(), task)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	for _, k := range keys {
+		if success[k] != 1 {
+			t.Fatalf("%s: %d successful offload tasks, want 1 (%v)", k, success[k], success)
+		}
 	}
 }
