@@ -186,11 +186,12 @@ bench-evict:
 
 ## bench-tiers: the replica tiers' targets, each against its memory-only twin in the same run: a
 ## memory eviction round over 1M objects with 95 % on disk alone, the heap of a disk-only object,
-## and a Get of one (about 2 minutes).
+## and a Get of one; then one worker's offload throughput on a 3-node cluster (about 2 minutes).
 bench-tiers:
 	$(GO) test -run '^$$' -bench '^BenchmarkRoundDiskOnlyMix$$' -benchtime 1x -timeout 20m ./evict/
 	$(GO) test -run '^$$' -bench '^BenchmarkHeapDiskOnly$$' -benchtime 1x ./store/
 	$(GO) test -run '^$$' -bench '^BenchmarkGetDiskOnly$$' -benchtime 200000x ./service/
+	$(GO) test -run '^$$' -bench '^BenchmarkOffloadThroughput$$' -benchtime 1x -timeout 10m ./test/e2e/
 
 ## bench-failover: kill -9 of the leader and planned transfer to the first write (real processes).
 bench-failover:

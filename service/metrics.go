@@ -98,6 +98,7 @@ type storeCollector struct {
 	closing, allocatable           *prometheus.Desc // by tier
 	tenantCharged, tenantEffective *prometheus.Desc // by tenant
 	lockWait                       *prometheus.Desc // by lock
+	tasks                          *prometheus.Desc // by kind and state
 }
 
 var _ prometheus.Collector = (*storeCollector)(nil)
@@ -118,12 +119,13 @@ func newStoreCollector(state func() *store.Store) *storeCollector {
 		allocatable:     d("metad_server_store_allocatable_bytes", "Summed size of the mounted segments that take allocations (not closing), by tier.", "tier"),
 		tenantCharged:   d("metad_server_tenant_charged_bytes", "MEMORY bytes charged to the tenant (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		tenantEffective: d("metad_server_tenant_effective_quota_bytes", "Effective quota of the tenant, bytes; 0 = no quota (the first 100 tenants by name; the rest summed as _other).", "tenant"),
+		tasks:           d("metad_server_store_tasks", "Scheduled tasks kept (finished ones for an hour, at most 65,536), by kind (copy, move, offload) and state.", "kind", "state"),
 		lockWait:        d("metad_store_lock_wait_seconds", "Wait for a lock on the read path, one read in 64 sampled: lock=route (route shard read lock) or object (the object's lock).", "lock"),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.closing, c.allocatable, c.tenantCharged, c.tenantEffective, c.lockWait} {
+	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.closing, c.allocatable, c.tenantCharged, c.tenantEffective, c.lockWait, c.tasks} {
 		ch <- d
 	}
 }
@@ -174,6 +176,12 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.closing, float64(closing[tier]), label)
 		allocatable, _ := segs.Allocatable(tier)
 		gauge(c.allocatable, float64(allocatable), label)
+	}
+	counts := st.Tasks().Counts()
+	for _, kind := range []store.TaskKind{store.TaskCopy, store.TaskMove, store.TaskOffload} {
+		for _, state := range []store.TaskState{store.TaskPending, store.TaskProcessing, store.TaskSuccess, store.TaskFailed} {
+			gauge(c.tasks, float64(counts[kind][state]), kind.String(), strings.ToLower(state.String()))
+		}
 	}
 	w := st.LockWaits()
 	for _, l := range []struct {

@@ -97,6 +97,22 @@ func (q *TaskQueue) Offload(tenant, key string) (Task, bool) {
 	return *q.byID[id], true
 }
 
+// TaskCounts counts the kept tasks by kind and state: TaskCounts[kind][state].
+type TaskCounts [TaskOffload + 1][TaskFailed + 1]int
+
+// Counts counts the tasks kept now, by kind and state (for the metrics; it walks every task).
+func (q *TaskQueue) Counts() TaskCounts {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var c TaskCounts
+	for _, t := range q.byID {
+		if t.Spec.Kind.Valid() && t.State >= TaskPending && t.State <= TaskFailed {
+			c[t.Spec.Kind][t.State]++
+		}
+	}
+	return c
+}
+
 // Offload messages of the tasks that end without the worker's report.
 const (
 	offloadGoneMessage      = "the object changed, went, or is on the SSD already: nothing to offload"

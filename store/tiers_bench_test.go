@@ -8,11 +8,12 @@ import (
 
 // buildDiskOnly fills a fresh store with benchObjects objects that live on client1's SSD alone, as
 // an offloading cluster holds most of its objects: each written to a staging memory segment,
-// reported offloaded (a LOCAL_DISK replica), and left on disk alone when the staging segment goes.
+// reported offloaded by the worker itself (a LOCAL_DISK replica; its registration takes no offload
+// tasks), and left on disk alone when the staging segment goes.
 func buildDiskOnly(tb testing.TB) any {
 	s := newTestStore(tb)
 	staging := mount(tb, s, 1, alloc.TierMemory, 2*benchObjects*alloc.RoundUp(benchSize))
-	if _, _, err := s.MountLocalDisk(client1, 2*benchObjects*alloc.RoundUp(benchSize), "127.0.0.1:9400", true); err != nil {
+	if _, _, err := s.MountLocalDisk(client1, 2*benchObjects*alloc.RoundUp(benchSize), "127.0.0.1:9400", false); err != nil { // its own offloads: no task queued
 		tb.Fatal(err)
 	}
 	const chunk = 4096
