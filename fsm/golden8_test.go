@@ -110,6 +110,9 @@ func TestGoldenSnapshotV8(t *testing.T) {
 	if err != nil || len(e.Replicas) != 1 || e.Replicas[0].Tier != alloc.TierLocalDisk || e.Replicas[0].Extent.Segment != disk {
 		t.Fatalf("the disk-only object after the restore: %+v, %v", e, err)
 	}
+	if got, want := f.Store().TierObjects(), goldenV8Source(t).Store().TierObjects(); got != want || got.DiskOnly != 1 || got.LocalDisk != 2 {
+		t.Fatalf("objects by tier after the restore: %+v, want %+v (one disk-only, two on disk)", got, want)
+	}
 	q := f.Store().Tasks()
 	taken, ok1 := q.Offload("golden4", "o1")
 	queued, ok2 := q.Offload("golden4", "o2")

@@ -143,3 +143,55 @@ func TestLocalDiskWaitsForTheClusterLevel(t *testing.T) {
 		t.Fatal("mounted at level 4")
 	}
 }
+
+// TestTierMetrics: the objects by tier, the disk-only objects and the reads by the tier a reader
+// reads first, as a scrape shows them.
+func TestTierMetrics(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.mount(t, clientB, segB)
+	for _, p := range []struct {
+		key          string
+		client, segs alloc.ID
+	}{{"mem", clientA, segA}, {"disk", clientB, segB}} {
+		if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(p.client), Key: []byte(p.key), Size: 4096,
+			Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(p.segs)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(p.client), Key: []byte(p.key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.svc.MountLocalDisk(ctx, &metadv1.MountLocalDiskRequest{ClientId: idb(clientA), CapacityBytes: 1 << 30, Endpoint: "host-a:9400"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.NotifyOffload(ctx, &metadv1.NotifyOffloadRequest{ClientId: idb(clientA),
+		Results: []*metadv1.OffloadResult{{Key: []byte("disk"), Size: 4096, Success: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientB), SegmentId: idb(segB)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mem", "disk", "disk"} {
+		if _, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"metad_server_store_tier_objects", map[string]string{"tier": "memory"}, 1},
+		{"metad_server_store_tier_objects", map[string]string{"tier": "local_disk"}, 1},
+		{"metad_server_store_disk_only_objects", nil, 1},
+		{"metad_server_get_hits_total", map[string]string{"tier": "memory"}, 1},
+		{"metad_server_get_hits_total", map[string]string{"tier": "local_disk"}, 2},
+		{"metad_server_store_segments", map[string]string{"tier": "local_disk"}, 1},
+	} {
+		if got := metricValue(t, h, m.name, m.labels); got != m.want {
+			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
+		}
+	}
+}

@@ -35,6 +35,22 @@ type metrics struct {
 	// rateLimited counts the calls refused for their principal's rate limits, by limit ("calls",
 	// "keys", "streams"); no principal is a label.
 	rateLimited *prometheus.CounterVec
+	// hits counts the objects Get and BatchGet answered, by the tier a reader reads first
+	// (tierHit): hits[alloc.Tier].
+	hits [alloc.TierLocalDisk + 1]prometheus.Counter
+}
+
+// hit counts one object answered with the replicas reps (the store's, COMPLETE ones).
+func (m *metrics) hit(reps []store.Replica) {
+	best := alloc.Tier(0)
+	for i := range reps {
+		if t := reps[i].Tier; t.Valid() && (best == 0 || t < best) {
+			best = t
+		}
+	}
+	if best.Valid() {
+		m.hits[best].Inc()
+	}
 }
 
 func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics, error) {
@@ -70,6 +86,12 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_rate_limited_total",
 		Help: "Calls this member refused because their principal was over a rate limit (SetLimit), by limit: calls (per second), keys (per second), streams (watch streams open at once)."},
 		[]string{"limit"})
+	hits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_get_hits_total",
+		Help: "Objects Get and BatchGet answered on this member, by the tier a reader reads first: memory when the object has a MEMORY replica, else nof, else local_disk (a disk-only object)."},
+		[]string{"tier"})
+	for _, t := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF, alloc.TierLocalDisk} {
+		m.hits[t] = hits.WithLabelValues(strings.ToLower(t.String()))
+	}
 	m.watchLagSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metad_watch_delivery_lag_seconds",
 		Help:    "Time from the leader's proposal of a change to this member's send of its watch event (one sample per response, its oldest event).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
@@ -80,7 +102,7 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.clientsExpired, m.gracefulUnmounts, m.drainObjectsLeft, m.drainMoved, m.drainFailed, m.drainsRunning,
-		m.watchLagSeconds, m.watchLagEntries, m.scanPagesCut, m.rateLimited, newStoreCollector(state)} {
+		m.watchLagSeconds, m.watchLagEntries, m.scanPagesCut, m.rateLimited, hits, newStoreCollector(state)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -99,6 +121,7 @@ type storeCollector struct {
 	tenantCharged, tenantEffective *prometheus.Desc // by tenant
 	lockWait                       *prometheus.Desc // by lock
 	tasks                          *prometheus.Desc // by kind and state
+	tierObjects, diskOnly          *prometheus.Desc // objects with a replica of each tier; disk-only objects
 }
 
 var _ prometheus.Collector = (*storeCollector)(nil)
@@ -119,13 +142,15 @@ func newStoreCollector(state func() *store.Store) *storeCollector {
 		allocatable:     d("metad_server_store_allocatable_bytes", "Summed size of the mounted segments that take allocations (not closing), by tier.", "tier"),
 		tenantCharged:   d("metad_server_tenant_charged_bytes", "MEMORY bytes charged to the tenant (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		tenantEffective: d("metad_server_tenant_effective_quota_bytes", "Effective quota of the tenant, bytes; 0 = no quota (the first 100 tenants by name; the rest summed as _other).", "tenant"),
+		tierObjects:     d("metad_server_store_tier_objects", "Objects with at least one replica of the tier.", "tier"),
+		diskOnly:        d("metad_server_store_disk_only_objects", "Objects whose every replica is LOCAL_DISK (readable from their owners' SSDs alone)."),
 		tasks:           d("metad_server_store_tasks", "Scheduled tasks kept (finished ones for an hour, at most 65,536), by kind (copy, move, offload) and state.", "kind", "state"),
 		lockWait:        d("metad_store_lock_wait_seconds", "Wait for a lock on the read path, one read in 64 sampled: lock=route (route shard read lock) or object (the object's lock).", "lock"),
 	}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.closing, c.allocatable, c.tenantCharged, c.tenantEffective, c.lockWait, c.tasks} {
+	for _, d := range []*prometheus.Desc{c.tenants, c.objects, c.groups, c.segments, c.used, c.capacity, c.closing, c.allocatable, c.tenantCharged, c.tenantEffective, c.lockWait, c.tasks, c.tierObjects, c.diskOnly} {
 		ch <- d
 	}
 }
@@ -177,6 +202,11 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		allocatable, _ := segs.Allocatable(tier)
 		gauge(c.allocatable, float64(allocatable), label)
 	}
+	to := st.TierObjects()
+	gauge(c.tierObjects, float64(to.Memory), "memory")
+	gauge(c.tierObjects, float64(to.NOF), "nof")
+	gauge(c.tierObjects, float64(to.LocalDisk), "local_disk")
+	gauge(c.diskOnly, float64(to.DiskOnly))
 	counts := st.Tasks().Counts()
 	for _, kind := range []store.TaskKind{store.TaskCopy, store.TaskMove, store.TaskOffload} {
 		for _, state := range []store.TaskState{store.TaskPending, store.TaskProcessing, store.TaskSuccess, store.TaskFailed} {

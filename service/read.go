@@ -104,6 +104,7 @@ func (s *Service) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.Ge
 	if err != nil {
 		return nil, fail(err, tenant, req.GetKey())
 	}
+	s.m.hit(v.Replicas)
 	resp := &metadv1.GetResponse{Replicas: wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
 	if linear {
 		resp.LeaseTtlMs = ms(st.LeaseTTL())
@@ -162,6 +163,7 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 		r := &metadv1.BatchGetResponse_Result{Status: wire.ErrItem(err)}
 		if err == nil {
 			found = true
+			s.m.hit(v.Replicas)
 			r.Replicas, r.Size, r.DataType = wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), v.Size, v.DataType
 		}
 		out.Results[i] = r

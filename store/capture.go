@@ -380,6 +380,7 @@ func (b *Builder) addObject(t *TenantState, key, group string, groupID uint64, s
 		g.gen.Add(1)
 	}
 	d.objects.Add(1)
+	b.s.tiers.change(nil, st)
 	t.quota.charged.Add(st.MemoryBytes())
 	b.last = key
 	b.nobj++

@@ -41,6 +41,7 @@ func (s *Store) SetChangeSink(sink ChangeSink) { s.sink = sink }
 // setStateLocked publishes ns as e's state (e.mu held) and tells the sink.
 func (s *Store) setStateLocked(t *TenantState, e *ObjectEntry, ns *ObjectState) {
 	old := e.state.Swap(ns)
+	s.tiers.change(old, ns)
 	if s.sink != nil {
 		s.sink(Change{Tenant: t.name, Key: e.key, Group: e.groupName(), Before: old, After: ns})
 	}
@@ -48,6 +49,7 @@ func (s *Store) setStateLocked(t *TenantState, e *ObjectEntry, ns *ObjectState) 
 
 // erased tells the sink that e, whose last state was st, is gone.
 func (s *Store) erased(t *TenantState, e *ObjectEntry, st *ObjectState) {
+	s.tiers.change(st, nil)
 	if s.sink != nil {
 		s.sink(Change{Tenant: t.name, Key: e.key, Group: e.groupName(), Before: st})
 	}
@@ -55,6 +57,7 @@ func (s *Store) erased(t *TenantState, e *ObjectEntry, st *ObjectState) {
 
 // created tells the sink that e is a new object with state st.
 func (s *Store) created(t *TenantState, e *ObjectEntry, st *ObjectState) {
+	s.tiers.change(nil, st)
 	if s.sink != nil {
 		s.sink(Change{Tenant: t.name, Key: e.key, Group: e.groupName(), After: st})
 	}

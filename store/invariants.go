@@ -20,8 +20,10 @@ import (
 //     replicas, and it has no other PROCESSING replica (ReplicaTask);
 //   - replica extents and the free spans of allocation arenas (which lie inside their arena's
 //     span) never overlap within a segment, lie on a mounted segment, and add up to the segment's
-//     used bytes.
+//     used bytes;
+//   - the objects by tier (TierObjects) are what the objects' states count.
 func (s *Store) CheckInvariants() error {
+	var tally tierTally
 	type ext struct {
 		off, size uint64
 		t         *TenantState
@@ -57,6 +59,7 @@ func (s *Store) CheckInvariants() error {
 					sh.mu.RUnlock()
 					return fmt.Errorf("tenant %q key %q: %w", t.name, k, err)
 				}
+				tally.change(nil, st)
 				charged += st.MemoryBytes()
 				for _, r := range st.Replicas {
 					extents[r.Extent.Segment] = append(extents[r.Extent.Segment], ext{r.Extent.Offset, r.Extent.Size, t, k})
@@ -132,6 +135,9 @@ func (s *Store) CheckInvariants() error {
 	}
 	for id, es := range extents {
 		return fmt.Errorf("segment %s: not mounted, but %s has a replica there", id, who(es[0]))
+	}
+	if got, want := s.TierObjects(), tally.load(); got != want {
+		return fmt.Errorf("objects by tier %+v, the states count %+v", got, want)
 	}
 	return nil
 }

@@ -264,3 +264,39 @@ func TestUpsertDropsDiskReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTierObjects: the objects by tier follow every change: a put, an offload, a memory eviction
+// that leaves an object on disk alone, the owner's eviction and a removal (a restore:
+// TestGoldenSnapshotV8).
+func TestTierObjects(t *testing.T) {
+	s := newTestStore(t)
+	mount(t, s, 1, alloc.TierMemory, 1<<20)
+	if _, _, err := s.MountLocalDisk(client1, 1<<20, "host-1:9000", false); err != nil {
+		t.Fatal(err)
+	}
+	want := func(when string, w TierObjects) {
+		t.Helper()
+		if got := s.TierObjects(); got != w {
+			t.Fatalf("%s: %+v, want %+v", when, got, w)
+		}
+	}
+	put(t, s, sec, "", "a", "", 100)
+	put(t, s, sec, "", "b", "", 100)
+	want("two puts", TierObjects{Memory: 2})
+	if _, err := s.OffloadDone(sec, "", client1, []OffloadResult{{Key: "a", Size: 100, Success: true}, {Key: "b", Size: 100, Success: true}}); err != nil {
+		t.Fatal(err)
+	}
+	want("offloaded", TierObjects{Memory: 2, LocalDisk: 2})
+	if errs, _ := s.EvictUnits([][]ObjectToken{{diskToken(t, s, "a")}}, alloc.TierMemory); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	want("a evicted from memory", TierObjects{Memory: 1, LocalDisk: 2, DiskOnly: 1})
+	if _, err := s.DropDiskReplicas("", client1, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	want("the owner's evictions", TierObjects{Memory: 1})
+	if err := s.Remove(2*sec, "", "b", true); err != nil {
+		t.Fatal(err)
+	}
+	want("b removed", TierObjects{})
+}

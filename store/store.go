@@ -69,6 +69,7 @@ type Store struct {
 	evictWanted atomic.Uint64
 	waits       LockWaits  // sampled lock waits of the read path (metrics)
 	sink        ChangeSink // told every change of an object's replicated state (change.go); nil: none
+	tiers       tierTally  // objects by tier, kept as states change (tiercount.go)
 }
 
 // New returns an empty store with the tenant `default` registered (instance 1, no quota), as every
