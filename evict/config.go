@@ -25,6 +25,14 @@ type Config struct {
 	// AllowEvictSoftPinned (allow_evict_soft_pinned): soft-pinned objects may be evicted, after every
 	// unpinned candidate, when a round is still short of its lower bound. Default true.
 	AllowEvictSoftPinned bool
+	// OffloadOnEvict (offload_on_evict): memory eviction keeps an object that its memory replica's
+	// owner would offload (an offloading LOCAL_DISK registration, no LOCAL_DISK replica yet) and
+	// queues that offload instead, oldest first; once the object is on the SSD a later round evicts
+	// its memory replicas, and it lives on on disk. Default false (offload at write only).
+	OffloadOnEvict bool
+	// ForceEvict (force_evict): with OffloadOnEvict, a round whose offload queue is full evicts the
+	// objects it would wait for instead of skipping them (their memory copy is lost). Default false.
+	ForceEvict bool
 
 	// BusyInterval (busy_interval): pause between rounds while a tier is over its watermark or an
 	// allocation failed. Default 10ms.

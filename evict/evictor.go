@@ -212,7 +212,17 @@ func (e *Evictor) watermarkSpec(s *store.Store, kind Kind, flagged bool) *spec {
 		over = used - h
 	}
 	target := max(r, over+r)
-	return &spec{kind: kind, tier: tier, target: target, lower: max(target/2, over), allowSoft: e.cfg.AllowEvictSoftPinned}
+	return &spec{kind: kind, tier: tier, target: target, lower: max(target/2, over), allowSoft: e.cfg.AllowEvictSoftPinned,
+		offload: tier == alloc.TierMemory && e.offloadOnEvict(s)}
+}
+
+// offloadOnEvict reports whether a memory round waits for offloads (Config.OffloadOnEvict): an
+// offloading SSD registration is mounted, and the offload queue has room or ForceEvict is off.
+func (e *Evictor) offloadOnEvict(s *store.Store) bool {
+	if !e.cfg.OffloadOnEvict || s.Segments().Offloaders() == 0 {
+		return false
+	}
+	return !e.cfg.ForceEvict || s.Tasks().PendingTotal() < store.MaxPendingTasks
 }
 
 // EvictTenant is the tenant-quota eviction (SEMANTICS sections 6 and 7). The service calls it on the
@@ -239,7 +249,7 @@ func (e *Evictor) EvictTenant(ctx context.Context, tenant string, deficit uint64
 		return 0, nil
 	}
 	sp := &spec{kind: KindTenantQuota, tier: alloc.TierMemory, tenant: store.NormalizeTenant(tenant),
-		target: deficit, lower: deficit, allowSoft: e.cfg.AllowEvictSoftPinned, detach: true}
+		target: deficit, lower: deficit, allowSoft: e.cfg.AllowEvictSoftPinned, detach: true, offload: e.offloadOnEvict(s)}
 	out, err := e.round(ctx, s, sp)
 	outcome := "done"
 	switch {

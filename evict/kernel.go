@@ -54,23 +54,25 @@ func (k Kind) proto() metadv1.EvictKind {
 type skipReason uint8
 
 const (
-	skipLifecycle    skipReason = iota // creating or removing
-	skipTenantClosed                   // its tenant is being unregistered, or was registered again
-	skipMarked                         // marked for unlink by another eviction or a remove
-	skipLeased                         // read lease (or the new leader's lease floor) not expired
-	skipHardPinned                     // hard pin: never evicted
-	skipSoftPinned                     // soft pin while allow_evict_soft_pinned is off
-	skipProcessing                     // a replica of the tier is PROCESSING
-	skipNoReplica                      // no COMPLETE replica of the tier
-	skipGroupMember                    // evictable itself, but another member of its group is not
-	skipChanged                        // its id or version moved between census and revalidation
-	skipGroupChanged                   // its group gained or lost a member since the census
-	skipReplicaTask                    // a copy or move is in progress (store.ReplicaTask)
+	skipLifecycle       skipReason = iota // creating or removing
+	skipTenantClosed                      // its tenant is being unregistered, or was registered again
+	skipMarked                            // marked for unlink by another eviction or a remove
+	skipLeased                            // read lease (or the new leader's lease floor) not expired
+	skipHardPinned                        // hard pin: never evicted
+	skipSoftPinned                        // soft pin while allow_evict_soft_pinned is off
+	skipProcessing                        // a replica of the tier is PROCESSING
+	skipNoReplica                         // no COMPLETE replica of the tier
+	skipGroupMember                       // evictable itself, but another member of its group is not
+	skipChanged                           // its id or version moved between census and revalidation
+	skipGroupChanged                      // its group gained or lost a member since the census
+	skipReplicaTask                       // a copy or move is in progress (store.ReplicaTask)
+	skipAwaitingOffload                   // offload on evict keeps it until it is on its owner's SSD
 	numSkipReasons
 )
 
 var skipNames = [numSkipReasons]string{"lifecycle", "tenant_closed", "marked", "leased", "hard_pinned",
-	"soft_pinned", "processing", "no_replica", "group_member", "changed", "group_changed", "replica_task"}
+	"soft_pinned", "processing", "no_replica", "group_member", "changed", "group_changed", "replica_task",
+	"awaiting_offload"}
 
 func (r skipReason) String() string { return skipNames[r] }
 
@@ -92,6 +94,10 @@ type spec struct {
 	// detach: wait for each proposal's outcome even when ctx ends (a synchronous caller's request
 	// context must not leave marks behind).
 	detach bool
+	// offload: offload on evict (Config.OffloadOnEvict) for a memory round with an offloading SSD
+	// registration mounted: an object its owner would offload (store.Store.AwaitsOffload) is no
+	// candidate; the round queues the offloads of the oldest of them instead (QueueOffload).
+	offload bool
 }
 
 func (sp *spec) weight(st *store.ObjectState) uint64 {
@@ -201,9 +207,10 @@ func (sp *spec) check(st *store.ObjectState, now int64, leased, marked bool) (so
 // census is steps 1 to 3: it reads every handle (of one tenant for KindTenantQuota) in chunks with
 // no lock held, keeps the candidates, maps group members to their group (a group is a candidate
 // only if every member is), and returns the units of pass 1 (unpinned) and pass 2 (soft-pinned),
-// each oldest first and only as many as cover the target. The units live in storage the round gives
-// back by calling release once it is done with them.
-func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit, release func()) {
+// each oldest first and only as many as cover the target, and with sp.offload the tokens of the
+// objects to offload first, oldest first, as many as would cover it. The units live in storage
+// the round gives back by calling release once it is done with them.
+func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit, offload []store.ObjectToken, release func()) {
 	need := sp.target + sp.target/4 + 1 // spares for candidates that fail revalidation
 	// A watermark round's selection is sized for about the handles the census will visit. A quota
 	// round's need is a tenant's deficit, usually a few objects: its selection grows as it must.
@@ -213,6 +220,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 	}
 	p1 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(0), int(objects))
 	p2 := newSelection(need, e.cfg.RoundLimit, e.bufs.get(1), 0) // soft-pinned objects are few
+	p3 := newSelection(need, e.cfg.RoundLimit, new(selBuf), 0)   // objects to offload first (sp.offload)
 	groups := map[*store.GroupEntry]*groupAcc{}
 	floor := s.LeaseFloor()
 	var sts []*store.ObjectState
@@ -232,6 +240,13 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 			default:
 				lease := h.LeaseDeadline()
 				soft, why, ok = sp.check(st, now, now < max(lease, floor), h.Marked())
+				if ok && sp.offload && s.AwaitsOffload(st) {
+					// Its offload first: ranked as a singleton (a group waits for each member's).
+					u := unit{one: member{h, st, lease}, lease: lease, inst: h.Tenant.Instance(), id: st.ID,
+						weight: sp.weight(st), bytes: tierBytes(st, sp.tier)}
+					p3.add(&u)
+					ok, why = false, skipAwaitingOffload
+				}
 				if ok && g == nil {
 					u := unit{one: member{h, st, lease}, lease: lease, inst: h.Tenant.Instance(), id: st.ID,
 						weight: sp.weight(st), bytes: tierBytes(st, sp.tier), soft: soft}
@@ -295,7 +310,13 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 			p1.add(&u)
 		}
 	}
-	return p1.sorted(), p2.sorted(), func() { e.bufs.put(0, p1.release()); e.bufs.put(1, p2.release()) }
+	offloads := p3.sorted()
+	toks := make([]store.ObjectToken, len(offloads))
+	for i, u := range offloads {
+		toks[i] = u.one.token()
+	}
+	p3.release()
+	return p1.sorted(), p2.sorted(), toks, func() { e.bufs.put(0, p1.release()); e.bufs.put(1, p2.release()) }
 }
 
 // loadStates returns the states of a chunk's handles (in buf's storage) with their memory already
@@ -442,6 +463,7 @@ type outcome struct {
 	objects   int    // objects evicted
 	units     int    // units evicted
 	proposals int    // Evict commands proposed
+	offloads  int    // objects with a live offload task after the round's QueueOffload (offload on evict)
 }
 
 // commit is steps 4 to 7 for a list of units, oldest first, until out.freed reaches goal: take a
@@ -535,6 +557,34 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 	return nil
 }
 
+// queueOffloads proposes QueueOffload for toks (the objects a round with offload on evict keeps
+// until they are on an SSD) in batches of BatchSize, each on a slot taken without waiting, and
+// counts the tasks live afterwards. Nothing is marked: the command only queues tasks.
+func (e *Evictor) queueOffloads(ctx context.Context, s *store.Store, toks []store.ObjectToken, out *outcome) error {
+	for len(toks) > 0 {
+		n := min(len(toks), e.cfg.BatchSize)
+		slot, ok := e.node.TryReserve()
+		if !ok {
+			if !e.node.IsLeader() {
+				return ErrNotLeader
+			}
+			return ErrNoSlot
+		}
+		cmd := &metadv1.Command{Op: &metadv1.Command_QueueOffload{QueueOffload: &metadv1.QueueOffload{Tokens: tokensTo(toks[:n]), StateEpoch: s.Epoch()}}}
+		res, err := slot.Propose(ctx, cmd)
+		if err != nil {
+			return fmt.Errorf("evict: propose QueueOffload of %d objects: %w", n, err)
+		}
+		if res.Reason != store.OK {
+			return fmt.Errorf("%w: %s: %s", ErrRejected, res.Reason, res.Message)
+		}
+		out.offloads += res.Count
+		e.m.offloads.Add(float64(res.Count))
+		toks = toks[n:]
+	}
+	return nil
+}
+
 // revalidateYield is how many units commit revalidates between yields of the processor.
 const revalidateYield = 256
 
@@ -564,11 +614,14 @@ func (e *Evictor) round(ctx context.Context, s *store.Store, sp *spec) (outcome,
 	}()
 	start := time.Now()
 	now := e.now()
-	pass1, pass2, release := e.census(s, sp, now, &sk)
+	pass1, pass2, offload, release := e.census(s, sp, now, &sk)
 	defer release()
 	e.m.census.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	if e.afterCensus != nil {
 		e.afterCensus(pass1, pass2)
+	}
+	if err := e.queueOffloads(ctx, s, offload, &out); err != nil {
+		return out, err
 	}
 	if err := e.commit(ctx, s, sp, pass1, sp.target, &out, &sk); err != nil {
 		return out, err

@@ -19,6 +19,7 @@ type metrics struct {
 	expiredTasks prometheus.Counter       // scheduled tasks the reaper ended FAILED
 	marksKept    prometheus.Counter       // marks left after a proposal of unknown outcome
 	flagsDropped prometheus.Counter       // failed placements' calls for a round dropped: memory freed since
+	offloads     prometheus.Counter       // objects whose offload a round queued first (offload on evict)
 }
 
 func newMetrics() *metrics {
@@ -68,11 +69,15 @@ func newMetrics() *metrics {
 			Name: "metad_evict_flags_dropped_total",
 			Help: "Memory rounds a failed placement asked for and none ran, because memory was freed since the failure.",
 		}),
+		offloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_evict_offloads_queued_total",
+			Help: "Objects a memory round kept in memory and queued the offload of first (offload on evict; counted once per round while they wait).",
+		}),
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept, m.flagsDropped} {
+	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept, m.flagsDropped, m.offloads} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package evict
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"metad/store"
@@ -81,6 +82,56 @@ func TestEvictionAtADiskOnlyMix(t *testing.T) {
 	}
 	if used := x.s.Segments().Used(alloc.TierLocalDisk); used != (diskOnly+10)*slot {
 		t.Fatalf("local disk used %d, want %d", used, (diskOnly+10)*slot)
+	}
+	x.check()
+}
+
+// TestOffloadOnEvict: with offload on evict, a memory round over the watermark evicts no object
+// its owner would offload; it queues the offloads of the oldest ones, as many as cover its target,
+// instead. Once the worker has offloaded them, the next round evicts their memory replicas, and
+// they live on on disk.
+func TestOffloadOnEvict(t *testing.T) {
+	x := newFixture(t, func(c *Config) { c.OffloadOnEvict = true })
+	order := fillLeased(x, 95, 3, nil) // before the registration: no offload at write
+	if _, _, err := x.s.MountLocalDisk(client, slots*slot, "127.0.0.1:9400", true); err != nil {
+		t.Fatal(err)
+	}
+	if n := x.s.Tasks().PendingTotal(); n != 0 {
+		t.Fatalf("%d tasks queued before any round", n)
+	}
+	x.clock.Store(evalAt)
+	out := x.memoryRound()
+	if out.objects != 0 || x.usedSlots() != 95 {
+		t.Fatalf("the round evicted %d objects (%d slots left) while they wait for their offloads", out.objects, x.usedSlots())
+	}
+	// The target is 10 slots: the offloads of the 10 oldest (and the selection's spares) are queued.
+	queued, err := x.s.Tasks().Fetch(evalAt, client, 1024)
+	if err != nil || out.offloads != len(queued) || len(queued) < 10 {
+		t.Fatalf("queued %d offloads (round says %d), %v; want the oldest 10 at least", len(queued), out.offloads, err)
+	}
+	oldest := map[string]bool{}
+	for _, k := range order[:10] {
+		oldest[k] = true
+	}
+	var done []store.OffloadResult
+	for _, task := range queued {
+		delete(oldest, task.Spec.Key)
+		done = append(done, store.OffloadResult{Key: task.Spec.Key, Size: task.Spec.Size, Success: true})
+	}
+	if len(oldest) != 0 {
+		t.Fatalf("the oldest objects %v got no offload", oldest)
+	}
+	if errs, err := x.s.OffloadDone(evalAt, "", client, done); err != nil || slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+		t.Fatal(errs, err)
+	}
+	out = x.memoryRound()
+	if out.objects != 10 || x.usedSlots() != 85 {
+		t.Fatalf("after the offloads the round evicted %d objects, %d slots left; want 10 and 85", out.objects, x.usedSlots())
+	}
+	for _, k := range order[:10] {
+		if r, err := x.s.Peek("", k); err != nil || len(r.Replicas) != 1 || r.Replicas[0].Tier != alloc.TierLocalDisk {
+			t.Fatalf("%s after the round: %+v, %v; want its disk replica alone", k, r, err)
+		}
 	}
 	x.check()
 }

@@ -181,6 +181,8 @@ var commands = []spec{
 	def("evict_disk_replica", levelLocalDisk, (*metadv1.Command).GetEvictDiskReplica,
 		storeCheck(func(s *store.Store, m *metadv1.EvictDiskReplica) error { return s.CheckWritable(m.GetTenant()) }),
 		applyEvictDiskReplica),
+	defNoCheck("queue_offload", levelLocalDisk, leaderOwn+" (package evict, offload on evict)",
+		(*metadv1.Command).GetQueueOffload, applyQueueOffload),
 
 	// Members and sessions.
 	defNoCheck("set_member", levelBase, "package ha checks the name and the configuration before it proposes a record",

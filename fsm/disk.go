@@ -57,3 +57,10 @@ func applyEvictDiskReplica(st *State, e env, m *metadv1.EvictDiskReplica) store.
 	rs := items(errs)
 	return store.Result{Count: countOK(rs), Items: rs}
 }
+
+// applyQueueOffload queues the offload tasks of objects memory eviction waits for
+// (store.Store.QueueOffloads); its count is the tokens whose object has a live offload task.
+func applyQueueOffload(st *State, e env, m *metadv1.QueueOffload) store.Result {
+	n := st.store.QueueOffloads(e.now, tokens(m.GetTokens()))
+	return store.Result{Count: n}
+}

@@ -28,6 +28,11 @@ import (
 //     release timeout since its fetch, the task ends FAILED (TaskQueue.Expire) and the pin is
 //     revoked (RevokeTokens).
 
+// Offload on evict: with it on, memory eviction keeps the objects that an owner would offload
+// (AwaitsOffload) until they are on its SSD, and its leader proposes QueueOffloads for the oldest
+// of them instead (package evict); once a LOCAL_DISK replica is recorded, the object is evicted
+// from memory as any other and lives on on disk.
+
 // offloadKey names the object of an offload task.
 type offloadKey struct{ tenant, key string }
 
@@ -35,27 +40,71 @@ type offloadKey struct{ tenant, key string }
 // COMPLETE for the first time (see above); e.mu may be held (the queue's lock and the registry's
 // lock-free descriptors are leaves).
 func (s *Store) queueOffload(now int64, t *TenantState, key string, st *ObjectState) {
-	if s.segs.Offloaders() == 0 {
-		return
+	if source, owner, ok := s.offloadSource(st); ok {
+		s.tasks.queueOffload(now, TaskSpec{Kind: TaskOffload, Tenant: t.name, Key: key, Source: source, Size: st.Size}, owner)
+	}
+}
+
+// offloadSource returns the segment of st's first COMPLETE MEMORY replica whose owner has a
+// LOCAL_DISK registration with offload on, and that owner; false when there is none, or when st
+// has a LOCAL_DISK replica already. It reads the registry's lock-free descriptors only.
+func (s *Store) offloadSource(st *ObjectState) (source, owner alloc.ID, ok bool) {
+	if s.segs.Offloaders() == 0 || anyReplica(st, func(r Replica) bool { return r.Tier == alloc.TierLocalDisk }) {
+		return alloc.ID{}, alloc.ID{}, false
 	}
 	for _, r := range st.Replicas {
 		if r.Tier != alloc.TierMemory || r.Status != Complete {
 			continue
 		}
-		seg, ok := s.segs.Describe(r.Extent.Segment)
-		if !ok {
+		seg, found := s.segs.Describe(r.Extent.Segment)
+		if !found {
 			continue
 		}
-		disk, ok := s.segs.Describe(alloc.LocalDiskID(seg.Owner))
-		if !ok || !disk.Offload {
-			continue
+		if disk, found := s.segs.Describe(alloc.LocalDiskID(seg.Owner)); found && disk.Offload {
+			return seg.ID, seg.Owner, true
 		}
-		if anyReplica(st, func(x Replica) bool { return x.Extent.Segment == disk.ID }) {
-			return
-		}
-		s.tasks.queueOffload(now, TaskSpec{Kind: TaskOffload, Tenant: t.name, Key: key, Source: seg.ID, Size: st.Size}, seg.Owner)
-		return
 	}
+	return alloc.ID{}, alloc.ID{}, false
+}
+
+// AwaitsOffload reports whether offload on evict keeps st in memory: it is COMPLETE on a segment
+// of an owner that offloads, and on no SSD yet (a lock-free read, for the census).
+func (s *Store) AwaitsOffload(st *ObjectState) bool {
+	_, _, ok := s.offloadSource(st)
+	return ok
+}
+
+// QueueOffloads is QueueOffload: for each token whose object is still that object (tenant instance
+// and object id), it queues the object's offload task as a PutEnd would. It returns how many
+// tokens' objects have a live offload task afterwards (queued now or before).
+func (s *Store) QueueOffloads(now int64, toks []ObjectToken) int {
+	n := 0
+	for _, tok := range toks {
+		t, err := s.writable(NormalizeTenant(tok.Tenant))
+		if err != nil {
+			continue
+		}
+		if e := t.dir.lookup(tok.Key); e != nil && t.instance == tok.Instance {
+			e.mu.Lock()
+			if st := e.State(); e.Life() == Active && st.ID == tok.ObjectID && st.HasComplete() {
+				s.queueOffload(now, t, tok.Key, st)
+			}
+			e.mu.Unlock()
+			if _, live := s.tasks.Offload(t.name, tok.Key); live {
+				n++
+			}
+		}
+		t.release()
+	}
+	return n
+}
+
+// PendingTotal returns how many tasks are PENDING, of every client (the queue holds at most
+// MaxPendingTasks).
+func (q *TaskQueue) PendingTotal() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.npending
 }
 
 // queueOffload queues spec for client, or re-aims the key's PENDING offload task at it; it does

@@ -67,6 +67,8 @@ type Config struct {
 	NOFHighWatermark     float64
 	NOFEvictRatio        float64
 	AllowEvictSoftPinned bool
+	OffloadOnEvict       bool // memory eviction waits for offloads (evict.Config.OffloadOnEvict)
+	ForceEvict           bool // ... unless the offload queue is full (evict.Config.ForceEvict)
 	PutReleaseTimeout    time.Duration
 
 	// TLS: the member's node certificate (naming metad://member/<Name>) and the cluster's CA
@@ -188,6 +190,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.NOFHighWatermark, "nof-high-watermark", c.NOFHighWatermark, "NOF eviction starts above this used/capacity share")
 	fs.Float64Var(&c.NOFEvictRatio, "nof-evict-ratio", c.NOFEvictRatio, "share of NOF capacity one eviction aims to free beyond the watermark")
 	fs.BoolVar(&c.AllowEvictSoftPinned, "allow-evict-soft-pinned", c.AllowEvictSoftPinned, "evict soft-pinned objects after every unpinned one")
+	fs.BoolVar(&c.OffloadOnEvict, "offload-on-evict", c.OffloadOnEvict, "memory eviction keeps an object an offloading worker's SSD would take and queues its offload first")
+	fs.BoolVar(&c.ForceEvict, "force-evict", c.ForceEvict, "with --offload-on-evict, evict without the offload when the offload queue is full")
 	fs.DurationVar(&c.PutReleaseTimeout, "put-release-timeout", c.PutReleaseTimeout, "a write PROCESSING longer than this is revoked")
 	fs.StringVar(&c.CACert, "cacert", c.CACert, "the cluster's CA bundle (PEM; during a CA rotation, the old and the new CA): client and peer certificates must chain to it")
 	fs.StringVar(&c.Cert, "cert", c.Cert, "this member's node certificate (PEM; metactl cert), naming metad://member/<name>: served by every listener, presented by every dial")
@@ -372,6 +376,7 @@ func (c *Config) evictConfig() evict.Config {
 	ec.HighWatermark, ec.EvictRatio = c.EvictHighWatermark, c.EvictRatio
 	ec.NOFHighWatermark, ec.NOFEvictRatio = c.NOFHighWatermark, c.NOFEvictRatio
 	ec.AllowEvictSoftPinned, ec.PutReleaseTimeout = c.AllowEvictSoftPinned, c.PutReleaseTimeout
+	ec.OffloadOnEvict, ec.ForceEvict = c.OffloadOnEvict, c.ForceEvict
 	return ec
 }
 

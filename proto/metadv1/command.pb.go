@@ -345,6 +345,7 @@ type Command struct {
 	//	*Command_MountLocalDisk
 	//	*Command_NotifyOffload
 	//	*Command_EvictDiskReplica
+	//	*Command_QueueOffload
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -831,6 +832,15 @@ func (x *Command) GetEvictDiskReplica() *EvictDiskReplica {
 	return nil
 }
 
+func (x *Command) GetQueueOffload() *QueueOffload {
+	if x != nil {
+		if x, ok := x.Op.(*Command_QueueOffload); ok {
+			return x.QueueOffload
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -1096,6 +1106,11 @@ type Command_EvictDiskReplica struct {
 	EvictDiskReplica *EvictDiskReplica `protobuf:"bytes,58,opt,name=evict_disk_replica,json=evictDiskReplica,proto3,oneof"`
 }
 
+type Command_QueueOffload struct {
+	// Queue the offload tasks of objects memory eviction waits for (offload on evict; the evictor).
+	QueueOffload *QueueOffload `protobuf:"bytes,59,opt,name=queue_offload,json=queueOffload,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -1191,6 +1206,8 @@ func (*Command_MountLocalDisk) isCommand_Op() {}
 func (*Command_NotifyOffload) isCommand_Op() {}
 
 func (*Command_EvictDiskReplica) isCommand_Op() {}
+
+func (*Command_QueueOffload) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -5210,6 +5227,67 @@ func (x *EvictDiskReplica) GetTier() Tier {
 	return Tier_TIER_UNSPECIFIED
 }
 
+// QueueOffload queues an offload task for each token's object that is still that object (tenant
+// instance and object id) and still waits for one, as the PutEnd that completes an object queues
+// one (offload at write): a COMPLETE MEMORY replica on a segment of an owner whose LOCAL_DISK
+// registration takes offloads, no LOCAL_DISK replica of that owner, at most one live task per key,
+// none past the queue's limit. The leader's evictor proposes it, with offload on evict, for the
+// objects a memory round would evict and keeps them until they are on an SSD. The result's count
+// is the tasks queued.
+type QueueOffload struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The objects, as the census saw them.
+	Tokens []*ObjectToken `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// The state epoch the evictor read (a snapshot restore since refuses the command).
+	StateEpoch    uint64 `protobuf:"varint,2,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueOffload) Reset() {
+	*x = QueueOffload{}
+	mi := &file_metadv1_command_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueOffload) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueOffload) ProtoMessage() {}
+
+func (x *QueueOffload) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueOffload.ProtoReflect.Descriptor instead.
+func (*QueueOffload) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *QueueOffload) GetTokens() []*ObjectToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *QueueOffload) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5229,7 +5307,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[57]
+	mi := &file_metadv1_command_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5241,7 +5319,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[57]
+	mi := &file_metadv1_command_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5373,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x80\x18\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xbf\x18\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -5358,7 +5436,8 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\tset_limit\x187 \x01(\v2\x12.metad.v1.SetLimitH\x00R\bsetLimit\x12D\n" +
 	"\x10mount_local_disk\x188 \x01(\v2\x18.metad.v1.MountLocalDiskH\x00R\x0emountLocalDisk\x12@\n" +
 	"\x0enotify_offload\x189 \x01(\v2\x17.metad.v1.NotifyOffloadH\x00R\rnotifyOffload\x12J\n" +
-	"\x12evict_disk_replica\x18: \x01(\v2\x1a.metad.v1.EvictDiskReplicaH\x00R\x10evictDiskReplica\x121\n" +
+	"\x12evict_disk_replica\x18: \x01(\v2\x1a.metad.v1.EvictDiskReplicaH\x00R\x10evictDiskReplica\x12=\n" +
+	"\rqueue_offload\x18; \x01(\v2\x16.metad.v1.QueueOffloadH\x00R\fqueueOffload\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -5660,7 +5739,11 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x12\n" +
 	"\x04keys\x18\x03 \x03(\fR\x04keys\x12\"\n" +
-	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier*\x7f\n" +
+	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\"^\n" +
+	"\fQueueOffload\x12-\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\x1f\n" +
+	"\vstate_epoch\x18\x02 \x01(\x04R\n" +
+	"stateEpoch*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -5688,7 +5771,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -5750,14 +5833,15 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*MountLocalDisk)(nil),     // 57: metad.v1.MountLocalDisk
 	(*NotifyOffload)(nil),      // 58: metad.v1.NotifyOffload
 	(*EvictDiskReplica)(nil),   // 59: metad.v1.EvictDiskReplica
-	(*BatchPutStart_Item)(nil), // 60: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 61: metad.v1.SessionHeader
-	(Reason)(0),                // 62: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 63: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 64: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 65: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 66: metad.v1.TaskKind
-	(*OffloadResult)(nil),      // 67: metad.v1.OffloadResult
+	(*QueueOffload)(nil),       // 60: metad.v1.QueueOffload
+	(*BatchPutStart_Item)(nil), // 61: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 62: metad.v1.SessionHeader
+	(Reason)(0),                // 63: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 64: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 65: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 66: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 67: metad.v1.TaskKind
+	(*OffloadResult)(nil),      // 68: metad.v1.OffloadResult
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -5809,50 +5893,52 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	57, // 46: metad.v1.Command.mount_local_disk:type_name -> metad.v1.MountLocalDisk
 	58, // 47: metad.v1.Command.notify_offload:type_name -> metad.v1.NotifyOffload
 	59, // 48: metad.v1.Command.evict_disk_replica:type_name -> metad.v1.EvictDiskReplica
-	61, // 49: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	62, // 50: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	63, // 51: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 52: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	64, // 53: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	64, // 54: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	63, // 55: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 56: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	64, // 57: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	64, // 58: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 59: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	63, // 60: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	60, // 61: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 62: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	64, // 63: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	64, // 64: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 65: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	8,  // 66: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	7,  // 67: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	64, // 68: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 69: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	24, // 70: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	7,  // 71: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	65, // 72: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 73: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	66, // 74: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 75: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	66, // 76: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	66, // 77: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	66, // 78: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	47, // 79: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
-	51, // 80: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
-	64, // 81: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
-	54, // 82: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
-	63, // 83: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
-	55, // 84: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
-	64, // 85: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
-	67, // 86: metad.v1.NotifyOffload.results:type_name -> metad.v1.OffloadResult
-	64, // 87: metad.v1.EvictDiskReplica.tier:type_name -> metad.v1.Tier
-	88, // [88:88] is the sub-list for method output_type
-	88, // [88:88] is the sub-list for method input_type
-	88, // [88:88] is the sub-list for extension type_name
-	88, // [88:88] is the sub-list for extension extendee
-	0,  // [0:88] is the sub-list for field type_name
+	60, // 49: metad.v1.Command.queue_offload:type_name -> metad.v1.QueueOffload
+	62, // 50: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	63, // 51: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	64, // 52: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 53: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	65, // 54: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	65, // 55: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	64, // 56: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 57: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	65, // 58: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	65, // 59: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 60: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	64, // 61: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	61, // 62: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 63: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	65, // 64: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	65, // 65: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 66: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	8,  // 67: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	7,  // 68: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	65, // 69: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 70: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	24, // 71: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	7,  // 72: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	66, // 73: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 74: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	67, // 75: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 76: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	67, // 77: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	67, // 78: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	67, // 79: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	47, // 80: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	51, // 81: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
+	65, // 82: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
+	54, // 83: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
+	64, // 84: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
+	55, // 85: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
+	65, // 86: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
+	68, // 87: metad.v1.NotifyOffload.results:type_name -> metad.v1.OffloadResult
+	65, // 88: metad.v1.EvictDiskReplica.tier:type_name -> metad.v1.Tier
+	7,  // 89: metad.v1.QueueOffload.tokens:type_name -> metad.v1.ObjectToken
+	90, // [90:90] is the sub-list for method output_type
+	90, // [90:90] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -5910,6 +5996,7 @@ func file_metadv1_command_proto_init() {
 		(*Command_MountLocalDisk)(nil),
 		(*Command_NotifyOffload)(nil),
 		(*Command_EvictDiskReplica)(nil),
+		(*Command_QueueOffload)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5917,7 +6004,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   58,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
