@@ -73,3 +73,29 @@ func (c *Client) EvictDiskReplica(ctx context.Context, tenant string, keys []str
 		return resp.GetResults(), err
 	})
 }
+
+// PromotionAllocStart places the memory replica of the promotion this client holds for tenant's
+// key (a PROMOTE task FetchTasks gave it), on the preferred segments first, and returns it with the
+// object's size: copy the object's SSD file into it, then call NotifyPromotion.
+func (c *Client) PromotionAllocStart(ctx context.Context, tenant, key string, preferred []UUID) (*metadv1.Replica, uint64, error) {
+	var pref [][]byte
+	for _, id := range preferred {
+		pref = append(pref, id.Bytes())
+	}
+	resp, err := call(ctx, c, metadv1.MetadataClient.PromotionAllocStart, &metadv1.PromotionAllocStartRequest{
+		Tenant: tenant, ClientId: c.idBytes, Key: []byte(key), PreferredSegmentIds: pref,
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.GetReplica(), resp.GetSize(), nil
+}
+
+// NotifyPromotion ends the promotion this client holds for tenant's key: success makes its memory
+// replica COMPLETE, a failure drops it.
+func (c *Client) NotifyPromotion(ctx context.Context, tenant, key string, success bool) error {
+	_, err := call(ctx, c, metadv1.MetadataClient.NotifyPromotion, &metadv1.NotifyPromotionRequest{
+		Tenant: tenant, ClientId: c.idBytes, Key: []byte(key), Success: success,
+	})
+	return err
+}

@@ -53,6 +53,9 @@ type TaskRunner struct {
 	// Offload writes an offload task's object (its tenant, key and size) to this worker's local
 	// SSD; nil: every offload task is reported failed.
 	Offload func(t *metadv1.ScheduledTask) error
+	// Promote copies a promotion task's object from this worker's SSD into target, the memory
+	// replica PromotionAllocStart placed; nil: every promotion is reported failed.
+	Promote func(t *metadv1.ScheduledTask, target *metadv1.Replica) error
 }
 
 // errNoOffloader is the failure reported for an offload task with no TaskRunner.Offload.
@@ -70,6 +73,12 @@ func (c *Client) RunTasksWith(ctx context.Context, batch uint32, r TaskRunner) (
 	offloads := map[string][]OffloadResult{} // by tenant; reported in the order tenants came
 	var tenants []string
 	for _, t := range tasks {
+		if t.GetKind() == metadv1.TaskKind_TASK_KIND_PROMOTE {
+			if err := c.runPromotion(ctx, t, r.Promote); err != nil && first == nil {
+				first = err
+			}
+			continue
+		}
 		if t.GetKind() == metadv1.TaskKind_TASK_KIND_OFFLOAD {
 			err := errNoOffloader
 			if r.Offload != nil {
@@ -107,6 +116,26 @@ func (c *Client) RunTasksWith(ctx context.Context, batch uint32, r TaskRunner) (
 	}
 	return len(tasks), first
 }
+
+// runPromotion runs one promotion: its memory replica placed, promote called, the outcome
+// reported (a failure whenever any step fails, so the task ends).
+func (c *Client) runPromotion(ctx context.Context, t *metadv1.ScheduledTask, promote func(*metadv1.ScheduledTask, *metadv1.Replica) error) error {
+	tenant, key := t.GetTenant(), string(t.GetKey())
+	err := errNoPromoter
+	if promote != nil {
+		var target *metadv1.Replica
+		if target, _, err = c.PromotionAllocStart(ctx, tenant, key, nil); err == nil {
+			err = promote(t, target)
+		}
+	}
+	if nerr := c.NotifyPromotion(ctx, tenant, key, err == nil); nerr != nil && err == nil {
+		err = nerr
+	}
+	return err
+}
+
+// errNoPromoter is the failure reported for a promotion with no TaskRunner.Promote.
+var errNoPromoter = errors.New("metad client: this worker runs no promotion")
 
 // firstItemError is the first refused report of a NotifyOffload, as an error naming its key.
 func firstItemError(rs []OffloadResult, sts []*metadv1.Status) error {

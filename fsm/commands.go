@@ -183,6 +183,15 @@ var commands = []spec{
 		applyEvictDiskReplica),
 	defNoCheck("queue_offload", levelLocalDisk, leaderOwn+" (package evict, offload on evict)",
 		(*metadv1.Command).GetQueueOffload, applyQueueOffload),
+	defNoCheck("queue_promotion", levelLocalDisk, leaderOwn+" (service/promote.go, promotion on hit)",
+		(*metadv1.Command).GetQueuePromotion, applyQueuePromotion),
+	def("promotion_start", levelLocalDisk, (*metadv1.Command).GetPromotionStart,
+		storeCheck(func(s *store.Store, m *metadv1.PromotionStart) error { return s.CheckStartPromotion(promotionReq(m)) }),
+		applyPromotionStart),
+	def("promotion_end", levelLocalDisk, (*metadv1.Command).GetPromotionEnd,
+		storeCheck(func(s *store.Store, m *metadv1.PromotionEnd) error {
+			return s.CheckEndPromotion(m.GetTenant(), string(m.GetKey()), wire.ID16(m.GetClientId()))
+		}), applyPromotionEnd),
 
 	// Members and sessions.
 	defNoCheck("set_member", levelBase, "package ha checks the name and the configuration before it proposes a record",

@@ -64,3 +64,30 @@ func applyQueueOffload(st *State, e env, m *metadv1.QueueOffload) store.Result {
 	n := st.store.QueueOffloads(e.now, tokens(m.GetTokens()))
 	return store.Result{Count: n}
 }
+
+// applyQueuePromotion queues promotions of disk-only objects reads hit (store.Store.QueuePromotions);
+// its count is the tasks queued.
+func applyQueuePromotion(st *State, e env, m *metadv1.QueuePromotion) store.Result {
+	return store.Result{Count: st.store.QueuePromotions(e.now, tokens(m.GetTokens()))}
+}
+
+func promotionReq(m *metadv1.PromotionStart) store.PromotionRequest {
+	return store.PromotionRequest{Tenant: m.GetTenant(), Client: wire.ID16(m.GetClientId()), Key: string(m.GetKey()),
+		Preferred: segmentIDs(m.GetPreferredSegmentIds()), Strategy: wire.StrategyFrom(m.GetPlacement())}
+}
+
+// applyPromotionStart places a promotion's memory replica (store.Store.StartPromotion); its result's
+// Replicas hold it and its Bytes the object's size.
+func applyPromotionStart(st *State, e env, m *metadv1.PromotionStart) store.Result {
+	rep, size, err := st.store.StartPromotion(e.now, e.seed, promotionReq(m))
+	r := fromErr(err)
+	if err == nil {
+		r.Replicas, r.Bytes = []store.Replica{rep}, size
+	}
+	return r
+}
+
+// applyPromotionEnd ends a promotion (store.Store.EndPromotion).
+func applyPromotionEnd(st *State, e env, m *metadv1.PromotionEnd) store.Result {
+	return fromErr(st.store.EndPromotion(e.now, m.GetTenant(), string(m.GetKey()), wire.ID16(m.GetClientId()), m.GetSuccess()))
+}

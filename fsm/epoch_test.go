@@ -26,7 +26,7 @@ func TestFencedCommandsAreTheLeaderPrepared(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"batch_remove", "batch_replica_clear", "evict", "queue_offload", "remove", "remove_all", "remove_group", "revoke_expired"}
+	want := []string{"batch_remove", "batch_replica_clear", "evict", "queue_offload", "queue_promotion", "remove", "remove_all", "remove_group", "revoke_expired"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("commands with state_epoch: %v, want %v", got, want)
 	}

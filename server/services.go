@@ -274,6 +274,14 @@ func (m *metadataService) EvictDiskReplica(ctx context.Context, req *metadv1.Evi
 	return unary(ctx, m.s, req, m.s.svc.EvictDiskReplica)
 }
 
+func (m *metadataService) PromotionAllocStart(ctx context.Context, req *metadv1.PromotionAllocStartRequest) (*metadv1.PromotionAllocStartResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.PromotionAllocStart)
+}
+
+func (m *metadataService) NotifyPromotion(ctx context.Context, req *metadv1.NotifyPromotionRequest) (*metadv1.NotifyPromotionResponse, error) {
+	return unary(ctx, m.s, req, m.s.svc.NotifyPromotion)
+}
+
 func (m *metadataService) BatchReplicaClear(ctx context.Context, req *metadv1.BatchReplicaClearRequest) (*metadv1.BatchReplicaClearResponse, error) {
 	return unary(ctx, m.s, req, m.s.svc.BatchReplicaClear)
 }

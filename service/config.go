@@ -71,6 +71,16 @@ type Config struct {
 	// pattern (wall time on this member, not Now: it bounds CPU): a page ends after it, and its
 	// token resumes after the last key examined. Default DefaultScanPageTime.
 	ScanPageTime time.Duration
+	// PromoteOnHit: the leader queues a promotion for a disk-only object that its linearizable reads
+	// hit at least PromoteMinHits times (promote.go), while MEMORY is below PromoteHighWatermark of
+	// its capacity. Default false.
+	PromoteOnHit bool
+	// PromoteMinHits is the admission filter's threshold: reads of a key (counted in a count-min
+	// sketch) before its promotion is queued. Default 2.
+	PromoteMinHits int
+	// PromoteHighWatermark is the share of MEMORY capacity above which no promotion is queued (the
+	// memory eviction's high watermark: promoting then would only be evicted again). Default 0.90.
+	PromoteHighWatermark float64
 }
 
 // Defaults of the scan budget (Config.ScanExamine, ScanPageTime).
@@ -87,18 +97,20 @@ const (
 // DefaultConfig returns the defaults of SEMANTICS sections 3 and 4.
 func DefaultConfig() Config {
 	return Config{
-		LeaseTTL:          store.DefaultConfig().LeaseTTL,
-		ClientTTL:         10 * time.Second,
-		Strategy:          alloc.StrategyRandom,
-		PutDiscardTimeout: store.DefaultDiscardAfter,
-		SweepInterval:     200 * time.Millisecond,
-		BackgroundTimeout: 5 * time.Second,
-		SessionTTL:        5 * time.Minute,
-		SessionWindow:     64,
-		ArenaFence:        600 * time.Second,
-		ScanExamine:       DefaultScanExamine,
-		ScanPageTime:      DefaultScanPageTime,
-		Now:               time.Now,
+		LeaseTTL:             store.DefaultConfig().LeaseTTL,
+		ClientTTL:            10 * time.Second,
+		Strategy:             alloc.StrategyRandom,
+		PutDiscardTimeout:    store.DefaultDiscardAfter,
+		SweepInterval:        200 * time.Millisecond,
+		BackgroundTimeout:    5 * time.Second,
+		SessionTTL:           5 * time.Minute,
+		SessionWindow:        64,
+		ArenaFence:           600 * time.Second,
+		ScanExamine:          DefaultScanExamine,
+		ScanPageTime:         DefaultScanPageTime,
+		PromoteMinHits:       2,
+		PromoteHighWatermark: 0.90,
+		Now:                  time.Now,
 	}
 }
 
@@ -121,6 +133,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("service: scan-examine must be at least 1, got %d", c.ScanExamine)
 	case c.ScanPageTime <= 0:
 		return fmt.Errorf("service: scan-page-time must be positive, got %s", c.ScanPageTime)
+	case c.PromoteOnHit && (c.PromoteMinHits < 1 || c.PromoteMinHits > 255):
+		return fmt.Errorf("service: promote-min-hits must be 1..255, got %d", c.PromoteMinHits)
+	case c.PromoteOnHit && (c.PromoteHighWatermark <= 0 || c.PromoteHighWatermark > 1):
+		return fmt.Errorf("service: promote-high-watermark must be in (0, 1], got %v", c.PromoteHighWatermark)
 	}
 	if err := validSessionConfig(c); err != nil {
 		return err

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"metad/ha"
 	metadv1 "metad/proto/metadv1"
+	"metad/service/servicetest"
 	"metad/store"
 	"metad/store/alloc"
 )
@@ -194,4 +196,68 @@ func TestTierMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
 		}
 	}
+}
+
+// TestPromotionOnHit: with PromoteOnHit, the leader queues a promotion for a disk-only object once
+// reads hit it PromoteMinHits times; the holder takes it from its mailbox, places its memory
+// replica (another client is refused) and reports it, and the next Get names the memory replica
+// first.
+func TestPromotionOnHit(t *testing.T) {
+	cfg := testConfig()
+	cfg.PromoteOnHit = true
+	h := start(t, servicetest.NewBackend(t, nil), cfg)
+	ctx := tctx(t)
+	h.mount(t, clientA, segA)
+	h.mount(t, clientB, segB)
+	if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientB), Key: []byte("hot"), Size: 4096,
+		Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(segB)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientB), Key: []byte("hot")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.MountLocalDisk(ctx, &metadv1.MountLocalDiskRequest{ClientId: idb(clientA), CapacityBytes: 1 << 30, Endpoint: "host-a:9400"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.NotifyOffload(ctx, &metadv1.NotifyOffloadRequest{ClientId: idb(clientA),
+		Results: []*metadv1.OffloadResult{{Key: []byte("hot"), Size: 4096, Success: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientB), SegmentId: idb(segB)}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *metadv1.GetResponse {
+		t.Helper()
+		g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("hot")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	get()
+	if h.svc.PromotionCandidates() != 0 { // one read is below the filter
+		t.Fatal("a key read once is a promotion candidate")
+	}
+	get()
+	pollUntil(t, "the promotion queued", 5*time.Second, func() bool { return h.b.Store().Tasks().Promotions() == 1 })
+	tasks, err := h.svc.FetchTasks(ctx, &metadv1.FetchTasksRequest{ClientId: idb(clientA), Batch: 10})
+	if err != nil || len(tasks.GetTasks()) != 1 || tasks.GetTasks()[0].GetKind() != metadv1.TaskKind_TASK_KIND_PROMOTE {
+		t.Fatalf("FetchTasks = %v, %v", tasks, err)
+	}
+	_, err = h.svc.PromotionAllocStart(ctx, &metadv1.PromotionAllocStartRequest{ClientId: idb(clientB), Key: []byte("hot")})
+	wantReason(t, err, store.IllegalClient)
+	alloc, err := h.svc.PromotionAllocStart(ctx, &metadv1.PromotionAllocStartRequest{ClientId: idb(clientA), Key: []byte("hot")})
+	if err != nil || alloc.GetSize() != 4096 || alloc.GetReplica().GetTier() != metadv1.Tier_TIER_MEMORY ||
+		!bytes.Equal(alloc.GetReplica().GetSegmentId(), idb(segA)) || alloc.GetReplica().GetStatus() != metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING {
+		t.Fatalf("PromotionAllocStart = %v, %v", alloc, err)
+	}
+	if _, err := h.svc.NotifyPromotion(ctx, &metadv1.NotifyPromotionRequest{ClientId: idb(clientA), Key: []byte("hot"), Success: true}); err != nil {
+		t.Fatal(err)
+	}
+	g := get()
+	if len(g.GetReplicas()) != 2 || g.GetReplicas()[0].GetTier() != metadv1.Tier_TIER_MEMORY || g.GetReplicas()[1].GetTier() != metadv1.Tier_TIER_LOCAL_DISK {
+		t.Fatalf("Get after the promotion: %v", g.GetReplicas())
+	}
+	_, err = h.svc.NotifyPromotion(ctx, &metadv1.NotifyPromotionRequest{ClientId: idb(clientA), Key: []byte("hot"), Success: true})
+	wantReason(t, err, store.TaskNotFound)
 }

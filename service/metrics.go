@@ -208,7 +208,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.tierObjects, float64(to.LocalDisk), "local_disk")
 	gauge(c.diskOnly, float64(to.DiskOnly))
 	counts := st.Tasks().Counts()
-	for _, kind := range []store.TaskKind{store.TaskCopy, store.TaskMove, store.TaskOffload} {
+	for _, kind := range []store.TaskKind{store.TaskCopy, store.TaskMove, store.TaskOffload, store.TaskPromote} {
 		for _, state := range []store.TaskState{store.TaskPending, store.TaskProcessing, store.TaskSuccess, store.TaskFailed} {
 			gauge(c.tasks, float64(counts[kind][state]), kind.String(), strings.ToLower(state.String()))
 		}

@@ -105,6 +105,7 @@ func (s *Service) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.Ge
 		return nil, fail(err, tenant, req.GetKey())
 	}
 	s.m.hit(v.Replicas)
+	s.readHit(tenant, key, v.Replicas, linear)
 	resp := &metadv1.GetResponse{Replicas: wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
 	if linear {
 		resp.LeaseTtlMs = ms(st.LeaseTTL())
@@ -164,6 +165,7 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 		if err == nil {
 			found = true
 			s.m.hit(v.Replicas)
+			s.readHit(tenant, k, v.Replicas, linear)
 			r.Replicas, r.Size, r.DataType = wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), v.Size, v.DataType
 		}
 		out.Results[i] = r

@@ -129,10 +129,12 @@ type Service struct {
 	m     *metrics
 	// term is the term whose leadership the leadership hook has started here (0: not leading);
 	// Run expires clients only in that term, after the liveness table was started afresh for it.
-	term   atomic.Uint64
-	res    *reservations // PutStarts answered from the leader's arenas (reserve.go)
-	limits *limiter      // this member's buckets of the principals' rate limits (ratelimit.go)
-	wire   *eventWire    // every watch stream's encodings of events (watch.go)
+	term atomic.Uint64
+	res  *reservations // PutStarts answered from the leader's arenas (reserve.go)
+	// promote is the leader's promotion admission (promote.go); nil unless Config.PromoteOnHit.
+	promote *promoter
+	limits  *limiter   // this member's buckets of the principals' rate limits (ratelimit.go)
+	wire    *eventWire // every watch stream's encodings of events (watch.go)
 
 	hooksMu   sync.Mutex // guards onLeading and progress; a leaf: the hooks run after it is released
 	onLeading []func(leading bool)
@@ -167,6 +169,9 @@ func New(b Backend, st State, lead *Leadership, cfg Config, reg prometheus.Regis
 		return nil, err
 	}
 	s := &Service{b: b, st: st, state: state, cfg: cfg, log: log, live: newLiveness(), m: m, wire: newEventWire(), limits: newLimiter()}
+	if cfg.PromoteOnHit {
+		s.promote = newPromoter()
+	}
 	if s.res, err = newReservations(s, reg); err != nil {
 		return nil, err
 	}
@@ -202,6 +207,9 @@ func (s *Service) Run(ctx context.Context) {
 	}
 	if ev := s.cfg.Evictor; ev != nil {
 		wg.Go(func() { _ = ev.Run(ctx) }) // ctx's error, once ctx is done
+	}
+	if s.promote != nil {
+		wg.Go(func() { s.runPromoter(ctx) })
 	}
 	tick := time.NewTicker(s.cfg.SweepInterval)
 	defer tick.Stop()

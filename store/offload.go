@@ -33,8 +33,11 @@ import (
 // of them instead (package evict); once a LOCAL_DISK replica is recorded, the object is evicted
 // from memory as any other and lives on on disk.
 
-// offloadKey names the object of an offload task.
-type offloadKey struct{ tenant, key string }
+// liveKey names the object of a live (PENDING or PROCESSING) offload or promotion task.
+type liveKey struct {
+	kind        TaskKind
+	tenant, key string
+}
 
 // queueOffload queues the offload task of st, the state that a PutEnd or PutCommit has just made
 // COMPLETE for the first time (see above); e.mu may be held (the queue's lock and the registry's
@@ -113,8 +116,8 @@ func (q *TaskQueue) queueOffload(now int64, spec TaskSpec, client alloc.ID) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pruneLocked(now)
-	k := offloadKey{spec.Tenant, spec.Key}
-	if id, ok := q.offload[k]; ok {
+	k := liveKey{TaskOffload, spec.Tenant, spec.Key}
+	if id, ok := q.live[k]; ok {
 		old := q.byID[id]
 		if old.State != TaskPending || old.Client != client {
 			return
@@ -132,14 +135,14 @@ func (q *TaskQueue) queueOffload(now int64, spec TaskSpec, client alloc.ID) {
 	q.byID[task.ID] = task
 	q.pending[client] = append(q.pending[client], task.ID)
 	q.npending++
-	q.offload[k] = task.ID
+	q.live[k] = task.ID
 }
 
 // Offload returns the live (PENDING or PROCESSING) offload task of tenant's key, if any.
 func (q *TaskQueue) Offload(tenant, key string) (Task, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	id, ok := q.offload[offloadKey{NormalizeTenant(tenant), key}]
+	id, ok := q.live[liveKey{TaskOffload, NormalizeTenant(tenant), key}]
 	if !ok {
 		return Task{}, false
 	}
@@ -147,7 +150,7 @@ func (q *TaskQueue) Offload(tenant, key string) (Task, bool) {
 }
 
 // TaskCounts counts the kept tasks by kind and state: TaskCounts[kind][state].
-type TaskCounts [TaskOffload + 1][TaskFailed + 1]int
+type TaskCounts [TaskPromote + 1][TaskFailed + 1]int
 
 // Counts counts the tasks kept now, by kind and state (for the metrics; it walks every task).
 func (q *TaskQueue) Counts() TaskCounts {
@@ -209,7 +212,7 @@ func (q *TaskQueue) settleOffload(now int64, tenant, key string, client alloc.ID
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.pruneLocked(now)
-	id, live := q.offload[offloadKey{tenant, key}]
+	id, live := q.live[liveKey{TaskOffload, tenant, key}]
 	if !live || q.byID[id].Client != client {
 		return
 	}
@@ -221,7 +224,7 @@ func (q *TaskQueue) settleOffload(now int64, tenant, key string, client alloc.ID
 func (q *TaskQueue) cancelOffload(now int64, tenant, key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	id, live := q.offload[offloadKey{tenant, key}]
+	id, live := q.live[liveKey{TaskOffload, tenant, key}]
 	if !live || q.byID[id].State != TaskPending {
 		return
 	}

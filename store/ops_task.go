@@ -19,6 +19,10 @@ const (
 	// that completes the object, never started or ended by a copy's or move's calls. As a
 	// ReplicaTask it is the pin of its source replica while the worker holds the task: no targets.
 	TaskOffload TaskKind = 3
+	// TaskPromote copies a disk-only object back to memory (store/promote.go): queued by the leader
+	// when reads hit it, its target placed by PromotionStart, ended by PromotionEnd. As a
+	// ReplicaTask its source is the holder's LOCAL_DISK replica and its target a MEMORY replica.
+	TaskPromote TaskKind = 4
 )
 
 func (k TaskKind) String() string {
@@ -29,12 +33,14 @@ func (k TaskKind) String() string {
 		return "move"
 	case TaskOffload:
 		return "offload"
+	case TaskPromote:
+		return "promote"
 	}
 	return "unknown"
 }
 
 // Valid reports whether k is a known kind.
-func (k TaskKind) Valid() bool { return k == TaskCopy || k == TaskMove || k == TaskOffload }
+func (k TaskKind) Valid() bool { return k >= TaskCopy && k <= TaskPromote }
 
 // replicaKind reports whether k is a kind the copy and move calls start, end and create: TaskCopy
 // or TaskMove.

@@ -109,13 +109,15 @@ type TaskQueue struct {
 	pending  map[alloc.ID][]uint64 // per client, PENDING ids in creation order
 	npending int
 	finished []uint64 // finished ids, in the order they finished
-	// offload maps an object to its live (PENDING or PROCESSING) offload task (offload.go):
-	// lookups only, never iterated.
-	offload map[offloadKey]uint64
+	// live maps an object to its live (PENDING or PROCESSING) offload or promotion task
+	// (offload.go, promote.go): lookups only, never iterated.
+	live map[liveKey]uint64
+	// promotions counts the live promotion tasks (at most MaxPromotions).
+	promotions int
 }
 
 func newTaskQueue(s *Store) *TaskQueue {
-	return &TaskQueue{s: s, byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}, offload: map[offloadKey]uint64{}}
+	return &TaskQueue{s: s, byID: map[uint64]*Task{}, pending: map[alloc.ID][]uint64{}, live: map[liveKey]uint64{}}
 }
 
 func taskErr(r Reason, id uint64, what string) *Error {
@@ -328,8 +330,11 @@ func (q *TaskQueue) Expired(now, timeout int64) []uint64 {
 // order pruning drops them in, the same on a node that restored them from a snapshot. An offload
 // task is no longer its object's live one.
 func (q *TaskQueue) finishLocked(t *Task) {
-	if k := (offloadKey{t.Spec.Tenant, t.Spec.Key}); t.Spec.Kind == TaskOffload && q.offload[k] == t.ID {
-		delete(q.offload, k)
+	if k := (liveKey{t.Spec.Kind, t.Spec.Tenant, t.Spec.Key}); q.live[k] == t.ID && (t.Spec.Kind == TaskOffload || t.Spec.Kind == TaskPromote) {
+		delete(q.live, k)
+		if t.Spec.Kind == TaskPromote {
+			q.promotions--
+		}
 	}
 	i, _ := slices.BinarySearchFunc(q.finished, t, func(id uint64, t *Task) int {
 		if c := compareI64(q.byID[id].Updated, t.Updated); c != 0 {
@@ -358,6 +363,8 @@ func (q *TaskQueue) completableLocked(client alloc.ID, id uint64) error {
 		return taskErr(InvalidParams, id, "is "+task.State.String()+", not PROCESSING")
 	case task.Spec.Kind == TaskOffload:
 		return taskErr(InvalidParams, id, "is an offload task: its worker reports it with NotifyOffload")
+	case task.Spec.Kind == TaskPromote:
+		return taskErr(InvalidParams, id, "is a promotion: its holder reports it with NotifyPromotion")
 	}
 	return nil
 }
@@ -436,8 +443,11 @@ func (q *TaskQueue) Restore(tasks []Task, next uint64) error {
 		case t.State.Finished():
 			q.finishLocked(&t)
 		}
-		if t.Spec.Kind == TaskOffload && !t.State.Finished() {
-			q.offload[offloadKey{t.Spec.Tenant, t.Spec.Key}] = t.ID
+		if (t.Spec.Kind == TaskOffload || t.Spec.Kind == TaskPromote) && !t.State.Finished() {
+			q.live[liveKey{t.Spec.Kind, t.Spec.Tenant, t.Spec.Key}] = t.ID
+			if t.Spec.Kind == TaskPromote {
+				q.promotions++
+			}
 		}
 	}
 	q.next = next

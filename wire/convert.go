@@ -553,6 +553,8 @@ func TaskKindFrom(k metadv1.TaskKind) store.TaskKind {
 		return store.TaskMove
 	case metadv1.TaskKind_TASK_KIND_OFFLOAD:
 		return store.TaskOffload
+	case metadv1.TaskKind_TASK_KIND_PROMOTE:
+		return store.TaskPromote
 	}
 	return 0
 }
@@ -566,6 +568,8 @@ func TaskKindTo(k store.TaskKind) metadv1.TaskKind {
 		return metadv1.TaskKind_TASK_KIND_MOVE
 	case store.TaskOffload:
 		return metadv1.TaskKind_TASK_KIND_OFFLOAD
+	case store.TaskPromote:
+		return metadv1.TaskKind_TASK_KIND_PROMOTE
 	}
 	return metadv1.TaskKind_TASK_KIND_UNSPECIFIED
 }

@@ -110,7 +110,7 @@ var verbs = []*verb{
 	{"limit set", "--principal P | --role R [--calls-per-sec N] [--keys-per-sec N] [--streams N]", "set the rate limits of a principal, a role, or every principal (--role '*')", runLimitSet},
 	{"limit rm", "--principal P | --role R", "remove the rate limits of a principal or a role", runLimitRm},
 	{"limit ls", "[--principal P] [--stale]", "list the rate limits, and those that apply to a principal", runLimitLs},
-	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D] [--local-disk DIR [--offload]]", "simulate a cache worker: mount segments (and a local SSD), ping until stopped", runWorker},
+	{"worker", "--segments N --segment-size S [--client ID] [--tier MEMORY|NOF] [--duration D] [--local-disk DIR [--offload] [--promote]]", "simulate a cache worker: mount segments (and a local SSD), ping until stopped", runWorker},
 	{"bench", "--clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T] [--rate R] [--watchers W]", "run a load and print ops/s and latency percentiles", runBench},
 }
 

@@ -103,7 +103,9 @@
 //	    --run-tasks runs the moves and copies the cluster assigns. --local-disk DIR [--disk-capacity S]
 //	    registers DIR as the worker's local SSD (LOCAL_DISK); with --offload the worker takes the
 //	    offload task each put on its segments queues, writes the object's file under DIR (one per
-//	    object: <hex tenant>/<hex key>, the object's size of its key repeated) and reports it.
+//	    object: <hex tenant>/<hex key>, the object's size of its key repeated) and reports it; with
+//	    --promote it takes the promotions the leader queues for its disk-only objects (reads the
+//	    file into the memory replica PromotionAllocStart places, simulated) and reports them.
 //	bench --clients N --duration D --op put|get|mixed [--batch K] [--size S] [--keys K] [--tenant T]
 //	      [--conns C] [--read-fraction F] [--mount S]
 //	    N goroutines share C connections (default 8) for D. put writes unique new keys

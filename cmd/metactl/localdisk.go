@@ -75,3 +75,18 @@ func (d *localDisk) write(t *metadv1.ScheduledTask) error {
 	}
 	return f.Close()
 }
+
+// read is the promotion of one task: the object's file read whole (its size checked) into the
+// memory replica placed for it, which a simulated worker does not write.
+func (d *localDisk) read(t *metadv1.ScheduledTask, _ *metadv1.Replica) error {
+	p := d.path(t.GetTenant(), string(t.GetKey()))
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if uint64(fi.Size()) != t.GetSize() {
+		return fmt.Errorf("%s holds %d bytes, the object %d", p, fi.Size(), t.GetSize())
+	}
+	_, err = os.ReadFile(p)
+	return err
+}

@@ -40,6 +40,7 @@ func runWorker(a *app, v *verb, args []string) error {
 	diskCap := sizeFlag{n: 1 << 30}
 	fs.Var(&diskCap, "disk-capacity", "`capacity` of the local SSD registration, units allowed (with --local-disk)")
 	offload := fs.Bool("offload", false, "take offload tasks: write each object to the --local-disk directory and report it")
+	promote := fs.Bool("promote", false, "take promotion tasks: read the object's file from the --local-disk directory into its new memory replica (simulated) and report it")
 	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -54,8 +55,8 @@ func runWorker(a *app, v *verb, args []string) error {
 		return usagef(v, "--duration must not be negative")
 	case *taskInterval <= 0:
 		return usagef(v, "--task-interval must be positive")
-	case *offload && *diskDir == "":
-		return usagef(v, "--offload needs --local-disk")
+	case (*offload || *promote) && *diskDir == "":
+		return usagef(v, "--offload and --promote need --local-disk")
 	case *diskDir != "" && diskCap.n == 0:
 		return usagef(v, "--disk-capacity must be positive")
 	}
@@ -128,11 +129,14 @@ func runWorker(a *app, v *verb, args []string) error {
 		defer cancel()
 	}
 	tasksDone := make(chan struct{})
-	if *runTasks || *offload {
+	if *runTasks || *offload || *promote {
 		events = &lockedWriter{w: events} // two loops log from here on
 		runner := client.TaskRunner{}
 		if *offload {
 			runner.Offload = disk.write
+		}
+		if *promote {
+			runner.Promote = disk.read
 		}
 		go func() {
 			defer close(tasksDone)

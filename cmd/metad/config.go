@@ -68,6 +68,8 @@ type Config struct {
 	NOFEvictRatio        float64
 	AllowEvictSoftPinned bool
 	OffloadOnEvict       bool // memory eviction waits for offloads (evict.Config.OffloadOnEvict)
+	PromoteOnHit         bool // reads of disk-only objects queue promotions (service.Config.PromoteOnHit)
+	PromoteMinHits       int  // reads before a promotion (service.Config.PromoteMinHits)
 	ForceEvict           bool // ... unless the offload queue is full (evict.Config.ForceEvict)
 	PutReleaseTimeout    time.Duration
 
@@ -115,6 +117,7 @@ func DefaultConfig() Config {
 		NOFHighWatermark:      ec.NOFHighWatermark,
 		NOFEvictRatio:         ec.NOFEvictRatio,
 		AllowEvictSoftPinned:  ec.AllowEvictSoftPinned,
+		PromoteMinHits:        service.DefaultConfig().PromoteMinHits,
 		PutReleaseTimeout:     ec.PutReleaseTimeout,
 		Name:                  "n1",
 		DataDir:               "data/n1",
@@ -192,6 +195,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AllowEvictSoftPinned, "allow-evict-soft-pinned", c.AllowEvictSoftPinned, "evict soft-pinned objects after every unpinned one")
 	fs.BoolVar(&c.OffloadOnEvict, "offload-on-evict", c.OffloadOnEvict, "memory eviction keeps an object an offloading worker's SSD would take and queues its offload first")
 	fs.BoolVar(&c.ForceEvict, "force-evict", c.ForceEvict, "with --offload-on-evict, evict without the offload when the offload queue is full")
+	fs.BoolVar(&c.PromoteOnHit, "promote-on-hit", c.PromoteOnHit, "the leader queues a promotion to memory for a disk-only object its reads hit --promote-min-hits times, below the memory eviction watermark")
+	fs.IntVar(&c.PromoteMinHits, "promote-min-hits", c.PromoteMinHits, "reads of a disk-only object before its promotion (count-min sketch), 1..255")
 	fs.DurationVar(&c.PutReleaseTimeout, "put-release-timeout", c.PutReleaseTimeout, "a write PROCESSING longer than this is revoked")
 	fs.StringVar(&c.CACert, "cacert", c.CACert, "the cluster's CA bundle (PEM; during a CA rotation, the old and the new CA): client and peer certificates must chain to it")
 	fs.StringVar(&c.Cert, "cert", c.Cert, "this member's node certificate (PEM; metactl cert), naming metad://member/<name>: served by every listener, presented by every dial")

@@ -237,6 +237,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	vc.SessionTTL, vc.SessionWindow = cfg.SessionTTL, uint32(cfg.SessionWindow)
 	vc.ArenaFence, vc.NoArenas, vc.AutoPromote = cfg.PutReleaseTimeout, cfg.NoArenas, cfg.AutoPromote
 	vc.ScanExamine, vc.ScanPageTime = cfg.ScanExamine, cfg.ScanPageTime
+	vc.PromoteOnHit, vc.PromoteMinHits, vc.PromoteHighWatermark = cfg.PromoteOnHit, cfg.PromoteMinHits, cfg.EvictHighWatermark
 	vc.Evictor = ev // the service runs its loop, kicks it on leadership changes, evicts for quota
 	svc, err := service.New(node, f, lead, vc, reg, log)
 	if err != nil {

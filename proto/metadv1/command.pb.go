@@ -346,6 +346,9 @@ type Command struct {
 	//	*Command_NotifyOffload
 	//	*Command_EvictDiskReplica
 	//	*Command_QueueOffload
+	//	*Command_QueuePromotion
+	//	*Command_PromotionStart
+	//	*Command_PromotionEnd
 	Op isCommand_Op `protobuf_oneof:"op"`
 	// The client's session header, as the request carried it: apply runs the command at most once
 	// per (session, seq) and answers a repeat with the first result (see SessionHeader).
@@ -841,6 +844,33 @@ func (x *Command) GetQueueOffload() *QueueOffload {
 	return nil
 }
 
+func (x *Command) GetQueuePromotion() *QueuePromotion {
+	if x != nil {
+		if x, ok := x.Op.(*Command_QueuePromotion); ok {
+			return x.QueuePromotion
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPromotionStart() *PromotionStart {
+	if x != nil {
+		if x, ok := x.Op.(*Command_PromotionStart); ok {
+			return x.PromotionStart
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetPromotionEnd() *PromotionEnd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_PromotionEnd); ok {
+			return x.PromotionEnd
+		}
+	}
+	return nil
+}
+
 func (x *Command) GetSession() *SessionHeader {
 	if x != nil {
 		return x.Session
@@ -1111,6 +1141,21 @@ type Command_QueueOffload struct {
 	QueueOffload *QueueOffload `protobuf:"bytes,59,opt,name=queue_offload,json=queueOffload,proto3,oneof"`
 }
 
+type Command_QueuePromotion struct {
+	// Queue promotion tasks for disk-only objects that reads hit (promotion on hit; the leader).
+	QueuePromotion *QueuePromotion `protobuf:"bytes,60,opt,name=queue_promotion,json=queuePromotion,proto3,oneof"`
+}
+
+type Command_PromotionStart struct {
+	// Place the memory replica a promotion writes (PromotionAllocStart).
+	PromotionStart *PromotionStart `protobuf:"bytes,61,opt,name=promotion_start,json=promotionStart,proto3,oneof"`
+}
+
+type Command_PromotionEnd struct {
+	// End a promotion: its memory replica COMPLETE, or dropped (NotifyPromotion).
+	PromotionEnd *PromotionEnd `protobuf:"bytes,62,opt,name=promotion_end,json=promotionEnd,proto3,oneof"`
+}
+
 func (*Command_PutStart) isCommand_Op() {}
 
 func (*Command_PutEnd) isCommand_Op() {}
@@ -1208,6 +1253,12 @@ func (*Command_NotifyOffload) isCommand_Op() {}
 func (*Command_EvictDiskReplica) isCommand_Op() {}
 
 func (*Command_QueueOffload) isCommand_Op() {}
+
+func (*Command_QueuePromotion) isCommand_Op() {}
+
+func (*Command_PromotionStart) isCommand_Op() {}
+
+func (*Command_PromotionEnd) isCommand_Op() {}
 
 // OpenSession opens a client session; its id is the next of the replicated session counter.
 type OpenSession struct {
@@ -5288,6 +5339,222 @@ func (x *QueueOffload) GetStateEpoch() uint64 {
 	return 0
 }
 
+// QueuePromotion queues a promotion task for each token's object that is still that object
+// (tenant instance and object id; 0 for either: the current one) and still on disk alone (COMPLETE LOCAL_DISK replicas, no
+// MEMORY or NOF one, no task in progress), for the owner of its first LOCAL_DISK replica; at most
+// one live promotion per key and at most 50,000 in flight. The count is the tasks queued now.
+type QueuePromotion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The objects, as the leader's reads saw them.
+	Tokens []*ObjectToken `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// The state epoch the leader read (a snapshot restore since refuses the command).
+	StateEpoch    uint64 `protobuf:"varint,2,opt,name=state_epoch,json=stateEpoch,proto3" json:"state_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueuePromotion) Reset() {
+	*x = QueuePromotion{}
+	mi := &file_metadv1_command_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueuePromotion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueuePromotion) ProtoMessage() {}
+
+func (x *QueuePromotion) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueuePromotion.ProtoReflect.Descriptor instead.
+func (*QueuePromotion) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *QueuePromotion) GetTokens() []*ObjectToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *QueuePromotion) GetStateEpoch() uint64 {
+	if x != nil {
+		return x.StateEpoch
+	}
+	return 0
+}
+
+// PromotionStart places one PROCESSING MEMORY replica of the object for the holder of its
+// promotion task, on the preferred segments first, charging the tenant's quota, and pins the
+// object with a promote replica task (its LOCAL_DISK replica the source).
+type PromotionStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The holder: 16-byte UUID; the client the key's promotion task is assigned to.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Segments to try first, 16-byte UUIDs.
+	PreferredSegmentIds [][]byte `protobuf:"bytes,4,rep,name=preferred_segment_ids,json=preferredSegmentIds,proto3" json:"preferred_segment_ids,omitempty"`
+	// The leader's placement strategy.
+	Placement     PlacementStrategy `protobuf:"varint,5,opt,name=placement,proto3,enum=metad.v1.PlacementStrategy" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromotionStart) Reset() {
+	*x = PromotionStart{}
+	mi := &file_metadv1_command_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromotionStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromotionStart) ProtoMessage() {}
+
+func (x *PromotionStart) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromotionStart.ProtoReflect.Descriptor instead.
+func (*PromotionStart) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *PromotionStart) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PromotionStart) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *PromotionStart) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PromotionStart) GetPreferredSegmentIds() [][]byte {
+	if x != nil {
+		return x.PreferredSegmentIds
+	}
+	return nil
+}
+
+func (x *PromotionStart) GetPlacement() PlacementStrategy {
+	if x != nil {
+		return x.Placement
+	}
+	return PlacementStrategy_PLACEMENT_STRATEGY_UNSPECIFIED
+}
+
+// PromotionEnd ends the key's promotion by its holder: success turns the placed memory replica
+// COMPLETE; a failure drops it. Either ends the task.
+type PromotionEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The holder: 16-byte UUID.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// The holder wrote the memory replica.
+	Success       bool `protobuf:"varint,4,opt,name=success,proto3" json:"success,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromotionEnd) Reset() {
+	*x = PromotionEnd{}
+	mi := &file_metadv1_command_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromotionEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromotionEnd) ProtoMessage() {}
+
+func (x *PromotionEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_command_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromotionEnd.ProtoReflect.Descriptor instead.
+func (*PromotionEnd) Descriptor() ([]byte, []int) {
+	return file_metadv1_command_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *PromotionEnd) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PromotionEnd) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *PromotionEnd) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PromotionEnd) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
 // One object to place.
 type BatchPutStart_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5307,7 +5574,7 @@ type BatchPutStart_Item struct {
 
 func (x *BatchPutStart_Item) Reset() {
 	*x = BatchPutStart_Item{}
-	mi := &file_metadv1_command_proto_msgTypes[58]
+	mi := &file_metadv1_command_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5319,7 +5586,7 @@ func (x *BatchPutStart_Item) String() string {
 func (*BatchPutStart_Item) ProtoMessage() {}
 
 func (x *BatchPutStart_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_command_proto_msgTypes[58]
+	mi := &file_metadv1_command_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5640,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x15leader_time_unix_nano\x18\x02 \x01(\x03R\x12leaderTimeUnixNano\x12\x12\n" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12-\n" +
 	"\bcommands\x18\x04 \x03(\v2\x11.metad.v1.CommandR\bcommands\x12#\n" +
-	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\xbf\x18\n" +
+	"\rrules_version\x18\x05 \x01(\rR\frulesVersion\"\x88\x1a\n" +
 	"\aCommand\x121\n" +
 	"\tput_start\x18\x01 \x01(\v2\x12.metad.v1.PutStartH\x00R\bputStart\x12+\n" +
 	"\aput_end\x18\x02 \x01(\v2\x10.metad.v1.PutEndH\x00R\x06putEnd\x124\n" +
@@ -5437,7 +5704,10 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x10mount_local_disk\x188 \x01(\v2\x18.metad.v1.MountLocalDiskH\x00R\x0emountLocalDisk\x12@\n" +
 	"\x0enotify_offload\x189 \x01(\v2\x17.metad.v1.NotifyOffloadH\x00R\rnotifyOffload\x12J\n" +
 	"\x12evict_disk_replica\x18: \x01(\v2\x1a.metad.v1.EvictDiskReplicaH\x00R\x10evictDiskReplica\x12=\n" +
-	"\rqueue_offload\x18; \x01(\v2\x16.metad.v1.QueueOffloadH\x00R\fqueueOffload\x121\n" +
+	"\rqueue_offload\x18; \x01(\v2\x16.metad.v1.QueueOffloadH\x00R\fqueueOffload\x12C\n" +
+	"\x0fqueue_promotion\x18< \x01(\v2\x18.metad.v1.QueuePromotionH\x00R\x0equeuePromotion\x12C\n" +
+	"\x0fpromotion_start\x18= \x01(\v2\x18.metad.v1.PromotionStartH\x00R\x0epromotionStart\x12=\n" +
+	"\rpromotion_end\x18> \x01(\v2\x16.metad.v1.PromotionEndH\x00R\fpromotionEnd\x121\n" +
 	"\asession\x18\x1e \x01(\v2\x17.metad.v1.SessionHeaderR\asession\x12\x1c\n" +
 	"\tprincipal\x18\x1f \x01(\tR\tprincipal\x12#\n" +
 	"\rauth_revision\x18  \x01(\x04R\fauthRevisionB\x04\n" +
@@ -5743,7 +6013,22 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\fQueueOffload\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\x1f\n" +
 	"\vstate_epoch\x18\x02 \x01(\x04R\n" +
-	"stateEpoch*\x7f\n" +
+	"stateEpoch\"`\n" +
+	"\x0eQueuePromotion\x12-\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\x1f\n" +
+	"\vstate_epoch\x18\x02 \x01(\x04R\n" +
+	"stateEpoch\"\xc6\x01\n" +
+	"\x0ePromotionStart\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x122\n" +
+	"\x15preferred_segment_ids\x18\x04 \x03(\fR\x13preferredSegmentIds\x129\n" +
+	"\tplacement\x18\x05 \x01(\x0e2\x1b.metad.v1.PlacementStrategyR\tplacement\"o\n" +
+	"\fPromotionEnd\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12\x18\n" +
+	"\asuccess\x18\x04 \x01(\bR\asuccess*\x7f\n" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
@@ -5771,7 +6056,7 @@ func file_metadv1_command_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_command_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_metadv1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_metadv1_command_proto_goTypes = []any{
 	(PlacementStrategy)(0),     // 0: metad.v1.PlacementStrategy
 	(EvictKind)(0),             // 1: metad.v1.EvictKind
@@ -5834,14 +6119,17 @@ var file_metadv1_command_proto_goTypes = []any{
 	(*NotifyOffload)(nil),      // 58: metad.v1.NotifyOffload
 	(*EvictDiskReplica)(nil),   // 59: metad.v1.EvictDiskReplica
 	(*QueueOffload)(nil),       // 60: metad.v1.QueueOffload
-	(*BatchPutStart_Item)(nil), // 61: metad.v1.BatchPutStart.Item
-	(*SessionHeader)(nil),      // 62: metad.v1.SessionHeader
-	(Reason)(0),                // 63: metad.v1.Reason
-	(*ReplicaConfig)(nil),      // 64: metad.v1.ReplicaConfig
-	(Tier)(0),                  // 65: metad.v1.Tier
-	(*SegmentDesc)(nil),        // 66: metad.v1.SegmentDesc
-	(TaskKind)(0),              // 67: metad.v1.TaskKind
-	(*OffloadResult)(nil),      // 68: metad.v1.OffloadResult
+	(*QueuePromotion)(nil),     // 61: metad.v1.QueuePromotion
+	(*PromotionStart)(nil),     // 62: metad.v1.PromotionStart
+	(*PromotionEnd)(nil),       // 63: metad.v1.PromotionEnd
+	(*BatchPutStart_Item)(nil), // 64: metad.v1.BatchPutStart.Item
+	(*SessionHeader)(nil),      // 65: metad.v1.SessionHeader
+	(Reason)(0),                // 66: metad.v1.Reason
+	(*ReplicaConfig)(nil),      // 67: metad.v1.ReplicaConfig
+	(Tier)(0),                  // 68: metad.v1.Tier
+	(*SegmentDesc)(nil),        // 69: metad.v1.SegmentDesc
+	(TaskKind)(0),              // 70: metad.v1.TaskKind
+	(*OffloadResult)(nil),      // 71: metad.v1.OffloadResult
 }
 var file_metadv1_command_proto_depIdxs = []int32{
 	4,  // 0: metad.v1.Envelope.commands:type_name -> metad.v1.Command
@@ -5894,51 +6182,56 @@ var file_metadv1_command_proto_depIdxs = []int32{
 	58, // 47: metad.v1.Command.notify_offload:type_name -> metad.v1.NotifyOffload
 	59, // 48: metad.v1.Command.evict_disk_replica:type_name -> metad.v1.EvictDiskReplica
 	60, // 49: metad.v1.Command.queue_offload:type_name -> metad.v1.QueueOffload
-	62, // 50: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
-	63, // 51: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
-	64, // 52: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 53: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
-	65, // 54: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
-	65, // 55: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
-	64, // 56: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
-	0,  // 57: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
-	65, // 58: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
-	65, // 59: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 60: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
-	64, // 61: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
-	61, // 62: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
-	0,  // 63: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
-	65, // 64: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
-	65, // 65: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
-	8,  // 66: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
-	8,  // 67: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
-	7,  // 68: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
-	65, // 69: metad.v1.Evict.tier:type_name -> metad.v1.Tier
-	1,  // 70: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
-	24, // 71: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
-	7,  // 72: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
-	66, // 73: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
-	2,  // 74: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
-	67, // 75: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
-	0,  // 76: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
-	67, // 77: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
-	67, // 78: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
-	67, // 79: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
-	47, // 80: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
-	51, // 81: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
-	65, // 82: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
-	54, // 83: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
-	64, // 84: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
-	55, // 85: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
-	65, // 86: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
-	68, // 87: metad.v1.NotifyOffload.results:type_name -> metad.v1.OffloadResult
-	65, // 88: metad.v1.EvictDiskReplica.tier:type_name -> metad.v1.Tier
-	7,  // 89: metad.v1.QueueOffload.tokens:type_name -> metad.v1.ObjectToken
-	90, // [90:90] is the sub-list for method output_type
-	90, // [90:90] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	61, // 50: metad.v1.Command.queue_promotion:type_name -> metad.v1.QueuePromotion
+	62, // 51: metad.v1.Command.promotion_start:type_name -> metad.v1.PromotionStart
+	63, // 52: metad.v1.Command.promotion_end:type_name -> metad.v1.PromotionEnd
+	65, // 53: metad.v1.Command.session:type_name -> metad.v1.SessionHeader
+	66, // 54: metad.v1.ObjectRef.refused:type_name -> metad.v1.Reason
+	67, // 55: metad.v1.PutStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 56: metad.v1.PutStart.placement:type_name -> metad.v1.PlacementStrategy
+	68, // 57: metad.v1.PutEnd.tier:type_name -> metad.v1.Tier
+	68, // 58: metad.v1.PutRevoke.tier:type_name -> metad.v1.Tier
+	67, // 59: metad.v1.UpsertStart.config:type_name -> metad.v1.ReplicaConfig
+	0,  // 60: metad.v1.UpsertStart.placement:type_name -> metad.v1.PlacementStrategy
+	68, // 61: metad.v1.UpsertEnd.tier:type_name -> metad.v1.Tier
+	68, // 62: metad.v1.UpsertRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 63: metad.v1.RemoveAll.targets:type_name -> metad.v1.ObjectRef
+	67, // 64: metad.v1.BatchPutStart.config:type_name -> metad.v1.ReplicaConfig
+	64, // 65: metad.v1.BatchPutStart.items:type_name -> metad.v1.BatchPutStart.Item
+	0,  // 66: metad.v1.BatchPutStart.placement:type_name -> metad.v1.PlacementStrategy
+	68, // 67: metad.v1.BatchPutEnd.tier:type_name -> metad.v1.Tier
+	68, // 68: metad.v1.BatchPutRevoke.tier:type_name -> metad.v1.Tier
+	8,  // 69: metad.v1.BatchRemove.items:type_name -> metad.v1.ObjectRef
+	8,  // 70: metad.v1.BatchReplicaClear.items:type_name -> metad.v1.ObjectRef
+	7,  // 71: metad.v1.Evict.tokens:type_name -> metad.v1.ObjectToken
+	68, // 72: metad.v1.Evict.tier:type_name -> metad.v1.Tier
+	1,  // 73: metad.v1.Evict.kind:type_name -> metad.v1.EvictKind
+	24, // 74: metad.v1.Evict.columns:type_name -> metad.v1.TokenColumns
+	7,  // 75: metad.v1.RevokeExpired.tokens:type_name -> metad.v1.ObjectToken
+	69, // 76: metad.v1.MountSegment.segment:type_name -> metad.v1.SegmentDesc
+	2,  // 77: metad.v1.UnmountSegment.reason:type_name -> metad.v1.UnmountReason
+	70, // 78: metad.v1.ReplicaTaskStart.kind:type_name -> metad.v1.TaskKind
+	0,  // 79: metad.v1.ReplicaTaskStart.placement:type_name -> metad.v1.PlacementStrategy
+	70, // 80: metad.v1.ReplicaTaskEnd.kind:type_name -> metad.v1.TaskKind
+	70, // 81: metad.v1.ReplicaTaskRevoke.kind:type_name -> metad.v1.TaskKind
+	70, // 82: metad.v1.CreateTask.kind:type_name -> metad.v1.TaskKind
+	47, // 83: metad.v1.ScheduleDrainMoves.moves:type_name -> metad.v1.DrainMove
+	51, // 84: metad.v1.ArenaGrant.arenas:type_name -> metad.v1.ArenaSpec
+	68, // 85: metad.v1.PutCommit.tier:type_name -> metad.v1.Tier
+	54, // 86: metad.v1.PutCommit.items:type_name -> metad.v1.CommitItem
+	67, // 87: metad.v1.CommitItem.config:type_name -> metad.v1.ReplicaConfig
+	55, // 88: metad.v1.CommitItem.replicas:type_name -> metad.v1.CommitReplica
+	68, // 89: metad.v1.CommitReplica.tier:type_name -> metad.v1.Tier
+	71, // 90: metad.v1.NotifyOffload.results:type_name -> metad.v1.OffloadResult
+	68, // 91: metad.v1.EvictDiskReplica.tier:type_name -> metad.v1.Tier
+	7,  // 92: metad.v1.QueueOffload.tokens:type_name -> metad.v1.ObjectToken
+	7,  // 93: metad.v1.QueuePromotion.tokens:type_name -> metad.v1.ObjectToken
+	0,  // 94: metad.v1.PromotionStart.placement:type_name -> metad.v1.PlacementStrategy
+	95, // [95:95] is the sub-list for method output_type
+	95, // [95:95] is the sub-list for method input_type
+	95, // [95:95] is the sub-list for extension type_name
+	95, // [95:95] is the sub-list for extension extendee
+	0,  // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_command_proto_init() }
@@ -5997,6 +6290,9 @@ func file_metadv1_command_proto_init() {
 		(*Command_NotifyOffload)(nil),
 		(*Command_EvictDiskReplica)(nil),
 		(*Command_QueueOffload)(nil),
+		(*Command_QueuePromotion)(nil),
+		(*Command_PromotionStart)(nil),
+		(*Command_PromotionEnd)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -6004,7 +6300,7 @@ func file_metadv1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_command_proto_rawDesc), len(file_metadv1_command_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   59,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

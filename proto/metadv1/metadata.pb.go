@@ -5800,6 +5800,267 @@ func (x *EvictDiskReplicaResponse) GetResults() []*Status {
 	return nil
 }
 
+// PromotionAllocStartRequest asks for the memory replica of a promotion the calling client holds.
+type PromotionAllocStartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The calling client: 16-byte UUID; the holder of the key's promotion task (FetchTasks gave it).
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// Segments to try first, 16-byte UUIDs, distinct.
+	PreferredSegmentIds [][]byte `protobuf:"bytes,4,rep,name=preferred_segment_ids,json=preferredSegmentIds,proto3" json:"preferred_segment_ids,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromotionAllocStartRequest) Reset() {
+	*x = PromotionAllocStartRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromotionAllocStartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromotionAllocStartRequest) ProtoMessage() {}
+
+func (x *PromotionAllocStartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromotionAllocStartRequest.ProtoReflect.Descriptor instead.
+func (*PromotionAllocStartRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *PromotionAllocStartRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *PromotionAllocStartRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *PromotionAllocStartRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PromotionAllocStartRequest) GetPreferredSegmentIds() [][]byte {
+	if x != nil {
+		return x.PreferredSegmentIds
+	}
+	return nil
+}
+
+func (x *PromotionAllocStartRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// PromotionAllocStartResponse names the memory replica to write and the object's size.
+type PromotionAllocStartResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The PROCESSING MEMORY replica placed.
+	Replica *Replica `protobuf:"bytes,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	// Object size, bytes.
+	Size          uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromotionAllocStartResponse) Reset() {
+	*x = PromotionAllocStartResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromotionAllocStartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromotionAllocStartResponse) ProtoMessage() {}
+
+func (x *PromotionAllocStartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromotionAllocStartResponse.ProtoReflect.Descriptor instead.
+func (*PromotionAllocStartResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *PromotionAllocStartResponse) GetReplica() *Replica {
+	if x != nil {
+		return x.Replica
+	}
+	return nil
+}
+
+func (x *PromotionAllocStartResponse) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// NotifyPromotionRequest ends a promotion the calling client holds.
+type NotifyPromotionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant name; empty means "default".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The calling client: 16-byte UUID; the holder of the key's promotion task.
+	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Object key.
+	Key []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// True: the memory replica holds the object (it turns COMPLETE). False: the copy failed (the
+	// replica is dropped, its quota released).
+	Success bool `protobuf:"varint,4,opt,name=success,proto3" json:"success,omitempty"`
+	// The caller's session and this operation's sequence number: a retry with the same header
+	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,
+	// outcome unknown after a lost answer.
+	Session       *SessionHeader `protobuf:"bytes,15,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyPromotionRequest) Reset() {
+	*x = NotifyPromotionRequest{}
+	mi := &file_metadv1_metadata_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyPromotionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyPromotionRequest) ProtoMessage() {}
+
+func (x *NotifyPromotionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyPromotionRequest.ProtoReflect.Descriptor instead.
+func (*NotifyPromotionRequest) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *NotifyPromotionRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *NotifyPromotionRequest) GetClientId() []byte {
+	if x != nil {
+		return x.ClientId
+	}
+	return nil
+}
+
+func (x *NotifyPromotionRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *NotifyPromotionRequest) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *NotifyPromotionRequest) GetSession() *SessionHeader {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// NotifyPromotionResponse is empty: success is the absence of an error.
+type NotifyPromotionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyPromotionResponse) Reset() {
+	*x = NotifyPromotionResponse{}
+	mi := &file_metadv1_metadata_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyPromotionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyPromotionResponse) ProtoMessage() {}
+
+func (x *NotifyPromotionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_metadv1_metadata_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyPromotionResponse.ProtoReflect.Descriptor instead.
+func (*NotifyPromotionResponse) Descriptor() ([]byte, []int) {
+	return file_metadv1_metadata_proto_rawDescGZIP(), []int{92}
+}
+
 // One object to place.
 type BatchPutStartRequest_Item struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5815,7 +6076,7 @@ type BatchPutStartRequest_Item struct {
 
 func (x *BatchPutStartRequest_Item) Reset() {
 	*x = BatchPutStartRequest_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[89]
+	mi := &file_metadv1_metadata_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5827,7 +6088,7 @@ func (x *BatchPutStartRequest_Item) String() string {
 func (*BatchPutStartRequest_Item) ProtoMessage() {}
 
 func (x *BatchPutStartRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[89]
+	mi := &file_metadv1_metadata_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5877,7 +6138,7 @@ type BatchPutStartResponse_Result struct {
 
 func (x *BatchPutStartResponse_Result) Reset() {
 	*x = BatchPutStartResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[90]
+	mi := &file_metadv1_metadata_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5889,7 +6150,7 @@ func (x *BatchPutStartResponse_Result) String() string {
 func (*BatchPutStartResponse_Result) ProtoMessage() {}
 
 func (x *BatchPutStartResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[90]
+	mi := &file_metadv1_metadata_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5937,7 +6198,7 @@ type BatchGetResponse_Result struct {
 
 func (x *BatchGetResponse_Result) Reset() {
 	*x = BatchGetResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[91]
+	mi := &file_metadv1_metadata_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5949,7 +6210,7 @@ func (x *BatchGetResponse_Result) String() string {
 func (*BatchGetResponse_Result) ProtoMessage() {}
 
 func (x *BatchGetResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[91]
+	mi := &file_metadv1_metadata_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6010,7 +6271,7 @@ type GetByRegexResponse_Item struct {
 
 func (x *GetByRegexResponse_Item) Reset() {
 	*x = GetByRegexResponse_Item{}
-	mi := &file_metadv1_metadata_proto_msgTypes[92]
+	mi := &file_metadv1_metadata_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6022,7 +6283,7 @@ func (x *GetByRegexResponse_Item) String() string {
 func (*GetByRegexResponse_Item) ProtoMessage() {}
 
 func (x *GetByRegexResponse_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[92]
+	mi := &file_metadv1_metadata_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6079,7 +6340,7 @@ type RemoveByRegexResponse_Result struct {
 
 func (x *RemoveByRegexResponse_Result) Reset() {
 	*x = RemoveByRegexResponse_Result{}
-	mi := &file_metadv1_metadata_proto_msgTypes[93]
+	mi := &file_metadv1_metadata_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6091,7 +6352,7 @@ func (x *RemoveByRegexResponse_Result) String() string {
 func (*RemoveByRegexResponse_Result) ProtoMessage() {}
 
 func (x *RemoveByRegexResponse_Result) ProtoReflect() protoreflect.Message {
-	mi := &file_metadv1_metadata_proto_msgTypes[93]
+	mi := &file_metadv1_metadata_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6514,7 +6775,23 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x04tier\x18\x04 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x121\n" +
 	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"F\n" +
 	"\x18EvictDiskReplicaResponse\x12*\n" +
-	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults*\xbf\x02\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.metad.v1.StatusR\aresults\"\xca\x01\n" +
+	"\x1aPromotionAllocStartRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x122\n" +
+	"\x15preferred_segment_ids\x18\x04 \x03(\fR\x13preferredSegmentIds\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"^\n" +
+	"\x1bPromotionAllocStartResponse\x12+\n" +
+	"\areplica\x18\x01 \x01(\v2\x11.metad.v1.ReplicaR\areplica\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\"\xac\x01\n" +
+	"\x16NotifyPromotionRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\fR\bclientId\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\x12\x18\n" +
+	"\asuccess\x18\x04 \x01(\bR\asuccess\x121\n" +
+	"\asession\x18\x0f \x01(\v2\x17.metad.v1.SessionHeaderR\asession\"\x19\n" +
+	"\x17NotifyPromotionResponse*\xbf\x02\n" +
 	"\x0eWatchEventKind\x12 \n" +
 	"\x1cWATCH_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WATCH_EVENT_KIND_STORED\x10\x01\x12\x1c\n" +
@@ -6524,7 +6801,7 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x1eWATCH_EVENT_KIND_GROUP_CREATED\x10\x05\x12\"\n" +
 	"\x1eWATCH_EVENT_KIND_GROUP_REMOVED\x10\x06\x12$\n" +
 	" WATCH_EVENT_KIND_SEGMENT_MOUNTED\x10\a\x12&\n" +
-	"\"WATCH_EVENT_KIND_SEGMENT_UNMOUNTED\x10\b2\xda\x19\n" +
+	"\"WATCH_EVENT_KIND_SEGMENT_UNMOUNTED\x10\b2\x96\x1b\n" +
 	"\bMetadata\x12A\n" +
 	"\bPutStart\x12\x19.metad.v1.PutStartRequest\x1a\x1a.metad.v1.PutStartResponse\x12;\n" +
 	"\x06PutEnd\x12\x17.metad.v1.PutEndRequest\x1a\x18.metad.v1.PutEndResponse\x12D\n" +
@@ -6551,7 +6828,9 @@ const file_metadv1_metadata_proto_rawDesc = "" +
 	"\x0eMountLocalDisk\x12\x1f.metad.v1.MountLocalDiskRequest\x1a .metad.v1.MountLocalDiskResponse\x12Y\n" +
 	"\x10UnmountLocalDisk\x12!.metad.v1.UnmountLocalDiskRequest\x1a\".metad.v1.UnmountLocalDiskResponse\x12P\n" +
 	"\rNotifyOffload\x12\x1e.metad.v1.NotifyOffloadRequest\x1a\x1f.metad.v1.NotifyOffloadResponse\x12Y\n" +
-	"\x10EvictDiskReplica\x12!.metad.v1.EvictDiskReplicaRequest\x1a\".metad.v1.EvictDiskReplicaResponse\x12J\n" +
+	"\x10EvictDiskReplica\x12!.metad.v1.EvictDiskReplicaRequest\x1a\".metad.v1.EvictDiskReplicaResponse\x12b\n" +
+	"\x13PromotionAllocStart\x12$.metad.v1.PromotionAllocStartRequest\x1a%.metad.v1.PromotionAllocStartResponse\x12V\n" +
+	"\x0fNotifyPromotion\x12 .metad.v1.NotifyPromotionRequest\x1a!.metad.v1.NotifyPromotionResponse\x12J\n" +
 	"\vOpenSession\x12\x1c.metad.v1.OpenSessionRequest\x1a\x1d.metad.v1.OpenSessionResponse\x12M\n" +
 	"\fCloseSession\x12\x1d.metad.v1.CloseSessionRequest\x1a\x1e.metad.v1.CloseSessionResponse\x12:\n" +
 	"\x05Watch\x12\x16.metad.v1.WatchRequest\x1a\x17.metad.v1.WatchResponse0\x01\x12S\n" +
@@ -6589,7 +6868,7 @@ func file_metadv1_metadata_proto_rawDescGZIP() []byte {
 }
 
 var file_metadv1_metadata_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
+var file_metadv1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
 var file_metadv1_metadata_proto_goTypes = []any{
 	(WatchEventKind)(0),                  // 0: metad.v1.WatchEventKind
 	(*PutStartRequest)(nil),              // 1: metad.v1.PutStartRequest
@@ -6681,194 +6960,205 @@ var file_metadv1_metadata_proto_goTypes = []any{
 	(*NotifyOffloadResponse)(nil),        // 87: metad.v1.NotifyOffloadResponse
 	(*EvictDiskReplicaRequest)(nil),      // 88: metad.v1.EvictDiskReplicaRequest
 	(*EvictDiskReplicaResponse)(nil),     // 89: metad.v1.EvictDiskReplicaResponse
-	(*BatchPutStartRequest_Item)(nil),    // 90: metad.v1.BatchPutStartRequest.Item
-	(*BatchPutStartResponse_Result)(nil), // 91: metad.v1.BatchPutStartResponse.Result
-	(*BatchGetResponse_Result)(nil),      // 92: metad.v1.BatchGetResponse.Result
-	(*GetByRegexResponse_Item)(nil),      // 93: metad.v1.GetByRegexResponse.Item
-	(*RemoveByRegexResponse_Result)(nil), // 94: metad.v1.RemoveByRegexResponse.Result
-	(*ReplicaConfig)(nil),                // 95: metad.v1.ReplicaConfig
-	(*SessionHeader)(nil),                // 96: metad.v1.SessionHeader
-	(*Replica)(nil),                      // 97: metad.v1.Replica
-	(Tier)(0),                            // 98: metad.v1.Tier
-	(*Status)(nil),                       // 99: metad.v1.Status
-	(*SegmentDesc)(nil),                  // 100: metad.v1.SegmentDesc
-	(*ScheduledTask)(nil),                // 101: metad.v1.ScheduledTask
-	(TaskState)(0),                       // 102: metad.v1.TaskState
-	(*Revision)(nil),                     // 103: metad.v1.Revision
-	(*OffloadResult)(nil),                // 104: metad.v1.OffloadResult
+	(*PromotionAllocStartRequest)(nil),   // 90: metad.v1.PromotionAllocStartRequest
+	(*PromotionAllocStartResponse)(nil),  // 91: metad.v1.PromotionAllocStartResponse
+	(*NotifyPromotionRequest)(nil),       // 92: metad.v1.NotifyPromotionRequest
+	(*NotifyPromotionResponse)(nil),      // 93: metad.v1.NotifyPromotionResponse
+	(*BatchPutStartRequest_Item)(nil),    // 94: metad.v1.BatchPutStartRequest.Item
+	(*BatchPutStartResponse_Result)(nil), // 95: metad.v1.BatchPutStartResponse.Result
+	(*BatchGetResponse_Result)(nil),      // 96: metad.v1.BatchGetResponse.Result
+	(*GetByRegexResponse_Item)(nil),      // 97: metad.v1.GetByRegexResponse.Item
+	(*RemoveByRegexResponse_Result)(nil), // 98: metad.v1.RemoveByRegexResponse.Result
+	(*ReplicaConfig)(nil),                // 99: metad.v1.ReplicaConfig
+	(*SessionHeader)(nil),                // 100: metad.v1.SessionHeader
+	(*Replica)(nil),                      // 101: metad.v1.Replica
+	(Tier)(0),                            // 102: metad.v1.Tier
+	(*Status)(nil),                       // 103: metad.v1.Status
+	(*SegmentDesc)(nil),                  // 104: metad.v1.SegmentDesc
+	(*ScheduledTask)(nil),                // 105: metad.v1.ScheduledTask
+	(TaskState)(0),                       // 106: metad.v1.TaskState
+	(*Revision)(nil),                     // 107: metad.v1.Revision
+	(*OffloadResult)(nil),                // 108: metad.v1.OffloadResult
 }
 var file_metadv1_metadata_proto_depIdxs = []int32{
-	95,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	96,  // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
-	97,  // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
-	98,  // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
-	96,  // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
-	98,  // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
-	96,  // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	95,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	96,  // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
-	97,  // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
-	98,  // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
-	96,  // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
-	98,  // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
-	96,  // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	97,  // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
-	96,  // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
-	90,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
-	95,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
-	96,  // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
-	91,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
-	98,  // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
-	96,  // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
-	99,  // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
-	98,  // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
-	96,  // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	99,  // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
-	92,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
-	96,  // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
-	99,  // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
-	100, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
-	96,  // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
-	93,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
-	96,  // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
-	94,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
-	96,  // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
-	99,  // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
-	96,  // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
-	97,  // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
-	97,  // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
-	96,  // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
-	97,  // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
-	97,  // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
-	96,  // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
-	101, // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
-	96,  // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
-	101, // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
-	96,  // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
-	102, // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
-	101, // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	99,  // 0: metad.v1.PutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	100, // 1: metad.v1.PutStartRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 2: metad.v1.PutStartResponse.replicas:type_name -> metad.v1.Replica
+	102, // 3: metad.v1.PutEndRequest.tier:type_name -> metad.v1.Tier
+	100, // 4: metad.v1.PutEndRequest.session:type_name -> metad.v1.SessionHeader
+	102, // 5: metad.v1.PutRevokeRequest.tier:type_name -> metad.v1.Tier
+	100, // 6: metad.v1.PutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	99,  // 7: metad.v1.UpsertStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	100, // 8: metad.v1.UpsertStartRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 9: metad.v1.UpsertStartResponse.replicas:type_name -> metad.v1.Replica
+	102, // 10: metad.v1.UpsertEndRequest.tier:type_name -> metad.v1.Tier
+	100, // 11: metad.v1.UpsertEndRequest.session:type_name -> metad.v1.SessionHeader
+	102, // 12: metad.v1.UpsertRevokeRequest.tier:type_name -> metad.v1.Tier
+	100, // 13: metad.v1.UpsertRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 14: metad.v1.GetResponse.replicas:type_name -> metad.v1.Replica
+	100, // 15: metad.v1.RemoveRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 16: metad.v1.RemoveGroupRequest.session:type_name -> metad.v1.SessionHeader
+	94,  // 17: metad.v1.BatchPutStartRequest.items:type_name -> metad.v1.BatchPutStartRequest.Item
+	99,  // 18: metad.v1.BatchPutStartRequest.config:type_name -> metad.v1.ReplicaConfig
+	100, // 19: metad.v1.BatchPutStartRequest.session:type_name -> metad.v1.SessionHeader
+	95,  // 20: metad.v1.BatchPutStartResponse.results:type_name -> metad.v1.BatchPutStartResponse.Result
+	102, // 21: metad.v1.BatchPutEndRequest.tier:type_name -> metad.v1.Tier
+	100, // 22: metad.v1.BatchPutEndRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 23: metad.v1.BatchPutEndResponse.results:type_name -> metad.v1.Status
+	102, // 24: metad.v1.BatchPutRevokeRequest.tier:type_name -> metad.v1.Tier
+	100, // 25: metad.v1.BatchPutRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 26: metad.v1.BatchPutRevokeResponse.results:type_name -> metad.v1.Status
+	96,  // 27: metad.v1.BatchGetResponse.results:type_name -> metad.v1.BatchGetResponse.Result
+	100, // 28: metad.v1.BatchRemoveRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 29: metad.v1.BatchRemoveResponse.results:type_name -> metad.v1.Status
+	104, // 30: metad.v1.MountSegmentRequest.segment:type_name -> metad.v1.SegmentDesc
+	100, // 31: metad.v1.MountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 32: metad.v1.UnmountSegmentRequest.session:type_name -> metad.v1.SessionHeader
+	97,  // 33: metad.v1.GetByRegexResponse.items:type_name -> metad.v1.GetByRegexResponse.Item
+	100, // 34: metad.v1.RemoveByRegexRequest.session:type_name -> metad.v1.SessionHeader
+	98,  // 35: metad.v1.RemoveByRegexResponse.results:type_name -> metad.v1.RemoveByRegexResponse.Result
+	100, // 36: metad.v1.BatchReplicaClearRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 37: metad.v1.BatchReplicaClearResponse.results:type_name -> metad.v1.Status
+	100, // 38: metad.v1.CopyStartRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 39: metad.v1.CopyStartResponse.source:type_name -> metad.v1.Replica
+	101, // 40: metad.v1.CopyStartResponse.targets:type_name -> metad.v1.Replica
+	100, // 41: metad.v1.CopyEndRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 42: metad.v1.CopyRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 43: metad.v1.MoveStartRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 44: metad.v1.MoveStartResponse.source:type_name -> metad.v1.Replica
+	101, // 45: metad.v1.MoveStartResponse.target:type_name -> metad.v1.Replica
+	100, // 46: metad.v1.MoveEndRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 47: metad.v1.MoveRevokeRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 48: metad.v1.CreateCopyTaskRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 49: metad.v1.CreateMoveTaskRequest.session:type_name -> metad.v1.SessionHeader
+	105, // 50: metad.v1.QueryTaskResponse.task:type_name -> metad.v1.ScheduledTask
+	100, // 51: metad.v1.FetchTasksRequest.session:type_name -> metad.v1.SessionHeader
+	105, // 52: metad.v1.FetchTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
+	100, // 53: metad.v1.MarkTaskToCompleteRequest.session:type_name -> metad.v1.SessionHeader
+	106, // 54: metad.v1.ListTasksRequest.state:type_name -> metad.v1.TaskState
+	105, // 55: metad.v1.ListTasksResponse.tasks:type_name -> metad.v1.ScheduledTask
 	0,   // 56: metad.v1.WatchRequest.kinds:type_name -> metad.v1.WatchEventKind
-	103, // 57: metad.v1.WatchRequest.start:type_name -> metad.v1.Revision
-	103, // 58: metad.v1.WatchEvent.revision:type_name -> metad.v1.Revision
+	107, // 57: metad.v1.WatchRequest.start:type_name -> metad.v1.Revision
+	107, // 58: metad.v1.WatchEvent.revision:type_name -> metad.v1.Revision
 	0,   // 59: metad.v1.WatchEvent.kind:type_name -> metad.v1.WatchEventKind
-	97,  // 60: metad.v1.WatchEvent.replicas:type_name -> metad.v1.Replica
-	100, // 61: metad.v1.WatchEvent.segment:type_name -> metad.v1.SegmentDesc
+	101, // 60: metad.v1.WatchEvent.replicas:type_name -> metad.v1.Replica
+	104, // 61: metad.v1.WatchEvent.segment:type_name -> metad.v1.SegmentDesc
 	80,  // 62: metad.v1.WatchResponse.events:type_name -> metad.v1.WatchEvent
-	103, // 63: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
-	96,  // 64: metad.v1.MountLocalDiskRequest.session:type_name -> metad.v1.SessionHeader
-	96,  // 65: metad.v1.UnmountLocalDiskRequest.session:type_name -> metad.v1.SessionHeader
-	104, // 66: metad.v1.NotifyOffloadRequest.results:type_name -> metad.v1.OffloadResult
-	96,  // 67: metad.v1.NotifyOffloadRequest.session:type_name -> metad.v1.SessionHeader
-	99,  // 68: metad.v1.NotifyOffloadResponse.results:type_name -> metad.v1.Status
-	98,  // 69: metad.v1.EvictDiskReplicaRequest.tier:type_name -> metad.v1.Tier
-	96,  // 70: metad.v1.EvictDiskReplicaRequest.session:type_name -> metad.v1.SessionHeader
-	99,  // 71: metad.v1.EvictDiskReplicaResponse.results:type_name -> metad.v1.Status
-	99,  // 72: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
-	97,  // 73: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
-	99,  // 74: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
-	97,  // 75: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
-	97,  // 76: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
-	99,  // 77: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
-	1,   // 78: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
-	3,   // 79: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
-	5,   // 80: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
-	7,   // 81: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
-	9,   // 82: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
-	11,  // 83: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
-	13,  // 84: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
-	15,  // 85: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
-	17,  // 86: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
-	19,  // 87: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
-	21,  // 88: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
-	23,  // 89: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
-	25,  // 90: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
-	27,  // 91: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
-	29,  // 92: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
-	31,  // 93: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
-	33,  // 94: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
-	35,  // 95: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
-	37,  // 96: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
-	39,  // 97: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
-	41,  // 98: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
-	82,  // 99: metad.v1.Metadata.MountLocalDisk:input_type -> metad.v1.MountLocalDiskRequest
-	84,  // 100: metad.v1.Metadata.UnmountLocalDisk:input_type -> metad.v1.UnmountLocalDiskRequest
-	86,  // 101: metad.v1.Metadata.NotifyOffload:input_type -> metad.v1.NotifyOffloadRequest
-	88,  // 102: metad.v1.Metadata.EvictDiskReplica:input_type -> metad.v1.EvictDiskReplicaRequest
-	43,  // 103: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
-	45,  // 104: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
-	79,  // 105: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
-	47,  // 106: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
-	49,  // 107: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
-	51,  // 108: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
-	53,  // 109: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
-	55,  // 110: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
-	57,  // 111: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
-	59,  // 112: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
-	61,  // 113: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
-	63,  // 114: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
-	65,  // 115: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
-	67,  // 116: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
-	69,  // 117: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
-	71,  // 118: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
-	73,  // 119: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
-	75,  // 120: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
-	77,  // 121: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
-	2,   // 122: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
-	4,   // 123: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
-	6,   // 124: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
-	8,   // 125: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
-	10,  // 126: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
-	12,  // 127: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
-	14,  // 128: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
-	16,  // 129: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
-	18,  // 130: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
-	20,  // 131: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
-	22,  // 132: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
-	24,  // 133: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
-	26,  // 134: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
-	28,  // 135: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
-	30,  // 136: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
-	32,  // 137: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
-	34,  // 138: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
-	36,  // 139: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
-	38,  // 140: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
-	40,  // 141: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
-	42,  // 142: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
-	83,  // 143: metad.v1.Metadata.MountLocalDisk:output_type -> metad.v1.MountLocalDiskResponse
-	85,  // 144: metad.v1.Metadata.UnmountLocalDisk:output_type -> metad.v1.UnmountLocalDiskResponse
-	87,  // 145: metad.v1.Metadata.NotifyOffload:output_type -> metad.v1.NotifyOffloadResponse
-	89,  // 146: metad.v1.Metadata.EvictDiskReplica:output_type -> metad.v1.EvictDiskReplicaResponse
-	44,  // 147: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
-	46,  // 148: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
-	81,  // 149: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
-	48,  // 150: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
-	50,  // 151: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
-	52,  // 152: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
-	54,  // 153: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
-	56,  // 154: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
-	58,  // 155: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
-	60,  // 156: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
-	62,  // 157: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
-	64,  // 158: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
-	66,  // 159: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
-	68,  // 160: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
-	70,  // 161: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
-	72,  // 162: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
-	74,  // 163: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
-	76,  // 164: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
-	78,  // 165: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
-	122, // [122:166] is the sub-list for method output_type
-	78,  // [78:122] is the sub-list for method input_type
-	78,  // [78:78] is the sub-list for extension type_name
-	78,  // [78:78] is the sub-list for extension extendee
-	0,   // [0:78] is the sub-list for field type_name
+	107, // 63: metad.v1.WatchResponse.next:type_name -> metad.v1.Revision
+	100, // 64: metad.v1.MountLocalDiskRequest.session:type_name -> metad.v1.SessionHeader
+	100, // 65: metad.v1.UnmountLocalDiskRequest.session:type_name -> metad.v1.SessionHeader
+	108, // 66: metad.v1.NotifyOffloadRequest.results:type_name -> metad.v1.OffloadResult
+	100, // 67: metad.v1.NotifyOffloadRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 68: metad.v1.NotifyOffloadResponse.results:type_name -> metad.v1.Status
+	102, // 69: metad.v1.EvictDiskReplicaRequest.tier:type_name -> metad.v1.Tier
+	100, // 70: metad.v1.EvictDiskReplicaRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 71: metad.v1.EvictDiskReplicaResponse.results:type_name -> metad.v1.Status
+	100, // 72: metad.v1.PromotionAllocStartRequest.session:type_name -> metad.v1.SessionHeader
+	101, // 73: metad.v1.PromotionAllocStartResponse.replica:type_name -> metad.v1.Replica
+	100, // 74: metad.v1.NotifyPromotionRequest.session:type_name -> metad.v1.SessionHeader
+	103, // 75: metad.v1.BatchPutStartResponse.Result.status:type_name -> metad.v1.Status
+	101, // 76: metad.v1.BatchPutStartResponse.Result.replicas:type_name -> metad.v1.Replica
+	103, // 77: metad.v1.BatchGetResponse.Result.status:type_name -> metad.v1.Status
+	101, // 78: metad.v1.BatchGetResponse.Result.replicas:type_name -> metad.v1.Replica
+	101, // 79: metad.v1.GetByRegexResponse.Item.replicas:type_name -> metad.v1.Replica
+	103, // 80: metad.v1.RemoveByRegexResponse.Result.status:type_name -> metad.v1.Status
+	1,   // 81: metad.v1.Metadata.PutStart:input_type -> metad.v1.PutStartRequest
+	3,   // 82: metad.v1.Metadata.PutEnd:input_type -> metad.v1.PutEndRequest
+	5,   // 83: metad.v1.Metadata.PutRevoke:input_type -> metad.v1.PutRevokeRequest
+	7,   // 84: metad.v1.Metadata.UpsertStart:input_type -> metad.v1.UpsertStartRequest
+	9,   // 85: metad.v1.Metadata.UpsertEnd:input_type -> metad.v1.UpsertEndRequest
+	11,  // 86: metad.v1.Metadata.UpsertRevoke:input_type -> metad.v1.UpsertRevokeRequest
+	13,  // 87: metad.v1.Metadata.Get:input_type -> metad.v1.GetRequest
+	15,  // 88: metad.v1.Metadata.Exist:input_type -> metad.v1.ExistRequest
+	17,  // 89: metad.v1.Metadata.Remove:input_type -> metad.v1.RemoveRequest
+	19,  // 90: metad.v1.Metadata.RemoveAll:input_type -> metad.v1.RemoveAllRequest
+	21,  // 91: metad.v1.Metadata.RemoveGroup:input_type -> metad.v1.RemoveGroupRequest
+	23,  // 92: metad.v1.Metadata.ListGroup:input_type -> metad.v1.ListGroupRequest
+	25,  // 93: metad.v1.Metadata.BatchPutStart:input_type -> metad.v1.BatchPutStartRequest
+	27,  // 94: metad.v1.Metadata.BatchPutEnd:input_type -> metad.v1.BatchPutEndRequest
+	29,  // 95: metad.v1.Metadata.BatchPutRevoke:input_type -> metad.v1.BatchPutRevokeRequest
+	31,  // 96: metad.v1.Metadata.BatchGet:input_type -> metad.v1.BatchGetRequest
+	33,  // 97: metad.v1.Metadata.BatchExist:input_type -> metad.v1.BatchExistRequest
+	35,  // 98: metad.v1.Metadata.BatchRemove:input_type -> metad.v1.BatchRemoveRequest
+	37,  // 99: metad.v1.Metadata.MountSegment:input_type -> metad.v1.MountSegmentRequest
+	39,  // 100: metad.v1.Metadata.UnmountSegment:input_type -> metad.v1.UnmountSegmentRequest
+	41,  // 101: metad.v1.Metadata.Ping:input_type -> metad.v1.PingRequest
+	82,  // 102: metad.v1.Metadata.MountLocalDisk:input_type -> metad.v1.MountLocalDiskRequest
+	84,  // 103: metad.v1.Metadata.UnmountLocalDisk:input_type -> metad.v1.UnmountLocalDiskRequest
+	86,  // 104: metad.v1.Metadata.NotifyOffload:input_type -> metad.v1.NotifyOffloadRequest
+	88,  // 105: metad.v1.Metadata.EvictDiskReplica:input_type -> metad.v1.EvictDiskReplicaRequest
+	90,  // 106: metad.v1.Metadata.PromotionAllocStart:input_type -> metad.v1.PromotionAllocStartRequest
+	92,  // 107: metad.v1.Metadata.NotifyPromotion:input_type -> metad.v1.NotifyPromotionRequest
+	43,  // 108: metad.v1.Metadata.OpenSession:input_type -> metad.v1.OpenSessionRequest
+	45,  // 109: metad.v1.Metadata.CloseSession:input_type -> metad.v1.CloseSessionRequest
+	79,  // 110: metad.v1.Metadata.Watch:input_type -> metad.v1.WatchRequest
+	47,  // 111: metad.v1.Metadata.ListObjectKeys:input_type -> metad.v1.ListObjectKeysRequest
+	49,  // 112: metad.v1.Metadata.GetByRegex:input_type -> metad.v1.GetByRegexRequest
+	51,  // 113: metad.v1.Metadata.RemoveByRegex:input_type -> metad.v1.RemoveByRegexRequest
+	53,  // 114: metad.v1.Metadata.BatchReplicaClear:input_type -> metad.v1.BatchReplicaClearRequest
+	55,  // 115: metad.v1.Metadata.CopyStart:input_type -> metad.v1.CopyStartRequest
+	57,  // 116: metad.v1.Metadata.CopyEnd:input_type -> metad.v1.CopyEndRequest
+	59,  // 117: metad.v1.Metadata.CopyRevoke:input_type -> metad.v1.CopyRevokeRequest
+	61,  // 118: metad.v1.Metadata.MoveStart:input_type -> metad.v1.MoveStartRequest
+	63,  // 119: metad.v1.Metadata.MoveEnd:input_type -> metad.v1.MoveEndRequest
+	65,  // 120: metad.v1.Metadata.MoveRevoke:input_type -> metad.v1.MoveRevokeRequest
+	67,  // 121: metad.v1.Metadata.CreateCopyTask:input_type -> metad.v1.CreateCopyTaskRequest
+	69,  // 122: metad.v1.Metadata.CreateMoveTask:input_type -> metad.v1.CreateMoveTaskRequest
+	71,  // 123: metad.v1.Metadata.QueryTask:input_type -> metad.v1.QueryTaskRequest
+	73,  // 124: metad.v1.Metadata.FetchTasks:input_type -> metad.v1.FetchTasksRequest
+	75,  // 125: metad.v1.Metadata.MarkTaskToComplete:input_type -> metad.v1.MarkTaskToCompleteRequest
+	77,  // 126: metad.v1.Metadata.ListTasks:input_type -> metad.v1.ListTasksRequest
+	2,   // 127: metad.v1.Metadata.PutStart:output_type -> metad.v1.PutStartResponse
+	4,   // 128: metad.v1.Metadata.PutEnd:output_type -> metad.v1.PutEndResponse
+	6,   // 129: metad.v1.Metadata.PutRevoke:output_type -> metad.v1.PutRevokeResponse
+	8,   // 130: metad.v1.Metadata.UpsertStart:output_type -> metad.v1.UpsertStartResponse
+	10,  // 131: metad.v1.Metadata.UpsertEnd:output_type -> metad.v1.UpsertEndResponse
+	12,  // 132: metad.v1.Metadata.UpsertRevoke:output_type -> metad.v1.UpsertRevokeResponse
+	14,  // 133: metad.v1.Metadata.Get:output_type -> metad.v1.GetResponse
+	16,  // 134: metad.v1.Metadata.Exist:output_type -> metad.v1.ExistResponse
+	18,  // 135: metad.v1.Metadata.Remove:output_type -> metad.v1.RemoveResponse
+	20,  // 136: metad.v1.Metadata.RemoveAll:output_type -> metad.v1.RemoveAllResponse
+	22,  // 137: metad.v1.Metadata.RemoveGroup:output_type -> metad.v1.RemoveGroupResponse
+	24,  // 138: metad.v1.Metadata.ListGroup:output_type -> metad.v1.ListGroupResponse
+	26,  // 139: metad.v1.Metadata.BatchPutStart:output_type -> metad.v1.BatchPutStartResponse
+	28,  // 140: metad.v1.Metadata.BatchPutEnd:output_type -> metad.v1.BatchPutEndResponse
+	30,  // 141: metad.v1.Metadata.BatchPutRevoke:output_type -> metad.v1.BatchPutRevokeResponse
+	32,  // 142: metad.v1.Metadata.BatchGet:output_type -> metad.v1.BatchGetResponse
+	34,  // 143: metad.v1.Metadata.BatchExist:output_type -> metad.v1.BatchExistResponse
+	36,  // 144: metad.v1.Metadata.BatchRemove:output_type -> metad.v1.BatchRemoveResponse
+	38,  // 145: metad.v1.Metadata.MountSegment:output_type -> metad.v1.MountSegmentResponse
+	40,  // 146: metad.v1.Metadata.UnmountSegment:output_type -> metad.v1.UnmountSegmentResponse
+	42,  // 147: metad.v1.Metadata.Ping:output_type -> metad.v1.PingResponse
+	83,  // 148: metad.v1.Metadata.MountLocalDisk:output_type -> metad.v1.MountLocalDiskResponse
+	85,  // 149: metad.v1.Metadata.UnmountLocalDisk:output_type -> metad.v1.UnmountLocalDiskResponse
+	87,  // 150: metad.v1.Metadata.NotifyOffload:output_type -> metad.v1.NotifyOffloadResponse
+	89,  // 151: metad.v1.Metadata.EvictDiskReplica:output_type -> metad.v1.EvictDiskReplicaResponse
+	91,  // 152: metad.v1.Metadata.PromotionAllocStart:output_type -> metad.v1.PromotionAllocStartResponse
+	93,  // 153: metad.v1.Metadata.NotifyPromotion:output_type -> metad.v1.NotifyPromotionResponse
+	44,  // 154: metad.v1.Metadata.OpenSession:output_type -> metad.v1.OpenSessionResponse
+	46,  // 155: metad.v1.Metadata.CloseSession:output_type -> metad.v1.CloseSessionResponse
+	81,  // 156: metad.v1.Metadata.Watch:output_type -> metad.v1.WatchResponse
+	48,  // 157: metad.v1.Metadata.ListObjectKeys:output_type -> metad.v1.ListObjectKeysResponse
+	50,  // 158: metad.v1.Metadata.GetByRegex:output_type -> metad.v1.GetByRegexResponse
+	52,  // 159: metad.v1.Metadata.RemoveByRegex:output_type -> metad.v1.RemoveByRegexResponse
+	54,  // 160: metad.v1.Metadata.BatchReplicaClear:output_type -> metad.v1.BatchReplicaClearResponse
+	56,  // 161: metad.v1.Metadata.CopyStart:output_type -> metad.v1.CopyStartResponse
+	58,  // 162: metad.v1.Metadata.CopyEnd:output_type -> metad.v1.CopyEndResponse
+	60,  // 163: metad.v1.Metadata.CopyRevoke:output_type -> metad.v1.CopyRevokeResponse
+	62,  // 164: metad.v1.Metadata.MoveStart:output_type -> metad.v1.MoveStartResponse
+	64,  // 165: metad.v1.Metadata.MoveEnd:output_type -> metad.v1.MoveEndResponse
+	66,  // 166: metad.v1.Metadata.MoveRevoke:output_type -> metad.v1.MoveRevokeResponse
+	68,  // 167: metad.v1.Metadata.CreateCopyTask:output_type -> metad.v1.CreateCopyTaskResponse
+	70,  // 168: metad.v1.Metadata.CreateMoveTask:output_type -> metad.v1.CreateMoveTaskResponse
+	72,  // 169: metad.v1.Metadata.QueryTask:output_type -> metad.v1.QueryTaskResponse
+	74,  // 170: metad.v1.Metadata.FetchTasks:output_type -> metad.v1.FetchTasksResponse
+	76,  // 171: metad.v1.Metadata.MarkTaskToComplete:output_type -> metad.v1.MarkTaskToCompleteResponse
+	78,  // 172: metad.v1.Metadata.ListTasks:output_type -> metad.v1.ListTasksResponse
+	127, // [127:173] is the sub-list for method output_type
+	81,  // [81:127] is the sub-list for method input_type
+	81,  // [81:81] is the sub-list for extension type_name
+	81,  // [81:81] is the sub-list for extension extendee
+	0,   // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_metadv1_metadata_proto_init() }
@@ -6883,7 +7173,7 @@ func file_metadv1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_metadv1_metadata_proto_rawDesc), len(file_metadv1_metadata_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   94,
+			NumMessages:   98,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

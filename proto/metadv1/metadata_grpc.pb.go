@@ -29,50 +29,52 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Metadata_PutStart_FullMethodName           = "/metad.v1.Metadata/PutStart"
-	Metadata_PutEnd_FullMethodName             = "/metad.v1.Metadata/PutEnd"
-	Metadata_PutRevoke_FullMethodName          = "/metad.v1.Metadata/PutRevoke"
-	Metadata_UpsertStart_FullMethodName        = "/metad.v1.Metadata/UpsertStart"
-	Metadata_UpsertEnd_FullMethodName          = "/metad.v1.Metadata/UpsertEnd"
-	Metadata_UpsertRevoke_FullMethodName       = "/metad.v1.Metadata/UpsertRevoke"
-	Metadata_Get_FullMethodName                = "/metad.v1.Metadata/Get"
-	Metadata_Exist_FullMethodName              = "/metad.v1.Metadata/Exist"
-	Metadata_Remove_FullMethodName             = "/metad.v1.Metadata/Remove"
-	Metadata_RemoveAll_FullMethodName          = "/metad.v1.Metadata/RemoveAll"
-	Metadata_RemoveGroup_FullMethodName        = "/metad.v1.Metadata/RemoveGroup"
-	Metadata_ListGroup_FullMethodName          = "/metad.v1.Metadata/ListGroup"
-	Metadata_BatchPutStart_FullMethodName      = "/metad.v1.Metadata/BatchPutStart"
-	Metadata_BatchPutEnd_FullMethodName        = "/metad.v1.Metadata/BatchPutEnd"
-	Metadata_BatchPutRevoke_FullMethodName     = "/metad.v1.Metadata/BatchPutRevoke"
-	Metadata_BatchGet_FullMethodName           = "/metad.v1.Metadata/BatchGet"
-	Metadata_BatchExist_FullMethodName         = "/metad.v1.Metadata/BatchExist"
-	Metadata_BatchRemove_FullMethodName        = "/metad.v1.Metadata/BatchRemove"
-	Metadata_MountSegment_FullMethodName       = "/metad.v1.Metadata/MountSegment"
-	Metadata_UnmountSegment_FullMethodName     = "/metad.v1.Metadata/UnmountSegment"
-	Metadata_Ping_FullMethodName               = "/metad.v1.Metadata/Ping"
-	Metadata_MountLocalDisk_FullMethodName     = "/metad.v1.Metadata/MountLocalDisk"
-	Metadata_UnmountLocalDisk_FullMethodName   = "/metad.v1.Metadata/UnmountLocalDisk"
-	Metadata_NotifyOffload_FullMethodName      = "/metad.v1.Metadata/NotifyOffload"
-	Metadata_EvictDiskReplica_FullMethodName   = "/metad.v1.Metadata/EvictDiskReplica"
-	Metadata_OpenSession_FullMethodName        = "/metad.v1.Metadata/OpenSession"
-	Metadata_CloseSession_FullMethodName       = "/metad.v1.Metadata/CloseSession"
-	Metadata_Watch_FullMethodName              = "/metad.v1.Metadata/Watch"
-	Metadata_ListObjectKeys_FullMethodName     = "/metad.v1.Metadata/ListObjectKeys"
-	Metadata_GetByRegex_FullMethodName         = "/metad.v1.Metadata/GetByRegex"
-	Metadata_RemoveByRegex_FullMethodName      = "/metad.v1.Metadata/RemoveByRegex"
-	Metadata_BatchReplicaClear_FullMethodName  = "/metad.v1.Metadata/BatchReplicaClear"
-	Metadata_CopyStart_FullMethodName          = "/metad.v1.Metadata/CopyStart"
-	Metadata_CopyEnd_FullMethodName            = "/metad.v1.Metadata/CopyEnd"
-	Metadata_CopyRevoke_FullMethodName         = "/metad.v1.Metadata/CopyRevoke"
-	Metadata_MoveStart_FullMethodName          = "/metad.v1.Metadata/MoveStart"
-	Metadata_MoveEnd_FullMethodName            = "/metad.v1.Metadata/MoveEnd"
-	Metadata_MoveRevoke_FullMethodName         = "/metad.v1.Metadata/MoveRevoke"
-	Metadata_CreateCopyTask_FullMethodName     = "/metad.v1.Metadata/CreateCopyTask"
-	Metadata_CreateMoveTask_FullMethodName     = "/metad.v1.Metadata/CreateMoveTask"
-	Metadata_QueryTask_FullMethodName          = "/metad.v1.Metadata/QueryTask"
-	Metadata_FetchTasks_FullMethodName         = "/metad.v1.Metadata/FetchTasks"
-	Metadata_MarkTaskToComplete_FullMethodName = "/metad.v1.Metadata/MarkTaskToComplete"
-	Metadata_ListTasks_FullMethodName          = "/metad.v1.Metadata/ListTasks"
+	Metadata_PutStart_FullMethodName            = "/metad.v1.Metadata/PutStart"
+	Metadata_PutEnd_FullMethodName              = "/metad.v1.Metadata/PutEnd"
+	Metadata_PutRevoke_FullMethodName           = "/metad.v1.Metadata/PutRevoke"
+	Metadata_UpsertStart_FullMethodName         = "/metad.v1.Metadata/UpsertStart"
+	Metadata_UpsertEnd_FullMethodName           = "/metad.v1.Metadata/UpsertEnd"
+	Metadata_UpsertRevoke_FullMethodName        = "/metad.v1.Metadata/UpsertRevoke"
+	Metadata_Get_FullMethodName                 = "/metad.v1.Metadata/Get"
+	Metadata_Exist_FullMethodName               = "/metad.v1.Metadata/Exist"
+	Metadata_Remove_FullMethodName              = "/metad.v1.Metadata/Remove"
+	Metadata_RemoveAll_FullMethodName           = "/metad.v1.Metadata/RemoveAll"
+	Metadata_RemoveGroup_FullMethodName         = "/metad.v1.Metadata/RemoveGroup"
+	Metadata_ListGroup_FullMethodName           = "/metad.v1.Metadata/ListGroup"
+	Metadata_BatchPutStart_FullMethodName       = "/metad.v1.Metadata/BatchPutStart"
+	Metadata_BatchPutEnd_FullMethodName         = "/metad.v1.Metadata/BatchPutEnd"
+	Metadata_BatchPutRevoke_FullMethodName      = "/metad.v1.Metadata/BatchPutRevoke"
+	Metadata_BatchGet_FullMethodName            = "/metad.v1.Metadata/BatchGet"
+	Metadata_BatchExist_FullMethodName          = "/metad.v1.Metadata/BatchExist"
+	Metadata_BatchRemove_FullMethodName         = "/metad.v1.Metadata/BatchRemove"
+	Metadata_MountSegment_FullMethodName        = "/metad.v1.Metadata/MountSegment"
+	Metadata_UnmountSegment_FullMethodName      = "/metad.v1.Metadata/UnmountSegment"
+	Metadata_Ping_FullMethodName                = "/metad.v1.Metadata/Ping"
+	Metadata_MountLocalDisk_FullMethodName      = "/metad.v1.Metadata/MountLocalDisk"
+	Metadata_UnmountLocalDisk_FullMethodName    = "/metad.v1.Metadata/UnmountLocalDisk"
+	Metadata_NotifyOffload_FullMethodName       = "/metad.v1.Metadata/NotifyOffload"
+	Metadata_EvictDiskReplica_FullMethodName    = "/metad.v1.Metadata/EvictDiskReplica"
+	Metadata_PromotionAllocStart_FullMethodName = "/metad.v1.Metadata/PromotionAllocStart"
+	Metadata_NotifyPromotion_FullMethodName     = "/metad.v1.Metadata/NotifyPromotion"
+	Metadata_OpenSession_FullMethodName         = "/metad.v1.Metadata/OpenSession"
+	Metadata_CloseSession_FullMethodName        = "/metad.v1.Metadata/CloseSession"
+	Metadata_Watch_FullMethodName               = "/metad.v1.Metadata/Watch"
+	Metadata_ListObjectKeys_FullMethodName      = "/metad.v1.Metadata/ListObjectKeys"
+	Metadata_GetByRegex_FullMethodName          = "/metad.v1.Metadata/GetByRegex"
+	Metadata_RemoveByRegex_FullMethodName       = "/metad.v1.Metadata/RemoveByRegex"
+	Metadata_BatchReplicaClear_FullMethodName   = "/metad.v1.Metadata/BatchReplicaClear"
+	Metadata_CopyStart_FullMethodName           = "/metad.v1.Metadata/CopyStart"
+	Metadata_CopyEnd_FullMethodName             = "/metad.v1.Metadata/CopyEnd"
+	Metadata_CopyRevoke_FullMethodName          = "/metad.v1.Metadata/CopyRevoke"
+	Metadata_MoveStart_FullMethodName           = "/metad.v1.Metadata/MoveStart"
+	Metadata_MoveEnd_FullMethodName             = "/metad.v1.Metadata/MoveEnd"
+	Metadata_MoveRevoke_FullMethodName          = "/metad.v1.Metadata/MoveRevoke"
+	Metadata_CreateCopyTask_FullMethodName      = "/metad.v1.Metadata/CreateCopyTask"
+	Metadata_CreateMoveTask_FullMethodName      = "/metad.v1.Metadata/CreateMoveTask"
+	Metadata_QueryTask_FullMethodName           = "/metad.v1.Metadata/QueryTask"
+	Metadata_FetchTasks_FullMethodName          = "/metad.v1.Metadata/FetchTasks"
+	Metadata_MarkTaskToComplete_FullMethodName  = "/metad.v1.Metadata/MarkTaskToComplete"
+	Metadata_ListTasks_FullMethodName           = "/metad.v1.Metadata/ListTasks"
 )
 
 // MetadataClient is the client API for Metadata service.
@@ -132,6 +134,11 @@ type MetadataClient interface {
 	NotifyOffload(ctx context.Context, in *NotifyOffloadRequest, opts ...grpc.CallOption) (*NotifyOffloadResponse, error)
 	// EvictDiskReplica drops the calling client's LOCAL_DISK replicas whose files it removed.
 	EvictDiskReplica(ctx context.Context, in *EvictDiskReplicaRequest, opts ...grpc.CallOption) (*EvictDiskReplicaResponse, error)
+	// PromotionAllocStart places the memory replica that the calling client, holder of the key's
+	// promotion task, copies the object's SSD file into.
+	PromotionAllocStart(ctx context.Context, in *PromotionAllocStartRequest, opts ...grpc.CallOption) (*PromotionAllocStartResponse, error)
+	// NotifyPromotion ends the calling client's promotion of a key: its memory replica COMPLETE, or dropped.
+	NotifyPromotion(ctx context.Context, in *NotifyPromotionRequest, opts ...grpc.CallOption) (*NotifyPromotionResponse, error)
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
@@ -444,6 +451,26 @@ func (c *metadataClient) EvictDiskReplica(ctx context.Context, in *EvictDiskRepl
 	return out, nil
 }
 
+func (c *metadataClient) PromotionAllocStart(ctx context.Context, in *PromotionAllocStartRequest, opts ...grpc.CallOption) (*PromotionAllocStartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PromotionAllocStartResponse)
+	err := c.cc.Invoke(ctx, Metadata_PromotionAllocStart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metadataClient) NotifyPromotion(ctx context.Context, in *NotifyPromotionRequest, opts ...grpc.CallOption) (*NotifyPromotionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NotifyPromotionResponse)
+	err := c.cc.Invoke(ctx, Metadata_NotifyPromotion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metadataClient) OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(OpenSessionResponse)
@@ -700,6 +727,11 @@ type MetadataServer interface {
 	NotifyOffload(context.Context, *NotifyOffloadRequest) (*NotifyOffloadResponse, error)
 	// EvictDiskReplica drops the calling client's LOCAL_DISK replicas whose files it removed.
 	EvictDiskReplica(context.Context, *EvictDiskReplicaRequest) (*EvictDiskReplicaResponse, error)
+	// PromotionAllocStart places the memory replica that the calling client, holder of the key's
+	// promotion task, copies the object's SSD file into.
+	PromotionAllocStart(context.Context, *PromotionAllocStartRequest) (*PromotionAllocStartResponse, error)
+	// NotifyPromotion ends the calling client's promotion of a key: its memory replica COMPLETE, or dropped.
+	NotifyPromotion(context.Context, *NotifyPromotionRequest) (*NotifyPromotionResponse, error)
 	// OpenSession opens a client session (a replicated command): writes that carry its header are
 	// applied at most once, and a retry of one gets the first attempt's answer.
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
@@ -836,6 +868,12 @@ func (UnimplementedMetadataServer) NotifyOffload(context.Context, *NotifyOffload
 }
 func (UnimplementedMetadataServer) EvictDiskReplica(context.Context, *EvictDiskReplicaRequest) (*EvictDiskReplicaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EvictDiskReplica not implemented")
+}
+func (UnimplementedMetadataServer) PromotionAllocStart(context.Context, *PromotionAllocStartRequest) (*PromotionAllocStartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PromotionAllocStart not implemented")
+}
+func (UnimplementedMetadataServer) NotifyPromotion(context.Context, *NotifyPromotionRequest) (*NotifyPromotionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NotifyPromotion not implemented")
 }
 func (UnimplementedMetadataServer) OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OpenSession not implemented")
@@ -1365,6 +1403,42 @@ func _Metadata_EvictDiskReplica_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Metadata_PromotionAllocStart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PromotionAllocStartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).PromotionAllocStart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_PromotionAllocStart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).PromotionAllocStart(ctx, req.(*PromotionAllocStartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Metadata_NotifyPromotion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NotifyPromotionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetadataServer).NotifyPromotion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Metadata_NotifyPromotion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetadataServer).NotifyPromotion(ctx, req.(*NotifyPromotionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Metadata_OpenSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(OpenSessionRequest)
 	if err := dec(in); err != nil {
@@ -1806,6 +1880,14 @@ var Metadata_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EvictDiskReplica",
 			Handler:    _Metadata_EvictDiskReplica_Handler,
+		},
+		{
+			MethodName: "PromotionAllocStart",
+			Handler:    _Metadata_PromotionAllocStart_Handler,
+		},
+		{
+			MethodName: "NotifyPromotion",
+			Handler:    _Metadata_NotifyPromotion_Handler,
 		},
 		{
 			MethodName: "OpenSession",

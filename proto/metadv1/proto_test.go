@@ -256,7 +256,7 @@ func TestServiceMethods(t *testing.T) {
 			"Get", "Exist", "Remove", "RemoveAll", "RemoveGroup", "ListGroup",
 			"BatchPutStart", "BatchPutEnd", "BatchPutRevoke", "BatchGet", "BatchExist", "BatchRemove",
 			"MountSegment", "UnmountSegment", "Ping",
-			"MountLocalDisk", "UnmountLocalDisk", "NotifyOffload", "EvictDiskReplica",
+			"MountLocalDisk", "UnmountLocalDisk", "NotifyOffload", "EvictDiskReplica", "PromotionAllocStart", "NotifyPromotion",
 			"OpenSession", "CloseSession", "Watch",
 			"ListObjectKeys", "GetByRegex", "RemoveByRegex", "BatchReplicaClear",
 			"CopyStart", "CopyEnd", "CopyRevoke", "MoveStart", "MoveEnd", "MoveRevoke",

@@ -382,6 +382,10 @@ const (
 	// COMPLETE LOCAL_DISK replica). Queued by the PutEnd that completes an object whose memory replica
 	// lives on a segment of a worker with an offloading SSD registration; never created by a call.
 	TaskKind_TASK_KIND_OFFLOAD TaskKind = 3
+	// Promote: the holder of a disk-only object's LOCAL_DISK replica copies it back to memory
+	// (PromotionAllocStart, then NotifyPromotion). Queued by the leader when reads hit the object on
+	// disk alone (promotion on hit); never created by a call.
+	TaskKind_TASK_KIND_PROMOTE TaskKind = 4
 )
 
 // Enum value maps for TaskKind.
@@ -391,12 +395,14 @@ var (
 		1: "TASK_KIND_COPY",
 		2: "TASK_KIND_MOVE",
 		3: "TASK_KIND_OFFLOAD",
+		4: "TASK_KIND_PROMOTE",
 	}
 	TaskKind_value = map[string]int32{
 		"TASK_KIND_UNSPECIFIED": 0,
 		"TASK_KIND_COPY":        1,
 		"TASK_KIND_MOVE":        2,
 		"TASK_KIND_OFFLOAD":     3,
+		"TASK_KIND_PROMOTE":     4,
 	}
 )
 
@@ -1788,12 +1794,13 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x16REASON_WATCH_COMPACTED\x10+\x12\x1c\n" +
 	"\x18REASON_WATCH_FELL_BEHIND\x10,\x12 \n" +
 	"\x1cREASON_LEARNER_NOT_CAUGHT_UP\x10-\x12\x17\n" +
-	"\x13REASON_RATE_LIMITED\x10.*d\n" +
+	"\x13REASON_RATE_LIMITED\x10.*{\n" +
 	"\bTaskKind\x12\x19\n" +
 	"\x15TASK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eTASK_KIND_COPY\x10\x01\x12\x12\n" +
 	"\x0eTASK_KIND_MOVE\x10\x02\x12\x15\n" +
-	"\x11TASK_KIND_OFFLOAD\x10\x03*v\n" +
+	"\x11TASK_KIND_OFFLOAD\x10\x03\x12\x15\n" +
+	"\x11TASK_KIND_PROMOTE\x10\x04*v\n" +
 	"\vTenantState\x12\x1c\n" +
 	"\x18TENANT_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11TENANT_STATE_OPEN\x10\x01\x12\x18\n" +

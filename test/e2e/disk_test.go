@@ -244,3 +244,87 @@ func TestOffloadAcrossLeaderKill(t *testing.T) {
 		}
 	}
 }
+
+// TestPromotionOnHit: a cluster with --promote-on-hit and a worker (metactl worker --local-disk
+// DIR --promote) whose SSD holds objects that are on disk alone: two reads of one queue its
+// promotion, the worker reads the file back into the memory replica the leader places on its
+// segment, and the next read names that memory replica first.
+func TestPromotionOnHit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3, "--promote-on-hit")
+	admin := c.Client()
+	c.Leader(admin, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	awaitFeatureLevel(t, ctx, admin, 5)
+	workerID := client.NewUUID()
+	dir := t.TempDir()
+	c.StartWorker(1, "16MiB", "--client", workerID.String(), "--local-disk", dir, "--promote", "--task-interval", "50ms")
+	// The objects are written through a staging client's segment, reported on the worker's SSD
+	// (their files made here), and left on disk alone when the staging segment goes.
+	staging, err := client.New(client.Config{Endpoints: c.Endpoints(), ClientID: client.NewUUID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = staging.Close() })
+	pingLoop(t, staging)
+	seg := client.UUID(mountMemory(t, ctx, staging, "staging", 1<<20))
+	keys := []string{"hot", "cold"}
+	for _, k := range keys {
+		if _, err := staging.Put(ctx, "", k, 3000, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, hex.EncodeToString([]byte("default")), hex.EncodeToString([]byte(k)))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte{7}, 3000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		segs, err := admin.ListSegments(ctx, client.SegmentFilter{Tier: metadv1.Tier_TIER_LOCAL_DISK})
+		if err == nil && len(segs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's local disk not mounted: %v %v", segs, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	if out, err := c.Metactl("disk", "offload", "--client", workerID.String(), "hot", "cold"); err != nil || strings.Count(out, "recorded") != 2 {
+		t.Fatalf("disk offload: %v\n%s", err, out)
+	}
+	if _, err := staging.UnmountSegment(ctx, seg); err != nil {
+		t.Fatal(err)
+	}
+	first := func(key string) metadv1.Tier {
+		t.Helper()
+		g, err := admin.Get(ctx, "", key)
+		if err != nil || len(g.GetReplicas()) == 0 {
+			t.Fatalf("get %s: %v %v", key, g, err)
+		}
+		return g.GetReplicas()[0].GetTier()
+	}
+	if first("hot") != metadv1.Tier_TIER_LOCAL_DISK || first("cold") != metadv1.Tier_TIER_LOCAL_DISK {
+		t.Fatal("the objects are not on disk alone")
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for first("hot") != metadv1.Tier_TIER_MEMORY { // every read counts: the second queues it
+		if time.Now().After(deadline) {
+			t.Fatal("hot was not promoted within 30s")
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	g, err := admin.Get(ctx, "", "hot")
+	if err != nil || len(g.GetReplicas()) != 2 || g.GetReplicas()[0].GetStatus() != metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE {
+		t.Fatalf("hot after its promotion: %v %v", g, err)
+	}
+	g, err = admin.Get(ctx, "", "cold")
+	if err != nil || len(g.GetReplicas()) != 1 {
+		t.Fatalf("cold, read twice in all, was promoted too early or lost: %v %v", g, err)
+	}
+}

@@ -590,6 +590,24 @@ class NotifyOffloadResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[_types_pb2.Status]
     def __init__(self, results: _Optional[_Iterable[_Union[_types_pb2.Status, _Mapping]]] = ...) -> None: ...
 
+class NotifyPromotionRequest(_message.Message):
+    __slots__ = ["client_id", "key", "session", "success", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    session: _types_pb2.SessionHeader
+    success: bool
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., success: bool = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class NotifyPromotionResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class OpenSessionRequest(_message.Message):
     __slots__ = ["client_id"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -627,6 +645,28 @@ class PingResponse(_message.Message):
     segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
     term: int
     def __init__(self, segment_ids: _Optional[_Iterable[bytes]] = ..., client_ttl_ms: _Optional[int] = ..., leader_name: _Optional[str] = ..., leader_address: _Optional[str] = ..., member_addresses: _Optional[_Iterable[str]] = ..., term: _Optional[int] = ...) -> None: ...
+
+class PromotionAllocStartRequest(_message.Message):
+    __slots__ = ["client_id", "key", "preferred_segment_ids", "session", "tenant"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    client_id: bytes
+    key: bytes
+    preferred_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
+    session: _types_pb2.SessionHeader
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ..., client_id: _Optional[bytes] = ..., key: _Optional[bytes] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., session: _Optional[_Union[_types_pb2.SessionHeader, _Mapping]] = ...) -> None: ...
+
+class PromotionAllocStartResponse(_message.Message):
+    __slots__ = ["replica", "size"]
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    replica: _types_pb2.Replica
+    size: int
+    def __init__(self, replica: _Optional[_Union[_types_pb2.Replica, _Mapping]] = ..., size: _Optional[int] = ...) -> None: ...
 
 class PutEndRequest(_message.Message):
     __slots__ = ["client_id", "key", "session", "tenant", "tier"]
