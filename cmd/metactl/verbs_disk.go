@@ -85,7 +85,7 @@ func runDiskUnmount(a *app, v *verb, args []string) error {
 }
 
 // runDiskOffload reports the keys as offloaded to the client's SSD: each one's size is read first
-// (a Get), so the report names the object the client copied.
+// (a linearizable Get), so the report names the object the client copied.
 func runDiskOffload(a *app, v *verb, args []string) error {
 	fs := a.flags(v)
 	tenant := fs.String("tenant", "", "tenant (default \"default\")")
@@ -107,7 +107,7 @@ func runDiskOffload(a *app, v *verb, args []string) error {
 		if *failed {
 			continue
 		}
-		g, err := c.Get(ctx, *tenant, k, client.Stale())
+		g, err := c.Get(ctx, *tenant, k) // linearizable: a stale read may not have the object yet
 		if err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}

@@ -273,7 +273,7 @@ func TestPromotionOnHit(t *testing.T) {
 	seg := client.UUID(mountMemory(t, ctx, staging, "staging", 1<<20))
 	keys := []string{"hot", "cold"}
 	for _, k := range keys {
-		if _, err := staging.Put(ctx, "", k, 3000, nil); err != nil {
+		if _, err := staging.Put(ctx, "", k, 3000, &client.PutOptions{PreferredSegments: []client.UUID{seg}}); err != nil {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, hex.EncodeToString([]byte("default")), hex.EncodeToString([]byte(k)))
