@@ -107,3 +107,36 @@ func TestPromotionLife(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueuedTasksExpire: an offload or a promotion still PENDING past the put release timeout
+// (its worker never fetches it) is reaped FAILED, which frees its key for the next one; a copy
+// task still PENDING is not.
+func TestQueuedTasksExpire(t *testing.T) {
+	s, _ := offloadStore(t)
+	q := s.Tasks()
+	put(t, s, sec, "", "o", "", 100)
+	task := wantTask(t, s, "o", TaskPending)
+	const timeout = 600 * sec
+	if ids := q.Expired(sec+timeout, timeout); len(ids) != 0 {
+		t.Fatalf("expired at the timeout: %v", ids)
+	}
+	ids := q.Expired(2*sec+timeout, timeout)
+	if len(ids) != 1 || ids[0] != task.ID {
+		t.Fatalf("Expired = %v, want [%d]", ids, task.ID)
+	}
+	if out := q.Expire(2*sec+timeout, timeout, ids); len(out) != 1 || out[0].State != TaskFailed || out[0].Message != TaskQueuedTooLongMessage {
+		t.Fatalf("Expire = %+v", out)
+	}
+	wantTask(t, s, "o", 0)
+	if q.Pending(client1) != 0 {
+		t.Fatalf("%d still pending", q.Pending(client1))
+	}
+	// A queued copy waits for its worker, whatever the time.
+	id, err := q.Create(3*sec, TaskSpec{Kind: TaskCopy, Key: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := q.Expired(4*sec+timeout, timeout); len(ids) != 0 {
+		t.Fatalf("a PENDING copy %d expired: %v", id, ids)
+	}
+}

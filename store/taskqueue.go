@@ -40,8 +40,17 @@ const (
 	MaxTaskMessage   = 4096 // bytes of a completion message kept
 )
 
-// TaskTimedOutMessage is the message of a task that Expire ended FAILED.
-const TaskTimedOutMessage = "timed out: PROCESSING longer than the put release timeout since its fetch"
+// TaskTimedOutMessage is the message of a task that Expire ended FAILED; TaskQueuedTooLongMessage
+// that of an offload or promotion Expire ended while it was still PENDING.
+const (
+	TaskTimedOutMessage      = "timed out: PROCESSING longer than the put release timeout since its fetch"
+	TaskQueuedTooLongMessage = "timed out: PENDING longer than the put release timeout (its worker does not fetch it)"
+)
+
+// expiresQueued reports whether a PENDING task of kind k expires too: offloads and promotions,
+// which the cluster queued for a worker that may never poll, and which would hold their key's one
+// live task (and, for promotions, a place among MaxPromotions) for good.
+func expiresQueued(k TaskKind) bool { return k == TaskOffload || k == TaskPromote }
 
 // TaskState is where a scheduled task is in its life.
 type TaskState uint8
@@ -284,14 +293,20 @@ func (q *TaskQueue) Complete(now int64, client alloc.ID, id uint64, ok bool, msg
 
 // Expire ends as FAILED, with TaskTimedOutMessage, each task of ids that is PROCESSING and was
 // fetched more than timeout (ns) before now, as a FAILED report by its client would (a drain counts
-// it failed); it skips every other id (unknown, another state, not yet expired, a repeat). It
-// returns the tasks it ended, in ids order.
+// it failed), and with TaskQueuedTooLongMessage each offload or promotion of ids still PENDING more
+// than timeout after it was queued; it skips every other id (unknown, another state, not yet
+// expired, a repeat). It returns the tasks it ended, in ids order.
 func (q *TaskQueue) Expire(now, timeout int64, ids []uint64) []Task {
 	q.mu.Lock()
 	q.pruneLocked(now)
 	var out []Task
 	for _, id := range ids {
 		task := q.byID[id]
+		if task != nil && task.State == TaskPending && expiresQueued(task.Spec.Kind) && now-task.Updated > timeout {
+			q.endLocked(now, id, false, TaskQueuedTooLongMessage)
+			out = append(out, *q.byID[id])
+			continue
+		}
 		if task == nil || task.State != TaskProcessing || now-task.Updated <= timeout {
 			continue
 		}
@@ -312,13 +327,14 @@ func (q *TaskQueue) Expire(now, timeout int64, ids []uint64) []Task {
 }
 
 // Expired returns the ids, ascending, of the tasks PROCESSING longer than timeout (ns) at now since
-// their fetch (the reaper's census); it changes nothing.
+// their fetch, and of the offloads and promotions PENDING longer than it since they were queued
+// (the reaper's census); it changes nothing.
 func (q *TaskQueue) Expired(now, timeout int64) []uint64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var ids []uint64
 	for id, t := range q.byID {
-		if t.State == TaskProcessing && now-t.Updated > timeout {
+		if (t.State == TaskProcessing || (t.State == TaskPending && expiresQueued(t.Spec.Kind))) && now-t.Updated > timeout {
 			ids = append(ids, id)
 		}
 	}
