@@ -46,7 +46,8 @@ from metad._ops import (MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, MAX_REA
 from metad._watch import WATCH_KINDS, Revision, WatchBatch, WatchEvent
 from metad._watchers import AsyncWatch, Watch
 from metad.aio import AsyncClient
-from metad.client import Client, PingLoop
+from metad._pingloop import PingLoop
+from metad.client import Client
 from metad._reasons import *  # noqa: F401,F403  (the class of every reason, for type checkers too)
 from metad.errors import *  # noqa: F401,F403  (every exception class, error_for, item_error, reason_name)
 from metad.results import *  # noqa: F401,F403  (what the calls return)

@@ -485,6 +485,33 @@ def evict_disk_replica(cid: bytes, tenant: str, keys: Sequence[Key]) -> Op[List[
         tenant=tenant, client_id=cid, keys=ks, tier=types_pb2.TIER_LOCAL_DISK))))
 
 
+def _segment_ids(ids: Sequence[bytes], field: str) -> List[bytes]:
+    """The bytes of every segment id of ids (16-byte UUIDs, checked by the server); TypeError for one
+    id (bytes) given where a sequence is wanted, or an id that is not bytes, bytearray or
+    memoryview."""
+    if isinstance(ids, _KEY_TYPES):
+        raise TypeError(f"metad: {field} must be a sequence of segment ids, not one {type(ids).__name__}")
+    out: List[bytes] = []
+    for i, x in enumerate(ids):
+        if not isinstance(x, (bytes, bytearray, memoryview)):
+            raise TypeError(f"metad: {field}[{i}] must be bytes, bytearray or memoryview, not {type(x).__name__}")
+        out.append(bytes(x))
+    return out
+
+
+def promotion_alloc_start(cid: bytes, tenant: str, key: Key,
+                          preferred: Sequence[bytes]) -> Op[Tuple[res.Replica, int]]:
+    req = metadata_pb2.PromotionAllocStartRequest(tenant=tenant, client_id=cid, key=_key(key),
+                                                  preferred_segment_ids=_segment_ids(preferred, "preferred"))
+    r = yield Rpc("md", "PromotionAllocStart", req)
+    return res.Replica.from_pb(r.response.replica), int(r.response.size)
+
+
+def notify_promotion(cid: bytes, tenant: str, key: Key, success: bool) -> Op[None]:
+    yield Rpc("md", "NotifyPromotion", metadata_pb2.NotifyPromotionRequest(
+        tenant=tenant, client_id=cid, key=_key(key), success=bool(success)))
+
+
 def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],
               sessions: Sessions) -> Op[List[res.Status]]:
     start_err: Optional[errors.MetadError] = None

@@ -462,6 +462,8 @@ class AsyncClient:
     # it copied to it and the files it removed from it. Each call acts for this client (its id owns
     # the registration and the replicas). notify_offload and evict_disk_replica take any number of
     # items and split like the batches (4096 items a request; partial on a failed request).
+    # promotion_alloc_start and notify_promotion copy a disk-only object back to memory for the
+    # promotion task the leader queued for this client.
 
     async def mount_local_disk(self, capacity: int, endpoint: str, *, offload: bool = False,
                                timeout: Optional[float] = None) -> Tuple[bytes, bool]:
@@ -494,6 +496,21 @@ class AsyncClient:
         OBJECT_NOT_FOUND or NO_REPLICA_ON_SEGMENT (no LOCAL_DISK replica of this client). Keys must
         be distinct."""
         return await self._run(ops.evict_disk_replica(self._id, tenant, keys), timeout)
+
+    async def promotion_alloc_start(self, key: Key, *, tenant: str = "", preferred: Sequence[bytes] = (),
+                                    timeout: Optional[float] = None) -> Tuple[res.Replica, int]:
+        """Place the memory replica of the promotion of tenant's key that this client holds, and
+        return it with the object's size: see Client.promotion_alloc_start."""
+        return await self._run(ops.promotion_alloc_start(self._id, tenant, key, preferred), timeout)
+
+    async def notify_promotion(self, key: Key, success: bool = True, *, tenant: str = "",
+                               timeout: Optional[float] = None) -> None:
+        """End the promotion of tenant's key that this client holds: success turns the memory
+        replica of promotion_alloc_start COMPLETE (get lists it first), False drops it and releases
+        its quota. The task ends SUCCESS or FAILED (no MarkTaskToComplete follows); a promotion
+        never started ends FAILED. TaskNotFound once it has ended, IllegalClient for another
+        client's."""
+        await self._run(ops.notify_promotion(self._id, tenant, key, success), timeout)
 
     # Tenants.
 

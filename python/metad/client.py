@@ -19,6 +19,7 @@ from metad import errors
 from metad import results as res
 from metad._config import Config
 from metad._ops import BatchPutItem, Key, OffloadReport, PutOptions
+from metad._pingloop import PingLoop
 from metad.metadv1 import types_pb2
 
 T = TypeVar("T")
@@ -552,6 +553,8 @@ class Client:
     # it copied to it and the files it removed from it. Each call acts for this client (its id owns
     # the registration and the replicas). notify_offload and evict_disk_replica take any number of
     # items and split like the batches (4096 items a request; partial on a failed request).
+    # promotion_alloc_start and notify_promotion copy a disk-only object back to memory for the
+    # promotion task the leader queued for this client.
 
     def mount_local_disk(self, capacity: int, endpoint: str, *, offload: bool = False,
                          timeout: Optional[float] = None) -> Tuple[bytes, bool]:
@@ -584,6 +587,27 @@ class Client:
         OBJECT_NOT_FOUND or NO_REPLICA_ON_SEGMENT (no LOCAL_DISK replica of this client). Keys must
         be distinct."""
         return self._run(ops.evict_disk_replica(self._id, tenant, keys), timeout)
+
+    def promotion_alloc_start(self, key: Key, *, tenant: str = "", preferred: Sequence[bytes] = (),
+                              timeout: Optional[float] = None) -> Tuple[res.Replica, int]:
+        """Start the promotion of tenant's key that this client holds (a PROMOTE task it took with
+        FetchTasks: the leader queues one for the owner of the SSD file of a disk-only object its
+        reads hit): place the PROCESSING MEMORY replica to copy the file into, on the preferred
+        segments (16-byte ids) first, charging the tenant's quota and pinning the object until
+        notify_promotion. Returns the replica and the object's size in bytes. Refusals: TaskNotFound
+        (no promotion of key), IllegalClient (another client's), InvalidParams (not taken yet, or
+        the object is no longer on this client's SSD alone), ObjectNotFound, TenantQuotaExceeded,
+        NoAvailableHandle."""
+        return self._run(ops.promotion_alloc_start(self._id, tenant, key, preferred), timeout)
+
+    def notify_promotion(self, key: Key, success: bool = True, *, tenant: str = "",
+                         timeout: Optional[float] = None) -> None:
+        """End the promotion of tenant's key that this client holds: success turns the memory
+        replica of promotion_alloc_start COMPLETE (get lists it first), False drops it and releases
+        its quota. The task ends SUCCESS or FAILED (no MarkTaskToComplete follows); a promotion
+        never started ends FAILED. TaskNotFound once it has ended, IllegalClient for another
+        client's."""
+        self._run(ops.notify_promotion(self._id, tenant, key, success), timeout)
 
     # Tenants.
 
@@ -733,48 +757,4 @@ def _code_of(fut: Any) -> Optional[grpc.StatusCode]:
     except Exception:
         return None
     return grpc.StatusCode.OK
-
-
-class PingLoop:
-    """A worker's keep-alive: a daemon thread that pings its client every interval and remounts
-    the segments the cluster lost. ``pings``, ``failures`` and ``remounts`` count what it did;
-    ``last`` is the latest PingResult."""
-
-    def __init__(self, client: Client, segments: Sequence[types_pb2.SegmentDesc], interval: float,
-                 on_error: Optional[Callable[[errors.MetadError], None]]) -> None:
-        self._c = client
-        self._segs = list(segments)
-        self._interval = interval
-        self._on_error = on_error
-        self._stop = threading.Event()
-        self.pings = self.failures = self.remounts = 0
-        self.last: Optional[res.PingResult] = None
-        self._limit = 5.0
-        self._t = threading.Thread(target=self._run, name="metad-ping", daemon=True)
-        self._t.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                resp = self._c.ping(timeout=self._limit)
-                self.pings += 1
-                self.last = resp
-                if resp.client_ttl_ms:
-                    self._limit = min(5.0, max(resp.client_ttl_ms / 3000, 0.001))
-                missing = ops.missing_segments(self._segs, resp.segment_ids)
-                for s in missing:
-                    self._c.mount_segment(s, timeout=self._limit)
-                    self.remounts += 1
-            except errors.MetadError as e:
-                if isinstance(e, errors.ClientClosed):
-                    return
-                self.failures += 1
-                if self._on_error is not None:
-                    self._on_error(e)
-            self._stop.wait(self._interval)
-
-    def stop(self) -> None:
-        """Stop the loop and wait for its thread."""
-        self._stop.set()
-        self._t.join()
 

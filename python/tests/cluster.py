@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, TypeVar
+from typing import Callable, Iterator, List, Optional, TypeVar
 
 import metad
 from metad.metadv1 import admin_pb2
@@ -156,3 +156,14 @@ class Cluster:
             except OSError:
                 pass
         return "\n".join(out)
+
+
+def serving(flags: List[str]) -> Iterator["Cluster"]:
+    """A fixture's body: a Cluster started with flags, yielded once it has a leader, stopped after."""
+    c = Cluster(flags)
+    try:
+        with metad.Client(c.endpoints) as cl:
+            c.leader(cl)
+        yield c
+    finally:
+        c.stop()

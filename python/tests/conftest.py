@@ -11,18 +11,12 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import metad  # noqa: E402
-from cluster import Cluster  # noqa: E402
+from cluster import Cluster, serving  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    c = Cluster(["--client-ttl", "60s"])
-    try:
-        with metad.Client(c.endpoints) as cl:
-            c.leader(cl)
-        yield c
-    finally:
-        c.stop()
+    yield from serving(["--client-ttl", "60s"])
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,23 @@
 """The LOCAL_DISK tier: a client registers its SSD (mount_local_disk), reports the objects it
-offloaded to it (notify_offload) and the files it removed (evict_disk_replica), and drops the
-registration (unmount_local_disk). On the session's cluster, with the sync and asyncio clients,
-and on the scripted fake for the client's own rules (the split into requests, the checks before
-any call, the fields sent)."""
+offloaded to it (notify_offload) and the files it removed (evict_disk_replica), drops the
+registration (unmount_local_disk), and copies a disk-only object back to memory for the promotion
+task the leader queued for it (promotion_alloc_start, notify_promotion). On the session's cluster
+(promotion on a cluster of its own, started with --promote-on-hit), with the sync and asyncio
+clients, and on the scripted fake for the client's own rules (the split into requests, the checks
+before any call, the fields sent)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, List
+from typing import Any, Iterator, List
 
 import pytest
 
 import metad
-from cluster import Cluster
+from cluster import Cluster, serving, wait_for
 from fake import Script, fake_aio_client, fake_client, header
+from metad._core import Op, Rpc
 from metad.metadv1 import metadata_pb2, types_pb2
 
 
@@ -212,3 +215,135 @@ def test_bad_input_is_refused_before_any_call(monkeypatch: pytest.MonkeyPatch) -
         with pytest.raises(metad.InvalidKey):
             c.evict_disk_replica(["a\x00b"])
     assert srv.sent("NotifyOffload") == [] and srv.sent("EvictDiskReplica") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Promotion on hit.
+
+
+@pytest.fixture(scope="module")
+def promoting() -> Iterator[Cluster]:
+    """A cluster whose leader queues a promotion for a disk-only object its reads hit twice."""
+    yield from serving(["--client-ttl", "60s", "--promote-on-hit", "--promote-min-hits", "2"])
+
+
+def _fetch_tasks(cid: bytes, batch: int) -> Op[List[types_pb2.ScheduledTask]]:
+    r = yield Rpc("md", "FetchTasks", metadata_pb2.FetchTasksRequest(client_id=cid, batch=batch))
+    return list(r.response.tasks)
+
+
+def fetch_tasks(c: metad.Client, batch: int = 16) -> List[types_pb2.ScheduledTask]:
+    """The worker's pending tasks (FetchTasks, which the client does not wrap), now PROCESSING."""
+    return c._run(_fetch_tasks(c.client_id, batch), None)
+
+
+def test_promotion_on_hit(promoting: Cluster) -> None:
+    with metad.Client(promoting.endpoints, metad.Config(timeout=15.0)) as c:
+        staging = metad.segment(1 << 24, "sim://promote-staging", name="promote-staging")
+        c.mount_segment(staging)
+        k = key("p")
+        c.put(k, 4096, options=metad.PutOptions(preferred_segments=[staging.id]))
+        disk, _ = c.mount_local_disk(1 << 30, "ssd://promote")
+        assert reasons(c.notify_offload([metad.OffloadReport(k, 4096)])) == [OK]
+        # The memory replica goes with its segment: the object is on the SSD alone.
+        target = metad.segment(1 << 24, "sim://promote-mem", name="promote-mem")
+        c.mount_segment(target)
+        c.unmount_segment(staging.id)
+        for _ in range(2):
+            got = c.get(k)
+            assert [r.tier for r in got.replicas] == [types_pb2.TIER_LOCAL_DISK]
+        # Not queued yet (TaskNotFound) or not taken yet (InvalidParams): nothing to start.
+        with pytest.raises((metad.TaskNotFound, metad.InvalidParams)):
+            c.promotion_alloc_start(k)
+
+        tasks: List[types_pb2.ScheduledTask] = []
+
+        def promote_task() -> bool:
+            tasks.extend(fetch_tasks(c))
+            return any(t.kind == types_pb2.TASK_KIND_PROMOTE for t in tasks)
+        wait_for(promote_task, 10.0, "a PROMOTE task for the worker")
+        (t,) = [t for t in tasks if t.kind == types_pb2.TASK_KIND_PROMOTE]
+        assert (t.key, t.size, t.client_id, t.source_segment_id) == (k.encode(), 4096, c.client_id, disk)
+        assert t.state == types_pb2.TASK_STATE_PROCESSING
+
+        rep, size = c.promotion_alloc_start(k, preferred=[target.id])
+        assert isinstance(rep, metad.Replica) and size == 4096
+        assert (rep.tier, rep.status, rep.segment_id, rep.size) == (
+            types_pb2.TIER_MEMORY, types_pb2.REPLICA_STATUS_PROCESSING, target.id, 4096)
+        # Another client holds no promotion of k.
+        with metad.Client(promoting.endpoints, metad.Config(timeout=15.0)) as other:
+            with pytest.raises(metad.IllegalClient):
+                other.notify_promotion(k)
+        c.notify_promotion(k, True)
+
+        got = c.get(k)
+        assert [r.tier for r in got.replicas] == [types_pb2.TIER_MEMORY, types_pb2.TIER_LOCAL_DISK]
+        assert got.replicas[0].segment_id == target.id and got.replicas[0].status == types_pb2.REPLICA_STATUS_COMPLETE
+        with pytest.raises(metad.TaskNotFound):  # the promotion has ended
+            c.notify_promotion(k)
+        c.remove(k, force=True)
+
+
+def promotion_answers(method: str, req: Any, n: int) -> Any:
+    if method == "PromotionAllocStart":
+        return metadata_pb2.PromotionAllocStartResponse(size=4096, replica=types_pb2.Replica(
+            replica_id=7, tier=types_pb2.TIER_MEMORY, segment_id=b"m" * 16, segment_endpoint="sim://m", size=4096,
+            status=types_pb2.REPLICA_STATUS_PROCESSING))
+    return None
+
+
+def check_promotion_requests(srv: Any, cid: bytes) -> None:
+    (_, s1), (_, s2) = srv.sent("PromotionAllocStart")
+    assert (s1.tenant, s1.client_id, s1.key, list(s1.preferred_segment_ids)) == ("t", cid, b"hot", [b"a" * 16, b"b" * 16])
+    assert (s2.tenant, s2.client_id, s2.key, list(s2.preferred_segment_ids)) == ("", cid, b"k2", [])
+    notes = [r for _, r in srv.sent("NotifyPromotion")]
+    assert [(r.tenant, r.client_id, r.key, r.success) for r in notes] == [("t", cid, b"hot", True), ("", cid, b"k2", False)]
+    # Both are writes, within the client's session, each with a number of its own.
+    heads = [header(r) for m in ("PromotionAllocStart", "NotifyPromotion") for _, r in srv.sent(m)]
+    assert all(h is not None for h in heads) and len(set(heads)) == len(heads), heads
+
+
+def test_the_promotion_requests_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, srv = fake_client(monkeypatch, Script(answer=promotion_answers))
+    with c:
+        rep, size = c.promotion_alloc_start("hot", tenant="t", preferred=[b"a" * 16, bytearray(b"b" * 16)])
+        assert isinstance(rep, metad.Replica) and size == 4096
+        assert (rep.replica_id, rep.tier, rep.segment_id, rep.status) == (
+            7, types_pb2.TIER_MEMORY, b"m" * 16, types_pb2.REPLICA_STATUS_PROCESSING)
+        assert isinstance(rep.raw, types_pb2.Replica)
+        c.notify_promotion(b"hot", tenant="t")
+        c.promotion_alloc_start(memoryview(b"k2"))
+        c.notify_promotion("k2", success=False)
+    check_promotion_requests(srv, c.client_id)
+
+
+def test_the_async_client_sends_the_same_promotion_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, srv = fake_aio_client(monkeypatch, Script(answer=promotion_answers))
+
+    async def main() -> None:
+        async with a:
+            rep, size = await a.promotion_alloc_start(b"hot", tenant="t", preferred=(b"a" * 16, b"b" * 16))
+            assert isinstance(rep, metad.Replica) and rep.segment_id == b"m" * 16 and size == 4096
+            await a.notify_promotion("hot", tenant="t")
+            await a.promotion_alloc_start("k2")
+            await a.notify_promotion("k2", False)
+    asyncio.run(main())
+    check_promotion_requests(srv, a.client_id)
+
+
+def test_bad_promotion_input_is_refused_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, srv = fake_client(monkeypatch, Script(answer=promotion_answers))
+    with c:
+        with pytest.raises(metad.InvalidKey):
+            c.promotion_alloc_start("")
+        with pytest.raises(TypeError, match="key must be"):
+            c.promotion_alloc_start(5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="sequence of segment ids"):
+            c.promotion_alloc_start("k", preferred=b"s" * 16)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"preferred\[1\]"):
+            c.promotion_alloc_start("k", preferred=[b"s" * 16, "t" * 16])  # type: ignore[list-item]
+        with pytest.raises(metad.InvalidKey):
+            c.notify_promotion("a\x00b")
+        with pytest.raises(TypeError):
+            c.notify_promotion(["k"])  # type: ignore[arg-type]
+    assert srv.sent("PromotionAllocStart") == [] and srv.sent("NotifyPromotion") == []
