@@ -32,6 +32,9 @@ limit): 65,536 keys of up to 190 bytes go in one request."""
 MAX_KEY_BYTES = 4096
 """The longest object key, in bytes."""
 
+MAX_FETCH_TASKS = 1024
+"""Most tasks one FetchTasks hands out (the server's limit)."""
+
 
 @dataclass
 class PutOptions:
@@ -510,6 +513,20 @@ def promotion_alloc_start(cid: bytes, tenant: str, key: Key,
 def notify_promotion(cid: bytes, tenant: str, key: Key, success: bool) -> Op[None]:
     yield Rpc("md", "NotifyPromotion", metadata_pb2.NotifyPromotionRequest(
         tenant=tenant, client_id=cid, key=_key(key), success=bool(success)))
+
+
+def fetch_tasks(cid: bytes, batch: int) -> Op[List[res.ScheduledTask]]:
+    if isinstance(batch, bool) or not isinstance(batch, int):
+        raise TypeError(f"metad: batch must be an int, not {type(batch).__name__}")
+    if not 1 <= batch <= MAX_FETCH_TASKS:
+        raise ValueError(f"metad: batch must be in 1..{MAX_FETCH_TASKS}, got {batch}")
+    r = yield Rpc("md", "FetchTasks", metadata_pb2.FetchTasksRequest(client_id=cid, batch=batch))
+    return [res.ScheduledTask.from_pb(t) for t in r.response.tasks]
+
+
+def mark_task_to_complete(cid: bytes, task_id: int, success: bool, message: str) -> Op[None]:
+    yield Rpc("md", "MarkTaskToComplete", metadata_pb2.MarkTaskToCompleteRequest(
+        client_id=cid, task_id=task_id, success=bool(success), message=message))
 
 
 def batch_put(cid: bytes, tenant: str, items: Sequence[BatchPutItem], opts: Optional[PutOptions],

@@ -512,6 +512,18 @@ class AsyncClient:
         client's."""
         await self._run(ops.notify_promotion(self._id, tenant, key, success), timeout)
 
+    # The task mailbox: the tasks the leader assigned to this client, a worker.
+
+    async def fetch_tasks(self, batch: int = 64, *, timeout: Optional[float] = None) -> List[res.ScheduledTask]:
+        """Take up to batch (1..1024) of this client's oldest pending tasks, now PROCESSING: see
+        Client.fetch_tasks, which says how each kind is reported."""
+        return await self._run(ops.fetch_tasks(self._id, batch), timeout)
+
+    async def mark_task_to_complete(self, task_id: int, success: bool = True, message: str = "", *,
+                                    timeout: Optional[float] = None) -> None:
+        """Report a COPY or MOVE task this client fetched: see Client.mark_task_to_complete."""
+        await self._run(ops.mark_task_to_complete(self._id, task_id, success, message), timeout)
+
     # Tenants.
 
     async def register_tenant(self, name: str, quota_bytes: int = 0, *, timeout: Optional[float] = None) -> int:

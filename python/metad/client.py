@@ -591,7 +591,7 @@ class Client:
     def promotion_alloc_start(self, key: Key, *, tenant: str = "", preferred: Sequence[bytes] = (),
                               timeout: Optional[float] = None) -> Tuple[res.Replica, int]:
         """Start the promotion of tenant's key that this client holds (a PROMOTE task it took with
-        FetchTasks: the leader queues one for the owner of the SSD file of a disk-only object its
+        fetch_tasks: the leader queues one for the owner of the SSD file of a disk-only object its
         reads hit): place the PROCESSING MEMORY replica to copy the file into, on the preferred
         segments (16-byte ids) first, charging the tenant's quota and pinning the object until
         notify_promotion. Returns the replica and the object's size in bytes. Refusals: TaskNotFound
@@ -608,6 +608,22 @@ class Client:
         never started ends FAILED. TaskNotFound once it has ended, IllegalClient for another
         client's."""
         self._run(ops.notify_promotion(self._id, tenant, key, success), timeout)
+
+    # The task mailbox: the tasks the leader assigned to this client, a worker.
+
+    def fetch_tasks(self, batch: int = 64, *, timeout: Optional[float] = None) -> List[res.ScheduledTask]:
+        """Take up to batch (1..1024, else ValueError before any call) of this client's oldest
+        pending tasks, oldest first, now PROCESSING; none is an empty list. Report a COPY or MOVE
+        task with mark_task_to_complete, an OFFLOAD with notify_offload, a PROMOTE with
+        promotion_alloc_start and notify_promotion."""
+        return self._run(ops.fetch_tasks(self._id, batch), timeout)
+
+    def mark_task_to_complete(self, task_id: int, success: bool = True, message: str = "", *,
+                              timeout: Optional[float] = None) -> None:
+        """Report a COPY or MOVE task this client fetched: it ends SUCCESS, or FAILED with success
+        False, keeping message (up to 4096 bytes). TaskNotFound, IllegalClient (another client's),
+        InvalidParams (not PROCESSING, or an OFFLOAD or PROMOTE task: see fetch_tasks)."""
+        self._run(ops.mark_task_to_complete(self._id, task_id, success, message), timeout)
 
     # Tenants.
 

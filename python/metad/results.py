@@ -16,7 +16,7 @@ __all__ = [
     "BatchPutStartResult", "BatchGetResult", "BatchGetItem", "BatchExistsResult",
     "UnmountSegmentResult", "UnmountLocalDiskResult", "PingResult", "UnregisterTenantResult",
     "TenantInfo", "SetQuotaResult", "GetQuotaResult", "NodeStatus", "ListMembersResult", "Member",
-    "TransferLeaderResult", "SegmentInfo",
+    "TransferLeaderResult", "SegmentInfo", "ScheduledTask",
 ]
 
 # from_pb makes a result without calling __init__ and sets its fields as __init__ would: a
@@ -603,5 +603,52 @@ class SegmentInfo:
         d["closing"] = m.closing
         d["unmount_at_unix_nano"] = m.unmount_at_unix_nano
         d["arena_free_bytes"] = m.arena_free_bytes
+        d["raw"] = m
+        return o
+
+
+@dataclass(frozen=True)
+class ScheduledTask:
+    """ScheduledTask is one task the cluster assigned to a worker: for a copy or move, the
+    worker runs CopyStart/MoveStart, copies the bytes, ends the copy or move, and reports with
+    MarkTaskToComplete.
+
+    The fields of ``metad.v1.ScheduledTask``; ``raw`` is the message."""
+
+    task_id: int
+    kind: int
+    tenant: str
+    key: bytes
+    source_segment_id: bytes
+    target_segment_ids: Tuple[bytes, ...]
+    replicas: int
+    client_id: bytes
+    state: int
+    created_unix_nano: int
+    updated_unix_nano: int
+    message: str
+    drain_id: int
+    size: int
+    raw: types_pb2.ScheduledTask = field(repr=False, compare=False)
+
+    @classmethod
+    def from_pb(cls, m: types_pb2.ScheduledTask) -> ScheduledTask:
+        """The ScheduledTask of m."""
+        o: ScheduledTask = _new(cls)
+        d = o.__dict__
+        d["task_id"] = m.task_id
+        d["kind"] = m.kind
+        d["tenant"] = m.tenant
+        d["key"] = m.key
+        d["source_segment_id"] = m.source_segment_id
+        d["target_segment_ids"] = tuple(m.target_segment_ids)
+        d["replicas"] = m.replicas
+        d["client_id"] = m.client_id
+        d["state"] = m.state
+        d["created_unix_nano"] = m.created_unix_nano
+        d["updated_unix_nano"] = m.updated_unix_nano
+        d["message"] = m.message
+        d["drain_id"] = m.drain_id
+        d["size"] = m.size
         d["raw"] = m
         return o

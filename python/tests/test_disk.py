@@ -17,7 +17,6 @@ import pytest
 import metad
 from cluster import Cluster, serving, wait_for
 from fake import Script, fake_aio_client, fake_client, header
-from metad._core import Op, Rpc
 from metad.metadv1 import metadata_pb2, types_pb2
 
 
@@ -227,16 +226,6 @@ def promoting() -> Iterator[Cluster]:
     yield from serving(["--client-ttl", "60s", "--promote-on-hit", "--promote-min-hits", "2"])
 
 
-def _fetch_tasks(cid: bytes, batch: int) -> Op[List[types_pb2.ScheduledTask]]:
-    r = yield Rpc("md", "FetchTasks", metadata_pb2.FetchTasksRequest(client_id=cid, batch=batch))
-    return list(r.response.tasks)
-
-
-def fetch_tasks(c: metad.Client, batch: int = 16) -> List[types_pb2.ScheduledTask]:
-    """The worker's pending tasks (FetchTasks, which the client does not wrap), now PROCESSING."""
-    return c._run(_fetch_tasks(c.client_id, batch), None)
-
-
 def test_promotion_on_hit(promoting: Cluster) -> None:
     with metad.Client(promoting.endpoints, metad.Config(timeout=15.0)) as c:
         staging = metad.segment(1 << 24, "sim://promote-staging", name="promote-staging")
@@ -256,15 +245,19 @@ def test_promotion_on_hit(promoting: Cluster) -> None:
         with pytest.raises((metad.TaskNotFound, metad.InvalidParams)):
             c.promotion_alloc_start(k)
 
-        tasks: List[types_pb2.ScheduledTask] = []
+        tasks: List[metad.ScheduledTask] = []
 
         def promote_task() -> bool:
-            tasks.extend(fetch_tasks(c))
+            tasks.extend(c.fetch_tasks(16))
             return any(t.kind == types_pb2.TASK_KIND_PROMOTE for t in tasks)
         wait_for(promote_task, 10.0, "a PROMOTE task for the worker")
         (t,) = [t for t in tasks if t.kind == types_pb2.TASK_KIND_PROMOTE]
+        assert isinstance(t, metad.ScheduledTask) and isinstance(t.raw, types_pb2.ScheduledTask)
         assert (t.key, t.size, t.client_id, t.source_segment_id) == (k.encode(), 4096, c.client_id, disk)
         assert t.state == types_pb2.TASK_STATE_PROCESSING
+        # A promotion is reported with notify_promotion, never with mark_task_to_complete.
+        with pytest.raises(metad.InvalidParams, match="NotifyPromotion"):
+            c.mark_task_to_complete(t.task_id)
 
         rep, size = c.promotion_alloc_start(k, preferred=[target.id])
         assert isinstance(rep, metad.Replica) and size == 4096
@@ -282,6 +275,20 @@ def test_promotion_on_hit(promoting: Cluster) -> None:
         with pytest.raises(metad.TaskNotFound):  # the promotion has ended
             c.notify_promotion(k)
         c.remove(k, force=True)
+
+
+def test_the_task_mailbox_on_the_cluster(cluster: Cluster) -> None:
+    with metad.Client(cluster.endpoints, metad.Config(timeout=15.0)) as c:
+        assert c.fetch_tasks() == []  # a client with no task assigned: nothing, no error
+        with pytest.raises(metad.TaskNotFound):
+            c.mark_task_to_complete(1 << 62, False, "never scheduled")
+
+    async def main() -> None:
+        async with metad.AsyncClient(cluster.endpoints, metad.Config(timeout=15.0)) as a:
+            assert await a.fetch_tasks(1024) == []
+            with pytest.raises(metad.TaskNotFound):
+                await a.mark_task_to_complete(1 << 62)
+    asyncio.run(main())
 
 
 def promotion_answers(method: str, req: Any, n: int) -> Any:
@@ -347,3 +354,87 @@ def test_bad_promotion_input_is_refused_before_any_call(monkeypatch: pytest.Monk
         with pytest.raises(TypeError):
             c.notify_promotion(["k"])  # type: ignore[arg-type]
     assert srv.sent("PromotionAllocStart") == [] and srv.sent("NotifyPromotion") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The task mailbox, on the fake.
+
+
+def task_answers(method: str, req: Any, n: int) -> Any:
+    """FetchTasks: up to two COPY tasks for the caller, ids 10, 11."""
+    if method == "FetchTasks":
+        return metadata_pb2.FetchTasksResponse(tasks=[types_pb2.ScheduledTask(
+            task_id=10 + i, kind=types_pb2.TASK_KIND_COPY, tenant="t", key=b"k%d" % i, source_segment_id=b"s" * 16,
+            target_segment_ids=[b"a" * 16, b"b" * 16], replicas=2, client_id=req.client_id,
+            state=types_pb2.TASK_STATE_PROCESSING, size=64) for i in range(min(req.batch, 2))])
+    return None
+
+
+def check_tasks(tasks: List[metad.ScheduledTask], cid: bytes) -> None:
+    assert all(isinstance(t, metad.ScheduledTask) and isinstance(t.raw, types_pb2.ScheduledTask) for t in tasks)
+    assert [(t.task_id, t.kind, t.tenant, t.key, t.client_id, t.state) for t in tasks] == [
+        (10, types_pb2.TASK_KIND_COPY, "t", b"k0", cid, types_pb2.TASK_STATE_PROCESSING),
+        (11, types_pb2.TASK_KIND_COPY, "t", b"k1", cid, types_pb2.TASK_STATE_PROCESSING)]
+    assert tasks[0].target_segment_ids == (b"a" * 16, b"b" * 16) and tasks[0].source_segment_id == b"s" * 16
+
+
+def check_task_requests(srv: Any, cid: bytes) -> None:
+    assert [(r.client_id, r.batch) for _, r in srv.sent("FetchTasks")] == [(cid, 64), (cid, 1), (cid, 1024)]
+    marks = [r for _, r in srv.sent("MarkTaskToComplete")]
+    assert [(r.client_id, r.task_id, r.success, r.message) for r in marks] == [
+        (cid, 10, True, ""), (cid, 11, False, "copy failed")]
+    # Both are writes, within the client's session, each with a number of its own.
+    heads = [header(r) for m in ("FetchTasks", "MarkTaskToComplete") for _, r in srv.sent(m)]
+    assert all(h is not None for h in heads) and len(set(heads)) == len(heads), heads
+
+
+def test_the_task_requests_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, srv = fake_client(monkeypatch, Script(answer=task_answers))
+    with c:
+        tasks = c.fetch_tasks()
+        check_tasks(tasks, c.client_id)
+        assert [t.task_id for t in c.fetch_tasks(1)] == [10]
+        assert len(c.fetch_tasks(1024, timeout=2.0)) == 2
+        c.mark_task_to_complete(tasks[0].task_id)
+        c.mark_task_to_complete(tasks[1].task_id, False, "copy failed")
+    check_task_requests(srv, c.client_id)
+
+
+def test_the_async_client_sends_the_same_task_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, srv = fake_aio_client(monkeypatch, Script(answer=task_answers))
+
+    async def main() -> None:
+        async with a:
+            tasks = await a.fetch_tasks()
+            check_tasks(tasks, a.client_id)
+            assert [t.task_id for t in await a.fetch_tasks(batch=1)] == [10]
+            assert len(await a.fetch_tasks(1024)) == 2
+            await a.mark_task_to_complete(10)
+            await a.mark_task_to_complete(11, success=False, message="copy failed")
+    asyncio.run(main())
+    check_task_requests(srv, a.client_id)
+
+
+def test_an_empty_mailbox_is_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, _ = fake_client(monkeypatch, Script())
+    with c:
+        assert c.fetch_tasks() == []
+
+
+def test_a_bad_batch_is_refused_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    c, srv = fake_client(monkeypatch, Script(answer=task_answers))
+    a, asrv = fake_aio_client(monkeypatch, Script(answer=task_answers))
+    with c:
+        for bad in (0, -1, 1025):
+            with pytest.raises(ValueError, match=r"batch must be in 1\.\.1024"):
+                c.fetch_tasks(bad)
+        for wrong in ("64", 2.0, True):
+            with pytest.raises(TypeError, match="batch must be an int"):
+                c.fetch_tasks(wrong)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        async with a:
+            with pytest.raises(ValueError, match=r"batch must be in 1\.\.1024"):
+                await a.fetch_tasks(0)
+    asyncio.run(main())
+    assert srv.sent("FetchTasks") == [] and asrv.sent("FetchTasks") == []

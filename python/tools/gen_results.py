@@ -44,6 +44,7 @@ CLASSES: Dict[str, str] = {
     "metad.v1.Member": "Member",
     "metad.v1.TransferLeaderResponse": "TransferLeaderResult",
     "metad.v1.SegmentInfo": "SegmentInfo",
+    "metad.v1.ScheduledTask": "ScheduledTask",
 }
 """The class of each message, by the message's full name."""
 
