@@ -63,7 +63,7 @@ func (s *Store) offloadSource(st *ObjectState) (source, owner alloc.ID, ok bool)
 		if !found {
 			continue
 		}
-		if disk, found := s.segs.Describe(alloc.LocalDiskID(seg.Owner)); found && disk.Offload {
+		if disk, found := s.segs.LocalDiskOf(seg.Owner); found && disk.Offload {
 			return seg.ID, seg.Owner, true
 		}
 	}

@@ -139,3 +139,25 @@ func TestLocalDiskID(t *testing.T) {
 		t.Fatalf("AllocIn = %+v, %v; used %d", x, err, r.Used(TierLocalDisk))
 	}
 }
+
+// TestLocalDiskOf: the owner's LOCAL_DISK segment is found without hashing, and goes with its unmount.
+func TestLocalDiskOf(t *testing.T) {
+	r := NewRegistry()
+	owner := ID{9}
+	if _, ok := r.LocalDiskOf(owner); ok {
+		t.Fatal("an empty registry has a local disk")
+	}
+	seg := LocalDisk(owner, 1<<20, "h:1", true)
+	if _, err := r.Mount(seg); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := r.LocalDiskOf(owner); !ok || got != seg || r.Offloaders() != 1 {
+		t.Fatalf("LocalDiskOf = %+v, %v; offloaders %d", got, ok, r.Offloaders())
+	}
+	if _, err := r.Unmount(seg.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.LocalDiskOf(owner); ok || r.Offloaders() != 0 {
+		t.Fatal("the local disk outlived its unmount")
+	}
+}

@@ -82,22 +82,41 @@ type Registry struct {
 	// path names each replica's segment endpoint and base without taking mu.
 	// Replaced, never changed, under mu by Mount and Unmount.
 	descs atomic.Pointer[map[ID]Segment]
-	// offloaders counts the mounted segments with Offload set; replaced with descs.
+	// disks maps an owner to its LOCAL_DISK segment, and offloaders counts the mounted segments
+	// with Offload set; both replaced with descs.
+	disks      atomic.Pointer[map[ID]Segment]
 	offloaders atomic.Int64
 }
 
-// publishDescsLocked rebuilds the lock-free descriptor map and the offloaders' count (mu held).
+// publishDescsLocked rebuilds the lock-free descriptor map, the owners' LOCAL_DISK segments and
+// the offloaders' count (mu held).
 func (r *Registry) publishDescsLocked() {
 	m := make(map[ID]Segment, len(r.all))
+	disks := map[ID]Segment{}
 	offloaders := int64(0)
 	for _, seg := range r.all {
 		m[seg.info.ID] = seg.info
+		if seg.info.Tier == TierLocalDisk {
+			disks[seg.info.Owner] = seg.info
+		}
 		if seg.info.Offload {
 			offloaders++
 		}
 	}
 	r.descs.Store(&m)
+	r.disks.Store(&disks)
 	r.offloaders.Store(offloaders)
+}
+
+// LocalDiskOf returns the LOCAL_DISK segment of owner, without the registry's lock (no hash of
+// the owner's id, as LocalDiskID computes, on the put and census paths that ask).
+func (r *Registry) LocalDiskOf(owner ID) (Segment, bool) {
+	m := r.disks.Load()
+	if m == nil {
+		return Segment{}, false
+	}
+	s, ok := (*m)[owner]
+	return s, ok
 }
 
 // Offloaders returns how many LOCAL_DISK segments take offload tasks, without the registry's lock:
