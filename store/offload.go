@@ -256,12 +256,7 @@ func (q *TaskQueue) endLocked(now int64, id uint64, ok bool, msg string) {
 	q.pruneLocked(now)
 }
 
-// unpinned drops from ns, the next state of st, the offload pin client holds on st, reporting
-// whether st carried one.
-func unpinned(st, ns *ObjectState, client alloc.ID) bool {
-	if st.Task != nil && st.Task.Kind == TaskOffload && st.Task.Client == client {
-		ns.Task = nil
-		return true
-	}
-	return false
+// offloadPinnedBy reports whether st carries the offload pin of client (its taken offload task).
+func offloadPinnedBy(st *ObjectState, client alloc.ID) bool {
+	return st.Task != nil && st.Task.Kind == TaskOffload && st.Task.Client == client
 }

@@ -116,13 +116,12 @@ func (s *Store) unpinOffload(t *TenantState, key string, client alloc.ID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.State()
-	if e.Life() != Active || st == nil {
+	if e.Life() != Active || st == nil || !offloadPinnedBy(st, client) {
 		return
 	}
 	ns := st.next()
-	if unpinned(st, ns, client) {
-		s.setStateLocked(t, e, ns)
-	}
+	ns.Task = nil
+	s.setStateLocked(t, e, ns)
 }
 
 // addDiskReplica adds one LOCAL_DISK replica on seg, client's, for r (see OffloadDone), and drops
@@ -156,7 +155,9 @@ func (s *Store) addDiskReplica(t *TenantState, seg, client alloc.ID, r OffloadRe
 	}
 	ns := st.nextWith(1)
 	ns.Replicas = append(ns.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierLocalDisk, Status: Complete})
-	unpinned(st, ns, client)
+	if offloadPinnedBy(st, client) {
+		ns.Task = nil
+	}
 	s.setStateLocked(t, e, ns)
 	e.mu.Unlock()
 	return nil
