@@ -159,11 +159,20 @@ class Cluster:
 
 
 def serving(flags: List[str]) -> Iterator["Cluster"]:
-    """A fixture's body: a Cluster started with flags, yielded once it has a leader, stopped after."""
+    """A fixture's body: a Cluster started with flags, yielded once it has a leader and every
+    member has recorded its binary's feature level (until then the leader refuses the commands
+    above level 1, such as MountLocalDisk's), stopped after."""
     c = Cluster(flags)
     try:
         with metad.Client(c.endpoints) as cl:
             c.leader(cl)
+
+            def recorded() -> bool:
+                members = cl.list_members().members
+                levels = {m.feature_level for m in members}
+                return len(members) == len(c.nodes) and len(levels) == 1 and 0 not in levels
+
+            wait_for(recorded, 20.0, "every member's feature level recorded")
         yield c
     finally:
         c.stop()
