@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"metad/client"
 	"metad/proto/metadv1"
@@ -21,19 +25,34 @@ type localDisk struct {
 	id       client.UUID // the registration's segment, once mounted
 }
 
-// mount registers the disk (idempotent) and makes its directory.
+// mountWait bounds how long mount waits for the cluster's feature level: a cluster just started
+// refuses MountLocalDisk (FAILED_PRECONDITION) until every member has recorded its binary's level.
+const mountWait = 30 * time.Second
+
+// mount registers the disk (idempotent) and makes its directory, waiting up to mountWait while
+// the cluster is below the command's feature level.
 func (d *localDisk) mount(a *app, c *client.Client) error {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("local disk: %w", err)
 	}
-	ctx, cancel := a.callCtx()
-	defer cancel()
-	id, _, err := c.MountLocalDisk(ctx, d.capacity, d.endpoint, d.offload)
-	if err != nil {
-		return err
+	deadline := time.Now().Add(mountWait)
+	for {
+		ctx, cancel := a.callCtx()
+		id, _, err := c.MountLocalDisk(ctx, d.capacity, d.endpoint, d.offload)
+		cancel()
+		if err == nil {
+			d.id = id
+			return nil
+		}
+		if status.Code(err) != codes.FailedPrecondition || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-a.ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond): // the members record their levels within a second or two
+		}
 	}
-	d.id = id
-	return nil
 }
 
 // path is the file of tenant's key.
