@@ -36,12 +36,16 @@ type metrics struct {
 	// "keys", "streams"); no principal is a label.
 	rateLimited *prometheus.CounterVec
 	// hits counts the objects Get and BatchGet answered, by the tier a reader reads first
-	// (tierHit): hits[alloc.Tier].
+	// (tierHits.add): hits[alloc.Tier].
 	hits [alloc.TierLocalDisk + 1]prometheus.Counter
 }
 
-// hit counts one object answered with the replicas reps (the store's, COMPLETE ones).
-func (m *metrics) hit(reps []store.Replica) {
+// tierHits counts answered objects by the tier a reader reads first, for metrics.hits.
+type tierHits [alloc.TierLocalDisk + 1]int
+
+// add counts one object answered with the replicas reps (the store's, COMPLETE ones): the lowest
+// tier among them, MEMORY before NOF before LOCAL_DISK.
+func (h *tierHits) add(reps []store.Replica) {
 	best := alloc.Tier(0)
 	for i := range reps {
 		if t := reps[i].Tier; t.Valid() && (best == 0 || t < best) {
@@ -49,7 +53,16 @@ func (m *metrics) hit(reps []store.Replica) {
 		}
 	}
 	if best.Valid() {
-		m.hits[best].Inc()
+		h[best]++
+	}
+}
+
+// hit adds the counts of h to the hit counters, once per call (not per object of a batch).
+func (m *metrics) hit(h *tierHits) {
+	for t, n := range h {
+		if n > 0 {
+			m.hits[t].Add(float64(n))
+		}
 	}
 }
 

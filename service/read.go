@@ -104,7 +104,9 @@ func (s *Service) Get(ctx context.Context, req *metadv1.GetRequest) (*metadv1.Ge
 	if err != nil {
 		return nil, fail(err, tenant, req.GetKey())
 	}
-	s.m.hit(v.Replicas)
+	var hits tierHits
+	hits.add(v.Replicas)
+	s.m.hit(&hits)
 	s.readHit(tenant, key, v.Replicas, linear)
 	resp := &metadv1.GetResponse{Replicas: wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), Size: v.Size, DataType: v.DataType}
 	if linear {
@@ -155,6 +157,8 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 	out := &metadv1.BatchGetResponse{Results: make([]*metadv1.BatchGetResponse_Result, len(keys))}
 	found := false
 	size := 0
+	var hits tierHits
+	defer s.m.hit(&hits)
 	for i, k := range keys {
 		if size > MaxBatchGetResponseBytes {
 			limitReached(out.Results[i:], MaxBatchGetResponseBytes)
@@ -164,7 +168,7 @@ func (s *Service) BatchGet(ctx context.Context, req *metadv1.BatchGetRequest) (*
 		r := &metadv1.BatchGetResponse_Result{Status: wire.ErrItem(err)}
 		if err == nil {
 			found = true
-			s.m.hit(v.Replicas)
+			hits.add(v.Replicas)
 			s.readHit(tenant, k, v.Replicas, linear)
 			r.Replicas, r.Size, r.DataType = wire.ReplicasTo(st.Segments(), v.Replicas, v.Size), v.Size, v.DataType
 		}
