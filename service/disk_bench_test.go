@@ -15,29 +15,8 @@ import (
 func BenchmarkGetDiskOnly(b *testing.B) {
 	h := newHarness(b, nil)
 	ctx := tctx(b)
-	h.mount(b, clientA, segA)
-	h.mount(b, clientB, segB)
-	put := func(key string, client, seg []byte) {
-		if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: client, Key: []byte(key), Size: 4096,
-			Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{seg}}}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: client, Key: []byte(key)}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	put("mem", idb(clientA), idb(segA))
-	put("disk", idb(clientB), idb(segB))
-	if _, err := h.svc.MountLocalDisk(ctx, &metadv1.MountLocalDiskRequest{ClientId: idb(clientA), CapacityBytes: 1 << 30, Endpoint: "host-a:9400"}); err != nil {
-		b.Fatal(err)
-	}
-	if r, err := h.svc.NotifyOffload(ctx, &metadv1.NotifyOffloadRequest{ClientId: idb(clientA),
-		Results: []*metadv1.OffloadResult{{Key: []byte("disk"), Size: 4096, Success: true}}}); err != nil || r.GetResults()[0].GetReason() != 0 {
-		b.Fatal(r, err)
-	}
-	if _, err := h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientB), SegmentId: idb(segB)}); err != nil {
-		b.Fatal(err)
-	}
+	h.diskOnly(b, "disk")
+	h.putOn(b, "mem", clientA, segA)
 	get := func(key string, want metadv1.Tier) time.Duration {
 		start := time.Now()
 		g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte(key)})

@@ -151,30 +151,8 @@ func TestLocalDiskWaitsForTheClusterLevel(t *testing.T) {
 func TestTierMetrics(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := tctx(t)
-	h.mount(t, clientA, segA)
-	h.mount(t, clientB, segB)
-	for _, p := range []struct {
-		key          string
-		client, segs alloc.ID
-	}{{"mem", clientA, segA}, {"disk", clientB, segB}} {
-		if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(p.client), Key: []byte(p.key), Size: 4096,
-			Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(p.segs)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(p.client), Key: []byte(p.key)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := h.svc.MountLocalDisk(ctx, &metadv1.MountLocalDiskRequest{ClientId: idb(clientA), CapacityBytes: 1 << 30, Endpoint: "host-a:9400"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.NotifyOffload(ctx, &metadv1.NotifyOffloadRequest{ClientId: idb(clientA),
-		Results: []*metadv1.OffloadResult{{Key: []byte("disk"), Size: 4096, Success: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientB), SegmentId: idb(segB)}); err != nil {
-		t.Fatal(err)
-	}
+	h.diskOnly(t, "disk")
+	h.putOn(t, "mem", clientA, segA)
 	for _, k := range []string{"mem", "disk", "disk"} {
 		if _, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte(k)}); err != nil {
 			t.Fatal(err)
@@ -207,25 +185,7 @@ func TestPromotionOnHit(t *testing.T) {
 	cfg.PromoteOnHit = true
 	h := start(t, servicetest.NewBackend(t, nil), cfg)
 	ctx := tctx(t)
-	h.mount(t, clientA, segA)
-	h.mount(t, clientB, segB)
-	if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(clientB), Key: []byte("hot"), Size: 4096,
-		Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(segB)}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(clientB), Key: []byte("hot")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.MountLocalDisk(ctx, &metadv1.MountLocalDiskRequest{ClientId: idb(clientA), CapacityBytes: 1 << 30, Endpoint: "host-a:9400"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.NotifyOffload(ctx, &metadv1.NotifyOffloadRequest{ClientId: idb(clientA),
-		Results: []*metadv1.OffloadResult{{Key: []byte("hot"), Size: 4096, Success: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientB), SegmentId: idb(segB)}); err != nil {
-		t.Fatal(err)
-	}
+	h.diskOnly(t, "hot")
 	get := func() *metadv1.GetResponse {
 		t.Helper()
 		g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("hot")})
@@ -260,4 +220,38 @@ func TestPromotionOnHit(t *testing.T) {
 	}
 	_, err = h.svc.NotifyPromotion(ctx, &metadv1.NotifyPromotionRequest{ClientId: idb(clientA), Key: []byte("hot"), Success: true})
 	wantReason(t, err, store.TaskNotFound)
+}
+
+// diskOnly mounts segA for clientA and segB for clientB, puts key on segB, records clientA's
+// LOCAL_DISK replica of it (its SSD registered at host-a:9400) and unmounts segB: key is then on
+// clientA's SSD alone, and segA the only memory segment.
+func (h *harness) diskOnly(tb testing.TB, key string) {
+	tb.Helper()
+	ctx := tctx(tb)
+	h.mount(tb, clientA, segA)
+	h.mount(tb, clientB, segB)
+	h.putOn(tb, key, clientB, segB)
+	if _, err := h.svc.MountLocalDisk(ctx, &metadv1.MountLocalDiskRequest{ClientId: idb(clientA), CapacityBytes: 1 << 30, Endpoint: "host-a:9400"}); err != nil {
+		tb.Fatal(err)
+	}
+	if r, err := h.svc.NotifyOffload(ctx, &metadv1.NotifyOffloadRequest{ClientId: idb(clientA),
+		Results: []*metadv1.OffloadResult{{Key: []byte(key), Size: 4096, Success: true}}}); err != nil || r.GetResults()[0].GetReason() != 0 {
+		tb.Fatal(r, err)
+	}
+	if _, err := h.svc.UnmountSegment(ctx, &metadv1.UnmountSegmentRequest{ClientId: idb(clientB), SegmentId: idb(segB)}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// putOn writes a complete object of 4 KiB as client, on seg first.
+func (h *harness) putOn(tb testing.TB, key string, client, seg alloc.ID) {
+	tb.Helper()
+	ctx := tctx(tb)
+	if _, err := h.svc.PutStart(ctx, &metadv1.PutStartRequest{ClientId: idb(client), Key: []byte(key), Size: 4096,
+		Config: &metadv1.ReplicaConfig{PreferredSegmentIds: [][]byte{idb(seg)}}}); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := h.svc.PutEnd(ctx, &metadv1.PutEndRequest{ClientId: idb(client), Key: []byte(key)}); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -82,24 +82,36 @@ func (s *Store) AwaitsOffload(st *ObjectState) bool {
 // tokens' objects have a live offload task afterwards (queued now or before).
 func (s *Store) QueueOffloads(now int64, toks []ObjectToken) int {
 	n := 0
+	s.forTokenObjects(toks, func(t *TenantState, key string, st *ObjectState) {
+		if st.HasComplete() {
+			s.queueOffload(now, t, key, st)
+		}
+		if _, live := s.tasks.Offload(t.name, key); live {
+			n++
+		}
+	})
+	return n
+}
+
+// forTokenObjects calls fn, with the tenant's gate and the object's lock held, for each token
+// whose object is still that object: its tenant open and of the token's instance, the object
+// active and of the token's id (an instance or id of 0 names the current one). fn may take the
+// task queue's lock (a leaf) and nothing else.
+func (s *Store) forTokenObjects(toks []ObjectToken, fn func(t *TenantState, key string, st *ObjectState)) {
 	for _, tok := range toks {
 		t, err := s.writable(NormalizeTenant(tok.Tenant))
 		if err != nil {
 			continue
 		}
-		if e := t.dir.lookup(tok.Key); e != nil && t.instance == tok.Instance {
+		if e := t.dir.lookup(tok.Key); e != nil && (tok.Instance == 0 || t.instance == tok.Instance) {
 			e.mu.Lock()
-			if st := e.State(); e.Life() == Active && st.ID == tok.ObjectID && st.HasComplete() {
-				s.queueOffload(now, t, tok.Key, st)
+			if st := e.State(); e.Life() == Active && (tok.ObjectID == 0 || st.ID == tok.ObjectID) {
+				fn(t, tok.Key, st)
 			}
 			e.mu.Unlock()
-			if _, live := s.tasks.Offload(t.name, tok.Key); live {
-				n++
-			}
 		}
 		t.release()
 	}
-	return n
 }
 
 // PendingTotal returns how many tasks are PENDING, of every client (the queue holds at most

@@ -357,25 +357,30 @@ func taskEndVerdict(t *TenantState, st *ObjectState, req *ReplicaTaskEndRequest)
 // source replica, freeing its extent and its quota. Refusals, with nothing changed: OBJECT_NOT_FOUND
 // and those of taskEndVerdict.
 func (s *Store) EndReplicaTask(now int64, req ReplicaTaskEndRequest) error {
-	return s.endTask(req, func(t *TenantState, e *ObjectEntry, st *ObjectState) {
-		ns := st.next()
-		ns.Task = nil
-		ns.Replicas = ns.Replicas[:0]
-		var dropped []Replica
-		for _, r := range st.Replicas {
-			switch {
-			case st.Task.IsTarget(r.ID):
-				r.Status = Complete
-			case st.Task.Kind == TaskMove && r.ID == st.Task.Source:
-				dropped = append(dropped, r)
-				continue
-			}
-			ns.Replicas = append(ns.Replicas, r)
+	return s.endTask(req, s.commitTaskLocked)
+}
+
+// commitTaskLocked completes the replica task of e (state st, which has one): its targets turn
+// COMPLETE and the task goes; a move's source is dropped, its extent and quota freed. e.mu is held
+// and released.
+func (s *Store) commitTaskLocked(t *TenantState, e *ObjectEntry, st *ObjectState) {
+	ns := st.next()
+	ns.Task = nil
+	ns.Replicas = ns.Replicas[:0]
+	var dropped []Replica
+	for _, r := range st.Replicas {
+		switch {
+		case st.Task.IsTarget(r.ID):
+			r.Status = Complete
+		case st.Task.Kind == TaskMove && r.ID == st.Task.Source:
+			dropped = append(dropped, r)
+			continue
 		}
-		s.setStateLocked(t, e, ns)
-		e.mu.Unlock()
-		s.freeReplicas(t, dropped, st.Size, nil)
-	})
+		ns.Replicas = append(ns.Replicas, r)
+	}
+	s.setStateLocked(t, e, ns)
+	e.mu.Unlock()
+	s.freeReplicas(t, dropped, st.Size, nil)
 }
 
 // RevokeReplicaTask abandons the object's task: its targets are dropped, their extents and quota

@@ -50,26 +50,14 @@ func DiskOnly(st *ObjectState) bool {
 // LOCAL_DISK replica. It returns the tasks queued.
 func (s *Store) QueuePromotions(now int64, toks []ObjectToken) int {
 	n := 0
-	for _, tok := range toks {
-		t, err := s.writable(NormalizeTenant(tok.Tenant))
-		if err != nil {
-			continue
-		}
-		if e := t.dir.lookup(tok.Key); e != nil && (tok.Instance == 0 || t.instance == tok.Instance) {
-			e.mu.Lock()
-			st := e.State()
-			if e.Life() == Active && (tok.ObjectID == 0 || st.ID == tok.ObjectID) {
-				if src, ok := diskOnlySource(st); ok {
-					if seg, found := s.segs.Describe(src.Extent.Segment); found &&
-						s.tasks.queuePromotion(now, TaskSpec{Kind: TaskPromote, Tenant: t.name, Key: tok.Key, Source: seg.ID, Size: st.Size}, seg.Owner) {
-						n++
-					}
-				}
+	s.forTokenObjects(toks, func(t *TenantState, key string, st *ObjectState) {
+		if src, ok := diskOnlySource(st); ok {
+			if seg, found := s.segs.Describe(src.Extent.Segment); found &&
+				s.tasks.queuePromotion(now, TaskSpec{Kind: TaskPromote, Tenant: t.name, Key: key, Source: seg.ID, Size: st.Size}, seg.Owner) {
+				n++
 			}
-			e.mu.Unlock()
 		}
-		t.release()
-	}
+	})
 	return n
 }
 
@@ -244,15 +232,7 @@ func (s *Store) EndPromotion(now int64, tenant, key string, client alloc.ID, suc
 			if e.Life() == Active && st.Task != nil && st.Task.Kind == TaskPromote && st.Task.Client == client {
 				started = true
 				if success {
-					ns := st.next()
-					ns.Task = nil
-					for i := range ns.Replicas {
-						if st.Task.IsTarget(ns.Replicas[i].ID) {
-							ns.Replicas[i].Status = Complete
-						}
-					}
-					s.setStateLocked(t, e, ns)
-					e.mu.Unlock()
+					s.commitTaskLocked(t, e, st) // unlocks
 				} else {
 					s.dropTaskLocked(t, e, st) // unlocks
 				}

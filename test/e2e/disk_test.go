@@ -111,7 +111,7 @@ func TestLocalDiskAcrossLeaderKill(t *testing.T) {
 
 // awaitFeatureLevel polls until every member records at least level: each records its binary's
 // level soon after it joins, and until then the leader refuses the commands above the lowest.
-func awaitFeatureLevel(t *testing.T, ctx context.Context, cl *client.Client, level uint32) {
+func awaitFeatureLevel(t testing.TB, ctx context.Context, cl *client.Client, level uint32) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

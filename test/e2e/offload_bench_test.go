@@ -25,21 +25,7 @@ func BenchmarkOffloadThroughput(b *testing.B) {
 	c.Leader(admin, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := admin.ListMembers(ctx)
-		low := uint32(5)
-		for _, m := range resp.GetMembers() {
-			low = min(low, m.GetFeatureLevel())
-		}
-		if err == nil && len(resp.GetMembers()) == 3 && low >= 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("members not at level 5: %v %v", resp, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
-	}
+	awaitFeatureLevel(b, ctx, admin, 5)
 	workerID := client.NewUUID()
 	worker, err := client.New(client.Config{Endpoints: c.Endpoints(), ClientID: workerID})
 	if err != nil {
