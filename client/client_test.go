@@ -478,3 +478,12 @@ func TestPingFailsOverWithinAttemptTimeout(t *testing.T) {
 		t.Fatalf("leader %s (answer names %s), want %s", c.Leader(), resp.GetLeaderAddress(), leader.addr)
 	}
 }
+
+func TestFilePath(t *testing.T) {
+	if got := FilePath("/mnt/shared/c1/", "", "k/../1"); got != "/mnt/shared/c1/64656661756c74/6b2f2e2e2f31" {
+		t.Fatalf("FilePath = %q", got)
+	}
+	if got := FilePath("dir", "t", "\x00"); got != "dir/74/00" {
+		t.Fatalf("FilePath = %q", got)
+	}
+}

@@ -2,9 +2,22 @@ package client
 
 import (
 	"context"
+	"encoding/hex"
+	"path"
 
 	metadv1 "metad/proto/metadv1"
 )
+
+// FilePath is the file of an object in a directory of files by tenant and key: a DISK replica's
+// file under its shared root (dir = the replica's segment endpoint), or a worker's LOCAL_DISK
+// file: <dir>/<hex tenant>/<hex key>, where "" is the tenant "default". Hex, so that no key byte
+// ('/', "..") means anything to a filesystem.
+func FilePath(dir, tenant, key string) string {
+	if tenant == "" {
+		tenant = "default"
+	}
+	return path.Join(dir, hex.EncodeToString([]byte(tenant)), hex.EncodeToString([]byte(key)))
+}
 
 // The LOCAL_DISK tier: a worker registers its local SSD, reports what it offloaded to it and what
 // it removed from it. Each call acts for this client (its id is the owner).

@@ -19,6 +19,8 @@ type PutOptions struct {
 	MemoryReplicas uint32
 	// NOFReplicas wanted, 0..8.
 	NOFReplicas uint32
+	// DFSReplicas wanted (extents of DFS pools), 0..8.
+	DFSReplicas uint32
 	// PreferredSegments are tried first, in order.
 	PreferredSegments []UUID
 	// Host is the writer's host, for local-first placement: memory replicas go to the MEMORY
@@ -53,6 +55,7 @@ func (o *PutOptions) config() *metadv1.ReplicaConfig {
 	cfg := &metadv1.ReplicaConfig{
 		MemoryReplicas: o.MemoryReplicas,
 		NofReplicas:    o.NOFReplicas,
+		DfsReplicas:    o.DFSReplicas,
 		SoftPin:        o.SoftPin,
 		SoftPinTtlMs:   uint64(o.SoftPinTTL / time.Millisecond),
 		HardPin:        o.HardPin,
@@ -62,7 +65,7 @@ func (o *PutOptions) config() *metadv1.ReplicaConfig {
 	for _, s := range o.PreferredSegments {
 		cfg.PreferredSegmentIds = append(cfg.PreferredSegmentIds, s.Bytes())
 	}
-	if cfg.MemoryReplicas == 0 && cfg.NofReplicas == 0 && cfg.SoftPin == metadv1.SoftPinAction_SOFT_PIN_ACTION_NONE &&
+	if cfg.MemoryReplicas == 0 && cfg.NofReplicas == 0 && cfg.DfsReplicas == 0 && cfg.SoftPin == metadv1.SoftPinAction_SOFT_PIN_ACTION_NONE &&
 		cfg.SoftPinTtlMs == 0 && !cfg.HardPin && cfg.DataType == 0 && len(cfg.PreferredSegmentIds) == 0 &&
 		cfg.PreferredHost == "" {
 		return nil

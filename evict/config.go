@@ -22,6 +22,16 @@ type Config struct {
 	NOFHighWatermark float64
 	// NOFEvictRatio (nof_evict_ratio): the same for the NOF tier. In (0, 1]. Default 0.05.
 	NOFEvictRatio float64
+	// DiskHighWatermark (disk_high_watermark): the same for the shared roots (DISK): a root's size
+	// is its quota, and disk eviction runs while the roots' used bytes are above this share of it.
+	// In (0, 1]. Default 0.95.
+	DiskHighWatermark float64
+	// DiskEvictRatio (disk_evict_ratio): the same for DISK. In (0, 1]. Default 0.05.
+	DiskEvictRatio float64
+	// DFSHighWatermark (dfs_high_watermark): the same for the DFS pools. In (0, 1]. Default 0.90.
+	DFSHighWatermark float64
+	// DFSEvictRatio (dfs_evict_ratio): the same for DFS. In (0, 1]. Default 0.05.
+	DFSEvictRatio float64
 	// AllowEvictSoftPinned (allow_evict_soft_pinned): soft-pinned objects may be evicted, after every
 	// unpinned candidate, when a round is still short of its lower bound. Default true.
 	AllowEvictSoftPinned bool
@@ -76,6 +86,10 @@ func DefaultConfig() Config {
 		EvictRatio:           0.05,
 		NOFHighWatermark:     0.90,
 		NOFEvictRatio:        0.05,
+		DiskHighWatermark:    0.95,
+		DiskEvictRatio:       0.05,
+		DFSHighWatermark:     0.90,
+		DFSEvictRatio:        0.05,
 		AllowEvictSoftPinned: true,
 		BusyInterval:         10 * time.Millisecond,
 		IdleInterval:         250 * time.Millisecond,
@@ -99,6 +113,10 @@ func (c Config) Validate() error {
 	frac("evict_ratio", c.EvictRatio)
 	frac("nof_high_watermark", c.NOFHighWatermark)
 	frac("nof_evict_ratio", c.NOFEvictRatio)
+	frac("disk_high_watermark", c.DiskHighWatermark)
+	frac("disk_evict_ratio", c.DiskEvictRatio)
+	frac("dfs_high_watermark", c.DFSHighWatermark)
+	frac("dfs_evict_ratio", c.DFSEvictRatio)
 	pos := func(name string, d time.Duration) {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("evict: %s must be positive, got %s", name, d))

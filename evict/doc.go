@@ -67,6 +67,12 @@
 //     until target bytes are freed; pass 2 evicts soft-pinned units, toward the same target, only if
 //     pass 1 freed less than lower and AllowEvictSoftPinned.
 //   - NOF: the same on the NOF tier with NOFHighWatermark and NOFEvictRatio.
+//   - DISK and DFS: the same on the shared roots (DiskHighWatermark 0.95, DiskEvictRatio: a root's
+//     size is its quota) and on the DFS pools (DFSHighWatermark, DFSEvictRatio). The order is the
+//     kernel's, oldest lease first: an object's last read plus the ttl or its last write, so a file
+//     that nobody reads goes in the order it was written (the oldest first) and the DFS extents go
+//     least recently used first. Evicting drops only that tier's replicas; an object with no
+//     replica left is erased.
 //   - Tenant quota: EvictTenant, called synchronously by the service (package service, which owns
 //     the evictor) when a PutStart is over its tenant's quota, evicts that tenant's own MEMORY
 //     replicas until the deficit of its quota is released, soft-pinned last.

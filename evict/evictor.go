@@ -136,8 +136,10 @@ func (e *Evictor) step(ctx context.Context) bool {
 		}
 	}
 	busy := e.tierStep(ctx, s, KindMemory)
-	if e.tierStep(ctx, s, KindNOF) {
-		busy = true
+	for _, kind := range [...]Kind{KindNOF, KindDisk, KindDFS} {
+		if e.tierStep(ctx, s, kind) {
+			busy = true
+		}
 	}
 	if e.lastReap.IsZero() {
 		// First step as leader: the reaper is due now, and patient like any other time.
@@ -193,8 +195,13 @@ func (e *Evictor) tierStep(ctx context.Context, s *store.Store, kind Kind) bool 
 // target = max(r, U - h + r), lower = max(target/2, U - h).
 func (e *Evictor) watermarkSpec(s *store.Store, kind Kind, flagged bool) *spec {
 	tier, hwm, ratio := alloc.TierMemory, e.cfg.HighWatermark, e.cfg.EvictRatio
-	if kind == KindNOF {
+	switch kind {
+	case KindNOF:
 		tier, hwm, ratio = alloc.TierNOF, e.cfg.NOFHighWatermark, e.cfg.NOFEvictRatio
+	case KindDisk:
+		tier, hwm, ratio = alloc.TierDisk, e.cfg.DiskHighWatermark, e.cfg.DiskEvictRatio
+	case KindDFS:
+		tier, hwm, ratio = alloc.TierDFS, e.cfg.DFSHighWatermark, e.cfg.DFSEvictRatio
 	}
 	// Measured over the segments that take allocations: a closing segment's free space is no room
 	// for a new write (alloc's package doc).

@@ -23,6 +23,8 @@ const (
 	KindMemory      Kind = 1 // MEMORY over its high watermark, or an allocation failed
 	KindTenantQuota Kind = 2 // a PutStart over its tenant's quota
 	KindNOF         Kind = 3 // NOF over its high watermark
+	KindDisk        Kind = 4 // a shared root (DISK) over its high watermark
+	KindDFS         Kind = 5 // DFS pools over their high watermark
 )
 
 // String returns the metric label of the kind.
@@ -34,6 +36,10 @@ func (k Kind) String() string {
 		return "tenant_quota"
 	case KindNOF:
 		return "nof"
+	case KindDisk:
+		return "disk"
+	case KindDFS:
+		return "dfs"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -46,6 +52,10 @@ func (k Kind) proto() metadv1.EvictKind {
 		return metadv1.EvictKind_EVICT_KIND_TENANT_QUOTA
 	case KindNOF:
 		return metadv1.EvictKind_EVICT_KIND_NOF
+	case KindDisk:
+		return metadv1.EvictKind_EVICT_KIND_DISK
+	case KindDFS:
+		return metadv1.EvictKind_EVICT_KIND_DFS
 	}
 	return metadv1.EvictKind_EVICT_KIND_UNSPECIFIED
 }

@@ -1,6 +1,7 @@
 package evict
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -132,6 +133,80 @@ func TestOffloadOnEvict(t *testing.T) {
 		if r, err := x.s.Peek("", k); err != nil || len(r.Replicas) != 1 || r.Replicas[0].Tier != alloc.TierLocalDisk {
 			t.Fatalf("%s after the round: %+v, %v; want its disk replica alone", k, r, err)
 		}
+	}
+	x.check()
+}
+
+var rootSeg, poolSeg = alloc.ID{0x5f, 15: 1}, alloc.ID{0x5f, 15: 2}
+
+// mountFiles mounts a segment of a file tier (DISK, DFS: base 0) of n slots.
+func (x *fixture) mountFiles(id alloc.ID, tier alloc.Tier, n int) {
+	x.t.Helper()
+	if _, err := x.s.MountSegment(alloc.Segment{ID: id, Name: "files", Size: uint64(n) * slot, Endpoint: "/mnt/shared",
+		Tier: tier, Owner: client}); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// tierRound runs one watermark round of kind at the fixture's clock.
+func (x *fixture) tierRound(kind Kind) outcome {
+	x.t.Helper()
+	sp := x.ev.watermarkSpec(x.s, kind, false)
+	if sp == nil {
+		return outcome{}
+	}
+	out, err := x.ev.round(context.Background(), x.s, sp)
+	if err != nil {
+		x.t.Fatalf("%s round: %v", kind, err)
+	}
+	return out
+}
+
+func withDFS(r *store.PutStartRequest) { r.Config.DFS = 1 }
+
+// TestDiskAndDFSRounds: a full shared root and a full DFS pool are each evicted down to their
+// watermark through the one kernel, oldest lease first; a round drops only its tier's replicas,
+// and the objects live on in the others; memory, under its watermark, is not touched.
+func TestDiskAndDFSRounds(t *testing.T) {
+	x := newFixture(t, nil)
+	const n = 20
+	x.mountFiles(rootSeg, alloc.TierDisk, n)
+	x.mountFiles(poolSeg, alloc.TierDFS, n)
+	order := fillLeased(x, n, 11, func(int) []putOpt { return []putOpt{withDFS} })
+	x.clock.Store(evalAt)
+	if x.tierRound(KindMemory).objects != 0 {
+		t.Fatal("a memory round ran under the watermark")
+	}
+	// DISK: 20 of 20 slots, watermark 0.95 (19), ratio 0.05 (1): target max(1, 1+1) = 2.
+	if out := x.tierRound(KindDisk); out.objects != 2 || x.s.Segments().Used(alloc.TierDisk) != (n-2)*slot {
+		t.Fatalf("disk round evicted %d, %d bytes left", out.objects, x.s.Segments().Used(alloc.TierDisk))
+	}
+	// DFS: 20 of 20, watermark 0.90 (18), ratio 1 slot: target max(1, 2+1) = 3.
+	if out := x.tierRound(KindDFS); out.objects != 3 || x.s.Segments().Used(alloc.TierDFS) != (n-3)*slot {
+		t.Fatalf("dfs round evicted %d, %d bytes left", out.objects, x.s.Segments().Used(alloc.TierDFS))
+	}
+	for i, k := range order {
+		r, err := x.s.Peek("", k)
+		if err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		var tiers []alloc.Tier
+		for _, rep := range r.Replicas {
+			tiers = append(tiers, rep.Tier)
+		}
+		want := []alloc.Tier{alloc.TierMemory, alloc.TierDFS, alloc.TierDisk}
+		switch {
+		case i < 2:
+			want = []alloc.Tier{alloc.TierMemory}
+		case i < 3:
+			want = []alloc.Tier{alloc.TierMemory, alloc.TierDisk}
+		}
+		if !slices.Equal(tiers, want) {
+			t.Fatalf("%s (rank %d): tiers %v, want %v", k, i, tiers, want)
+		}
+	}
+	if x.usedSlots() != n {
+		t.Fatalf("memory holds %d slots, want %d", x.usedSlots(), n)
 	}
 	x.check()
 }

@@ -85,7 +85,9 @@ const (
 	levelCloseSession uint32 = 3
 	// levelLimits: the rate limits of principals and roles (SetLimit).
 	levelLimits uint32 = 4
-	// levelLocalDisk: the LOCAL_DISK tier (MountLocalDisk, NotifyOffload, EvictDiskReplica).
+	// levelLocalDisk: the replica tiers beyond memory: the LOCAL_DISK tier's commands
+	// (MountLocalDisk, NotifyOffload, EvictDiskReplica, ...), and the DISK and DFS tiers in the
+	// fields of older commands (contentLevel).
 	levelLocalDisk uint32 = 5
 )
 
@@ -275,11 +277,12 @@ func specOf(c *metadv1.Command) *spec {
 	return byField[fd.Number()]
 }
 
-// LevelOf returns the feature level that command c needs of every member (the level that
-// introduced it); 0 for a command this binary does not declare.
+// LevelOf returns the feature level that command c needs of every member: the level that
+// introduced it, or that of a field value a later level gave it (contentLevel); 0 for a command
+// this binary does not declare.
 func LevelOf(c *metadv1.Command) uint32 {
 	if sp := specOf(c); sp != nil {
-		return sp.level
+		return max(sp.level, contentLevel(c))
 	}
 	return 0
 }

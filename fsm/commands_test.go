@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	metadv1 "metad/proto/metadv1"
 	"metad/store"
 )
 
@@ -187,6 +188,44 @@ func TestDesignListsEveryCommand(t *testing.T) {
 		}
 		if lvl != fmt.Sprint(c.level) {
 			t.Errorf("docs/design.md: `%s` at level %q, declared at %d", c.name, lvl, c.level)
+		}
+	}
+}
+
+// TestContentLevel: an older command whose fields name the DISK or DFS tier, or ask for DFS
+// replicas, needs the replica tiers' level (a member below it would refuse the tier, or ignore
+// the field, where the others apply it); the same command without them keeps its own level.
+func TestContentLevel(t *testing.T) {
+	disk, dfs := metadv1.Tier_TIER_DISK, metadv1.Tier_TIER_DFS
+	for _, tc := range []struct {
+		name string
+		cmd  *metadv1.Command
+		want uint32
+	}{
+		{"mount memory", &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{
+			Segment: &metadv1.SegmentDesc{Tier: metadv1.Tier_TIER_MEMORY}}}}, levelBase},
+		{"mount DISK", &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{
+			Segment: &metadv1.SegmentDesc{Tier: disk}}}}, levelLocalDisk},
+		{"mount DFS", &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{
+			Segment: &metadv1.SegmentDesc{Tier: dfs}}}}, levelLocalDisk},
+		{"put NOF", &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{
+			Config: &metadv1.ReplicaConfig{NofReplicas: 1}}}}, levelBase},
+		{"put DFS", &metadv1.Command{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{
+			Config: &metadv1.ReplicaConfig{DfsReplicas: 1}}}}, levelLocalDisk},
+		{"upsert DFS", &metadv1.Command{Op: &metadv1.Command_UpsertStart{UpsertStart: &metadv1.UpsertStart{
+			Config: &metadv1.ReplicaConfig{DfsReplicas: 2}}}}, levelLocalDisk},
+		{"batch put DFS", &metadv1.Command{Op: &metadv1.Command_BatchPutStart{BatchPutStart: &metadv1.BatchPutStart{
+			Config: &metadv1.ReplicaConfig{DfsReplicas: 1}}}}, levelLocalDisk},
+		{"put end all", &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{}}}, levelBase},
+		{"put end DISK", &metadv1.Command{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tier: disk}}}, levelLocalDisk},
+		{"batch revoke DFS", &metadv1.Command{Op: &metadv1.Command_BatchPutRevoke{BatchPutRevoke: &metadv1.BatchPutRevoke{Tier: dfs}}}, levelLocalDisk},
+		{"commit DISK", &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{Tier: disk}}}, levelLocalDisk},
+		{"commit all", &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{}}}, levelArenas},
+		{"evict memory", &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tier: metadv1.Tier_TIER_MEMORY}}}, levelBase},
+		{"evict DFS", &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tier: dfs}}}, levelLocalDisk},
+	} {
+		if got := LevelOf(tc.cmd); got != tc.want {
+			t.Errorf("%s: LevelOf = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -6,6 +6,47 @@ import (
 	"metad/wire"
 )
 
+// contentLevel is the feature level that field values of older commands need: a DISK or DFS tier
+// (a segment mounted, a write's tier, an eviction's tier) or DFS replicas asked for are level
+// levelLocalDisk. A member below it would refuse the tier, or ignore the unknown field and place
+// no DFS replica, where the others apply it: a divergence. 0 when no field needs more than the
+// command's own level.
+func contentLevel(c *metadv1.Command) uint32 {
+	newTier := func(t metadv1.Tier) bool { return t == metadv1.Tier_TIER_DISK || t == metadv1.Tier_TIER_DFS }
+	dfs := func(cfg *metadv1.ReplicaConfig) bool { return cfg.GetDfsReplicas() > 0 }
+	var needs bool
+	switch op := c.GetOp().(type) {
+	case *metadv1.Command_MountSegment:
+		needs = newTier(op.MountSegment.GetSegment().GetTier())
+	case *metadv1.Command_PutStart:
+		needs = dfs(op.PutStart.GetConfig())
+	case *metadv1.Command_UpsertStart:
+		needs = dfs(op.UpsertStart.GetConfig())
+	case *metadv1.Command_BatchPutStart:
+		needs = dfs(op.BatchPutStart.GetConfig())
+	case *metadv1.Command_PutEnd:
+		needs = newTier(op.PutEnd.GetTier())
+	case *metadv1.Command_UpsertEnd:
+		needs = newTier(op.UpsertEnd.GetTier())
+	case *metadv1.Command_PutRevoke:
+		needs = newTier(op.PutRevoke.GetTier())
+	case *metadv1.Command_UpsertRevoke:
+		needs = newTier(op.UpsertRevoke.GetTier())
+	case *metadv1.Command_BatchPutEnd:
+		needs = newTier(op.BatchPutEnd.GetTier())
+	case *metadv1.Command_BatchPutRevoke:
+		needs = newTier(op.BatchPutRevoke.GetTier())
+	case *metadv1.Command_PutCommit:
+		needs = newTier(op.PutCommit.GetTier())
+	case *metadv1.Command_Evict:
+		needs = newTier(op.Evict.GetTier())
+	}
+	if needs {
+		return levelLocalDisk
+	}
+	return 0
+}
+
 // The handlers of the LOCAL_DISK tier's commands (store/ops_disk.go). Their unmount is an
 // unmount_segment of the registration's segment, and a client's expiry drops it with the rest.
 
@@ -36,21 +77,18 @@ func applyNotifyOffload(st *State, e env, m *metadv1.NotifyOffload) store.Result
 	return store.Result{Count: countOK(rs), Items: rs}
 }
 
-// applyEvictDiskReplica drops an owner's LOCAL_DISK replicas (store.Store.DropDiskReplicas); keys
-// repeated, or a tier other than LOCAL_DISK, refuse the whole command.
+// applyEvictDiskReplica drops an owner's LOCAL_DISK replicas, or a shared root's DISK replicas
+// (store.Store.DropDiskReplicas); keys repeated, or another tier, refuse the whole command.
 func applyEvictDiskReplica(st *State, e env, m *metadv1.EvictDiskReplica) store.Result {
 	keys := m.GetKeys()
 	if r, ok := distinct(e, "keys", len(keys), func(i int) []byte { return keys[i] }); !ok {
 		return r
 	}
-	if m.GetTier() != metadv1.Tier_TIER_LOCAL_DISK {
-		return store.Result{Reason: store.InvalidParams, Message: "tier: " + m.GetTier().String() + ", want TIER_LOCAL_DISK"}
-	}
 	ks := make([]string, len(keys))
 	for i, k := range keys {
 		ks[i] = string(k)
 	}
-	errs, err := st.store.DropDiskReplicas(m.GetTenant(), wire.ID16(m.GetClientId()), ks)
+	errs, err := st.store.DropDiskReplicas(m.GetTenant(), wire.ID16(m.GetClientId()), wire.TierFrom(m.GetTier()), ks)
 	if err != nil {
 		return fromErr(err)
 	}

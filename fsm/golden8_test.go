@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ var update = flag.Bool("update", false, "rewrite testdata/golden-v8.snap")
 
 // goldenV8Source is the state of golden-v8.snap: golden-v7's state, then what format version 8
 // added: a client's LOCAL_DISK registration (offload on) holding two objects' replicas, one of
-// them the object's only replica once its memory one is evicted.
+// them the object's only replica once its memory one is evicted, offload tasks queued and taken,
+// and a shared root (DISK) and a DFS pool holding the replicas of a put that asked for DFS.
 func goldenV8Source(t *testing.T) *FSM {
 	f := goldenV7Source(t)
 	const now = int64(1_790_000_000) * int64(time.Second)
@@ -68,6 +70,20 @@ func goldenV8Source(t *testing.T) *FSM {
 			t.Fatalf("golden-v8 command %d (%T): %s %s", i, more[i].GetOp(), r.Reason, r.Message)
 		}
 	}
+	files := func(id byte, tier metadv1.Tier, endpoint string) *metadv1.Command {
+		return &metadv1.Command{Op: &metadv1.Command_MountSegment{MountSegment: &metadv1.MountSegment{Segment: &metadv1.SegmentDesc{
+			Id: uuid(0x5f, id), Name: "files", Size: 1 << 30, Endpoint: endpoint, Tier: tier, OwnerClientId: genClients[1]}}}}
+	}
+	shared := []*metadv1.Command{files(1, metadv1.Tier_TIER_DISK, "/mnt/shared/golden"), files(2, metadv1.Tier_TIER_DFS, "dfs://pool/golden"),
+		{Op: &metadv1.Command_PutStart{PutStart: &metadv1.PutStart{Tenant: "golden4", ClientId: owner, Key: []byte("f1"),
+			Size: 3000, Config: &metadv1.ReplicaConfig{MemoryReplicas: 1, DfsReplicas: 1}}}},
+		{Op: &metadv1.Command_PutEnd{PutEnd: &metadv1.PutEnd{Tenant: "golden4", ClientId: owner, Key: []byte("f1")}}},
+	}
+	for i, r := range applyCmds(t, f, 804, now, shared...) {
+		if r.Reason != store.OK {
+			t.Fatalf("golden-v8 shared-tier command %d (%T): %s %s", i, shared[i].GetOp(), r.Reason, r.Message)
+		}
+	}
 	return f
 }
 
@@ -89,7 +105,7 @@ func TestGoldenSnapshotV8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.FormatVersion != 8 || info.Index != 803 {
+	if info.FormatVersion != 8 || info.Index != 804 {
 		t.Fatalf("golden snapshot reads as %+v", info)
 	}
 	f := newFSM(t)
@@ -130,6 +146,19 @@ func TestGoldenSnapshotV8(t *testing.T) {
 	})
 	if !pinned {
 		t.Fatal("the taken task's object is not pinned after the restore")
+	}
+	f1, err := f.Store().Peek("golden4", "f1")
+	var tiers []alloc.Tier
+	for _, r := range f1.Replicas {
+		tiers = append(tiers, r.Tier)
+	}
+	if err != nil || !slices.Equal(tiers, []alloc.Tier{alloc.TierMemory, alloc.TierDFS, alloc.TierDisk}) {
+		t.Fatalf("the object on the shared tiers after the restore: tiers %v, %v", tiers, err)
+	}
+	for _, tier := range []alloc.Tier{alloc.TierDisk, alloc.TierDFS} {
+		if f.Store().Segments().Used(tier) != 3008 {
+			t.Fatalf("%s bytes used after the restore: %d, want 3008", tier, f.Store().Segments().Used(tier))
+		}
 	}
 }
 

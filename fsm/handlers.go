@@ -513,13 +513,15 @@ func applyMountSegment(st *State, e env, m *metadv1.MountSegment) store.Result {
 	return r
 }
 
-// applyUnmountSegment unmounts the listed segments of the client (all of them when none is listed).
+// applyUnmountSegment unmounts the listed segments of the client (all of them when none is listed;
+// at its expiry, all but its Shared ones, store.Store.UnmountClient).
 // A listed segment the client does not own is refused, and nothing is unmounted.
 func applyUnmountSegment(st *State, e env, m *metadv1.UnmountSegment) store.Result {
 	s := st.store
 	client := wire.ID16(m.GetClientId())
 	if len(m.GetSegmentIds()) == 0 {
-		return store.Result{Unmount: s.UnmountClient(client)}
+		expired := m.GetReason() == metadv1.UnmountReason_UNMOUNT_REASON_CLIENT_EXPIRED
+		return store.Result{Unmount: s.UnmountClient(client, expired)}
 	}
 	ids := segmentIDs(m.GetSegmentIds())
 	if err := s.CheckUnmount(client, ids); err != nil {

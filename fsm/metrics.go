@@ -24,9 +24,21 @@ type metrics struct {
 // countShort counts a put that succeeded with fewer replicas than it asked for (SEMANTICS section
 // 3: a put succeeds with at least one replica of each tier asked).
 func (m *metrics) countShort(cfg store.ReplicaConfig, reps []store.Replica) {
-	if len(reps) > 0 && len(reps) < cfg.Memory+cfg.NOF {
+	if n := countAsked(reps); n > 0 && n < cfg.Memory+cfg.NOF+cfg.DFS {
 		m.shortPlacements.Add(1)
 	}
+}
+
+// countAsked counts the replicas of the tiers a put asks for by count (alloc.Tier.Placeable): not
+// the DISK one a shared root adds by itself.
+func countAsked(reps []store.Replica) int {
+	n := 0
+	for i := range reps {
+		if reps[i].Tier.Placeable() {
+			n++
+		}
+	}
+	return n
 }
 
 // ShortPlacements returns how many puts this node applied that were placed with fewer replicas

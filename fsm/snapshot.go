@@ -361,12 +361,13 @@ func addSession(t *sessionTable, r *metadv1.SessionRecord) error {
 
 // snapshotFormat is the record format a state's file is written in: the lowest that holds the
 // state, so that a member of the release before (v0.3.0 reads up to 6) can install a leader's
-// snapshot during a rolling upgrade. Only a state with a LOCAL_DISK segment needs 8, and only one
-// with rate limits 7; each exists only once every member runs a binary that knows it
-// (MountLocalDisk is at feature level 5, SetLimit at 4).
+// snapshot during a rolling upgrade. Only a state with a LOCAL_DISK, DISK or DFS segment (the
+// segments that are not Addressed) needs 8, and only one with rate limits 7; each exists only once
+// every member runs a binary that knows it (MountLocalDisk and a MountSegment of DISK or DFS are at
+// feature level 5, SetLimit at 4).
 func snapshotFormat(a *snapshot.Auth, c *store.Capture) uint32 {
 	for _, seg := range c.Segments {
-		if seg.Tier == alloc.TierLocalDisk {
+		if !seg.Tier.Addressed() {
 			return 8
 		}
 	}

@@ -14,11 +14,11 @@ const (
 	disk
 )
 
-// mediumOf is the medium of a replica tier: MEMORY is "cpu", NOF (the old master's NOF_SSD) and
-// LOCAL_DISK (its LocalDiskDescriptor) are "disk"; any other tier counts as "cpu", as the old
-// master's default does.
+// mediumOf is the medium of a replica tier: MEMORY is "cpu", NOF (the old master's NOF_SSD),
+// LOCAL_DISK (its LocalDiskDescriptor), DISK (its DiskDescriptor, a shared-FS file) and DFS are
+// "disk"; any other tier counts as "cpu", as the old master's default does.
 func mediumOf(t alloc.Tier) media {
-	if t == alloc.TierNOF || t == alloc.TierLocalDisk {
+	if t == alloc.TierNOF || t == alloc.TierLocalDisk || t == alloc.TierDisk || t == alloc.TierDFS {
 		return disk
 	}
 	return cpu

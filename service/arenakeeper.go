@@ -223,7 +223,7 @@ func (r *reservations) reapLocked(now time.Time) {
 // planLocked lists the arenas to ask for (mu held).
 func (r *reservations) planLocked(state *store.Store, now time.Time) (specs []*metadv1.ArenaSpec) {
 	for _, info := range state.Segments().List() {
-		if info.Closing || !info.Tier.Valid() || now.Sub(r.failedAt[info.ID]) < time.Second {
+		if info.Closing || !store.ArenaTier(info.Tier) || now.Sub(r.failedAt[info.ID]) < time.Second {
 			continue
 		}
 		size := r.arenaSize(info.Size)

@@ -89,11 +89,15 @@ func (l *liveness) forget(c alloc.ID, t int64) {
 	}
 }
 
-// owners returns the distinct owners of the mounted segments.
+// owners returns the distinct owners of the mounted segments that a client's expiry unmounts (not
+// the Shared ones: a client that mounted only a shared root or a DFS pool never expires).
 func owners(segs []alloc.SegmentInfo) []alloc.ID {
 	seen := make(map[alloc.ID]struct{})
 	var out []alloc.ID
 	for _, sg := range segs {
+		if sg.Tier.Shared() {
+			continue
+		}
 		if _, ok := seen[sg.Owner]; !ok {
 			seen[sg.Owner] = struct{}{}
 			out = append(out, sg.Owner)

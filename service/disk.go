@@ -104,8 +104,8 @@ func (s *Service) NotifyOffload(ctx context.Context, req *metadv1.NotifyOffloadR
 	return &metadv1.NotifyOffloadResponse{Results: sts}, nil
 }
 
-// EvictDiskReplica drops the calling client's LOCAL_DISK replicas of one tenant's keys, whose files
-// it removed. One status per key, in order.
+// EvictDiskReplica drops the calling client's LOCAL_DISK replicas of one tenant's keys, or their
+// DISK replicas on a shared root, whose files it removed. One status per key, in order.
 func (s *Service) EvictDiskReplica(ctx context.Context, req *metadv1.EvictDiskReplicaRequest) (*metadv1.EvictDiskReplicaResponse, error) {
 	ctx, err := withSession(ctx, req.GetSession())
 	if err != nil {
@@ -122,14 +122,14 @@ func (s *Service) EvictDiskReplica(ctx context.Context, req *metadv1.EvictDiskRe
 	if err := store.ValidateDistinct("keys", len(keys), func(i int) string { return keys[i] }); err != nil {
 		return nil, fail(err, tenant, nil)
 	}
-	if req.GetTier() != metadv1.Tier_TIER_LOCAL_DISK {
-		return nil, fail(badf("tier", "%s, want TIER_LOCAL_DISK", req.GetTier()), tenant, nil)
+	if t := req.GetTier(); t != metadv1.Tier_TIER_LOCAL_DISK && t != metadv1.Tier_TIER_DISK {
+		return nil, fail(badf("tier", "%s, want TIER_LOCAL_DISK or TIER_DISK", t), tenant, nil)
 	}
 	if err := s.here(); err != nil {
 		return nil, err
 	}
 	cmd := &metadv1.Command{Op: &metadv1.Command_EvictDiskReplica{EvictDiskReplica: &metadv1.EvictDiskReplica{
-		Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: metadv1.Tier_TIER_LOCAL_DISK}}}
+		Tenant: tenant, ClientId: client[:], Keys: req.GetKeys(), Tier: req.GetTier()}}}
 	res, err := s.proposeChecked(ctx, cmd)
 	if err != nil {
 		return nil, fail(err, tenant, nil)

@@ -37,14 +37,14 @@ type metrics struct {
 	rateLimited *prometheus.CounterVec
 	// hits counts the objects Get and BatchGet answered, by the tier a reader reads first
 	// (tierHits.add): hits[alloc.Tier].
-	hits [alloc.TierLocalDisk + 1]prometheus.Counter
+	hits [alloc.TierDFS + 1]prometheus.Counter
 }
 
 // tierHits counts answered objects by the tier a reader reads first, for metrics.hits.
-type tierHits [alloc.TierLocalDisk + 1]int
+type tierHits [alloc.TierDFS + 1]int
 
 // add counts one object answered with the replicas reps (the store's, COMPLETE ones): the lowest
-// tier among them, MEMORY before NOF before LOCAL_DISK.
+// tier among them in alloc.Tiers order (MEMORY, NOF, LOCAL_DISK, DISK, DFS: the tier's number).
 func (h *tierHits) add(reps []store.Replica) {
 	best := alloc.Tier(0)
 	for i := range reps {
@@ -100,9 +100,9 @@ func newMetrics(reg prometheus.Registerer, state func() *store.Store) (*metrics,
 		Help: "Calls this member refused because their principal was over a rate limit (SetLimit), by limit: calls (per second), keys (per second), streams (watch streams open at once)."},
 		[]string{"limit"})
 	hits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "metad_server_get_hits_total",
-		Help: "Objects Get and BatchGet answered on this member, by the tier a reader reads first: memory when the object has a MEMORY replica, else nof, else local_disk (a disk-only object)."},
+		Help: "Objects Get and BatchGet answered on this member, by the tier a reader reads first: memory when the object has a MEMORY replica, else nof, else local_disk, disk, dfs."},
 		[]string{"tier"})
-	for _, t := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF, alloc.TierLocalDisk} {
+	for _, t := range alloc.Tiers {
 		m.hits[t] = hits.WithLabelValues(strings.ToLower(t.String()))
 	}
 	m.watchLagSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "metad_watch_delivery_lag_seconds",
@@ -156,7 +156,7 @@ func newStoreCollector(state func() *store.Store) *storeCollector {
 		tenantCharged:   d("metad_server_tenant_charged_bytes", "MEMORY bytes charged to the tenant (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		tenantEffective: d("metad_server_tenant_effective_quota_bytes", "Effective quota of the tenant, bytes; 0 = no quota (the first 100 tenants by name; the rest summed as _other).", "tenant"),
 		tierObjects:     d("metad_server_store_tier_objects", "Objects with at least one replica of the tier.", "tier"),
-		diskOnly:        d("metad_server_store_disk_only_objects", "Objects whose every replica is LOCAL_DISK (readable from their owners' SSDs alone)."),
+		diskOnly:        d("metad_server_store_disk_only_objects", "Objects with replicas but none in memory: LOCAL_DISK, DISK or DFS ones alone."),
 		tasks:           d("metad_server_store_tasks", "Scheduled tasks kept (finished ones for an hour, at most 65,536), by kind (copy, move, offload) and state.", "kind", "state"),
 		lockWait:        d("metad_store_lock_wait_seconds", "Wait for a lock on the read path, one read in 64 sampled: lock=route (route shard read lock) or object (the object's lock).", "lock"),
 	}
@@ -196,8 +196,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.objects, float64(objects))
 	gauge(c.groups, float64(groups))
 	segs := st.Segments()
-	tiers := []alloc.Tier{alloc.TierMemory, alloc.TierNOF, alloc.TierLocalDisk}
-	var count, closing [alloc.TierLocalDisk + 1]int
+	var count, closing [alloc.TierDFS + 1]int
 	for _, sg := range segs.List() {
 		if sg.Tier.Valid() {
 			count[sg.Tier]++
@@ -206,7 +205,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, tier := range tiers {
+	for _, tier := range alloc.Tiers {
 		label := strings.ToLower(tier.String())
 		gauge(c.segments, float64(count[tier]), label)
 		gauge(c.used, float64(segs.Used(tier)), label)
@@ -216,9 +215,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.allocatable, float64(allocatable), label)
 	}
 	to := st.TierObjects()
-	gauge(c.tierObjects, float64(to.Memory), "memory")
-	gauge(c.tierObjects, float64(to.NOF), "nof")
-	gauge(c.tierObjects, float64(to.LocalDisk), "local_disk")
+	for _, tier := range alloc.Tiers {
+		gauge(c.tierObjects, float64(to.Of(tier)), strings.ToLower(tier.String()))
+	}
 	gauge(c.diskOnly, float64(to.DiskOnly))
 	counts := st.Tasks().Counts()
 	for _, kind := range []store.TaskKind{store.TaskCopy, store.TaskMove, store.TaskOffload, store.TaskPromote} {

@@ -299,10 +299,10 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 		pref[i] = wire.ID16(p)
 	}
 	pl, perr := r.pool.Place(alloc.PlaceRequest{Size: ps.Size, Memory: mem, NOF: int(cfg.GetNofReplicas()),
-		Preferred: pref, Strategy: r.s.cfg.Strategy, Seed: rand.Uint64()})
+		DFS: int(cfg.GetDfsReplicas()), Preferred: pref, Strategy: r.s.cfg.Strategy, Seed: rand.Uint64()})
 	if perr != nil || pl.Short > 0 {
 		if perr == nil {
-			r.freeLocked(append(pl.Memory, pl.NOF...))
+			r.freeLocked(pl.All())
 		}
 		r.m.fallback("no_arena_room")
 		return nil, false, nil
@@ -311,28 +311,42 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	// not (one mounted a moment ago, or full of arenas' reservations) would be skipped here where
 	// the log would place on it, so the put goes through the log.
 	if !preferencesHeld(st, pref, pl) {
-		r.freeLocked(append(pl.Memory, pl.NOF...))
+		r.freeLocked(pl.All())
 		r.m.fallback("preference")
 		return nil, false, nil
 	}
 	// The pool follows the state a keeper round late: a segment that closed or went since (its
 	// arenas retired or dropped with it) leaves the pool now, and the put goes through the log.
-	for _, e := range append(pl.Memory, pl.NOF...) {
+	// A put through the log lands on a shared root (DISK) whenever one takes allocations; without
+	// arena room on one, it goes through the log rather than lose that copy.
+	if len(pl.Disk) == 0 {
+		if capacity, _ := st.Segments().Allocatable(alloc.TierDisk); capacity > 0 {
+			r.freeLocked(pl.All())
+			r.m.fallback("no_arena_room")
+			return nil, false, nil
+		}
+	}
+	for _, e := range pl.All() {
 		if info, found := st.Segments().Get(e.Segment); !found || info.Closing {
-			r.freeLocked(append(pl.Memory, pl.NOF...))
+			r.freeLocked(pl.All())
 			_ = r.pool.SetClosing(e.Segment, true)
 			r.m.fallback("segment_closed")
 			return nil, false, nil
 		}
 	}
 	res := &reservation{client: wire.ID16(ps.ClientId), size: ps.Size, group: ps.Group, start: now, charged: want,
-		cfg: &metadv1.ReplicaConfig{MemoryReplicas: uint32(mem), NofReplicas: cfg.GetNofReplicas(), SoftPin: cfg.GetSoftPin(),
+		cfg: &metadv1.ReplicaConfig{MemoryReplicas: uint32(mem), NofReplicas: cfg.GetNofReplicas(), DfsReplicas: cfg.GetDfsReplicas(), SoftPin: cfg.GetSoftPin(),
 			SoftPinTtlMs: cfg.GetSoftPinTtlMs(), HardPin: cfg.GetHardPin(), DataType: cfg.GetDataType()}}
 	for _, e := range pl.Memory {
 		res.exts, res.tiers = append(res.exts, e), append(res.tiers, alloc.TierMemory)
 	}
-	for _, e := range pl.NOF {
-		res.exts, res.tiers = append(res.exts, e), append(res.tiers, alloc.TierNOF)
+	for _, tier := range [...]struct {
+		t    alloc.Tier
+		exts []alloc.Extent
+	}{{alloc.TierNOF, pl.NOF}, {alloc.TierDFS, pl.DFS}, {alloc.TierDisk, pl.Disk}} {
+		for _, e := range tier.exts {
+			res.exts, res.tiers = append(res.exts, e), append(res.tiers, tier.t)
+		}
 	}
 	if h != nil {
 		res.session, res.seq = h.GetSessionId(), h.GetSeq()
@@ -361,7 +375,7 @@ func preferencesHeld(st *store.Store, pref []alloc.ID, pl alloc.Placement) bool 
 		}
 		return len(pref)
 	}
-	for _, exts := range [][]alloc.Extent{pl.Memory, pl.NOF} {
+	for _, exts := range [][]alloc.Extent{pl.Memory, pl.NOF, pl.DFS, pl.Disk} {
 		if len(exts) == 0 {
 			continue
 		}

@@ -207,10 +207,11 @@ func namedGroupOf(raw []byte) (string, error) {
 // batchOf checks the number of items of a batch.
 func batchOf(field string, n int) error { return store.ValidateBatch(field, n) }
 
-// tierOf checks a tier filter: TIER_UNSPECIFIED (every tier), MEMORY or NOF.
+// tierOf checks the tier filter of a write's end: TIER_UNSPECIFIED (every tier) or a tier a put
+// places (MEMORY, NOF, DISK, DFS).
 func tierOf(field string, t metadv1.Tier) error {
 	switch t {
-	case metadv1.Tier_TIER_UNSPECIFIED, metadv1.Tier_TIER_MEMORY, metadv1.Tier_TIER_NOF:
+	case metadv1.Tier_TIER_UNSPECIFIED, metadv1.Tier_TIER_MEMORY, metadv1.Tier_TIER_NOF, metadv1.Tier_TIER_DISK, metadv1.Tier_TIER_DFS:
 		return nil
 	}
 	return badf(field, "unknown tier %d", int32(t))
@@ -228,6 +229,9 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 	}
 	if n := c.GetNofReplicas(); n > store.MaxNOFReplicas {
 		return nil, badf("config.nof_replicas", "%d not in 0..%d", n, store.MaxNOFReplicas)
+	}
+	if n := c.GetDfsReplicas(); n > store.MaxDFSReplicas {
+		return nil, badf("config.dfs_replicas", "%d not in 0..%d", n, store.MaxDFSReplicas)
 	}
 	seen := make(map[alloc.ID]struct{}, len(c.GetPreferredSegmentIds()))
 	for i, raw := range c.GetPreferredSegmentIds() {
@@ -263,6 +267,7 @@ func configOf(c *metadv1.ReplicaConfig) (*metadv1.ReplicaConfig, error) {
 	out := &metadv1.ReplicaConfig{
 		MemoryReplicas:      mem,
 		NofReplicas:         c.GetNofReplicas(),
+		DfsReplicas:         c.GetDfsReplicas(),
 		PreferredSegmentIds: c.GetPreferredSegmentIds(),
 		SoftPin:             c.GetSoftPin(),
 		SoftPinTtlMs:        ttl,
@@ -289,8 +294,10 @@ func segmentOf(client alloc.ID, d *metadv1.SegmentDesc) (*metadv1.SegmentDesc, e
 	if _, err := segmentIDOf("segment.id", d.GetId()); err != nil {
 		return nil, err
 	}
-	if t := d.GetTier(); t != metadv1.Tier_TIER_MEMORY && t != metadv1.Tier_TIER_NOF {
-		return nil, badf("segment.tier", "%s, want TIER_MEMORY or TIER_NOF (a local SSD is mounted with MountLocalDisk)", t)
+	switch d.GetTier() {
+	case metadv1.Tier_TIER_MEMORY, metadv1.Tier_TIER_NOF, metadv1.Tier_TIER_DISK, metadv1.Tier_TIER_DFS:
+	default:
+		return nil, badf("segment.tier", "%s, want TIER_MEMORY, TIER_NOF, TIER_DISK or TIER_DFS (a local SSD is mounted with MountLocalDisk)", d.GetTier())
 	}
 	if d.GetOffload() {
 		return nil, badf("segment.offload", "set on a %s segment; only a local disk takes offload tasks (MountLocalDisk)", d.GetTier())

@@ -47,6 +47,7 @@ type TenantInfo struct {
 	Groups      uint64 `json:"groups"`
 	MemoryBytes uint64 `json:"memory_bytes"` // allocated bytes of MEMORY replicas
 	NOFBytes    uint64 `json:"nof_bytes"`    // allocated bytes of NOF replicas
+	DiskBytes   uint64 `json:"disk_bytes"`   // allocated bytes of LOCAL_DISK, DISK and DFS replicas
 }
 
 // SegmentInfo is one segment of a snapshot.
@@ -144,9 +145,12 @@ func Inspect(r io.Reader) (*Info, error) {
 						cur.Name, o.GetKey(), i+1, len(info.Segments), ErrCorrupt)
 				}
 				info.Segments[i].Used += size
-				if rep.GetTier() == metadv1.Tier_TIER_NOF {
+				switch rep.GetTier() {
+				case metadv1.Tier_TIER_NOF:
 					cur.NOFBytes += size
-				} else {
+				case metadv1.Tier_TIER_LOCAL_DISK, metadv1.Tier_TIER_DISK, metadv1.Tier_TIER_DFS:
+					cur.DiskBytes += size
+				default:
 					cur.MemoryBytes += size
 				}
 			}
@@ -176,6 +180,12 @@ func tierName(t metadv1.Tier) string {
 		return "MEMORY"
 	case metadv1.Tier_TIER_NOF:
 		return "NOF"
+	case metadv1.Tier_TIER_LOCAL_DISK:
+		return "LOCAL_DISK"
+	case metadv1.Tier_TIER_DISK:
+		return "DISK"
+	case metadv1.Tier_TIER_DFS:
+		return "DFS"
 	}
 	return t.String()
 }

@@ -117,9 +117,10 @@ func newArena(id, term uint64, tier alloc.Tier, e alloc.Extent) *arena {
 }
 
 // Grant grants one arena per spec to the leader of term, in spec order, each allocated best
-// fit in its segment (alloc.Registry.AllocIn). A spec whose segment is not mounted or is closing,
-// whose size is 0 or not a multiple of alloc.Align, or whose segment has no free span that large,
-// or that names a segment an earlier spec of the call named, is skipped. It returns the arenas
+// fit in its segment (alloc.Registry.AllocIn). A spec whose segment is not mounted, is closing or
+// is of a tier that takes no arena (ArenaTier), whose size is 0 or not a multiple of alloc.Align,
+// or whose segment has no free span that large, or that names a segment an earlier spec of the
+// call named, is skipped. It returns the arenas
 // granted. Deterministic: the outcome depends on the state and the arguments alone.
 func (t *ArenaTable) Grant(term uint64, specs []ArenaSpec) []Arena {
 	t.mu.Lock()
@@ -132,7 +133,7 @@ func (t *ArenaTable) Grant(term uint64, specs []ArenaSpec) []Arena {
 		}
 		seen[sp.Segment] = struct{}{}
 		info, ok := t.segs.Get(sp.Segment)
-		if !ok {
+		if !ok || !ArenaTier(info.Tier) {
 			continue
 		}
 		e, err := t.segs.AllocIn(sp.Segment, sp.Size)
@@ -146,6 +147,11 @@ func (t *ArenaTable) Grant(term uint64, specs []ArenaSpec) []Arena {
 	}
 	return out
 }
+
+// ArenaTier reports whether arenas are granted on segments of tier t: the tiers a put places in
+// (alloc.Tier.Placeable, and DISK). A LOCAL_DISK registration is its owner's SSD: only offload
+// reports place into it.
+func ArenaTier(t alloc.Tier) bool { return t.Placeable() || t == alloc.TierDisk }
 
 // Retire returns the free spans of the named arenas to their segments and forgets the arenas; an
 // id not held is skipped. It returns how many it retired.
@@ -363,13 +369,14 @@ func (it *CommitItem) validate() error {
 	if err := ValidateSize(it.Size); err != nil {
 		return err
 	}
-	if len(it.Replicas) == 0 || len(it.Replicas) > MaxMemReplicas+MaxNOFReplicas {
-		return errf(InvalidParams, "replicas: %d not in 1..%d", len(it.Replicas), MaxMemReplicas+MaxNOFReplicas)
+	const most = MaxMemReplicas + MaxNOFReplicas + MaxDFSReplicas + 1 // + the DISK one
+	if len(it.Replicas) == 0 || len(it.Replicas) > most {
+		return errf(InvalidParams, "replicas: %d not in 1..%d", len(it.Replicas), most)
 	}
 	mem := 0
 	segs := make(map[alloc.ID]struct{}, len(it.Replicas))
 	for _, r := range it.Replicas {
-		if !r.Tier.Valid() || r.Extent.Size != alloc.RoundUp(it.Size) {
+		if !r.Tier.Valid() || r.Tier == alloc.TierLocalDisk || r.Extent.Size != alloc.RoundUp(it.Size) {
 			return errf(InvalidParams, "replicas: tier %d, size %d for an object of %d bytes", r.Tier, r.Extent.Size, it.Size)
 		}
 		if _, dup := segs[r.Extent.Segment]; dup {

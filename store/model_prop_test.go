@@ -268,7 +268,7 @@ func (h *modelHarness) run(op string) {
 		}
 
 	case "unmountClient":
-		res := s.UnmountClient(client1)
+		res := s.UnmountClient(client1, false)
 		rt.Logf("%d: UnmountClient = %+v", h.step, res)
 		gone := map[alloc.ID]bool{}
 		for id := range m.mounted {

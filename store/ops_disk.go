@@ -181,28 +181,39 @@ func diskVerdict(t *TenantState, e *ObjectEntry, st *ObjectState, seg alloc.ID, 
 	return nil
 }
 
-// DropDiskReplicas is EvictDiskReplica: the owner removed the SSD files of keys of one tenant, so
-// each object's LOCAL_DISK replica of client goes whatever its leases (the bytes are gone), and an
-// object left with no replica is erased. It returns one error per key (nil = dropped):
-// OBJECT_NOT_FOUND, or NO_REPLICA_ON_SEGMENT when the object has no LOCAL_DISK replica of the
-// client (its registration gone included). TENANT_NOT_REGISTERED fails the whole call.
-func (s *Store) DropDiskReplicas(tenant string, client alloc.ID, keys []string) ([]error, error) {
+// DropDiskReplicas is EvictDiskReplica: files of keys of one tenant were removed, so each object's
+// replicas in them go whatever their leases (the bytes are gone), and an object left with no
+// replica is erased. With tier LOCAL_DISK the files are client's SSD files: the object's LOCAL_DISK
+// replica of client goes. With tier DISK they are files of a shared root: the object's COMPLETE
+// DISK replicas go, whoever reports it (a PROCESSING one is its writer's, still being written). It
+// returns one error per key (nil = dropped): OBJECT_NOT_FOUND, or NO_REPLICA_ON_SEGMENT when the
+// object has no such replica (the client's registration gone included). TENANT_NOT_REGISTERED
+// fails the whole call; another tier is INVALID_PARAMS.
+func (s *Store) DropDiskReplicas(tenant string, client alloc.ID, tier alloc.Tier, keys []string) ([]error, error) {
+	var on func(r Replica) bool
+	switch tier {
+	case alloc.TierLocalDisk:
+		seg := alloc.LocalDiskID(client)
+		on = func(r Replica) bool { return r.Tier == alloc.TierLocalDisk && r.Extent.Segment == seg }
+	case alloc.TierDisk:
+		on = func(r Replica) bool { return r.Tier == alloc.TierDisk && r.Status == Complete }
+	default:
+		return nil, errf(InvalidParams, "tier: %s, want LOCAL_DISK or DISK", tier)
+	}
 	tenant = NormalizeTenant(tenant)
 	t, err := s.writable(tenant)
 	if err != nil {
 		return nil, err
 	}
 	defer t.release()
-	seg := alloc.LocalDiskID(client)
-	on := func(r Replica) bool { return r.Tier == alloc.TierLocalDisk && r.Extent.Segment == seg }
 	errs := make([]error, len(keys))
 	for i, key := range keys {
-		errs[i] = s.dropDiskReplica(t, key, on)
+		errs[i] = s.dropDiskReplica(t, key, tier, on)
 	}
 	return errs, nil
 }
 
-func (s *Store) dropDiskReplica(t *TenantState, key string, on func(Replica) bool) error {
+func (s *Store) dropDiskReplica(t *TenantState, key string, tier alloc.Tier, on func(Replica) bool) error {
 	e := t.dir.lookup(key)
 	if e == nil {
 		return objErr(ObjectNotFound, t.name, key, "object not found")
@@ -215,6 +226,9 @@ func (s *Store) dropDiskReplica(t *TenantState, key string, on func(Replica) boo
 	}
 	if !anyReplica(st, on) {
 		e.mu.Unlock()
+		if tier == alloc.TierDisk {
+			return objErr(NoReplicaOnSegment, t.name, key, "no COMPLETE DISK replica")
+		}
 		return objErr(NoReplicaOnSegment, t.name, key, "no LOCAL_DISK replica of the client")
 	}
 	ns, dropped := st.nextKeeping(func(r Replica) bool { return !on(r) })

@@ -127,7 +127,7 @@ func TestLocalDiskTier(t *testing.T) {
 	wantReason(t, err, InvalidParams)
 
 	// The owner's eviction: leased or not, the replica goes; a disk-only object goes with it.
-	errs, err = s.DropDiskReplicas("", client1, []string{"a", "b", "c", "nope"})
+	errs, err = s.DropDiskReplicas("", client1, alloc.TierLocalDisk, []string{"a", "b", "c", "nope"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestLocalDiskUnmount(t *testing.T) {
 		}
 		var r UnmountResult
 		if expiry {
-			r = s.UnmountClient(client1)
+			r = s.UnmountClient(client1, false)
 		} else {
 			var err error
 			if r, err = s.UnmountSegment(alloc.LocalDiskID(client1)); err != nil {
@@ -291,7 +291,7 @@ func TestTierObjects(t *testing.T) {
 		t.Fatal(errs[0])
 	}
 	want("a evicted from memory", TierObjects{Memory: 1, LocalDisk: 2, DiskOnly: 1})
-	if _, err := s.DropDiskReplicas("", client1, []string{"a", "b"}); err != nil {
+	if _, err := s.DropDiskReplicas("", client1, alloc.TierLocalDisk, []string{"a", "b"}); err != nil {
 		t.Fatal(err)
 	}
 	want("the owner's evictions", TierObjects{Memory: 1})

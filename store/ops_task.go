@@ -171,7 +171,7 @@ func taskStartVerdict(t *TenantState, st *ObjectState, req *ReplicaTaskRequest) 
 	}
 	i := slices.IndexFunc(st.Replicas, func(r Replica) bool { return r.Extent.Segment == req.Source })
 	if i < 0 || st.Replicas[i].Status != Complete || !st.Replicas[i].Tier.Placeable() {
-		return Replica{}, nil, objErr(ReplicaNotFound, t.name, req.Key, "no COMPLETE MEMORY or NOF replica on source segment "+req.Source.String())
+		return Replica{}, nil, objErr(ReplicaNotFound, t.name, req.Key, "no COMPLETE MEMORY, NOF or DFS replica on source segment "+req.Source.String())
 	}
 	holds := func(id alloc.ID) bool {
 		return slices.ContainsFunc(st.Replicas, func(r Replica) bool { return r.Extent.Segment == id })
@@ -298,7 +298,7 @@ func (s *Store) placeTargets(t *TenantState, st *ObjectState, req *ReplicaTaskRe
 		}
 	}
 	var mem uint64
-	for _, tier := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF} {
+	for _, tier := range []alloc.Tier{alloc.TierMemory, alloc.TierNOF, alloc.TierDFS} {
 		n := 0
 		for _, r := range st.Replicas {
 			if r.Tier == tier {
@@ -311,8 +311,11 @@ func (s *Store) placeTargets(t *TenantState, st *ObjectState, req *ReplicaTaskRe
 			}
 		}
 		limit := MaxMemReplicas
-		if tier == alloc.TierNOF {
+		switch tier {
+		case alloc.TierNOF:
 			limit = MaxNOFReplicas
+		case alloc.TierDFS:
+			limit = MaxDFSReplicas
 		}
 		if n > limit {
 			undo()

@@ -21,6 +21,7 @@ const (
 type ReplicaConfig struct {
 	Memory     int        // MEMORY replicas, 1..8
 	NOF        int        // NOF replicas, 0..8
+	DFS        int        // DFS replicas, 0..8
 	Preferred  []alloc.ID // segments to try first, in order
 	SoftPin    SoftPinAction
 	SoftPinTTL time.Duration // with SoftPinEnable: 0 < ttl <= 24 h (0 = 30 min)
@@ -86,7 +87,7 @@ func (r *PutEndRequest) validate() error {
 	if err := ValidateKey(r.Key); err != nil {
 		return err
 	}
-	if r.Tier != 0 && r.Tier != alloc.TierMemory && r.Tier != alloc.TierNOF {
+	if r.Tier != 0 && (!r.Tier.Valid() || r.Tier == alloc.TierLocalDisk) {
 		return errf(InvalidParams, "tier: unknown %d", r.Tier)
 	}
 	return nil
@@ -208,13 +209,13 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 	if !t.quota.TryCharge(want) {
 		return nil, objErr(TenantQuotaExceeded, t.name, req.Key, quotaMsg(t, want))
 	}
-	pl, err := s.segs.Place(alloc.PlaceRequest{Size: req.Size, Memory: c.Memory, NOF: c.NOF,
+	pl, err := s.segs.Place(alloc.PlaceRequest{Size: req.Size, Memory: c.Memory, NOF: c.NOF, DFS: c.DFS,
 		Preferred: c.Preferred, Strategy: req.Strategy, Seed: seed})
 	if err != nil {
 		t.quota.Release(want)
 		// Raise the memory eviction flag only when eviction could help: the MEMORY tier had no room,
 		// yet some MEMORY segment is large enough for the object. An object larger than every
-		// segment, or a full NOF tier, would drain memory for nothing.
+		// segment, or a full NOF or DFS tier, would drain memory for nothing.
 		var ns *alloc.NoSpaceError
 		if errors.As(err, &ns) && ns.Tier == alloc.TierMemory && ns.Fits {
 			_, used := s.segs.Allocatable(alloc.TierMemory)
@@ -225,7 +226,7 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 	if short := uint64(c.Memory-len(pl.Memory)) * req.Size; short > 0 {
 		t.quota.Release(short)
 	}
-	st := newState(len(pl.Memory) + len(pl.NOF))
+	st := newState(len(pl.Memory) + len(pl.NOF) + len(pl.DFS) + len(pl.Disk))
 	st.Size, st.DataType, st.HardPin = req.Size, c.DataType, c.HardPin
 	if c.SoftPin == SoftPinEnable {
 		st.SoftPinTTL = int64(c.SoftPinTTL)
@@ -233,8 +234,13 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 	for _, x := range pl.Memory {
 		st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierMemory, Status: Processing})
 	}
-	for _, x := range pl.NOF {
-		st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: alloc.TierNOF, Status: Processing})
+	for _, tier := range [...]struct {
+		t    alloc.Tier
+		exts []alloc.Extent
+	}{{alloc.TierNOF, pl.NOF}, {alloc.TierDFS, pl.DFS}, {alloc.TierDisk, pl.Disk}} {
+		for _, x := range tier.exts {
+			st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: tier.t, Status: Processing})
+		}
 	}
 	return st, nil
 }

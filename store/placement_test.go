@@ -117,7 +117,7 @@ func TestSegments(t *testing.T) {
 	if c := s.Tenants().Lookup(DefaultTenant).Quota().Charged(); c != 100 {
 		t.Fatalf("charged %d after unmount, want 100", c)
 	}
-	if res := s.UnmountClient(client1); res.Segments != 1 || res.Erased != 1 {
+	if res := s.UnmountClient(client1, false); res.Segments != 1 || res.Erased != 1 {
 		t.Fatalf("UnmountClient = %+v", res)
 	}
 	if err := s.CheckInvariants(); err != nil {

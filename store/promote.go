@@ -26,10 +26,10 @@ import (
 // MaxPromotions bounds the live promotion tasks (TIERS.md's in-flight cap).
 const MaxPromotions = 50_000
 
-// diskOnlySource returns the first COMPLETE LOCAL_DISK replica of st when st is on disk alone (no
-// MEMORY or NOF replica, no write or replica task in progress).
+// diskOnlySource returns the first COMPLETE LOCAL_DISK replica of st when st has no memory
+// replica (MEMORY or NOF) and no write or replica task in progress.
 func diskOnlySource(st *ObjectState) (Replica, bool) {
-	if st.Task != nil || st.HasProcessing() || anyReplica(st, func(r Replica) bool { return r.Tier.Placeable() }) {
+	if st.Task != nil || st.HasProcessing() || anyReplica(st, func(r Replica) bool { return r.Tier.InMemory() }) {
 		return Replica{}, false
 	}
 	i := slices.IndexFunc(st.Replicas, func(r Replica) bool { return r.Tier == alloc.TierLocalDisk && r.Status == Complete })

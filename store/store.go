@@ -427,11 +427,16 @@ func (s *Store) UnmountClosed(id alloc.ID, at, now int64) UnmountResult {
 	return r
 }
 
-// UnmountClient unmounts every segment the client owns (explicit, or the client expired).
-func (s *Store) UnmountClient(client alloc.ID) UnmountResult {
+// UnmountClient unmounts every segment the client owns (its explicit unmount of all of them), or
+// with expired (the client's expiry) every one but the Shared ones (DISK roots, DFS pools): their
+// replicas are the cluster's files, intact whatever became of the client that mounted them.
+func (s *Store) UnmountClient(client alloc.ID, expired bool) UnmountResult {
 	ids := s.segs.SegmentsOf(client)
 	gone := make(map[alloc.ID]struct{}, len(ids))
 	for _, id := range ids {
+		if info, ok := s.segs.Get(id); expired && ok && info.Tier.Shared() {
+			continue
+		}
 		if seg, err := s.segs.Unmount(id); err == nil {
 			gone[id] = struct{}{}
 			s.segmentChanged(seg, true)

@@ -186,16 +186,16 @@ func (s *Store) checkTask(spec *TaskSpec) error {
 		return err
 	}
 	e.mu.Unlock() // st is immutable
-	// A copy or move reads a MEMORY or NOF replica (a LOCAL_DISK one is its owner's file).
+	// A copy or move reads a MEMORY, NOF or DFS replica (a LOCAL_DISK or DISK one is a file).
 	source := func(r Replica) bool { return r.Status == Complete && r.Tier.Placeable() }
 	if spec.Source.IsZero() {
 		i := slices.IndexFunc(st.Replicas, source)
 		if i < 0 {
-			return objErr(ReplicaNotFound, t.name, spec.Key, "no COMPLETE MEMORY or NOF replica")
+			return objErr(ReplicaNotFound, t.name, spec.Key, "no COMPLETE MEMORY, NOF or DFS replica")
 		}
 		spec.Source = st.Replicas[i].Extent.Segment
 	} else if !slices.ContainsFunc(st.Replicas, func(r Replica) bool { return r.Extent.Segment == spec.Source && source(r) }) {
-		return objErr(ReplicaNotFound, t.name, spec.Key, "no COMPLETE MEMORY or NOF replica on source segment "+spec.Source.String())
+		return objErr(ReplicaNotFound, t.name, spec.Key, "no COMPLETE MEMORY, NOF or DFS replica on source segment "+spec.Source.String())
 	}
 	if _, ok := s.segs.Get(spec.Source); !ok {
 		return objErr(SegmentNotFound, t.name, spec.Key, "source segment "+spec.Source.String()+" is not mounted")

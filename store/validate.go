@@ -17,6 +17,7 @@ const (
 	MaxObjectSize   = uint64(1) << 40
 	MaxMemReplicas  = 8
 	MaxNOFReplicas  = 8
+	MaxDFSReplicas  = 8
 	MaxSoftPinTTL   = 24 * time.Hour
 	DefaultSoftPin  = 30 * time.Minute
 	MaxBatch        = 4096
@@ -97,6 +98,9 @@ func (c *ReplicaConfig) Validate() error {
 	}
 	if c.NOF < 0 || c.NOF > MaxNOFReplicas {
 		return errf(InvalidParams, "replicas.nof: %d not in 0..%d", c.NOF, MaxNOFReplicas)
+	}
+	if c.DFS < 0 || c.DFS > MaxDFSReplicas {
+		return errf(InvalidParams, "replicas.dfs: %d not in 0..%d", c.DFS, MaxDFSReplicas)
 	}
 	seen := make(map[alloc.ID]struct{}, len(c.Preferred))
 	for _, id := range c.Preferred {

@@ -31,6 +31,10 @@ func TierFrom(t metadv1.Tier) alloc.Tier {
 		return alloc.TierNOF
 	case metadv1.Tier_TIER_LOCAL_DISK:
 		return alloc.TierLocalDisk
+	case metadv1.Tier_TIER_DISK:
+		return alloc.TierDisk
+	case metadv1.Tier_TIER_DFS:
+		return alloc.TierDFS
 	}
 	return alloc.Tier(0xff) // unknown: the store rejects it
 }
@@ -44,6 +48,10 @@ func TierTo(t alloc.Tier) metadv1.Tier {
 		return metadv1.Tier_TIER_NOF
 	case alloc.TierLocalDisk:
 		return metadv1.Tier_TIER_LOCAL_DISK
+	case alloc.TierDisk:
+		return metadv1.Tier_TIER_DISK
+	case alloc.TierDFS:
+		return metadv1.Tier_TIER_DFS
 	}
 	return metadv1.Tier_TIER_UNSPECIFIED
 }
@@ -83,6 +91,7 @@ func ReplicaConfigFrom(c *metadv1.ReplicaConfig) store.ReplicaConfig {
 	out := store.ReplicaConfig{
 		Memory:     int(min(c.GetMemoryReplicas(), 1<<16)),
 		NOF:        int(min(c.GetNofReplicas(), 1<<16)),
+		DFS:        int(min(c.GetDfsReplicas(), 1<<16)),
 		SoftPin:    store.SoftPinAction(c.GetSoftPin()),
 		SoftPinTTL: time.Duration(min(c.GetSoftPinTtlMs(), 1<<40)) * time.Millisecond,
 		HardPin:    c.GetHardPin(),
@@ -413,8 +422,8 @@ func StrategyTo(s alloc.Strategy) metadv1.PlacementStrategy {
 // ReplicasTo describes replicas to a client: where they are (segment endpoint and base, looked up
 // in segs) and the object size.
 //
-// The replicas of the tiers that puts place (MEMORY, NOF) come first, in the object's order, then
-// its LOCAL_DISK ones, each naming its owner: a reader tries the memory tier first.
+// The replicas come in the order a reader tries them: by tier in alloc.Tiers order (MEMORY, NOF,
+// LOCAL_DISK, DISK, DFS), in the object's order within a tier; a LOCAL_DISK one names its owner.
 func ReplicasTo(segs *alloc.Registry, reps []store.Replica, size uint64) []*metadv1.Replica {
 	out := make([]*metadv1.Replica, len(reps))
 	msgs := make([]replicaMsg, len(reps))
@@ -435,22 +444,25 @@ func ReplicasTo(segs *alloc.Registry, reps []store.Replica, size uint64) []*meta
 		out[n] = rp
 		n++
 	}
-	disk := false
+	var later uint8 // tiers after the memory ones that reps holds, a bit each
 	for i := range reps {
-		if reps[i].Tier.Placeable() {
+		if t := reps[i].Tier; t.InMemory() {
 			put(&reps[i])
 		} else {
-			disk = true
+			later |= 1 << t
 		}
 	}
-	if disk {
+	for _, t := range alloc.Tiers {
+		if later&(1<<t) == 0 {
+			continue
+		}
 		for i := range reps {
-			if !reps[i].Tier.Placeable() {
+			if reps[i].Tier == t {
 				put(&reps[i])
 			}
 		}
 	}
-	return out
+	return out[:n]
 }
 
 // replicaMsg is a Replica message with the storage of its segment id, and resultReplicaMsg a

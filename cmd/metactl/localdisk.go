@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,10 +56,7 @@ func (d *localDisk) mount(a *app, c *client.Client) error {
 
 // path is the file of tenant's key.
 func (d *localDisk) path(tenant, key string) string {
-	if tenant == "" {
-		tenant = "default"
-	}
-	return filepath.Join(d.dir, hex.EncodeToString([]byte(tenant)), hex.EncodeToString([]byte(key)))
+	return filepath.FromSlash(client.FilePath(filepath.ToSlash(d.dir), tenant, key))
 }
 
 // write is the offload of one task: the object's file of its size, its key repeated.

@@ -94,7 +94,7 @@ func (f *sizeFlag) Set(s string) error {
 	return nil
 }
 
-// parseTier parses MEMORY, NOF or LOCAL_DISK (any case, TIER_ prefix allowed, "-" for "_");
+// parseTier parses MEMORY, NOF, LOCAL_DISK, DISK or DFS (any case, TIER_ prefix allowed, "-" for "_");
 // "" is TIER_UNSPECIFIED.
 func parseTier(s string) (metadv1.Tier, error) {
 	u := strings.ReplaceAll(strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "TIER_"), "-", "_")
@@ -107,11 +107,16 @@ func parseTier(s string) (metadv1.Tier, error) {
 		return metadv1.Tier_TIER_NOF, nil
 	case "LOCAL_DISK", "SSD":
 		return metadv1.Tier_TIER_LOCAL_DISK, nil
+	case "DISK", "SHARED_FS":
+		return metadv1.Tier_TIER_DISK, nil
+	case "DFS":
+		return metadv1.Tier_TIER_DFS, nil
 	}
-	return 0, fmt.Errorf("invalid tier %q: want MEMORY, NOF or LOCAL_DISK", s)
+	return 0, fmt.Errorf("invalid tier %q: want MEMORY, NOF, LOCAL_DISK, DISK or DFS", s)
 }
 
-// tierName is the display name of a tier: MEMORY, NOF, or "all" for TIER_UNSPECIFIED.
+// tierName is the display name of a tier (MEMORY, NOF, LOCAL_DISK, DISK, DFS), or "all" for
+// TIER_UNSPECIFIED.
 func tierName(t metadv1.Tier) string {
 	if t == metadv1.Tier_TIER_UNSPECIFIED {
 		return "all"

@@ -73,14 +73,15 @@ func TestParseTier(t *testing.T) {
 	good := map[string]metadv1.Tier{
 		"": metadv1.Tier_TIER_UNSPECIFIED, "MEMORY": metadv1.Tier_TIER_MEMORY, "memory": metadv1.Tier_TIER_MEMORY,
 		"TIER_MEMORY": metadv1.Tier_TIER_MEMORY, "nof": metadv1.Tier_TIER_NOF, "NOF": metadv1.Tier_TIER_NOF,
+		"local-disk": metadv1.Tier_TIER_LOCAL_DISK, "disk": metadv1.Tier_TIER_DISK, "TIER_DFS": metadv1.Tier_TIER_DFS,
 	}
 	for s, want := range good {
 		if got, err := parseTier(s); err != nil || got != want {
 			t.Errorf("parseTier(%q) = %v, %v", s, got, err)
 		}
 	}
-	if _, err := parseTier("disk"); err == nil {
-		t.Error("parseTier(disk) accepted")
+	if _, err := parseTier("tape"); err == nil {
+		t.Error("parseTier(tape) accepted")
 	}
 	if tierName(metadv1.Tier_TIER_NOF) != "NOF" || tierName(0) != "all" {
 		t.Error("tierName")

@@ -219,7 +219,7 @@ func runSegmentMount(a *app, v *verb, args []string) error {
 	var size, base sizeFlag
 	fs.Var(&size, "size", "segment `size` in bytes, a multiple of 64, units allowed (required)")
 	fs.Var(&base, "base", "base `address`, a multiple of 64 (default: a random aligned address)")
-	tierS := fs.String("tier", "MEMORY", "MEMORY or NOF")
+	tierS := fs.String("tier", "MEMORY", "MEMORY, NOF, DISK (a shared filesystem root: --endpoint is its directory, --size its quota) or DFS (a DFS pool: --endpoint is its file)")
 	clientS := fs.String("client", "", "owning client id (default: derived from user and host)")
 	idS := fs.String("id", "", "segment id (default: a new random UUID)")
 	name := fs.String("name", "", "segment name (default: metactl-<id prefix>)")
@@ -234,8 +234,12 @@ func runSegmentMount(a *app, v *verb, args []string) error {
 		return usagef(v, "--base must be a positive multiple of 64")
 	}
 	tier, err := parseTier(*tierS)
-	if err != nil || (tier != metadv1.Tier_TIER_MEMORY && tier != metadv1.Tier_TIER_NOF) {
-		return usagef(v, "--tier: want MEMORY or NOF (a local SSD: metactl disk mount)")
+	files := tier == metadv1.Tier_TIER_DISK || tier == metadv1.Tier_TIER_DFS // base 0: files, not addresses
+	if err != nil || (tier != metadv1.Tier_TIER_MEMORY && tier != metadv1.Tier_TIER_NOF && !files) {
+		return usagef(v, "--tier: want MEMORY, NOF, DISK or DFS (a local SSD: metactl disk mount)")
+	}
+	if files && base.set {
+		return usagef(v, "--base: a %s segment has none (its replicas are files)", tierName(tier))
 	}
 	owner, err := parseClientID(*clientS, defaultClientID())
 	if err != nil {
@@ -250,7 +254,7 @@ func runSegmentMount(a *app, v *verb, args []string) error {
 	if *name == "" {
 		*name = "metactl-" + id.String()[:8]
 	}
-	if !base.set {
+	if !base.set && !files {
 		base.n = simulatedBase(size.n)
 	}
 	c, err := a.client(owner)

@@ -32,7 +32,7 @@ const ownTenant = "(the caller's own, or default)"
 type putFlags struct {
 	tenant, group, clientID, preferred, host string
 	size                                     sizeFlag
-	replicas, nof, dataType                  uint
+	replicas, nof, dfs, dataType             uint
 	softPin                                  time.Duration
 	hardPin                                  bool
 }
@@ -43,6 +43,7 @@ func (p *putFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.group, "group", "", "explicit group to join")
 	fs.UintVar(&p.replicas, "replicas", 0, "memory replicas, 1..8 (0 = server default, 1)")
 	fs.UintVar(&p.nof, "nof", 0, "NOF replicas, 0..8")
+	fs.UintVar(&p.dfs, "dfs", 0, "DFS replicas (extents of DFS pools), 0..8")
 	fs.StringVar(&p.preferred, "prefer", "", "comma-separated segment ids to place on first")
 	fs.StringVar(&p.host, "host", "", "the writer's `host`: place memory replicas on its segments first, then as usual (local-first)")
 	fs.DurationVar(&p.softPin, "soft-pin", 0, "soft-pin the object for this long once written (0 = no soft pin)")
@@ -56,8 +57,8 @@ func (p *putFlags) options(v *verb) (*client.PutOptions, client.UUID, error) {
 	if !p.size.set || p.size.n == 0 {
 		return nil, client.UUID{}, usagef(v, "--size is required and must be positive")
 	}
-	if p.replicas > 8 || p.nof > 8 {
-		return nil, client.UUID{}, usagef(v, "--replicas and --nof are at most 8")
+	if p.replicas > 8 || p.nof > 8 || p.dfs > 8 {
+		return nil, client.UUID{}, usagef(v, "--replicas, --nof and --dfs are at most 8")
 	}
 	if p.dataType > 1<<32-1 {
 		return nil, client.UUID{}, usagef(v, "--data-type must fit in 32 bits")
@@ -66,7 +67,7 @@ func (p *putFlags) options(v *verb) (*client.PutOptions, client.UUID, error) {
 	if err != nil {
 		return nil, id, usagef(v, "--client: %v", err)
 	}
-	o := &client.PutOptions{Group: p.group, MemoryReplicas: uint32(p.replicas), NOFReplicas: uint32(p.nof),
+	o := &client.PutOptions{Group: p.group, MemoryReplicas: uint32(p.replicas), NOFReplicas: uint32(p.nof), DFSReplicas: uint32(p.dfs),
 		HardPin: p.hardPin, DataType: uint32(p.dataType), Host: p.host}
 	if p.softPin < 0 {
 		return nil, id, usagef(v, "--soft-pin must not be negative")
@@ -161,6 +162,9 @@ func doPutEnd(a *app, v *verb, args []string, revoke bool) error {
 	tier, err := parseTier(ef.tier)
 	if err != nil {
 		return usagef(v, "--tier: %v", err)
+	}
+	if tier == metadv1.Tier_TIER_LOCAL_DISK {
+		return usagef(v, "--tier: LOCAL_DISK replicas are never written by a put (an offload report adds them)")
 	}
 	id, err := parseClientID(ef.clientID, defaultClientID())
 	if err != nil {

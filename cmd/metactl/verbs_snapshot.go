@@ -150,9 +150,9 @@ func runSnapshotInspect(a *app, v *verb, args []string) error {
 		row(tw, "segments", len(info.Segments))
 		row(tw, "members", len(info.Members))
 		fmt.Fprintln(tw)
-		row(tw, "TENANT", "INSTANCE", "QUOTA", "OBJECTS", "GROUPS", "MEMORY", "NOF")
+		row(tw, "TENANT", "INSTANCE", "QUOTA", "OBJECTS", "GROUPS", "MEMORY", "NOF", "DISK")
 		for _, t := range info.Tenants {
-			row(tw, t.Name, t.Instance, quotaText(t.QuotaBytes), t.Objects, t.Groups, formatSize(t.MemoryBytes), formatSize(t.NOFBytes))
+			row(tw, t.Name, t.Instance, quotaText(t.QuotaBytes), t.Objects, t.Groups, formatSize(t.MemoryBytes), formatSize(t.NOFBytes), formatSize(t.DiskBytes))
 		}
 		if len(info.Segments) > 0 {
 			fmt.Fprintln(tw)

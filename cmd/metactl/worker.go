@@ -61,7 +61,7 @@ func runWorker(a *app, v *verb, args []string) error {
 		return usagef(v, "--disk-capacity must be positive")
 	}
 	tier, err := parseTier(*tierS)
-	if err != nil || tier == metadv1.Tier_TIER_UNSPECIFIED {
+	if err != nil || (tier != metadv1.Tier_TIER_MEMORY && tier != metadv1.Tier_TIER_NOF) {
 		return usagef(v, "--tier: want MEMORY or NOF")
 	}
 	id, err := parseClientID(*clientS, client.NewUUID())

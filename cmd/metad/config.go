@@ -66,6 +66,10 @@ type Config struct {
 	EvictRatio           float64
 	NOFHighWatermark     float64
 	NOFEvictRatio        float64
+	DiskHighWatermark    float64
+	DiskEvictRatio       float64
+	DFSHighWatermark     float64
+	DFSEvictRatio        float64
 	AllowEvictSoftPinned bool
 	OffloadOnEvict       bool // memory eviction waits for offloads (evict.Config.OffloadOnEvict)
 	PromoteOnHit         bool // reads of disk-only objects queue promotions (service.Config.PromoteOnHit)
@@ -116,6 +120,10 @@ func DefaultConfig() Config {
 		EvictRatio:            ec.EvictRatio,
 		NOFHighWatermark:      ec.NOFHighWatermark,
 		NOFEvictRatio:         ec.NOFEvictRatio,
+		DiskHighWatermark:     ec.DiskHighWatermark,
+		DiskEvictRatio:        ec.DiskEvictRatio,
+		DFSHighWatermark:      ec.DFSHighWatermark,
+		DFSEvictRatio:         ec.DFSEvictRatio,
 		AllowEvictSoftPinned:  ec.AllowEvictSoftPinned,
 		PromoteMinHits:        service.DefaultConfig().PromoteMinHits,
 		PutReleaseTimeout:     ec.PutReleaseTimeout,
@@ -192,6 +200,10 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.EvictRatio, "evict-ratio", c.EvictRatio, "share of memory capacity one eviction aims to free beyond the watermark")
 	fs.Float64Var(&c.NOFHighWatermark, "nof-high-watermark", c.NOFHighWatermark, "NOF eviction starts above this used/capacity share")
 	fs.Float64Var(&c.NOFEvictRatio, "nof-evict-ratio", c.NOFEvictRatio, "share of NOF capacity one eviction aims to free beyond the watermark")
+	fs.Float64Var(&c.DiskHighWatermark, "disk-high-watermark", c.DiskHighWatermark, "disk eviction starts above this used share of the shared roots' sizes (their quotas)")
+	fs.Float64Var(&c.DiskEvictRatio, "disk-evict-ratio", c.DiskEvictRatio, "share of the shared roots' sizes one disk eviction aims to free beyond the watermark")
+	fs.Float64Var(&c.DFSHighWatermark, "dfs-high-watermark", c.DFSHighWatermark, "DFS eviction starts above this used/capacity share of the DFS pools")
+	fs.Float64Var(&c.DFSEvictRatio, "dfs-evict-ratio", c.DFSEvictRatio, "share of DFS capacity one eviction aims to free beyond the watermark")
 	fs.BoolVar(&c.AllowEvictSoftPinned, "allow-evict-soft-pinned", c.AllowEvictSoftPinned, "evict soft-pinned objects after every unpinned one")
 	fs.BoolVar(&c.OffloadOnEvict, "offload-on-evict", c.OffloadOnEvict, "memory eviction keeps an object an offloading worker's SSD would take and queues its offload first")
 	fs.BoolVar(&c.ForceEvict, "force-evict", c.ForceEvict, "with --offload-on-evict, evict without the offload when the offload queue is full")
@@ -380,6 +392,8 @@ func (c *Config) evictConfig() evict.Config {
 	ec := evict.DefaultConfig()
 	ec.HighWatermark, ec.EvictRatio = c.EvictHighWatermark, c.EvictRatio
 	ec.NOFHighWatermark, ec.NOFEvictRatio = c.NOFHighWatermark, c.NOFEvictRatio
+	ec.DiskHighWatermark, ec.DiskEvictRatio = c.DiskHighWatermark, c.DiskEvictRatio
+	ec.DFSHighWatermark, ec.DFSEvictRatio = c.DFSHighWatermark, c.DFSEvictRatio
 	ec.AllowEvictSoftPinned, ec.PutReleaseTimeout = c.AllowEvictSoftPinned, c.PutReleaseTimeout
 	ec.OffloadOnEvict, ec.ForceEvict = c.OffloadOnEvict, c.ForceEvict
 	return ec

@@ -101,6 +101,10 @@ const (
 	EvictKind_EVICT_KIND_TENANT_QUOTA EvictKind = 2
 	// NOF tier over its watermark.
 	EvictKind_EVICT_KIND_NOF EvictKind = 3
+	// A shared filesystem root (DISK) over its high watermark of the root's size.
+	EvictKind_EVICT_KIND_DISK EvictKind = 4
+	// DFS pools over their high watermark.
+	EvictKind_EVICT_KIND_DFS EvictKind = 5
 )
 
 // Enum value maps for EvictKind.
@@ -110,12 +114,16 @@ var (
 		1: "EVICT_KIND_MEMORY",
 		2: "EVICT_KIND_TENANT_QUOTA",
 		3: "EVICT_KIND_NOF",
+		4: "EVICT_KIND_DISK",
+		5: "EVICT_KIND_DFS",
 	}
 	EvictKind_value = map[string]int32{
 		"EVICT_KIND_UNSPECIFIED":  0,
 		"EVICT_KIND_MEMORY":       1,
 		"EVICT_KIND_TENANT_QUOTA": 2,
 		"EVICT_KIND_NOF":          3,
+		"EVICT_KIND_DISK":         4,
+		"EVICT_KIND_DFS":          5,
 	}
 )
 
@@ -5214,7 +5222,8 @@ type EvictDiskReplica struct {
 	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Object keys, distinct.
 	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
-	// The kind of the replicas dropped: TIER_LOCAL_DISK.
+	// The kind of the replicas dropped: TIER_LOCAL_DISK (the client's own) or TIER_DISK (any
+	// shared root's).
 	Tier          Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6032,12 +6041,14 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"\x11PlacementStrategy\x12\"\n" +
 	"\x1ePLACEMENT_STRATEGY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PLACEMENT_STRATEGY_RANDOM\x10\x01\x12'\n" +
-	"#PLACEMENT_STRATEGY_FREE_RATIO_FIRST\x10\x02*o\n" +
+	"#PLACEMENT_STRATEGY_FREE_RATIO_FIRST\x10\x02*\x98\x01\n" +
 	"\tEvictKind\x12\x1a\n" +
 	"\x16EVICT_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11EVICT_KIND_MEMORY\x10\x01\x12\x1b\n" +
 	"\x17EVICT_KIND_TENANT_QUOTA\x10\x02\x12\x12\n" +
-	"\x0eEVICT_KIND_NOF\x10\x03*u\n" +
+	"\x0eEVICT_KIND_NOF\x10\x03\x12\x13\n" +
+	"\x0fEVICT_KIND_DISK\x10\x04\x12\x12\n" +
+	"\x0eEVICT_KIND_DFS\x10\x05*u\n" +
 	"\rUnmountReason\x12\x1e\n" +
 	"\x1aUNMOUNT_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dUNMOUNT_REASON_CLIENT_REQUEST\x10\x01\x12!\n" +

@@ -5678,7 +5678,8 @@ type EvictDiskReplicaRequest struct {
 	ClientId []byte `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Object keys, 1..4096, distinct.
 	Keys [][]byte `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
-	// TIER_LOCAL_DISK; any other tier is INVALID_PARAMS.
+	// TIER_LOCAL_DISK (the caller's own SSD files) or TIER_DISK (files of a shared root the caller
+	// removed); any other tier is INVALID_PARAMS.
 	Tier Tier `protobuf:"varint,4,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
 	// The caller's session and this operation's sequence number: a retry with the same header
 	// (to any node) gets the first attempt's answer and changes nothing. Absent: at most once,

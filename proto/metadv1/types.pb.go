@@ -47,6 +47,15 @@ const (
 	// A client's local SSD (MountLocalDisk): a replica is a file its owner keeps, added when the owner
 	// reports an offload (NotifyOffload); no put places one. Not charged to tenant quotas.
 	Tier_TIER_LOCAL_DISK Tier = 3
+	// A shared filesystem root, readable by every client: one segment per root, its endpoint the
+	// root's directory (base 0, size the root's quota). A replica is the file
+	// <segment_endpoint>/<hex tenant>/<hex key>; every put places one while a root is mounted and has
+	// room. Not owned by a client: its writer's expiry leaves it. Not charged to tenant quotas.
+	Tier_TIER_DISK Tier = 4
+	// A distributed filesystem pool: one segment per pool, its endpoint the pool's file (base 0). A
+	// replica is the extent [offset, offset + size) of that file, placed by a put's dfs_replicas. Not
+	// owned by a client: its writer's expiry leaves it. Not charged to tenant quotas.
+	Tier_TIER_DFS Tier = 5
 )
 
 // Enum value maps for Tier.
@@ -56,12 +65,16 @@ var (
 		1: "TIER_MEMORY",
 		2: "TIER_NOF",
 		3: "TIER_LOCAL_DISK",
+		4: "TIER_DISK",
+		5: "TIER_DFS",
 	}
 	Tier_value = map[string]int32{
 		"TIER_UNSPECIFIED": 0,
 		"TIER_MEMORY":      1,
 		"TIER_NOF":         2,
 		"TIER_LOCAL_DISK":  3,
+		"TIER_DISK":        4,
+		"TIER_DFS":         5,
 	}
 )
 
@@ -1002,6 +1015,8 @@ type ReplicaConfig struct {
 	MemoryReplicas uint32 `protobuf:"varint,1,opt,name=memory_replicas,json=memoryReplicas,proto3" json:"memory_replicas,omitempty"`
 	// NOF replicas wanted, 0..8.
 	NofReplicas uint32 `protobuf:"varint,2,opt,name=nof_replicas,json=nofReplicas,proto3" json:"nof_replicas,omitempty"`
+	// DFS replicas wanted, 0..8 (extents of DFS pools). Not charged to the tenant's quota.
+	DfsReplicas uint32 `protobuf:"varint,8,opt,name=dfs_replicas,json=dfsReplicas,proto3" json:"dfs_replicas,omitempty"`
 	// Segments to try first, in order: 16-byte UUIDs, distinct.
 	PreferredSegmentIds [][]byte `protobuf:"bytes,3,rep,name=preferred_segment_ids,json=preferredSegmentIds,proto3" json:"preferred_segment_ids,omitempty"`
 	// What to do to the object's soft pin.
@@ -1068,6 +1083,13 @@ func (x *ReplicaConfig) GetNofReplicas() uint32 {
 	return 0
 }
 
+func (x *ReplicaConfig) GetDfsReplicas() uint32 {
+	if x != nil {
+		return x.DfsReplicas
+	}
+	return 0
+}
+
 func (x *ReplicaConfig) GetPreferredSegmentIds() [][]byte {
 	if x != nil {
 		return x.PreferredSegmentIds
@@ -1123,8 +1145,9 @@ type SegmentDesc struct {
 	Size uint64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
 	// Transport address readers and writers use to reach the segment (opaque to metad).
 	Endpoint string `protobuf:"bytes,5,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	// TIER_MEMORY or TIER_NOF (MountSegment); TIER_LOCAL_DISK for a client's SSD registration
-	// (MountLocalDisk, which names it: base 0, name "local-disk").
+	// TIER_MEMORY, TIER_NOF, TIER_DISK or TIER_DFS (MountSegment; base 0 for DISK and DFS);
+	// TIER_LOCAL_DISK for a client's SSD registration (MountLocalDisk, which names it: base 0, name
+	// "local-disk").
 	Tier Tier `protobuf:"varint,6,opt,name=tier,proto3,enum=metad.v1.Tier" json:"tier,omitempty"`
 	// Client that mounted it: 16-byte UUID. Filled by the server from the request's client_id.
 	OwnerClientId []byte `protobuf:"bytes,7,opt,name=owner_client_id,json=ownerClientId,proto3" json:"owner_client_id,omitempty"`
@@ -1685,10 +1708,11 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x06offset\x18\x06 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04size\x18\a \x01(\x04R\x04size\x12/\n" +
 	"\x06status\x18\b \x01(\x0e2\x17.metad.v1.ReplicaStatusR\x06status\x12&\n" +
-	"\x0fowner_client_id\x18\t \x01(\fR\rownerClientId\"\xca\x02\n" +
+	"\x0fowner_client_id\x18\t \x01(\fR\rownerClientId\"\xed\x02\n" +
 	"\rReplicaConfig\x12'\n" +
 	"\x0fmemory_replicas\x18\x01 \x01(\rR\x0ememoryReplicas\x12!\n" +
-	"\fnof_replicas\x18\x02 \x01(\rR\vnofReplicas\x122\n" +
+	"\fnof_replicas\x18\x02 \x01(\rR\vnofReplicas\x12!\n" +
+	"\fdfs_replicas\x18\b \x01(\rR\vdfsReplicas\x122\n" +
 	"\x15preferred_segment_ids\x18\x03 \x03(\fR\x13preferredSegmentIds\x122\n" +
 	"\bsoft_pin\x18\x04 \x01(\x0e2\x17.metad.v1.SoftPinActionR\asoftPin\x12%\n" +
 	"\x0fsoft_pin_ttl_ms\x18\x05 \x01(\x04R\fsoftPinTtlMs\x12\x19\n" +
@@ -1742,12 +1766,14 @@ const file_metadv1_types_proto_rawDesc = "" +
 	"\x06failed\x18\t \x01(\x04R\x06failed\x12+\n" +
 	"\x12in_flight_task_ids\x18\n" +
 	" \x03(\x04R\x0finFlightTaskIds\x12!\n" +
-	"\fobjects_left\x18\v \x01(\x04R\vobjectsLeft*P\n" +
+	"\fobjects_left\x18\v \x01(\x04R\vobjectsLeft*m\n" +
 	"\x04Tier\x12\x14\n" +
 	"\x10TIER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vTIER_MEMORY\x10\x01\x12\f\n" +
 	"\bTIER_NOF\x10\x02\x12\x13\n" +
-	"\x0fTIER_LOCAL_DISK\x10\x03*k\n" +
+	"\x0fTIER_LOCAL_DISK\x10\x03\x12\r\n" +
+	"\tTIER_DISK\x10\x04\x12\f\n" +
+	"\bTIER_DFS\x10\x05*k\n" +
 	"\rReplicaStatus\x12\x1e\n" +
 	"\x1aREPLICA_STATUS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REPLICA_STATUS_PROCESSING\x10\x01\x12\x1b\n" +

@@ -42,7 +42,7 @@ from metad._config import (DEFAULT_ENDPOINTS, ENV_API_KEY, ENV_CACERT, ENV_CERT,
                            tls_from_env)
 from metad._core import new_client_id
 from metad._ops import (MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_KEY_BYTES, MAX_READ_BATCH_BYTES, MAX_READ_BATCH_ITEMS,
-                        BatchPutItem, Key, OffloadReport, PutOptions, segment)
+                        BatchPutItem, Key, OffloadReport, PutOptions, file_path, segment)
 from metad._watch import WATCH_KINDS, Revision, WatchBatch, WatchEvent
 from metad._watchers import AsyncWatch, Watch
 from metad.aio import AsyncClient
@@ -59,7 +59,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "PingLoop", "Watch", "AsyncWatch", "Revision", "WatchBatch", "WatchEvent",
-    "WATCH_KINDS", "Config", "PutOptions", "BatchPutItem", "OffloadReport", "Key", "segment",
+    "WATCH_KINDS", "Config", "PutOptions", "BatchPutItem", "OffloadReport", "Key", "segment", "file_path",
     "new_client_id", "default_endpoints", "split_endpoints", "check_endpoint", "DEFAULT_ENDPOINTS", "ENV_ENDPOINTS",
     "TLS", "tls_from_env", "api_key_from_env", "ENV_CACERT", "ENV_CERT", "ENV_KEY", "ENV_API_KEY", "ENV_CERTS_DIR",
     "MAX_BATCH_ITEMS", "MAX_BATCH_BYTES", "MAX_READ_BATCH_ITEMS", "MAX_READ_BATCH_BYTES", "MAX_KEY_BYTES",

@@ -46,6 +46,7 @@ class PutOptions:
             item names its own group).
         memory_replicas: memory replicas wanted, 1..8; 0 = the default (1).
         nof_replicas: NOF replicas wanted, 0..8.
+        dfs_replicas: DFS replicas wanted (extents of DFS pools), 0..8.
         preferred_segments: 16-byte segment ids tried first, in order.
         soft_pin: a ``SoftPinAction`` value (``types_pb2.SOFT_PIN_ACTION_*``).
         soft_pin_ttl: soft pin duration in seconds with SOFT_PIN_ACTION_ENABLE; 0 = the default
@@ -60,6 +61,7 @@ class PutOptions:
     group: str = ""
     memory_replicas: int = 0
     nof_replicas: int = 0
+    dfs_replicas: int = 0
     preferred_segments: Sequence[bytes] = ()
     soft_pin: int = types_pb2.SOFT_PIN_ACTION_NONE
     soft_pin_ttl: float = 0.0
@@ -73,7 +75,7 @@ def _config(o: Optional[PutOptions]) -> Optional[types_pb2.ReplicaConfig]:
     if o is None:
         return None
     cfg = types_pb2.ReplicaConfig(
-        memory_replicas=o.memory_replicas, nof_replicas=o.nof_replicas,
+        memory_replicas=o.memory_replicas, nof_replicas=o.nof_replicas, dfs_replicas=o.dfs_replicas,
         preferred_segment_ids=list(o.preferred_segments), soft_pin=o.soft_pin,  # type: ignore[arg-type]
         soft_pin_ttl_ms=int(o.soft_pin_ttl * 1000), hard_pin=o.hard_pin, data_type=o.data_type,
         preferred_host=o.host)
@@ -739,7 +741,17 @@ def watch_request(tenant: Optional[str], all_tenants: bool, prefix: Optional[Key
 
 def segment(size: int, endpoint: str, *, name: str = "segment", base: int = 0, tier: int = types_pb2.TIER_MEMORY,
             segment_id: Optional[bytes] = None) -> types_pb2.SegmentDesc:
-    """A SegmentDesc to mount: a random id unless given; base 0 means 1 GiB (fine for a simulated
-    worker; a real one passes the segment's address in its own address space)."""
-    return types_pb2.SegmentDesc(id=segment_id or new_client_id(), name=name, base=base or 1 << 30, size=size,
-                                 endpoint=endpoint, tier=tier)  # type: ignore[arg-type]
+    """A SegmentDesc to mount: a random id unless given; base 0 means 1 GiB for a MEMORY or NOF
+    segment (fine for a simulated worker; a real one passes the segment's address in its own
+    address space). A DISK segment (a shared root: endpoint its directory, size its quota) or a DFS
+    one (a pool: endpoint its file) is files, not addresses: its base is always 0."""
+    files = tier in (types_pb2.TIER_DISK, types_pb2.TIER_DFS)
+    return types_pb2.SegmentDesc(id=segment_id or new_client_id(), name=name, base=0 if files else base or 1 << 30,
+                                 size=size, endpoint=endpoint, tier=tier)  # type: ignore[arg-type]
+
+
+def file_path(directory: str, tenant: str, key: Key) -> str:
+    """The file of an object in a directory of files by tenant and key: a DISK replica's file under
+    its shared root (directory = the replica's segment_endpoint), or a worker's LOCAL_DISK file:
+    ``<directory>/<hex tenant>/<hex key>`` ("" is the tenant "default")."""
+    return "/".join((directory.rstrip("/"), (tenant or "default").encode().hex(), _b(key).hex()))

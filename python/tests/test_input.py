@@ -247,3 +247,12 @@ def test_only_from_env_reads_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         metad.Client(env)  # the CA file named is read when the client is made
     with pytest.raises(TypeError):
         metad.Config.from_env(nope=1)
+
+
+def test_file_path_and_file_segments() -> None:
+    assert metad.file_path("/mnt/shared/c1/", "", "k/1") == "/mnt/shared/c1/" + b"default".hex() + "/" + b"k/1".hex()
+    assert metad.file_path("/r", "t", b"\x00\xff") == "/r/74/00ff"
+    root = metad.segment(1 << 30, "/mnt/shared/c1", tier=metad.types_pb2.TIER_DISK, base=4096)
+    pool = metad.segment(1 << 30, "dfs://pool", tier=metad.types_pb2.TIER_DFS)
+    mem = metad.segment(1 << 30, "127.0.0.1:9000")
+    assert (root.base, pool.base, mem.base) == (0, 0, 1 << 30)

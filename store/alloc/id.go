@@ -69,31 +69,58 @@ func (id ID) IsZero() bool { return id == ID{} }
 func Compare(a, b ID) int { return bytes.Compare(a[:], b[:]) }
 
 // Tier is an immutable value, safe to share. It is the storage class of a
-// segment. Only TierMemory, TierNOF and TierLocalDisk are valid; the zero
-// value is invalid.
+// segment. Only TierMemory, TierNOF, TierLocalDisk, TierDisk and TierDFS are
+// valid; the zero value is invalid.
 type Tier uint8
 
-// The tiers of SEMANTICS section 3 and of the replica tiers (TIERS.md). A
-// TierLocalDisk segment is one client's SSD registration (MountLocalDisk): its
-// extents account the owner's disk capacity, each one a file the owner keeps,
-// and no put places into it.
+// The tiers of SEMANTICS section 3 and of the replica tiers (TIERS.md).
+//   - TierLocalDisk: one client's SSD registration (MountLocalDisk). Its extents account the
+//     owner's disk capacity, each one a file the owner keeps; no put places into it.
+//   - TierDisk: a shared filesystem root (one directory readable by every client, mounted as a
+//     segment whose endpoint is the directory). Its extents account the root's quota, each one the
+//     file <endpoint>/<hex tenant>/<hex key>; every put places one replica in it while one is
+//     mounted and has room (Place).
+//   - TierDFS: a distributed filesystem pool (its endpoint names the pool's file). An extent is the
+//     range [offset, offset+size) of that file; puts place them as they place NOF replicas.
+//
+// DISK and DFS segments are Shared: no client's expiry unmounts them.
 const (
 	TierMemory    Tier = 1
 	TierNOF       Tier = 2
 	TierLocalDisk Tier = 3
+	TierDisk      Tier = 4
+	TierDFS       Tier = 5
 )
 
 // numTiers sizes arrays indexed by Tier (index 0 unused).
-const numTiers = 4
+const numTiers = 6
 
-// Valid reports whether t is TierMemory, TierNOF or TierLocalDisk.
-func (t Tier) Valid() bool { return t == TierMemory || t == TierNOF || t == TierLocalDisk }
+// Tiers lists the valid tiers in the order readers try them (Get): MEMORY, NOF, LOCAL_DISK,
+// DISK, DFS.
+var Tiers = [...]Tier{TierMemory, TierNOF, TierLocalDisk, TierDisk, TierDFS}
 
-// Placeable reports whether puts, copies, moves and arenas place into segments of t: TierMemory
-// and TierNOF. A LOCAL_DISK replica is only ever added by its owner's offload report.
-func (t Tier) Placeable() bool { return t == TierMemory || t == TierNOF }
+// Valid reports whether t is one of Tiers.
+func (t Tier) Valid() bool { return t >= TierMemory && t <= TierDFS }
 
-// String returns "MEMORY", "NOF", "LOCAL_DISK", or "Tier(n)" for an invalid value.
+// Placeable reports whether puts, copies, moves and arenas place into segments of t by count:
+// TierMemory, TierNOF and TierDFS. A LOCAL_DISK replica is only ever added by its owner's offload
+// report, and a DISK one only by Place's own rule (one per put while a root is mounted).
+func (t Tier) Placeable() bool { return t == TierMemory || t == TierNOF || t == TierDFS }
+
+// InMemory reports whether t is a memory tier (MEMORY or NOF): what a reader reads without a
+// disk, what offload copies from, and what promotion adds.
+func (t Tier) InMemory() bool { return t == TierMemory || t == TierNOF }
+
+// Shared reports whether a segment of t belongs to the cluster rather than to the client that
+// mounted it (DISK, DFS): its replicas outlive their writer, so a client's expiry leaves it
+// mounted and only an explicit unmount drops it.
+func (t Tier) Shared() bool { return t == TierDisk || t == TierDFS }
+
+// Addressed reports whether a segment of t is a range of its owner's address space (MEMORY, NOF),
+// with a non-zero Base; segments of the other tiers are files and have Base 0.
+func (t Tier) Addressed() bool { return t == TierMemory || t == TierNOF }
+
+// String returns "MEMORY", "NOF", "LOCAL_DISK", "DISK", "DFS", or "Tier(n)" for an invalid value.
 func (t Tier) String() string {
 	switch t {
 	case TierMemory:
@@ -102,6 +129,10 @@ func (t Tier) String() string {
 		return "NOF"
 	case TierLocalDisk:
 		return "LOCAL_DISK"
+	case TierDisk:
+		return "DISK"
+	case TierDFS:
+		return "DFS"
 	default:
 		return fmt.Sprintf("Tier(%d)", uint8(t))
 	}

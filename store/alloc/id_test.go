@@ -77,16 +77,27 @@ func TestTierAndStrategyNames(t *testing.T) {
 	for _, tc := range []struct {
 		t    Tier
 		name string
-	}{{TierMemory, "MEMORY"}, {TierNOF, "NOF"}, {TierLocalDisk, "LOCAL_DISK"}} {
+	}{{TierMemory, "MEMORY"}, {TierNOF, "NOF"}, {TierLocalDisk, "LOCAL_DISK"}, {TierDisk, "DISK"}, {TierDFS, "DFS"}} {
 		if tc.t.String() != tc.name {
 			t.Errorf("%d.String() = %q", tc.t, tc.t.String())
 		}
 	}
-	if Tier(0).Valid() || Tier(4).Valid() || Tier(0).String() != "Tier(0)" {
+	if Tier(0).Valid() || Tier(6).Valid() || Tier(0).String() != "Tier(0)" {
 		t.Error("invalid tiers reported valid or misnamed")
 	}
-	if !TierMemory.Placeable() || !TierNOF.Placeable() || TierLocalDisk.Placeable() {
-		t.Error("only MEMORY and NOF take placements")
+	for _, tc := range []struct {
+		t                                      Tier
+		placeable, inMemory, shared, addressed bool
+	}{
+		{TierMemory, true, true, false, true},
+		{TierNOF, true, true, false, true},
+		{TierLocalDisk, false, false, false, false},
+		{TierDisk, false, false, true, false},
+		{TierDFS, true, false, true, false},
+	} {
+		if tc.t.Placeable() != tc.placeable || tc.t.InMemory() != tc.inMemory || tc.t.Shared() != tc.shared || tc.t.Addressed() != tc.addressed {
+			t.Errorf("%s: Placeable %v InMemory %v Shared %v Addressed %v", tc.t, tc.t.Placeable(), tc.t.InMemory(), tc.t.Shared(), tc.t.Addressed())
+		}
 	}
 	for _, tc := range []struct {
 		s    Strategy

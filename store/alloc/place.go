@@ -52,14 +52,16 @@ func (s Strategy) String() string {
 }
 
 // PlaceRequest is a plain value, safe to share if not mutated. It asks for
-// Memory replicas (1..MaxReplicas) on MEMORY segments and NOF replicas
-// (0..MaxReplicas) on NOF segments of an object of Size bytes
-// (1..MaxObjectSize). Preferred segments are tried first, in order; Seed
-// (chosen by the leader and carried in the command) drives StrategyRandom.
+// Memory replicas (1..MaxReplicas) on MEMORY segments, NOF replicas
+// (0..MaxReplicas) on NOF segments and DFS replicas (0..MaxReplicas) on DFS
+// pools for an object of Size bytes (1..MaxObjectSize). Preferred segments are
+// tried first, in order; Seed (chosen by the leader and carried in the
+// command) drives StrategyRandom.
 type PlaceRequest struct {
 	Size      uint64
 	Memory    int
 	NOF       int
+	DFS       int
 	Preferred []ID
 	Strategy  Strategy
 	Seed      uint64
@@ -73,33 +75,49 @@ func (q *PlaceRequest) validate() error {
 		return fmt.Errorf("place: memory replicas %d not in 1..%d: %w", q.Memory, MaxReplicas, ErrInvalidRequest)
 	case q.NOF < 0 || q.NOF > MaxReplicas:
 		return fmt.Errorf("place: nof replicas %d not in 0..%d: %w", q.NOF, MaxReplicas, ErrInvalidRequest)
+	case q.DFS < 0 || q.DFS > MaxReplicas:
+		return fmt.Errorf("place: dfs replicas %d not in 0..%d: %w", q.DFS, MaxReplicas, ErrInvalidRequest)
 	case q.Strategy != StrategyRandom && q.Strategy != StrategyFreeRatioFirst:
 		return fmt.Errorf("place: strategy %s: %w", q.Strategy, ErrInvalidRequest)
 	}
 	return nil
 }
 
-// Placement is a plain value owned by the caller. Memory and NOF list the
-// extents allocated, in candidate order, each in a distinct segment. Short
-// counts the replicas asked for but not placed (both tiers together).
+// Placement is a plain value owned by the caller. Memory, NOF and DFS list the
+// extents allocated, in candidate order, each in a distinct segment; Disk holds
+// the one DISK extent, if any. Short counts the replicas asked for but not
+// placed (MEMORY, NOF and DFS together; the DISK replica is not asked for).
 type Placement struct {
 	Memory []Extent
 	NOF    []Extent
+	DFS    []Extent
+	Disk   []Extent
 	Short  int
 }
 
+// All returns every extent of p: Memory, NOF, DFS, then Disk.
+func (p Placement) All() []Extent {
+	out := make([]Extent, 0, len(p.Memory)+len(p.NOF)+len(p.DFS)+len(p.Disk))
+	return append(append(append(append(out, p.Memory...), p.NOF...), p.DFS...), p.Disk...)
+}
+
 // Place allocates the replicas of one object, each in a distinct segment.
-// Per tier asked (MEMORY always, NOF when req.NOF > 0) the candidates are the
-// mounted Preferred segments of that tier that are not closing, in the given
-// order (duplicates ignored), then every other open segment of that tier in
-// strategy order (closing segments are skipped without changing the order of
-// the others); each
-// replica takes the next candidate whose allocator can hold RoundUp(Size).
-// A tier that gets no replica fails the whole call with a *NoSpaceError
-// (ErrNoSpace) naming the tier and whether the object fits in any of its
-// segments, and everything this call allocated is freed: nothing changes.
-// Fewer replicas than asked, but at least one per tier, is success with
-// Short > 0. Invalid requests fail with ErrInvalidRequest.
+// Per tier asked (MEMORY always, NOF and DFS when their count is > 0) the
+// candidates are the mounted Preferred segments of that tier that are not
+// closing, in the given order (duplicates ignored), then every other open
+// segment of that tier in strategy order (closing segments are skipped without
+// changing the order of the others); each replica takes the next candidate
+// whose allocator can hold RoundUp(Size). A tier that gets no replica fails
+// the whole call with a *NoSpaceError (ErrNoSpace) naming the tier and whether
+// the object fits in any of its segments, and everything this call allocated
+// is freed: nothing changes. Fewer replicas than asked, but at least one per
+// tier, is success with Short > 0. Invalid requests fail with
+// ErrInvalidRequest.
+//
+// While a DISK segment (a shared root) is mounted, every placement also takes
+// one DISK extent, the same way (preferred, then strategy order), when one has
+// room: a put always lands on the shared root unless the root is full, and a
+// full root never fails a put (disk eviction makes room for the next ones).
 //
 // The result depends only on the registry state and req.
 func (r *Registry) Place(req PlaceRequest) (Placement, error) {
@@ -110,27 +128,31 @@ func (r *Registry) Place(req PlaceRequest) (Placement, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.epoch++
-	mem, err := r.placeTierLocked(TierMemory, size, req.Memory, &req)
-	if err != nil {
-		return Placement{}, err
-	}
-	var nof []Extent
-	if req.NOF > 0 {
-		nof, err = r.placeTierLocked(TierNOF, size, req.NOF, &req)
+	var pl Placement
+	for _, ask := range [...]struct {
+		tier Tier
+		want int
+		into *[]Extent
+	}{{TierMemory, req.Memory, &pl.Memory}, {TierNOF, req.NOF, &pl.NOF}, {TierDFS, req.DFS, &pl.DFS}} {
+		if ask.want == 0 {
+			continue
+		}
+		exts, err := r.placeTierLocked(ask.tier, size, ask.want, &req)
 		if err != nil {
-			for _, e := range mem {
+			for _, e := range pl.All() {
 				if ferr := r.freeLocked(e); ferr != nil {
 					panic(fmt.Sprintf("alloc: rollback of %+v: %v", e, ferr))
 				}
 			}
 			return Placement{}, err
 		}
+		*ask.into = exts
+		pl.Short += ask.want - len(exts)
 	}
-	return Placement{
-		Memory: mem,
-		NOF:    nof,
-		Short:  req.Memory - len(mem) + req.NOF - len(nof),
-	}, nil
+	if len(r.byTier[TierDisk]) > r.closing[TierDisk] {
+		pl.Disk, _ = r.placeTierLocked(TierDisk, size, 1, &req) // no room on the root: no DISK replica
+	}
+	return pl, nil
 }
 
 // placeTierLocked allocates up to want extents of size (already rounded) on

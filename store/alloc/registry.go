@@ -179,7 +179,7 @@ func invalidSegment(field, format string, args ...any) error {
 }
 
 // ValidateSegment checks a segment to mount against SEMANTICS section 1: non-zero ID and Owner,
-// Base and Size non-zero and Align-aligned (Base zero for a LOCAL_DISK segment), Size at most
+// Base and Size non-zero and Align-aligned (Base zero for a segment of a tier that is not Addressed), Size at most
 // MaxSegmentSize, Base+Size not wrapping, Tier valid, Name 1..MaxSegmentNameLen and Endpoint 1..MaxEndpointLen bytes with no byte below
 // 0x20. It is the one definition of these rules: Mount applies it, and the server checks a request
 // with it before proposing. The error is a *SegmentError wrapping ErrInvalidSegment.
@@ -204,9 +204,11 @@ func validateShape(s Segment) error {
 		return invalidSegment("id", "zero")
 	case s.Owner.IsZero():
 		return invalidSegment("owner", "zero")
-	case s.Tier == TierLocalDisk && s.Base != 0:
-		return invalidSegment("base", "%#x, want 0 for a LOCAL_DISK segment (files, not an address range)", s.Base)
-	case s.Base == 0 && s.Tier != TierLocalDisk:
+	case !s.Tier.Valid():
+		return invalidSegment("tier", "%s, want MEMORY, NOF, LOCAL_DISK, DISK or DFS", s.Tier)
+	case !s.Tier.Addressed() && s.Base != 0:
+		return invalidSegment("base", "%#x, want 0 for a %s segment (files, not an address range)", s.Base, s.Tier)
+	case s.Base == 0 && s.Tier.Addressed():
 		return invalidSegment("base", "zero")
 	case s.Base%Align != 0:
 		return invalidSegment("base", "%#x not %d-byte aligned", s.Base, Align)
@@ -216,8 +218,6 @@ func validateShape(s Segment) error {
 		return invalidSegment("size", "%d not %d-byte aligned", s.Size, Align)
 	case s.Base+s.Size < s.Base:
 		return invalidSegment("size", "base %#x + size %d wraps the address space", s.Base, s.Size)
-	case !s.Tier.Valid():
-		return invalidSegment("tier", "%s, want MEMORY, NOF or LOCAL_DISK", s.Tier)
 	case s.Tier == TierLocalDisk && s.ID != LocalDiskID(s.Owner):
 		return invalidSegment("id", "%s is not the owner's local disk id %s", s.ID, LocalDiskID(s.Owner))
 	case s.Offload && s.Tier != TierLocalDisk:

@@ -110,7 +110,7 @@ func dump(r *Registry) string {
 		spans, _ := r.FreeSpans(info.ID)
 		fmt.Fprintf(&b, "%+v %v\n", info, spans)
 	}
-	for _, tier := range []Tier{TierMemory, TierNOF} {
+	for _, tier := range Tiers {
 		fmt.Fprintf(&b, "%s %d/%d\n", tier, r.Used(tier), r.Capacity(tier))
 	}
 	return b.String()
@@ -132,7 +132,8 @@ func TestMountValidation(t *testing.T) {
 		{"size", func(s *Segment) { s.Size = MaxSegmentSize + Align }},
 		{"size", func(s *Segment) { s.Size = 1 << 62 }},
 		{"tier", func(s *Segment) { s.Tier = 0 }},
-		{"tier", func(s *Segment) { s.Tier = 4 }},
+		{"tier", func(s *Segment) { s.Tier = 6 }},
+		{"base", func(s *Segment) { s.Tier = TierDisk }},      // a DISK segment has base 0
 		{"base", func(s *Segment) { s.Tier = TierLocalDisk }}, // a LOCAL_DISK segment has no base
 		{"offload", func(s *Segment) { s.Offload = true }},    // only a LOCAL_DISK segment offloads
 		{"name", func(s *Segment) { s.Name = "" }},

@@ -70,6 +70,8 @@ TENANT_STATE_CLOSING: TenantState
 TENANT_STATE_OPEN: TenantState
 TENANT_STATE_REMOVED: TenantState
 TENANT_STATE_UNSPECIFIED: TenantState
+TIER_DFS: Tier
+TIER_DISK: Tier
 TIER_LOCAL_DISK: Tier
 TIER_MEMORY: Tier
 TIER_NOF: Tier
@@ -152,8 +154,9 @@ class Replica(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., tier: _Optional[_Union[Tier, str]] = ..., segment_id: _Optional[bytes] = ..., segment_endpoint: _Optional[str] = ..., base_address: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., status: _Optional[_Union[ReplicaStatus, str]] = ..., owner_client_id: _Optional[bytes] = ...) -> None: ...
 
 class ReplicaConfig(_message.Message):
-    __slots__ = ["data_type", "hard_pin", "memory_replicas", "nof_replicas", "preferred_host", "preferred_segment_ids", "soft_pin", "soft_pin_ttl_ms"]
+    __slots__ = ["data_type", "dfs_replicas", "hard_pin", "memory_replicas", "nof_replicas", "preferred_host", "preferred_segment_ids", "soft_pin", "soft_pin_ttl_ms"]
     DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DFS_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     HARD_PIN_FIELD_NUMBER: _ClassVar[int]
     MEMORY_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     NOF_REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +165,7 @@ class ReplicaConfig(_message.Message):
     SOFT_PIN_FIELD_NUMBER: _ClassVar[int]
     SOFT_PIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     data_type: int
+    dfs_replicas: int
     hard_pin: bool
     memory_replicas: int
     nof_replicas: int
@@ -169,7 +173,7 @@ class ReplicaConfig(_message.Message):
     preferred_segment_ids: _containers.RepeatedScalarFieldContainer[bytes]
     soft_pin: SoftPinAction
     soft_pin_ttl_ms: int
-    def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ..., preferred_host: _Optional[str] = ...) -> None: ...
+    def __init__(self, memory_replicas: _Optional[int] = ..., nof_replicas: _Optional[int] = ..., dfs_replicas: _Optional[int] = ..., preferred_segment_ids: _Optional[_Iterable[bytes]] = ..., soft_pin: _Optional[_Union[SoftPinAction, str]] = ..., soft_pin_ttl_ms: _Optional[int] = ..., hard_pin: bool = ..., data_type: _Optional[int] = ..., preferred_host: _Optional[str] = ...) -> None: ...
 
 class Revision(_message.Message):
     __slots__ = ["index", "position"]
