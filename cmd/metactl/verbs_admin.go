@@ -275,7 +275,12 @@ func runSegmentMount(a *app, v *verb, args []string) error {
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "note: the segment stays mounted only while client %s pings (see metactl worker --client)\n", owner)
+	if files {
+		fmt.Fprintf(a.stderr, "note: a %s segment is the cluster's: no client's expiry unmounts it (metactl segment unmount %s does)\n",
+			view.Tier, view.ID)
+	} else {
+		fmt.Fprintf(a.stderr, "note: the segment stays mounted only while client %s pings (see metactl worker --client)\n", owner)
+	}
 	return nil
 }
 
