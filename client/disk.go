@@ -87,6 +87,18 @@ func (c *Client) EvictDiskReplica(ctx context.Context, tenant string, keys []str
 	})
 }
 
+// EvictSharedFiles reports files of tenant's keys under a shared root (the DISK tier) that this
+// client removed: their COMPLETE DISK replicas go, and an object left with no replica is erased.
+// One status per key, in order (NO_REPLICA_ON_SEGMENT for an object with no COMPLETE DISK replica).
+func (c *Client) EvictSharedFiles(ctx context.Context, tenant string, keys []string) ([]*metadv1.Status, error) {
+	return batchStatus(ctx, keys, func(ctx context.Context, ks [][]byte) ([]*metadv1.Status, error) {
+		resp, err := call(ctx, c, metadv1.MetadataClient.EvictDiskReplica, &metadv1.EvictDiskReplicaRequest{
+			Tenant: tenant, ClientId: c.idBytes, Keys: ks, Tier: metadv1.Tier_TIER_DISK,
+		})
+		return resp.GetResults(), err
+	})
+}
+
 // PromotionAllocStart places the memory replica of the promotion this client holds for tenant's
 // key (a PROMOTE task FetchTasks gave it), on the preferred segments first, and returns it with the
 // object's size: copy the object's SSD file into it, then call NotifyPromotion.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -15,14 +17,37 @@ import (
 
 // localDisk is a worker's local SSD as metactl worker keeps it: a real directory with one file per
 // offloaded object, named by its tenant and the hex of its key, written from nothing but the
-// object's size and key (the worker simulates the data, not the disk).
+// object's size and key (the worker simulates the data, not the disk). It holds at most capacity
+// bytes of files (each counted rounded up to 64, as the registration accounts them): an offload
+// that would pass it first removes the oldest files and reports them (EvictDiskReplica), so the
+// cluster has the room for the new one and no replica names a file that is gone. Only files the
+// cluster was told of (settle, once their NotifyOffload was sent) are removed: a file of the
+// batch being written is not a replica yet, and its report would record one with no file.
 type localDisk struct {
 	dir      string
 	capacity uint64
 	endpoint string
 	offload  bool
 	id       client.UUID // the registration's segment, once mounted
+	// evicted reports files removed (client.EvictDiskReplica); nil: not reported.
+	evicted func(tenant string, keys []string) error
+
+	used    uint64
+	files   map[diskFile]uint64 // file -> its seq in order
+	order   []diskEntry         // oldest first; an entry whose seq files no longer holds is stale
+	seq     uint64
+	settled uint64 // the files up to this seq were reported to the cluster
 }
+
+// diskFile names one object's file; diskEntry is its place in the write order.
+type (
+	diskFile  struct{ tenant, key string }
+	diskEntry struct {
+		f    diskFile
+		seq  uint64
+		size uint64
+	}
+)
 
 // mountWait bounds how long mount waits for the cluster's feature level: a cluster just started
 // refuses MountLocalDisk (FAILED_PRECONDITION) until every member has recorded its binary's level.
@@ -33,6 +58,11 @@ const mountWait = 30 * time.Second
 func (d *localDisk) mount(a *app, c *client.Client) error {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return fmt.Errorf("local disk: %w", err)
+	}
+	if d.files == nil {
+		if err := d.scan(); err != nil {
+			return fmt.Errorf("local disk: %w", err)
+		}
 	}
 	deadline := time.Now().Add(mountWait)
 	for {
@@ -59,9 +89,128 @@ func (d *localDisk) path(tenant, key string) string {
 	return filepath.FromSlash(client.FilePath(filepath.ToSlash(d.dir), tenant, key))
 }
 
-// write is the offload of one task: the object's file of its size, its key repeated.
+// scan indexes the files already in the directory (a restarted worker), oldest first by
+// modification time, so that they count against the capacity and go first.
+func (d *localDisk) scan() error {
+	d.files = map[diskFile]uint64{}
+	type found struct {
+		f    diskFile
+		size uint64
+		mod  time.Time
+	}
+	var all []found
+	tenants, err := os.ReadDir(d.dir)
+	if err != nil {
+		return err
+	}
+	for _, td := range tenants {
+		tenant, err := hex.DecodeString(td.Name())
+		if err != nil || !td.IsDir() {
+			continue
+		}
+		keys, err := os.ReadDir(filepath.Join(d.dir, td.Name()))
+		if err != nil {
+			return err
+		}
+		for _, kf := range keys {
+			key, err := hex.DecodeString(kf.Name())
+			info, ierr := kf.Info()
+			if err != nil || ierr != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			all = append(all, found{diskFile{string(tenant), string(key)}, uint64(info.Size()), info.ModTime()})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b found) int { return a.mod.Compare(b.mod) })
+	for _, x := range all {
+		d.add(x.f, x.size)
+	}
+	d.settle() // an earlier run reported them, or they are no replica and reports of them change nothing
+	return nil
+}
+
+// settle marks every file written so far as reported to the cluster: the worker calls it after
+// each batch of tasks (client.Client.RunTasksWith sends the batch's NotifyOffload before it
+// returns).
+func (d *localDisk) settle() { d.settled = d.seq }
+
+// add records f's file of size bytes as the newest.
+func (d *localDisk) add(f diskFile, size uint64) {
+	d.seq++
+	d.files[f] = d.seq
+	size = (size + 63) &^ 63
+	d.order = append(d.order, diskEntry{f: f, seq: d.seq, size: size})
+	d.used += size
+}
+
+// forget drops f's record (its file removed or rewritten); false when it has none.
+func (d *localDisk) forget(f diskFile) bool {
+	seq, ok := d.files[f]
+	if !ok {
+		return false
+	}
+	delete(d.files, f)
+	for i := range d.order {
+		if d.order[i].seq == seq {
+			d.used -= d.order[i].size
+			break
+		}
+	}
+	return true
+}
+
+// makeRoom removes the oldest files until size more bytes fit in the capacity, and reports them
+// by tenant. A file the cluster no longer names (its object overwritten or removed) is reported
+// all the same: the answer says so, and nothing changes.
+func (d *localDisk) makeRoom(size uint64) error {
+	size = (size + 63) &^ 63
+	if size > d.capacity {
+		return fmt.Errorf("local disk: an object of %d bytes is larger than the disk (%d bytes)", size, d.capacity)
+	}
+	gone := map[string][]string{}
+	var tenants []string
+	for d.used+size > d.capacity && len(d.order) > 0 {
+		e := d.order[0]
+		if d.files[e.f] != e.seq {
+			d.order = d.order[1:]
+			continue // stale: rewritten since
+		}
+		if e.seq > d.settled {
+			break // this batch's own files: the rest of the order is newer still
+		}
+		d.order = d.order[1:]
+		delete(d.files, e.f)
+		d.used -= e.size
+		if err := os.Remove(d.path(e.f.tenant, e.f.key)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		if _, ok := gone[e.f.tenant]; !ok {
+			tenants = append(tenants, e.f.tenant)
+		}
+		gone[e.f.tenant] = append(gone[e.f.tenant], e.f.key)
+	}
+	if d.evicted != nil {
+		for _, tenant := range tenants {
+			if err := d.evicted(tenant, gone[tenant]); err != nil {
+				return fmt.Errorf("local disk: report of %d removed files: %w", len(gone[tenant]), err)
+			}
+		}
+	}
+	if d.used+size > d.capacity {
+		return fmt.Errorf("local disk: full (%d of %d bytes) of files whose offloads are not reported yet", d.used, d.capacity)
+	}
+	return nil
+}
+
+// write is the offload of one task: the object's file of its size, its key repeated, after the
+// oldest files made room for it.
 func (d *localDisk) write(t *metadv1.ScheduledTask) error {
-	p := d.path(t.GetTenant(), string(t.GetKey()))
+	df := diskFile{t.GetTenant(), string(t.GetKey())}
+	d.forget(df) // a file of the key's earlier object is rewritten
+	if err := d.makeRoom(t.GetSize()); err != nil {
+		return err
+	}
+	p := d.path(df.tenant, df.key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
@@ -88,7 +237,11 @@ func (d *localDisk) write(t *metadv1.ScheduledTask) error {
 		}
 		left -= n
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	d.add(df, t.GetSize())
+	return nil
 }
 
 // read is the promotion of one task: the object's file read whole (its size checked) into the

@@ -38,7 +38,7 @@ func runWorker(a *app, v *verb, args []string) error {
 	taskInterval := fs.Duration("task-interval", 200*time.Millisecond, "time between fetches of assigned tasks with --run-tasks or --offload")
 	diskDir := fs.String("local-disk", "", "keep this directory as the worker's local SSD: register it (LOCAL_DISK) and keep one file per offloaded object")
 	diskCap := sizeFlag{n: 1 << 30}
-	fs.Var(&diskCap, "disk-capacity", "`capacity` of the local SSD registration, units allowed (with --local-disk)")
+	fs.Var(&diskCap, "disk-capacity", "`capacity` of the local SSD registration, units allowed (with --local-disk); past it the worker removes its oldest files and reports them")
 	offload := fs.Bool("offload", false, "take offload tasks: write each object to the --local-disk directory and report it")
 	promote := fs.Bool("promote", false, "take promotion tasks: read the object's file from the --local-disk directory into its new memory replica (simulated) and report it")
 	if _, err := a.parse(v, fs, args, 0, 0); err != nil {
@@ -91,7 +91,13 @@ func runWorker(a *app, v *verb, args []string) error {
 	}
 	var disk *localDisk
 	if *diskDir != "" {
-		disk = &localDisk{dir: *diskDir, capacity: diskCap.n, endpoint: *endpoint, offload: *offload}
+		disk = &localDisk{dir: *diskDir, capacity: diskCap.n, endpoint: *endpoint, offload: *offload,
+			evicted: func(tenant string, keys []string) error {
+				ctx, cancel := a.callCtx()
+				defer cancel()
+				_, err := c.EvictDiskReplica(ctx, tenant, keys)
+				return err
+			}}
 		if err := disk.mount(a, c); err != nil {
 			return err
 		}
@@ -140,7 +146,7 @@ func runWorker(a *app, v *verb, args []string) error {
 		}
 		go func() {
 			defer close(tasksDone)
-			a.taskLoop(ctx, c, *taskInterval, runner, events)
+			a.taskLoop(ctx, c, *taskInterval, runner, disk, events)
 		}()
 	} else {
 		close(tasksDone)
@@ -256,13 +262,16 @@ func logf(w io.Writer, format string, args ...any) {
 // taskLoop runs the tasks the cluster assigns to this worker (client.RunTasksWith: moves and
 // copies with nothing to copy, offloads with runner's) every interval until ctx ends, logging each
 // batch and each failure.
-func (a *app) taskLoop(ctx context.Context, c *client.Client, interval time.Duration, runner client.TaskRunner, events io.Writer) {
+func (a *app) taskLoop(ctx context.Context, c *client.Client, interval time.Duration, runner client.TaskRunner, disk *localDisk, events io.Writer) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, a.timeout)
 		n, err := c.RunTasksWith(cctx, 64, runner)
 		cancel()
+		if disk != nil {
+			disk.settle() // the batch's offloads are reported
+		}
 		if n > 0 || (err != nil && ctx.Err() == nil) {
 			msg := ""
 			if err != nil {

@@ -328,3 +328,88 @@ func TestPromotionOnHit(t *testing.T) {
 		t.Fatalf("cold, read twice in all, was promoted too early or lost: %v %v", g, err)
 	}
 }
+
+// TestWorkerEvictsItsOwnSSD: a worker whose SSD (--disk-capacity) holds four objects offloads a
+// fifth by removing its oldest file first and reporting it (EvictDiskReplica): in the end the
+// cluster names exactly the files on the worker's disk, the newest four, and the older objects
+// keep their memory replicas.
+func TestWorkerEvictsItsOwnSSD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	c := NewCluster(t, 3)
+	admin := c.Client()
+	c.Leader(admin, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	awaitFeatureLevel(t, ctx, admin, 5)
+	workerID := client.NewUUID()
+	dir := t.TempDir()
+	const size, fit = 4000, 4 // 4032 bytes counted each: four fit in 16 KiB
+	c.StartWorker(1, "1MiB", "--client", workerID.String(), "--local-disk", dir, "--disk-capacity", "16KiB",
+		"--offload", "--task-interval", "20ms", "--endpoint", "127.0.0.1:9501")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		segs, err := admin.ListSegments(ctx, client.SegmentFilter{Client: workerID})
+		if err == nil && len(segs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's segment and local disk not mounted: %v %v", segs, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	tiers := func(key string) []metadv1.Tier {
+		g, err := admin.Get(ctx, "", key)
+		if err != nil {
+			t.Fatalf("get %s: %v", key, err)
+		}
+		var out []metadv1.Tier
+		for _, r := range g.GetReplicas() {
+			out = append(out, r.GetTier())
+		}
+		return out
+	}
+	onDisk := func(key string) bool {
+		for _, tier := range tiers(key) {
+			if tier == metadv1.Tier_TIER_LOCAL_DISK {
+				return true
+			}
+		}
+		return false
+	}
+	const n = 10
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ssd-%02d", i)
+		if _, err := admin.Put(ctx, "", keys[i], size, nil); err != nil {
+			t.Fatalf("put %s: %v", keys[i], err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for !onDisk(keys[i]) { // one offload at a time: the order of the files is the order of the puts
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not offloaded within 20s", keys[i])
+			}
+			time.Sleep(10 * time.Millisecond) // poll interval
+		}
+	}
+	for i, k := range keys {
+		_, err := os.Stat(filepath.Join(dir, hex.EncodeToString([]byte("default")), hex.EncodeToString([]byte(k))))
+		kept := i >= n-fit
+		if (err == nil) != kept || onDisk(k) != kept {
+			t.Fatalf("%s (put %d of %d): file %v, LOCAL_DISK replica %v; want both %v", k, i+1, n, err, onDisk(k), kept)
+		}
+		if got := tiers(k); got[0] != metadv1.Tier_TIER_MEMORY {
+			t.Fatalf("%s lost its memory replica: %v", k, got)
+		}
+	}
+	segs, err := admin.ListSegments(ctx, client.SegmentFilter{Client: workerID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		if s.GetSegment().GetTier() == metadv1.Tier_TIER_LOCAL_DISK && s.GetUsedBytes() != fit*4032 {
+			t.Fatalf("the registration accounts %d bytes, want %d", s.GetUsedBytes(), fit*4032)
+		}
+	}
+}
