@@ -485,9 +485,10 @@ def notify_offload(cid: bytes, tenant: str, reports: Sequence[OffloadReport]) ->
             for i in range(s, e)]))))
 
 
-def evict_disk_replica(cid: bytes, tenant: str, keys: Sequence[Key]) -> Op[List[res.Status]]:
+def evict_disk_replica(cid: bytes, tenant: str, keys: Sequence[Key],
+                       tier: int = types_pb2.TIER_LOCAL_DISK) -> Op[List[res.Status]]:
     return (yield from _batch_status(keys, lambda ks: Rpc("md", "EvictDiskReplica", metadata_pb2.EvictDiskReplicaRequest(
-        tenant=tenant, client_id=cid, keys=ks, tier=types_pb2.TIER_LOCAL_DISK))))
+        tenant=tenant, client_id=cid, keys=ks, tier=tier))))  # type: ignore[arg-type]
 
 
 def _segment_ids(ids: Sequence[bytes], field: str) -> List[bytes]:

@@ -489,13 +489,13 @@ class AsyncClient:
         must have mounted its SSD (else SegmentNotFound); keys must be distinct."""
         return await self._run(ops.notify_offload(self._id, tenant, results), timeout)
 
-    async def evict_disk_replica(self, keys: Sequence[Key], *, tenant: str = "",
+    async def evict_disk_replica(self, keys: Sequence[Key], *, tenant: str = "", tier: int = types_pb2.TIER_LOCAL_DISK,
                                  timeout: Optional[float] = None) -> List[res.Status]:
         """Report SSD files of tenant's keys that this client removed: their LOCAL_DISK replicas
         go, and an object left with no replica is erased. One Status per key, in order: OK,
         OBJECT_NOT_FOUND or NO_REPLICA_ON_SEGMENT (no LOCAL_DISK replica of this client). Keys must
         be distinct."""
-        return await self._run(ops.evict_disk_replica(self._id, tenant, keys), timeout)
+        return await self._run(ops.evict_disk_replica(self._id, tenant, keys, tier), timeout)
 
     async def promotion_alloc_start(self, key: Key, *, tenant: str = "", preferred: Sequence[bytes] = (),
                                     timeout: Optional[float] = None) -> Tuple[res.Replica, int]:

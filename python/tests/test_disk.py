@@ -34,6 +34,33 @@ OK = types_pb2.REASON_UNSPECIFIED
 # On the cluster.
 
 
+def test_shared_root_and_dfs_pool(cluster: Cluster) -> None:
+    with metad.Client(cluster.endpoints, metad.Config(timeout=15.0)) as c:
+        c.mount_segment(metad.segment(1 << 24, "sim://shared-mem", name="shared-mem"))
+        root = metad.segment(1 << 24, "/mnt/shared/py", name="py-root", tier=types_pb2.TIER_DISK)
+        pool = metad.segment(1 << 24, "dfs://py-pool", name="py-pool", tier=types_pb2.TIER_DFS)
+        c.mount_segment(root)
+        try:
+            c.mount_segment(pool)
+            k = key("shared")
+            placed = c.put(k, 4096, options=metad.PutOptions(dfs_replicas=1))
+            tiers = [types_pb2.TIER_MEMORY, types_pb2.TIER_DISK, types_pb2.TIER_DFS]
+            assert [r.tier for r in placed] == tiers
+            got = c.get(k)
+            assert [r.tier for r in got.replicas] == tiers
+            disk = got.replicas[1]
+            assert (disk.segment_endpoint, disk.base_address) == ("/mnt/shared/py", 0)
+            assert metad.file_path(disk.segment_endpoint, "", k).startswith("/mnt/shared/py/")
+            assert reasons(c.evict_disk_replica([k], tier=types_pb2.TIER_DISK)) == [OK]
+            assert [r.tier for r in c.get(k).replicas] == [types_pb2.TIER_MEMORY, types_pb2.TIER_DFS]
+            with pytest.raises(metad.InvalidParams):
+                c.evict_disk_replica([k], tier=types_pb2.TIER_DFS)
+            c.remove(k, force=True)
+        finally:  # the session's other tests expect no shared root: every put would land on it
+            c.unmount_segment(root.id)
+            c.unmount_segment(pool.id)
+
+
 def test_offload_get_evict_unmount(cluster: Cluster) -> None:
     with metad.Client(cluster.endpoints, metad.Config(timeout=15.0)) as c:
         c.mount_segment(metad.segment(1 << 24, "sim://disk-mem", name="disk-mem"))
