@@ -326,12 +326,14 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 			return nil, false, nil
 		}
 	}
-	for _, e := range pl.All() {
-		if info, found := st.Segments().Get(e.Segment); !found || info.Closing {
-			r.freeLocked(pl.All())
-			_ = r.pool.SetClosing(e.Segment, true)
-			r.m.fallback("segment_closed")
-			return nil, false, nil
+	for _, exts := range [...][]alloc.Extent{pl.Memory, pl.NOF, pl.DFS, pl.Disk} { // no allocation: every reserved put passes here
+		for _, e := range exts {
+			if info, found := st.Segments().Get(e.Segment); !found || info.Closing {
+				r.freeLocked(pl.All())
+				_ = r.pool.SetClosing(e.Segment, true)
+				r.m.fallback("segment_closed")
+				return nil, false, nil
+			}
 		}
 	}
 	res := &reservation{client: wire.ID16(ps.ClientId), size: ps.Size, group: ps.Group, start: now, charged: want,
