@@ -194,7 +194,7 @@ func TestDiskAndDFSRounds(t *testing.T) {
 		for _, rep := range r.Replicas {
 			tiers = append(tiers, rep.Tier)
 		}
-		want := []alloc.Tier{alloc.TierMemory, alloc.TierDFS, alloc.TierDisk}
+		want := []alloc.Tier{alloc.TierMemory, alloc.TierDisk, alloc.TierDFS}
 		switch {
 		case i < 2:
 			want = []alloc.Tier{alloc.TierMemory}

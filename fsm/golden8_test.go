@@ -152,7 +152,7 @@ func TestGoldenSnapshotV8(t *testing.T) {
 	for _, r := range f1.Replicas {
 		tiers = append(tiers, r.Tier)
 	}
-	if err != nil || !slices.Equal(tiers, []alloc.Tier{alloc.TierMemory, alloc.TierDFS, alloc.TierDisk}) {
+	if err != nil || !slices.Equal(tiers, []alloc.Tier{alloc.TierMemory, alloc.TierDisk, alloc.TierDFS}) {
 		t.Fatalf("the object on the shared tiers after the restore: tiers %v, %v", tiers, err)
 	}
 	for _, tier := range []alloc.Tier{alloc.TierDisk, alloc.TierDFS} {

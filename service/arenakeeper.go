@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"metad/ha"
@@ -250,6 +251,9 @@ func (r *reservations) arenaSize(segSize uint64) uint64 {
 
 // publish sets the arena gauges from the state.
 func (r *reservations) publish(state *store.Store) {
-	r.m.arenaFree.WithLabelValues("memory").Set(float64(state.Arenas().FreeBytes(alloc.TierMemory)))
-	r.m.arenaFree.WithLabelValues("nof").Set(float64(state.Arenas().FreeBytes(alloc.TierNOF)))
+	for _, t := range alloc.Tiers {
+		if store.ArenaTier(t) {
+			r.m.arenaFree.WithLabelValues(strings.ToLower(t.String())).Set(float64(state.Arenas().FreeBytes(t)))
+		}
+	}
 }

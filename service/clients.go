@@ -10,7 +10,8 @@ import (
 )
 
 // Client liveness (SEMANTICS section 3). Clients Ping the leader; a client silent for ClientTTL is
-// expired by the leader, which proposes the unmount of all its segments. The table below is leader
+// expired by the leader, which proposes the unmount of its segments (all but its DISK and DFS ones,
+// which are the cluster's: store.Store.UnmountClient). The table below is leader
 // soft state: it is never replicated. The known clients are the owners of mounted segments (which
 // are replicated) plus whoever pinged; an owner the table has not seen yet starts its grace when the
 // leader first sees it, and on gaining leadership every known client gets a fresh grace, so

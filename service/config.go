@@ -18,7 +18,7 @@ type Config struct {
 	// (store.Config.LeaseTTL); New refuses a store that disagrees. Default 10 s.
 	LeaseTTL time.Duration
 	// ClientTTL is how long a client may stay silent (no Ping) before the leader expires it and
-	// proposes the unmount of all its segments. Default 10 s.
+	// proposes the unmount of its segments (all but its DISK and DFS ones). Default 10 s.
 	ClientTTL time.Duration
 	// Strategy orders the non-preferred candidate segments of a placement. Default random.
 	Strategy alloc.Strategy

@@ -101,17 +101,22 @@ func (p *promoter) take(n int) []promoteKey {
 }
 
 // readHit is the Get path's part: a linearizable read on the leader of an object whose replicas
-// reps (COMPLETE ones) are all LOCAL_DISK counts toward its promotion.
+// reps (COMPLETE ones) include a LOCAL_DISK one and no memory one (MEMORY, NOF) counts toward its
+// promotion, as the store's promotion takes it (DISK and DFS replicas beside it change nothing).
 func (s *Service) readHit(tenant, key string, reps []store.Replica, linear bool) {
 	if s.promote == nil || !linear || len(reps) == 0 {
 		return
 	}
+	local := false
 	for i := range reps {
-		if reps[i].Tier != alloc.TierLocalDisk {
+		if reps[i].Tier.InMemory() {
 			return
 		}
+		local = local || reps[i].Tier == alloc.TierLocalDisk
 	}
-	s.promote.hit(tenant, key, s.cfg.PromoteMinHits)
+	if local {
+		s.promote.hit(tenant, key, s.cfg.PromoteMinHits)
+	}
 }
 
 // runPromoter proposes the candidates every promoteInterval until ctx ends (the leader only).

@@ -315,17 +315,16 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 		r.m.fallback("preference")
 		return nil, false, nil
 	}
+	// A put through the log lands on a shared root (DISK) whenever one has room for it; without
+	// arena room on one, it goes through the log rather than lose that copy. A full root gives the
+	// log's put no copy either, and the arenas answer.
+	if len(pl.Disk) == 0 && st.Segments().Roots() > 0 && st.Segments().Fits(alloc.TierDisk, ps.Size) {
+		r.freeLocked(pl.All())
+		r.m.fallback("no_arena_room")
+		return nil, false, nil
+	}
 	// The pool follows the state a keeper round late: a segment that closed or went since (its
 	// arenas retired or dropped with it) leaves the pool now, and the put goes through the log.
-	// A put through the log lands on a shared root (DISK) whenever one takes allocations; without
-	// arena room on one, it goes through the log rather than lose that copy.
-	if len(pl.Disk) == 0 {
-		if capacity, _ := st.Segments().Allocatable(alloc.TierDisk); capacity > 0 {
-			r.freeLocked(pl.All())
-			r.m.fallback("no_arena_room")
-			return nil, false, nil
-		}
-	}
 	for _, exts := range [...][]alloc.Extent{pl.Memory, pl.NOF, pl.DFS, pl.Disk} { // no allocation: every reserved put passes here
 		for _, e := range exts {
 			if info, found := st.Segments().Get(e.Segment); !found || info.Closing {
@@ -345,7 +344,7 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	for _, tier := range [...]struct {
 		t    alloc.Tier
 		exts []alloc.Extent
-	}{{alloc.TierNOF, pl.NOF}, {alloc.TierDFS, pl.DFS}, {alloc.TierDisk, pl.Disk}} {
+	}{{alloc.TierNOF, pl.NOF}, {alloc.TierDisk, pl.Disk}, {alloc.TierDFS, pl.DFS}} { // as the state orders them (store.allocate)
 		for _, e := range tier.exts {
 			res.exts, res.tiers = append(res.exts, e), append(res.tiers, tier.t)
 		}

@@ -237,7 +237,7 @@ func (s *Store) allocate(t *TenantState, seed uint64, req *PutStartRequest) (*Ob
 	for _, tier := range [...]struct {
 		t    alloc.Tier
 		exts []alloc.Extent
-	}{{alloc.TierNOF, pl.NOF}, {alloc.TierDFS, pl.DFS}, {alloc.TierDisk, pl.Disk}} {
+	}{{alloc.TierNOF, pl.NOF}, {alloc.TierDisk, pl.Disk}, {alloc.TierDFS, pl.DFS}} { // alloc.Tiers order
 		for _, x := range tier.exts {
 			st.Replicas = append(st.Replicas, Replica{ID: t.dir.nextReplicaID.Add(1), Extent: x, Tier: tier.t, Status: Processing})
 		}

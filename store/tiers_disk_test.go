@@ -50,8 +50,8 @@ func TestSharedRootAndDFS(t *testing.T) {
 			t.Fatalf("replica %+v not PROCESSING after PutStart", r)
 		}
 	}
-	if !slices.Equal(tiers, []alloc.Tier{alloc.TierMemory, alloc.TierDFS, alloc.TierDisk}) {
-		t.Fatalf("tiers = %v, want MEMORY, DFS, DISK", tiers)
+	if !slices.Equal(tiers, []alloc.Tier{alloc.TierMemory, alloc.TierDisk, alloc.TierDFS}) {
+		t.Fatalf("tiers = %v, want MEMORY, DISK, DFS", tiers)
 	}
 	if got := s.Tenants().Lookup(DefaultTenant).Quota().Charged(); got != 100 {
 		t.Fatalf("charged %d, want 100 (the MEMORY replica only)", got)
@@ -98,8 +98,8 @@ func TestSharedRootAndDFS(t *testing.T) {
 	if res.Segments != 1 || res.Erased != 0 {
 		t.Fatalf("writer's expiry = %+v; want its one memory segment, nothing erased", res)
 	}
-	if got := tiersOf(t, s, "a"); !slices.Equal(got, []alloc.Tier{alloc.TierDFS, alloc.TierDisk}) {
-		t.Fatalf("a after its writer's expiry: tiers %v, want DFS, DISK", got)
+	if got := tiersOf(t, s, "a"); !slices.Equal(got, []alloc.Tier{alloc.TierDisk, alloc.TierDFS}) {
+		t.Fatalf("a after its writer's expiry: tiers %v, want DISK, DFS", got)
 	}
 	// The mounter of the root and the pool expires: they stay too.
 	if res := s.UnmountClient(clientID(9), true); res.Segments != 0 {

@@ -51,10 +51,10 @@ type verb struct {
 
 // verbs is the command table, in the order usage lists it.
 var verbs = []*verb{
-	{"put", "KEY --size N [--tenant T] [--group G] [--replicas R] [--nof R] [--client ID]", "place and commit an object (PutStart + PutEnd)", runPut},
-	{"put-start", "KEY --size N [--tenant T] [--group G] [--replicas R] [--nof R] [--client ID]", "place an object; its replicas stay PROCESSING", runPutStart},
-	{"put-end", "KEY [--tenant T] [--tier MEMORY|NOF] [--client ID]", "commit a put-start", runPutEnd},
-	{"put-revoke", "KEY [--tenant T] [--tier MEMORY|NOF] [--client ID]", "abandon a put-start", runPutRevoke},
+	{"put", "KEY --size N [--tenant T] [--group G] [--replicas R] [--nof R] [--dfs R] [--client ID]", "place and commit an object (PutStart + PutEnd)", runPut},
+	{"put-start", "KEY --size N [--tenant T] [--group G] [--replicas R] [--nof R] [--dfs R] [--client ID]", "place an object; its replicas stay PROCESSING", runPutStart},
+	{"put-end", "KEY [--tenant T] [--tier MEMORY|NOF|DISK|DFS] [--client ID]", "commit a put-start", runPutEnd},
+	{"put-revoke", "KEY [--tenant T] [--tier MEMORY|NOF|DISK|DFS] [--client ID]", "abandon a put-start", runPutRevoke},
 	{"get", "KEY [--tenant T] [--stale]", "show where an object's replicas are", runGet},
 	{"exists", "KEY... [--tenant T] [--stale]", "tell which keys have a readable replica", runExists},
 	{"rm", "KEY | --regex R [--tenant T] [--force]", "remove an object, or every object whose key a Go regexp matches", runRm},
@@ -81,9 +81,9 @@ var verbs = []*verb{
 	{"tenant rm", "NAME [--force]", "unregister a tenant (--force erases its objects)", runTenantRm},
 	{"tenant ls", "[--stale]", "list tenants with quota and usage", runTenantLs},
 	{"tenant quota", "NAME [BYTES]", "show, or set, a tenant's quota (0 = unlimited)", runTenantQuota},
-	{"segment mount", "--size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]", "mount a segment for a client", runSegmentMount},
+	{"segment mount", "--size S [--tier MEMORY|NOF|DISK|DFS] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]", "mount a segment for a client", runSegmentMount},
 	{"segment unmount", "ID [--client ID] [--grace 30s]", "unmount a segment (its owner is looked up unless given); with --grace, stop its allocations now and unmount it when the grace ends or it empties", runSegmentUnmount},
-	{"segment ls", "[--tier MEMORY|NOF|LOCAL_DISK] [--client ID] [--stale]", "list mounted segments with usage", runSegmentLs},
+	{"segment ls", "[--tier MEMORY|NOF|LOCAL_DISK|DISK|DFS] [--client ID] [--stale]", "list mounted segments with usage", runSegmentLs},
 	{"disk mount", "--capacity S [--endpoint E] [--offload] [--client ID]", "register a client's local SSD (its LOCAL_DISK segment)", runDiskMount},
 	{"disk unmount", "[--client ID]", "drop a client's SSD registration and its LOCAL_DISK replicas", runDiskUnmount},
 	{"disk offload", "KEY... [--failed] [--tenant T] [--client ID]", "report the keys offloaded to the client's SSD (LOCAL_DISK replicas of their size)", runDiskOffload},

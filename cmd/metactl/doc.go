@@ -27,10 +27,10 @@
 //
 // Objects (tenant "default" unless --tenant):
 //
-//	put KEY --size N [--group G] [--replicas R] [--nof R] [--soft-pin D] [--hard-pin] [--prefer IDS] [--host H] [--client ID]
+//	put KEY --size N [--group G] [--replicas R] [--nof R] [--dfs R] [--soft-pin D] [--hard-pin] [--prefer IDS] [--host H] [--client ID]
 //	                                  PutStart + PutEnd: place and commit an object, show its replicas
 //	put-start KEY --size N [...]      PutStart only; prints the put-end command that commits it
-//	put-end KEY [--tier T] [--client ID]      commit a put-start (T = MEMORY or NOF; default every tier)
+//	put-end KEY [--tier T] [--client ID]      commit a put-start (T = MEMORY, NOF, DISK or DFS; default every tier)
 //	put-revoke KEY [--tier T] [--client ID]   abandon a put-start
 //	get KEY [--stale]                 where the replicas are, size, data type, lease
 //	exists KEY... [--stale]           one row per key: readable or not (never an error for a missing key)
@@ -55,7 +55,7 @@
 //	tenant rm NAME [--force]             unregister (--force erases its objects and groups)
 //	tenant ls [--stale]                  tenants with requested and effective quota, usage, counts
 //	tenant quota NAME [BYTES]            show the quota, or set it
-//	segment mount --size S [--tier MEMORY|NOF] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]
+//	segment mount --size S [--tier MEMORY|NOF|DISK|DFS] [--client ID] [--id UUID] [--name N] [--base B] [--endpoint E]
 //	segment unmount ID [--client ID] [--grace D]
 //	                                     the owner is looked up with ListSegments unless given; --grace
 //	                                     closes the segment to new allocations now and unmounts it when D

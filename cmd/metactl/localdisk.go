@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -143,71 +144,84 @@ func (d *localDisk) add(f diskFile, size uint64) {
 	d.used += size
 }
 
-// forget drops f's record (its file removed or rewritten); false when it has none.
-func (d *localDisk) forget(f diskFile) bool {
+// forget drops f's record (its file removed or rewritten) and returns the size it counted; false
+// when it has none. Stale entries of the order are compacted away once they outnumber the files.
+func (d *localDisk) forget(f diskFile) (uint64, bool) {
 	seq, ok := d.files[f]
 	if !ok {
-		return false
+		return 0, false
 	}
 	delete(d.files, f)
-	for i := range d.order {
-		if d.order[i].seq == seq {
-			d.used -= d.order[i].size
-			break
-		}
+	var size uint64
+	if i, found := slices.BinarySearchFunc(d.order, seq, func(e diskEntry, s uint64) int { return cmp.Compare(e.seq, s) }); found {
+		size = d.order[i].size
+		d.used -= size
 	}
-	return true
+	if len(d.order) > 2*len(d.files)+64 {
+		d.order = slices.DeleteFunc(d.order, func(e diskEntry) bool { return d.files[e.f] != e.seq })
+	}
+	return size, true
 }
 
-// makeRoom removes the oldest files until size more bytes fit in the capacity, and reports them
-// by tenant. A file the cluster no longer names (its object overwritten or removed) is reported
-// all the same: the answer says so, and nothing changes.
+// makeRoom removes the oldest reported files until size more bytes fit in the capacity. It reports
+// them (by tenant) before it removes them, so that no replica names a file that is gone: a failed
+// report removes nothing. A file the cluster no longer names (its object overwritten or removed)
+// is reported all the same: the answer says so, and nothing changes.
 func (d *localDisk) makeRoom(size uint64) error {
 	size = (size + 63) &^ 63
 	if size > d.capacity {
 		return fmt.Errorf("local disk: an object of %d bytes is larger than the disk (%d bytes)", size, d.capacity)
 	}
-	gone := map[string][]string{}
-	var tenants []string
-	for d.used+size > d.capacity && len(d.order) > 0 {
-		e := d.order[0]
+	var victims []diskEntry
+	freed := uint64(0)
+	for i := 0; d.used-freed+size > d.capacity && i < len(d.order); i++ {
+		e := d.order[i]
 		if d.files[e.f] != e.seq {
-			d.order = d.order[1:]
 			continue // stale: rewritten since
 		}
 		if e.seq > d.settled {
 			break // this batch's own files: the rest of the order is newer still
 		}
-		d.order = d.order[1:]
-		delete(d.files, e.f)
-		d.used -= e.size
-		if err := os.Remove(d.path(e.f.tenant, e.f.key)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		if _, ok := gone[e.f.tenant]; !ok {
-			tenants = append(tenants, e.f.tenant)
-		}
-		gone[e.f.tenant] = append(gone[e.f.tenant], e.f.key)
+		victims = append(victims, e)
+		freed += e.size
+	}
+	if d.used-freed+size > d.capacity {
+		return fmt.Errorf("local disk: full (%d of %d bytes) of files whose offloads are not reported yet", d.used, d.capacity)
 	}
 	if d.evicted != nil {
+		gone := map[string][]string{}
+		var tenants []string
+		for _, e := range victims {
+			if _, ok := gone[e.f.tenant]; !ok {
+				tenants = append(tenants, e.f.tenant)
+			}
+			gone[e.f.tenant] = append(gone[e.f.tenant], e.f.key)
+		}
 		for _, tenant := range tenants {
 			if err := d.evicted(tenant, gone[tenant]); err != nil {
-				return fmt.Errorf("local disk: report of %d removed files: %w", len(gone[tenant]), err)
+				return fmt.Errorf("local disk: report of %d files to remove: %w", len(gone[tenant]), err)
 			}
 		}
 	}
-	if d.used+size > d.capacity {
-		return fmt.Errorf("local disk: full (%d of %d bytes) of files whose offloads are not reported yet", d.used, d.capacity)
+	var rmErr error
+	for _, e := range victims {
+		d.forget(e.f)
+		if err := os.Remove(d.path(e.f.tenant, e.f.key)); err != nil && !os.IsNotExist(err) && rmErr == nil {
+			rmErr = err // reported already: the file is no replica any more, whatever became of it
+		}
 	}
-	return nil
+	return rmErr
 }
 
 // write is the offload of one task: the object's file of its size, its key repeated, after the
 // oldest files made room for it.
 func (d *localDisk) write(t *metadv1.ScheduledTask) error {
 	df := diskFile{t.GetTenant(), string(t.GetKey())}
-	d.forget(df) // a file of the key's earlier object is rewritten
+	old, had := d.forget(df) // a file of the key's earlier object is rewritten
 	if err := d.makeRoom(t.GetSize()); err != nil {
+		if had {
+			d.add(df, old) // still there, as it was
+		}
 		return err
 	}
 	p := d.path(df.tenant, df.key)
@@ -233,11 +247,13 @@ func (d *localDisk) write(t *metadv1.ScheduledTask) error {
 		n := min(left, uint64(len(chunk)))
 		if _, err := f.Write(chunk[:n]); err != nil {
 			_ = f.Close()
+			_ = os.Remove(p) // a partial file is no copy: the task fails, and nothing is left untracked
 			return err
 		}
 		left -= n
 	}
 	if err := f.Close(); err != nil {
+		_ = os.Remove(p)
 		return err
 	}
 	d.add(df, t.GetSize())

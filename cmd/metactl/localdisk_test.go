@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"testing"
@@ -56,6 +57,18 @@ func TestLocalDiskMakesRoom(t *testing.T) {
 	}
 	if err := d.write(task("", "huge", 385)); err == nil {
 		t.Fatal("an object larger than the disk was written")
+	}
+
+	// A report that fails removes nothing: every file stays, counted, and the write fails.
+	d.settle()
+	d.evicted = func(string, []string) error { return errors.New("cluster unreachable") }
+	if err := d.write(task("", "e", 300)); err == nil || d.used != 320 {
+		t.Fatalf("a write whose report failed: %v, used %d; want an error and 320 bytes", err, d.used)
+	}
+	for _, key := range []string{"c", "d"} {
+		if _, err := os.Stat(d.path("", key)); err != nil {
+			t.Fatalf("file of %s after a failed report: %v", key, err)
+		}
 	}
 
 	again := &localDisk{dir: dir, capacity: 384}

@@ -144,7 +144,7 @@ type endFlags struct {
 
 func (e *endFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.tenant, "tenant", "", "tenant (default \"default\")")
-	fs.StringVar(&e.tier, "tier", "", "only this tier's replicas, MEMORY or NOF (default: every tier)")
+	fs.StringVar(&e.tier, "tier", "", "only this tier's replicas, MEMORY, NOF, DISK or DFS (default: every tier)")
 	fs.StringVar(&e.clientID, "client", "", "writing client id (default: derived from user and host)")
 }
 

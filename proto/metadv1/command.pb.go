@@ -3092,7 +3092,8 @@ type UnmountSegment struct {
 	// Owning client: 16-byte UUID; a segment owned by another client is rejected (request) or
 	// skipped (expiry).
 	ClientId []byte `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	// Segments to drop, 16-byte UUIDs; on expiry every segment the client had when the leader expired it.
+	// Segments to drop, 16-byte UUIDs; empty: every segment of the client (on expiry, every one but
+	// its DISK and DFS segments, which are the cluster's and stay mounted).
 	SegmentIds [][]byte `protobuf:"bytes,2,rep,name=segment_ids,json=segmentIds,proto3" json:"segment_ids,omitempty"`
 	// Why.
 	Reason        UnmountReason `protobuf:"varint,3,opt,name=reason,proto3,enum=metad.v1.UnmountReason" json:"reason,omitempty"`

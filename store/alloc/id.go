@@ -102,9 +102,10 @@ var Tiers = [...]Tier{TierMemory, TierNOF, TierLocalDisk, TierDisk, TierDFS}
 // Valid reports whether t is one of Tiers.
 func (t Tier) Valid() bool { return t >= TierMemory && t <= TierDFS }
 
-// Placeable reports whether puts, copies, moves and arenas place into segments of t by count:
-// TierMemory, TierNOF and TierDFS. A LOCAL_DISK replica is only ever added by its owner's offload
-// report, and a DISK one only by Place's own rule (one per put while a root is mounted).
+// Placeable reports whether puts, copies and moves place into segments of t by count: TierMemory,
+// TierNOF and TierDFS. A LOCAL_DISK replica is only ever added by its owner's offload report, and a
+// DISK one only by Place's own rule (one per put while a root is mounted). Arenas are granted on
+// the Placeable tiers and DISK (store.ArenaTier).
 func (t Tier) Placeable() bool { return t == TierMemory || t == TierNOF || t == TierDFS }
 
 // InMemory reports whether t is a memory tier (MEMORY or NOF): what a reader reads without a

@@ -95,10 +95,10 @@ type Placement struct {
 	Short  int
 }
 
-// All returns every extent of p: Memory, NOF, DFS, then Disk.
+// All returns every extent of p in Tiers order: Memory, NOF, Disk, then DFS.
 func (p Placement) All() []Extent {
 	out := make([]Extent, 0, len(p.Memory)+len(p.NOF)+len(p.DFS)+len(p.Disk))
-	return append(append(append(append(out, p.Memory...), p.NOF...), p.DFS...), p.Disk...)
+	return append(append(append(append(out, p.Memory...), p.NOF...), p.Disk...), p.DFS...)
 }
 
 // Place allocates the replicas of one object, each in a distinct segment.

@@ -82,10 +82,11 @@ type Registry struct {
 	// path names each replica's segment endpoint and base without taking mu.
 	// Replaced, never changed, under mu by Mount and Unmount.
 	descs atomic.Pointer[map[ID]Segment]
-	// disks maps an owner to its LOCAL_DISK segment, and offloaders counts the mounted segments
-	// with Offload set; both replaced with descs.
+	// disks maps an owner to its LOCAL_DISK segment, offloaders counts the mounted segments with
+	// Offload set, and roots the DISK segments; all replaced with descs.
 	disks      atomic.Pointer[map[ID]Segment]
 	offloaders atomic.Int64
+	roots      atomic.Int64
 }
 
 // publishDescsLocked rebuilds the lock-free descriptor map, the owners' LOCAL_DISK segments and
@@ -93,9 +94,12 @@ type Registry struct {
 func (r *Registry) publishDescsLocked() {
 	m := make(map[ID]Segment, len(r.all))
 	disks := map[ID]Segment{}
-	offloaders := int64(0)
+	offloaders, roots := int64(0), int64(0)
 	for _, seg := range r.all {
 		m[seg.info.ID] = seg.info
+		if seg.info.Tier == TierDisk {
+			roots++
+		}
 		if seg.info.Tier == TierLocalDisk {
 			disks[seg.info.Owner] = seg.info
 		}
@@ -106,6 +110,7 @@ func (r *Registry) publishDescsLocked() {
 	r.descs.Store(&m)
 	r.disks.Store(&disks)
 	r.offloaders.Store(offloaders)
+	r.roots.Store(roots)
 }
 
 // LocalDiskOf returns the LOCAL_DISK segment of owner, without the registry's lock (no hash of
@@ -122,6 +127,10 @@ func (r *Registry) LocalDiskOf(owner ID) (Segment, bool) {
 // Offloaders returns how many LOCAL_DISK segments take offload tasks, without the registry's lock:
 // a put's completion looks for an offload only when some do.
 func (r *Registry) Offloaders() int64 { return r.offloaders.Load() }
+
+// Roots returns how many DISK segments (shared roots) are mounted, without the registry's lock: a
+// reserved put asks whether the log would have placed a DISK replica only when some are.
+func (r *Registry) Roots() int64 { return r.roots.Load() }
 
 // Describe returns a mounted segment's descriptor without taking the
 // registry's lock.
@@ -406,6 +415,23 @@ func (r *Registry) ScheduleUnmount(id ID, at int64) (int64, error) {
 		seg.unmountAt = at
 	}
 	return seg.unmountAt, nil
+}
+
+// Fits reports whether some open segment of tier t has a free span of RoundUp(size) bytes: whether
+// a placement on the tier could take an extent of that size now.
+func (r *Registry) Fits(t Tier, size uint64) bool {
+	if !t.Valid() {
+		return false
+	}
+	size = RoundUp(size)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, seg := range r.byTier[t] {
+		if !seg.closing && seg.alloc.Largest() >= size {
+			return true
+		}
+	}
+	return false
 }
 
 // Allocatable returns the summed Size and allocated bytes of the segments of tier t that take

@@ -70,6 +70,9 @@ func TestPlaceDFSAndDisk(t *testing.T) {
 	if err != nil || len(p.Disk) != 0 || p.Short != 0 {
 		t.Fatalf("Place with the root full = %+v, %v; want success with no DISK extent", p, err)
 	}
+	if r.Fits(TierDisk, 1) || !r.Fits(TierMemory, 64) || r.Roots() != 1 {
+		t.Fatalf("Fits(DISK) %v with the root full, Fits(MEMORY) %v, Roots %d", r.Fits(TierDisk, 1), r.Fits(TierMemory, 64), r.Roots())
+	}
 	if err := checkRegistry(r); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +83,9 @@ func TestPlaceDFSAndDisk(t *testing.T) {
 	}
 	if p, err := r.Place(PlaceRequest{Size: 64, Memory: 1}); err != nil || len(p.Disk) != 0 {
 		t.Fatalf("Place with the only open root full = %+v, %v", p, err)
+	}
+	if r.Fits(TierDisk, 64) || r.Roots() != 2 {
+		t.Fatalf("Fits(DISK) %v with the open root full and the other closing, Roots %d", r.Fits(TierDisk, 64), r.Roots())
 	}
 	if err := r.SetClosing(tid(31), false); err != nil {
 		t.Fatal(err)
