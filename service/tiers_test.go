@@ -186,3 +186,21 @@ func TestSharedTiersOnTheArenaPath(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPromotionOnHitBesideASharedRoot: an object on a worker's SSD and on the shared root, and in
+// no memory, is promoted on hit as one on the SSD alone is (its DISK replica does not hide it).
+func TestPromotionOnHitBesideASharedRoot(t *testing.T) {
+	cfg := testConfig()
+	cfg.PromoteOnHit = true
+	h := start(t, servicetest.NewBackend(t, nil), cfg)
+	ctx := tctx(t)
+	h.mountShared(t)
+	h.diskOnly(t, "hot")
+	for range 2 {
+		g, err := h.svc.Get(ctx, &metadv1.GetRequest{Key: []byte("hot")})
+		if err != nil || !slices.Equal(tiersOf(g.GetReplicas()), []metadv1.Tier{metadv1.Tier_TIER_LOCAL_DISK, metadv1.Tier_TIER_DISK}) {
+			t.Fatalf("Get = %v, %v; want the LOCAL_DISK and DISK replicas", g, err)
+		}
+	}
+	pollUntil(t, "the promotion queued", 5*time.Second, func() bool { return h.b.Store().Tasks().Promotions() == 1 })
+}
