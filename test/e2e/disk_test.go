@@ -152,17 +152,7 @@ func TestOffloadAcrossLeaderKill(t *testing.T) {
 	dir := t.TempDir()
 	c.StartWorker(1, "64MiB", "--client", workerID.String(), "--local-disk", dir, "--offload",
 		"--task-interval", "50ms", "--endpoint", "127.0.0.1:9500")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		segs, err := admin.ListSegments(ctx, client.SegmentFilter{Client: workerID})
-		if err == nil && len(segs) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker's segment and local disk not mounted: %v %v", segs, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
-	}
+	awaitWorkerDisk(t, ctx, admin, workerID)
 	const n = 120
 	keys := make([]string, n)
 	for i := range keys {
@@ -194,7 +184,7 @@ func TestOffloadAcrossLeaderKill(t *testing.T) {
 		}
 		return disk == 1, nil
 	}
-	deadline = time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for _, k := range keys {
 		for {
 			ok, err := onDisk(k)
@@ -348,17 +338,7 @@ func TestWorkerEvictsItsOwnSSD(t *testing.T) {
 	const size, fit = 4000, 4 // 4032 bytes counted each: four fit in 16 KiB
 	c.StartWorker(1, "1MiB", "--client", workerID.String(), "--local-disk", dir, "--disk-capacity", "16KiB",
 		"--offload", "--task-interval", "20ms", "--endpoint", "127.0.0.1:9501")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		segs, err := admin.ListSegments(ctx, client.SegmentFilter{Client: workerID})
-		if err == nil && len(segs) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker's segment and local disk not mounted: %v %v", segs, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
-	}
+	awaitWorkerDisk(t, ctx, admin, workerID)
 	tiers := func(key string) []metadv1.Tier {
 		g, err := admin.Get(ctx, "", key)
 		if err != nil {
@@ -411,5 +391,22 @@ func TestWorkerEvictsItsOwnSSD(t *testing.T) {
 		if s.GetSegment().GetTier() == metadv1.Tier_TIER_LOCAL_DISK && s.GetUsedBytes() != fit*4032 {
 			t.Fatalf("the registration accounts %d bytes, want %d", s.GetUsedBytes(), fit*4032)
 		}
+	}
+}
+
+// awaitWorkerDisk waits up to 20 s until the worker has mounted its memory segment and its local
+// disk (metactl worker --segments 1 --local-disk).
+func awaitWorkerDisk(t *testing.T, ctx context.Context, admin *client.Client, workerID client.UUID) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		segs, err := admin.ListSegments(ctx, client.SegmentFilter{Client: workerID})
+		if err == nil && len(segs) == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's segment and local disk not mounted: %v %v", segs, err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
 	}
 }
