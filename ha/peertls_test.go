@@ -268,10 +268,22 @@ var marker = []byte("appended-by-an-impersonator")
 // its log by one entry holding marker: without the gate a follower appends it.
 func appendFrom(t *testing.T, target *Node, name, addr string) *raft.AppendEntriesRequest {
 	t.Helper()
-	last := target.raft.LastIndex()
+	// The target's last entry, read from its log store: on a loaded box a leader elected just now
+	// may be truncating the target's tail as this reads it, so a miss is read again (bounded).
 	var prev raft.Log
-	if err := target.stores.Log.GetLog(last, &prev); err != nil {
-		t.Fatal(err)
+	var last uint64
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var err error
+		if last, err = target.stores.Log.LastIndex(); err == nil {
+			if err = target.stores.Log.GetLog(last, &prev); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the target's last log entry (%d): %v", last, err)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 	return &raft.AppendEntriesRequest{
 		RPCHeader:    raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(name), Addr: []byte(addr)},
