@@ -221,10 +221,14 @@ DURATION ?= 60s
 ## chaos: SEEDS seeded failover drills of DURATION each on real processes; prints the summary
 ## (linearizability violations, lost writes, state divergence, unavailability) and writes
 ## reports under test/chaos/report/; then the rolling upgrade from the previous tagged release
-## (test/e2e/previous-release) with UPGRADE_GAP between steps (make test runs it with 3 s).
+## (test/e2e/previous-release) with UPGRADE_GAP between steps (make test runs it with 3 s); then
+## TIERS_SEEDS tiers drills (objects offloaded, evicted to disk, promoted; reports under
+## test/chaos/report/tiers/).
 UPGRADE_GAP ?= 20s
+TIERS_SEEDS ?= 5
 chaos:
 	CHAOS_SEEDS=$(SEEDS) CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -run '^TestDrillMany$$' -timeout 180m -v ./test/chaos/
+	CHAOS_TIERS=1 CHAOS_REPORT_DIR=report/tiers CHAOS_SEEDS=$(TIERS_SEEDS) CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -run '^TestDrillMany$$' -timeout 60m -v ./test/chaos/
 	CHAOS_UPGRADE_GAP=$(UPGRADE_GAP) $(GO) test -count=1 -run '^TestUpgradeDrill$$' -timeout 30m -v ./test/chaos/
 
 clean:

@@ -380,8 +380,8 @@ func (c *Cluster) HealAll() error {
 // StartWorker runs `metactl worker` as client id (a fresh UUID) against the proxies until Close.
 // In a secure cluster the worker is its own principal, name, by a client certificate, and admin
 // (root) binds it worker:<client id> first: it may mount, unmount and ping for that id only. Its
-// output goes to the log directory.
-func (c *Cluster) StartWorker(ctx context.Context, admin *client.Client, name string, segments int, size string) error {
+// output goes to the log directory; extra are more of its flags.
+func (c *Cluster) StartWorker(ctx context.Context, admin *client.Client, name string, segments int, size string, extra ...string) error {
 	id := client.NewUUID()
 	args := []string{"--endpoints", strings.Join(c.Endpoints(), ","), "--timeout", "3s"}
 	if c.pki != nil {
@@ -394,6 +394,7 @@ func (c *Cluster) StartWorker(ctx context.Context, admin *client.Client, name st
 		args = append(args, "--certs-dir", filepath.Join(c.dir, "no-certs")) // plaintext even if ./data/certs exists
 	}
 	args = append(args, "worker", "--client", id.String(), "--segments", fmt.Sprint(segments), "--segment-size", size)
+	args = append(args, extra...)
 	logf, err := os.Create(filepath.Join(c.logDir, name+".log"))
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@
 //	go test -run 'TestDrillShort$' -v ./test/chaos/                        # one drill, 40 s of faults
 //	CHAOS_SEED=42 go test -run 'TestDrillShort$' -v ./test/chaos/          # the same drill again
 //	CHAOS_SEEDS=20 CHAOS_DURATION=60s go test -run TestDrillMany -timeout 60m ./test/chaos/
+//	go test -run 'TestDrillTiers$' -v ./test/chaos/                        # the tiers drill, 30 s of faults
 //
 // Environment: CHAOS_SEED (the seed; random and printed when unset; TestDrillMany runs SEED,
 // SEED+1, ...), CHAOS_DURATION (the fault phase), CHAOS_SEEDS (drills of TestDrillMany),
@@ -13,7 +14,8 @@
 // that do not fail a drill, see below), CHAOS_REPORT_DIR (default report/ in this directory),
 // CHAOS_HISTORY=1 (keep history.txt and each node's state text even when the drill passes),
 // CHAOS_INSECURE=1 (run the drill in plaintext with authentication off, every metad with
-// --insecure, as a cluster without certificates runs; see Security below).
+// --insecure, as a cluster without certificates runs; see Security below), CHAOS_TIERS=1 (make
+// every drill a tiers drill, see Tiers below).
 //
 // # The drill
 //
@@ -62,9 +64,17 @@
 // leader is muted for 0.5-3 s, so calls arrive and run and their answers vanish, and every write in
 // flight there is retried elsewhere with its outcome unknown). One fault at a time: inject, hold, heal, wait until every node
 // names one leader, a quiet gap, the next. "leader" and "follower" are resolved when the fault is
-// injected. Memory pressure with eviction is not drilled: the workers' segments are large enough
-// that the evictor (which cmd/metad runs) never has work, and the model has no eviction (the report
-// says so).
+// injected. Memory pressure with eviction is not drilled in a plain drill: the workers' segments
+// are large enough that the evictor (which cmd/metad runs) never has work (the report says so).
+//
+// Tiers (tiers.go): a tiers drill (TestDrillTiers, in make test; CHAOS_TIERS=1) gives the workers
+// a local SSD directory and small memory, and runs every member with offload on evict and
+// promotion on hit, so that during the faults objects are offloaded to their owner's SSD, evicted
+// from memory to disk alone and promoted back by the reads. The model takes those moves as the
+// state changing by itself (model.go, input.Tiers): replica counts are not checked, an offload's or
+// a promotion's pin may refuse a removal or a copy, and everything else (presence, sizes, writers,
+// no acknowledged write lost, one state on every node) is checked as in any drill. The drill fails
+// unless its reads saw objects on disk alone and promoted back.
 //
 // Security (cluster.go): by default the drill runs as a production cluster does, with TLS and
 // authentication on. NewCluster makes a CA and certificates in a temp dir (e2e.NewPKI): every

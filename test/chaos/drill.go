@@ -58,6 +58,9 @@ type Config struct {
 	// instead of faults drawn from the seed (Duration and Kinds do not apply).
 	Release, ReleaseName string
 	UpgradeGap           time.Duration
+	// Tiers makes this a tiers drill (tiers.go): workers with a local SSD that offload and
+	// promote, memory small enough that eviction moves objects to disk, promotion on hit.
+	Tiers bool
 	// Logf receives progress lines (t.Logf). Default: none.
 	Logf func(format string, args ...any)
 }
@@ -131,8 +134,9 @@ type Result struct {
 	// remounted): with one fault at a time a quorum is always up, so the workers' pings must
 	// always reach a leader within client_ttl.
 	Expired []string
-	Notes   []string // what the drill skipped, and why
-	Errors  []string // the harness's own failures (the drill could not run as planned)
+	Notes   []string   // what the drill skipped, and why
+	Tiers   tierCounts // a tiers drill: what its reads saw of the tiers
+	Errors  []string   // the harness's own failures (the drill could not run as planned)
 }
 
 // Strict counts the partitions found not linearizable, whatever explains them.
@@ -216,11 +220,15 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 	// rarely end. Removals meet leases all the same.
 	flags := append([]string{"--client-ttl", clientTTL.String(), "--put-discard-timeout", "10m", "--lease-ttl", leaseTTL.String()},
 		cfg.MetadFlags...)
+	if cfg.Tiers {
+		flags = append(flags, tiersMetadFlags...)
+	}
 	c, err := NewClusterOf(tb, cfg.Release, 3, filepath.Join(cfg.ReportDir, "logs"), cfg.Insecure, flags...)
 	if err != nil {
 		return nil, err
 	}
 	hist := newHistory(time.Now())
+	hist.tiers = cfg.Tiers
 	var dcls []*client.Client
 	for _, n := range c.Nodes {
 		cl, err := c.direct(n)
@@ -257,7 +265,11 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		}
 	}
 	for i := range 2 {
-		if err := c.StartWorker(ctx, admin, fmt.Sprintf("worker%d", i+1), 2, "64MiB"); err != nil {
+		name, size, extra := fmt.Sprintf("worker%d", i+1), "64MiB", []string(nil)
+		if cfg.Tiers {
+			size, extra = tiersSegmentSize, tiersWorkerFlags(filepath.Join(c.dir, name+"-ssd"))
+		}
+		if err := c.StartWorker(ctx, admin, name, 2, size, extra...); err != nil {
 			return nil, err
 		}
 	}
@@ -269,8 +281,12 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		res.Notes = append(res.Notes, "snapshot and restore under load: skipped, "+why+
 			"; node states are compared by stale reads of every key, tenant, segment and group")
 	}
-	res.Notes = append(res.Notes, "memory pressure and eviction: not drilled; the segments are large enough "+
-		"that the evictor has no work, and the model has no eviction")
+	if cfg.Tiers {
+		res.Notes = append(res.Notes, tiersNote)
+	} else {
+		res.Notes = append(res.Notes, "memory pressure and eviction: not drilled; the segments are large enough "+
+			"that the evictor has no work, and the model has no eviction")
+	}
 	res.DigestBy = "stale reads of every key, tenant, segment and group through each node's own port"
 	if served {
 		res.DigestBy += ", and SnapshotSave --allow-stale bytes"
@@ -414,6 +430,9 @@ func Run(tb testing.TB, cfg Config) (*Result, error) {
 		res.Lost = lostWrites(ops, parts, final)
 	}
 	res.Absent = absentWhileWritten(ops, parts)
+	if cfg.Tiers {
+		res.Tiers = countTiers(ops)
+	}
 	res.Digests = digests
 	if len(digests) > 0 {
 		res.Differing, _ = differing(digests)

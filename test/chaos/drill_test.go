@@ -50,6 +50,7 @@ func envConfig(t *testing.T, seed uint64, def time.Duration) Config {
 	}
 	cfg.KeepHistory = os.Getenv("CHAOS_HISTORY") != ""
 	cfg.Insecure = os.Getenv("CHAOS_INSECURE") != ""
+	cfg.Tiers = os.Getenv("CHAOS_TIERS") != ""
 	for _, k := range strings.Split(os.Getenv("CHAOS_KNOWN"), ",") {
 		if k = strings.TrimSpace(k); k == "" {
 			continue
@@ -97,6 +98,35 @@ func TestDrillShort(t *testing.T) {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	report(t, r)
+}
+
+// TestDrillTiers is one seeded tiers drill (tiers.go) of 30 s of faults: objects offloaded to the
+// workers' SSDs, evicted from memory to disk and promoted back while the faults run, checked as
+// every drill is. It fails unless its reads saw objects on disk alone and promoted back. It runs
+// in `make test`; CHAOS_TIERS=1 makes the other drills tiers drills too.
+func TestDrillTiers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a process-level drill; skipped with -short")
+	}
+	if !Supported() {
+		t.Skip("the fault network needs Linux /proc")
+	}
+	seed := envSeed(t)
+	t.Logf("tiers drill, chaos seed %d (rerun with CHAOS_SEED=%d)", seed, seed)
+	cfg := envConfig(t, seed, 30*time.Second)
+	cfg.Tiers = true
+	cfg.CheckTimeout = 15 * time.Second
+	if cfg.ReportDir == filepath.Join("report", strconv.FormatUint(seed, 10)) || cfg.ReportDir == "" {
+		cfg.ReportDir = filepath.Join("report", "tiers-"+strconv.FormatUint(seed, 10))
+	}
+	r, err := Run(t, cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	report(t, r)
+	if c := r.Tiers; c.DiskOnly == 0 || c.Promoted == 0 {
+		t.Errorf("seed %d: the tiers drill did not move objects between the tiers: %s", seed, c)
+	}
 }
 
 // TestDrillMany runs CHAOS_SEEDS drills of CHAOS_DURATION each (seeds CHAOS_SEED, +1, ...) and

@@ -30,6 +30,7 @@ type Op struct {
 // History is safe for concurrent use: every workload goroutine appends to it.
 type History struct {
 	start time.Time
+	tiers bool // a tiers drill: every operation is marked input.Tiers
 
 	mu  sync.Mutex // guards ops
 	ops []*Op
@@ -42,6 +43,11 @@ func (h *History) since() time.Duration { return time.Since(h.start) }
 
 // add records ops.
 func (h *History) add(ops ...*Op) {
+	if h.tiers {
+		for _, op := range ops {
+			op.In.Tiers = true
+		}
+	}
 	h.mu.Lock()
 	h.ops = append(h.ops, ops...)
 	h.mu.Unlock()

@@ -37,6 +37,18 @@ import (
 // model accepts as that revocation. The drill's release timeout (10 min) outlasts it, and it
 // unmounts nothing, so neither should happen there.
 //
+// In a tiers drill (Config.Tiers) the workers keep a local SSD and offload every object they hold,
+// memory eviction keeps an object in memory until it is on its owner's SSD and then drops its
+// memory replicas, and the leader promotes a disk-only object that reads hit back to memory. None
+// of that is a workload call, so the model sees it as the state moving by itself, and each
+// operation of such a drill carries input.Tiers: a present key's Get answers at least one COMPLETE
+// replica (memory or LOCAL_DISK) and at most one LOCAL_DISK replica, whatever the counts of the
+// replicated state (eviction drops memory replicas, promotion adds one); a removal or a copy or
+// move start may find a present key busy with an offload or a promotion (OBJECT_HAS_REPLICATION_TASK)
+// that no workload client started; a snapshot is compared without the replica counts. Presence,
+// size, writer, the workload's own tasks and every other answer are checked as strictly as in any
+// drill: an object that a tier change lost, or that a read missed while it was on disk, fails it.
+//
 // Every write the workload sends is one RPC attempt (the client's own retries are off for writes),
 // so an answer describes exactly one command. An attempt whose outcome is unknown (deadline,
 // broken connection, UNAVAILABLE "outcome is unknown", a failed forward) is recorded with output
@@ -204,6 +216,9 @@ type input struct {
 	// Weak relaxes the model for this operation (see tolerance); set only when the checker
 	// classifies a violation.
 	Weak tolerance
+	// Tiers marks an operation of a tiers drill: offloads, evictions to disk and promotions
+	// change the key beside the workload (see the model's comment above).
+	Tiers bool
 }
 
 // tolerance is a set of relaxations of the model for known anomalies of metad, each applied only
@@ -240,7 +255,8 @@ type output struct {
 	Res      result
 	Reason   string // the reason name without REASON_ (OBJECT_NOT_FOUND...) when Res is resReason
 	Size     uint64 // Get
-	Replicas uint8  // Get: COMPLETE replicas answered
+	Replicas uint8  // Get: COMPLETE replicas answered but LOCAL_DISK ones
+	Disk     uint8  // Get: COMPLETE LOCAL_DISK replicas answered (a tiers drill only has any)
 	Exists   bool   // Exist
 	Count    uint64 // RemoveGroup: members removed
 	Listed   uint8  // ListGroup: bit i set = member i listed
@@ -406,8 +422,12 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 			return one(st)
 		}
 	case opGet:
+		replicas := k.Replicas == out.Replicas && out.Disk == 0
+		if in.Tiers {
+			replicas = out.Replicas+out.Disk >= 1 && out.Disk <= 1
+		}
 		switch {
-		case out.Res == resOK && k.Kind == present && k.Size == out.Size && k.Replicas == out.Replicas,
+		case out.Res == resOK && k.Kind == present && k.Size == out.Size && replicas,
 			out.Reason == rNotFound && k.Kind == absent && !k.Rsv.Held,
 			out.Reason == rNotReady && k.Kind == pending,
 			out.Reason == rNotReady && k.Kind == absent && k.Rsv.Held,
@@ -429,7 +449,8 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 			return []partState{st, gone}
 		case out.Res == resUnknown:
 			return one(st)
-		case out.Reason == rHasTask && k.Kind == present && k.Task != noTask:
+		case out.Reason == rHasTask && k.Kind == present && k.Task != noTask,
+			out.Reason == rHasTask && k.Kind == present && in.Tiers: // an offload or a promotion
 			return one(st)
 		case out.Reason == rNotFound && k.Kind == absent,
 			out.Reason == rNotFound && dirty,
@@ -494,6 +515,7 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 			out.Reason == rNotFound && in.Weak&(tolGroupNotFound|tolRestoreFenced) != 0,
 			out.Reason == rNotReady && npending > 0,
 			out.Reason == rHasTask && ntask > 0,
+			out.Reason == rHasTask && npresent > 0 && in.Tiers, // an offload or a promotion
 			out.Reason == rHasLease && npresent > 0 && !in.Force,
 			// A member joined after the leader prepared the removal: nothing is erased
 			// (store.EraseGroup); the joiner is there.
@@ -521,6 +543,9 @@ func stepHeld(st partState, in input, out output, members int) []partState {
 			// its PutStart and its PutEnd.
 			if b.Kind == pending && b.Writer == probeClient && (a.Kind == absent || a == keyState{Kind: present, Writer: b.Writer, Size: b.Size, Replicas: 1}) {
 				continue
+			}
+			if in.Tiers { // eviction and promotion move replicas beside the workload
+				a.Replicas, b.Replicas = 0, 0
 			}
 			if a != b { // kind, writer, size, replica count and task
 				return nil
@@ -614,6 +639,7 @@ func taskStart(st partState, in input, out output) []partState {
 		out.Reason == rNotFound && k.Kind == absent,
 		out.Reason == rNotReady && k.Kind == pending,
 		out.Reason == rHasTask && k.Kind == present && k.Task != noTask,
+		out.Reason == rHasTask && k.Kind == present && in.Tiers, // an offload or a promotion
 		// The source segment was read before the call: the key may have been put again since,
 		// elsewhere. A full tier, the tenant's quota, or a state changed under the placement
 		// refuse it with nothing changed.
@@ -730,6 +756,9 @@ func newModel(parts []*partition) porcupine.Model {
 			case o.Res != resOK:
 			case i.Kind == opGet:
 				fmt.Fprintf(&b, " size %d replicas %d", o.Size, o.Replicas)
+				if o.Disk > 0 {
+					fmt.Fprintf(&b, " local disk %d", o.Disk)
+				}
 			case i.Kind == opExist:
 				fmt.Fprintf(&b, " %v", o.Exists)
 			case i.Kind == opRemoveGroup:

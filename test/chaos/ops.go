@@ -239,7 +239,8 @@ func (w *wclient) getKey(t, k string) *metadv1.GetResponse {
 		w.wl.hist.add(op)
 		return nil
 	}
-	op.Out.Size, op.Out.Replicas = resp.GetSize(), uint8(len(resp.GetReplicas()))
+	op.Out.Size = resp.GetSize()
+	op.Out.Replicas, op.Out.Disk = countReplicas(resp.GetReplicas())
 	w.wl.hist.add(op)
 	return resp
 }
@@ -405,9 +406,23 @@ func batchGetOp(cl int, ref keyRef, label string, r *metadv1.BatchGetResponse_Re
 	if cls, reason := itemClass(r.GetStatus()); cls == clsReason {
 		op.Out = output{Res: resReason, Reason: reason}
 	} else {
-		op.Out.Size, op.Out.Replicas = r.GetSize(), uint8(len(r.GetReplicas()))
+		op.Out.Size = r.GetSize()
+		op.Out.Replicas, op.Out.Disk = countReplicas(r.GetReplicas())
 	}
 	return op
+}
+
+// countReplicas counts a read's replicas (COMPLETE ones: reads answer no other): LOCAL_DISK ones
+// in disk, the others in rest.
+func countReplicas(reps []*metadv1.Replica) (rest, disk uint8) {
+	for _, r := range reps {
+		if r.GetTier() == metadv1.Tier_TIER_LOCAL_DISK {
+			disk++
+		} else {
+			rest++
+		}
+	}
+	return rest, disk
 }
 
 func (w *wclient) batchExist() {

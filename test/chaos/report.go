@@ -82,7 +82,11 @@ func writeSummary(w io.Writer, r *Result, cfg Config) error {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "metad failover drill, seed %d: %s\n", r.Seed, verdict)
-	fmt.Fprintf(w, "rerun: CHAOS_SEED=%d CHAOS_DURATION=%s go test -run 'TestDrillShort$' -v ./test/chaos/\n\n", r.Seed, cfg.Duration)
+	tiers := ""
+	if cfg.Tiers {
+		tiers = "CHAOS_TIERS=1 "
+	}
+	fmt.Fprintf(w, "rerun: %sCHAOS_SEED=%d CHAOS_DURATION=%s go test -run 'TestDrillShort$' -v ./test/chaos/\n\n", tiers, r.Seed, cfg.Duration)
 	fmt.Fprintf(w, "fault phase %s after %s warmup, %s settle; %d clients; tenants %v, %d keys and %d groups of %d each; %.1fs wall\n\n",
 		cfg.Duration, cfg.Warmup, cfg.Settle, cfg.Clients, cfg.Tenants, cfg.Singletons, cfg.Groups, groupMembers, r.Elapsed.Seconds())
 
@@ -110,6 +114,9 @@ func writeSummary(w io.Writer, r *Result, cfg Config) error {
 	fmt.Fprintf(w, "  nodes with a different state after heal: %d of %d (%s)\n", r.Differing, len(r.Digests), r.DigestBy)
 	fmt.Fprintf(w, "  terms with two leaders:                 %d\n", len(r.TwoLeader))
 	fmt.Fprintf(w, "  clients expired while a quorum was up:  %d\n", len(r.Expired))
+	if cfg.Tiers {
+		fmt.Fprintf(w, "  tiers seen by the reads:                %s\n", r.Tiers)
+	}
 	for _, e := range r.Expired {
 		fmt.Fprintf(w, "    expired: %s\n", e)
 	}

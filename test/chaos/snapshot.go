@@ -81,16 +81,19 @@ func decodeSnapshot(data []byte, ws *writers) (snapState, *metadv1.SnapshotHeade
 			for _, rp := range o.GetReplicas() {
 				if rp.GetStatus() == metadv1.ReplicaStatus_REPLICA_STATUS_COMPLETE {
 					k.Kind = present
-					k.Replicas++
+					if rp.GetTier() != metadv1.Tier_TIER_LOCAL_DISK { // as a Get counts them (countReplicas)
+						k.Replicas++
+					}
 				}
 			}
+			// The workload's copies and moves; an offload's or a promotion's pin is the tiers'
+			// own (the model does not see it).
 			if task := o.GetTask(); task != nil {
-				k.TaskBy = ws.of(task.GetClientId())
 				switch task.GetKind() {
 				case metadv1.TaskKind_TASK_KIND_COPY:
-					k.Task = copyTask
+					k.Task, k.TaskBy = copyTask, ws.of(task.GetClientId())
 				case metadv1.TaskKind_TASK_KIND_MOVE:
-					k.Task = moveTask
+					k.Task, k.TaskBy = moveTask, ws.of(task.GetClientId())
 				}
 			}
 			out[tenant][string(o.GetKey())] = k
