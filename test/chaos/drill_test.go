@@ -80,15 +80,21 @@ func report(t *testing.T, r *Result) {
 	t.Errorf("seed %d FAILED (rerun with CHAOS_SEED=%d); report in %s\n%s", r.Seed, r.Seed, r.Dir, sum.String())
 }
 
-// TestDrillShort is one seeded drill of 40 s of faults (CHAOS_SEED picks the seed,
-// CHAOS_DURATION the fault phase, CHAOS_FAULTS the kinds). It runs in `make test`.
-func TestDrillShort(t *testing.T) {
+// skipUnlessDrill skips a process-level drill under -short and where the fault network cannot run.
+func skipUnlessDrill(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("a process-level drill; skipped with -short")
 	}
 	if !Supported() {
 		t.Skip("the fault network needs Linux /proc")
 	}
+}
+
+// TestDrillShort is one seeded drill of 40 s of faults (CHAOS_SEED picks the seed,
+// CHAOS_DURATION the fault phase, CHAOS_FAULTS the kinds). It runs in `make test`.
+func TestDrillShort(t *testing.T) {
+	skipUnlessDrill(t)
 	seed := envSeed(t)
 	t.Logf("chaos seed %d (rerun with CHAOS_SEED=%d)", seed, seed)
 	cfg := envConfig(t, seed, 40*time.Second)
@@ -105,18 +111,13 @@ func TestDrillShort(t *testing.T) {
 // every drill is. It fails unless its reads saw objects on disk alone and promoted back. It runs
 // in `make test`; CHAOS_TIERS=1 makes the other drills tiers drills too.
 func TestDrillTiers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a process-level drill; skipped with -short")
-	}
-	if !Supported() {
-		t.Skip("the fault network needs Linux /proc")
-	}
+	skipUnlessDrill(t)
 	seed := envSeed(t)
 	t.Logf("tiers drill, chaos seed %d (rerun with CHAOS_SEED=%d)", seed, seed)
 	cfg := envConfig(t, seed, 30*time.Second)
 	cfg.Tiers = true
 	cfg.CheckTimeout = 15 * time.Second
-	if cfg.ReportDir == filepath.Join("report", strconv.FormatUint(seed, 10)) || cfg.ReportDir == "" {
+	if cfg.ReportDir == "" { // CHAOS_REPORT_DIR unset
 		cfg.ReportDir = filepath.Join("report", "tiers-"+strconv.FormatUint(seed, 10))
 	}
 	r, err := Run(t, cfg)
@@ -182,12 +183,7 @@ func TestDrillMany(t *testing.T) {
 // every drill is (linearizability, lost writes, the nodes' states). CHAOS_UPGRADE_GAP sets the time
 // between steps (default 3 s); `make chaos` runs it with a longer one.
 func TestUpgradeDrill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a process-level drill; skipped with -short")
-	}
-	if !Supported() {
-		t.Skip("the fault network needs Linux /proc")
-	}
+	skipUnlessDrill(t)
 	bin, name := e2e.BuildRelease(t)
 	seed := envSeed(t)
 	t.Logf("upgrade drill from %s, seed %d (rerun with CHAOS_SEED=%d)", name, seed, seed)

@@ -44,11 +44,7 @@ func testParts() []*partition {
 }
 
 func TestModel(t *testing.T) {
-	cases := []struct {
-		name string
-		ops  []*Op
-		want bool
-	}{
+	cases := []modelCase{
 		{"put then get", []*Op{
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, ok, 2, 3), hop(2, 0, opGet, 0, 0, got(10), 4, 5),
 		}, true},
@@ -99,6 +95,19 @@ func TestModel(t *testing.T) {
 				Out: ok, Call: 3, Return: 4},
 		}, true},
 	}
+	checkCases(t, cases)
+}
+
+// modelCase is a history and whether the model must find it linearizable.
+type modelCase struct {
+	name string
+	ops  []*Op
+	want bool
+}
+
+// checkCases checks each case's history against the model over testParts.
+func checkCases(t *testing.T, cases []modelCase) {
+	t.Helper()
 	model := newModel(testParts())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,11 +129,7 @@ func putOps(cl, part, m int, size uint64) []*Op {
 func TestModelTasks(t *testing.T) {
 	withTask := func(k keyState, kind taskKind, by int32) keyState { k.Task, k.TaskBy = kind, by; return k }
 	present10 := keyState{Kind: present, Writer: 1, Size: 10, Replicas: 1}
-	cases := []struct {
-		name string
-		ops  []*Op
-		want bool
-	}{
+	cases := []modelCase{
 		{"copy end adds a replica", append(putOps(1, 0, 0, 10),
 			hop(2, 0, opCopyStart, 0, 0, ok, 4, 5), hop(2, 0, opCopyEnd, 0, 0, ok, 6, 7),
 			hop(3, 0, opGet, 0, 0, gotN(10, 2), 8, 9)), true},
@@ -213,15 +218,7 @@ func TestModelTasks(t *testing.T) {
 				Out: ok, Call: 4, Return: 5},
 			hop(2, 0, opMoveEnd, 0, 0, ok, 6, 7), hop(3, 0, opGet, 0, 0, gotN(10, 1), 8, 9)), true},
 	}
-	model := newModel(testParts())
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := porcupine.CheckOperationsTimeout(model, porcupineOps(c.ops), 10*time.Second)
-			if (res == porcupine.Ok) != c.want {
-				t.Fatalf("linearizable = %v, want %v", res, c.want)
-			}
-		})
-	}
+	checkCases(t, cases)
 }
 
 func TestLostWrites(t *testing.T) {
@@ -301,11 +298,7 @@ func TestClassify(t *testing.T) {
 // RESERVATION_LOST and nothing was created; an acknowledged PutEnd stays.
 func TestModelReservations(t *testing.T) {
 	lost := reason(rLost)
-	cases := []struct {
-		name string
-		ops  []*Op
-		want bool
-	}{
+	cases := []modelCase{
 		// Legal histories.
 		{"a lost reservation's end creates nothing", []*Op{
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(1, 0, opPutEnd, 0, 0, lost, 2, 3),
@@ -383,13 +376,5 @@ func TestModelReservations(t *testing.T) {
 			hop(1, 0, opPutStart, 0, 10, ok, 0, 1), hop(2, 0, opPutStart, 0, 20, ok, 2, 3),
 			hop(1, 0, opPutEnd, 0, 0, ok, 4, 5)}, false},
 	}
-	model := newModel(testParts())
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := porcupine.CheckOperationsTimeout(model, porcupineOps(c.ops), 10*time.Second)
-			if (res == porcupine.Ok) != c.want {
-				t.Fatalf("linearizable = %v, want %v", res, c.want)
-			}
-		})
-	}
+	checkCases(t, cases)
 }

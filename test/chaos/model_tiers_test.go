@@ -1,11 +1,6 @@
 package chaos
 
-import (
-	"testing"
-	"time"
-
-	"github.com/anishathalye/porcupine"
-)
+import "testing"
 
 // tiered marks ops as a tiers drill's (History.add does so for every operation of one).
 func tiered(ops ...*Op) []*Op {
@@ -24,11 +19,7 @@ func onDisk(size uint64, mem uint8) output {
 // eviction to disk, promotion) and what it still refuses.
 func TestModelTiers(t *testing.T) {
 	hasTask := reason(rHasTask)
-	cases := []struct {
-		name string
-		ops  []*Op
-		want bool
-	}{
+	cases := []modelCase{
 		{"offloaded, evicted to disk, promoted back", tiered(append(putOps(1, 0, 0, 10),
 			hop(2, 0, opGet, 0, 0, onDisk(10, 1), 4, 5), hop(2, 0, opGet, 0, 0, onDisk(10, 0), 6, 7),
 			hop(3, 0, opGet, 0, 0, onDisk(10, 1), 8, 9), hop(3, 0, opExist, 0, 0, output{Res: resOK, Exists: true}, 10, 11))...), true},
@@ -56,15 +47,7 @@ func TestModelTiers(t *testing.T) {
 			&Op{Client: snapshotClient, Part: 0, In: input{Kind: opSnapshot, Snap: partState{{Kind: present, Writer: 1, Size: 12}}},
 				Out: ok, Call: 4, Return: 5})...), false},
 	}
-	model := newModel(testParts())
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := porcupine.CheckOperationsTimeout(model, porcupineOps(c.ops), 10*time.Second)
-			if (res == porcupine.Ok) != c.want {
-				t.Fatalf("linearizable = %v, want %v", res, c.want)
-			}
-		})
-	}
+	checkCases(t, cases)
 }
 
 // TestCountTiers checks the drill's evidence of tier moves: reads on disk, on disk alone, and a
