@@ -4,6 +4,7 @@ bin/metad, free 127.0.0.1 ports, data in a temporary directory, every process st
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -25,17 +26,41 @@ METAD = os.environ.get("METAD_BIN", os.path.join(REPO, "bin", "metad"))
 FAST_RAFT = ["--heartbeat-timeout", "300ms", "--election-timeout", "300ms", "--leader-lease-timeout", "150ms"]
 
 
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands out for outgoing connections and port 0 (Linux's
+    ip_local_port_range; 32768 where it cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports(n: int) -> List[int]:
-    """n loopback ports that were free a moment ago."""
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """n loopback ports that were free a moment ago, drawn below the ephemeral range: a port the
+    kernel could give to an outgoing connection may be taken by one (the tests open thousands)
+    between this check and the process that binds it. Port 0 where that range is too narrow."""
+    low, high = 20000, _ephemeral_low()
+    rng = random.Random()
+    socks: List[socket.socket] = []
+    try:
+        for _ in range(n):
+            for _attempt in range(64):
+                s = socket.socket()
+                port = rng.randrange(low, high) if high - low >= 1024 else 0
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    s.close()
+                    continue
+                socks.append(s)
+                break
+            else:
+                raise RuntimeError(f"no free loopback port in [{low}, {high}) after 64 tries")
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def wait_for(cond: Callable[[], Optional[T]], timeout: float, what: str, every: float = 0.05) -> T:
@@ -47,10 +72,16 @@ def wait_for(cond: Callable[[], Optional[T]], timeout: float, what: str, every: 
             v = cond()
             if v:
                 return v
+        except ProcessDied:
+            raise
         except Exception as e:  # the condition may fail while the cluster settles
             last = e
         time.sleep(every)
     raise TimeoutError(f"{what}: not within {timeout}s (last error: {last})")
+
+
+class ProcessDied(RuntimeError):
+    """A node's process exited while a test waited on it: wait_for stops at once, with its log."""
 
 
 @dataclass
@@ -134,6 +165,8 @@ class Cluster:
         """The node that reports itself leader, and that the live nodes agree on, waited for."""
         def find() -> Optional[Node]:
             live = [n for n in self.nodes if n.proc is not None]
+            for n in live:
+                self.check_alive(n)
             names = set()
             for n in live:
                 st = c.status(n.client, timeout=1.0)
@@ -146,6 +179,16 @@ class Cluster:
                     return n
             return None
         return wait_for(find, timeout, "a leader the live nodes agree on")
+
+    def check_alive(self, n: Node) -> None:
+        """Raise ProcessDied, with the end of n's log, if n's process has exited on its own."""
+        if n.proc is not None and n.proc.poll() is not None:
+            try:
+                with open(n.log) as f:
+                    tail = f.read()[-2000:]
+            except OSError:
+                tail = ""
+            raise ProcessDied(f"{n.name} exited with {n.proc.returncode}:\n{tail}")
 
     def logs(self) -> str:
         out = []

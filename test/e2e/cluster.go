@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -71,23 +72,57 @@ func BuildBinaries(tb testing.TB) string {
 	return buildDir
 }
 
-// FreePorts returns n loopback addresses that were free a moment ago.
+// FreePorts returns n loopback addresses that were free a moment ago, drawn below the kernel's
+// ephemeral range: a port the kernel could give to an outgoing connection may be taken by one (the
+// tests open thousands) between this check and the process that binds it. Port 0 where that range
+// is too narrow to draw from.
 func FreePorts(tb testing.TB, n int) []string {
 	tb.Helper()
+	low, high := 20000, ephemeralLow()
 	var out []string
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		var l net.Listener
+		var err error
+		for range 64 {
+			port := 0
+			if high-low >= 1024 {
+				port = low + rand.IntN(high-low)
+			}
+			if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+				break
+			}
+		}
 		if err != nil {
-			tb.Fatal(err)
+			tb.Fatalf("no free loopback port in [%d, %d) after 64 tries: %v", low, high, err)
 		}
 		ls = append(ls, l)
 		out = append(out, l.Addr().String())
 	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
 	return out
+}
+
+// ephemeralLow is the lowest port the kernel hands out for outgoing connections and port 0
+// (Linux's ip_local_port_range; 32768 where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	v, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return v
 }
 
 // NewCluster starts n metad processes bootstrapping one new cluster, with short Raft timeouts
