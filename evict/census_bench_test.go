@@ -82,7 +82,7 @@ func BenchmarkCensus(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		var sk skips
-		p1, _, _, release := ev.census(s, sp, ev.now(), &sk)
+		p1, _, _, _, release := ev.census(s, sp, ev.now(), &sk)
 		if len(p1) != DefaultConfig().RoundLimit {
 			b.Fatalf("census kept %d units, want the round limit %d", len(p1), DefaultConfig().RoundLimit)
 		}

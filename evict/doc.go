@@ -73,6 +73,12 @@
 //     that nobody reads goes in the order it was written (the oldest first) and the DFS extents go
 //     least recently used first. Evicting drops only that tier's replicas; an object with no
 //     replica left is erased.
+//   - Offload on evict (Config.OffloadOnEvict, memory rounds with an offloading SSD registration):
+//     an object its owner would offload is no candidate; the census ranks the oldest of them in a
+//     selection of their own, the round proposes QueueOffload for them, then evicts their
+//     redundant MEMORY replicas (an Evict with redundant set, store.Store.EvictRedundant: every
+//     MEMORY replica but the one the offload copies from, the object never erased, a group member
+//     alone) through steps 4 to 7, and pass 1 covers what is left of the target.
 //   - Tenant quota: EvictTenant, called synchronously by the service (package service, which owns
 //     the evictor) when a PutStart is over its tenant's quota, evicts that tenant's own MEMORY
 //     replicas until the deficit of its quota is released, soft-pinned last.

@@ -106,8 +106,12 @@ type spec struct {
 	detach bool
 	// offload: offload on evict (Config.OffloadOnEvict) for a memory round with an offloading SSD
 	// registration mounted: an object its owner would offload (store.Store.AwaitsOffload) is no
-	// candidate; the round queues the offloads of the oldest of them instead (QueueOffload).
+	// candidate; the round queues the offloads of the oldest of them instead (QueueOffload), and
+	// evicts their redundant MEMORY replicas (trim).
 	offload bool
+	// redundant: the round's Evict commands drop only redundant MEMORY replicas
+	// (store.Store.EvictRedundant): the spec of a round's trims.
+	redundant bool
 }
 
 func (sp *spec) weight(st *store.ObjectState) uint64 {
@@ -115,6 +119,23 @@ func (sp *spec) weight(st *store.ObjectState) uint64 {
 		return st.MemoryBytes()
 	}
 	return tierBytes(st, sp.tier)
+}
+
+// offloadWeight is what an object awaiting offload weighs in the census's selection of them: what
+// its trim frees now when it has several MEMORY replicas (one kept, the others of about its
+// extent's size each; trimUnit weighs the chosen exactly), else what evicting it frees once it
+// is offloaded.
+func (sp *spec) offloadWeight(st *store.ObjectState) uint64 {
+	n := uint64(0)
+	for _, r := range st.Replicas {
+		if r.Tier == alloc.TierMemory {
+			n++
+		}
+	}
+	if n < 2 {
+		return sp.weight(st)
+	}
+	return sp.weight(st) / n * (n - 1)
 }
 
 // tierBytes is the extent bytes of st's replicas of the tier: what evicting them frees in segments.
@@ -218,9 +239,11 @@ func (sp *spec) check(st *store.ObjectState, now int64, leased, marked bool) (so
 // no lock held, keeps the candidates, maps group members to their group (a group is a candidate
 // only if every member is), and returns the units of pass 1 (unpinned) and pass 2 (soft-pinned),
 // each oldest first and only as many as cover the target, and with sp.offload the tokens of the
-// objects to offload first, oldest first, as many as would cover it. The units live in storage
-// the round gives back by calling release once it is done with them.
-func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit, offload []store.ObjectToken, release func()) {
+// objects to offload first, oldest first, as many as would cover it, and the units of those that
+// have MEMORY replicas besides the one their offload copies from (trim, weighing what dropping
+// those frees; their own storage). The units of pass 1 and 2 live in storage the round gives back by
+// calling release once it is done with them.
+func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1, pass2 []*unit, offload []store.ObjectToken, trim []*unit, release func()) {
 	need := sp.target + sp.target/4 + 1 // spares for candidates that fail revalidation
 	// A watermark round's selection is sized for about the handles the census will visit. A quota
 	// round's need is a tenant's deficit, usually a few objects: its selection grows as it must.
@@ -253,7 +276,7 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 				if ok && sp.offload && s.AwaitsOffload(st) {
 					// Its offload first: ranked as a singleton (a group waits for each member's).
 					u := unit{one: member{h, st, lease}, lease: lease, inst: h.Tenant.Instance(), id: st.ID,
-						weight: sp.weight(st), bytes: tierBytes(st, sp.tier)}
+						weight: sp.offloadWeight(st), bytes: tierBytes(st, sp.tier)}
 					p3.add(&u)
 					ok, why = false, skipAwaitingOffload
 				}
@@ -324,9 +347,28 @@ func (e *Evictor) census(s *store.Store, sp *spec, now int64, sk *skips) (pass1,
 	toks := make([]store.ObjectToken, len(offloads))
 	for i, u := range offloads {
 		toks[i] = u.one.token()
+		if c, ok := trimUnit(s, sp, u); ok {
+			trim = append(trim, c)
+		}
 	}
 	p3.release()
-	return p1.sorted(), p2.sorted(), toks, func() { e.bufs.put(0, p1.release()); e.bufs.put(1, p2.release()) }
+	return p1.sorted(), p2.sorted(), toks, trim, func() { e.bufs.put(0, p1.release()); e.bufs.put(1, p2.release()) }
+}
+
+// trimUnit returns a copy of u, an object awaiting offload, weighing what dropping its redundant
+// MEMORY replicas frees (store.Store.RedundantBytes); false when it has none.
+func trimUnit(s *store.Store, sp *spec, u *unit) (*unit, bool) {
+	st := u.one.st
+	bytes, n := s.RedundantBytes(u.one.h.Tenant, u.one.h.Key(), st)
+	if n == 0 {
+		return nil, false
+	}
+	c := *u
+	c.bytes, c.weight = bytes, bytes
+	if sp.kind == KindTenantQuota {
+		c.weight = uint64(n) * st.Size
+	}
+	return &c, true
 }
 
 // loadStates returns the states of a chunk's handles (in buf's storage) with their memory already
@@ -531,7 +573,8 @@ func (e *Evictor) commit(ctx context.Context, s *store.Store, sp *spec, units []
 			e.beforePropose(mk.toks)
 		}
 		cmd := &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{
-			Columns: wire.ColumnsTo(mk.toks), Tier: wire.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch()}}}
+			Columns: wire.ColumnsTo(mk.toks), Tier: wire.TierTo(sp.tier), Kind: sp.kind.proto(), UnitSizes: sizes, StateEpoch: s.Epoch(),
+			Redundant: sp.redundant}}}
 		pctx := ctx
 		if sp.detach {
 			pctx = context.WithoutCancel(ctx)
@@ -624,7 +667,7 @@ func (e *Evictor) round(ctx context.Context, s *store.Store, sp *spec) (outcome,
 	}()
 	start := time.Now()
 	now := e.now()
-	pass1, pass2, offload, release := e.census(s, sp, now, &sk)
+	pass1, pass2, offload, trim, release := e.census(s, sp, now, &sk)
 	defer release()
 	e.m.census.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	if e.afterCensus != nil {
@@ -632,6 +675,17 @@ func (e *Evictor) round(ctx context.Context, s *store.Store, sp *spec) (outcome,
 	}
 	if err := e.queueOffloads(ctx, s, offload, &out); err != nil {
 		return out, err
+	}
+	if len(trim) > 0 {
+		// The objects awaiting offload lose their redundant MEMORY replicas first, keeping the
+		// one their offload copies from; pass 1 then covers what is left of the target.
+		tsp := *sp
+		tsp.redundant = true
+		trimmed := out.objects
+		if err := e.commit(ctx, s, &tsp, trim, sp.target, &out, &sk); err != nil {
+			return out, err
+		}
+		e.m.trimmed.Add(float64(out.objects - trimmed))
 	}
 	if err := e.commit(ctx, s, sp, pass1, sp.target, &out, &sk); err != nil {
 		return out, err

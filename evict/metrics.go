@@ -20,6 +20,7 @@ type metrics struct {
 	marksKept    prometheus.Counter       // marks left after a proposal of unknown outcome
 	flagsDropped prometheus.Counter       // failed placements' calls for a round dropped: memory freed since
 	offloads     prometheus.Counter       // objects whose offload a round queued first (offload on evict)
+	trimmed      prometheus.Counter       // objects awaiting offload whose redundant MEMORY replicas a round evicted
 }
 
 func newMetrics() *metrics {
@@ -73,11 +74,15 @@ func newMetrics() *metrics {
 			Name: "metad_evict_offloads_queued_total",
 			Help: "Objects a memory round kept in memory and queued the offload of first (offload on evict; counted once per round while they wait).",
 		}),
+		trimmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "metad_evict_redundant_trimmed_total",
+			Help: "Objects awaiting offload whose MEMORY replicas but the one their offload copies from a memory round evicted (offload on evict).",
+		}),
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept, m.flagsDropped, m.offloads} {
+	for _, c := range []prometheus.Collector{m.attempts, m.successes, m.keys, m.bytes, m.census, m.skipped, m.rounds, m.reaped, m.expiredTasks, m.marksKept, m.flagsDropped, m.offloads, m.trimmed} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -115,7 +115,7 @@ func BenchmarkRoundDiskOnlyMix(b *testing.B) {
 			runtime.GC()
 			var sk skips
 			start := time.Now()
-			_, _, _, release := ev.census(s, sp(), ev.now(), &sk)
+			_, _, _, _, release := ev.census(s, sp(), ev.now(), &sk)
 			cs = append(cs, time.Since(start))
 			release()
 		}

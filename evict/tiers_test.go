@@ -210,3 +210,99 @@ func TestDiskAndDFSRounds(t *testing.T) {
 	}
 	x.check()
 }
+
+// TestOffloadOnEvictDropsRedundantReplicas: with offload on evict, a memory round keeps each object
+// awaiting offload on the replica its offload copies from and evicts its other MEMORY replicas
+// (TIERS.md: "pins one memory replica, queues an offload task, and evicts only the redundant
+// replicas"), the oldest first and as many as cover the target; no object is erased, and the kept
+// replica is the offload task's source.
+func TestOffloadOnEvictDropsRedundantReplicas(t *testing.T) {
+	x := newFixture(t, func(c *Config) { c.OffloadOnEvict = true })
+	other, otherSeg := alloc.ID{0xc1, 15: 2}, alloc.ID{0x5e, 15: 3}
+	if _, err := x.s.MountSegment(alloc.Segment{ID: otherSeg, Name: "other", Base: 3 << 32, Size: slots * slot,
+		Endpoint: "127.0.0.1:7001", Tier: alloc.TierMemory, Owner: other}); err != nil {
+		t.Fatal(err)
+	}
+	// 95 objects of two MEMORY replicas, one on each segment: 190 of 200 slots.
+	order := fillLeased(x, 95, 5, func(int) []putOpt {
+		return []putOpt{func(r *store.PutStartRequest) { r.Config.Memory = 2 }}
+	})
+	if _, _, err := x.s.MountLocalDisk(client, slots*slot, "127.0.0.1:9400", true); err != nil {
+		t.Fatal(err)
+	}
+	x.clock.Store(evalAt)
+	out := x.memoryRound()
+	// The target is 10 % of 200 slots: the 20 oldest lose their replica on the other segment.
+	if out.objects != 20 || x.usedSlots() != 170 {
+		t.Fatalf("the round trimmed %d objects, %d slots left; want 20 and 170", out.objects, x.usedSlots())
+	}
+	for i, k := range order {
+		r, err := x.s.Peek("", k)
+		if err != nil {
+			t.Fatalf("%s: %v (no object may be erased)", k, err)
+		}
+		want := 2
+		if i < 20 {
+			want = 1
+		}
+		if len(r.Replicas) != want || (want == 1 && r.Replicas[0].Extent.Segment != memSeg) {
+			t.Fatalf("%s (rank %d) after the round: %+v; want %d replicas, the one on the offloading owner's segment kept", k, i, r.Replicas, want)
+		}
+	}
+	queued, err := x.s.Tasks().Fetch(evalAt, client, 1024)
+	if err != nil || len(queued) < 20 {
+		t.Fatalf("queued %d offloads, %v; want the 20 oldest at least", len(queued), err)
+	}
+	for _, task := range queued {
+		if task.Spec.Source != memSeg {
+			t.Fatalf("offload of %s copies from %v, want the kept replica's segment", task.Spec.Key, task.Spec.Source)
+		}
+	}
+	x.check()
+}
+
+// TestEvictRedundantRefusals: EvictRedundant refuses, changing nothing, an object on an SSD
+// already, one with a single MEMORY replica, and a unit of several tokens; it trims a group member
+// on its own.
+func TestEvictRedundantRefusals(t *testing.T) {
+	x := newFixture(t, func(c *Config) { c.OffloadOnEvict = true })
+	other, otherSeg := alloc.ID{0xc1, 15: 2}, alloc.ID{0x5e, 15: 3}
+	if _, err := x.s.MountSegment(alloc.Segment{ID: otherSeg, Name: "other", Base: 3 << 32, Size: slots * slot,
+		Endpoint: "127.0.0.1:7001", Tier: alloc.TierMemory, Owner: other}); err != nil {
+		t.Fatal(err)
+	}
+	two := func(r *store.PutStartRequest) { r.Config.Memory = 2 }
+	x.put("single")
+	x.put("ondisk", two)
+	x.put("member", two, inGroup("g"))
+	x.put("member2", two, inGroup("g"))
+	if _, _, err := x.s.MountLocalDisk(client, slots*slot, "127.0.0.1:9400", true); err != nil {
+		t.Fatal(err)
+	}
+	x.offload("ondisk")
+	tok := func(k string) store.ObjectToken {
+		var tk store.ObjectToken
+		if err := x.s.WithObject("", k, func(o *store.LockedObject) error { tk = o.Token(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	used := x.usedSlots()
+	errs, freed := x.s.EvictRedundant([][]store.ObjectToken{{tok("single")}, {tok("ondisk")}, {tok("member"), tok("member2")}})
+	for i, want := range []store.Reason{store.ObjectNotFound, store.ObjectNotFound, store.InvalidParams, store.InvalidParams} {
+		if got := store.ReasonOf(errs[i]); got != want {
+			t.Fatalf("token %d: %v, want %s", i, errs[i], want)
+		}
+	}
+	if freed != 0 || x.usedSlots() != used {
+		t.Fatalf("refused units freed %d bytes (%d -> %d slots)", freed, used, x.usedSlots())
+	}
+	errs, freed = x.s.EvictRedundant([][]store.ObjectToken{{tok("member")}})
+	if errs[0] != nil || freed != slot || x.usedSlots() != used-1 {
+		t.Fatalf("trim of a group member: %v, freed %d, %d -> %d slots", errs[0], freed, used, x.usedSlots())
+	}
+	if r, err := x.s.Peek("", "member"); err != nil || len(r.Replicas) != 1 || r.Replicas[0].Extent.Segment != memSeg {
+		t.Fatalf("member after the trim: %+v, %v", r, err)
+	}
+	x.check()
+}

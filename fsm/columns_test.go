@@ -88,4 +88,25 @@ func TestEvictColumns(t *testing.T) {
 	if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), before) {
 		t.Fatal("both forms: the state changed")
 	}
+	// The redundant-replica form is of the memory tier, one token per unit, with unit sizes.
+	for name, m := range map[string]*metadv1.Evict{
+		"another tier":     {Columns: wire.ColumnsTo(toks), Tier: metadv1.Tier_TIER_NOF, UnitSizes: []uint32{1, 1, 1, 1}, Redundant: true},
+		"a unit of two":    {Columns: wire.ColumnsTo(toks), Tier: metadv1.Tier_TIER_MEMORY, UnitSizes: []uint32{2, 1, 1}, Redundant: true},
+		"no unit sizes":    {Columns: wire.ColumnsTo(toks), Tier: metadv1.Tier_TIER_MEMORY, Redundant: true},
+		"no offload (all)": {Columns: wire.ColumnsTo(toks), Tier: metadv1.Tier_TIER_MEMORY, UnitSizes: []uint32{1, 1, 1, 1}, Redundant: true},
+	} {
+		f := fresh()
+		r := applyCmds(t, f, 2, 2e9, &metadv1.Command{Op: &metadv1.Command_Evict{Evict: m}})[0]
+		if name == "no offload (all)" {
+			// Well-formed: every token is refused on its own (no owner offloads), nothing evicted.
+			if r.Reason != store.OK || r.Count != 0 || slices.ContainsFunc(r.Units, func(x store.Reason) bool { return x == store.OK }) {
+				t.Fatalf("%s: %+v, want every unit refused", name, r)
+			}
+		} else if r.Reason != store.InvalidParams || r.Count != 0 {
+			t.Fatalf("%s: %+v, want INVALID_PARAMS", name, r)
+		}
+		if !bytes.Equal(stateOnly(t, snapshotBytes(t, f)), before) {
+			t.Fatalf("%s: the state changed", name)
+		}
+	}
 }

@@ -223,6 +223,7 @@ func TestContentLevel(t *testing.T) {
 		{"commit all", &metadv1.Command{Op: &metadv1.Command_PutCommit{PutCommit: &metadv1.PutCommit{}}}, levelArenas},
 		{"evict memory", &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tier: metadv1.Tier_TIER_MEMORY}}}, levelBase},
 		{"evict DFS", &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tier: dfs}}}, levelLocalDisk},
+		{"evict redundant memory replicas", &metadv1.Command{Op: &metadv1.Command_Evict{Evict: &metadv1.Evict{Tier: metadv1.Tier_TIER_MEMORY, Redundant: true}}}, levelLocalDisk},
 	} {
 		if got := LevelOf(tc.cmd); got != tc.want {
 			t.Errorf("%s: LevelOf = %d, want %d", tc.name, got, tc.want)

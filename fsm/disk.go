@@ -7,9 +7,10 @@ import (
 )
 
 // contentLevel is the feature level that field values of older commands need: a DISK or DFS tier
-// (a segment mounted, a write's tier, an eviction's tier) or DFS replicas asked for are level
-// levelLocalDisk. A member below it would refuse the tier, or ignore the unknown field and place
-// no DFS replica, where the others apply it: a divergence. 0 when no field needs more than the
+// (a segment mounted, a write's tier, an eviction's tier), DFS replicas asked for and a
+// redundant-replica eviction (offload on evict) are level levelLocalDisk. A member below it would
+// refuse the tier, or ignore the unknown field (place no DFS replica, evict every memory replica),
+// where the others apply it: a divergence. 0 when no field needs more than the
 // command's own level.
 func contentLevel(c *metadv1.Command) uint32 {
 	newTier := func(t metadv1.Tier) bool { return t == metadv1.Tier_TIER_DISK || t == metadv1.Tier_TIER_DFS }
@@ -39,7 +40,7 @@ func contentLevel(c *metadv1.Command) uint32 {
 	case *metadv1.Command_PutCommit:
 		needs = newTier(op.PutCommit.GetTier())
 	case *metadv1.Command_Evict:
-		needs = newTier(op.Evict.GetTier())
+		needs = newTier(op.Evict.GetTier()) || op.Evict.GetRedundant()
 	}
 	if needs {
 		return levelLocalDisk

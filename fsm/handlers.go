@@ -429,8 +429,9 @@ func (b *evictBuf) put() {
 // per token; malformed columns reject the command and evict nothing). With unit_sizes the tokens
 // form units that go all or nothing (a group is evicted whole or not at all); sizes that do not
 // cover the tokens exactly reject the command and evict nothing. Without unit_sizes each token
-// stands alone (the form written before units existed). Units has one reason per unit (a lone token
-// is a unit): a unit has one outcome.
+// stands alone (the form written before units existed). With redundant (offload on evict) each
+// unit is one token whose redundant MEMORY replicas go (store.Store.EvictRedundant). Units has one
+// reason per unit (a lone token is a unit): a unit has one outcome.
 func applyEvict(st *State, e env, m *metadv1.Evict) store.Result {
 	s := st.store
 	tier := wire.TierFrom(m.GetTier())
@@ -450,6 +451,9 @@ func applyEvict(st *State, e env, m *metadv1.Evict) store.Result {
 		}
 	}
 	sizes := m.GetUnitSizes()
+	if m.GetRedundant() && len(sizes) == 0 {
+		return store.Result{Reason: store.InvalidParams, Message: "evict: a redundant-replica eviction needs unit_sizes"}
+	}
 	var r store.Result
 	var errs []error
 	if len(sizes) == 0 {
@@ -473,7 +477,14 @@ func applyEvict(st *State, e env, m *metadv1.Evict) store.Result {
 			return store.Result{Reason: store.InvalidParams, Message: "evict: unit_sizes do not cover the tokens"}
 		}
 		buf.units = units
-		errs, r.Bytes = s.EvictUnits(units, tier)
+		if m.GetRedundant() {
+			if tier != alloc.TierMemory || len(units) != len(toks) {
+				return store.Result{Reason: store.InvalidParams, Message: "evict: a redundant-replica eviction is of the memory tier, one token per unit"}
+			}
+			errs, r.Bytes = s.EvictRedundant(units)
+		} else {
+			errs, r.Bytes = s.EvictUnits(units, tier)
+		}
 		r.Units = make([]store.Reason, len(units))
 		off := 0
 		for i, u := range units {

@@ -29,6 +29,23 @@ import (
 // once. The outcome depends only on the replicated state and the arguments. It returns one error
 // per token, units flattened in order (nil = evicted), and the bytes of extents freed.
 func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uint64) {
+	return s.evictUnits(units, tier, false)
+}
+
+// EvictRedundant is EvictUnits for offload on evict (TIERS.md: memory eviction "pins one memory
+// replica, queues an offload task, and evicts only the redundant replicas"): of every object of a
+// unit it drops the MEMORY replicas but the one its offload copies from (offloadKeep), and never
+// erases an object. Each unit is one token, a group member's too (no object of the group goes
+// away, so the group needs no all-or-nothing). A unit is refused, as by EvictUnits, for a changed token, a hard pin, a
+// replica task or a PROCESSING MEMORY replica, and also when one of its objects awaits no offload
+// any more (it is on an SSD, or no owner of its memory replicas offloads: plain eviction takes
+// it) or has no MEMORY replica besides the kept one.
+func (s *Store) EvictRedundant(units [][]ObjectToken) ([]error, uint64) {
+	return s.evictUnits(units, alloc.TierMemory, true)
+}
+
+// evictUnits is EvictUnits, or with redundant EvictRedundant.
+func (s *Store) evictUnits(units [][]ObjectToken, tier alloc.Tier, redundant bool) ([]error, uint64) {
 	n := 0
 	for _, u := range units {
 		n += len(u)
@@ -62,7 +79,7 @@ func (s *Store) EvictUnits(units [][]ObjectToken, tier alloc.Tier) ([]error, uin
 		}
 		ents := b.lookup(t, run)
 		for i, u := range run {
-			freed += s.evictUnit(t, ents[i], u, tier, errs[off:off+len(u)], &b.frees)
+			freed += s.evictUnit(t, ents[i], u, tier, redundant, errs[off:off+len(u)], &b.frees)
 			off += len(u)
 			if i%yieldEvery == yieldEvery-1 {
 				// A large eviction holds a processor for a millisecond or more; let the node's
@@ -127,7 +144,7 @@ var lookupSink atomic.Uint64
 
 // evictUnit applies one unit, found under its first key as e (nil: no entry), with t admitted, and
 // fills errs (len(errs) == len(u) > 0). The extents it releases go to fr (see freeReplicas).
-func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier alloc.Tier, errs []error, fr *[]alloc.Extent) uint64 {
+func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier alloc.Tier, redundant bool, errs []error, fr *[]alloc.Extent) uint64 {
 	fail := func(err error) uint64 {
 		for i := range errs {
 			errs[i] = err
@@ -146,12 +163,21 @@ func (s *Store) evictUnit(t *TenantState, e *ObjectEntry, u []ObjectToken, tier 
 	if e == nil {
 		return fail(objErr(ObjectNotFound, t.name, first.Key, "object not found"))
 	}
+	if redundant {
+		// Dropping replicas leaves every object readable: a group member goes alone.
+		if len(u) != 1 {
+			return fail(objErr(InvalidParams, t.name, first.Key, "a redundant-replica eviction takes one object per unit"))
+		}
+		var n uint64
+		n, errs[0] = s.evictEntry(t, e, first, alloc.TierMemory, true, fr)
+		return n
+	}
 	if e.group == nil {
 		if len(u) != 1 {
 			return fail(objErr(InvalidParams, t.name, first.Key, "an eviction unit of several tokens must be one explicit group"))
 		}
 		var n uint64
-		n, errs[0] = s.evictEntry(t, e, first, tier, fr)
+		n, errs[0] = s.evictEntry(t, e, first, tier, false, fr)
 		return n
 	}
 	return s.evictGroupUnit(t, e.group, u, tier, errs, fr)
@@ -198,7 +224,7 @@ func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, t
 			bad = objErr(ObjectNotFound, t.name, tok.Key, "object changed since it was selected")
 			break
 		}
-		ns, dropped, n, err := evictPlan(t, m.key, st, tier)
+		ns, dropped, n, err := s.evictPlan(t, m.key, st, tier, false)
 		if err != nil {
 			bad = err
 			break
@@ -237,13 +263,17 @@ func (s *Store) evictGroupUnit(t *TenantState, g *GroupEntry, u []ObjectToken, t
 // evictPlan computes the eviction of st's replicas of the tier: the new state and the dropped
 // replicas, or a nil state when no replica would be left and the object is to be erased (the caller
 // then frees all of st's replicas); and the extent bytes freed. Refused for a hard pin, a
-// PROCESSING replica of the tier, or no replica of the tier. An erase allocates nothing.
-func evictPlan(t *TenantState, key string, st *ObjectState, tier alloc.Tier) (*ObjectState, []Replica, uint64, *Error) {
+// PROCESSING replica of the tier, or no replica of the tier. An erase allocates nothing. With
+// redundant (EvictRedundant) it drops st's MEMORY replicas but the one offloadKeep names.
+func (s *Store) evictPlan(t *TenantState, key string, st *ObjectState, tier alloc.Tier, redundant bool) (*ObjectState, []Replica, uint64, *Error) {
 	if st.HardPin {
 		return nil, nil, 0, objErr(InvalidWrite, t.name, key, "object is hard-pinned")
 	}
 	if st.Task != nil {
 		return nil, nil, 0, objErr(ObjectHasReplicationTask, t.name, key, "a "+st.Task.Kind.String()+" task is in progress")
+	}
+	if redundant {
+		return s.redundantPlan(t, key, st)
 	}
 	var freed uint64
 	kept, dropped := 0, 0
@@ -265,6 +295,32 @@ func evictPlan(t *TenantState, key string, st *ObjectState, tier alloc.Tier) (*O
 		return nil, nil, freed, nil
 	}
 	ns, drop := st.nextKeeping(func(r Replica) bool { return r.Tier != tier })
+	return ns, drop, freed, nil
+}
+
+// redundantPlan is evictPlan for EvictRedundant: the state that keeps, of st's MEMORY replicas,
+// only the one offloadKeep names, the dropped replicas and their extent bytes; never an erase.
+func (s *Store) redundantPlan(t *TenantState, key string, st *ObjectState) (*ObjectState, []Replica, uint64, *Error) {
+	keep, ok := s.offloadKeep(t, key, st)
+	if !ok {
+		return nil, nil, 0, objErr(ObjectNotFound, t.name, key, "no memory replica awaits offload")
+	}
+	var freed uint64
+	dropped := 0
+	for _, r := range st.Replicas {
+		if r.Tier != alloc.TierMemory || r.ID == keep {
+			continue
+		}
+		if r.Status == Processing {
+			return nil, nil, 0, objErr(ReplicaIsNotReady, t.name, key, "a replica of the tier is PROCESSING")
+		}
+		dropped++
+		freed += r.Extent.Size
+	}
+	if dropped == 0 {
+		return nil, nil, 0, objErr(ObjectNotFound, t.name, key, "no memory replica besides the one its offload copies from")
+	}
+	ns, drop := st.nextKeeping(func(r Replica) bool { return r.Tier != alloc.TierMemory || r.ID == keep })
 	return ns, drop, freed, nil
 }
 
@@ -300,19 +356,19 @@ func (s *Store) evictOne(t *TenantState, tok ObjectToken, tier alloc.Tier) (uint
 	if e == nil {
 		return 0, objErr(ObjectNotFound, t.name, tok.Key, "object not found")
 	}
-	return s.evictEntry(t, e, tok, tier, nil)
+	return s.evictEntry(t, e, tok, tier, false, nil)
 }
 
 // evictEntry is evictOne on the entry found under tok.Key (t's gate held, tenant instance checked):
 // a route lookup misses the cache on a large store, and apply has already paid for one.
-func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier alloc.Tier, fr *[]alloc.Extent) (uint64, error) {
+func (s *Store) evictEntry(t *TenantState, e *ObjectEntry, tok ObjectToken, tier alloc.Tier, redundant bool, fr *[]alloc.Extent) (uint64, error) {
 	e.mu.Lock()
 	st := e.State()
 	if e.Life() != Active || st.ID != tok.ObjectID || st.Version != tok.Version {
 		e.mu.Unlock()
 		return 0, objErr(ObjectNotFound, t.name, tok.Key, "object changed since it was selected")
 	}
-	ns, dropped, freed, err := evictPlan(t, tok.Key, st, tier)
+	ns, dropped, freed, err := s.evictPlan(t, tok.Key, st, tier, redundant)
 	if err != nil {
 		e.mu.Unlock()
 		return 0, err

@@ -70,6 +70,43 @@ func (s *Store) offloadSource(st *ObjectState) (source, owner alloc.ID, ok bool)
 	return alloc.ID{}, alloc.ID{}, false
 }
 
+// offloadKeep returns the id of the MEMORY replica of st that its offload copies from, which
+// EvictRedundant keeps: the COMPLETE MEMORY replica on the source segment of the key's live offload
+// task when it has one, else on offloadSource's segment (the one a task queued now would name);
+// false when st awaits no offload. e.mu may be held (the queue's lock is a leaf).
+func (s *Store) offloadKeep(t *TenantState, key string, st *ObjectState) (uint64, bool) {
+	source, _, ok := s.offloadSource(st)
+	if !ok {
+		return 0, false
+	}
+	if task, live := s.tasks.Offload(t.name, key); live {
+		source = task.Spec.Source
+	}
+	for _, r := range st.Replicas {
+		if r.Tier == alloc.TierMemory && r.Status == Complete && r.Extent.Segment == source {
+			return r.ID, true
+		}
+	}
+	return 0, false
+}
+
+// RedundantBytes returns the extent bytes and the count of st's MEMORY replicas that
+// EvictRedundant would drop, if it were applied now (a lock-free read, for the census; 0 when st
+// awaits no offload or has no other MEMORY replica).
+func (s *Store) RedundantBytes(t *TenantState, key string, st *ObjectState) (bytes uint64, n int) {
+	keep, ok := s.offloadKeep(t, key, st)
+	if !ok {
+		return 0, 0
+	}
+	for _, r := range st.Replicas {
+		if r.Tier == alloc.TierMemory && r.ID != keep {
+			bytes += r.Extent.Size
+			n++
+		}
+	}
+	return bytes, n
+}
+
 // AwaitsOffload reports whether offload on evict keeps st in memory: it is COMPLETE on a segment
 // of an owner that offloads, and on no SSD yet (a lock-free read, for the census).
 func (s *Store) AwaitsOffload(st *ObjectState) bool {

@@ -2780,7 +2780,13 @@ type Evict struct {
 	// command with both is rejected, INVALID_PARAMS). A large eviction replicates hundreds of
 	// thousands of tokens; in columns a token costs its key and a few varints, and decoding a command
 	// allocates per column, not per token. unit_sizes counts these tokens as it counts tokens.
-	Columns       *TokenColumns `protobuf:"bytes,6,opt,name=columns,proto3" json:"columns,omitempty"`
+	Columns *TokenColumns `protobuf:"bytes,6,opt,name=columns,proto3" json:"columns,omitempty"`
+	// Offload on evict's form (tier MEMORY, unit_sizes all 1, feature level 5): of each token's
+	// object drop the MEMORY replicas but the one its offload copies from, and never erase it
+	// (store.Store.EvictRedundant); a token whose object awaits no offload, or has no other MEMORY
+	// replica, is refused. Any other tier or a unit of several tokens rejects the command
+	// (INVALID_PARAMS) and evicts nothing.
+	Redundant     bool `protobuf:"varint,7,opt,name=redundant,proto3" json:"redundant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2855,6 +2861,13 @@ func (x *Evict) GetColumns() *TokenColumns {
 		return x.Columns
 	}
 	return nil
+}
+
+func (x *Evict) GetRedundant() bool {
+	if x != nil {
+		return x.Redundant
+	}
+	return false
 }
 
 // TokenColumns is a list of object tokens stored column by column: token i is tenant
@@ -5839,7 +5852,7 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"segment_id\x18\x04 \x01(\fR\tsegmentId\x12)\n" +
 	"\x05items\x18\x05 \x03(\v2\x13.metad.v1.ObjectRefR\x05items\x12\x1f\n" +
 	"\vstate_epoch\x18\x06 \x01(\x04R\n" +
-	"stateEpoch\"\xf5\x01\n" +
+	"stateEpoch\"\x93\x02\n" +
 	"\x05Evict\x12-\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x15.metad.v1.ObjectTokenR\x06tokens\x12\"\n" +
 	"\x04tier\x18\x02 \x01(\x0e2\x0e.metad.v1.TierR\x04tier\x12'\n" +
@@ -5848,7 +5861,8 @@ const file_metadv1_command_proto_rawDesc = "" +
 	"unit_sizes\x18\x04 \x03(\rR\tunitSizes\x12\x1f\n" +
 	"\vstate_epoch\x18\x05 \x01(\x04R\n" +
 	"stateEpoch\x120\n" +
-	"\acolumns\x18\x06 \x01(\v2\x16.metad.v1.TokenColumnsR\acolumns\"\xeb\x01\n" +
+	"\acolumns\x18\x06 \x01(\v2\x16.metad.v1.TokenColumnsR\acolumns\x12\x1c\n" +
+	"\tredundant\x18\a \x01(\bR\tredundant\"\xeb\x01\n" +
 	"\fTokenColumns\x12\x18\n" +
 	"\atenants\x18\x01 \x03(\tR\atenants\x12.\n" +
 	"\x13tenant_instance_ids\x18\x02 \x03(\x04R\x11tenantInstanceIds\x12!\n" +
