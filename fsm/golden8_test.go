@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
@@ -176,4 +178,81 @@ func TestSnapshotFormatIsTheLowestThatHoldsTheState(t *testing.T) {
 			t.Fatalf("format %d (%v), want %d", info.FormatVersion, err, tc.want)
 		}
 	}
+}
+
+// TestSnapshotFileVersionFollowsTheMembers: a state is written in the whole-file form while a
+// member records a feature level below levelLocalDisk (a rolling upgrade's older members read
+// only that), and chunked once every member records it; both files hold the same records, a
+// chunked file restores to a state that re-encodes to the same bytes, and Carried asks a restore
+// for the same version.
+func TestSnapshotFileVersionFollowsTheMembers(t *testing.T) {
+	f := goldenV8Source(t)
+	whole := snapshotBytes(t, f)
+	members := f.state.Load().Members()
+	var cmds []*metadv1.Command
+	for _, m := range members {
+		if m.Level >= levelLocalDisk {
+			t.Fatalf("member %s of the golden state records level %d; the test wants older ones", m.Name, m.Level)
+		}
+		cmds = append(cmds, &metadv1.Command{Op: &metadv1.Command_SetMember{SetMember: &metadv1.SetMember{Name: m.Name,
+			PeerAddress: m.PeerAddr, ClientAddress: m.ClientAddr, FeatureLevel: levelLocalDisk}}})
+	}
+	if len(cmds) == 0 {
+		t.Fatal("the golden state has no members")
+	}
+	if got := f.Carried().FileVersion; got != snapshot.FileVersionWhole {
+		t.Fatalf("Carried with older members asks for file version %d, want %d", got, snapshot.FileVersionWhole)
+	}
+	last := cmds[len(cmds)-1]
+	applyCmds(t, f, 900, 1e9, cmds[:len(cmds)-1]...)
+	if v := fileVersionOf(t, snapshotBytes(t, f)); v != snapshot.FileVersionWhole {
+		t.Fatalf("with one member still older the file is version %d, want %d", v, snapshot.FileVersionWhole)
+	}
+	applyCmds(t, f, 910, 1e9, last)
+	chunked := snapshotBytes(t, f)
+	if v := fileVersionOf(t, chunked); v != snapshot.FileVersionChunked || f.Carried().FileVersion != snapshot.FileVersionChunked {
+		t.Fatalf("with every member at level %d the file is version %d (Carried: %d), want %d", levelLocalDisk, v,
+			f.Carried().FileVersion, snapshot.FileVersionChunked)
+	}
+	g := newFSM(t)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(chunked))); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, g), chunked) {
+		t.Fatal("a chunked file re-encodes to other bytes")
+	}
+	// The members' records differ (their levels); every other record is the same.
+	withoutMembers := func(data []byte) []byte {
+		r, err := snapshot.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		rec := &metadv1.Record{}
+		for {
+			err := r.Next(rec)
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.GetMember() == nil {
+				b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(rec)
+				out = append(out, b...)
+			}
+		}
+	}
+	if !bytes.Equal(withoutMembers(whole), withoutMembers(chunked)) {
+		t.Fatal("the whole and the chunked file hold different records")
+	}
+}
+
+func fileVersionOf(t *testing.T, data []byte) uint32 {
+	t.Helper()
+	r, err := snapshot.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.FileVersion()
 }

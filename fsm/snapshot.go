@@ -79,6 +79,20 @@ func WriteCapture(w io.Writer, c *store.Capture, members []Member, index, term u
 	return writeState(w, c, members, 1, nil, auth.Empty, index, term, createdAt)
 }
 
+// fileVersion is the snapshot file format a state of these members is written in: chunked once
+// every member records feature level levelLocalDisk or more (binaries of that level read it),
+// else the whole-file form every release reads, so that the older members of a rolling upgrade
+// can install the leader's snapshots and their metactl can read a saved one. A member that records
+// no level counts as level 1; a state with no members (a test's capture) is written chunked.
+func fileVersion(members []Member) uint32 {
+	for _, m := range members {
+		if m.Level < levelLocalDisk {
+			return snapshot.FileVersionWhole
+		}
+	}
+	return snapshot.FileVersionChunked
+}
+
 // writeState is WriteCapture with the client sessions (by id, after the members), the next
 // session id, and the auth state (keys by id, then role bindings by principal, then limits, after the
 // sessions; its revision in the header).
@@ -94,7 +108,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)), LastDrainId: c.LastDrain, Drains: uint64(len(c.Drains)),
 		LastArenaId: c.LastArena, Arenas: uint64(len(c.Arenas)),
 	}
-	sw, err := snapshot.NewWriter(w, h)
+	sw, err := snapshot.NewWriterVersion(w, h, fileVersion(members))
 	if err != nil {
 		return 0, err
 	}

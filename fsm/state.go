@@ -97,12 +97,15 @@ func (st *State) Sessions() (sessions, results int) { return st.sessions.counts(
 
 // Carried is what a snapshot restore keeps of this state in the state it installs
 // (snapshot.Rewrite): the next state epoch, a session counter no lower, this cluster's auth
-// state, and its member records by name (the caller limits them to the Raft configuration).
+// state, its member records by name (the caller limits them to the Raft configuration), and the
+// file format its members read (fileVersion).
 func (st *State) Carried() snapshot.Carried {
 	c := snapshot.Carried{Epoch: st.store.Epoch() + 1, NextSession: st.NextSessionID(), Auth: st.Auth().Records()}
-	for _, m := range sortedMembers(*st.members.Load()) {
+	ms := sortedMembers(*st.members.Load())
+	for _, m := range ms {
 		c.Members = append(c.Members, m.record())
 	}
+	c.FileVersion = fileVersion(ms)
 	return c
 }
 

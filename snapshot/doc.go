@@ -4,12 +4,22 @@
 //
 // # Layout
 //
+// File version 2 (FileVersionChunked, what NewWriter writes):
+//
 //	magic      8 bytes  "METADSNP"
-//	version    4 bytes  big-endian uint32, the file format version (1)
+//	version    4 bytes  big-endian uint32, the file format version (2)
 //	header     frame    metadv1.SnapshotHeader: format version, index, term, created-at, counts
-//	records    frame*   metadv1.Record: segments by id, then each tenant followed by its objects by key
-//	end        1 byte   a zero-length frame
-//	checksum   4 bytes  big-endian CRC-32C (Castagnoli) of every byte before it
+//	chunk*              the records (segments by id, then each tenant followed by its objects by
+//	                    key, ...), at most ChunkRecords a chunk:
+//	  count    uvarint  records in the chunk, at least 1
+//	  length   uvarint  bytes of its frames
+//	  records  frame*   count frames of metadv1.Record
+//	  checksum 4 bytes  big-endian CRC-32C (Castagnoli) of the chunk's count, length and frames
+//	end        1 byte   0 (a chunk count of zero)
+//	checksum   4 bytes  big-endian CRC-32C of every byte before it
+//
+// File version 1 (FileVersionWhole, which every release reads; NewWriterVersion) has the records
+// as one run of frames after the header, then the end byte and the checksum.
 //
 // A frame is a uvarint length followed by that many bytes of a deterministic protobuf encoding. The
 // same state therefore always gives the same bytes, which the determinism tests compare.
@@ -23,7 +33,8 @@
 // nothing follows the trailer. Every failure wraps one of ErrBadMagic, ErrFutureVersion,
 // ErrTruncated, ErrCorrupt or ErrChecksum, so tools can say which.
 //
-// One checksum for the whole file instead of one per record keeps framing under 4 bytes a record
-// (the 120-bytes-per-object budget); the cost is that corruption is reported at the end, which is
-// exactly when the restore would have swapped.
+// A chunk's own checksum lets the reader refuse a damaged chunk, and name it, before it returns any
+// of its records, and bounds its memory by one chunk; the chunks can be checked and decoded apart.
+// The file's checksum still covers every byte, header included. Framing costs under 4 bytes a
+// record plus about 10 bytes a chunk.
 package snapshot

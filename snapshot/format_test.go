@@ -3,7 +3,10 @@ package snapshot
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	metadv1 "metad/proto/metadv1"
@@ -82,7 +85,7 @@ func TestDamageIsNamed(t *testing.T) {
 	_ = w.Close()
 	countLie := buf.Bytes()
 	newer := bytes.Clone(data)
-	newer[11] = 2
+	newer[11] = byte(FormatVersion + 1)
 	cases := []struct {
 		name string
 		data []byte
@@ -102,5 +105,116 @@ func TestDamageIsNamed(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// many writes a file of n objects of one tenant in the given file version.
+func many(t *testing.T, version uint32, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriterVersion(&buf, &metadv1.SnapshotHeader{FormatVersion: 1, Tenants: 1, Objects: uint64(n)}, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Tenant{Tenant: &metadv1.TenantRecord{Name: "default", InstanceId: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := w.WriteRecord(&metadv1.Record{Record: &metadv1.Record_Object{Object: &metadv1.ObjectRecord{
+			Key: fmt.Appendf(nil, "key-%07d", i), Size: uint64(i + 1)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// readAll reads every record of data, returning the object keys and the reader.
+func readAll(data []byte) ([]string, *Reader, error) {
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, err
+	}
+	var keys []string
+	var rec metadv1.Record
+	for {
+		err := r.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			return keys, r, nil
+		}
+		if err != nil {
+			return keys, r, err
+		}
+		if o := rec.GetObject(); o != nil {
+			keys = append(keys, string(o.GetKey()))
+		}
+	}
+}
+
+// TestChunkedAndWholeHoldTheSameRecords: a file of either version gives back the records written,
+// in order; a chunked one cuts them every ChunkRecords records, and its reader reports the version
+// and the chunks.
+func TestChunkedAndWholeHoldTheSameRecords(t *testing.T) {
+	const n = 2*ChunkRecords + 17 // two full chunks (the tenant record counts) and a short one
+	whole, chunked := many(t, FileVersionWhole, n), many(t, FileVersionChunked, n)
+	wk, wr, err := readAll(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, cr, err := readAll(chunked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wk) != n || !slices.Equal(wk, ck) {
+		t.Fatalf("whole gave %d keys, chunked %d (equal: %v)", len(wk), len(ck), slices.Equal(wk, ck))
+	}
+	if wr.FileVersion() != FileVersionWhole || wr.Chunks() != 0 || cr.FileVersion() != FileVersionChunked || cr.Chunks() != 3 {
+		t.Fatalf("whole: version %d, %d chunks; chunked: version %d, %d chunks; want 1/0 and 2/3",
+			wr.FileVersion(), wr.Chunks(), cr.FileVersion(), cr.Chunks())
+	}
+	if again := many(t, FileVersionChunked, n); !bytes.Equal(again, chunked) {
+		t.Fatal("the same records gave other bytes")
+	}
+	if _, err := NewWriterVersion(io.Discard, &metadv1.SnapshotHeader{}, FormatVersion+1); err == nil {
+		t.Fatal("a writer of a version this binary does not know was made")
+	}
+}
+
+// TestDamagedChunkIsNamed: a flipped byte in the middle of the second chunk is refused as a
+// checksum mismatch naming that chunk, before any of its records is returned; a file cut inside a
+// chunk is truncated; a chunk whose count lies is corrupt.
+func TestDamagedChunkIsNamed(t *testing.T) {
+	const n = 3 * ChunkRecords
+	data := many(t, FileVersionChunked, n)
+	// The second chunk starts after the first; find it by reading the first.
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec metadv1.Record
+	for range ChunkRecords {
+		if err := r.Next(&rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := r.BytesRead()
+	bad := bytes.Clone(data)
+	bad[second+1000] ^= 0x40
+	keys, _, err := readAll(bad)
+	if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "chunk 1 (record 4096 on") {
+		t.Fatalf("a damaged second chunk: %v, want a checksum mismatch naming chunk 1", err)
+	}
+	if len(keys) != ChunkRecords-1 { // the tenant record and the first chunk's objects
+		t.Fatalf("%d records returned before the damaged chunk, want %d", len(keys), ChunkRecords-1)
+	}
+	if _, _, err := readAll(data[:second+1000]); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("a file cut inside a chunk: %v, want truncated", err)
+	}
+	lie := bytes.Clone(data)
+	lie[second] ^= 0x01 // the second chunk's count (4096 = 0x80 0x20): one more or less
+	if _, _, err := readAll(lie); !errors.Is(err, ErrChecksum) && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a chunk whose count changed: %v, want it refused", err)
 	}
 }

@@ -10,7 +10,9 @@ import (
 
 // Info is what Inspect reports about a snapshot file.
 type Info struct {
-	FormatVersion uint32        `json:"format_version"`
+	FormatVersion uint32        `json:"format_version"` // the records' (SnapshotHeader.format_version)
+	FileVersion   uint32        `json:"file_version"`   // the file's layout (FileVersionWhole, FileVersionChunked)
+	Chunks        int64         `json:"chunks"`         // chunks, each checksummed (0 in FileVersionWhole)
 	Index         uint64        `json:"index"`
 	Term          uint64        `json:"term"`
 	CreatedAt     int64         `json:"created_at_unix_nano"`
@@ -161,6 +163,7 @@ func Inspect(r io.Reader) (*Info, error) {
 		return nil, fmt.Errorf("snapshot: header says %d groups, objects name %d: %w", h.Groups, info.Groups, ErrCorrupt)
 	}
 	info.Bytes = sr.BytesRead()
+	info.FileVersion, info.Chunks = sr.FileVersion(), sr.Chunks()
 	info.Checksum = "ok"
 	return info, nil
 }

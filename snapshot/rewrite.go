@@ -40,6 +40,9 @@ type Carried struct {
 	Epoch       uint64
 	NextSession uint64
 	Auth        *Auth
+	// FileVersion is the file format the copy is written in (what every member of the restoring
+	// cluster reads); 0: the source file's.
+	FileVersion uint32
 }
 
 // Rewrite copies the snapshot file read from r to w record by record, verifying it as it streams,
@@ -56,7 +59,8 @@ type Carried struct {
 // against a revision at least as new. Without (a new cluster built from the file), the file's
 // are kept.
 //
-// Every other header field and record is kept as it is, so the objects, tenants and segments the
+// The copy is in c.FileVersion's file format (the source's when 0). Every other header field and
+// record is kept as it is, so the objects, tenants and segments the
 // file describes are unchanged. It returns the header written and the bytes written. A file that
 // fails verification gives the reader's error (Damaged reports true for it); a failed write gives
 // an error that names the write.
@@ -79,7 +83,11 @@ func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int6
 			h.FormatVersion = 7 // the limit records need it
 		}
 	}
-	sw, err := NewWriter(w, h)
+	version := c.FileVersion
+	if version == 0 {
+		version = sr.FileVersion()
+	}
+	sw, err := NewWriterVersion(w, h, version)
 	if err != nil {
 		return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 	}

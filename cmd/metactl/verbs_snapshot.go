@@ -138,6 +138,7 @@ func runSnapshotInspect(a *app, v *verb, args []string) error {
 	return a.printer().emit(view, func(tw *tabwriter.Writer) {
 		row(tw, "file", pos[0])
 		row(tw, "format version", info.FormatVersion)
+		row(tw, "file version", fmt.Sprintf("%d (%d chunks)", info.FileVersion, info.Chunks))
 		row(tw, "index", info.Index)
 		row(tw, "term", info.Term)
 		row(tw, "created at", view.CreatedAtText)

@@ -23,7 +23,7 @@ func Overlapping(tb testing.TB, good []byte) []byte {
 		tb.Fatal(err)
 	}
 	var out bytes.Buffer
-	sw, err := snapshot.NewWriter(&out, sr.Header())
+	sw, err := snapshot.NewWriterVersion(&out, sr.Header(), sr.FileVersion())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -94,6 +94,8 @@ func (p *Proc) Log() string {
 // inspectDoc is the part of `metactl snapshot inspect -o json` the tests read.
 type inspectDoc struct {
 	FormatVersion uint32 `json:"format_version"`
+	FileVersion   uint32 `json:"file_version"`
+	Chunks        int64  `json:"chunks"`
 	Index         uint64 `json:"index"`
 	Term          uint64 `json:"term"`
 	Checksum      string `json:"checksum"`

@@ -111,6 +111,9 @@ func TestSnapshotSaveInspectRestore(t *testing.T) {
 	srcCl := src.Client()
 	leader := src.Leader(srcCl, 20*time.Second)
 	want := populate(t, srcCl, "")
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer lcancel()
+	awaitFeatureLevel(t, lctx, srcCl, 5) // the level whose binaries read chunked files
 	var wantObjects uint64
 	for _, w := range want {
 		wantObjects += w.objects
@@ -128,9 +131,10 @@ func TestSnapshotSaveInspectRestore(t *testing.T) {
 	}
 
 	// Inspect: the counts match what was written and what the cluster reports; a state with no
-	// rate limit is written in format 6, which the previous release reads.
+	// rate limit is written in format 6, which the previous release reads, and a cluster whose
+	// members all read chunked files saves one.
 	doc := src.Inspect(saved)
-	if doc.Checksum != "ok" || doc.FormatVersion != 6 || doc.Objects != wantObjects || len(doc.Tenants) != 3 || len(doc.Segments) != 3 || doc.Index == 0 {
+	if doc.Checksum != "ok" || doc.FormatVersion != 6 || doc.FileVersion != 2 || doc.Chunks < 1 || doc.Objects != wantObjects || len(doc.Tenants) != 3 || len(doc.Segments) != 3 || doc.Index == 0 {
 		t.Fatalf("inspect: %+v", doc)
 	}
 	if strconv.FormatUint(doc.Index, 10) != m[1] || strconv.FormatUint(doc.Term, 10) != m[2] {
