@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // defaultGCPercent is the Go collector's target (GOGC) metad runs with unless configured
@@ -15,6 +18,17 @@ import (
 // before a cycle, a quarter of the cycles of Go's default 100 for the same garbage. The memory
 // limit (setGC) keeps that headroom from growing past what the machine has.
 const defaultGCPercent = 400
+
+// gcMetrics are the runtime metrics metad exports beside the Go collector's defaults, so that an
+// operator sees what the collector costs on a large state: the live heap after the last cycle
+// (go_gc_heap_live_bytes) and its objects (go_gc_heap_objects_objects), the cycles, GOGC and the
+// memory limit in force, the pauses (go_gc_pauses_seconds), and the CPU the collector takes
+// against the process's whole (go_cpu_classes_gc_total_cpu_seconds_total over
+// go_cpu_classes_total_cpu_seconds_total).
+var gcMetrics = []collectors.GoRuntimeMetricsRule{
+	collectors.MetricsGC,
+	{Matcher: regexp.MustCompile(`^/cpu/classes/(gc/total|total):cpu-seconds$`)},
+}
 
 // setGC sets the collector's target to percent (GOGC from env wins; 0 or less: Go's default) and a
 // soft memory limit (GOMEMLIMIT from env wins): limit bytes, or, for limit 0, half of the memory

@@ -208,7 +208,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(gcMetrics...)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	err = errors.Join(node.RegisterMetrics(reg), f.RegisterMetrics(reg), f.Window().RegisterMetrics(reg))
 	if rl != nil {
 		err = errors.Join(err, rl.RegisterMetrics(reg, "client"), rl.RegisterMetrics(reg, "peer"))
