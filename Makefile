@@ -7,7 +7,7 @@ PKGS      := ./...
 BENCHTIME ?= 1x
 BENCHCPU  ?= 1,2
 
-.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist bench-tiers chaos proto tools clean python-env python-test bench-python
+.PHONY: all build run clean-data test race unit lint fuzz-short bench bench-store bench-fsm bench-cluster bench-raft bench-trace bench-watch bench-failover bench-evict bench-sessions bench-security bench-exist bench-tiers bench-scale chaos proto tools clean python-env python-test bench-python
 
 all: build
 
@@ -192,6 +192,13 @@ bench-tiers:
 	$(GO) test -run '^$$' -bench '^BenchmarkHeapDiskOnly$$' -benchtime 1x ./store/
 	$(GO) test -run '^$$' -bench '^BenchmarkGetDiskOnly$$' -benchtime 200000x ./service/
 	$(GO) test -run '^$$' -bench '^BenchmarkOffloadThroughput$$' -benchtime 1x -timeout 10m ./test/e2e/
+
+## bench-scale: N objects (default 1,000,000) loaded into 3 members with default flags; prints
+## the load rate (first and last tenth), leader changes, RSS and live heap per object, snapshot
+## save / inspect / online restore and a follower's restart per million objects, with targets.
+N ?= 1000000
+bench-scale:
+	SCALE_N=$(N) $(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 180m ./test/e2e/
 
 ## bench-failover: kill -9 of the leader and planned transfer to the first write (real processes).
 bench-failover:

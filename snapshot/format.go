@@ -8,7 +8,9 @@ import (
 	"hash/crc32"
 	"io"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	metadv1 "metad/proto/metadv1"
 )
@@ -126,6 +128,25 @@ func (w *Writer) frame(m proto.Message) {
 // WriteRecord appends one record.
 func (w *Writer) WriteRecord(r *metadv1.Record) error {
 	w.frame(r)
+	return w.appendFrame()
+}
+
+// WriteRaw appends one record given as its encoding (as Reader.NextRaw returns it): the file holds
+// the same bytes as WriteRecord of the decoded record when enc is this package's encoding of it.
+func (w *Writer) WriteRaw(enc []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(enc) == 0 || len(enc) > MaxFrame {
+		w.err = fmt.Errorf("snapshot: raw record of %d bytes (1 to %d)", len(enc), MaxFrame)
+		return w.err
+	}
+	w.buf = append(binary.AppendUvarint(w.buf[:0], uint64(len(enc))), enc...)
+	return w.appendFrame()
+}
+
+// appendFrame appends the frame in w.buf as the next record.
+func (w *Writer) appendFrame() error {
 	if w.err != nil {
 		return w.err
 	}
@@ -388,45 +409,96 @@ func (r *Reader) record() ([]byte, error) {
 	return r.chunkFrame()
 }
 
-// Next reads the next record into rec. After the last record it checks the end marker, the counts
-// in the header, the checksum and that nothing follows, and returns io.EOF only if all of them hold.
-func (r *Reader) Next(rec *metadv1.Record) error {
+// Kind is a record's kind: the field number of its Record.record oneof (KindTenant, ...).
+type Kind = protowire.Number
+
+// The record kinds, by their field numbers in Record.
+var (
+	KindTenant  = recordField("tenant")
+	KindSegment = recordField("segment")
+	KindObject  = recordField("object")
+	KindMember  = recordField("member")
+	KindSession = recordField("session")
+	KindKey     = recordField("key")
+	KindRole    = recordField("role")
+	KindTask    = recordField("task")
+	KindDrain   = recordField("drain")
+	KindArena   = recordField("arena")
+	KindLimit   = recordField("limit")
+)
+
+func recordField(name protoreflect.Name) Kind {
+	f := (&metadv1.Record{}).ProtoReflect().Descriptor().Oneofs().ByName("record").Fields().ByName(name)
+	if f == nil {
+		panic("snapshot: Record has no field " + string(name))
+	}
+	return f.Number()
+}
+
+// NextRaw reads the next record without decoding it: its kind (the first field of its encoding,
+// which a record of this package's writer has alone) and its encoding, valid until the next call.
+// The end of the file is checked as Next checks it (io.EOF only when everything holds); the
+// record's own encoding is not (Next decodes it; a consumer of NextRaw that copies records into
+// another file leaves that to whoever reads the copy).
+func (r *Reader) NextRaw() (Kind, []byte, error) {
 	if r.done {
-		return io.EOF
+		return 0, nil, io.EOF
 	}
 	b, err := r.record()
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	if b == nil {
-		return r.finish()
+		return 0, nil, r.finish()
 	}
 	r.records++
+	num, _, n := protowire.ConsumeTag(b)
+	if n < 0 || !r.count(num) {
+		return 0, nil, fmt.Errorf("snapshot: record %d (ending at byte %d) has no known kind: %w", r.records-1, r.n, ErrCorrupt)
+	}
+	return num, b, nil
+}
+
+// count counts a record of kind k against the header's counts; false for a kind it does not know.
+func (r *Reader) count(k Kind) bool {
+	switch k {
+	case KindTenant:
+		r.counts.tenants++
+	case KindSegment:
+		r.counts.segments++
+	case KindObject:
+		r.counts.objects++
+	case KindKey:
+		r.counts.keys++
+	case KindRole:
+		r.counts.roles++
+	case KindTask:
+		r.counts.tasks++
+	case KindDrain:
+		r.counts.drains++
+	case KindArena:
+		r.counts.arenas++
+	case KindLimit:
+		r.counts.limits++
+	case KindMember, KindSession:
+	default:
+		return false
+	}
+	return true
+}
+
+// Next reads the next record into rec. After the last record it checks the end marker, the counts
+// in the header, the checksum and that nothing follows, and returns io.EOF only if all of them hold.
+func (r *Reader) Next(rec *metadv1.Record) error {
+	_, b, err := r.NextRaw()
+	if err != nil {
+		return err
+	}
 	proto.Reset(rec)
 	if err := proto.Unmarshal(b, rec); err != nil {
 		return fmt.Errorf("snapshot: record %d (ending at byte %d): %v: %w", r.records-1, r.n, err, ErrCorrupt)
 	}
-	switch rec.Record.(type) {
-	case *metadv1.Record_Tenant:
-		r.counts.tenants++
-	case *metadv1.Record_Segment:
-		r.counts.segments++
-	case *metadv1.Record_Object:
-		r.counts.objects++
-	case *metadv1.Record_Key:
-		r.counts.keys++
-	case *metadv1.Record_Role:
-		r.counts.roles++
-	case *metadv1.Record_Task:
-		r.counts.tasks++
-	case *metadv1.Record_Drain:
-		r.counts.drains++
-	case *metadv1.Record_Arena:
-		r.counts.arenas++
-	case *metadv1.Record_Limit:
-		r.counts.limits++
-	case *metadv1.Record_Member, *metadv1.Record_Session:
-	default:
+	if rec.Record == nil {
 		return fmt.Errorf("snapshot: record %d (ending at byte %d) has no known kind: %w", r.records-1, r.n, ErrCorrupt)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -45,7 +46,9 @@ type Carried struct {
 	FileVersion uint32
 }
 
-// Rewrite copies the snapshot file read from r to w record by record, verifying it as it streams,
+// Rewrite copies the snapshot file read from r to w record by record, verifying its framing,
+// checksums and counts as it streams (the records' contents are copied as they are: whoever
+// restores the copy decodes them, and ha verifies the copy with the state machine first),
 // with its member records replaced by c.Members (written in the order given, after every other
 // record), its header's state epoch set to c.Epoch, its client sessions dropped and its next
 // session id raised to at least c.NextSession. A restored state is another history: the sessions of the file
@@ -91,26 +94,27 @@ func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int6
 	if err != nil {
 		return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 	}
-	var kept []*metadv1.Record // the file's key and role records, when auth is nil
-	rec := &metadv1.Record{}
+	// The records are copied as their encodings, not decoded and encoded again: a restore of
+	// millions of objects spends its time in its one decode (the state machine's), not here.
+	var kept [][]byte // the file's key, role and limit records, when auth is nil
 	for {
-		err := sr.Next(rec)
+		kind, enc, err := sr.NextRaw()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		switch rec.Record.(type) {
-		case *metadv1.Record_Member, *metadv1.Record_Session:
+		switch kind {
+		case KindMember, KindSession:
 			continue
-		case *metadv1.Record_Key, *metadv1.Record_Role, *metadv1.Record_Limit:
+		case KindKey, KindRole, KindLimit:
 			if auth == nil { // kept, after the members as a file has them
-				kept = append(kept, proto.CloneOf(rec))
+				kept = append(kept, slices.Clone(enc))
 			}
 			continue
 		}
-		if err := sw.WriteRecord(rec); err != nil {
+		if err := sw.WriteRaw(enc); err != nil {
 			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 		}
 	}
@@ -119,20 +123,26 @@ func Rewrite(w io.Writer, r io.Reader, c Carried) (*metadv1.SnapshotHeader, int6
 			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 		}
 	}
-	if auth != nil {
-		for _, k := range auth.Keys {
-			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Key{Key: k}})
-		}
-		for _, rr := range auth.Roles {
-			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Role{Role: rr}})
-		}
-		for _, lr := range auth.Limits {
-			kept = append(kept, &metadv1.Record{Record: &metadv1.Record_Limit{Limit: lr}})
+	for _, enc := range kept {
+		if err := sw.WriteRaw(enc); err != nil {
+			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
 		}
 	}
-	for _, rec := range kept {
-		if err := sw.WriteRecord(rec); err != nil {
-			return nil, 0, fmt.Errorf("snapshot: write: %w", err)
+	if auth != nil {
+		var recs []*metadv1.Record
+		for _, k := range auth.Keys {
+			recs = append(recs, &metadv1.Record{Record: &metadv1.Record_Key{Key: k}})
+		}
+		for _, rr := range auth.Roles {
+			recs = append(recs, &metadv1.Record{Record: &metadv1.Record_Role{Role: rr}})
+		}
+		for _, lr := range auth.Limits {
+			recs = append(recs, &metadv1.Record{Record: &metadv1.Record_Limit{Limit: lr}})
+		}
+		for _, rec := range recs {
+			if err := sw.WriteRecord(rec); err != nil {
+				return nil, 0, fmt.Errorf("snapshot: write: %w", err)
+			}
 		}
 	}
 	if err := sw.Close(); err != nil {

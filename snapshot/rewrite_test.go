@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -185,5 +186,25 @@ func TestReaderChecksAuthCounts(t *testing.T) {
 	}
 	if _, err := Inspect(bytes.NewReader(src.Bytes())); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a file with 1 key whose header says 2: %v", err)
+	}
+}
+
+// TestRewriteChangesTheFileVersion: a copy is written in Carried.FileVersion (the source's when
+// 0), and holds the same records whichever it is.
+func TestRewriteChangesTheFileVersion(t *testing.T) {
+	src := many(t, FileVersionWhole, ChunkRecords+10)
+	for _, tc := range []struct{ ask, want uint32 }{{0, FileVersionWhole}, {FileVersionChunked, FileVersionChunked}, {FileVersionWhole, FileVersionWhole}} {
+		var out bytes.Buffer
+		if _, _, err := Rewrite(&out, bytes.NewReader(src), Carried{Epoch: 3, FileVersion: tc.ask}); err != nil {
+			t.Fatal(err)
+		}
+		keys, r, err := readAll(out.Bytes())
+		if err != nil || r.FileVersion() != tc.want || r.Header().GetStateEpoch() != 3 {
+			t.Fatalf("asked %d: version %d, epoch %d, %v; want version %d", tc.ask, r.FileVersion(), r.Header().GetStateEpoch(), err, tc.want)
+		}
+		want, _, _ := readAll(src)
+		if !slices.Equal(keys, want) {
+			t.Fatalf("asked %d: %d keys, the source has %d", tc.ask, len(keys), len(want))
+		}
 	}
 }
