@@ -53,6 +53,9 @@ type FSM struct {
 	state atomic.Pointer[State]
 	spare atomic.Pointer[store.Capture] // a released capture's storage, reused by the next Snapshot
 	m     metrics
+	// verified is the state VerifySnapshot built, which Restore installs when it is given the
+	// same file, instead of building it again (ForgetVerified drops it).
+	verified atomic.Pointer[readResult]
 
 	// Applied position, written by the apply goroutine only.
 	applied  atomic.Uint64 // index of the last entry applied
@@ -257,18 +260,43 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 
 // VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would (ReadSnapshot
 // with this FSM's store config), changing nothing; it returns the file's header. A refused file
-// gives an error wrapping the snapshot package's error that names what is wrong.
+// gives an error wrapping the snapshot package's error that names what is wrong. The state it
+// built is kept for a Restore of the same file (an operator's restore verifies the file, then
+// installs it through Raft: the state is built once, not twice) until Restore takes it or
+// ForgetVerified drops it.
 func (f *FSM) VerifySnapshot(r io.Reader) (*metadv1.SnapshotHeader, error) {
-	_, _, h, err := ReadSnapshot(f.cfg, r)
-	return h, err
+	res, err := readState(f.cfg, r, &f.m.sessionsExpired)
+	if err != nil {
+		return nil, err
+	}
+	f.verified.Store(res)
+	return res.header, nil
 }
 
+// ForgetVerified drops the state the last VerifySnapshot kept, if Restore has not taken it.
+func (f *FSM) ForgetVerified() { f.verified.Store(nil) }
+
 // Restore replaces the state with a snapshot's: it reads and verifies the whole snapshot into a new
-// store and swaps it in only if everything holds. On error the FSM is unchanged.
+// store and swaps it in only if everything holds. On error the FSM is unchanged. The file that the
+// last VerifySnapshot read (the same header, size and checksum) is only read through, its
+// checksums verified, and the state built then is installed.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, err := readState(f.cfg, rc, &f.m.sessionsExpired)
+	sr, err := snapshot.NewReader(rc)
 	if err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	var st *readResult
+	if v := f.verified.Swap(nil); v != nil && proto.Equal(sr.Header(), v.header) {
+		same, err := sameFile(sr, v)
+		if err != nil {
+			return fmt.Errorf("fsm: restore: %w", err)
+		}
+		if !same {
+			return fmt.Errorf("fsm: restore: the file has the header of the one verified, but another size or checksum: %w", snapshot.ErrCorrupt)
+		}
+		st = v
+	} else if st, err = readStateFrom(f.cfg, sr, &f.m.sessionsExpired); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	h := st.header

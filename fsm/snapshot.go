@@ -218,27 +218,49 @@ func ReadSnapshot(cfg store.Config, r io.Reader) (*store.Store, map[string]Membe
 	return st.state.store, st.state.Members(), st.header, nil
 }
 
-// readResult is a whole state read from a snapshot.
+// readResult is a whole state read from a snapshot, with the file's size and checksum.
 type readResult struct {
 	state  *State
 	header *metadv1.SnapshotHeader
+	size   int64
+	sum    uint32
 }
 
 // readState is ReadSnapshot that also reads the client sessions into a new table (expired counts
 // its later expiries) and the auth state (none in a file of format version 1 or 2).
 func readState(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*readResult, error) {
-	s, members, sessions, a, h, err := readRecords(cfg, r, expired)
+	sr, err := snapshot.NewReader(r)
 	if err != nil {
 		return nil, err
 	}
-	return &readResult{state: newState(s, members, sessions, a), header: h}, nil
+	return readStateFrom(cfg, sr, expired)
 }
 
-func readRecords(cfg store.Config, r io.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *auth.State, *metadv1.SnapshotHeader, error) {
-	sr, err := snapshot.NewReader(r)
+// readStateFrom is readState from a reader that has read the file's header.
+func readStateFrom(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) (*readResult, error) {
+	s, members, sessions, a, h, err := readRecords(cfg, sr, expired)
 	if err != nil {
-		return nil, nil, nil, nil, nil, err
+		return nil, err
 	}
+	return &readResult{state: newState(s, members, sessions, a), header: h, size: sr.BytesRead(), sum: sr.Checksum()}, nil
+}
+
+// sameFile reads the rest of the file sr reads, whose header is v's, without decoding its records
+// (framing, chunk and file checksums and counts verified) and reports whether it is the file v was
+// read from: the same size and checksum. A damaged file is an error.
+func sameFile(sr *snapshot.Reader, v *readResult) (bool, error) {
+	for {
+		_, _, err := sr.NextRaw()
+		if errors.Is(err, io.EOF) {
+			return sr.BytesRead() == v.size && sr.Checksum() == v.sum, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *auth.State, *metadv1.SnapshotHeader, error) {
 	members := map[string]Member{}
 	h := sr.Header()
 	if expired == nil {

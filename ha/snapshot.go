@@ -154,7 +154,8 @@ type RestoreResult struct {
 //     API keys and role bindings are replaced by this cluster's, at an auth revision that does not
 //     go back, so that the restore cannot lock out the operator who runs it;
 //  2. have the state machine verify the spooled state completely, as it would restore it
-//     (StateMachine.VerifySnapshot: metad's builds it into a throwaway store);
+//     (StateMachine.VerifySnapshot: metad's builds it into a new store, which it installs in step
+//     3 when Raft hands it the same file, so the state is built once);
 //  3. install it with Raft's user restore: the leader takes it on, and the hole the restore leaves
 //     in the log makes every follower install it too;
 //  4. start leader soft state afresh (StateMachine.ResetSoftState: every object leased for one
@@ -199,7 +200,8 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) (*RestoreResult
 	n.log.Info("snapshot restore: received", "bytes", size, "index", h.GetIndex(), "term", h.GetTerm(),
 		"objects", h.GetObjects(), "tenants", h.GetTenants(), "state_epoch", epoch, "took", time.Since(start))
 
-	// 2. Verify the state it describes.
+	// 2. Verify the state it describes (the state machine keeps what it built for step 3).
+	defer n.sm.ForgetVerified()
 	if _, err := n.verifySpool(spool); err != nil {
 		return nil, err
 	}

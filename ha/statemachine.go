@@ -34,7 +34,10 @@ type StateMachine interface {
 	// VerifySnapshot reads a whole snapshot file from r and verifies it as Restore would, changing
 	// nothing, and returns the file's header. The error of a damaged file wraps the snapshot
 	// package's error that names the damage (snapshot.Damaged reports true for it).
+	// It may keep what it built for a Restore of the same file, until ForgetVerified.
 	VerifySnapshot(r io.Reader) (*metadv1.SnapshotHeader, error)
+	// ForgetVerified drops what the last VerifySnapshot kept, if a Restore has not taken it.
+	ForgetVerified()
 	// ResetSoftState starts leader soft state afresh at now (unix ns): RestoreSnapshot calls it on
 	// the leader once the restored state is installed.
 	ResetSoftState(now int64)

@@ -222,6 +222,7 @@ type Reader struct {
 	chunks     int64
 	chunkStart int64
 	records    uint64 // records returned so far
+	sum        uint32 // the file's checksum, once verified
 	counts     struct{ tenants, segments, objects, keys, roles, tasks, drains, arenas, limits uint64 }
 }
 
@@ -504,6 +505,10 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 	return nil
 }
 
+// Checksum returns the CRC-32C of the whole file (its last 4 bytes), once Next or NextRaw has
+// returned io.EOF; 0 before.
+func (r *Reader) Checksum() uint32 { return r.sum }
+
 func (r *Reader) finish() error {
 	want := r.crc
 	var sum [4]byte
@@ -536,6 +541,6 @@ func (r *Reader) finish() error {
 	if h.Limits != r.counts.limits {
 		return fmt.Errorf("snapshot: header counts %d limit records, file has %d: %w", h.Limits, r.counts.limits, ErrCorrupt)
 	}
-	r.done = true
+	r.done, r.sum = true, want
 	return io.EOF
 }
