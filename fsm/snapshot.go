@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -260,6 +261,12 @@ func sameFile(sr *snapshot.Reader, v *readResult) (bool, error) {
 	}
 }
 
+// decodeWorkers is how many goroutines decode a chunked snapshot's records while a restore builds
+// its state: half the processors, leaving the rest to the member's other work (a follower
+// installing a snapshot still answers heartbeats and reads); under 2 the records are decoded by
+// the restore itself.
+func decodeWorkers() int { return runtime.GOMAXPROCS(0) / 2 }
+
 func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *auth.State, *metadv1.SnapshotHeader, error) {
 	members := map[string]Member{}
 	h := sr.Header()
@@ -278,23 +285,17 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 	var arenas []store.Arena
 	groups := uint64(0)
 	seenGroups := map[uint64]struct{}{}
-	rec := &metadv1.Record{}
-	for {
-		err := sr.Next(rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, nil, nil, nil, err
-		}
+	// The records in file order; a chunked file's chunks are decoded by decodeWorkers goroutines
+	// while this one builds the state.
+	err = sr.Each(decodeWorkers(), func(rec *metadv1.Record) error {
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			seg := wire.SegmentFrom(x.Segment.GetSegment())
 			if err := b.AddSegment(seg); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			if err := b.CloseSegment(seg.ID, x.Segment.GetClosing(), x.Segment.GetUnmountAtUnixNano()); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			segs = append(segs, seg.ID)
 		case *metadv1.Record_Tenant:
@@ -304,7 +305,7 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 			if err := b.AddTenant(store.TenantCapture{Name: t.GetName(), Instance: t.GetInstanceId(),
 				Requested: t.GetRequestedQuotaBytes(), NextObjectID: t.GetNextObjectId(), NextGroupID: t.GetNextGroupId(),
 				NextReplicaID: t.GetNextReplicaId()}); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Object:
 			o := x.Object
@@ -313,26 +314,26 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 				err = b.AddObject(string(o.GetKey()), string(o.GetGroup()), o.GetGroupId(), st)
 			}
 			if err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			if o.GetGroupId() != 0 {
 				seenGroups[o.GetGroupId()] = struct{}{}
 			}
 		case *metadv1.Record_Session:
 			if err := addSession(sessions, x.Session); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Key:
 			if err := ab.AddKey(x.Key); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Role:
 			if err := ab.AddRoles(x.Role); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Limit:
 			if err := ab.AddLimit(x.Limit); err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 		case *metadv1.Record_Task:
 			tasks = append(tasks, wire.TaskFrom(x.Task))
@@ -341,16 +342,20 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 		case *metadv1.Record_Arena:
 			a, err := wire.ArenaFrom(x.Arena, segs)
 			if err != nil {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 			}
 			arenas = append(arenas, a)
 		case *metadv1.Record_Member:
 			m := x.Member
 			if m.GetName() == "" {
-				return nil, nil, nil, nil, nil, fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
+				return fmt.Errorf("%w: member record without a name", snapshot.ErrCorrupt)
 			}
 			members[m.GetName()] = Member{Name: m.GetName(), PeerAddr: m.GetPeerAddress(), ClientAddr: m.GetClientAddress(), Level: m.GetFeatureLevel()}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, nil, nil, err
 	}
 	groups += uint64(len(seenGroups))
 	if groups != h.GetGroups() {

@@ -218,3 +218,70 @@ func TestDamagedChunkIsNamed(t *testing.T) {
 		t.Fatalf("a chunk whose count changed: %v, want it refused", err)
 	}
 }
+
+// TestEachIsNext: Each with several workers passes the records Next returns, in order, for either
+// file version; stops at fn's error; and on a damaged chunk passes exactly the records before it
+// and returns Next's error, leaving no goroutine behind (main_test's goleak).
+func TestEachIsNext(t *testing.T) {
+	const n = 5*ChunkRecords + 3
+	for _, version := range []uint32{FileVersionWhole, FileVersionChunked} {
+		data := many(t, version, n)
+		want, _, err := readAll(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, workers := range []int{1, 2, 4} {
+			r, err := NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if err := r.Each(workers, func(rec *metadv1.Record) error {
+				if o := rec.GetObject(); o != nil {
+					got = append(got, string(o.GetKey()))
+				}
+				return nil
+			}); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("version %d, %d workers: %v, %d keys (want %d, equal %v)", version, workers, err, len(got), len(want), slices.Equal(got, want))
+			}
+			// fn's error ends it at once.
+			r, _ = NewReader(bytes.NewReader(data))
+			calls := 0
+			stopErr := errors.New("enough")
+			if err := r.Each(workers, func(*metadv1.Record) error {
+				calls++
+				if calls == ChunkRecords+5 {
+					return stopErr
+				}
+				return nil
+			}); !errors.Is(err, stopErr) || calls != ChunkRecords+5 {
+				t.Fatalf("version %d, %d workers: fn's error gave %v after %d calls", version, workers, err, calls)
+			}
+		}
+	}
+	data := many(t, FileVersionChunked, n)
+	r, _ := NewReader(bytes.NewReader(data))
+	var rec metadv1.Record
+	for range 2 * ChunkRecords {
+		if err := r.Next(&rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := r.BytesRead()
+	bad := bytes.Clone(data)
+	bad[third+500] ^= 0x10
+	wantKeys, _, wantErr := readAll(bad)
+	for _, workers := range []int{2, 8} {
+		r, _ := NewReader(bytes.NewReader(bad))
+		var got []string
+		err := r.Each(workers, func(rec *metadv1.Record) error {
+			if o := rec.GetObject(); o != nil {
+				got = append(got, string(o.GetKey()))
+			}
+			return nil
+		})
+		if !errors.Is(err, ErrChecksum) || err.Error() != wantErr.Error() || !slices.Equal(got, wantKeys) {
+			t.Fatalf("%d workers on a damaged third chunk: %v after %d keys; Next gives %v after %d", workers, err, len(got), wantErr, len(wantKeys))
+		}
+	}
+}

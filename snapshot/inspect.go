@@ -1,9 +1,9 @@
 package snapshot
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	metadv1 "metad/proto/metadv1"
 )
@@ -86,15 +86,8 @@ func Inspect(r io.Reader) (*Info, error) {
 			info.Tenants = append(info.Tenants, *cur)
 		}
 	}
-	rec := &metadv1.Record{}
-	for {
-		err := sr.Next(rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	// Every record in file order; a chunked file's chunks decoded by one goroutine per processor.
+	err = sr.Each(runtime.GOMAXPROCS(0), func(rec *metadv1.Record) error {
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			s := x.Segment.GetSegment()
@@ -132,7 +125,7 @@ func Inspect(r io.Reader) (*Info, error) {
 		case *metadv1.Record_Object:
 			o := x.Object
 			if cur == nil {
-				return nil, fmt.Errorf("snapshot: object before any tenant: %w", ErrCorrupt)
+				return fmt.Errorf("snapshot: object before any tenant: %w", ErrCorrupt)
 			}
 			cur.Objects++
 			info.Objects++
@@ -143,7 +136,7 @@ func Inspect(r io.Reader) (*Info, error) {
 				size := ReplicaSize(o, rep)
 				i := int(rep.GetSegmentIndex()) - 1
 				if i < 0 || i >= len(info.Segments) {
-					return nil, fmt.Errorf("snapshot: tenant %q object %q: replica on segment #%d of %d: %w",
+					return fmt.Errorf("snapshot: tenant %q object %q: replica on segment #%d of %d: %w",
 						cur.Name, o.GetKey(), i+1, len(info.Segments), ErrCorrupt)
 				}
 				info.Segments[i].Used += size
@@ -157,6 +150,10 @@ func Inspect(r io.Reader) (*Info, error) {
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	closeTenant()
 	if info.Groups != h.Groups {
