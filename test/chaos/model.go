@@ -45,7 +45,8 @@ import (
 // replica (memory or LOCAL_DISK) and at most one LOCAL_DISK replica, whatever the counts of the
 // replicated state (eviction drops memory replicas, promotion adds one); a removal or a copy or
 // move start may find a present key busy with an offload or a promotion (OBJECT_HAS_REPLICATION_TASK)
-// that no workload client started; a snapshot is compared without the replica counts. Presence,
+// that no workload client started, and a copy's or move's End or Revoke may find it pinned by that
+// worker (ILLEGAL_CLIENT) where the workload holds no task of it; a snapshot is compared without the replica counts. Presence,
 // size, writer, the workload's own tasks and every other answer are checked as strictly as in any
 // drill: an object that a tier change lost, or that a read missed while it was on disk, fails it.
 //
@@ -677,6 +678,8 @@ func taskEnd(st partState, in input, out output) []partState {
 		out.Reason == rNotFound && k.Kind == absent,
 		out.Reason == rNoTask && k.Kind != absent && k.Task == noTask,
 		out.Reason == rIllegal && k.Kind == present && k.Task != noTask && k.TaskBy != in.Writer,
+		// The worker's offload or promotion pin is a task of a client the workload never saw.
+		out.Reason == rIllegal && k.Kind == present && k.Task == noTask && in.Tiers,
 		out.Reason == rParams && k.Kind == present && k.Task != noTask && k.Task != kind && k.TaskBy == in.Writer:
 		return []partState{st}
 	}
