@@ -178,7 +178,21 @@ class Cluster:
                 if n.name == name and c.status(n.client, timeout=1.0).role == admin_pb2.NODE_ROLE_LEADER:
                     return n
             return None
-        return wait_for(find, timeout, "a leader the live nodes agree on")
+        try:
+            return wait_for(find, timeout, "a leader the live nodes agree on")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}\n{self.logs()}") from None
+
+    def wait_up(self, n: Node, c: metad.Client, timeout: float = 30.0) -> None:
+        """Wait until n's process answers Status with an applied entry; fail at once if it exits,
+        and with the nodes' logs on timeout."""
+        def up() -> bool:
+            self.check_alive(n)
+            return c.status(n.client, timeout=1.0).applied_index > 0
+        try:
+            wait_for(up, timeout, f"{n.name} up")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}\n{self.logs()}") from None
 
     def check_alive(self, n: Node) -> None:
         """Raise ProcessDied, with the end of n's log, if n's process has exited on its own."""

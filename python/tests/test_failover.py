@@ -106,4 +106,4 @@ def test_leader_kill_loses_no_acknowledged_put(fcluster: Cluster) -> None:
         missing = [k for k, e in zip(acked, got.exists) if not e]
         assert not missing, f"acknowledged puts lost: {missing}"
         fcluster.start(leader)  # the module's other tests, if any, see three nodes again
-        wait_for(lambda: c.status(leader.client, timeout=1).applied_index > 0, 15, "the killed node back")
+        fcluster.wait_up(leader, c)

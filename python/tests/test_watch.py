@@ -150,7 +150,7 @@ def test_a_killed_member_costs_no_event(wcluster: Cluster, wclient: metad.Client
             wcluster.start(on)
     assert [e.key.decode() for e in seen] == keys
     assert all(a.revision < b.revision for a, b in zip(seen, seen[1:]))
-    wait_for(lambda: wclient.status(on.client, timeout=1).applied_index > 0, 15, "the killed member back")
+    wcluster.wait_up(on, wclient)
 
 
 def test_a_silent_member_is_left(wcluster: Cluster, wclient: metad.Client) -> None:
