@@ -211,6 +211,16 @@ func TestDiskAndDFSRounds(t *testing.T) {
 	x.check()
 }
 
+// mountOther mounts a second MEMORY segment of slots objects, owned by a client with no SSD, so that
+// an object of two MEMORY replicas has one on an offloading owner's segment and one on this.
+func (x *fixture) mountOther() {
+	x.t.Helper()
+	if _, err := x.s.MountSegment(alloc.Segment{ID: alloc.ID{0x5e, 15: 3}, Name: "other", Base: 3 << 32, Size: slots * slot,
+		Endpoint: "127.0.0.1:7001", Tier: alloc.TierMemory, Owner: alloc.ID{0xc1, 15: 2}}); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
 // TestOffloadOnEvictDropsRedundantReplicas: with offload on evict, a memory round keeps each object
 // awaiting offload on the replica its offload copies from and evicts its other MEMORY replicas
 // (TIERS.md: "pins one memory replica, queues an offload task, and evicts only the redundant
@@ -218,11 +228,7 @@ func TestDiskAndDFSRounds(t *testing.T) {
 // replica is the offload task's source.
 func TestOffloadOnEvictDropsRedundantReplicas(t *testing.T) {
 	x := newFixture(t, func(c *Config) { c.OffloadOnEvict = true })
-	other, otherSeg := alloc.ID{0xc1, 15: 2}, alloc.ID{0x5e, 15: 3}
-	if _, err := x.s.MountSegment(alloc.Segment{ID: otherSeg, Name: "other", Base: 3 << 32, Size: slots * slot,
-		Endpoint: "127.0.0.1:7001", Tier: alloc.TierMemory, Owner: other}); err != nil {
-		t.Fatal(err)
-	}
+	x.mountOther()
 	// 95 objects of two MEMORY replicas, one on each segment: 190 of 200 slots.
 	order := fillLeased(x, 95, 5, func(int) []putOpt {
 		return []putOpt{func(r *store.PutStartRequest) { r.Config.Memory = 2 }}
@@ -266,11 +272,7 @@ func TestOffloadOnEvictDropsRedundantReplicas(t *testing.T) {
 // on its own.
 func TestEvictRedundantRefusals(t *testing.T) {
 	x := newFixture(t, func(c *Config) { c.OffloadOnEvict = true })
-	other, otherSeg := alloc.ID{0xc1, 15: 2}, alloc.ID{0x5e, 15: 3}
-	if _, err := x.s.MountSegment(alloc.Segment{ID: otherSeg, Name: "other", Base: 3 << 32, Size: slots * slot,
-		Endpoint: "127.0.0.1:7001", Tier: alloc.TierMemory, Owner: other}); err != nil {
-		t.Fatal(err)
-	}
+	x.mountOther()
 	two := func(r *store.PutStartRequest) { r.Config.Memory = 2 }
 	x.put("single")
 	x.put("ondisk", two)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
@@ -223,25 +221,7 @@ func TestSnapshotFileVersionFollowsTheMembers(t *testing.T) {
 	}
 	// The members' records differ (their levels); every other record is the same.
 	withoutMembers := func(data []byte) []byte {
-		r, err := snapshot.NewReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []byte
-		rec := &metadv1.Record{}
-		for {
-			err := r.Next(rec)
-			if err == io.EOF {
-				return out
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec.GetMember() == nil {
-				b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(rec)
-				out = append(out, b...)
-			}
-		}
+		return recordsWithout(t, data, func(rec *metadv1.Record) bool { return rec.GetMember() != nil })
 	}
 	if !bytes.Equal(withoutMembers(whole), withoutMembers(chunked)) {
 		t.Fatal("the whole and the chunked file hold different records")
