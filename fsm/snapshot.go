@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,8 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		LastTaskId: c.LastTask, Tasks: uint64(len(c.Tasks)), LastDrainId: c.LastDrain, Drains: uint64(len(c.Drains)),
 		LastArenaId: c.LastArena, Arenas: uint64(len(c.Arenas)),
 	}
+	d := c.Digest()
+	h.StoreDigest = d[:]
 	sw, err := snapshot.NewWriterVersion(w, h, fileVersion(members))
 	if err != nil {
 		return 0, err
@@ -371,10 +374,32 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 	if err == nil {
 		err = s.Arenas().Restore(arenas, h.GetLastArenaId())
 	}
+	if err == nil {
+		err = checkBuilt(s, h)
+	}
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
 	}
 	return s, members, sessions, ab.State(), h, nil
+}
+
+// checkBuilt compares the store built from a file with the header's object count and store
+// digest (a file of a binary before feature level 5 has no digest: only the count is checked). The
+// reader has checked every byte against the checksums by then; this finds what decoding or
+// building lost or changed.
+func checkBuilt(s *store.Store, h *metadv1.SnapshotHeader) error {
+	c := s.Capture()
+	if n := uint64(c.Objects()); n != h.GetObjects() {
+		return fmt.Errorf("the state built from the file holds %d objects, the header says %d", n, h.GetObjects())
+	}
+	want := h.GetStoreDigest()
+	if len(want) == 0 {
+		return nil
+	}
+	if got := c.Digest(); !bytes.Equal(got[:], want) {
+		return fmt.Errorf("the state built from the file has store digest %x, the header says %x", got[:], want)
+	}
+	return nil
 }
 
 // addSession installs a session record into t. A record of format 5 or older has no owner fields:

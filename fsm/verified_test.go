@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -32,8 +33,10 @@ func sizedState(t *testing.T, size uint64) []byte {
 // own; a file with the verified one's header but other records is refused with the state
 // unchanged; ForgetVerified drops a kept state.
 func TestRestoreInstallsTheVerifiedState(t *testing.T) {
-	a, b := sizedState(t, 100), sizedState(t, 200)
+	a := sizedState(t, 100)
 	ra, _ := snapshot.NewReader(bytes.NewReader(a))
+	b := reheader(t, sizedState(t, 200), ra.Header())
+	ra, _ = snapshot.NewReader(bytes.NewReader(a))
 	rb, _ := snapshot.NewReader(bytes.NewReader(b))
 	if ra == nil || rb == nil || !bytes.Equal(mustMarshal(t, ra.Header()), mustMarshal(t, rb.Header())) {
 		t.Fatal("the test wants two files with one header")
@@ -93,4 +96,71 @@ func mustMarshal(t *testing.T, h *metadv1.SnapshotHeader) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// reheader copies the records of file under header h (a valid file: framing, chunks and checksums
+// hold; only the header's claims about the records may be false).
+func reheader(t *testing.T, file []byte, h *metadv1.SnapshotHeader) []byte {
+	t.Helper()
+	r, err := snapshot.NewReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := snapshot.NewWriter(&out, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, rec, err := r.NextRaw()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteRaw(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestRestoreChecksTheStoreDigest: a whole, well-formed file whose records hold another state than
+// its header's store digest names (here one object's size) is refused, by the digest alone, with
+// the state unchanged; the same file without a digest (as a binary before feature level 5 wrote
+// it) restores.
+func TestRestoreChecksTheStoreDigest(t *testing.T) {
+	a := sizedState(t, 100)
+	ra, err := snapshot.NewReader(bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ra.Header()
+	if len(h.GetStoreDigest()) != 16 {
+		t.Fatalf("the header's store digest: %x", h.GetStoreDigest())
+	}
+	other := reheader(t, sizedState(t, 200), h)
+
+	f := newFSM(t)
+	before := f.state.Load()
+	err = f.Restore(io.NopCloser(bytes.NewReader(other)))
+	if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "store digest") || f.state.Load() != before {
+		t.Fatalf("Restore of records another state than the digest's: %v (state changed: %v)", err, f.state.Load() != before)
+	}
+	if _, err := f.VerifySnapshot(bytes.NewReader(other)); !errors.Is(err, snapshot.ErrCorrupt) {
+		t.Fatalf("VerifySnapshot of the same file: %v", err)
+	}
+
+	h = proto.Clone(h).(*metadv1.SnapshotHeader)
+	h.StoreDigest = nil
+	if err := f.Restore(io.NopCloser(bytes.NewReader(reheader(t, sizedState(t, 200), h)))); err != nil {
+		t.Fatalf("Restore of the same records with no digest: %v", err)
+	}
+	if e, err := f.Store().Peek("", "k"); err != nil || e.Size != 200 {
+		t.Fatalf("the restored object: %+v, %v", e, err)
+	}
 }

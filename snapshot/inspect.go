@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"runtime"
@@ -10,27 +11,30 @@ import (
 
 // Info is what Inspect reports about a snapshot file.
 type Info struct {
-	FormatVersion uint32        `json:"format_version"` // the records' (SnapshotHeader.format_version)
-	FileVersion   uint32        `json:"file_version"`   // the file's layout (FileVersionWhole, FileVersionChunked)
-	Chunks        int64         `json:"chunks"`         // chunks, each checksummed (0 in FileVersionWhole)
-	Index         uint64        `json:"index"`
-	Term          uint64        `json:"term"`
-	CreatedAt     int64         `json:"created_at_unix_nano"`
-	Bytes         int64         `json:"bytes"`
-	Checksum      string        `json:"checksum"` // "ok" (Inspect fails otherwise)
-	Objects       uint64        `json:"objects"`
-	Groups        uint64        `json:"groups"`
-	Tenants       []TenantInfo  `json:"tenants"`
-	Segments      []SegmentInfo `json:"segments"`
-	Members       []MemberInfo  `json:"members"`
-	Sessions      int           `json:"sessions"`      // client sessions (format version 2)
-	Keys          int           `json:"keys"`          // API keys (format version 3)
-	RoleBindings  int           `json:"role_bindings"` // principals with roles (format version 3)
-	AuthRevision  uint64        `json:"auth_revision"` // (format version 3)
-	Tasks         int           `json:"tasks"`         // scheduled tasks kept (format version 4)
-	Drains        int           `json:"drains"`        // drain jobs kept (format version 4)
-	Arenas        int           `json:"arenas"`        // allocation arenas (format version 5)
-	Limits        int           `json:"limits"`        // rate limit records (format version 7)
+	FormatVersion uint32 `json:"format_version"` // the records' (SnapshotHeader.format_version)
+	FileVersion   uint32 `json:"file_version"`   // the file's layout (FileVersionWhole, FileVersionChunked)
+	Chunks        int64  `json:"chunks"`         // chunks, each checksummed (0 in FileVersionWhole)
+	Index         uint64 `json:"index"`
+	Term          uint64 `json:"term"`
+	CreatedAt     int64  `json:"created_at_unix_nano"`
+	Bytes         int64  `json:"bytes"`
+	Checksum      string `json:"checksum"` // "ok" (Inspect fails otherwise)
+	// StoreDigest is the header's store digest in hex ("" in a file of a binary before feature
+	// level 5); every restore compares it with the state it builds.
+	StoreDigest  string        `json:"store_digest"`
+	Objects      uint64        `json:"objects"`
+	Groups       uint64        `json:"groups"`
+	Tenants      []TenantInfo  `json:"tenants"`
+	Segments     []SegmentInfo `json:"segments"`
+	Members      []MemberInfo  `json:"members"`
+	Sessions     int           `json:"sessions"`      // client sessions (format version 2)
+	Keys         int           `json:"keys"`          // API keys (format version 3)
+	RoleBindings int           `json:"role_bindings"` // principals with roles (format version 3)
+	AuthRevision uint64        `json:"auth_revision"` // (format version 3)
+	Tasks        int           `json:"tasks"`         // scheduled tasks kept (format version 4)
+	Drains       int           `json:"drains"`        // drain jobs kept (format version 4)
+	Arenas       int           `json:"arenas"`        // allocation arenas (format version 5)
+	Limits       int           `json:"limits"`        // rate limit records (format version 7)
 }
 
 // MemberInfo is one recorded cluster member of a snapshot.
@@ -75,7 +79,7 @@ func Inspect(r io.Reader) (*Info, error) {
 		return nil, err
 	}
 	h := sr.Header()
-	info := &Info{FormatVersion: h.FormatVersion, Index: h.Index, Term: h.Term, CreatedAt: h.CreatedAtUnixNano,
+	info := &Info{StoreDigest: hex.EncodeToString(h.GetStoreDigest()), FormatVersion: h.FormatVersion, Index: h.Index, Term: h.Term, CreatedAt: h.CreatedAtUnixNano,
 		AuthRevision: h.AuthRevision}
 	var cur *TenantInfo
 	groups := map[uint64]struct{}{}

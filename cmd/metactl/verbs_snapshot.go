@@ -145,6 +145,7 @@ func runSnapshotInspect(a *app, v *verb, args []string) error {
 		row(tw, "size", formatSize(uint64(info.Bytes)))
 		row(tw, "checksum", info.Checksum)
 		row(tw, "state digest", digest)
+		row(tw, "store digest", orDash(info.StoreDigest))
 		row(tw, "objects", info.Objects)
 		row(tw, "groups", info.Groups)
 		row(tw, "tenants", len(info.Tenants))

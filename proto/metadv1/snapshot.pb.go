@@ -85,7 +85,11 @@ type SnapshotHeader struct {
 	// Arena records that follow (format version 5).
 	Arenas uint64 `protobuf:"varint,147,opt,name=arenas,proto3" json:"arenas,omitempty"`
 	// Number of LimitRecords (format version 7).
-	Limits        uint64 `protobuf:"varint,149,opt,name=limits,proto3" json:"limits,omitempty"`
+	Limits uint64 `protobuf:"varint,149,opt,name=limits,proto3" json:"limits,omitempty"`
+	// store.Digest of the segments, tenants and objects the file holds, as the writer's store held
+	// them (16 bytes; empty in files of binaries before feature level 5). A restore computes it
+	// again from the state it built and refuses the file when the two differ.
+	StoreDigest   []byte `protobuf:"bytes,150,opt,name=store_digest,json=storeDigest,proto3" json:"store_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -265,6 +269,13 @@ func (x *SnapshotHeader) GetLimits() uint64 {
 		return x.Limits
 	}
 	return 0
+}
+
+func (x *SnapshotHeader) GetStoreDigest() []byte {
+	if x != nil {
+		return x.StoreDigest
+	}
+	return nil
 }
 
 // TenantRecord is one tenant instance and its id counters; its objects follow it.
@@ -1914,7 +1925,7 @@ var File_metadv1_snapshot_proto protoreflect.FileDescriptor
 
 const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\n" +
-	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xa5\x05\n" +
+	"\x16metadv1/snapshot.proto\x12\bmetad.v1\x1a\x13metadv1/types.proto\"\xc9\x05\n" +
 	"\x0eSnapshotHeader\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x12\n" +
@@ -1939,7 +1950,8 @@ const file_metadv1_snapshot_proto_rawDesc = "" +
 	"\x06drains\x18\x8e\x01 \x01(\x04R\x06drains\x12#\n" +
 	"\rlast_arena_id\x18\x92\x01 \x01(\x04R\vlastArenaId\x12\x17\n" +
 	"\x06arenas\x18\x93\x01 \x01(\x04R\x06arenas\x12\x17\n" +
-	"\x06limits\x18\x95\x01 \x01(\x04R\x06limits\"\x96\x02\n" +
+	"\x06limits\x18\x95\x01 \x01(\x04R\x06limits\x12\"\n" +
+	"\fstore_digest\x18\x96\x01 \x01(\fR\vstoreDigest\"\x96\x02\n" +
 	"\fTenantRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\x04R\n" +
