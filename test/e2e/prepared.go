@@ -102,6 +102,7 @@ type inspectDoc struct {
 	Objects       uint64 `json:"objects"`
 	Groups        uint64 `json:"groups"`
 	StateDigest   string `json:"state_digest"`
+	StoreDigest   string `json:"store_digest"`
 	Tenants       []struct {
 		Name        string `json:"name"`
 		QuotaBytes  uint64 `json:"quota_bytes"`
@@ -181,15 +182,16 @@ func (c *Cluster) allHold(want string) bool {
 	return true
 }
 
-// waitDigest polls `snapshot save --allow-stale` on node p until its state digest is want.
-func (c *Cluster) waitDigest(p *Proc, want string, within time.Duration) {
+// waitDigest polls `snapshot save --allow-stale` on node p until its state digest is want, and
+// returns the path of that save.
+func (c *Cluster) waitDigest(p *Proc, want string, within time.Duration) string {
 	c.T.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		path := filepath.Join(c.T.TempDir(), p.Name+".snap")
 		out, err := c.MetactlAt([]string{p.Client}, "snapshot", "save", path, "--allow-stale")
 		if err == nil && c.Inspect(path).StateDigest == want {
-			return
+			return path
 		}
 		if time.Now().After(deadline) {
 			c.T.Fatalf("%s does not hold the expected state after %s: %v\n%s", p.Name, within, err, out)
