@@ -270,6 +270,15 @@ func sameFile(sr *snapshot.Reader, v *readResult) (bool, error) {
 // the restore itself.
 func decodeWorkers() int { return runtime.GOMAXPROCS(0) / 2 }
 
+// decodeObject is readRecords' snapshot.Decoder of object records (wire.DecodeObjectRecord).
+func decodeObject(raw []byte) (any, bool, error) {
+	d, ok, err := wire.DecodeObjectRecord(raw)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return d, true, nil
+}
+
 func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) (*store.Store, map[string]Member, *sessionTable, *auth.State, *metadv1.SnapshotHeader, error) {
 	members := map[string]Member{}
 	h := sr.Header()
@@ -289,8 +298,21 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 	groups := uint64(0)
 	seenGroups := map[uint64]struct{}{}
 	// The records in file order; a chunked file's chunks are decoded by decodeWorkers goroutines
-	// while this one builds the state.
-	err = sr.Each(decodeWorkers(), func(rec *metadv1.Record) error {
+	// while this one builds the state, the object records straight into object states.
+	err = sr.EachDecoded(decodeWorkers(), snapshot.KindObject, decodeObject, func(rec *metadv1.Record, v any) error {
+		if d, ok := v.(*wire.DecodedObject); ok {
+			err := d.Resolve(segs)
+			if err == nil {
+				err = b.AddObject(d.Key, d.Group, d.GroupID, d.State)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %v", snapshot.ErrCorrupt, err)
+			}
+			if d.GroupID != 0 {
+				seenGroups[d.GroupID] = struct{}{}
+			}
+			return nil
+		}
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			seg := wire.SegmentFrom(x.Segment.GetSegment())

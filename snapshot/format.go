@@ -495,6 +495,11 @@ func (r *Reader) Next(rec *metadv1.Record) error {
 	if err != nil {
 		return err
 	}
+	return r.unmarshal(b, rec)
+}
+
+// unmarshal decodes b, the record NextRaw just returned, into rec.
+func (r *Reader) unmarshal(b []byte, rec *metadv1.Record) error {
 	proto.Reset(rec)
 	if err := proto.Unmarshal(b, rec); err != nil {
 		return fmt.Errorf("snapshot: record %d (ending at byte %d): %v: %w", r.records-1, r.n, err, ErrCorrupt)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	metadv1 "metad/proto/metadv1"
 )
 
@@ -282,6 +284,66 @@ func TestEachIsNext(t *testing.T) {
 		})
 		if !errors.Is(err, ErrChecksum) || err.Error() != wantErr.Error() || !slices.Equal(got, wantKeys) {
 			t.Fatalf("%d workers on a damaged third chunk: %v after %d keys; Next gives %v after %d", workers, err, len(got), wantErr, len(wantKeys))
+		}
+	}
+}
+
+// TestEachDecodedGivesKindToTheDecoder: EachDecoded hands every record of its kind to the decoder
+// (on both paths: the calling goroutine's and the chunk workers'), passes what it decodes to fn in
+// file order and decodes what it declines with proto; a decoder's error fails the read as a
+// damaged record and names it.
+func TestEachDecodedGivesKindToTheDecoder(t *testing.T) {
+	const n = 3*ChunkRecords + 7
+	for _, version := range []uint32{FileVersionWhole, FileVersionChunked} {
+		data := many(t, version, n)
+		want, _, err := readAll(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Declines every third object record; decodes the rest as their keys.
+		dec := func(raw []byte) (any, bool, error) {
+			rec := &metadv1.Record{}
+			if err := proto.Unmarshal(raw, rec); err != nil {
+				return nil, false, err
+			}
+			key := string(rec.GetObject().GetKey())
+			if rec.GetObject().GetSize()%3 == 0 {
+				return nil, false, nil
+			}
+			return key, true, nil
+		}
+		for _, workers := range []int{1, 2, 4} {
+			r, _ := NewReader(bytes.NewReader(data))
+			var got []string
+			decoded, tenants := 0, 0
+			err := r.EachDecoded(workers, KindObject, dec, func(rec *metadv1.Record, v any) error {
+				switch {
+				case v != nil:
+					got, decoded = append(got, v.(string)), decoded+1
+				case rec.GetObject() != nil:
+					got = append(got, string(rec.GetObject().GetKey()))
+				case rec.GetTenant() != nil:
+					tenants++
+				}
+				return nil
+			})
+			if err != nil || !slices.Equal(got, want) || decoded != n-n/3 || tenants != 1 {
+				t.Fatalf("version %d, %d workers: %v; %d keys in order %v, %d decoded (want %d), %d tenants",
+					version, workers, err, len(got), slices.Equal(got, want), decoded, n-n/3, tenants)
+			}
+
+			r, _ = NewReader(bytes.NewReader(data))
+			bad := errors.New("no such object")
+			err = r.EachDecoded(workers, KindObject, func(raw []byte) (any, bool, error) {
+				k, ok, err := dec(raw)
+				if k == "key-0005001" {
+					return nil, false, bad
+				}
+				return k, ok, err
+			}, func(*metadv1.Record, any) error { return nil })
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "record 5002 ") || !strings.Contains(err.Error(), bad.Error()) {
+				t.Fatalf("version %d, %d workers: a decoder's error gave %v", version, workers, err)
+			}
 		}
 	}
 }
