@@ -102,11 +102,13 @@ func fsm1M(b *testing.B) *FSM {
 }
 
 // BenchmarkSnapshot1M reports, for 1M objects, how long Snapshot() holds the apply goroutine, how
-// long the capture's store digest, Persist and Restore take (both include a digest), Snapshot's share of Persist, and bytes per object.
+// long the capture's store digest, Persist and Restore take (both include a digest), Restore with
+// object records decoded through protobuf messages instead (the hand decoder's baseline) and the
+// ratio of the two, Snapshot's share of Persist, and bytes per object.
 func BenchmarkSnapshot1M(b *testing.B) {
 	f := fsm1M(b)
 	b.ResetTimer()
-	var capT, digestT, persistT, inspectT, restoreT time.Duration
+	var capT, digestT, persistT, inspectT, restoreT, protoT time.Duration
 	var size int
 	for range b.N {
 		start := time.Now()
@@ -138,6 +140,18 @@ func BenchmarkSnapshot1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		restoreT += time.Since(start)
+
+		// The same restore decoding object records with proto messages: the baseline of the
+		// hand decoder (wire.DecodeObjectRecord), in the same run.
+		objectDecoder = nil
+		g = newFSM(b)
+		start = time.Now()
+		err = g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes())))
+		objectDecoder = decodeObject
+		if err != nil {
+			b.Fatal(err)
+		}
+		protoT += time.Since(start)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(capT.Milliseconds())/n, "snapshot-ms")
@@ -145,6 +159,8 @@ func BenchmarkSnapshot1M(b *testing.B) {
 	b.ReportMetric(float64(persistT.Milliseconds())/n, "persist-ms")
 	b.ReportMetric(float64(inspectT.Milliseconds())/n, "inspect-ms")
 	b.ReportMetric(float64(restoreT.Milliseconds())/n, "restore-ms")
+	b.ReportMetric(float64(protoT.Milliseconds())/n, "restore-proto-ms")
+	b.ReportMetric(restoreT.Seconds()/protoT.Seconds(), "restore-vs-proto")
 	b.ReportMetric(100*capT.Seconds()/persistT.Seconds(), "snapshot-%-of-persist")
 	b.ReportMetric(float64(size)/1e6, "bytes/object")
 }

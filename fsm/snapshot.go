@@ -270,6 +270,10 @@ func sameFile(sr *snapshot.Reader, v *readResult) (bool, error) {
 // the restore itself.
 func decodeWorkers() int { return runtime.GOMAXPROCS(0) / 2 }
 
+// objectDecoder is what readRecords decodes object records with: decodeObject; nil (proto
+// messages, then wire.ObjectFrom) only in the benchmark that measures the difference.
+var objectDecoder snapshot.Decoder = decodeObject
+
 // decodeObject is readRecords' snapshot.Decoder of object records (wire.DecodeObjectRecord).
 func decodeObject(raw []byte) (any, bool, error) {
 	d, ok, err := wire.DecodeObjectRecord(raw)
@@ -299,7 +303,7 @@ func readRecords(cfg store.Config, sr *snapshot.Reader, expired *atomic.Uint64) 
 	seenGroups := map[uint64]struct{}{}
 	// The records in file order; a chunked file's chunks are decoded by decodeWorkers goroutines
 	// while this one builds the state, the object records straight into object states.
-	err = sr.EachDecoded(decodeWorkers(), snapshot.KindObject, decodeObject, func(rec *metadv1.Record, v any) error {
+	err = sr.EachDecoded(decodeWorkers(), snapshot.KindObject, objectDecoder, func(rec *metadv1.Record, v any) error {
 		if d, ok := v.(*wire.DecodedObject); ok {
 			err := d.Resolve(segs)
 			if err == nil {
