@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	metadv1 "metad/proto/metadv1"
 )
@@ -90,8 +91,29 @@ func Inspect(r io.Reader) (*Info, error) {
 			info.Tenants = append(info.Tenants, *cur)
 		}
 	}
-	// Every record in file order; a chunked file's chunks decoded by one goroutine per processor.
-	err = sr.Each(runtime.GOMAXPROCS(0), func(rec *metadv1.Record) error {
+	// Every record in file order; a chunked file's chunks decoded by one goroutine per processor,
+	// the object records to what the summary needs of them (inspectObject).
+	err = sr.EachDecoded(runtime.GOMAXPROCS(0), KindObject, inspectDecoder, func(rec *metadv1.Record, v any) error {
+		if o, ok := v.(*objectSummary); ok {
+			if cur == nil {
+				return fmt.Errorf("snapshot: object before any tenant: %w", ErrCorrupt)
+			}
+			cur.Objects++
+			info.Objects++
+			if o.groupID != 0 {
+				groups[o.groupID] = struct{}{}
+			}
+			for _, rep := range o.replicas {
+				i := int(rep.segment) - 1
+				if i < 0 || i >= len(info.Segments) {
+					return fmt.Errorf("snapshot: tenant %q object %q: replica on segment #%d of %d: %w",
+						cur.Name, o.key, i+1, len(info.Segments), ErrCorrupt)
+				}
+				info.Segments[i].Used += rep.size
+				cur.addReplica(rep.tier, rep.size)
+			}
+			return nil
+		}
 		switch x := rec.Record.(type) {
 		case *metadv1.Record_Segment:
 			s := x.Segment.GetSegment()
@@ -144,14 +166,7 @@ func Inspect(r io.Reader) (*Info, error) {
 						cur.Name, o.GetKey(), i+1, len(info.Segments), ErrCorrupt)
 				}
 				info.Segments[i].Used += size
-				switch rep.GetTier() {
-				case metadv1.Tier_TIER_NOF:
-					cur.NOFBytes += size
-				case metadv1.Tier_TIER_LOCAL_DISK, metadv1.Tier_TIER_DISK, metadv1.Tier_TIER_DFS:
-					cur.DiskBytes += size
-				default:
-					cur.MemoryBytes += size
-				}
+				cur.addReplica(rep.GetTier(), size)
 			}
 		}
 		return nil
@@ -168,6 +183,60 @@ func Inspect(r io.Reader) (*Info, error) {
 	info.Checksum = "ok"
 	return info, nil
 }
+
+// addReplica counts a replica of size bytes on tier in the tenant's bytes by tier.
+func (t *TenantInfo) addReplica(tier metadv1.Tier, size uint64) {
+	switch tier {
+	case metadv1.Tier_TIER_NOF:
+		t.NOFBytes += size
+	case metadv1.Tier_TIER_LOCAL_DISK, metadv1.Tier_TIER_DISK, metadv1.Tier_TIER_DFS:
+		t.DiskBytes += size
+	default:
+		t.MemoryBytes += size
+	}
+}
+
+// objectSummary is what Inspect needs of an object record: its key (for an error; it aliases
+// the record's encoding, which stays valid while Inspect's fn runs for it), its group, and per
+// replica its segment's position, tier and allocated size.
+type objectSummary struct {
+	key      []byte
+	groupID  uint64
+	replicas []replicaSummary
+	inline   [2]replicaSummary
+}
+
+type replicaSummary struct {
+	segment uint32
+	tier    metadv1.Tier
+	size    uint64
+}
+
+// inspectDecoder is what Inspect decodes object records with: inspectObject; nil (protobuf
+// messages) only in the test that holds the two equal.
+var inspectDecoder Decoder = inspectObject
+
+// inspectObject is Inspect's Decoder of object records (ParseObject).
+func inspectObject(raw []byte) (any, bool, error) {
+	f := inspectFields.Get().(*ObjectFields)
+	defer func() {
+		f.Reset()
+		inspectFields.Put(f)
+	}()
+	if !ParseObject(raw, f) {
+		return nil, false, nil
+	}
+	o := &objectSummary{key: f.Key, groupID: f.GroupID}
+	o.replicas = o.inline[:0]
+	for i := range f.Replicas {
+		r := &f.Replicas[i]
+		o.replicas = append(o.replicas, replicaSummary{segment: r.SegmentIndex, tier: r.Tier, size: f.ReplicaBytes(r)})
+	}
+	return o, true, nil
+}
+
+// inspectFields holds inspectObject's scratch records (it runs on several goroutines).
+var inspectFields = sync.Pool{New: func() any { return new(ObjectFields) }}
 
 // ReplicaSize is a replica record's allocated size: its size field, or when that is 0 (the common
 // case, left out to save bytes) the object size rounded up to 64.
