@@ -282,7 +282,8 @@ var protoObjects = false
 // messages, then wire.ObjectFrom) only in the benchmark that measures the difference.
 var objectDecoder snapshot.Decoder = decodeObject
 
-// decodeObject is readRecords' snapshot.Decoder of object records (wire.DecodeObjectRecord).
+// decodeObject is readRecords' snapshot.Decoder of object records (wire.DecodeObjectRecord; a
+// declined record's nil *DecodedObject must not reach fn as a non-nil any).
 func decodeObject(raw []byte) (any, bool, error) {
 	d, ok, err := wire.DecodeObjectRecord(raw)
 	if !ok || err != nil {
