@@ -162,6 +162,9 @@ func TestCheckRefusesOnlyWhatApplyRefuses(t *testing.T) {
 		}
 	}
 	t.Logf("refused by Check: %v; passed Check and refused (at least in part) by apply: %d", refusals, passedThenRefused)
+	if testing.Short() {
+		return // 400 steps a seed do not reach every kind of refusal; make test walks 1200
+	}
 	for _, name := range []string{"put_start", "put_end", "put_revoke", "upsert_start", "upsert_end", "upsert_revoke",
 		"batch_put_start", "batch_put_end", "batch_put_revoke", "register_tenant", "unregister_tenant", "set_quota",
 		"mount_segment", "unmount_segment", "replica_task_start", "replica_task_end", "replica_task_revoke",
