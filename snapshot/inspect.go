@@ -241,10 +241,15 @@ var inspectFields = sync.Pool{New: func() any { return new(ObjectFields) }}
 // ReplicaSize is a replica record's allocated size: its size field, or when that is 0 (the common
 // case, left out to save bytes) the object size rounded up to 64.
 func ReplicaSize(o *metadv1.ObjectRecord, r *metadv1.ReplicaRecord) uint64 {
-	if s := r.GetSize(); s != 0 {
-		return s
+	return replicaBytes(r.GetSize(), o.GetSize())
+}
+
+// replicaBytes is a replica's allocated size from its recorded size and its object's size.
+func replicaBytes(recorded, objectSize uint64) uint64 {
+	if recorded != 0 {
+		return recorded
 	}
-	return (o.GetSize() + 63) &^ 63
+	return (objectSize + 63) &^ 63
 }
 
 func tierName(t metadv1.Tier) string {

@@ -50,12 +50,7 @@ func (f *ObjectFields) Reset() {
 
 // ReplicaBytes is the replica's allocated size: its recorded size, or when that is 0 (the common
 // case, left out to save bytes) the object size rounded up to 64 (as ReplicaSize).
-func (f *ObjectFields) ReplicaBytes(r *ReplicaFields) uint64 {
-	if r.Size != 0 {
-		return r.Size
-	}
-	return (f.Size + 63) &^ 63
-}
+func (f *ObjectFields) ReplicaBytes(r *ReplicaFields) uint64 { return replicaBytes(r.Size, f.Size) }
 
 // ParseObject reads b, the encoding of a metadv1.Record that holds an ObjectRecord, into f
 // (reusing f's slices). It takes the encoding this package's writer makes: every field at most
