@@ -17,11 +17,8 @@ import (
 func (x *RecordEncoder) AppendRecord(buf []byte, o *store.CapturedObject) ([]byte, error) {
 	st := o.State
 	group, gid := o.Group()
-	// The object's fields go after room for the record's tag and length, filled in at the end.
-	const room = 1 + binaryMaxVarint
 	start := len(buf)
-	buf = append(buf, make([]byte, room)...)
-	body := len(buf)
+	buf, obj := beginMessage(buf, 3) // Record.object
 	buf = appendBytes(buf, 1, o.Key)
 	buf = appendVarint(buf, 2, st.ID)
 	buf = appendVarint(buf, 3, st.Version)
@@ -40,16 +37,15 @@ func (x *RecordEncoder) AppendRecord(buf []byte, o *store.CapturedObject) ([]byt
 		if rep.Extent.Size != rounded {
 			size = rep.Extent.Size
 		}
-		n := varintField(1, rep.ID) + varintField(2, uint64(idx)) + varintField(3, rep.Extent.Offset) +
-			varintField(4, enumValue(int32(StatusTo(rep.Status)))) + varintField(5, enumValue(int32(TierTo(rep.Tier)))) + varintField(6, size)
-		buf = protowire.AppendTag(buf, 7, protowire.BytesType)
-		buf = protowire.AppendVarint(buf, uint64(n))
+		var r int
+		buf, r = beginMessage(buf, 7)
 		buf = appendVarint(buf, 1, rep.ID)
 		buf = appendVarint(buf, 2, uint64(idx))
 		buf = appendVarint(buf, 3, rep.Extent.Offset)
 		buf = appendVarint(buf, 4, enumValue(int32(StatusTo(rep.Status))))
 		buf = appendVarint(buf, 5, enumValue(int32(TierTo(rep.Tier))))
 		buf = appendVarint(buf, 6, size)
+		buf = endMessage(buf, r)
 	}
 	if group != "" {
 		buf = appendBytes(buf, 9, group)
@@ -62,56 +58,48 @@ func (x *RecordEncoder) AppendRecord(buf []byte, o *store.CapturedObject) ([]byt
 	buf = appendVarint(buf, 13, uint64(st.SoftPinTTL/int64(time.Millisecond)))
 	buf = appendFixed(buf, 14, st.SoftPinDeadline)
 	if t := st.Task; t != nil {
-		packed := 0
-		for _, id := range t.Targets {
-			packed += protowire.SizeVarint(id)
-		}
-		n := varintField(1, enumValue(int32(TaskKindTo(t.Kind)))) + 1 + 1 + len(t.Client) + fixedField(t.Started) + varintField(4, t.Source)
-		if packed > 0 {
-			n += 1 + protowire.SizeVarint(uint64(packed)) + packed
-		}
-		buf = protowire.AppendTag(buf, 100, protowire.BytesType)
-		buf = protowire.AppendVarint(buf, uint64(n))
+		var task int
+		buf, task = beginMessage(buf, 100)
 		buf = appendVarint(buf, 1, enumValue(int32(TaskKindTo(t.Kind))))
 		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
 		buf = protowire.AppendBytes(buf, t.Client[:])
 		buf = appendFixed(buf, 3, t.Started)
 		buf = appendVarint(buf, 4, t.Source)
-		if packed > 0 {
-			buf = protowire.AppendTag(buf, 5, protowire.BytesType)
-			buf = protowire.AppendVarint(buf, uint64(packed))
+		if len(t.Targets) > 0 { // packed
+			var ids int
+			buf, ids = beginMessage(buf, 5)
 			for _, id := range t.Targets {
 				buf = protowire.AppendVarint(buf, id)
 			}
+			buf = endMessage(buf, ids)
 		}
+		buf = endMessage(buf, task)
 	}
-	// The record's tag (field 3, bytes) and the object's length, moved up against the object.
-	var head [room]byte
-	h := protowire.AppendVarint(protowire.AppendTag(head[:0], 3, protowire.BytesType), uint64(len(buf)-body))
-	copy(buf[body-len(h):], h)
-	return append(buf[:start], buf[body-len(h):]...), nil
+	return endMessage(buf, obj), nil
 }
 
+// beginMessage appends the tag of field num (length-delimited) and room for the longest length,
+// and returns where the length goes; endMessage writes there the length of what was appended
+// since and moves those bytes up against it. Each field is thus written once, with no size pass.
+func beginMessage(buf []byte, num protowire.Number) ([]byte, int) {
+	buf = protowire.AppendTag(buf, num, protowire.BytesType)
+	at := len(buf)
+	return append(buf, make([]byte, binaryMaxVarint)...), at
+}
+
+// endMessage ends the field beginMessage began at at.
+func endMessage(buf []byte, at int) []byte {
+	body := at + binaryMaxVarint
+	var head [binaryMaxVarint]byte
+	n := copy(buf[at:], protowire.AppendVarint(head[:0], uint64(len(buf)-body)))
+	return append(buf[:at+n], buf[body:]...)
+}
+
+// binaryMaxVarint is the longest varint (a length's room in beginMessage).
 const binaryMaxVarint = 10
 
 // enumValue is an enum's encoding: a negative value takes ten bytes, as proto writes it.
 func enumValue(v int32) uint64 { return uint64(int64(v)) }
-
-// varintField is the size of a varint field of number num < 16 and value v, 0 for a zero value.
-func varintField(num protowire.Number, v uint64) int {
-	if v == 0 {
-		return 0
-	}
-	return 1 + protowire.SizeVarint(v)
-}
-
-// fixedField is the size of a sfixed64 field of number < 16, 0 for a zero value.
-func fixedField(v int64) int {
-	if v == 0 {
-		return 0
-	}
-	return 9
-}
 
 func appendVarint(buf []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
