@@ -470,6 +470,16 @@ func (s *Store) dropReplicasOn(gone map[alloc.ID]struct{}) UnmountResult {
 				e.mu.Unlock()
 				continue
 			}
+			if !anyReplica(st, func(rep Replica) bool { return !on(rep) }) {
+				// Every replica was on the gone segments (a worker's unmount): the object goes, and
+				// its task with it, without a next state.
+				r.Replicas += len(st.Replicas)
+				e.setLifeLocked(Removing)
+				e.mu.Unlock()
+				s.finishErase(t, e, st, nil)
+				r.Erased++
+				continue
+			}
 			ns, dropped := st.nextKeeping(func(rep Replica) bool { return !on(rep) })
 			if task := st.Task; task != nil && slices.ContainsFunc(dropped, func(rep Replica) bool {
 				return rep.ID == task.Source || task.IsTarget(rep.ID)
@@ -565,7 +575,7 @@ func (s *Store) freeReplicas(t *TenantState, reps []Replica, size uint64, fr *[]
 			*fr = append(*fr, r.Extent)
 			continue
 		}
-		if err := s.segs.Free(r.Extent); err != nil && !errors.Is(err, alloc.ErrSegmentNotFound) {
+		if err := s.segs.FreeIfMounted(r.Extent); err != nil {
 			panic(fmt.Sprintf("store: tenant %q: free of replica %d extent %+v: %v", t.name, r.ID, r.Extent, err))
 		}
 	}

@@ -535,6 +535,18 @@ func (r *Registry) Free(e Extent) error {
 	return r.freeLocked(e)
 }
 
+// FreeIfMounted releases an extent as Free does, except that an extent of a segment no longer
+// mounted is no error and costs no error value: a segment's unmount drops a replica on it from
+// every object, and those frees are nothing to do.
+func (r *Registry) FreeIfMounted(e Extent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.segs[e.Segment]; !ok {
+		return nil
+	}
+	return r.freeLocked(e)
+}
+
 // FreeMany releases extents as Free would one at a time, in one pass: under one
 // lock, sorted by segment and offset (es is sorted in place), each maximal
 // run of adjacent extents of a segment freed as one range. A run of neighbours

@@ -341,6 +341,9 @@ func TestUnmountAndIndexes(t *testing.T) {
 	if err := r.Free(e); !errors.Is(err, ErrSegmentNotFound) {
 		t.Fatalf("Free on unmounted segment = %v", err)
 	}
+	if err := r.FreeIfMounted(e); err != nil {
+		t.Fatalf("FreeIfMounted on unmounted segment = %v", err)
+	}
 	if err := r.Reserve(e); !errors.Is(err, ErrSegmentNotFound) {
 		t.Fatalf("Reserve on unmounted segment = %v", err)
 	}
@@ -381,11 +384,14 @@ func TestRegistryFreeReserveErrors(t *testing.T) {
 	if err := r.Reserve(Extent{Segment: tid(1), Offset: 64, Size: 128}); !errors.Is(err, ErrNotFree) {
 		t.Fatalf("overlapping Reserve = %v", err)
 	}
-	if err := r.Free(e); err != nil {
+	if err := r.FreeIfMounted(e); err != nil {
 		t.Fatal(err)
 	}
 	if r.Used(TierMemory) != 0 {
 		t.Fatalf("Used = %d", r.Used(TierMemory))
+	}
+	if err := r.FreeIfMounted(e); !errors.Is(err, ErrNotAllocated) {
+		t.Fatalf("FreeIfMounted of a free range of a mounted segment = %v", err)
 	}
 	if err := checkRegistry(r); err != nil {
 		t.Fatal(err)
