@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -181,8 +180,9 @@ func (sh *routeShard) appendTo(out []CapturedObject) []CapturedObject {
 
 // Sort puts every tenant's objects in key order, the order of a snapshot file.
 func (c *Capture) Sort() {
+	var refs []sortRef
 	for i := range c.Tenants {
-		slices.SortFunc(c.Tenants[i].Objects, func(a, b CapturedObject) int { return strings.Compare(a.Key, b.Key) })
+		sortObjects(c.Tenants[i].Objects, &refs, runtime.GOMAXPROCS(0))
 	}
 }
 
