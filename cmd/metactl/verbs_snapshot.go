@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,10 @@ func inspectFile(path string) (*snapshot.Info, string, error) {
 // cluster it came from) nor the client sessions (which belong to that cluster's clients, and which
 // a restore ends). Two clusters hold the same state exactly when snapshots saved from them have the
 // same digest.
+//
+// The records are re-encoded (proto, deterministic), so that the digest is the state's whatever the
+// encoding of the file; object records, nearly all of a file, on the reader's chunk workers, the
+// rest and the hashing in file order on the calling goroutine.
 func stateDigest(r io.Reader) (string, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
@@ -86,25 +91,36 @@ func stateDigest(r io.Reader) (string, error) {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	h.Write(b)
-	rec := &metadv1.Record{}
 	opts := proto.MarshalOptions{Deterministic: true}
-	for {
-		err := sr.Next(rec)
-		if errors.Is(err, io.EOF) {
-			break
+	frame := func(b []byte, rec *metadv1.Record) ([]byte, error) {
+		return opts.MarshalAppend(binary.AppendUvarint(b, uint64(opts.Size(rec))), rec)
+	}
+	object := func(raw []byte) (any, bool, error) {
+		rec := &metadv1.Record{}
+		if err := proto.Unmarshal(raw, rec); err != nil {
+			return nil, false, err
 		}
-		if err != nil {
-			return "", err
+		b, err := frame(nil, rec)
+		return b, err == nil, err
+	}
+	err = sr.EachDecoded(runtime.GOMAXPROCS(0), snapshot.KindObject, object, func(rec *metadv1.Record, v any) error {
+		if rec == nil {
+			h.Write(v.([]byte))
+			return nil
 		}
 		switch rec.Record.(type) {
 		case *metadv1.Record_Member, *metadv1.Record_Session:
-			continue
+			return nil
 		}
-		b, err = opts.MarshalAppend(binary.AppendUvarint(b[:0], uint64(opts.Size(rec))), rec)
-		if err != nil {
-			return "", err
+		var err error
+		if b, err = frame(b[:0], rec); err != nil {
+			return err
 		}
 		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
