@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"metad/snapshot"
 	"metad/store"
 	"metad/store/alloc"
 )
@@ -78,6 +79,60 @@ func (x *RecordEncoder) AppendRecord(buf []byte, o *store.CapturedObject) ([]byt
 	return endMessage(buf, obj), nil
 }
 
+// AppendObjectFields appends to buf the encoding of the record f holds (as snapshot.ParseObject
+// read it): the bytes a deterministic proto.Marshal gives of the metadv1.Record that proto.Unmarshal
+// reads from any encoding ParseObject takes, which a parity test holds equal. So it puts a record
+// in the one form proto writes, without building the message.
+func AppendObjectFields(buf []byte, f *snapshot.ObjectFields) []byte {
+	buf, obj := beginMessage(buf, 3) // Record.object
+	buf = appendRaw(buf, 1, f.Key)
+	buf = appendVarint(buf, 2, f.ObjectID)
+	buf = appendVarint(buf, 3, f.Version)
+	buf = appendVarint(buf, 4, f.Size)
+	buf = appendRaw(buf, 5, f.Writer)
+	buf = appendFixed(buf, 6, f.PutStart)
+	for i := range f.Replicas {
+		rep := &f.Replicas[i]
+		var r int
+		buf, r = beginMessage(buf, 7)
+		buf = appendVarint(buf, 1, rep.ID)
+		buf = appendVarint(buf, 2, uint64(rep.SegmentIndex))
+		buf = appendVarint(buf, 3, rep.Offset)
+		buf = appendVarint(buf, 4, enumValue(int32(rep.Status)))
+		buf = appendVarint(buf, 5, enumValue(int32(rep.Tier)))
+		buf = appendVarint(buf, 6, rep.Size)
+		buf = endMessage(buf, r)
+	}
+	buf = appendVarint(buf, 8, f.Charged)
+	buf = appendRaw(buf, 9, f.Group)
+	buf = appendVarint(buf, 10, f.GroupID)
+	buf = appendVarint(buf, 11, uint64(f.DataType))
+	if f.HardPin {
+		buf = appendVarint(buf, 12, 1)
+	}
+	buf = appendVarint(buf, 13, f.SoftPinTTLMs)
+	buf = appendFixed(buf, 14, f.SoftPinDeadline)
+	if f.HasTask {
+		t := &f.Task
+		var task int
+		buf, task = beginMessage(buf, 100)
+		buf = appendVarint(buf, 1, enumValue(int32(t.Kind)))
+		buf = appendRaw(buf, 2, t.Client)
+		buf = appendFixed(buf, 3, t.Started)
+		buf = appendVarint(buf, 4, t.Source)
+		if len(t.Targets) > 0 { // packed
+			var ids int
+			buf, ids = beginMessage(buf, 5)
+			for _, id := range t.Targets {
+				buf = protowire.AppendVarint(buf, id)
+			}
+			buf = endMessage(buf, ids)
+		}
+		buf = endMessage(buf, task)
+	}
+	return endMessage(buf, obj)
+}
+
 // beginMessage appends the tag of field num (length-delimited) and room for the longest length,
 // and returns where the length goes; endMessage writes there the length of what was appended
 // since and moves those bytes up against it. Each field is thus written once, with no size pass.
@@ -120,4 +175,11 @@ func appendBytes(buf []byte, num protowire.Number, s string) []byte {
 		return buf
 	}
 	return protowire.AppendString(protowire.AppendTag(buf, num, protowire.BytesType), s)
+}
+
+func appendRaw(buf []byte, num protowire.Number, b []byte) []byte {
+	if len(b) == 0 {
+		return buf
+	}
+	return protowire.AppendBytes(protowire.AppendTag(buf, num, protowire.BytesType), b)
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"pgregory.net/rapid"
 
 	metadv1 "metad/proto/metadv1"
+	"metad/snapshot"
 	"metad/store"
 	"metad/store/alloc"
 )
@@ -59,4 +61,61 @@ func TestAppendRecordIsProtoMarshal(t *testing.T) {
 			t.Fatalf("AppendRecord: %v\n got %x\nwant %s%x", err, got, prefix, want)
 		}
 	})
+}
+
+// TestAppendObjectFieldsIsProtoMarshal: for any object record, in the writer's encoding or with its
+// fields in another order, ParseObject then AppendObjectFields gives the bytes of a deterministic
+// proto.Marshal of what proto.Unmarshal reads from that encoding.
+func TestAppendObjectFieldsIsProtoMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rec := &metadv1.Record{Record: &metadv1.Record_Object{Object: drawObjectRecord(t)}}
+		opts := proto.MarshalOptions{Deterministic: true}
+		want, err := opts.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := want
+		if rapid.Bool().Draw(t, "reorder") {
+			b = reorderFields(t, want)
+			got := &metadv1.Record{}
+			if err := proto.Unmarshal(b, got); err != nil || !proto.Equal(got, rec) {
+				t.Fatalf("the reordered encoding reads as %v (%v)", got, err)
+			}
+		}
+		var f snapshot.ObjectFields
+		if !snapshot.ParseObject(b, &f) {
+			t.Fatalf("ParseObject declined %x", b)
+		}
+		if got := AppendObjectFields([]byte("x"), &f); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("AppendObjectFields\n got %x\nwant x%x", got, want)
+		}
+	})
+}
+
+// reorderFields returns b, a Record holding an object, with the object's top-level fields in a
+// drawn order (repeated replicas keep theirs among themselves: their order is their meaning).
+func reorderFields(t *rapid.T, b []byte) []byte {
+	_, _, n := protowire.ConsumeTag(b)
+	body, _ := protowire.ConsumeBytes(b[n:])
+	var fields [][]byte
+	var replicas []byte
+	for len(body) > 0 {
+		num, typ, n := protowire.ConsumeTag(body)
+		m := protowire.ConsumeFieldValue(num, typ, body[n:])
+		if num == 7 {
+			replicas = append(replicas, body[:n+m]...)
+		} else {
+			fields = append(fields, body[:n+m])
+		}
+		body = body[n+m:]
+	}
+	if len(replicas) > 0 {
+		fields = append(fields, replicas)
+	}
+	perm := rapid.Permutation(fields).Draw(t, "order")
+	var out []byte
+	for _, f := range perm {
+		out = append(out, f...)
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), out)
 }

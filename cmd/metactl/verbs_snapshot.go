@@ -21,6 +21,7 @@ import (
 
 	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
+	"metad/wire"
 )
 
 // Snapshot verbs. save and restore stream files of any size, so --timeout does not bound them:
@@ -77,8 +78,10 @@ func inspectFile(path string) (*snapshot.Info, string, error) {
 // same digest.
 //
 // The records are re-encoded (proto, deterministic), so that the digest is the state's whatever the
-// encoding of the file; object records, nearly all of a file, on the reader's chunk workers, the
-// rest and the hashing in file order on the calling goroutine.
+// encoding of the file; object records, nearly all of a file, on the reader's chunk workers
+// (through snapshot.ParseObject and wire.AppendObjectFields, which give proto's bytes without a
+// message, or through proto where ParseObject declines), the rest and the hashing in file order
+// on the calling goroutine.
 func stateDigest(r io.Reader) (string, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
@@ -95,7 +98,15 @@ func stateDigest(r io.Reader) (string, error) {
 	frame := func(b []byte, rec *metadv1.Record) ([]byte, error) {
 		return opts.MarshalAppend(binary.AppendUvarint(b, uint64(opts.Size(rec))), rec)
 	}
+	fields := sync.Pool{New: func() any { return &objectScratch{} }}
 	object := func(raw []byte) (any, bool, error) {
+		if x := fields.Get().(*objectScratch); snapshot.ParseObject(raw, &x.f) {
+			x.b = wire.AppendObjectFields(x.b[:0], &x.f)
+			out := append(binary.AppendUvarint(make([]byte, 0, len(x.b)+binary.MaxVarintLen64), uint64(len(x.b))), x.b...)
+			x.f.Reset()
+			fields.Put(x)
+			return out, true, nil
+		}
 		rec := &metadv1.Record{}
 		if err := proto.Unmarshal(raw, rec); err != nil {
 			return nil, false, err
@@ -123,6 +134,12 @@ func stateDigest(r io.Reader) (string, error) {
 		return "", err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// objectScratch is one chunk worker's reused decoding of an object record and its re-encoding.
+type objectScratch struct {
+	f snapshot.ObjectFields
+	b []byte
 }
 
 // inspectView is a plain value: snapshot inspect's JSON document.
