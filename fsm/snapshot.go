@@ -101,7 +101,6 @@ func fileVersion(members []Member) uint32 {
 func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uint64, sessions []sessionCopy, a *auth.State,
 	index, term uint64, createdAt int64) (int64, error) {
 	ar := a.Records()
-	c.Sort()
 	h := &metadv1.SnapshotHeader{
 		FormatVersion: snapshotFormat(ar, c), Index: index, Term: term, CreatedAtUnixNano: createdAt,
 		Tenants: uint64(len(c.Tenants)), Segments: uint64(len(c.Segments)), Objects: uint64(c.Objects()),
@@ -135,7 +134,7 @@ func writeState(w io.Writer, c *store.Capture, members []Member, nextSession uin
 		if err := sw.WriteRecord(rec); err != nil {
 			return sw.Size(), err
 		}
-		for i := range t.Objects {
+		for _, i := range t.KeyOrder() {
 			var err error
 			if protoObjects {
 				var or *metadv1.ObjectRecord

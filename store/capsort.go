@@ -4,16 +4,18 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
+	"runtime"
 	"strings"
 	"sync"
 )
 
 // A capture's objects come in the directory's hash order, and a snapshot file wants them in key
 // order. Sorting them with a key comparison chases two key pointers per comparison, about twenty
-// times per object; at a million objects that was most of a Persist. sortObjects instead reads each
+// times per object; at a million objects that was most of a Persist. KeyOrder instead reads each
 // key once into a sortRef, an 8-byte window of the key in big-endian order with the object's
-// index, sorts those (no pointer to chase), compares whole keys only where two windows tie, and then
-// moves the objects into that order in place.
+// index, sorts those (no pointer to chase), and compares whole keys only where two windows tie.
+// It leaves the objects where they are: moving them would write three pointers per object, each
+// through the collector's write barrier while it marks, and the writer reads them by index anyway.
 
 // sortRef is one object of a tenant in the sort: window is 8 bytes of its key from the tenant's
 // common prefix on, zero-padded (so windows order as the keys do, and equal windows need the keys).
@@ -48,22 +50,21 @@ func commonPrefix(a, b string) int {
 // share of the work.
 const minSortPart = 1 << 14
 
-// sortObjects puts objs in ascending key order (keys are distinct within a tenant) on up to workers
-// goroutines, reusing *refs for the sort's index. Each worker reads its part's keys into windows
-// and sorts them (the key reads are cache misses, which then overlap); the sorted parts are merged
-// in rounds, the merges of a round in parallel; then the objects move into place.
-func sortObjects(objs []CapturedObject, refs *[]sortRef, workers int) {
-	sortParts(objs, refs, max(1, min(workers, len(objs)/minSortPart)))
+// KeyOrder returns the indexes of t.Objects in ascending key order (keys are distinct within a
+// tenant), leaving t.Objects as they are. It sorts on up to GOMAXPROCS goroutines: each reads its
+// part's keys into windows and sorts them (the key reads are cache misses, which then overlap),
+// and the sorted parts are merged in rounds, the merges of a round in parallel.
+func (t *TenantCapture) KeyOrder() []int {
+	return keyOrder(t.Objects, max(1, min(runtime.GOMAXPROCS(0), len(t.Objects)/minSortPart)))
 }
 
-// sortParts is sortObjects on exactly parts workers (at least 1, at most len(objs)).
-func sortParts(objs []CapturedObject, refs *[]sortRef, workers int) {
+// keyOrder is KeyOrder of objs on exactly workers goroutines (at least 1, at most len(objs)).
+func keyOrder(objs []CapturedObject, workers int) []int {
 	n := len(objs)
 	if n < 2 {
-		return
+		return make([]int, n)
 	}
-	buf := slices.Grow((*refs)[:0], 2*n)[:2*n]
-	*refs = buf
+	buf := make([]sortRef, 2*n)
 	rs, spare := buf[:n], buf[n:]
 	parts := make([]int, workers+1) // part w is rs[parts[w]:parts[w+1]]
 	for w := range parts {
@@ -116,25 +117,11 @@ func sortParts(objs []CapturedObject, refs *[]sortRef, workers int) {
 		})
 		rs, spare, parts = spare, rs, next
 	}
-	// rs[j].i is the object that belongs at j: follow each cycle of that permutation, marking a
-	// placed position by making its ref point at itself.
-	for k := range rs {
-		if rs[k].i == k {
-			continue
-		}
-		held := objs[k]
-		j := k
-		for {
-			src := rs[j].i
-			rs[j].i = j
-			if src == k {
-				objs[j] = held
-				break
-			}
-			objs[j] = objs[src]
-			j = src
-		}
+	order := make([]int, n)
+	for j := range rs {
+		order[j] = rs[j].i
 	}
+	return order
 }
 
 // mergeRefs merges the sorted a and b into dst (len(a)+len(b)).

@@ -12,7 +12,7 @@ import (
 
 // Capture is a point-in-time copy of the replicated state, cheap to take: it holds pointers to the
 // objects' immutable states, not copies. Take it where no replicated change runs concurrently (the
-// FSM's Snapshot runs on the apply goroutine); then Sort and read it on any goroutine while the
+// FSM's Snapshot runs on the apply goroutine); then read it on any goroutine while the
 // store moves on. Leader soft state (leases, marks) is not part of it.
 type Capture struct {
 	NextInstance uint64
@@ -38,7 +38,7 @@ type TenantCapture struct {
 	NextGroupID   uint64
 	NextReplicaID uint64
 	Groups        int
-	Objects       []CapturedObject // key order after Sort
+	Objects       []CapturedObject // in the directory's order; KeyOrder gives key order
 }
 
 // CapturedObject is one object of a Capture: its key, its state, and its explicit group (nil for a
@@ -176,14 +176,6 @@ func (sh *routeShard) appendTo(out []CapturedObject) []CapturedObject {
 		}
 	}
 	return out
-}
-
-// Sort puts every tenant's objects in key order, the order of a snapshot file.
-func (c *Capture) Sort() {
-	var refs []sortRef
-	for i := range c.Tenants {
-		sortObjects(c.Tenants[i].Objects, &refs, runtime.GOMAXPROCS(0))
-	}
 }
 
 // Objects returns the number of captured objects.
