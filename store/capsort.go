@@ -3,8 +3,8 @@ package store
 import (
 	"cmp"
 	"encoding/binary"
-	"slices"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 )
