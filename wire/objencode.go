@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	metadv1 "metad/proto/metadv1"
 	"metad/snapshot"
 	"metad/store"
 	"metad/store/alloc"
@@ -59,22 +60,7 @@ func (x *RecordEncoder) AppendRecord(buf []byte, o *store.CapturedObject) ([]byt
 	buf = appendVarint(buf, 13, uint64(st.SoftPinTTL/int64(time.Millisecond)))
 	buf = appendFixed(buf, 14, st.SoftPinDeadline)
 	if t := st.Task; t != nil {
-		var task int
-		buf, task = beginMessage(buf, 100)
-		buf = appendVarint(buf, 1, enumValue(int32(TaskKindTo(t.Kind))))
-		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
-		buf = protowire.AppendBytes(buf, t.Client[:])
-		buf = appendFixed(buf, 3, t.Started)
-		buf = appendVarint(buf, 4, t.Source)
-		if len(t.Targets) > 0 { // packed
-			var ids int
-			buf, ids = beginMessage(buf, 5)
-			for _, id := range t.Targets {
-				buf = protowire.AppendVarint(buf, id)
-			}
-			buf = endMessage(buf, ids)
-		}
-		buf = endMessage(buf, task)
+		buf = appendTask(buf, TaskKindTo(t.Kind), t.Client[:], t.Started, t.Source, t.Targets)
 	}
 	return endMessage(buf, obj), nil
 }
@@ -112,25 +98,28 @@ func AppendObjectFields(buf []byte, f *snapshot.ObjectFields) []byte {
 	}
 	buf = appendVarint(buf, 13, f.SoftPinTTLMs)
 	buf = appendFixed(buf, 14, f.SoftPinDeadline)
-	if f.HasTask {
-		t := &f.Task
-		var task int
-		buf, task = beginMessage(buf, 100)
-		buf = appendVarint(buf, 1, enumValue(int32(t.Kind)))
-		buf = appendRaw(buf, 2, t.Client)
-		buf = appendFixed(buf, 3, t.Started)
-		buf = appendVarint(buf, 4, t.Source)
-		if len(t.Targets) > 0 { // packed
-			var ids int
-			buf, ids = beginMessage(buf, 5)
-			for _, id := range t.Targets {
-				buf = protowire.AppendVarint(buf, id)
-			}
-			buf = endMessage(buf, ids)
-		}
-		buf = endMessage(buf, task)
+	if t := &f.Task; f.HasTask {
+		buf = appendTask(buf, t.Kind, t.Client, t.Started, t.Source, t.Targets)
 	}
 	return endMessage(buf, obj)
+}
+
+// appendTask appends an ObjectRecord's task field (a ReplicaTaskRecord, field 100).
+func appendTask(buf []byte, kind metadv1.TaskKind, client []byte, started int64, source uint64, targets []uint64) []byte {
+	buf, task := beginMessage(buf, 100)
+	buf = appendVarint(buf, 1, enumValue(int32(kind)))
+	buf = appendRaw(buf, 2, client)
+	buf = appendFixed(buf, 3, started)
+	buf = appendVarint(buf, 4, source)
+	if len(targets) > 0 { // packed
+		var ids int
+		buf, ids = beginMessage(buf, 5)
+		for _, id := range targets {
+			buf = protowire.AppendVarint(buf, id)
+		}
+		buf = endMessage(buf, ids)
+	}
+	return endMessage(buf, task)
 }
 
 // beginMessage appends the tag of field num (length-delimited) and room for the longest length,
