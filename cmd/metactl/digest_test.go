@@ -77,18 +77,15 @@ func digestFile(tb testing.TB, n int) []byte {
 	return buf.Bytes()
 }
 
-// sequentialDigest is the state digest's definition, one record after another through proto.
+// sequentialDigest is the state digest's definition, one record after another through proto (the
+// header's part is digestHeader's).
 func sequentialDigest(r io.Reader) (string, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	hd := sr.Header()
-	var b []byte
-	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId()} {
-		b = binary.BigEndian.AppendUint64(b, v)
-	}
+	b := digestHeader(nil, sr.Header())
 	h.Write(b)
 	rec := &metadv1.Record{}
 	opts := proto.MarshalOptions{Deterministic: true}

@@ -88,11 +88,7 @@ func stateDigest(r io.Reader) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	hd := sr.Header()
-	var b []byte
-	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId()} {
-		b = binary.BigEndian.AppendUint64(b, v)
-	}
+	b := digestHeader(nil, sr.Header())
 	h.Write(b)
 	opts := proto.MarshalOptions{Deterministic: true}
 	frame := func(b []byte, rec *metadv1.Record) ([]byte, error) {
@@ -134,6 +130,15 @@ func stateDigest(r io.Reader) (string, error) {
 		return "", err
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// digestHeader appends what the state digest hashes of a file's header: its format version,
+// counts and tenant instance counter.
+func digestHeader(b []byte, hd *metadv1.SnapshotHeader) []byte {
+	for _, v := range []uint64{uint64(hd.GetFormatVersion()), hd.GetTenants(), hd.GetSegments(), hd.GetObjects(), hd.GetGroups(), hd.GetNextTenantInstanceId()} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
 }
 
 // objectScratch is one chunk worker's reused decoding of an object record and its re-encoding.
