@@ -362,3 +362,54 @@ func TestReservedEndOfAnotherTier(t *testing.T) {
 		}
 	}
 }
+
+// TestArenasFollowDemand: the keeper sizes arenas by the bytes puts ask of them in a round, so a
+// steady stream of batches larger than arenaObjects replicas of their size is answered from the
+// arenas whole once the keeper has seen one round of it (a batch four times the fixed 256-replica
+// arena could never fit one), and the idle bytes the arenas hold stay within two arenas of the cap
+// (1/64 of the segment).
+func TestArenasFollowDemand(t *testing.T) {
+	h := arenaHarness(t)
+	ctx := tctx(t)
+	const segSize, size, items = 1 << 30, 4096, 1024
+	h.hostSeg(t, segA, 1<<40, segSize, "ep-a")
+	h.awaitArenas(t, segA)
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; ; n++ {
+		batch := &metadv1.BatchPutStartRequest{ClientId: idb(clientA)}
+		end := &metadv1.BatchPutEndRequest{ClientId: idb(clientA)}
+		for i := range items {
+			key := []byte(fmt.Sprintf("b%d-%d", n, i))
+			batch.Items = append(batch.Items, &metadv1.BatchPutStartRequest_Item{Key: key, Size: size})
+			end.Keys = append(end.Keys, key)
+		}
+		resp, err := h.svc.BatchPutStart(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := true
+		for i, r := range resp.GetResults() {
+			if st := r.GetStatus(); st.GetReason() != metadv1.Reason_REASON_UNSPECIFIED {
+				t.Fatalf("item %d of batch %d: %v", i, n, st)
+			}
+			whole = whole && reserved(r.GetReplicas())
+		}
+		if _, err := h.svc.BatchPutEnd(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+		if whole {
+			break
+		}
+		if n == 63 || time.Now().After(deadline) { // 64 batches fill a quarter of the segment
+			t.Fatalf("after %d batches of %d puts of %d bytes, none was answered from the arenas whole", n+1, items, size)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ls, err := h.svc.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free := ls.GetSegments()[0].GetArenaFreeBytes(); free > 2*segSize/64 {
+		t.Fatalf("arenas hold %d idle bytes of a %d-byte segment; want at most two arenas of 1/64 of it", free, segSize)
+	}
+}

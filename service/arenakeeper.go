@@ -23,7 +23,8 @@ import (
 //   - drops reservations older than the fence (put_release_timeout), as the reaper revokes a
 //     write that stayed PROCESSING that long;
 //   - retires the arenas of earlier terms once the fence has passed since this node became ready;
-//   - asks for an arena on every open segment whose pool bytes fell below half an arena.
+//   - asks for an arena on every open segment whose pool bytes fell below half an arena, sized
+//     by the bytes puts asked of the pool in recent rounds (arenaSize).
 //
 // Until a PutStart reaches the leader in a term, it only starts the table and retires old arenas:
 // a leader that takes no puts confirms no lease and holds no arena.
@@ -221,13 +222,26 @@ func (r *reservations) reapLocked(now time.Time) {
 	}
 }
 
-// planLocked lists the arenas to ask for (mu held).
+// planLocked lists the arenas to ask for (mu held). It first takes the demand asked since the
+// last round into the estimate of a round's demand per tier, which it spreads evenly over the
+// tier's open segments (placement spreads puts over them).
 func (r *reservations) planLocked(state *store.Store, now time.Time) (specs []*metadv1.ArenaSpec) {
-	for _, info := range state.Segments().List() {
+	for t, b := range r.asked {
+		r.roundAsked[t] = max(float64(b), r.roundAsked[t]*demandDecay)
+		r.asked[t] = 0
+	}
+	segs := state.Segments().List()
+	var open [alloc.NumTiers]int
+	for _, info := range segs {
+		if !info.Closing && store.ArenaTier(info.Tier) {
+			open[info.Tier]++
+		}
+	}
+	for _, info := range segs {
 		if info.Closing || !store.ArenaTier(info.Tier) || now.Sub(r.failedAt[info.ID]) < time.Second {
 			continue
 		}
-		size := r.arenaSize(info.Size)
+		size := r.arenaSize(info.Size, r.roundAsked[info.Tier]/float64(open[info.Tier]))
 		if size == 0 {
 			continue
 		}
@@ -240,11 +254,12 @@ func (r *reservations) planLocked(state *store.Store, now time.Time) (specs []*m
 	return specs
 }
 
-// arenaSize is the arena to ask for on a segment of segSize bytes: room for arenaObjects replicas
-// of the recent size, at least arenaMinBytes, at most 1/arenaShare of the segment; 0 when that
-// share is less than one aligned block.
-func (r *reservations) arenaSize(segSize uint64) uint64 {
-	want := uint64(math.Min(r.sizeAvg*arenaObjects, float64(uint64(1)<<40)))
+// arenaSize is the arena to ask for on a segment of segSize bytes that puts ask demand bytes of in
+// a keeper round: room for arenaObjects replicas of the recent size or arenaRounds rounds of the
+// demand, whichever is more, at least arenaMinBytes, at most 1/arenaShare of the segment; 0 when
+// that share is less than one aligned block.
+func (r *reservations) arenaSize(segSize uint64, demand float64) uint64 {
+	want := uint64(math.Min(max(r.sizeAvg*arenaObjects, demand*arenaRounds), float64(uint64(1)<<40)))
 	size := min(max(want, arenaMinBytes), segSize/arenaShare)
 	return size &^ (alloc.Align - 1)
 }

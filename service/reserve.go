@@ -86,6 +86,11 @@ type reservations struct {
 	inFlight map[reserveKey]int
 	// sizeAvg is a moving average of reserved replica sizes (arena sizing).
 	sizeAvg float64
+	// asked is the replica bytes per tier that puts asked the pool for since the keeper's last
+	// round, answered or not; roundAsked is the keeper's estimate of a round's demand from it
+	// (arenaSize).
+	asked      [alloc.NumTiers]uint64
+	roundAsked [alloc.NumTiers]float64
 	// failedAt is when a grant last left a segment without an arena (it has no room): none is
 	// asked for there again for a second.
 	failedAt map[alloc.ID]time.Time
@@ -118,6 +123,13 @@ const (
 	// refillBelow: a segment gets another arena when the pool's free bytes on it fall below this
 	// share of the arena size (1/refillBelow).
 	refillBelow = 2
+	// arenaRounds is how many keeper rounds of the recent demand on its segment an arena holds at
+	// least: a segment is refilled once a round, when its pool is below half an arena, and the
+	// grant takes a Raft round of its own, so half an arena must last a round and a grant.
+	arenaRounds = 4
+	// demandDecay is how much of a round's demand estimate carries into the next when less is
+	// asked: it follows a rise at once and a fall over a few rounds.
+	demandDecay = 0.75
 )
 
 // resetLocked starts the table afresh for term (0: not leading): every reservation is dropped
@@ -130,6 +142,7 @@ func (r *reservations) resetLocked(term uint64, now time.Time) {
 	r.held = map[string]uint64{}
 	r.inFlight = map[reserveKey]int{}
 	r.failedAt = map[alloc.ID]time.Time{}
+	r.asked, r.roundAsked = [alloc.NumTiers]uint64{}, [alloc.NumTiers]float64{}
 	r.demand = false
 	r.droppedAt = time.Time{}
 	r.m.reservations.Set(0)
@@ -298,6 +311,7 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	for i, p := range cfg.GetPreferredSegmentIds() {
 		pref[i] = wire.ID16(p)
 	}
+	r.askLocked(st, ps.Size, mem, cfg)
 	pl, perr := r.pool.Place(alloc.PlaceRequest{Size: ps.Size, Memory: mem, NOF: int(cfg.GetNofReplicas()),
 		DFS: int(cfg.GetDfsReplicas()), Preferred: pref, Strategy: r.s.cfg.Strategy, Seed: rand.Uint64()})
 	if perr != nil || pl.Short > 0 {
@@ -357,6 +371,18 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	r.sizeAvg += (float64(alloc.RoundUp(ps.Size)) - r.sizeAvg) / 64
 	r.m.reserved(1, int64(want))
 	return r.replicasTo(st, res), true, nil
+}
+
+// askLocked counts a put's replica bytes per tier, as the pool is asked for them, in the demand
+// the keeper sizes arenas by (mu held).
+func (r *reservations) askLocked(st *store.Store, size uint64, mem int, cfg *metadv1.ReplicaConfig) {
+	b := alloc.RoundUp(size)
+	r.asked[alloc.TierMemory] += uint64(mem) * b
+	r.asked[alloc.TierNOF] += uint64(cfg.GetNofReplicas()) * b
+	r.asked[alloc.TierDFS] += uint64(cfg.GetDfsReplicas()) * b
+	if st.Segments().Roots() > 0 {
+		r.asked[alloc.TierDisk] += b
+	}
 }
 
 // preferencesHeld reports whether placement pl, made in the pool, honours the preferred segments

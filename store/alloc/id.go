@@ -92,8 +92,8 @@ const (
 	TierDFS       Tier = 5
 )
 
-// numTiers sizes arrays indexed by Tier (index 0 unused).
-const numTiers = 6
+// NumTiers sizes arrays indexed by Tier (index 0 unused).
+const NumTiers = 6
 
 // Tiers lists the valid tiers in the order readers try them (Get): MEMORY, NOF, LOCAL_DISK,
 // DISK, DFS.

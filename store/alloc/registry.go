@@ -65,15 +65,15 @@ type Registry struct {
 	// all holds every segment sorted by ID bytes.
 	all []*segment
 	// byTier[t] holds the segments of tier t sorted by ID bytes.
-	byTier [numTiers][]*segment
+	byTier [NumTiers][]*segment
 	// byOwner maps a client to its segment IDs, sorted (lookups only).
 	byOwner map[ID][]ID
 	// capacity[t] and used[t] are the sums of Size and allocated bytes
 	// over the mounted segments of tier t, kept incrementally.
-	capacity [numTiers]uint64
-	used     [numTiers]uint64
+	capacity [NumTiers]uint64
+	used     [NumTiers]uint64
 	// closing[t] counts the closing segments of tier t.
-	closing [numTiers]int
+	closing [NumTiers]int
 	// epoch counts Place calls; a segment whose mark equals the current
 	// epoch has already been tried by the running Place.
 	epoch uint64

@@ -54,9 +54,9 @@ func checkRegistry(r *Registry) error {
 	if len(r.all) != len(r.segs) {
 		return fmt.Errorf("all has %d segments, segs %d", len(r.all), len(r.segs))
 	}
-	var capacity, used [numTiers]uint64
-	var closing [numTiers]int
-	var byTier [numTiers][]*segment
+	var capacity, used [NumTiers]uint64
+	var closing [NumTiers]int
+	var byTier [NumTiers][]*segment
 	owners := map[ID][]ID{}
 	for i, seg := range r.all {
 		if i > 0 && Compare(r.all[i-1].info.ID, seg.info.ID) >= 0 {
@@ -87,7 +87,7 @@ func checkRegistry(r *Registry) error {
 	if closing != r.closing {
 		return fmt.Errorf("closing counts %v, recomputed %v", r.closing, closing)
 	}
-	for tier := range numTiers {
+	for tier := range NumTiers {
 		if !slices.Equal(byTier[tier], r.byTier[tier]) {
 			return fmt.Errorf("byTier[%d] disagrees with all", tier)
 		}
