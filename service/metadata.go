@@ -352,6 +352,7 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 		return nil, fail(err, tenant, nil)
 	}
 	items := make([]*metadv1.BatchPutStart_Item, len(req.GetItems()))
+	slab := make([]metadv1.BatchPutStart_Item, len(items)) // one allocation for the batch's items
 	for i, it := range req.GetItems() {
 		if _, err := keyOf(it.GetKey()); err != nil {
 			return nil, fail(within("items", i, err), tenant, it.GetKey())
@@ -362,7 +363,8 @@ func (s *Service) BatchPutStart(ctx context.Context, req *metadv1.BatchPutStartR
 		if err := sizeOf(it.GetSize()); err != nil {
 			return nil, fail(within("items", i, err), tenant, it.GetKey())
 		}
-		items[i] = &metadv1.BatchPutStart_Item{Key: it.GetKey(), Group: it.GetGroup(), Size: it.GetSize()}
+		items[i] = &slab[i]
+		items[i].Key, items[i].Group, items[i].Size = it.GetKey(), it.GetGroup(), it.GetSize()
 	}
 	if err := store.ValidateDistinct("items", len(items), func(i int) string { return string(items[i].Key) }); err != nil {
 		return nil, fail(err, tenant, nil)

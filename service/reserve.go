@@ -46,11 +46,13 @@ type reserveKey struct{ tenant, key string }
 
 // reservation is one PutStart answered from the arenas.
 type reservation struct {
-	client  alloc.ID
-	size    uint64
-	group   []byte
-	cfg     *metadv1.ReplicaConfig // as the PutStart command would carry it
-	exts    []alloc.Extent         // MEMORY first, in placement order
+	client alloc.ID
+	size   uint64
+	group  []byte
+	cfg    *metadv1.ReplicaConfig // as the PutStart command would carry it
+	// exts (MEMORY first, in placement order) and their tiers: replaced, never changed in place,
+	// since answers and PutCommit commands slice their segment ids.
+	exts    []alloc.Extent
 	tiers   []alloc.Tier
 	start   int64  // leader time of the PutStart, unix ns
 	charged uint64 // quota bytes held: size x MEMORY replicas
@@ -239,9 +241,10 @@ func (r *reservations) tryReserveBatch(ctx context.Context, m *metadv1.BatchPutS
 	now := r.s.cfg.nowNano()
 	r.lock()
 	defer r.mu.Unlock()
+	ps := &metadv1.PutStart{Tenant: m.Tenant, ClientId: m.ClientId, Config: m.Config, Placement: m.Placement,
+		PutDiscardTimeoutMs: m.PutDiscardTimeoutMs} // each item's in turn: reserveLocked keeps no reference to it
 	for i, it := range m.Items {
-		ps := &metadv1.PutStart{Tenant: m.Tenant, ClientId: m.ClientId, Key: it.Key, Group: it.Group, Size: it.Size,
-			Config: m.Config, Placement: m.Placement, PutDiscardTimeoutMs: m.PutDiscardTimeoutMs}
+		ps.Key, ps.Group, ps.Size = it.Key, it.Group, it.Size
 		a := &out[i]
 		a.reps, a.ok, a.err = r.reserveLocked(st, ps, h, now)
 	}
@@ -352,6 +355,8 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 	res := &reservation{client: wire.ID16(ps.ClientId), size: ps.Size, group: ps.Group, start: now, charged: want,
 		cfg: &metadv1.ReplicaConfig{MemoryReplicas: uint32(mem), NofReplicas: cfg.GetNofReplicas(), DfsReplicas: cfg.GetDfsReplicas(), SoftPin: cfg.GetSoftPin(),
 			SoftPinTtlMs: cfg.GetSoftPinTtlMs(), HardPin: cfg.GetHardPin(), DataType: cfg.GetDataType()}}
+	n := len(pl.Memory) + len(pl.NOF) + len(pl.Disk) + len(pl.DFS)
+	res.exts, res.tiers = make([]alloc.Extent, 0, n), make([]alloc.Tier, 0, n)
 	for _, e := range pl.Memory {
 		res.exts, res.tiers = append(res.exts, e), append(res.tiers, alloc.TierMemory)
 	}
@@ -486,9 +491,12 @@ func noWriteOfTier(tier alloc.Tier) store.Result {
 // (PutCommit draws the ids).
 func (r *reservations) replicasTo(st *store.Store, res *reservation) []*metadv1.Replica {
 	out := make([]*metadv1.Replica, len(res.exts))
-	for i, e := range res.exts {
-		rp := &metadv1.Replica{Tier: wire.TierTo(res.tiers[i]), SegmentId: e.Segment[:], Offset: e.Offset, Size: res.size,
-			Status: metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING}
+	reps := make([]metadv1.Replica, len(res.exts))
+	for i := range res.exts {
+		e := &res.exts[i] // the segment id is a slice of res.exts, not of a copy that would escape
+		rp := &reps[i]
+		rp.Tier, rp.SegmentId, rp.Offset, rp.Size = wire.TierTo(res.tiers[i]), e.Segment[:], e.Offset, res.size
+		rp.Status = metadv1.ReplicaStatus_REPLICA_STATUS_PROCESSING
 		if info, ok := st.Segments().Describe(e.Segment); ok {
 			rp.SegmentEndpoint, rp.BaseAddress = info.Endpoint, info.Base
 		}

@@ -42,13 +42,15 @@ func (r *reservations) commitMany(ctx context.Context, tenant string, client all
 	ended map[int]store.Result, proposed bool, err error) {
 	ended = map[int]store.Result{}
 	items := make([]*metadv1.CommitItem, len(keys))
+	slab := make([]metadv1.CommitItem, len(keys)) // one allocation for the command's items
 	var at []int
 	var rks []reserveKey
 	var ress []*reservation
 	r.lock()
 	for i, key := range keys {
 		rk := reserveKey{tenant, string(key)}
-		items[i] = &metadv1.CommitItem{Key: key}
+		items[i] = &slab[i]
+		items[i].Key = key
 		res := r.byKey[rk]
 		switch {
 		case res == nil || r.term == 0:
@@ -58,8 +60,9 @@ func (r *reservations) commitMany(ctx context.Context, tenant string, client all
 			ended[i] = noWriteOfTier(tier)
 		default:
 			res.committing = true
-			items[i] = &metadv1.CommitItem{Key: key, Group: res.group, Size: res.size, Config: res.cfg,
-				PutStartUnixNano: res.start, Replicas: wire.CommitReplicasTo(res.exts, res.tiers)}
+			it := items[i]
+			it.Group, it.Size, it.Config, it.PutStartUnixNano = res.group, res.size, res.cfg, res.start
+			it.Replicas = wire.CommitReplicasTo(res.exts, res.tiers)
 			at, rks, ress = append(at, i), append(rks, rk), append(ress, res)
 		}
 	}

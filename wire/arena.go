@@ -62,8 +62,12 @@ func CommitFrom(m *metadv1.PutCommit) store.CommitRequest {
 // CommitReplicasTo converts the extents a leader reserved for one object to a CommitItem's ranges.
 func CommitReplicasTo(es []alloc.Extent, tiers []alloc.Tier) []*metadv1.CommitReplica {
 	out := make([]*metadv1.CommitReplica, len(es))
-	for i, e := range es {
-		out[i] = &metadv1.CommitReplica{Tier: TierTo(tiers[i]), SegmentId: e.Segment[:], Offset: e.Offset, Size: e.Size}
+	reps := make([]metadv1.CommitReplica, len(es))
+	for i := range es {
+		e := &es[i] // the segment id is a slice of es, not of a copy that would escape
+		r := &reps[i]
+		r.Tier, r.SegmentId, r.Offset, r.Size = TierTo(tiers[i]), e.Segment[:], e.Offset, e.Size
+		out[i] = r
 	}
 	return out
 }
