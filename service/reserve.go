@@ -49,7 +49,7 @@ type reservation struct {
 	client alloc.ID
 	size   uint64
 	group  []byte
-	cfg    *metadv1.ReplicaConfig // as the PutStart command would carry it
+	cfg    *metadv1.ReplicaConfig // as the PutStart command would carry it; shared, never changed
 	// exts (MEMORY first, in placement order) and their tiers: replaced, never changed in place,
 	// since answers and PutCommit commands slice their segment ids.
 	exts    []alloc.Extent
@@ -219,7 +219,7 @@ func (r *reservations) tryReserve(ctx context.Context, ps *metadv1.PutStart) (re
 	st := r.s.state()
 	r.lock()
 	defer r.mu.Unlock()
-	return r.reserveLocked(st, ps, h, r.s.cfg.nowNano())
+	return r.reserveLocked(st, ps, reservedConfig(ps.GetConfig()), h, r.s.cfg.nowNano())
 }
 
 // tryReserveBatch is tryReserve for the items of a BatchPutStart (one config for all): one answer
@@ -243,10 +243,11 @@ func (r *reservations) tryReserveBatch(ctx context.Context, m *metadv1.BatchPutS
 	defer r.mu.Unlock()
 	ps := &metadv1.PutStart{Tenant: m.Tenant, ClientId: m.ClientId, Config: m.Config, Placement: m.Placement,
 		PutDiscardTimeoutMs: m.PutDiscardTimeoutMs} // each item's in turn: reserveLocked keeps no reference to it
+	rc := reservedConfig(m.Config) // shared by the batch's reservations, never changed
 	for i, it := range m.Items {
 		ps.Key, ps.Group, ps.Size = it.Key, it.Group, it.Size
 		a := &out[i]
-		a.reps, a.ok, a.err = r.reserveLocked(st, ps, h, now)
+		a.reps, a.ok, a.err = r.reserveLocked(st, ps, rc, h, now)
 	}
 	return out
 }
@@ -269,8 +270,15 @@ type reserveAnswer struct {
 	err  error
 }
 
-// reserveLocked is tryReserve with the lease checked and mu held, at leader time now.
-func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *metadv1.SessionHeader, now int64) (reps []*metadv1.Replica, ok bool, err error) {
+// reservedConfig is the replica config a reservation of a put with cfg keeps (reservation.cfg).
+func reservedConfig(cfg *metadv1.ReplicaConfig) *metadv1.ReplicaConfig {
+	return &metadv1.ReplicaConfig{MemoryReplicas: max(cfg.GetMemoryReplicas(), 1), NofReplicas: cfg.GetNofReplicas(), DfsReplicas: cfg.GetDfsReplicas(),
+		SoftPin: cfg.GetSoftPin(), SoftPinTtlMs: cfg.GetSoftPinTtlMs(), HardPin: cfg.GetHardPin(), DataType: cfg.GetDataType()}
+}
+
+// reserveLocked is tryReserve with the lease checked and mu held, at leader time now; rc is
+// reservedConfig(ps.GetConfig()), which the reservation keeps.
+func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, rc *metadv1.ReplicaConfig, h *metadv1.SessionHeader, now int64) (reps []*metadv1.Replica, ok bool, err error) {
 	rk := reserveKey{ps.Tenant, string(ps.Key)}
 	if r.term == 0 {
 		r.m.fallback("no_lease")
@@ -353,8 +361,7 @@ func (r *reservations) reserveLocked(st *store.Store, ps *metadv1.PutStart, h *m
 		}
 	}
 	res := &reservation{client: wire.ID16(ps.ClientId), size: ps.Size, group: ps.Group, start: now, charged: want,
-		cfg: &metadv1.ReplicaConfig{MemoryReplicas: uint32(mem), NofReplicas: cfg.GetNofReplicas(), DfsReplicas: cfg.GetDfsReplicas(), SoftPin: cfg.GetSoftPin(),
-			SoftPinTtlMs: cfg.GetSoftPinTtlMs(), HardPin: cfg.GetHardPin(), DataType: cfg.GetDataType()}}
+		cfg: rc}
 	n := len(pl.Memory) + len(pl.NOF) + len(pl.Disk) + len(pl.DFS)
 	res.exts, res.tiers = make([]alloc.Extent, 0, n), make([]alloc.Tier, 0, n)
 	for _, e := range pl.Memory {
