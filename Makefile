@@ -135,9 +135,11 @@ bench-raft:
 	$(GO) test -run '^$$' -bench '^BenchmarkCommitRound$$' -benchtime 1500x ./ha/
 
 ## bench-cluster: object puts/s (PutStart + PutEnd), single-client object put p50, leader CPU per
-## object put and linearizable gets/s of a 3-node loopback cluster beside the etcd baseline.
+## object put and linearizable gets/s of a 3-node loopback cluster beside the etcd baseline; then
+## a batch put's cost per object at the service seam (BenchmarkBatchPut).
 bench-cluster: build
 	./scripts/bench-cluster.sh 64 10
+	$(GO) test -run '^$$' -bench '^BenchmarkBatchPut$$' -benchtime 400x ./service/
 
 ## bench-trace: where a single client's object put spends its time (PutStart, PutEnd, the leader's
 ## commit round, a Get's round trip) and the system calls per object put of the leader and a follower.
