@@ -180,9 +180,9 @@ func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequ
 		try(seg)
 	}
 	if len(out) < want {
-		next := r.candidatesLocked(t, req)
+		cands := r.candidatesLocked(t, req)
 		for len(out) < want {
-			seg := next()
+			seg := cands.next()
 			if seg == nil {
 				break
 			}
@@ -204,31 +204,42 @@ func (r *Registry) placeTierLocked(t Tier, size uint64, want int, req *PlaceRequ
 	return out, nil
 }
 
-// candidatesLocked returns an iterator over every segment of tier t in the
-// request's strategy order; it returns nil when exhausted. Both orders are
+// candidates iterates over every segment of a tier in a request's strategy
+// order (candidatesLocked); next returns nil when exhausted. Both orders are
 // produced lazily, so a placement that succeeds on its first candidates costs
-// O(1) (random) or O(n) (free_ratio_first) rather than a full sort.
-func (r *Registry) candidatesLocked(t Tier, req *PlaceRequest) func() *segment {
+// O(1) (random) or O(n) (free_ratio_first) rather than a full sort. A value
+// on the caller's stack: the random order allocates nothing until it has
+// displaced more than shuffleInline positions.
+type candidates struct {
+	list []*segment
+	heap *ratioHeap // free_ratio_first; nil for the random order
+	shuf shuffle
+}
+
+// candidatesLocked returns the candidates of tier t for req.
+func (r *Registry) candidatesLocked(t Tier, req *PlaceRequest) candidates {
 	list := r.byTier[t]
 	if req.Strategy == StrategyFreeRatioFirst {
 		h := make(ratioHeap, len(list))
 		copy(h, list)
 		heap.Init(&h)
-		return func() *segment {
-			if len(h) == 0 {
-				return nil
-			}
-			return heap.Pop(&h).(*segment)
-		}
+		return candidates{heap: &h}
 	}
-	s := shuffle{n: len(list), rng: splitmix64{state: req.Seed}}
-	return func() *segment {
-		i, ok := s.next()
-		if !ok {
+	return candidates{list: list, shuf: shuffle{n: len(list), rng: splitmix64{state: req.Seed}}}
+}
+
+func (c *candidates) next() *segment {
+	if c.heap != nil {
+		if c.heap.Len() == 0 {
 			return nil
 		}
-		return list[i]
+		return heap.Pop(c.heap).(*segment)
 	}
+	i, ok := c.shuf.next()
+	if !ok {
+		return nil
+	}
+	return c.list[i]
 }
 
 // freeRatioBefore reports whether a comes before b in free_ratio_first order:
@@ -273,17 +284,63 @@ func (h *ratioHeap) Pop() any {
 type shuffle struct {
 	n, i int
 	rng  splitmix64
-	// moved holds the value at positions >= i that differ from the
-	// identity; lookups only, never iterated.
-	moved map[int]int
+	// The values at positions >= i that differ from the identity: the
+	// first shuffleInline of them in inline (nInline used), the rest in
+	// moved; lookups only, never iterated. A placement draws a few
+	// candidates, so it rarely makes the map.
+	inline  [shuffleInline]struct{ pos, val int }
+	nInline int
+	moved   map[int]int
 }
 
+// shuffleInline is how many displaced positions a shuffle keeps without a map.
+const shuffleInline = 8
+
 func (s *shuffle) at(p int) int {
+	for _, m := range s.inline[:s.nInline] {
+		if m.pos == p {
+			return m.val
+		}
+	}
 	if v, ok := s.moved[p]; ok {
 		return v
 	}
 	return p
 }
+
+// set records that position p holds v.
+func (s *shuffle) set(p, v int) {
+	for k := range s.inline[:s.nInline] {
+		if s.inline[k].pos == p {
+			s.inline[k].val = v
+			return
+		}
+	}
+	if _, ok := s.moved[p]; ok || s.nInline == shuffleInline {
+		if s.moved == nil {
+			s.moved = make(map[int]int)
+		}
+		s.moved[p] = v
+		return
+	}
+	s.inline[s.nInline] = struct{ pos, val int }{p, v}
+	s.nInline++
+}
+
+// forget drops position p, which is never read again.
+func (s *shuffle) forget(p int) {
+	for k := range s.inline[:s.nInline] {
+		if s.inline[k].pos == p {
+			s.nInline--
+			s.inline[k] = s.inline[s.nInline]
+			return
+		}
+	}
+	delete(s.moved, p)
+}
+
+// displaced is how many positions the shuffle holds apart from the identity.
+func (s *shuffle) displaced() int { return s.nInline + len(s.moved) }
 
 func (s *shuffle) next() (int, bool) {
 	if s.i >= s.n {
@@ -297,12 +354,9 @@ func (s *shuffle) next() (int, bool) {
 	j := i + int(s.rng.below(uint64(s.n-i)))
 	vi, vj := s.at(i), s.at(j)
 	if j != i {
-		if s.moved == nil {
-			s.moved = make(map[int]int)
-		}
-		s.moved[j] = vi
+		s.set(j, vi)
 	}
-	delete(s.moved, i) // position i is never read again
+	s.forget(i) // position i is never read again
 	return vj, true
 }
 

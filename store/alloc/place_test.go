@@ -86,8 +86,8 @@ func TestShuffleMatchesEager(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("lazy %v, eager %v", got, want)
 		}
-		if len(s.moved) > n {
-			t.Fatalf("moved map grew to %d", len(s.moved))
+		if s.displaced() > n {
+			t.Fatalf("the shuffle holds %d displaced positions of %d", s.displaced(), n)
 		}
 	})
 }
