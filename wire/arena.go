@@ -46,10 +46,17 @@ func ArenaSpecsFrom(m *metadv1.ArenaGrant) []store.ArenaSpec {
 func CommitFrom(m *metadv1.PutCommit) store.CommitRequest {
 	req := store.CommitRequest{Tenant: m.GetTenant(), Client: ID16(m.GetClientId()), Tier: TierFrom(m.GetTier()),
 		Items: make([]store.CommitItem, len(m.GetItems()))}
+	n := 0
+	for _, it := range m.GetItems() {
+		n += len(it.GetReplicas())
+	}
+	slab := make([]store.CommitReplica, n) // every item's replicas in one allocation
 	for i, it := range m.GetItems() {
+		k := len(it.GetReplicas())
 		ci := store.CommitItem{Key: string(it.GetKey()), Group: string(it.GetGroup()), Size: it.GetSize(),
 			Config: ReplicaConfigFrom(it.GetConfig()), PutStart: it.GetPutStartUnixNano(),
-			Replicas: make([]store.CommitReplica, len(it.GetReplicas()))}
+			Replicas: slab[:k:k]}
+		slab = slab[k:]
 		for j, r := range it.GetReplicas() {
 			ci.Replicas[j] = store.CommitReplica{Tier: TierFrom(r.GetTier()),
 				Extent: alloc.Extent{Segment: ID16(r.GetSegmentId()), Offset: r.GetOffset(), Size: r.GetSize()}}
