@@ -365,17 +365,17 @@ func TestReservedEndOfAnotherTier(t *testing.T) {
 
 // TestArenasFollowDemand: the keeper sizes arenas by the bytes puts ask of them in a round, so a
 // steady stream of batches larger than arenaObjects replicas of their size is answered from the
-// arenas whole once the keeper has seen one round of it (a batch four times the fixed 256-replica
-// arena could never fit one), and the idle bytes the arenas hold stay within two arenas of the cap
-// (1/64 of the segment).
+// arenas whole, batch after batch, once the keeper has seen a round of it (a batch four times the
+// fixed 256-replica arena could never fit one), and the idle bytes the arenas hold stay within two
+// arenas of the cap (1/64 of the segment, here far above the stream's demand).
 func TestArenasFollowDemand(t *testing.T) {
 	h := arenaHarness(t)
 	ctx := tctx(t)
-	const segSize, size, items = 1 << 30, 4096, 1024
+	const segSize, size, items, inARow = 64 << 30, 4096, 1024, 8
 	h.hostSeg(t, segA, 1<<40, segSize, "ep-a")
 	h.awaitArenas(t, segA)
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; ; n++ {
+	deadline := time.Now().Add(5 * time.Second) // within the calls' context (tctx)
+	for n, row := 0, 0; row < inARow; n++ {
 		batch := &metadv1.BatchPutStartRequest{ClientId: idb(clientA)}
 		end := &metadv1.BatchPutEndRequest{ClientId: idb(clientA)}
 		for i := range items {
@@ -398,12 +398,14 @@ func TestArenasFollowDemand(t *testing.T) {
 			t.Fatal(err)
 		}
 		if whole {
-			break
+			row++
+		} else {
+			row = 0
 		}
-		if n == 63 || time.Now().After(deadline) { // 64 batches fill a quarter of the segment
-			t.Fatalf("after %d batches of %d puts of %d bytes, none was answered from the arenas whole", n+1, items, size)
+		if row < inARow && (n >= 1023 || time.Now().After(deadline)) { // 1024 batches fill 1/16 of the segment
+			t.Fatalf("after %d batches of %d puts of %d bytes, never %d in a row answered from the arenas whole", n+1, items, size, inARow)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // a steady stream: about ten batches a keeper round
 	}
 	ls, err := h.svc.ListSegments(ctx, &metadv1.ListSegmentsRequest{})
 	if err != nil {

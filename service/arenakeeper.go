@@ -241,7 +241,7 @@ func (r *reservations) planLocked(state *store.Store, now time.Time) (specs []*m
 		if info.Closing || !store.ArenaTier(info.Tier) || now.Sub(r.failedAt[info.ID]) < time.Second {
 			continue
 		}
-		size := r.arenaSize(info.Size, r.roundAsked[info.Tier]/float64(open[info.Tier]))
+		size := r.arenaSize(info.Size, r.roundAsked[info.Tier]/float64(max(open[info.Tier], 1)))
 		if size == 0 {
 			continue
 		}
