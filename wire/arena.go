@@ -67,6 +67,7 @@ func CommitFrom(m *metadv1.PutCommit) store.CommitRequest {
 }
 
 // CommitReplicasTo converts the extents a leader reserved for one object to a CommitItem's ranges.
+// Their segment ids are slices of es, which the caller must not change while they are in use.
 func CommitReplicasTo(es []alloc.Extent, tiers []alloc.Tier) []*metadv1.CommitReplica {
 	out := make([]*metadv1.CommitReplica, len(es))
 	reps := make([]metadv1.CommitReplica, len(es))
